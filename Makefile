@@ -1,0 +1,27 @@
+# Two commands on a fresh machine: `make run` (service on SQLite) and `make test` (whole suite).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+.PHONY: install run test bench lint
+install: $(BIN)/.installed
+
+run: install
+	$(BIN)/runcode-policy serve --host $(HOST) --port $(PORT)
+
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: install
+	$(BIN)/python bench/evaluate.py
+
+lint: install
+	$(BIN)/ruff check domain application interface tests bench

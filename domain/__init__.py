@@ -1,0 +1,1 @@
+"""Pure model of runcode-policy: specs, policy, decisions, egress rules (no I/O, no clock)."""

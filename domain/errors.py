@@ -1,0 +1,54 @@
+"""The one family of refusals. Every interface maps `GovernanceError` once (API: problem+json)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One bad field: `field` is a JSON path such as `python.allow[3]`, `message` the rule broken."""
+
+    field: str
+    message: str
+
+
+class GovernanceError(Exception):
+    """Base of every refusal. `title` is stable text for clients; `errors` name fields and rules."""
+
+    title = "Request refused"
+
+    def __init__(self, detail: str, errors: list[FieldError] | tuple[FieldError, ...] = ()):
+        super().__init__(detail)
+        self.detail = detail
+        self.errors = tuple(errors)
+
+
+class InvalidInputError(GovernanceError):
+    """Input breaks a rule (bad name, bad mode, bad timestamp...). Nothing was changed."""
+
+    title = "Invalid input"
+
+
+class InvalidEntriesError(InvalidInputError):
+    """One or more list entries are not valid package names; every bad entry is named."""
+
+    title = "Invalid list entries"
+
+
+class ConflictError(GovernanceError):
+    """The state moved on (expected_version is stale) or the thing already exists."""
+
+    title = "Conflict"
+
+
+class NotFoundError(GovernanceError):
+    """No such workspace, decision, token or package in this workspace."""
+
+    title = "Not found"
+
+
+class EgressConfigError(InvalidInputError):
+    """A hostname allowlist entry or deny range is malformed."""
+
+    title = "Invalid egress configuration"
