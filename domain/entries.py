@@ -1,0 +1,98 @@
+"""Allow/deny list entries as an admin pastes them, turned into canonical package names."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from domain.errors import FieldError
+from domain.specs import parse
+
+_LINES = re.compile(r"\r\n|\r|\n")
+_TRAILING_COMMENT = re.compile(r"\s+#.*$")  # pip's rule: '#' starts a comment after a blank
+_VERSION_OPERATOR = tuple("<>=!~")
+_WHAT = {"url": "a url", "vcs": "a version-control source", "path": "a local path",
+         "option": "an installer option", "alias": "an npm alias (it installs another package)"}
+_RULE = "a list entry must be the plain name of a registry package"
+
+
+def parse_entries(language: str, value: str | list[str], field: str,
+                  ) -> tuple[list[str], list[FieldError]]:
+    """Canonical names (de-duplicated, first-seen order) and one error per bad entry.
+
+    `value` is one string or a list of strings; either may hold several entries separated by
+    newlines and/or commas. Blank lines and lines starting with '#' are skipped; for python a
+    trailing ` # comment` is dropped as pip does. A comma fragment that starts with a version
+    operator continues the entry before it (`pandas>=1,<2`), and commas inside [...], (...) or
+    quotes never split. Versions, extras and markers are stripped through `specs.parse`.
+
+    Error fields are `f"{field}[{i}]"` where i counts the non-blank, non-comment entries from 0
+    across the whole input: for a list holding one entry per element that is the list index;
+    when an element holds several entries the count simply runs on through them.
+    """
+    names: list[str] = []
+    seen: set[str] = set()
+    errors: list[FieldError] = []
+    for index, entry in enumerate(_entries(language, value)):
+        name, problem = _judge(language, entry)
+        if problem is not None:
+            errors.append(FieldError(field=f"{field}[{index}]", message=problem))
+        elif name not in seen:
+            seen.add(name)
+            names.append(name)
+    return names, errors
+
+
+def _entries(language: str, value: object) -> Iterator[object]:
+    chunks = value if isinstance(value, list) else [value]
+    for chunk in chunks:
+        if not isinstance(chunk, str):
+            yield chunk  # user JSON: reported as an entry of its own
+            continue
+        for line in _LINES.split(chunk):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            if language == "python":
+                line = _TRAILING_COMMENT.sub("", line)
+            yield from _split_commas(language, line)
+
+
+def _split_commas(language: str, line: str) -> list[str]:
+    fragments: list[str] = []
+    depth, quote, start = 0, None, 0
+    for i, char in enumerate(line + ","):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "[(":
+            depth += 1
+        elif char in "])":
+            depth = max(depth - 1, 0)
+        elif char == "," and depth == 0:
+            fragments.append(line[start:i].strip())
+            start = i + 1
+    return _join_specifiers(fragments) if language == "python" else [f for f in fragments if f]
+
+
+def _join_specifiers(fragments: list[str]) -> list[str]:
+    entries: list[str] = []
+    for fragment in fragments:
+        if entries and fragment.startswith(_VERSION_OPERATOR):
+            entries[-1] = f"{entries[-1]},{fragment}"
+        elif fragment:
+            entries.append(fragment)
+    return entries
+
+
+def _judge(language: str, entry: object) -> tuple[str | None, str | None]:
+    """(canonical name, None) for a registry entry, else (None, a message naming the rule)."""
+    if not isinstance(entry, str):
+        return None, f"{entry!r} is not a string but {type(entry).__name__}; {_RULE}"
+    spec = parse(language, entry)
+    if spec.kind == "registry" and spec.name is not None:
+        return spec.name, None
+    if spec.kind in _WHAT:
+        return None, f"{entry!r} is {_WHAT[spec.kind]}, not a package name; {_RULE}"
+    return None, f"{entry!r} is not a valid package name ({spec.detail}); {_RULE}"

@@ -1,0 +1,107 @@
+"""List entries as admins paste them: separators, comments, canonical names and reported errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from domain.entries import parse_entries
+
+
+def names(language, value):
+    found, errors = parse_entries(language, value, "python.allow")
+    assert errors == []
+    return found
+
+
+@pytest.mark.parametrize("value", [
+    "pandas,numpy,requests", "pandas\nnumpy\nrequests", "pandas\r\nnumpy\r\nrequests",
+    "pandas, numpy\nrequests", " pandas ,\n\n  numpy,,\r\n requests ,", "pandas\rnumpy\rrequests",
+    ["pandas", "numpy", "requests"], ["pandas, numpy", "requests\n"],
+])
+def test_commas_newlines_and_lists_all_separate_entries(value):
+    assert names("python", value) == ["pandas", "numpy", "requests"]
+
+
+def test_blank_lines_and_comment_lines_are_skipped():
+    text = "# data science\n\n   \npandas\n  # numpy is next\nnumpy  # pinned elsewhere\n"
+    assert names("python", text) == ["pandas", "numpy"]
+
+
+def test_duplicates_collapse_to_the_first_seen_canonical_name():
+    assert names("python", "Pandas, numpy, pandas==2.1, PANDAS, python_dateutil, "
+                           "Python-DateUtil") == ["pandas", "numpy", "python-dateutil"]
+
+
+@pytest.mark.parametrize(("entry", "name"), [
+    ("pandas==2.1", "pandas"), ("Django[argon2]>=4; python_version>\"3\"", "django"),
+    ("requests[socks,security]>=2", "requests"), ("requests (>=2.0, <3)", "requests"),
+    ("pandas; python_version in '3.8,3.9'", "pandas"), ("pandas ~= 2.1", "pandas"),
+])
+def test_constraints_extras_and_markers_are_stripped(entry, name):
+    assert names("python", entry) == [name]
+
+
+def test_a_comma_before_a_version_operator_continues_the_python_entry():
+    assert names("python", "pandas>=1,<2, numpy!=1.0,~=1.2, scipy") == ["pandas", "numpy",
+                                                                         "scipy"]
+
+
+def test_scoped_npm_names_keep_their_scope_and_lose_their_range():
+    found, errors = parse_entries("node", "@scope/pkg@^1, lodash@latest\n@types/node@20\nLodash",
+                                  "node.allow")
+    assert (found, errors) == (["@scope/pkg", "lodash", "@types/node", "Lodash"], [])
+
+
+def test_every_bad_entry_is_reported_with_its_position_and_the_rule():
+    found, errors = parse_entries(
+        "python", "pandas\nhttps://x/y.tgz\nrequests@2.0, git+https://x/r.git#egg=r\n"
+                  "-r reqs.txt\n./local\n\u212aeras\nnumpy", "python.allow")
+    assert found == ["pandas", "numpy"]
+    assert [e.field for e in errors] == [f"python.allow[{i}]" for i in range(1, 7)]
+    assert errors[0].message.startswith("'https://x/y.tgz' is a url, not a package name")
+    assert all("package name" in e.message for e in errors)
+    assert "'requests@2.0'" in errors[1].message
+
+
+def test_npm_aliases_and_nameless_specs_are_not_list_entries():
+    found, errors = parse_entries("node", ["lodash", "x@npm:evil", "u/r", "_private"],
+                                  "node.deny")
+    assert found == ["lodash"]
+    assert [e.field for e in errors] == ["node.deny[1]", "node.deny[2]", "node.deny[3]"]
+    assert "alias" in errors[0].message
+
+
+def test_list_positions_are_list_indexes_when_each_element_holds_one_entry():
+    _, errors = parse_entries("python", ["pandas", "numpy", "https://x"], "python.allow")
+    assert [e.field for e in errors] == ["python.allow[2]"]
+
+
+def test_positions_count_on_across_elements_that_hold_several_entries():
+    _, errors = parse_entries("python", ["pandas, numpy", "https://x"], "python.allow")
+    assert [e.field for e in errors] == ["python.allow[2]"]
+
+
+def test_a_string_and_a_list_of_the_same_entries_give_the_same_answer():
+    as_text = parse_entries("python", "pandas\n./x\nnumpy", "f")
+    as_list = parse_entries("python", ["pandas", "./x", "numpy"], "f")
+    assert as_text == as_list
+
+
+@pytest.mark.parametrize("element", [3, None, {"name": "x"}, ["pandas"]])
+def test_a_non_string_list_element_is_an_error_not_a_crash(element):
+    found, errors = parse_entries("python", ["pandas", element], "python.allow")
+    assert found == ["pandas"]
+    assert [e.field for e in errors] == ["python.allow[1]"]
+    assert "not a string" in errors[0].message
+
+
+def test_surrounding_blanks_are_stripped_from_entries_but_not_inner_ones():
+    assert names("node", ["  lodash\t", " Lodash "]) == ["lodash", "Lodash"]
+    _, errors = parse_entries("node", "lo dash", "f")
+    assert [e.field for e in errors] == ["f[0]"]
+
+
+def test_empty_input_gives_no_names_and_no_errors():
+    assert parse_entries("node", "", "f") == ([], [])
+    assert parse_entries("node", [], "f") == ([], [])
+    assert parse_entries("python", "\n\n# only a comment\n", "f") == ([], [])

@@ -1,0 +1,183 @@
+"""Spec parsing: every corpus case, the SPECS.md pitfalls, and properties that must always hold."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from domain.specs import KINDS, LANGUAGES, Spec, deny_key, parse, registry_name
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "specs.jsonl"
+CASES = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line]
+
+
+def test_the_corpus_is_found_and_complete():
+    assert len(CASES) == 135
+    assert {case["ecosystem"] for case in CASES} == {"python", "node"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c['ecosystem']}-{c['spec']!r}" for c in CASES])
+def test_every_corpus_case_gets_its_kind_and_name(case):
+    spec = parse(case["ecosystem"], case["spec"])
+    assert (spec.kind, spec.name) == (case["kind"], case["name"]), case["note"]
+    assert spec.text == case["spec"] and spec.language == case["ecosystem"]
+
+
+PITFALLS = [
+    ("python", "\u212aeras", "invalid", None),  # KELVIN SIGN must not fold to 'k'
+    ("python", "\u017fix", "invalid", None),  # long s must not fold to 's'
+    ("python", "r\u0435quests", "invalid", None),  # Cyrillic e
+    ("python", "\u0440\u0443\u0442\u043e\u043d", "invalid", None),  # all Cyrillic
+    ("python", "requests\u00a0", "invalid", None),  # NBSP: pip strips it, we refuse to guess
+    ("python", "requests\u2028--index-url=https://evil", "invalid", None),  # splitlines() splits
+    ("python", "requests\r", "invalid", None),
+    ("python", "requests\x00", "invalid", None),
+    ("python", "${EVIL_INDEX}", "invalid", None),
+    ("python", "requests==${VERSION}", "invalid", None),
+    ("python", "requests @ https://x/a.tgz#egg=urllib3", "url", "requests"),
+    ("python", "requests@2.0", "invalid", None),
+    ("python", "git@github.com:u/r.git", "invalid", None),
+    ("python", "requests-2.31.0-py3-none-any.whl", "path", "requests"),
+    ("python", "\u212aeras-1.0-py3-none-any.whl", "invalid", None),
+    ("python", "requests===./evil", "path", None),  # pip would use the directory if it exists
+    ("python", "requests;", "registry", "requests"),
+    ("python", "foo_", "invalid", None),
+    ("python", "requests\t--hash=sha256:00", "invalid", None),  # pip splits on spaces only
+    ("python", "requests --config-settings=x=y", "option", None),
+    ("python", "--extra-index https://evil/simple", "option", None),
+    ("python", "-ihttps://evil/simple", "option", None),
+    ("python", "--index-url=https://evil/simple requests", "option", None),
+    ("python", "--bogus", "invalid", None),
+    ("python", "-i", "invalid", None),
+    ("python", "-e git+https://github.com/u/r.git", "invalid", None),  # no #egg= name
+    ("python", "-e git://github.com/u/r.git#egg=r", "vcs", "r"),  # bare git: gets vcs+
+    ("python", "-e ./pkg[extra]", "path", None),
+    ("python", "-e requests", "invalid", None),
+    # not a pip VCS scheme: pip tries it as a directory (it contains '/'), then fails
+    ("python", "git://github.com/u/r.git#egg=r", "path", None),
+    ("python", "HTTPS://example.com/requests-2.0-py3-none-any.whl", "url", "requests"),
+    ("node", "lodash@NPM:evil", "alias", "evil"),
+    ("node", "npm:evil", "alias", "evil"),
+    ("node", "npm:evil@1", "alias", "evil"),
+    ("node", "lodash@npm:github:u/r", "invalid", None),
+    ("node", " lodash", "invalid", None),
+    ("node", "lodash ", "invalid", None),
+    ("node", "_private", "invalid", None),
+    ("node", "node_modules", "invalid", None),
+    ("node", "favicon.ico", "invalid", None),
+    ("node", "foo/bar", "vcs", None),
+    ("node", "lodash@beta/1", "vcs", None),
+    ("node", "lodash.tgz", "path", None),
+    ("node", "@scope/x.tgz", "registry", "@scope/x.tgz"),
+    ("node", "@scope/", "path", None),
+    ("node", "@scope/..", "path", None),
+    ("node", "Lodash", "registry", "Lodash"),
+    ("node", "l\u043edash", "invalid", None),  # Cyrillic o
+    ("node", "git@github.com:u/r.git", "vcs", None),
+    ("node", "https://github.com/u/r/archive/v1.tar.gz", "url", None),
+    ("node", "https://gitlab.com/u/r", "vcs", None),
+    ("node", "bitbucket:u/r", "vcs", None),
+    ("node", "ssh://git@example.com/u/r", "invalid", None),
+    ("node", "jsr:@std/path", "invalid", None),
+    ("node", "ftp://example.com/x.tgz", "invalid", None),
+    ("node", "lodash@1.2.3 - 2", "registry", "lodash"),
+    ("node", "lodash@~ 1.2", "registry", "lodash"),
+    ("node", "lodash@^99999999999999999999", "invalid", None),
+    ("node", "lodash@x.1", "registry", "lodash"),  # not a range, but a valid dist-tag
+    ("node", "lodash@>=x.1", "invalid", None),  # x-range out of order, and not a tag
+    ("node", "user/repo#a::b", "invalid", None),  # two committishes
+    ("node", "lodash\n", "invalid", None),
+    ("node", "--registry=https://evil", "option", None),
+    ("node", "", "invalid", None),
+]
+
+
+@pytest.mark.parametrize(("language", "text", "kind", "name"), PITFALLS,
+                         ids=[f"{p[0]}-{p[1]!r}" for p in PITFALLS])
+def test_the_pitfalls_of_specs_md_section_4_fail_closed(language, text, kind, name):
+    spec = parse(language, text)
+    assert (spec.kind, spec.name) == (kind, name), spec.detail
+
+
+@pytest.mark.parametrize("kind", ["invalid", "option", "url", "vcs", "path"])
+def test_every_non_registry_verdict_says_why(kind):
+    for language in LANGUAGES:
+        for case in [c for c in CASES if c["kind"] == kind and c["ecosystem"] == language]:
+            assert parse(language, case["spec"]).detail
+
+
+def test_an_unknown_language_is_a_programming_error():
+    with pytest.raises(ValueError):
+        parse("ruby", "rails")
+
+
+def test_a_spec_remembers_its_text_exactly():
+    assert parse("python", "  Requests  ") == Spec(
+        text="  Requests  ", language="python", kind="registry", name="requests")
+
+
+@pytest.mark.parametrize(("language", "text", "name"), [
+    ("python", "Pandas", "pandas"), ("python", "pandas==2.1", "pandas"),
+    ("python", "Django[argon2]>=4; python_version>'3'", "django"),
+    ("node", "@scope/pkg@^1", "@scope/pkg"), ("node", "lodash@4", "lodash"),
+    ("node", "Lodash@latest", "Lodash"),
+])
+def test_registry_name_finds_a_package_by_any_spelling(language, text, name):
+    assert registry_name(language, text) == name
+
+
+@pytest.mark.parametrize(("language", "text"), [
+    ("python", "https://x/pandas-1.0-py3-none-any.whl"), ("python", "-r x"),
+    ("node", "lodash@npm:evil"), ("node", "u/r"), ("python", "\u212aeras")])
+def test_registry_name_is_none_for_anything_but_a_registry_spec(language, text):
+    assert registry_name(language, text) is None
+
+
+def test_deny_keys_compare_python_canonically_and_npm_without_case():
+    assert deny_key("python", "Foo_Bar.baz") == "foo-bar-baz"
+    assert deny_key("node", "JSONStream") == "jsonstream"
+    assert deny_key("python", "\u212aeras") != "keras"
+
+
+NAME_CHARS = "abcXYZ019-_.@/:~^<>=!*[](); ,\t\\\"'#%+vnpmgithubrq\u212a\u0435\u00a0"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(LANGUAGES), st.one_of(st.text(), st.text(alphabet=NAME_CHARS)))
+def test_parse_never_raises_and_always_answers_with_a_known_kind(language, text):
+    spec = parse(language, text)
+    assert spec.kind in KINDS and spec.text == text
+    assert spec.name is None or spec.kind in ("registry", "alias", "url", "vcs", "path")
+    if spec.kind in ("invalid", "option"):
+        assert spec.detail
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(LANGUAGES), st.text(alphabet=NAME_CHARS, max_size=25))
+def test_registry_and_alias_names_are_canonical_fixed_points(language, text):
+    spec = parse(language, text)
+    if spec.kind in ("registry", "alias") and spec.name is not None:
+        again = parse(language, spec.name)
+        assert (again.kind, again.name) == ("registry", spec.name)
+        if language == "python":
+            assert re.sub(r"[-_.]+", "-", spec.name).lower() == spec.name
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(LANGUAGES), st.text(alphabet=NAME_CHARS + "é\u0440\uff52", min_size=1))
+def test_non_ascii_text_never_yields_a_python_registry_name_nor_a_non_ascii_name(language, text):
+    spec = parse(language, text)
+    if spec.name is not None:
+        assert spec.name.isascii()
+    if language == "python" and not text.isascii():
+        assert spec.kind not in ("registry", "alias")
+
+
+def test_a_long_hostile_range_is_judged_quickly():
+    spec = parse("node", "lodash@" + "1" * 3000 + "-" + "a." * 2000 + "x" * 3000)
+    assert spec.kind in KINDS
