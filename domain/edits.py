@@ -1,0 +1,100 @@
+"""Plan policy changes from what an admin asked for: validate, canonicalize, drop no-ops.
+
+Two shapes of request: the console's Save (the complete desired state, diffed against the
+current one) and incremental commands. Both refuse the whole request, naming every bad field.
+"""
+
+from __future__ import annotations
+
+from domain.entries import parse_entries
+from domain.errors import FieldError, InvalidEntriesError, InvalidInputError
+from domain.policy import LANGUAGES, LISTS, MODES, Change
+
+ACTIONS = ("switch-mode", "add", "remove")
+
+
+def plan_desired_state(state: dict[str, dict], desired: dict) -> list[Change]:
+    """Changes that turn `state` into `desired` (per language: mode, allow, deny; all optional)."""
+    errors: list[FieldError] = []
+    changes: list[Change] = []
+    for language in LANGUAGES:
+        wanted = desired.get(language)
+        if wanted is None:
+            continue
+        changes += _language_diff(language, state[language], wanted, errors)
+    if errors:
+        raise _refusal(errors)
+    return changes
+
+
+def _language_diff(language: str, current: dict, wanted: dict, errors: list) -> list[Change]:
+    changes = []
+    mode = wanted.get("mode")
+    if mode is not None:
+        _check_choice(mode, MODES, f"{language}.mode", errors)
+        if mode in MODES and mode != current["mode"]:
+            changes.append(Change("mode-switched", language, mode=mode))
+    for list_name in LISTS:
+        if wanted.get(list_name) is None:
+            continue
+        names, bad = parse_entries(language, wanted[list_name], f"{language}.{list_name}")
+        errors += bad
+        have = set(current[list_name])
+        changes += [Change("entry-removed", language, list_name, n) for n in sorted(have - set(names))]
+        changes += [Change("entry-added", language, list_name, n) for n in names if n not in have]
+    return changes
+
+
+def plan_incremental(state: dict[str, dict], commands: list[dict]) -> list[Change]:
+    """Apply commands in order to a working copy; adding a present entry or removing an absent
+    one (or switching to the current mode) plans nothing."""
+    work = {lang: {"mode": s["mode"], "allow": set(s["allow"]), "deny": set(s["deny"])}
+            for lang, s in state.items()}
+    errors: list[FieldError] = []
+    changes: list[Change] = []
+    for i, command in enumerate(commands):
+        changes += _plan_one(work, command, f"changes[{i}]", errors)
+    if errors:
+        raise _refusal(errors)
+    return changes
+
+
+def _plan_one(work: dict, command: dict, where: str, errors: list) -> list[Change]:
+    action, language = command.get("action"), command.get("language")
+    bad_before = len(errors)
+    _check_choice(action, ACTIONS, f"{where}.action", errors)
+    _check_choice(language, LANGUAGES, f"{where}.language", errors)
+    if len(errors) > bad_before:
+        return []
+    if action == "switch-mode":
+        return _plan_switch(work[language], language, command.get("mode"), where, errors)
+    list_name = command.get("list")
+    if not _check_choice(list_name, LISTS, f"{where}.list", errors):
+        return []
+    names, bad = parse_entries(language, command.get("entries") or [], f"{where}.entries")
+    errors += bad
+    entries, adding = work[language][list_name], action == "add"
+    planned = [n for n in names if (n in entries) != adding]
+    entries.update(planned) if adding else entries.difference_update(planned)
+    kind = "entry-added" if adding else "entry-removed"
+    return [Change(kind, language, list_name, n) for n in planned]
+
+
+def _plan_switch(rules: dict, language: str, mode, where: str, errors: list) -> list[Change]:
+    if not _check_choice(mode, MODES, f"{where}.mode", errors) or mode == rules["mode"]:
+        return []
+    rules["mode"] = mode
+    return [Change("mode-switched", language, mode=mode)]
+
+
+def _check_choice(value, choices: tuple, field: str, errors: list) -> bool:
+    if value in choices:
+        return True
+    errors.append(FieldError(field, f"must be one of {', '.join(choices)}; got {value!r}"))
+    return False
+
+
+def _refusal(errors: list[FieldError]) -> InvalidInputError:
+    if all(".allow" in e.field or ".deny" in e.field or ".entries" in e.field for e in errors):
+        return InvalidEntriesError(f"{len(errors)} invalid entr{'y' if len(errors) == 1 else 'ies'}; nothing was saved", errors)
+    return InvalidInputError("the request breaks the rules named in errors; nothing was saved", errors)

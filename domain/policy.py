@@ -1,0 +1,119 @@
+"""The Policy aggregate (one per workspace) and the read-only rules it is judged by.
+
+Each language has a mode and two independent lists. Commands arrive here already validated and
+canonical (see `domain.edits`); the event bodies only assign, so replay never re-parses names,
+reads the clock or depends on a library version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from uuid import NAMESPACE_URL, UUID, uuid5
+
+from eventsourcing.domain import Aggregate, event
+
+LANGUAGES = ("python", "node")
+MODES = ("allowlist", "denylist")
+LISTS = ("allow", "deny")
+DEFAULT_MODE = "denylist"
+CHANGE_TYPES = ("mode-switched", "entry-added", "entry-removed")
+
+_NAMESPACE = uuid5(NAMESPACE_URL, "https://runcode-policy/workspaces")
+
+
+def policy_id(workspace: str) -> UUID:
+    """The Policy's id derives from the workspace slug, so a slug is unique for free."""
+    return uuid5(_NAMESPACE, f"policy:{workspace}")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One policy change as commands plan it and read models record it."""
+
+    type: str  # one of CHANGE_TYPES
+    language: str
+    list: str | None = None  # for entry changes
+    name: str | None = None  # canonical entry name
+    mode: str | None = None  # for mode switches
+
+
+@dataclass(frozen=True)
+class LanguageRules:
+    """One language's rules, frozen for judging (a cache entry, a draft, or a past state)."""
+
+    mode: str = DEFAULT_MODE
+    allow: frozenset[str] = field(default_factory=frozenset)
+    deny: frozenset[str] = field(default_factory=frozenset)
+
+    def as_dict(self) -> dict:
+        return {"mode": self.mode, "allow": sorted(self.allow), "deny": sorted(self.deny)}
+
+
+def default_state() -> dict[str, dict]:
+    return {lang: {"mode": DEFAULT_MODE, "allow": [], "deny": []} for lang in LANGUAGES}
+
+
+def rules_from_state(state: dict[str, dict]) -> dict[str, LanguageRules]:
+    return {
+        lang: LanguageRules(s["mode"], frozenset(s["allow"]), frozenset(s["deny"]))
+        for lang, s in state.items()
+    }
+
+
+class Policy(Aggregate):
+    """Per-workspace package policy. `state` is plain data so snapshots serialise it as is."""
+
+    TOPIC = "runcode_policy:Policy"
+
+    @staticmethod
+    def create_id(workspace: str) -> UUID:
+        return policy_id(workspace)
+
+    @event("Created", topic="runcode_policy:Policy.Created")
+    def __init__(self, workspace: str, by: str):
+        self.workspace = workspace
+        self.state = default_state()
+        self.changed_by: str | None = None
+
+    @property
+    def policy_version(self) -> int:
+        """The API's version: the number of changes (the creation event is not one)."""
+        return self.version - 1
+
+    def record(self, changes: list[Change], by: str, note: str) -> None:
+        """Trigger one event per planned change; the caller saves them in one atomic write."""
+        for change in changes:
+            if change.type == "mode-switched":
+                self._switch_mode(change.language, change.mode, by, note)
+            elif change.type == "entry-added":
+                self._add_entry(change.language, change.list, change.name, by, note)
+            else:
+                self._remove_entry(change.language, change.list, change.name, by, note)
+
+    @event("ModeSwitched", topic="runcode_policy:Policy.ModeSwitched")
+    def _switch_mode(self, language: str, mode: str, by: str, note: str) -> None:
+        self.state[language]["mode"] = mode
+        self._touch(by)
+
+    @event("EntryAdded", topic="runcode_policy:Policy.EntryAdded")
+    def _add_entry(self, language: str, list_name: str, name: str, by: str, note: str) -> None:
+        entries = self.state[language][list_name]
+        entries.append(name)
+        entries.sort()
+        self._touch(by)
+
+    @event("EntryRemoved", topic="runcode_policy:Policy.EntryRemoved")
+    def _remove_entry(self, language: str, list_name: str, name: str, by: str, note: str) -> None:
+        self.state[language][list_name].remove(name)
+        self._touch(by)
+
+    def _touch(self, by: str) -> None:
+        self.changed_by = by
+
+    @property
+    def changed_at(self):
+        """When the last change happened (the creation event is not a change)."""
+        return self.modified_on if self.policy_version else None
+
+    def rules(self) -> dict[str, LanguageRules]:
+        return rules_from_state(self.state)

@@ -1,0 +1,142 @@
+"""The Policy aggregate, change planning and the judging rule, from the domain alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from domain.decision import judge
+from domain.edits import plan_desired_state, plan_incremental
+from domain.errors import InvalidEntriesError, InvalidInputError
+from domain.policy import Change, LanguageRules, Policy, policy_id
+from domain.specs import parse
+
+
+def replayed(policy: Policy) -> Policy:
+    aggregate = None
+    for event in policy.collect_events():
+        aggregate = event.mutate(aggregate)
+    return aggregate
+
+
+def test_a_new_policy_is_denylist_with_empty_lists_at_version_zero():
+    policy = Policy(workspace="acme", by="alice")
+    assert policy.id == policy_id("acme")
+    assert policy.policy_version == 0
+    assert policy.state["python"] == {"mode": "denylist", "allow": [], "deny": []}
+    assert policy.changed_at is None and policy.changed_by is None
+
+
+def test_recorded_changes_replay_to_the_same_state():
+    policy = Policy(workspace="acme", by="alice")
+    changes = plan_desired_state(policy.state, {"python": {"mode": "allowlist", "allow": "pandas==2.1, numpy"}})
+    policy.record(changes, "alice", "data team")
+    assert policy.policy_version == 3
+    again = replayed(policy)
+    assert again.state == policy.state == {
+        "python": {"mode": "allowlist", "allow": ["numpy", "pandas"], "deny": []},
+        "node": {"mode": "denylist", "allow": [], "deny": []},
+    }
+    assert again.changed_by == "alice"
+
+
+def test_a_desired_state_records_only_the_differences():
+    state = {"python": {"mode": "allowlist", "allow": ["numpy", "pandas"], "deny": []},
+             "node": {"mode": "denylist", "allow": [], "deny": ["left-pad"]}}
+    changes = plan_desired_state(state, {"python": {"mode": "allowlist", "allow": ["Pandas", "scipy"]},
+                                         "node": {"deny": "left-pad"}})
+    assert changes == [Change("entry-removed", "python", "allow", "numpy"),
+                       Change("entry-added", "python", "allow", "scipy")]
+
+
+def test_adding_a_present_entry_or_removing_an_absent_one_plans_nothing():
+    state = {"python": {"mode": "denylist", "allow": [], "deny": ["numpy"]},
+             "node": {"mode": "denylist", "allow": [], "deny": []}}
+    planned = plan_incremental(state, [
+        {"action": "add", "language": "python", "list": "deny", "entries": ["NumPy"]},
+        {"action": "remove", "language": "node", "list": "deny", "entries": "left-pad"},
+        {"action": "switch-mode", "language": "python", "mode": "denylist"},
+    ])
+    assert planned == []
+
+
+def test_incremental_commands_apply_in_order():
+    state = {"python": {"mode": "denylist", "allow": [], "deny": []},
+             "node": {"mode": "denylist", "allow": [], "deny": []}}
+    planned = plan_incremental(state, [
+        {"action": "add", "language": "python", "list": "allow", "entries": "a, b"},
+        {"action": "remove", "language": "python", "list": "allow", "entries": ["a"]},
+        {"action": "add", "language": "python", "list": "allow", "entries": ["a"]},
+    ])
+    assert [(c.type, c.name) for c in planned] == [
+        ("entry-added", "a"), ("entry-added", "b"), ("entry-removed", "a"), ("entry-added", "a")]
+
+
+def test_invalid_entries_refuse_the_whole_command_naming_every_bad_entry():
+    state = Policy(workspace="acme", by="a").state
+    with pytest.raises(InvalidEntriesError) as refused:
+        plan_desired_state(state, {"python": {"allow": ["pandas", "https://x/y.tgz", "./local", "numpy"]}})
+    assert [e.field for e in refused.value.errors] == ["python.allow[1]", "python.allow[2]"]
+
+
+def test_an_unknown_mode_or_action_is_refused_with_its_field():
+    state = Policy(workspace="acme", by="a").state
+    with pytest.raises(InvalidInputError) as refused:
+        plan_incremental(state, [{"action": "switch-mode", "language": "python", "mode": "open"},
+                                 {"action": "purge", "language": "ruby"}])
+    fields = [e.field for e in refused.value.errors]
+    assert fields == ["changes[0].mode", "changes[1].action", "changes[1].language"]
+
+
+def rules(mode="denylist", allow=(), deny=()):
+    return LanguageRules(mode, frozenset(allow), frozenset(deny))
+
+
+def verdict(rules_, language, text):
+    v = judge(rules_, parse(language, text), "acme")
+    return v.allowed, v.reason
+
+
+def test_a_denied_package_stays_denied_after_a_mode_switch():
+    assert verdict(rules("denylist", deny=["numpy"]), "python", "numpy") == (False, "matches-the-deny-list")
+    assert verdict(rules("allowlist", allow=["numpy"], deny=["numpy"]), "python", "NumPy==1") == (
+        False, "matches-the-deny-list")
+
+
+def test_allowlist_mode_allows_only_listed_names():
+    allowlist = rules("allowlist", allow=["pandas"])
+    assert verdict(allowlist, "python", "Pandas>=2") == (True, "matches-the-allow-list")
+    assert verdict(allowlist, "python", "numpy") == (False, "not-on-the-allow-list")
+
+
+def test_denylist_mode_allows_everything_not_listed():
+    assert verdict(rules(), "python", "requests") == (True, "not-on-the-deny-list")
+
+
+def test_direct_references_never_ride_on_an_allowed_registry_name():
+    allowlist = rules("allowlist", allow=["requests"])
+    assert verdict(allowlist, "python", "requests @ https://evil.example/requests.tgz") == (False, "direct-reference")
+    assert verdict(rules(), "python", "requests @ https://x.example/r.tgz") == (True, "direct-reference")
+    assert verdict(rules(deny=["requests"]), "python", "requests @ https://x.example/r.tgz") == (False, "direct-reference")
+    assert verdict(rules(), "node", "github:user/repo") == (False, "direct-reference")
+
+
+def test_node_deny_lists_match_any_case_but_allow_lists_match_exactly():
+    assert verdict(rules(deny=["left-pad"]), "node", "Left-Pad") == (False, "matches-the-deny-list")
+    assert verdict(rules("allowlist", allow=["express"]), "node", "Express") == (False, "not-on-the-allow-list")
+    assert verdict(rules("allowlist", allow=["express"]), "node", "express@4") == (True, "matches-the-allow-list")
+
+
+def test_an_npm_alias_is_judged_on_its_target():
+    assert verdict(rules(deny=["evil"]), "node", "lodash@npm:evil@1") == (False, "matches-the-deny-list")
+
+
+def test_unjudgeable_specs_are_refused_with_a_message():
+    v = judge(rules(), parse("python", "--index-url https://evil/simple"), "acme")
+    assert (v.allowed, v.reason) == (False, "invalid-spec")
+    assert "cannot be judged" in v.message
+
+
+def test_a_denial_tells_the_asker_what_to_ask_for():
+    v = judge(rules("allowlist"), parse("python", "pandas"), "acme")
+    assert v.message.startswith("pandas is not on the Python allow list of workspace acme")
+    assert "Settings › Governance › Run-code packages" in v.message
