@@ -1,0 +1,1 @@
+"""The eventsourcing application of runcode-policy: commands, evaluation, read models, queries."""

@@ -1,0 +1,164 @@
+"""Egress governance: the deployment's egress configuration, and judging targets against it.
+
+The rules themselves are pure functions in `domain.egress`; this module holds what the deployment
+adds (its hostname allowlist and extra deny ranges) and records each judgement as a Decision, the
+same aggregate and the same group-commit writer as package decisions, so egress decisions appear
+in the audit log (`kind=egress`) and its exports and are durable before anyone is answered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address
+
+from domain.decision import Decision
+from domain.egress import EgressVerdict, evaluate_egress, normalize_allowlist, parse_deny_ranges
+from domain.errors import EgressConfigError, FieldError, InvalidInputError
+
+MAX_RESOLVED = 64
+_INDEX = re.compile(r"\[(\d+)\]$")
+
+
+@dataclass(frozen=True)
+class EgressConfig:
+    """What a deployment adds to the fixed rules. Validated and normalised on construction.
+
+    `hostname_allowlist`: None = open egress, () = deny every name, else entries (EGRESS.md 2).
+    `deny_ranges`: extra CIDRs, always denied. `allow_addresses`: a TEST-ONLY hatch that lets an
+    enforcing proxy's tests reach a loopback upstream; nothing reads it from the environment.
+    """
+
+    hostname_allowlist: tuple[str, ...] | None = None
+    deny_ranges: tuple[IPv4Network | IPv6Network, ...] = ()
+    allow_addresses: tuple[IPv4Address | IPv6Address, ...] = ()
+
+    def __post_init__(self):
+        allowlist, ranges, addresses = checked_config(
+            self.hostname_allowlist, self.deny_ranges, self.allow_addresses)
+        object.__setattr__(self, "hostname_allowlist", allowlist)
+        object.__setattr__(self, "deny_ranges", ranges)
+        object.__setattr__(self, "allow_addresses", addresses)
+
+    def describe(self) -> str:
+        """One line for a startup log: what this deployment lets through."""
+        names = ("open (no hostname allowlist)" if self.hostname_allowlist is None
+                 else f"{len(self.hostname_allowlist)} allowlisted name(s)")
+        extra = f"; test-only allowed addresses {list(map(str, self.allow_addresses))}" \
+            if self.allow_addresses else ""
+        return f"egress {names}; {len(self.deny_ranges)} extra deny range(s){extra}"
+
+
+def checked_config(allowlist, deny_ranges, allow_addresses=(), *,
+                   fields=("hostname_allowlist", "deny_ranges", "allow_addresses")):
+    """Normalise all three settings at once; one EgressConfigError names every bad entry of all."""
+    errors: list[FieldError] = []
+    allowlist = _collect(errors, allowlist, fields[0], normalize_allowlist)
+    ranges = _collect(errors, deny_ranges, fields[1], lambda values, field: parse_deny_ranges(
+        [v if isinstance(v, str) else str(v) for v in values], field))
+    addresses = _collect(errors, allow_addresses, fields[2], _addresses)
+    if errors:
+        listed = "; ".join(f"{e.field}: {e.message}" for e in errors)
+        raise EgressConfigError(f"invalid egress configuration: {listed}", errors)
+    return allowlist, ranges or (), addresses or ()
+
+
+def checked_allowlist(entries: Sequence[str] | None, field: str = "hostname_allowlist"):
+    """An allowlist given with a request: normalised, or 422 naming every bad entry."""
+    return checked_config(entries, (), fields=(field, "deny_ranges", "allow_addresses"))[0]
+
+
+def _collect(errors: list[FieldError], value, field: str, parse):
+    """Run one parser; on refusal keep its errors, each quoting the bad entry, and go on."""
+    if value is None:
+        return None
+    if isinstance(value, str):  # iterating a string would make one entry per character
+        errors.append(FieldError(field, "must be a list"))
+        return None
+    entries = list(value)
+    try:
+        return parse(entries, field)
+    except EgressConfigError as error:
+        errors.extend(_quoted(e, entries) for e in error.errors)
+        return None
+
+
+def _quoted(error: FieldError, entries: list) -> FieldError:
+    found = _INDEX.search(error.field)
+    if found is None or int(found.group(1)) >= len(entries):
+        return error
+    return FieldError(error.field, f"{entries[int(found.group(1))]!r}: {error.message}")
+
+
+def _addresses(values: Iterable, field: str) -> tuple[IPv4Address | IPv6Address, ...]:
+    found, errors = [], []
+    for index, value in enumerate(values):
+        try:
+            found.append(value if isinstance(value, IPv4Address | IPv6Address) else ip_address(value))
+        except ValueError:
+            errors.append(FieldError(f"{field}[{index}]", "must be one IP address"))
+    if errors:
+        raise EgressConfigError(f"{len(errors)} invalid {field} entries", errors)
+    return tuple(found)
+
+
+class Egress:
+    """Mixed into the Governance application, which sets `egress_config`."""
+
+    egress_config: EgressConfig = EgressConfig()
+
+    def evaluate_egress(self, workspace: str, target: str, resolved: Sequence[str] = (),
+                        context: dict | None = None) -> dict:
+        """Judge with the deployment's configuration and record the decision before answering.
+
+        Raises StoreUnavailableError (503) when it cannot be recorded: the caller must deny.
+        """
+        resolved = _checked_resolved(resolved)
+        self.require_workspace(workspace)
+        verdict = self._egress_verdict(target, resolved, self.egress_config.hostname_allowlist)
+        record = {"spec": target, "language": None, "name": verdict.host, "kind": "egress",
+                  "allowed": verdict.allowed, "reason": verdict.reason, "policy_version": None,
+                  "context": dict(context or {}), "detail": verdict.detail,
+                  "resolved": list(resolved), "port": verdict.port}
+        decision = Decision(workspace=workspace, record=record)
+        self.writer.record(decision)
+        return egress_answer(verdict, str(decision.id))
+
+    def judge_egress(self, target: str, resolved: Sequence[str] = ()) -> dict:
+        """The deployment's verdict, not recorded: lets a proxy refuse a name before resolving it."""
+        verdict = self._egress_verdict(target, _checked_resolved(resolved),
+                                       self.egress_config.hostname_allowlist)
+        return egress_answer(verdict, None)
+
+    def test_egress(self, workspace: str, target: str, resolved: Sequence[str] = (),
+                    hostname_allowlist: Sequence[str] | None = None) -> dict:
+        """The same judgement with an explicit allowlist (None = open); nothing is recorded."""
+        allowlist = checked_allowlist(hostname_allowlist)
+        resolved = _checked_resolved(resolved)
+        self.require_workspace(workspace)
+        return egress_answer(self._egress_verdict(target, resolved, allowlist), None)
+
+    def _egress_verdict(self, target: str, resolved: Sequence[str], allowlist) -> EgressVerdict:
+        config = self.egress_config
+        return evaluate_egress(target, resolved, allowlist, deny_ranges=config.deny_ranges,
+                               allow_addresses=config.allow_addresses)
+
+
+def egress_answer(verdict: EgressVerdict, decision_id: str | None) -> dict:
+    return {"allowed": verdict.allowed, "reason": verdict.reason, "host": verdict.host,
+            "port": verdict.port, "id": decision_id, "detail": verdict.detail}
+
+
+def _checked_resolved(resolved) -> tuple[str, ...]:
+    # Unreadable answers are the classifier's business (it denies them as invalid-target); the
+    # shape and size are ours, so a decision record stays small and JSON-serialisable.
+    if resolved is None:
+        return ()
+    if isinstance(resolved, str) or not all(isinstance(r, str) for r in resolved):
+        raise InvalidInputError("resolved must be a list of IP address strings",
+                                [FieldError("resolved", "must be a list of strings")])
+    if len(resolved) > MAX_RESOLVED:
+        raise InvalidInputError("too many resolved addresses",
+                                [FieldError("resolved", f"at most {MAX_RESOLVED} addresses")])
+    return tuple(resolved)

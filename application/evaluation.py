@@ -1,0 +1,112 @@
+"""Evaluation: judge specs against the current policy (recorded) or a draft/past one (not).
+
+The hot path reads the policy from a per-process cache that is refreshed whenever the
+workspace's head version moves (one indexed lookup), so a Save is in force for the next evaluate
+in every worker process.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from application.times import iso
+from domain.commands import parse_command
+from domain.decision import Decision, judge
+from domain.errors import FieldError, InvalidInputError
+from domain.policy import LANGUAGES, LanguageRules
+from domain.specs import Spec, parse
+
+MAX_SPECS = 500
+
+
+class PolicyCache:
+    def __init__(self, app):
+        self._app = app
+        self._entries: dict[str, tuple[int, dict[str, LanguageRules]]] = {}
+        self._lock = threading.Lock()
+
+    def current(self, workspace: str) -> tuple[int, dict[str, LanguageRules]]:
+        head = self._app.readmodel.head_version(workspace)
+        cached = self._entries.get(workspace)
+        if cached is not None and cached[0] == head:
+            return cached
+        policy = self._app.load_policy(workspace)  # NotFoundError for unknown workspaces
+        entry = (policy.policy_version, policy.rules())
+        with self._lock:
+            self._entries[workspace] = entry
+        return entry
+
+
+class Evaluation:
+    """Mixed into the Governance application."""
+
+    def evaluate(self, workspace: str, language: str | None = None, specs: list[str] | None = None,
+                 command: list[str] | None = None, context: dict | None = None) -> dict:
+        """Judge and durably record every decision before answering (fail closed otherwise)."""
+        language, parsed = specs_of(language, specs, command)
+        version, rules = self.policies.current(workspace)
+        records = [decision_record(spec, rules[spec.language], workspace, version, context)
+                   for spec in parsed]
+        decisions = [Decision(workspace=workspace, record=r) for r in records]
+        self.writer.record(*decisions)
+        views = [decision_view(str(d.id), d.record, d.created_on) for d in decisions]
+        return {"allowed": all(v["allowed"] for v in views), "policy_version": version,
+                "decisions": views}
+
+    def test(self, workspace: str, language: str | None = None, specs: list[str] | None = None,
+             command: list[str] | None = None, context: dict | None = None,
+             draft: dict | None = None, at=None) -> dict:
+        """The Test panel: the same answer against a draft or a past policy; nothing recorded."""
+        language, parsed = specs_of(language, specs, command)
+        if draft is not None:
+            version, rules = self.draft_rules(workspace, draft)
+        elif at is not None:
+            self.require_workspace(workspace)
+            version = self.readmodel.version_at(workspace, at)
+            rules = self.load_policy(workspace, version).rules()
+        else:
+            version, rules = self.policies.current(workspace)
+        records = [decision_record(spec, rules[spec.language], workspace, version, context)
+                   for spec in parsed]
+        views = [decision_view(None, r, None) for r in records]
+        return {"allowed": all(v["allowed"] for v in views), "policy_version": version,
+                "decisions": views}
+
+
+def specs_of(language: str | None, specs: list[str] | None, command: list[str] | None):
+    """Either a language with specs, or a command line (whose program names the language)."""
+    if (specs is None) == (command is None):
+        raise InvalidInputError("give either specs or command", [FieldError("specs", "exactly one of specs and command is required")])
+    if command is not None:
+        found, parsed = parse_command(command)
+        if language is not None and language != found:
+            raise InvalidInputError(f"the command installs {found} packages, not {language}",
+                                    [FieldError("language", f"must match the command ({found})")])
+        return found, parsed
+    if language not in LANGUAGES:
+        raise InvalidInputError(f"unknown language {language!r}", [FieldError("language", "must be python or node")])
+    if not specs:
+        raise InvalidInputError("no specs to judge", [FieldError("specs", "must hold at least one spec")])
+    if len(specs) > MAX_SPECS:
+        raise InvalidInputError("too many specs", [FieldError("specs", f"at most {MAX_SPECS} per request")])
+    return language, [parse(language, s) for s in specs]
+
+
+def decision_record(spec: Spec, rules: LanguageRules, workspace: str, version: int,
+                    context: dict | None) -> dict:
+    verdict = judge(rules, spec, workspace)
+    record = {"spec": spec.text, "language": spec.language, "name": spec.name, "kind": spec.kind,
+              "allowed": verdict.allowed, "reason": verdict.reason, "policy_version": version,
+              "context": dict(context or {})}
+    if spec.detail and not verdict.allowed:
+        record["detail"] = spec.detail
+    if verdict.message:
+        record["message"] = verdict.message
+    return record
+
+
+def decision_view(decision_id: str | None, record: dict, at) -> dict:
+    view = {"id": decision_id, **record, "at": iso(at)}
+    if decision_id is None:
+        del view["id"]
+    return view

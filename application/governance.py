@@ -1,0 +1,175 @@
+"""The Governance application: workspaces, tokens and policy commands.
+
+Evaluation and audit queries are mixed in from their own modules; every public method takes and
+returns plain data, so the HTTP API, the console and the CLI are thin layers over it.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.persistence import IntegrityError
+
+from application.audit import Audit
+from application.config import SNAPSHOT_INTERVAL
+from application.decision_writer import DecisionWriter
+from application.egress import Egress, EgressConfig
+from application.evaluation import Evaluation, PolicyCache
+from application.queries import ReadModel
+from application.times import iso
+from domain.edits import plan_desired_state, plan_incremental
+from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
+from domain.policy import Policy, policy_id
+from domain.token import ROLES, WORKSPACE_PATTERN, Token, digest, new_secret, token_id
+
+
+class Governance(Evaluation, Egress, Audit, Application):
+    name = "governance"
+    snapshotting_intervals = {Policy: SNAPSHOT_INTERVAL}
+
+    def __init__(self, env: dict | None = None, egress: EgressConfig | None = None):
+        super().__init__(env)
+        self.egress_config = egress or EgressConfig()  # deployment egress rules (open by default)
+        self.readmodel = ReadModel(self.recorder)
+        self.policies = PolicyCache(self)
+        self.writer = DecisionWriter(self.save)
+
+    def close(self) -> None:
+        self.writer.close()
+        super().close()
+
+    def _record(self, processing_event):
+        # Hand the recorder the domain events and their workspaces, so it writes the read
+        # models in the same transaction as the events.
+        processing_event.saved_kwargs.update(
+            saved_events=processing_event.events,
+            workspaces={i: getattr(a, "workspace", None) for i, a in processing_event.aggregates.items()},
+        )
+        return super()._record(processing_event)
+
+    # -- workspaces and tokens ----------------------------------------------------------------
+    def create_workspace(self, workspace: str, by: str = "system") -> dict:
+        """Create the workspace's policy and its first owner token, in one atomic save."""
+        check_workspace_slug(workspace)
+        token, secret = self._new_token(workspace, "owner", "owner", by)
+        try:
+            self.save(Policy(workspace=workspace, by=by), token)
+        except IntegrityError:
+            raise ConflictError(f"workspace {workspace!r} already exists",
+                                [FieldError("workspace", "must not exist yet")]) from None
+        return {"workspace": workspace, "id": str(token.id), "token": secret, "role": "owner"}
+
+    def issue_token(self, workspace: str, name: str, role: str, by: str) -> dict:
+        self.require_workspace(workspace)
+        if role not in ROLES:
+            raise InvalidInputError(f"unknown role {role!r}", [FieldError("role", f"must be one of {', '.join(ROLES)}")])
+        if not isinstance(name, str) or not name.strip() or len(name) > 200:
+            raise InvalidInputError("a token needs a name", [FieldError("name", "must be 1 to 200 characters")])
+        token, secret = self._new_token(workspace, name.strip(), role, by)
+        self.save(token)
+        return {"id": str(token.id), "token": secret, "name": token.name, "role": role, "workspace": workspace}
+
+    def _new_token(self, workspace, name, role, by) -> tuple[Token, str]:
+        secret = new_secret()
+        return Token(secret_digest=digest(secret), workspace=workspace, name=name, role=role, by=by), secret
+
+    def authenticate(self, secret: str) -> dict | None:
+        """The token's workspace and role, or None for unknown or revoked secrets."""
+        try:
+            token = self.repository.get(token_id(digest(secret)))
+        except AggregateNotFoundError:
+            return None
+        if token.revoked or not token.matches(secret):
+            return None
+        return {"id": str(token.id), "workspace": token.workspace, "role": token.role, "name": token.name}
+
+    def list_tokens(self, workspace: str) -> list[dict]:
+        self.require_workspace(workspace)
+        return [{"id": r["id"], "name": r["name"], "role": r["role"], "issued_at": iso(r["issued_at"]),
+                 "issued_by": r["issued_by"], "revoked_at": iso(r["revoked_at"]), "revoked_by": r["revoked_by"]}
+                for r in self.readmodel.tokens(workspace)]
+
+    def revoke_token(self, workspace: str, token: str, by: str) -> None:
+        found = self._get_token(token)
+        if found is None or found.workspace != workspace:
+            raise NotFoundError(f"no token {token!r} in this workspace")
+        found.revoke(by)
+        self.save(found)
+
+    def _get_token(self, token: str) -> Token | None:
+        from uuid import UUID
+
+        try:
+            return self.repository.get(UUID(token))
+        except (ValueError, AggregateNotFoundError):
+            return None
+
+    def workspaces(self) -> list[str]:
+        return self.readmodel.workspaces()
+
+    def require_workspace(self, workspace: str) -> None:
+        if self.readmodel.workspace(workspace) is None:
+            raise NotFoundError(f"no workspace {workspace!r}")
+
+    # -- the policy ---------------------------------------------------------------------------
+    def load_policy(self, workspace: str, policy_version: int | None = None) -> Policy:
+        try:
+            version = None if policy_version is None else policy_version + 1
+            return self.repository.get(policy_id(workspace), version=version)
+        except AggregateNotFoundError:
+            raise NotFoundError(f"no workspace {workspace!r}") from None
+
+    def policy(self, workspace: str, at=None) -> dict:
+        if at is None:
+            return policy_view(self.load_policy(workspace), None)
+        self.require_workspace(workspace)
+        version = self.readmodel.version_at(workspace, at)
+        return policy_view(self.load_policy(workspace, version), at)
+
+    def save_policy(self, workspace: str, desired: dict, by: str, note: str = "",
+                    expected_version: int | None = None) -> dict:
+        """The console's Save: the complete desired state; only the differences are recorded."""
+        return self._change(workspace, by, note, expected_version,
+                            lambda policy: plan_desired_state(policy.state, desired))
+
+    def change_policy(self, workspace: str, changes: list[dict], by: str, note: str = "",
+                      expected_version: int | None = None) -> dict:
+        return self._change(workspace, by, note, expected_version,
+                            lambda policy: plan_incremental(policy.state, changes))
+
+    def _change(self, workspace, by, note, expected_version, plan) -> dict:
+        policy = self.load_policy(workspace)
+        if expected_version is not None and expected_version != policy.policy_version:
+            raise stale(expected_version, policy.policy_version)
+        policy.record(plan(policy), by, note or "")
+        try:
+            self.save(policy)
+        except IntegrityError:
+            raise ConflictError("the policy was changed concurrently; reload and try again",
+                                [FieldError("expected_version", "the policy moved on")]) from None
+        return policy_view(policy, None)
+
+    def draft_rules(self, workspace: str, draft: dict) -> tuple[int, dict]:
+        """Rules of the saved policy with unsaved edits applied; nothing is recorded."""
+        policy = copy.deepcopy(self.load_policy(workspace))
+        version = policy.policy_version
+        policy.record(plan_desired_state(policy.state, draft), "draft", "")
+        return version, policy.rules()
+
+
+def policy_view(policy: Policy, at) -> dict:
+    return {"workspace": policy.workspace, "version": policy.policy_version, "at": iso(at),
+            **copy.deepcopy(policy.state), "changed_at": iso(policy.changed_at),
+            "changed_by": policy.changed_by}
+
+
+def stale(expected: int, current: int) -> ConflictError:
+    return ConflictError(f"expected_version {expected} is not current ({current}); nothing was saved",
+                         [FieldError("expected_version", f"must be the current version, {current}")])
+
+
+def check_workspace_slug(workspace: str) -> None:
+    if not isinstance(workspace, str) or not WORKSPACE_PATTERN.fullmatch(workspace):
+        raise InvalidInputError(f"invalid workspace slug {workspace!r}",
+                                [FieldError("workspace", "must match [a-z0-9][a-z0-9-]{0,62}")])

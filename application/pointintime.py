@@ -1,0 +1,119 @@
+"""'Was NAME allowed at T?' and its timeline, from indexed lookups only (never a full replay).
+
+The answer is computed by the same `judge` the live gate uses, over the rules as they stood for
+this one name: the language's mode then, and whether the name (or, for Node deny lists, any
+spelling of it) was listed then.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from application.queries import ReadModel
+from application.times import iso
+from domain.decision import judge
+from domain.policy import DEFAULT_MODE, LanguageRules
+from domain.specs import Spec
+
+
+@dataclass
+class NameState:
+    """The part of one language's policy that can decide one name."""
+
+    mode: str = DEFAULT_MODE
+    allowed_listed: bool = False
+    denied_spellings: set[str] = field(default_factory=set)
+    mode_row: dict | None = None
+    rows: dict[tuple[str, str], dict] = field(default_factory=dict)  # (list, name) -> last change
+
+    def apply(self, row: dict, name: str) -> None:
+        if row["type"] == "mode-switched":
+            self.mode, self.mode_row = row["mode"], row
+            return
+        present = row["type"] == "entry-added"
+        if row["list"] == "deny":
+            (self.denied_spellings.add if present else self.denied_spellings.discard)(row["name"])
+        elif row["name"] == name:
+            self.allowed_listed = present
+        else:
+            return
+        self.rows[(row["list"], row["name"])] = row
+
+    def verdict(self, workspace: str, language: str, name: str):
+        rules = LanguageRules(self.mode, frozenset({name} if self.allowed_listed else ()),
+                              frozenset(self.denied_spellings))
+        return judge(rules, Spec(name, language, "registry", name), workspace)
+
+    def because(self, reason: str) -> dict | None:
+        """The change that last decided this answer, or None for the default policy."""
+        rows = [r for (lst, _), r in self.rows.items()
+                if lst == "deny" or self.mode == "allowlist"]
+        if reason == "matches-the-deny-list":
+            rows = [r for r in rows if r["list"] == "deny" and r["type"] == "entry-added"]
+        elif self.mode_row is not None:
+            rows.append(self.mode_row)
+        return max(rows, key=lambda r: r["version"], default=None)
+
+
+def state_at(q: ReadModel, workspace: str, language: str, name: str, version: int) -> NameState:
+    state = NameState()
+    mode_row = q.last_mode_switch(workspace, language, version)
+    if mode_row:
+        state.apply(mode_row, name)
+    found = [q.last_entry_change(workspace, language, "allow", name, version)]
+    found += [q.last_entry_change(workspace, language, "deny", spelling, version)
+              for spelling in q.spellings(workspace, language, "deny", name)]
+    for row in sorted(filter(None, found), key=lambda r: r["version"]):
+        state.apply(row, name)
+    return state
+
+
+def package_at(q: ReadModel, workspace: str, language: str, name: str, at: datetime) -> dict:
+    version = q.version_at(workspace, at)
+    state = state_at(q, workspace, language, name, version)
+    verdict = state.verdict(workspace, language, name)
+    return {"language": language, "name": name, "at": iso(at), "allowed": verdict.allowed,
+            "reason": verdict.reason, "mode": state.mode, "policy_version": version,
+            "because": describe_change(state.because(verdict.reason))}
+
+
+def timeline(q: ReadModel, workspace: str, language: str, name: str, start: datetime,
+             end: datetime) -> dict:
+    version = q.version_at(workspace, start)
+    state = state_at(q, workspace, language, name, version)
+    intervals = [_interval(state.verdict(workspace, language, name), start, version)]
+    for row in q.changes_for_name(workspace, language, name, version, end):
+        if row["at"] >= end:
+            break
+        state.apply(row, name)
+        verdict = state.verdict(workspace, language, name)
+        current = intervals[-1]
+        if (verdict.allowed, verdict.reason) != (current["allowed"], current["reason"]):
+            current["to"] = iso(row["at"])
+            intervals.append(_interval(verdict, row["at"], row["version"]))
+    intervals[-1]["to"] = iso(end)
+    return {"language": language, "name": name, "from": iso(start), "to": iso(end),
+            "intervals": intervals,
+            "decisions": q.decision_counts(workspace, language, name, start, end)}
+
+
+def _interval(verdict, start: datetime, version: int) -> dict:
+    return {"from": iso(start), "to": None, "allowed": verdict.allowed, "reason": verdict.reason,
+            "policy_version": version}
+
+
+def describe_change(row: dict | None) -> dict | None:
+    """A change row as API.md shows it (history entries and `because`)."""
+    if row is None:
+        return None
+    out = {"version": row["version"], "at": iso(row["at"]), "by": row["by_actor"],
+           "note": row["note"], "type": row["type"], "language": row["language"]}
+    if row["type"] == "mode-switched":
+        out["mode"] = row["mode"]
+    else:
+        out |= {"list": row["list"], "name": row["name"]}
+    return out
+
+
+__all__ = ["package_at", "timeline", "describe_change", "state_at"]

@@ -1,0 +1,118 @@
+"""Fixtures that run the same tests on SQLite and on a real PostgreSQL server.
+
+PostgreSQL comes from RUNCODE_POLICY_TEST_POSTGRES_URL (default: the local server on
+127.0.0.1:5432, database runcode_policy_test, created if missing). Each test gets its own schema,
+dropped afterwards. Without a server the PostgreSQL tests skip loudly, except under CI=true,
+where they fail: CI must never pass with them skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from application.config import store_env
+from application.governance import Governance
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/runcode_policy_test"
+
+
+def postgres_url() -> str:
+    return os.environ.get("RUNCODE_POLICY_TEST_POSTGRES_URL", DEFAULT_PG)
+
+
+def _admin_connect(url: str):
+    import psycopg
+
+    parts = urlsplit(url)
+    admin = urlunsplit(parts._replace(path="/postgres"))
+    return psycopg.connect(admin, autocommit=True, connect_timeout=3), parts.path.lstrip("/")
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> str:
+    """The test database's URL, created once per run; skip (or fail under CI) without a server."""
+    import psycopg
+
+    url = postgres_url()
+    try:
+        conn, dbname = _admin_connect(url)
+    except psycopg.OperationalError as error:
+        message = f"PostgreSQL is not reachable at {url}: {error}"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message} (CI must run the PostgreSQL tests)", pytrace=False)
+        pytest.skip(f"SKIPPING POSTGRESQL TESTS: {message}")
+    with conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{dbname}"')
+    return url
+
+
+@pytest.fixture
+def postgres_schema_url(postgres_database):
+    """A URL whose schema is private to this test; the schema is dropped afterwards."""
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_database, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    yield f"{postgres_database}?schema={schema}"
+    with psycopg.connect(postgres_database, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request, tmp_path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/store.sqlite"
+    return request.getfixturevalue("postgres_schema_url")
+
+
+@pytest.fixture
+def open_app(database_url):
+    """Opens applications on this test's store (several, to test restarts and other processes)."""
+    opened = []
+
+    def _open() -> Governance:
+        app = Governance(env=store_env(database_url))
+        opened.append(app)
+        return app
+
+    yield _open
+    for app in opened:
+        app.close()
+
+
+@pytest.fixture
+def app(open_app) -> Governance:
+    return open_app()
+
+
+@pytest.fixture
+def workspace(app) -> str:
+    app.create_workspace("acme", by="founder")
+    return "acme"
+
+
+@pytest.fixture
+def live(app):
+    """The real service on a loopback port, with workspace `acme` and a token per role."""
+    from interface import create_app
+    from tests.http_client import LiveServer
+
+    owner = app.create_workspace("acme", by="founder")["token"]
+    tokens = {"owner": owner}
+    for role in ("admin", "auditor", "sandbox"):
+        tokens[role] = app.issue_token("acme", f"{role}-token", role, by="founder")["token"]
+    app.create_workspace("other", by="someone")
+    tokens["other-workspace"] = app.issue_token("other", "intruder", "owner", by="someone")["token"]
+    server = LiveServer(create_app(env={}, governance=app))
+    server.tokens = tokens
+    yield server
+    server.close()

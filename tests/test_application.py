@@ -1,0 +1,149 @@
+"""The Governance application on SQLite and PostgreSQL: commands, refusals, evaluation, tokens."""
+
+from __future__ import annotations
+
+import pytest
+
+from application.decision_writer import StoreUnavailableError
+from domain.errors import ConflictError, InvalidEntriesError, InvalidInputError, NotFoundError
+
+CONTEXT = {"sandbox": "sbx-42", "source": "run-code", "skill": None, "actor": "agent-7"}
+
+
+def test_a_new_workspace_has_the_default_policy_at_version_zero(app, workspace):
+    view = app.policy(workspace)
+    assert view["version"] == 0
+    assert view["python"] == {"mode": "denylist", "allow": [], "deny": []}
+    assert view["changed_at"] is None
+
+
+def test_a_workspace_slug_is_unique_and_well_formed(app, workspace):
+    with pytest.raises(ConflictError):
+        app.create_workspace(workspace)
+    with pytest.raises(InvalidInputError):
+        app.create_workspace("Not A Slug")
+
+
+def test_save_records_only_the_differences_atomically(app, workspace):
+    view = app.save_policy(workspace, {"python": {"mode": "allowlist", "allow": "pandas==2.1, numpy\nscipy"}},
+                           by="alice", note="data team", expected_version=0)
+    assert view["version"] == 4
+    assert view["python"]["allow"] == ["numpy", "pandas", "scipy"]
+    assert view["changed_by"] == "alice" and view["changed_at"].endswith("Z")
+    again = app.save_policy(workspace, {"python": {"mode": "allowlist", "allow": ["numpy", "pandas", "scipy"]}},
+                            by="bob")
+    assert again["version"] == 4
+    types = [c["type"] for c in app.history(workspace)["changes"]]
+    assert types == ["mode-switched", "entry-added", "entry-added", "entry-added"]
+
+
+def test_a_stale_expected_version_is_a_conflict_and_saves_nothing(app, workspace):
+    app.save_policy(workspace, {"node": {"deny": ["left-pad"]}}, by="alice")
+    with pytest.raises(ConflictError):
+        app.save_policy(workspace, {"node": {"deny": []}}, by="bob", expected_version=0)
+    assert app.policy(workspace)["node"]["deny"] == ["left-pad"]
+
+
+def test_invalid_entries_save_nothing(app, workspace):
+    with pytest.raises(InvalidEntriesError) as refused:
+        app.save_policy(workspace, {"python": {"allow": ["pandas", "git+https://x/y.git"]}}, by="alice")
+    assert refused.value.errors[0].field == "python.allow[1]"
+    assert app.policy(workspace)["version"] == 0
+
+
+def test_incremental_changes_and_no_ops(app, workspace):
+    app.change_policy(workspace, [{"action": "add", "language": "node", "list": "deny", "entries": "left-pad"}],
+                      by="alice")
+    view = app.change_policy(workspace, [{"action": "add", "language": "node", "list": "deny", "entries": ["left-pad"]},
+                                         {"action": "remove", "language": "python", "list": "allow", "entries": ["x"]}],
+                             by="alice")
+    assert view["version"] == 1
+
+
+def test_evaluate_records_every_decision_durably(open_app, workspace, app):
+    app.save_policy(workspace, {"python": {"mode": "allowlist", "allow": ["pandas"]}}, by="alice")
+    answer = app.evaluate(workspace, "python", ["pandas==2.1", "numpy"], context=CONTEXT)
+    assert answer["allowed"] is False and answer["policy_version"] == 2
+    first, second = answer["decisions"]
+    assert (first["name"], first["allowed"], first["reason"]) == ("pandas", True, "matches-the-allow-list")
+    assert (second["allowed"], second["reason"]) == (False, "not-on-the-allow-list")
+    assert "message" in second and second["context"]["sandbox"] == "sbx-42"
+    reopened = open_app()
+    assert reopened.decision(workspace, second["id"]) == second
+
+
+def test_evaluate_parses_a_whole_command_and_judges_its_options(app, workspace):
+    answer = app.evaluate(workspace, command=["pip", "install", "--index-url", "https://evil/simple", "pandas"])
+    kinds = sorted(d["kind"] for d in answer["decisions"])
+    assert answer["allowed"] is False and "option" in kinds and "registry" in kinds
+
+
+def test_decisions_filter_and_paginate_newest_first(app, workspace):
+    app.save_policy(workspace, {"python": {"deny": ["numpy"]}}, by="alice")
+    for i in range(5):
+        app.evaluate(workspace, "python", ["numpy", f"pkg{i}"], context={"sandbox": f"s{i % 2}"})
+    denied = app.decisions(workspace, {"allowed": False})
+    assert [d["name"] for d in denied["decisions"]] == ["numpy"] * 5
+    page1 = app.decisions(workspace, {"sandbox": "s0"}, limit=3)
+    page2 = app.decisions(workspace, {"sandbox": "s0"}, limit=3, cursor=page1["next_cursor"])
+    names = [d["name"] for d in page1["decisions"] + page2["decisions"]]
+    assert names == ["pkg4", "numpy", "pkg2", "numpy", "pkg0", "numpy"] and page2["next_cursor"] is None
+    exported = list(app.export_decisions(workspace, {"language": "python"}))
+    assert len(exported) == 10 and exported[0]["at"] >= exported[-1]["at"]
+
+
+def test_a_bad_cursor_is_refused_not_crashed(app, workspace):
+    with pytest.raises(InvalidInputError):
+        app.decisions(workspace, cursor="not-a-cursor")
+    with pytest.raises(InvalidInputError):
+        app.history(workspace, cursor="WzFd")
+
+
+def test_testing_a_draft_records_nothing(app, workspace):
+    answer = app.test(workspace, "python", ["pandas"], draft={"python": {"mode": "allowlist", "allow": "pandas"}})
+    assert answer["allowed"] is True and "id" not in answer["decisions"][0]
+    assert app.policy(workspace)["version"] == 0
+    assert app.decisions(workspace)["decisions"] == []
+
+
+def test_a_save_in_another_process_is_in_force_for_the_next_evaluate(open_app, app, workspace):
+    assert app.evaluate(workspace, "node", ["left-pad"])["allowed"] is True
+    other = open_app()
+    other.save_policy(workspace, {"node": {"deny": ["left-pad"]}}, by="alice")
+    assert app.evaluate(workspace, "node", ["LEFT-PAD"])["allowed"] is False
+
+
+def test_a_policy_reads_back_identically_after_a_restart(open_app, app, workspace):
+    for i in range(60):  # past a snapshot interval
+        app.change_policy(workspace, [{"action": "add", "language": "python", "list": "allow", "entries": [f"p{i}"]}],
+                          by="alice")
+    before = app.policy(workspace)
+    app.close()
+    assert open_app().policy(workspace) == before
+
+
+def test_tokens_are_issued_listed_and_revoked_at_once(app, workspace):
+    issued = app.issue_token(workspace, "ci-sandbox", "sandbox", by="owner")
+    assert app.authenticate(issued["token"]) == {"id": issued["id"], "workspace": workspace,
+                                                 "role": "sandbox", "name": "ci-sandbox"}
+    assert app.authenticate(issued["token"] + "x") is None
+    listed = {t["name"]: t for t in app.list_tokens(workspace)}
+    assert listed["ci-sandbox"]["revoked_at"] is None and "token" not in listed["ci-sandbox"]
+    app.revoke_token(workspace, issued["id"], by="owner")
+    assert app.authenticate(issued["token"]) is None
+    assert {t["name"]: t for t in app.list_tokens(workspace)}["ci-sandbox"]["revoked_by"] == "owner"
+
+
+def test_a_token_of_another_workspace_cannot_be_revoked_here(app, workspace):
+    app.create_workspace("other")
+    theirs = app.issue_token("other", "x", "admin", by="o")
+    with pytest.raises(NotFoundError):
+        app.revoke_token(workspace, theirs["id"], by="me")
+
+
+def test_when_decisions_cannot_be_recorded_the_answer_is_unavailable(app, workspace):
+    table = app.readmodel.dialect.table("decisions")
+    with app.recorder.datastore.transaction(commit=True) as c:
+        c.execute(f"ALTER TABLE {table} RENAME TO rcp_gone")
+    with pytest.raises(StoreUnavailableError):
+        app.evaluate(workspace, "python", ["pandas"])
