@@ -137,6 +137,9 @@ class ReadModel:
         return counts
 
     # -- tokens -------------------------------------------------------------------------------
+    def token(self, token_id: str) -> dict | None:
+        return self._first("SELECT * FROM {tokens} WHERE id = %s", (token_id,))
+
     def tokens(self, workspace: str) -> list[dict]:
         return self._rows("SELECT * FROM {tokens} WHERE workspace = %s ORDER BY issued_at, id",
                           (workspace,))

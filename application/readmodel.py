@@ -37,7 +37,7 @@ DDL = (
     "CREATE INDEX IF NOT EXISTS rcp_decisions_by_name ON {decisions} (workspace, language, name, at)",
     "CREATE TABLE IF NOT EXISTS {tokens} (id TEXT PRIMARY KEY, workspace TEXT NOT NULL, "
     "name TEXT NOT NULL, role TEXT NOT NULL, issued_at {ts} NOT NULL, issued_by TEXT NOT NULL, "
-    "revoked_at {ts}, revoked_by TEXT)",
+    "revoked_at {ts}, revoked_by TEXT, secret_digest TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS rcp_tokens_by_workspace ON {tokens} (workspace, issued_at)",
 )
 
@@ -45,7 +45,7 @@ _INSERT = {
     "workspace": "INSERT INTO {workspaces} VALUES (%s, %s, %s)",
     "change": "INSERT INTO {changes} VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
     "decision": "INSERT INTO {decisions} VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-    "token": "INSERT INTO {tokens} VALUES (%s, %s, %s, %s, %s, %s, NULL, NULL)",
+    "token": "INSERT INTO {tokens} VALUES (%s, %s, %s, %s, %s, %s, NULL, NULL, %s)",
     "revoke": "UPDATE {tokens} SET revoked_at = %s, revoked_by = %s WHERE id = %s",
 }
 
@@ -105,7 +105,8 @@ def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list[tuple[st
         elif isinstance(e, Decision.Recorded):
             rows.append(("decision", _decision_row(e, at)))
         elif isinstance(e, Token.Issued):
-            rows.append(("token", (str(e.originator_id), e.workspace, e.name, e.role, at, e.by)))
+            rows.append(("token", (str(e.originator_id), e.workspace, e.name, e.role, at, e.by,
+                                   e.secret_digest)))
         elif isinstance(e, Token.Revoked):
             rows.append(("revoke", (at, e.by, str(e.originator_id))))
     return [(dialect.sql(_INSERT[kind]), params) for kind, params in rows]

@@ -25,6 +25,8 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
             curs.execute(statement, params)
 
     def fetch(self, statement: str, params: tuple | list = ()) -> list[dict]:
-        with self.datastore.transaction(commit=False) as curs:
-            curs.execute(statement, params)
+        # Pool connections are in autocommit mode: a lone SELECT needs no BEGIN/ROLLBACK round
+        # trips. Prepared, because the hot path repeats the same few statements.
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            curs.execute(statement, params, prepare=True)
             return list(curs.fetchall())
