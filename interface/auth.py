@@ -1,0 +1,29 @@
+"""Bearer-token authentication and the role table of API.md.
+
+Order matters: no or unknown token is 401; a token of another workspace is 404 (it never learns
+whether that workspace exists); a known token without the role is 403.
+"""
+
+from __future__ import annotations
+
+from flask import request
+
+from domain.token import role_allows
+from interface.problems import HTTPProblem
+
+
+def authenticate(governance) -> dict:
+    header = request.headers.get("Authorization", "")
+    scheme, _, secret = header.partition(" ")
+    caller = governance.authenticate(secret.strip()) if scheme.lower() == "bearer" and secret.strip() else None
+    if caller is None:
+        raise HTTPProblem(401, "Unauthorized", "a valid bearer token is required",
+                          headers={"WWW-Authenticate": 'Bearer realm="runcode-policy"'})
+    return caller
+
+
+def authorize(caller: dict, workspace: str, role: str) -> None:
+    if caller["workspace"] != workspace:
+        raise HTTPProblem(404, "Not found", f"no workspace {workspace!r}")
+    if not role_allows(caller["role"], role):
+        raise HTTPProblem(403, "Forbidden", f"this needs the {role} role or above; the token is {caller['role']}")

@@ -1,0 +1,279 @@
+"""The `runcode-policy` command line: serve, workspaces, tokens, the policy, decision exports.
+
+The store comes from the environment (`RUNCODE_POLICY_DATABASE_URL`, default SQLite under
+./var), as for the web service. What a script wants (a token, a policy, an export) goes to
+stdout alone; everything said to a person goes to stderr. Refusals exit 1 with their detail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import getpass
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+from eventsourcing.persistence import InterfaceError, OperationalError
+
+from application.governance import Governance
+from application.times import parse_instant, parse_instant_or_day_start
+from domain.errors import GovernanceError
+from domain.policy import LANGUAGES, LISTS, MODES
+from domain.token import ROLES
+from interface import exports
+from interface.app import open_governance
+from interface.settings import Settings
+
+
+class GovernanceGroup(click.Group):
+    """The one place where refusals become `ClickException`s, for every command below it."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except GovernanceError as error:
+            raise click.ClickException(describe(error)) from None
+        except (OperationalError, InterfaceError) as error:
+            raise click.ClickException(f"the store is not reachable: {error}") from None
+
+
+def describe(error: GovernanceError) -> str:
+    return "\n".join([error.detail, *(f"  {e.field}: {e.message}" for e in error.errors)])
+
+
+def governance() -> Governance:
+    """The store for this invocation: opened on first use, closed when the command ends."""
+    root = click.get_current_context().find_root()
+    state = root.ensure_object(dict)
+    if "governance" not in state:
+        state["governance"] = open_governance(Settings.from_env())
+        root.call_on_close(state["governance"].close)
+    return state["governance"]
+
+
+def actor() -> str:
+    try:
+        user = getpass.getuser()
+    except (OSError, KeyError):  # a container user with no name in /etc/passwd
+        user = "unknown"
+    return f"cli:{user}"
+
+
+def show_json(value) -> None:
+    click.echo(json.dumps(value, indent=2))
+
+
+workspace_option = click.option("--workspace", "-w", default="default", show_default=True,
+                                metavar="SLUG", help="The workspace to act on.")
+note_option = click.option("--note", default="", help="Why: recorded with the change.")
+
+
+@click.group(cls=GovernanceGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """Govern which packages an AI sandbox may install (store: RUNCODE_POLICY_DATABASE_URL)."""
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to listen on (0: any free port).")
+@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 1024),
+              help="Request threads.")
+def serve(host: str, port: int, threads: int) -> None:
+    """Run the service with waitress; on an empty store, create workspace `default` first."""
+    from interface.serve import serve as run_server  # waitress is only needed here
+
+    run_server(Settings.from_env(), host, port, threads)
+
+
+# -- workspaces and tokens ---------------------------------------------------------------------
+@main.group()
+def workspace() -> None:
+    """Workspaces: one policy, its tokens and decisions each."""
+
+
+@workspace.command("create")
+@click.argument("slug")
+def workspace_create(slug: str) -> None:
+    """Create a workspace; print its first owner token alone on stdout (shown once)."""
+    created = governance().create_workspace(slug, by=actor())
+    click.echo(f'created workspace "{slug}"; its owner token follows on stdout (shown once)', err=True)
+    click.echo(created["token"])
+
+
+@main.group()
+def token() -> None:
+    """API tokens: issue, list, revoke."""
+
+
+@token.command("create")
+@workspace_option
+@click.option("--role", required=True, type=click.Choice(ROLES), help="What the token may do.")
+@click.option("--name", required=True, help="Who or what uses it, e.g. ci-sandbox.")
+def token_create(workspace: str, role: str, name: str) -> None:
+    """Issue a token; print its secret alone on stdout (shown once)."""
+    issued = governance().issue_token(workspace, name, role, by=actor())
+    click.echo(f'issued {role} token {issued["id"]} "{issued["name"]}" in workspace "{workspace}"', err=True)
+    click.echo(issued["token"])
+
+
+@token.command("list")
+@workspace_option
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
+def token_list(workspace: str, as_json: bool) -> None:
+    """List the workspace's tokens (never their secrets)."""
+    tokens = governance().list_tokens(workspace)
+    if as_json:
+        return show_json(tokens)
+    rows = [(t["id"], t["name"], t["role"], t["issued_at"], t["issued_by"],
+             f"revoked {t['revoked_at']} by {t['revoked_by']}" if t["revoked_at"] else "active")
+            for t in tokens]
+    click.echo(table(("ID", "NAME", "ROLE", "ISSUED", "BY", "STATUS"), rows))
+
+
+def table(header: tuple, rows: list[tuple]) -> str:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                     for row in [header, *rows])
+
+
+@token.command("revoke")
+@workspace_option
+@click.argument("token_id")
+def token_revoke(workspace: str, token_id: str) -> None:
+    """Revoke a token by its id (see `token list`); it stops working at once."""
+    governance().revoke_token(workspace, token_id, by=actor())
+    click.echo(f'revoked token {token_id} in workspace "{workspace}"', err=True)
+
+
+# -- the policy --------------------------------------------------------------------------------
+@main.group()
+def policy() -> None:
+    """Show or change a workspace's policy."""
+
+
+@policy.command("show")
+@workspace_option
+@click.option("--at", metavar="T", help="The policy as it stood at this RFC 3339 instant.")
+def policy_show(workspace: str, at: str | None) -> None:
+    """Print the policy as JSON (now, or at an instant)."""
+    show_json(governance().policy(workspace, parse_instant(at, "at") if at is not None else None))
+
+
+@policy.command("switch-mode")
+@workspace_option
+@click.argument("language", type=click.Choice(LANGUAGES))
+@click.argument("mode", type=click.Choice(MODES))
+@note_option
+def policy_switch_mode(workspace: str, language: str, mode: str, note: str) -> None:
+    """Switch a language to allowlist or denylist mode."""
+    change(workspace, [{"action": "switch-mode", "language": language, "mode": mode}], note)
+
+
+def list_change_command(action: str, summary: str):
+    @policy.command(action, help=summary + " ENTRIES may be several arguments and/or comma-separated.")
+    @workspace_option
+    @click.argument("language", type=click.Choice(LANGUAGES))
+    @click.argument("list_name", metavar="{allow|deny}", type=click.Choice(LISTS))
+    @click.argument("entries", nargs=-1, required=True)
+    @note_option
+    def command(workspace: str, language: str, list_name: str, entries: tuple[str, ...], note: str) -> None:
+        change(workspace, [{"action": action, "language": language, "list": list_name,
+                            "entries": list(entries)}], note)  # the domain splits commas
+
+    return command
+
+
+list_change_command("add", "Add package names to a list (version constraints are dropped).")
+list_change_command("remove", "Remove package names from a list.")
+
+
+def change(workspace: str, changes: list[dict], note: str) -> None:
+    gov = governance()
+    before = gov.policy(workspace)["version"]
+    after = gov.change_policy(workspace, changes, by=actor(), note=note)
+    moved = after["version"] - before
+    click.echo(f'workspace "{workspace}": policy version {after["version"]} '
+               f'({moved or "no"} change{"" if moved == 1 else "s"} recorded)', err=True)
+    show_json(after)
+
+
+# -- decisions ---------------------------------------------------------------------------------
+@main.group()
+def decisions() -> None:
+    """Recorded decisions."""
+
+
+@decisions.command("export")
+@workspace_option
+@click.option("--from", "start", metavar="T", help="From this instant (or date, UTC), inclusive.")
+@click.option("--to", "end", metavar="T", help="Up to this instant (or the start of this date, UTC).")
+@click.option("--format", "fmt", type=click.Choice(("csv", "jsonl")), default="csv", show_default=True)
+@click.option("--output", "-o", default="-", type=click.Path(dir_okay=False, allow_dash=True),
+              help="File to write (default: stdout); it appears only once complete.")
+def decisions_export(workspace: str, start: str | None, end: str | None, fmt: str, output: str) -> None:
+    """Stream every decision in the period, newest first (constant memory, any size)."""
+    rows = Tally(governance().export_decisions(workspace, {}, bound(start, "from"), bound(end, "to")))
+    try:
+        with output_file(output) as out, progress(rows, output) as shown:
+            for line in exports.lines(shown, fmt):
+                out.write(line)
+    except OSError as error:
+        if error.errno == errno.EPIPE:
+            raise  # the reader stopped reading (`| head`): click exits quietly
+        raise click.ClickException(f"cannot write {output if output != '-' else 'stdout'}: "
+                                   f"{error.strerror or error}") from None
+    click.echo(f"exported {rows.count} decisions" + (f" to {output}" if output != "-" else ""), err=True)
+
+
+@contextlib.contextmanager
+def output_file(path: str):
+    """stdout for `-`; otherwise a temporary file beside `path`, renamed over it only once complete.
+
+    Not click's `atomic=True`: click 8.x renames even after a failure (pallets/click#3221),
+    which would leave a partial export looking like a whole one.
+    """
+    if path == "-":
+        yield sys.stdout
+        return
+    target = Path(path)
+    descriptor, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    try:
+        with open(descriptor, "w", encoding="utf-8", newline="") as out:
+            yield out
+        os.replace(partial, target)
+    except BaseException:
+        os.unlink(partial)
+        raise
+
+
+def bound(text: str | None, field: str):
+    return parse_instant_or_day_start(text, field) if text is not None else None
+
+
+class Tally:
+    """Passes rows through, counting them."""
+
+    def __init__(self, rows):
+        self.rows, self.count = rows, 0
+
+    def __iter__(self):
+        for row in self.rows:
+            self.count += 1
+            yield row
+
+
+def progress(rows, output: str):
+    """Rows written so far, on stderr, only for a person at a terminal who is not reading the data
+    itself there (a bar interleaved with CSV on one screen helps nobody)."""
+    if not sys.stderr.isatty() or (output == "-" and sys.stdout.isatty()):
+        return contextlib.nullcontext(rows)
+    return click.progressbar(rows, label="exporting decisions", show_pos=True, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(prog_name="runcode-policy")

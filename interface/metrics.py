@@ -1,0 +1,37 @@
+"""Prometheus metrics: decisions by outcome and reason, request latency by endpoint."""
+
+from __future__ import annotations
+
+import time
+
+from flask import Flask, Response, g, request
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+
+REGISTRY = CollectorRegistry()
+DECISIONS = Counter("runcode_policy_decisions", "Recorded decisions", ["kind", "outcome", "reason"],
+                    registry=REGISTRY)
+LATENCY = Histogram("runcode_policy_request_seconds", "Request latency", ["method", "endpoint", "status"],
+                    registry=REGISTRY, buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
+
+
+def count_decisions(decisions: list[dict]) -> None:
+    for d in decisions:
+        DECISIONS.labels(d["kind"], "allowed" if d["allowed"] else "denied", d["reason"]).inc()
+
+
+def install(app: Flask) -> None:
+    @app.before_request
+    def _start():
+        g.started = time.perf_counter()
+
+    @app.after_request
+    def _observe(response):
+        if "started" in g:
+            endpoint = request.url_rule.rule if request.url_rule else "unmatched"
+            LATENCY.labels(request.method, endpoint, str(response.status_code)).observe(
+                time.perf_counter() - g.started)
+        return response
+
+    @app.get("/metrics")
+    def _metrics():
+        return Response(generate_latest(REGISTRY), mimetype=CONTENT_TYPE_LATEST)

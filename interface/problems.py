@@ -1,0 +1,73 @@
+"""One mapping from refusals to RFC 9457 problem+json: domain errors, HTTP errors, bad bodies."""
+
+from __future__ import annotations
+
+from flask import Flask, Response, json
+from pydantic import ValidationError
+from werkzeug.exceptions import HTTPException
+
+from application.decision_writer import StoreUnavailableError
+from domain.errors import (
+    ConflictError,
+    FieldError,
+    GovernanceError,
+    InvalidInputError,
+    NotFoundError,
+)
+
+PROBLEM_TYPE = "https://runcode-policy.dev/problems/"
+_STATUS = ((StoreUnavailableError, 503), (InvalidInputError, 422), (ConflictError, 409),
+           (NotFoundError, 404))
+_UNION_TAGS = {"str", "int", "bool", "list[str]", "switch-mode", "add", "remove"}
+
+
+class HTTPProblem(GovernanceError):
+    """A refusal that only HTTP knows: authentication, authorisation, media type."""
+
+    def __init__(self, status: int, title: str, detail: str, errors=(), headers=None):
+        super().__init__(detail, errors)
+        self.status, self.title, self.headers = status, title, headers or {}
+
+
+def problem(status: int, title: str, detail: str, errors=(), headers=None) -> Response:
+    body = {"type": PROBLEM_TYPE + title.lower().replace(" ", "-"), "title": title,
+            "status": status, "detail": detail,
+            "errors": [{"field": e.field, "message": e.message} for e in errors]}
+    return Response(json.dumps(body), status=status, mimetype="application/problem+json",
+                    headers=headers)
+
+
+def status_of(error: GovernanceError) -> int:
+    if isinstance(error, HTTPProblem):
+        return error.status
+    return next((code for cls, code in _STATUS if isinstance(error, cls)), 400)
+
+
+def field_errors(error: ValidationError) -> list[FieldError]:
+    """Pydantic locations as JSON paths (`python.allow[3]`), union member tags left out."""
+    found = []
+    for item in error.errors():
+        path = ""
+        for part in item["loc"]:
+            if isinstance(part, int):
+                path += f"[{part}]"
+            elif part not in _UNION_TAGS and not part.startswith(("function-", "list[", "literal[")):
+                path += f".{part}" if path else part
+        found.append(FieldError(path or "body", item["msg"]))
+    return found
+
+
+def install(app: Flask) -> None:
+    @app.errorhandler(GovernanceError)
+    def _governance(error: GovernanceError):
+        headers = getattr(error, "headers", None)
+        return problem(status_of(error), error.title, error.detail, error.errors, headers)
+
+    @app.errorhandler(ValidationError)
+    def _validation(error: ValidationError):
+        errors = field_errors(error)
+        return problem(422, "Invalid input", "the request breaks the rules named in errors", errors)
+
+    @app.errorhandler(HTTPException)
+    def _http(error: HTTPException):
+        return problem(error.code or 500, error.name, error.description or error.name)

@@ -1,0 +1,165 @@
+"""The v1 HTTP API against a real server on loopback, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+
+P = "/api/v1/workspaces/acme"
+SAVE = {"expected_version": 0, "note": "approve pandas for the data team",
+        "python": {"mode": "allowlist", "allow": "pandas==2.1, numpy\nscipy", "deny": []},
+        "node": {"mode": "denylist", "allow": [], "deny": ["@evil/pkg"]}}
+EVALUATE = {"language": "python", "specs": ["pandas==2.1", "requests"],
+            "context": {"sandbox": "sbx-42", "source": "run-code", "skill": None, "actor": "agent-7"}}
+
+# (method, path, body, least role that may call it)
+ENDPOINTS = [
+    ("GET", P + "/policy", None, "auditor"),
+    ("PUT", P + "/policy", {"note": "x"}, "admin"),
+    ("POST", P + "/policy/changes", {"changes": [{"action": "switch-mode", "language": "node", "mode": "denylist"}]}, "admin"),
+    ("GET", P + "/history", None, "auditor"),
+    ("POST", P + "/evaluate", EVALUATE, "sandbox"),
+    ("POST", P + "/test", {"language": "python", "specs": ["x"]}, "auditor"),
+    ("POST", P + "/test", {"language": "python", "specs": ["x"], "draft": {}}, "admin"),
+    ("GET", P + "/decisions", None, "auditor"),
+    ("GET", P + "/packages/python/pandas", None, "auditor"),
+    ("GET", P + "/tokens", None, "owner"),
+    ("POST", P + "/tokens", {"name": "n", "role": "auditor"}, "owner"),
+]
+RANK = ["sandbox", "auditor", "admin", "owner"]
+
+
+@pytest.mark.parametrize("method,path,body,least", ENDPOINTS, ids=lambda v: v if isinstance(v, str) else None)
+def test_every_role_against_every_endpoint(live, method, path, body, least):
+    for role in RANK:
+        reply = live.call(method, path, live.tokens[role], body)
+        if RANK.index(role) >= RANK.index(least):
+            assert reply.status < 400, (role, reply.status, reply.body)
+        else:
+            assert reply.status == 403 and reply.media == "application/problem+json", (role, reply.status)
+    assert live.call(method, path, None, body).status == 401
+    assert live.call(method, path, "rcp_unknown", body).status == 401
+    assert live.call(method, path, live.tokens["other-workspace"], body).status == 404
+
+
+def test_a_token_never_learns_whether_another_workspace_exists(live):
+    existing = live.call("GET", "/api/v1/workspaces/other/policy", live.tokens["owner"])
+    missing = live.call("GET", "/api/v1/workspaces/nowhere/policy", live.tokens["owner"])
+    assert existing.status == missing.status == 404
+    assert existing.json["detail"].replace("other", "X") == missing.json["detail"].replace("nowhere", "X")
+
+
+def test_the_admins_save_and_the_sandboxs_evaluate(live):
+    saved = live.call("PUT", P + "/policy", live.tokens["admin"], SAVE)
+    assert saved.status == 200, saved.body
+    assert saved.json["python"] == {"mode": "allowlist", "allow": ["numpy", "pandas", "scipy"], "deny": []}
+    assert saved.json["version"] == 5 and saved.json["changed_by"] == "admin-token"
+    answer = live.call("POST", P + "/evaluate", live.tokens["sandbox"], EVALUATE).json
+    assert answer["allowed"] is False and answer["policy_version"] == 5
+    pandas, requests = answer["decisions"]
+    assert pandas["reason"] == "matches-the-allow-list" and pandas["at"].endswith("Z")
+    assert requests["reason"] == "not-on-the-allow-list"
+    assert "requests is not on the Python allow list of workspace acme" in requests["message"]
+    one = live.call("GET", f"{P}/decisions/{requests['id']}", live.tokens["auditor"])
+    assert one.json == requests
+
+
+def test_a_stale_save_is_409_and_saves_nothing(live):
+    live.call("PUT", P + "/policy", live.tokens["admin"], SAVE)
+    again = live.call("PUT", P + "/policy", live.tokens["admin"], {**SAVE, "python": {"allow": []}})
+    assert again.status == 409 and again.json["errors"][0]["field"] == "expected_version"
+    assert live.call("GET", P + "/policy", live.tokens["auditor"]).json["version"] == 5
+
+
+def test_bad_entries_are_422_naming_every_one(live):
+    body = {"python": {"allow": ["pandas", "https://evil/x.tgz", "numpy", "-r req.txt"]}}
+    reply = live.call("PUT", P + "/policy", live.tokens["admin"], body)
+    assert reply.status == 422 and reply.media == "application/problem+json"
+    assert [e["field"] for e in reply.json["errors"]] == ["python.allow[1]", "python.allow[3]"]
+
+
+@pytest.mark.parametrize("body,field", [
+    ({"language": "ruby", "specs": ["x"]}, "language"),
+    ({"language": "python", "specs": "pandas"}, "specs"),
+    ({"language": "python", "specs": ["x"], "surprise": 1}, "surprise"),
+    ({"language": "python", "specs": []}, "specs"),
+    ({"language": "python", "specs": [1]}, "specs[0]"),
+    ({"language": "python"}, "body"),
+])
+def test_wrong_bodies_are_422_with_the_field(live, body, field):
+    reply = live.call("POST", P + "/evaluate", live.tokens["sandbox"], body)
+    assert reply.status == 422, reply.body
+    assert field in [e["field"] for e in reply.json["errors"]]
+
+
+def test_malformed_huge_and_mistyped_bodies_are_refused_clearly(live):
+    token = live.tokens["sandbox"]
+    assert live.call("POST", P + "/evaluate", token, raw=b"{nope").status == 400
+    assert live.call("POST", P + "/evaluate", token, raw=b"{}", headers={"Content-Type": "text/plain"}).status == 415
+    huge = b'{"language": "python", "specs": ["' + b"a" * (1024 * 1024) + b'"]}'
+    reply = live.call("POST", P + "/evaluate", token, raw=huge)
+    assert reply.status == 413 and reply.media == "application/problem+json"
+
+
+@pytest.mark.parametrize("query,field", [("at=yesterday", "at"), ("at=2026-03-03T10:00:00", "at")])
+def test_bad_timestamps_are_422(live, query, field):
+    reply = live.call("GET", f"{P}/policy?{query}", live.tokens["auditor"])
+    assert reply.status == 422 and reply.json["errors"][0]["field"] == field
+
+
+def test_bad_cursors_and_limits_are_422(live):
+    token = live.tokens["auditor"]
+    assert live.call("GET", P + "/decisions?cursor=%%%", token).status == 422
+    assert live.call("GET", P + "/decisions?limit=5000", token).status == 422
+    assert live.call("GET", P + "/history?cursor=abc", token).status == 422
+
+
+def test_the_auditors_question_was_pandas_allowed_then(live):
+    before = live.call("GET", P + "/packages/python/Pandas==2.1?at=2020-01-01T00:00:00Z", live.tokens["auditor"]).json
+    assert before["allowed"] is True and before["reason"] == "not-on-the-deny-list" and before["because"] is None
+    live.call("PUT", P + "/policy", live.tokens["admin"], SAVE)
+    now = live.call("GET", P + "/packages/python/pandas", live.tokens["auditor"]).json
+    assert now["reason"] == "matches-the-allow-list" and now["because"]["by"] == "admin-token"
+    scoped = live.call("GET", P + "/packages/node/@evil/pkg", live.tokens["auditor"]).json
+    assert scoped["name"] == "@evil/pkg" and scoped["reason"] == "matches-the-deny-list"
+    day = live.call("GET", P + "/packages/python/pandas?on=" + now["at"][:10], live.tokens["auditor"]).json
+    assert [i["allowed"] for i in day["intervals"]][-1] is True and "decisions" in day
+
+
+def test_history_and_decision_exports(live):
+    live.call("PUT", P + "/policy", live.tokens["admin"], SAVE)
+    for _ in range(3):
+        live.call("POST", P + "/evaluate", live.tokens["sandbox"], EVALUATE)
+    history = live.call("GET", P + "/history?limit=2", live.tokens["auditor"]).json
+    assert [c["version"] for c in history["changes"]] == [1, 2] and history["next_cursor"]
+    rest = live.call("GET", P + "/history?cursor=" + history["next_cursor"], live.tokens["auditor"]).json
+    assert [c["version"] for c in rest["changes"]] == [3, 4, 5]
+    csv = live.call("GET", P + "/decisions?format=csv&allowed=false", live.tokens["auditor"])
+    assert csv.media == "text/csv" and csv.body.decode().count("\n") == 4
+    jsonl = live.call("GET", P + "/decisions?format=jsonl&name=PANDAS&language=python", live.tokens["auditor"])
+    assert jsonl.body.decode().count('"name": "pandas"') == 3
+
+
+def test_tokens_are_shown_once_and_revoked_at_once(live):
+    issued = live.call("POST", P + "/tokens", live.tokens["owner"], {"name": "ci-sandbox", "role": "sandbox"})
+    assert issued.status == 201
+    secret = issued.json["token"]
+    assert live.call("POST", P + "/evaluate", secret, EVALUATE).status == 200
+    listed = live.call("GET", P + "/tokens", live.tokens["owner"]).json["tokens"]
+    assert all("token" not in t for t in listed) and secret not in str(listed)
+    assert live.call("DELETE", f"{P}/tokens/{issued.json['id']}", live.tokens["owner"]).status == 204
+    assert live.call("POST", P + "/evaluate", secret, EVALUATE).status == 401
+
+
+def test_operations_endpoints_need_no_token(live):
+    assert live.call("GET", "/healthz").json == {"status": "ok"}
+    assert live.call("GET", "/readyz").status == 200
+    live.call("POST", P + "/evaluate", live.tokens["sandbox"], EVALUATE)
+    metrics = live.call("GET", "/metrics").body.decode()
+    assert "runcode_policy_decisions_total" in metrics and "runcode_policy_request_seconds" in metrics
+    assert live.call("GET", "/api/v1/openapi.json").json["openapi"] == "3.1.0"
+
+
+def test_unknown_routes_and_methods_are_problems(live):
+    assert live.call("GET", "/api/v1/nothing").media == "application/problem+json"
+    reply = live.call("PATCH", P + "/policy", live.tokens["owner"], {})
+    assert reply.status == 405 and reply.media == "application/problem+json"

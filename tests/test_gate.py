@@ -1,0 +1,213 @@
+"""The sandbox gate as the sandbox runs it: a copy of the one file, in a Python without the
+project's packages, asking the real service on loopback (SQLite and PostgreSQL) before running a
+real program."""
+
+from __future__ import annotations
+
+import ast
+import http.server
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+GATE = Path(__file__).resolve().parents[1] / "interface" / "gate.py"
+FAKE_PROGRAM = """#!{python}
+import json, os, sys
+with open(os.environ["FAKE_RECORD"], "w") as record:
+    json.dump(sys.argv, record)
+sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
+"""
+
+
+@pytest.fixture
+def gate(tmp_path):
+    """Runs a copy of gate.py with -I -S: no project, no site-packages, only the standard library."""
+    image = tmp_path / "image"
+    image.mkdir()
+    shutil.copy(GATE, image / "gate.py")
+    programs = tmp_path / "bin"
+    programs.mkdir()
+    for name in ("pip", "python", "npm"):  # stand-ins that record how they were run
+        path = programs / name
+        path.write_text(FAKE_PROGRAM.format(python=sys.executable))
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    record = tmp_path / "ran.json"
+    base = {"PATH": f"{programs}{os.pathsep}{os.environ.get('PATH', '')}", "FAKE_RECORD": str(record)}
+
+    def run(*command: str, env: dict) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-I", "-S", str(image / "gate.py"), *command],
+                              env={**base, **env}, capture_output=True, text=True, timeout=60)
+
+    run.ran = lambda: json.loads(record.read_text()) if record.exists() else None
+    return run
+
+
+OFFLINE = {"RUNCODE_POLICY_TOKEN": "rcp_any", "RUNCODE_POLICY_WORKSPACE": "acme"}
+
+
+@pytest.fixture
+def sandbox_env(live) -> dict:
+    return {"RUNCODE_POLICY_URL": live.url, "RUNCODE_POLICY_TOKEN": live.tokens["sandbox"],
+            "RUNCODE_POLICY_WORKSPACE": "acme", "RUNCODE_POLICY_SANDBOX": "sbx-7",
+            "RUNCODE_POLICY_ACTOR": "agent-7"}
+
+
+@pytest.mark.parametrize("command", [["pip", "install", "pandas==2.1"],
+                                     ["python", "-m", "pip", "install", "pandas"],
+                                     ["npm", "install", "left-pad"]])
+def test_an_allowed_install_runs_the_real_command_with_its_exact_arguments(gate, sandbox_env, app, command):
+    done = gate("--", *command, env=sandbox_env)
+    assert done.returncode == 0, done.stderr
+    ran = gate.ran()
+    assert Path(ran[0]).name == command[0] and ran[1:] == command[1:]
+    recorded = app.decisions("acme")["decisions"][0]
+    assert recorded["allowed"] is True
+    assert recorded["context"] == {"sandbox": "sbx-7", "source": "run-code", "actor": "agent-7",
+                                   "skill": None}
+
+
+def test_the_commands_own_exit_status_becomes_the_gates(gate, sandbox_env):
+    done = gate("--", "pip", "install", "pandas", env={**sandbox_env, "FAKE_EXIT": "7"})
+    assert done.returncode == 7 and gate.ran()[1:] == ["install", "pandas"]
+
+
+def test_a_denied_package_is_not_installed_and_the_gate_exits_3(gate, sandbox_env, app):
+    app.change_policy("acme", [{"action": "add", "language": "python", "list": "deny", "entries": ["numpy"]}],
+                      by="security", note="no numpy here")
+    done = gate("--", "pip", "install", "pandas", "numpy", env=sandbox_env)
+    assert done.returncode == 3 and gate.ran() is None
+    denials = [line for line in done.stderr.splitlines() if "denied:" in line]
+    assert len(denials) == 1 and "numpy" in denials[0] and "deny list" in denials[0], done.stderr
+    assert "pandas" not in denials[0]
+
+
+def test_an_unreachable_service_fails_closed_with_exit_4(gate):
+    with socket.socket() as probe:  # a port that was free a moment ago: nobody listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = gate("--", "pip", "install", "pandas", env={**OFFLINE, "RUNCODE_POLICY_URL": f"http://127.0.0.1:{port}"})
+    assert done.returncode == 4 and gate.ran() is None
+    assert "unreachable" in done.stderr and "fail closed" in done.stderr
+
+
+def test_a_service_that_does_not_answer_in_time_fails_closed_with_exit_4(gate):
+    with socket.socket() as silent:  # accepts connections (backlog) but never replies
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        env = {**OFFLINE, "RUNCODE_POLICY_URL": f"http://127.0.0.1:{silent.getsockname()[1]}",
+               "RUNCODE_POLICY_TIMEOUT": "0.5"}
+        done = gate("--", "pip", "install", "pandas", env=env)
+    assert done.returncode == 4 and gate.ran() is None
+    assert "no answer within 0.5 s" in done.stderr
+
+
+def test_a_refused_token_fails_closed_with_exit_4_and_the_problem_detail(gate, sandbox_env):
+    done = gate("--", "pip", "install", "pandas", env={**sandbox_env, "RUNCODE_POLICY_TOKEN": "rcp_wrong"})
+    assert done.returncode == 4 and gate.ran() is None
+    assert "HTTP 401" in done.stderr
+
+
+def test_a_command_the_service_cannot_judge_fails_closed_with_exit_4(gate, sandbox_env):
+    done = gate("--", "pip", "frobnicate", env=sandbox_env)
+    assert done.returncode == 4 and gate.ran() is None
+    assert "HTTP 422" in done.stderr
+
+
+@pytest.mark.parametrize("variable", ["RUNCODE_POLICY_URL", "RUNCODE_POLICY_TOKEN"])
+def test_missing_configuration_fails_closed_with_exit_4(gate, variable):
+    env = {k: v for k, v in {**OFFLINE, "RUNCODE_POLICY_URL": "http://127.0.0.1:9"}.items() if k != variable}
+    done = gate("--", "pip", "install", "pandas", env=env)
+    assert done.returncode == 4 and gate.ran() is None and f"{variable} not set" in done.stderr
+
+
+@pytest.mark.parametrize("status,body,says", [
+    (503, b'{"title": "Store unavailable", "status": 503, "detail": "decisions cannot be recorded"}',
+     "HTTP 503 Store unavailable: decisions cannot be recorded"),
+    (500, b"<html>oops</html>", "HTTP 500"),
+    (200, b"<html>a captive portal</html>", "not JSON"),
+    (200, b'{"allowed": "yes"}', "shape"),
+    (200, b'{"allowed": true, "decisions": [{"spec": "pandas", "allowed": false}]}', "denied: pandas"),
+], ids=["503", "500-html", "not-json", "wrong-shape", "self-contradicting"])
+def test_an_answer_that_is_not_a_clear_allow_never_runs_the_command(gate, status, body, says):
+    with canned_service(status, body) as url:
+        done = gate("--", "pip", "install", "pandas", env={**OFFLINE, "RUNCODE_POLICY_URL": url})
+    assert done.returncode in (3, 4) and gate.ran() is None
+    assert says in done.stderr, done.stderr
+
+
+def test_a_redirect_is_not_followed_so_the_token_goes_nowhere_else(gate):
+    with canned_service(200, b"{}") as elsewhere, canned_service(302, b"", location=elsewhere) as url:
+        done = gate("--", "pip", "install", "pandas", env={**OFFLINE, "RUNCODE_POLICY_URL": url})
+        assert done.returncode == 4 and elsewhere.requests == [] and gate.ran() is None
+    assert "HTTP 302" in done.stderr
+
+
+def test_without_a_command_the_gate_prints_usage_and_exits_2(gate):
+    assert gate(env={}).returncode == 2
+    assert gate("--", env={}).returncode == 2
+
+
+def test_help_documents_every_exit_status(gate):
+    done = gate("--help", env={})
+    assert done.returncode == 0
+    for status in ("2 ", "3 ", "4 ", "126, 127"):
+        assert f"\n  {status}" in done.stdout
+
+
+def test_the_gate_imports_only_the_standard_library():
+    tree = ast.parse(GATE.read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.level == 0}
+    assert not any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(tree))
+    assert imported and imported <= sys.stdlib_module_names, imported - sys.stdlib_module_names
+
+
+class canned_service:
+    """A stand-in HTTP server on loopback that gives every request the same reply."""
+
+    def __init__(self, status: int, body: bytes, location: str | None = None):
+        outer = self
+        self.requests: list[str] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                outer.requests.append(self.path)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                if location:
+                    self.send_header("Location", location)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST
+
+            def log_message(self, *args):
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+
+    def __enter__(self):
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return CannedURL(f"http://127.0.0.1:{self._server.server_port}", self.requests)
+
+    def __exit__(self, *exc):
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class CannedURL(str):
+    def __new__(cls, url: str, requests: list):
+        made = super().__new__(cls, url)
+        made.requests = requests
+        return made
