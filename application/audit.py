@@ -91,7 +91,7 @@ def _decision_cursor(cursor: str):
 
     value = cursors.decode(cursor, list)
     if len(value) != 2 or not all(isinstance(v, str) for v in value):
-        raise InvalidInputError("bad cursor", [FieldError("cursor", "must be a next_cursor value from a previous page")])
+        raise cursors.refusal()
     return parse_instant(value[0], "cursor"), value[1]
 
 

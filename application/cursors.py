@@ -21,6 +21,10 @@ def decode(cursor: str, shape: type, field: str = "cursor"):
     except (ValueError, binascii.Error, UnicodeDecodeError, TypeError):
         value = None
     if not isinstance(value, shape) or isinstance(value, bool):
-        raise InvalidInputError("the cursor is not one this service issued",
-                                [FieldError(field, "must be a next_cursor value from a previous page")])
+        raise refusal(field)
     return value
+
+
+def refusal(field: str = "cursor") -> InvalidInputError:
+    return InvalidInputError("the cursor is not one this service issued",
+                             [FieldError(field, "must be a next_cursor value from a previous page")])

@@ -51,7 +51,8 @@ class EgressConfig:
 
 
 def checked_config(allowlist, deny_ranges, allow_addresses=(), *,
-                   fields=("hostname_allowlist", "deny_ranges", "allow_addresses")):
+                   fields=("hostname_allowlist", "deny_ranges", "allow_addresses"),
+                   label="invalid egress configuration"):
     """Normalise all three settings at once; one EgressConfigError names every bad entry of all."""
     errors: list[FieldError] = []
     allowlist = _collect(errors, allowlist, fields[0], normalize_allowlist)
@@ -60,13 +61,14 @@ def checked_config(allowlist, deny_ranges, allow_addresses=(), *,
     addresses = _collect(errors, allow_addresses, fields[2], _addresses)
     if errors:
         listed = "; ".join(f"{e.field}: {e.message}" for e in errors)
-        raise EgressConfigError(f"invalid egress configuration: {listed}", errors)
+        raise EgressConfigError(f"{label}: {listed}", errors)
     return allowlist, ranges or (), addresses or ()
 
 
 def checked_allowlist(entries: Sequence[str] | None, field: str = "hostname_allowlist"):
     """An allowlist given with a request: normalised, or 422 naming every bad entry."""
-    return checked_config(entries, (), fields=(field, "deny_ranges", "allow_addresses"))[0]
+    return checked_config(entries, (), fields=(field, "deny_ranges", "allow_addresses"),
+                          label=f"invalid {field} entries")[0]
 
 
 def _collect(errors: list[FieldError], value, field: str, parse):

@@ -76,7 +76,8 @@ class Evaluation:
 def specs_of(language: str | None, specs: list[str] | None, command: list[str] | None):
     """Either a language with specs, or a command line (whose program names the language)."""
     if (specs is None) == (command is None):
-        raise InvalidInputError("give either specs or command", [FieldError("specs", "exactly one of specs and command is required")])
+        raise InvalidInputError("give either specs or command",
+                                [FieldError("specs", "exactly one of specs and command is required")])
     if command is not None:
         found, parsed = parse_command(command)
         if language is not None and language != found:

@@ -64,7 +64,8 @@ class Governance(Evaluation, Egress, Audit, Application):
     def issue_token(self, workspace: str, name: str, role: str, by: str) -> dict:
         self.require_workspace(workspace)
         if role not in ROLES:
-            raise InvalidInputError(f"unknown role {role!r}", [FieldError("role", f"must be one of {', '.join(ROLES)}")])
+            raise InvalidInputError(f"unknown role {role!r}",
+                                    [FieldError("role", f"must be one of {', '.join(ROLES)}")])
         if not isinstance(name, str) or not name.strip() or len(name) > 200:
             raise InvalidInputError("a token needs a name", [FieldError("name", "must be 1 to 200 characters")])
         token, secret = self._new_token(workspace, name.strip(), role, by)

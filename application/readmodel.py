@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 
 from domain.decision import Decision
@@ -66,13 +66,13 @@ class Dialect:
 
     def ts(self, moment: datetime):
         """SQLite stores fixed-width UTC text, so text order is time order."""
-        moment = moment.astimezone(timezone.utc)
+        moment = moment.astimezone(UTC)
         return moment if self.schema else moment.strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
 
     def from_ts(self, value) -> datetime:
         if isinstance(value, str):
             return datetime.fromisoformat(value)
-        return value.astimezone(timezone.utc)
+        return value.astimezone(UTC)
 
     def __hash__(self) -> int:
         return hash((self.name, self.schema))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 
 from domain.errors import FieldError, InvalidInputError
 
@@ -10,7 +10,7 @@ from domain.errors import FieldError, InvalidInputError
 def iso(moment: datetime | None) -> str | None:
     if moment is None:
         return None
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_instant(text: str, field: str) -> datetime:
@@ -18,10 +18,10 @@ def parse_instant(text: str, field: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text.strip().replace("z", "Z"))
     except (ValueError, AttributeError, TypeError):
-        raise _bad(field, text, "must be an RFC 3339 timestamp such as 2026-03-03T14:05:00Z")
+        raise _bad(field, text, "must be an RFC 3339 timestamp such as 2026-03-03T14:05:00Z") from None
     if moment.tzinfo is None:
         raise _bad(field, text, "must carry a UTC offset (Z or +hh:mm)")
-    return moment.astimezone(timezone.utc)
+    return moment.astimezone(UTC)
 
 
 def parse_day(text: str, field: str) -> tuple[datetime, datetime]:
@@ -29,8 +29,8 @@ def parse_day(text: str, field: str) -> tuple[datetime, datetime]:
     try:
         day = date.fromisoformat(text.strip())
     except (ValueError, AttributeError, TypeError):
-        raise _bad(field, text, "must be a date such as 2026-03-03")
-    start = datetime.combine(day, time(), timezone.utc)
+        raise _bad(field, text, "must be a date such as 2026-03-03") from None
+    start = datetime.combine(day, time(), UTC)
     return start, start + timedelta(days=1)
 
 

@@ -7,6 +7,7 @@ otherwise conflict on the Policy's version.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from eventsourcing.domain import Aggregate, event
 
 from domain.policy import LanguageRules

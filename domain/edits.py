@@ -96,5 +96,6 @@ def _check_choice(value, choices: tuple, field: str, errors: list) -> bool:
 
 def _refusal(errors: list[FieldError]) -> InvalidInputError:
     if all(".allow" in e.field or ".deny" in e.field or ".entries" in e.field for e in errors):
-        return InvalidEntriesError(f"{len(errors)} invalid entr{'y' if len(errors) == 1 else 'ies'}; nothing was saved", errors)
+        plural = "entry" if len(errors) == 1 else "entries"
+        return InvalidEntriesError(f"{len(errors)} invalid {plural}; nothing was saved", errors)
     return InvalidInputError("the request breaks the rules named in errors; nothing was saved", errors)

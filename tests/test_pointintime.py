@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 
@@ -67,28 +67,29 @@ def test_because_names_the_change_that_decided_the_answer(app, workspace):
     app.change_policy(workspace, [{"action": "switch-mode", "language": "python", "mode": "allowlist"}],
                       by="bob", note="lock down")
     added = app.history(workspace)["changes"]
-    from datetime import datetime, timezone
-    now = datetime.now(timezone.utc)
+    from datetime import datetime
+    now = datetime.now(UTC)
     answer = app.package_at(workspace, "python", "Pandas==2.1", now)
     assert answer["allowed"] and answer["reason"] == "matches-the-allow-list"
     assert answer["because"]["by"] == "bob" and answer["because"]["type"] == "mode-switched"
     app.change_policy(workspace, [{"action": "add", "language": "python", "list": "deny", "entries": ["pandas"]}],
                       by="carol", note="CVE")
-    denied = app.package_at(workspace, "python", "pandas", datetime.now(timezone.utc))
+    denied = app.package_at(workspace, "python", "pandas", datetime.now(UTC))
     assert (denied["allowed"], denied["because"]["by"], denied["because"]["note"]) == (False, "carol", "CVE")
     before = app.package_at(workspace, "python", "pandas", now - timedelta(days=1))
     assert before["because"] is None and before["policy_version"] == 0 and added[0]["version"] == 1
 
 
 def test_a_timeline_shows_each_interval_and_the_decisions_in_the_period(app, workspace):
-    from datetime import datetime, timezone
-    start = datetime.now(timezone.utc)
+    from datetime import datetime
+    start = datetime.now(UTC)
     app.evaluate(workspace, "python", ["numpy"])
-    app.change_policy(workspace, [{"action": "add", "language": "python", "list": "deny", "entries": ["numpy"]}], by="a")
+    deny_numpy = {"action": "add", "language": "python", "list": "deny", "entries": ["numpy"]}
+    app.change_policy(workspace, [deny_numpy], by="a")
     app.evaluate(workspace, "python", ["numpy"])
     app.evaluate(workspace, "python", ["numpy"])
-    app.change_policy(workspace, [{"action": "remove", "language": "python", "list": "deny", "entries": ["numpy"]}], by="a")
-    end = datetime.now(timezone.utc) + timedelta(seconds=1)
+    app.change_policy(workspace, [{**deny_numpy, "action": "remove"}], by="a")
+    end = datetime.now(UTC) + timedelta(seconds=1)
     line = app.package_timeline(workspace, "python", "NumPy", start, end)
     assert [(i["allowed"], i["reason"]) for i in line["intervals"]] == [
         (True, "not-on-the-deny-list"), (False, "matches-the-deny-list"), (True, "not-on-the-deny-list")]

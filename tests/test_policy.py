@@ -116,7 +116,8 @@ def test_direct_references_never_ride_on_an_allowed_registry_name():
     allowlist = rules("allowlist", allow=["requests"])
     assert verdict(allowlist, "python", "requests @ https://evil.example/requests.tgz") == (False, "direct-reference")
     assert verdict(rules(), "python", "requests @ https://x.example/r.tgz") == (True, "direct-reference")
-    assert verdict(rules(deny=["requests"]), "python", "requests @ https://x.example/r.tgz") == (False, "direct-reference")
+    named_url = "requests @ https://x.example/r.tgz"
+    assert verdict(rules(deny=["requests"]), "python", named_url) == (False, "direct-reference")
     assert verdict(rules(), "node", "github:user/repo") == (False, "direct-reference")
 
 
