@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from eventsourcing.persistence import InterfaceError, OperationalError
 from flask import Flask, Response, json
 from pydantic import ValidationError
 from werkzeug.exceptions import HTTPException
@@ -71,3 +72,10 @@ def install(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def _http(error: HTTPException):
         return problem(error.code or 500, error.name, error.description or error.name)
+
+    @app.errorhandler(OperationalError)
+    @app.errorhandler(InterfaceError)
+    def _store_down(error: Exception):
+        # The store cannot be reached: say so (and fail closed), rather than a bare 500.
+        return problem(503, "Store unavailable", f"the store is not reachable: {error}",
+                       headers={"Retry-After": "1"})

@@ -29,6 +29,7 @@ class Reply:
 class LiveServer:
     def __init__(self, wsgi_app):
         # A threaded HTTP server on a real loopback socket; shuts down cleanly between tests.
+        self.app = wsgi_app
         self._server = make_server("127.0.0.1", 0, wsgi_app, threaded=True)
         self.url = f"http://127.0.0.1:{self._server.server_port}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)

@@ -164,3 +164,29 @@ def test_unknown_routes_and_methods_are_problems(live):
     assert live.call("GET", "/api/v1/nothing").media == "application/problem+json"
     reply = live.call("PATCH", P + "/policy", live.tokens["owner"], {})
     assert reply.status == 405 and reply.media == "application/problem+json"
+
+
+@pytest.mark.postgres
+def test_when_the_store_goes_away_answers_are_503_and_the_sandbox_fails_closed(postgres_schema_url):
+    from urllib.parse import urlsplit
+
+    from interface import create_app
+    from tests.http_client import LiveServer
+    from tests.tcp_forwarder import Forwarder
+
+    parts = urlsplit(postgres_schema_url)
+    forwarder = Forwarder(parts.port or 5432)
+    url = parts._replace(netloc=f"{parts.username}@127.0.0.1:{forwarder.port}").geturl() + "&connect_timeout=1"
+    server = LiveServer(create_app(env={"RUNCODE_POLICY_DATABASE_URL": url}))
+    governance = server.app.extensions["governance"]
+    sandbox = governance.issue_token(governance.create_workspace("acme")["workspace"], "s", "sandbox", by="t")
+    try:
+        assert server.call("POST", P + "/evaluate", sandbox["token"], EVALUATE).status == 200
+        forwarder.cut()
+        assert server.call("GET", "/healthz").status == 200
+        assert server.call("GET", "/readyz").status == 503
+        reply = server.call("POST", P + "/evaluate", sandbox["token"], EVALUATE)
+        assert reply.status == 503 and reply.media == "application/problem+json"
+    finally:
+        server.close()
+        governance.close()
