@@ -26,6 +26,7 @@ from domain.policy import LANGUAGES, LISTS, MODES
 from domain.token import ROLES
 from interface import exports
 from interface.app import open_governance
+from interface.egress_proxy import egress_proxy_command
 from interface.settings import Settings
 
 
@@ -274,6 +275,8 @@ def progress(rows, output: str):
         return contextlib.nullcontext(rows)
     return click.progressbar(rows, label="exporting decisions", show_pos=True, file=sys.stderr)
 
+
+main.add_command(egress_proxy_command)
 
 if __name__ == "__main__":
     main(prog_name="runcode-policy")

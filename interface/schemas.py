@@ -193,6 +193,8 @@ class DecisionView(BaseModel):
     context: dict
     detail: str | None = None
     message: str | None = None
+    resolved: list[str] | None = Field(None, description="egress decisions: the addresses judged")
+    port: int | None = Field(None, description="egress decisions: the port of the target")
 
 
 class EvaluateAnswer(BaseModel):

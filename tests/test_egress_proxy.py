@@ -1,0 +1,328 @@
+"""The enforcing egress proxy, on loopback only: a real upstream HTTP server on 127.0.0.1, a fake
+resolver, and a TEST-ONLY allowance of 127.0.0.1 (EgressConfig.allow_addresses).
+
+These run on SQLite only: the proxy reaches the store through `Governance.evaluate_egress` and
+its group-commit writer, which the API tests run on both backends; PostgreSQL would add time, not
+coverage.
+"""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import socket
+import sqlite3
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from click.testing import CliRunner
+
+from application.config import store_env
+from application.egress import EgressConfig
+from application.governance import Governance
+from interface.egress_proxy import EgressProxy, ProxyLimits, egress_proxy_command, parse_listen
+
+LOOPBACK_ONLY = EgressConfig(allow_addresses=("127.0.0.1",))  # test-only: our upstream is local
+NAMES = {"upstream.test": ["127.0.0.1"], "private.test": ["10.0.0.5"],
+         "meta.test": ["169.254.169.254"], "mixed.test": ["127.0.0.1", "10.0.0.5"]}
+WAIT = 5.0
+
+
+class FakeResolver:
+    def __init__(self):
+        self.calls: list[str] = []
+
+    def __call__(self, host: str, port: int) -> list[str]:
+        self.calls.append(host)
+        if host not in NAMES:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return NAMES[host]
+
+
+class _UpstreamHandler(BaseHTTPRequestHandler):
+    timeout = WAIT  # a held-open tunnel must not keep this thread forever
+
+    def do_GET(self):
+        self.server.seen.append((self.path, dict(self.headers)))
+        if self.path == "/redirect":
+            self.send_response(302)
+            self.send_header("Location", "http://169.254.169.254/latest/meta-data/")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = b"hello from upstream"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def upstream():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _UpstreamHandler)
+    server.daemon_threads = True
+    server.seen = []
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def open_governance(tmp_path):
+    opened = []
+
+    def _open(config: EgressConfig = LOOPBACK_ONLY) -> Governance:
+        governance = Governance(env=store_env(f"sqlite:///{tmp_path}/store.sqlite"), egress=config)
+        opened.append(governance)
+        return governance
+
+    yield _open
+    for governance in opened:
+        governance.close()
+
+
+@pytest.fixture
+def governance(open_governance) -> Governance:
+    governance = open_governance()
+    governance.create_workspace("acme", by="founder")
+    return governance
+
+
+@pytest.fixture
+def resolver() -> FakeResolver:
+    return FakeResolver()
+
+
+@pytest.fixture
+def start_proxy(resolver):
+    started = []
+
+    def _start(governance: Governance, **limits) -> EgressProxy:
+        limits = {"connect_timeout": 2.0, "idle_timeout": 3.0, **limits}
+        proxy = EgressProxy(governance, "acme", ("127.0.0.1", 0), resolver=resolver,
+                            limits=ProxyLimits(**limits), sandbox="sbx-1").start(poll_interval=0.05)
+        started.append(proxy)
+        return proxy
+
+    yield _start
+    for proxy in started:
+        proxy.close()
+
+
+@pytest.fixture
+def proxy(start_proxy, governance) -> EgressProxy:
+    return start_proxy(governance)
+
+
+# -- small clients -----------------------------------------------------------------------------
+def _read_until_closed(sock: socket.socket) -> bytes:
+    data, deadline = b"", time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _connect(proxy: EgressProxy, authority: str) -> tuple[socket.socket, str]:
+    """Send CONNECT; return the socket and the proxy's answer head."""
+    sock = socket.create_connection(proxy.server_address[:2], timeout=WAIT)
+    sock.sendall(f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head and len(head) < 65536:
+        chunk = sock.recv(1)
+        if not chunk:
+            break
+        head += chunk
+    return sock, head.decode("latin-1")
+
+
+def _get(proxy: EgressProxy, url: str) -> http.client.HTTPResponse:
+    """Plain HTTP through the proxy (absolute-form); http.client never follows redirects."""
+    conn = http.client.HTTPConnection(*proxy.server_address[:2], timeout=WAIT)
+    conn.request("GET", url, headers={"Proxy-Connection": "keep-alive", "X-Kept": "yes"})
+    response = conn.getresponse()
+    response.body = response.read()
+    conn.close()
+    return response
+
+
+def _decisions(governance: Governance) -> list[dict]:
+    return list(reversed(governance.decisions("acme", {"kind": "egress"})["decisions"]))
+
+
+# -- what gets through -------------------------------------------------------------------------
+def test_an_allowed_upstream_is_reached_through_a_connect_tunnel(proxy, governance, upstream, resolver):
+    port = upstream.server_address[1]
+    sock, head = _connect(proxy, f"upstream.test:{port}")
+    with sock:
+        assert head.startswith("HTTP/1.1 200 ")
+        sock.sendall(b"GET /through-the-tunnel HTTP/1.0\r\nHost: upstream.test\r\n\r\n")
+        assert b"hello from upstream" in _read_until_closed(sock)
+    assert [path for path, _ in upstream.seen] == ["/through-the-tunnel"]
+    assert resolver.calls == ["upstream.test"]  # resolved once, by the proxy
+    (decision,) = _decisions(governance)
+    assert (decision["allowed"], decision["name"], decision["port"]) == (True, "upstream.test", port)
+    assert decision["resolved"] == ["127.0.0.1"] and decision["context"]["source"] == "egress-proxy"
+    assert decision["context"]["sandbox"] == "sbx-1" and decision["spec"] == f"upstream.test:{port}"
+
+
+def test_an_allowed_upstream_is_reached_with_plain_http(proxy, governance, upstream):
+    port = upstream.server_address[1]
+    response = _get(proxy, f"http://upstream.test:{port}/ok?token=secret")
+    assert response.status == 200 and response.body == b"hello from upstream"
+    ((path, headers),) = upstream.seen
+    assert path == "/ok?token=secret"  # origin-form: the proxy does not pass absolute URLs on
+    assert headers["Host"] == f"upstream.test:{port}" and headers["X-Kept"] == "yes"
+    assert "Proxy-Connection" not in headers and headers["Connection"] == "close"
+    (decision,) = _decisions(governance)
+    assert decision["spec"] == f"http://upstream.test:{port}/"  # the origin; no query in the log
+
+
+def test_a_redirect_from_upstream_is_relayed_to_the_client_not_followed(proxy, governance, upstream):
+    response = _get(proxy, f"http://upstream.test:{upstream.server_address[1]}/redirect")
+    assert response.status == 302
+    assert response.getheader("Location") == "http://169.254.169.254/latest/meta-data/"
+    assert len(upstream.seen) == 1 and len(_decisions(governance)) == 1
+
+
+# -- what does not -----------------------------------------------------------------------------
+def test_the_metadata_address_is_refused_with_its_reason(proxy, governance, upstream, resolver):
+    response = _get(proxy, "http://169.254.169.254/latest/meta-data/")
+    assert response.status == 403 and response.getheader("X-Runcode-Policy-Reason") == "cloud-metadata"
+    assert b"cloud-metadata" in response.body and b"169.254.169.254" in response.body
+    sock, head = _connect(proxy, "169.254.169.254:80")
+    sock.close()
+    assert head.startswith("HTTP/1.1 403 ") and "X-Runcode-Policy-Reason: cloud-metadata" in head
+    assert resolver.calls == [] and upstream.seen == []
+    assert [d["reason"] for d in _decisions(governance)] == ["cloud-metadata", "cloud-metadata"]
+    assert response.getheader("X-Runcode-Policy-Decision") == _decisions(governance)[0]["id"]
+
+
+@pytest.mark.parametrize("name,reason", [("private.test", "private-range"), ("meta.test", "cloud-metadata"),
+                                         ("mixed.test", "private-range")])
+def test_a_name_that_resolves_to_a_forbidden_address_is_refused(proxy, governance, upstream, name, reason):
+    port = upstream.server_address[1]
+    sock, head = _connect(proxy, f"{name}:{port}")
+    body = _read_until_closed(sock).decode()
+    sock.close()
+    assert head.startswith("HTTP/1.1 403 ") and f"X-Runcode-Policy-Reason: {reason}" in head
+    assert reason in body
+    # mixed.test also resolves to the upstream's own address: failing closed means never dialling it
+    assert upstream.seen == []
+    (decision,) = _decisions(governance)
+    assert decision["reason"] == reason and decision["resolved"] == NAMES[name]
+
+
+def test_a_name_off_the_allowlist_is_refused_without_being_resolved(open_governance, start_proxy,
+                                                                    resolver, upstream):
+    config = EgressConfig(hostname_allowlist=("*.example.org",), allow_addresses=("127.0.0.1",))
+    governance = open_governance(config)
+    governance.create_workspace("acme", by="founder")
+    proxy = start_proxy(governance)
+    sock, head = _connect(proxy, f"upstream.test:{upstream.server_address[1]}")
+    sock.close()
+    assert head.startswith("HTTP/1.1 403 ") and "not-on-hostname-allowlist" in head
+    assert resolver.calls == []  # a refused name is never looked up (DNS can exfiltrate)
+    assert [d["reason"] for d in _decisions(governance)] == ["not-on-hostname-allowlist"]
+
+
+def test_the_proxy_refuses_to_dial_itself(proxy, governance):
+    sock, head = _connect(proxy, f"127.0.0.1:{proxy.server_address[1]}")
+    sock.close()
+    assert head.startswith("HTTP/1.1 508 ")
+
+
+def test_malformed_and_unservable_requests_are_answered_not_dropped(proxy, governance):
+    assert _get(proxy, "/not-absolute").status == 400
+    https = _get(proxy, "https://upstream.test/")
+    assert https.status == 400 and b"CONNECT" in https.body
+    assert _get(proxy, "http://nowhere.test/").status == 502  # the fake resolver knows no such name
+    sock, head = _connect(proxy, "upstream.test")  # CONNECT needs a port
+    sock.close()
+    assert head.startswith("HTTP/1.1 400 ")
+    ftp = _get(proxy, "ftp://upstream.test/")
+    assert ftp.status == 403 and ftp.getheader("X-Runcode-Policy-Reason") == "unsupported-scheme"
+
+
+def test_every_decision_is_recorded_and_logged_once(proxy, governance, upstream, caplog):
+    port = upstream.server_address[1]
+    caplog.set_level(logging.INFO, logger="runcode_policy.egress_proxy")
+    _get(proxy, f"http://upstream.test:{port}/ok")
+    _get(proxy, "http://private.test/")
+    _connect(proxy, "localhost:22")[0].close()  # refused by the name rules, never resolved
+    reasons = [d["reason"] for d in _decisions(governance)]
+    assert reasons == ["allowed", "private-range", "loopback"]
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("decision=")]
+    assert [line.split()[1] for line in lines] == [f"reason={r}" for r in reasons]
+
+
+# -- limits and failure ------------------------------------------------------------------------
+def test_the_connection_limit_answers_503_beyond_it_and_frees_the_slot(start_proxy, governance, upstream):
+    proxy = start_proxy(governance, max_connections=1)
+    authority = f"upstream.test:{upstream.server_address[1]}"
+    held, head = _connect(proxy, authority)
+    assert head.startswith("HTTP/1.1 200 ")
+    refused, head = _connect(proxy, authority)
+    refused.close()
+    assert head.startswith("HTTP/1.1 503 ")
+    held.close()
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:  # the slot frees once the tunnel's thread notices
+        sock, head = _connect(proxy, authority)
+        sock.close()
+        if head.startswith("HTTP/1.1 200 "):
+            break
+        time.sleep(0.05)
+    assert head.startswith("HTTP/1.1 200 ")
+
+
+def test_a_silent_client_is_dropped_after_the_idle_timeout(start_proxy, governance):
+    proxy = start_proxy(governance, idle_timeout=0.3)
+    started = time.monotonic()
+    with socket.create_connection(proxy.server_address[:2], timeout=WAIT) as sock:
+        sock.sendall(b"GET http://upstream.test/ HTTP/1.1\r\n")  # and never finishes the head
+        assert _read_until_closed(sock) == b""
+    assert time.monotonic() - started < 2
+
+
+def test_a_decision_that_cannot_be_recorded_is_refused_with_503(tmp_path, open_governance,
+                                                                start_proxy, upstream):
+    path = tmp_path / "store.sqlite"
+    governance = open_governance()
+    governance.create_workspace("acme", by="founder")
+    with sqlite3.connect(path) as conn:  # the store now refuses every write, as a full disk would
+        conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON stored_events "
+                     "BEGIN SELECT RAISE(ABORT, 'the store refuses writes'); END")
+    proxy = start_proxy(governance)
+    response = _get(proxy, f"http://upstream.test:{upstream.server_address[1]}/ok")
+    assert response.status == 503 and b"could not be recorded" in response.body
+    assert upstream.seen == []  # fail closed: nothing unrecorded gets through
+
+
+# -- the command -------------------------------------------------------------------------------
+def test_the_listen_option_takes_an_ip_and_a_port():
+    assert parse_listen("127.0.0.1:3128") == ("127.0.0.1", 3128)
+    assert parse_listen("[::1]:3128") == ("::1", 3128)
+    for bad in ("localhost:3128", "127.0.0.1", "127.0.0.1:99999", "[::1]"):
+        with pytest.raises(Exception, match="IP:port"):
+            parse_listen(bad)
+
+
+def test_the_command_refuses_an_unknown_workspace_or_a_bad_egress_setting(tmp_path):
+    runner = CliRunner()
+    env = {"RUNCODE_POLICY_DATABASE_URL": f"sqlite:///{tmp_path}/cli.sqlite"}
+    args = ["--workspace", "nowhere", "--listen", "127.0.0.1:0"]
+    result = runner.invoke(egress_proxy_command, args, env=env)
+    assert result.exit_code == 1 and "no workspace 'nowhere'" in result.output
+    env["RUNCODE_POLICY_EGRESS_ALLOWLIST"] = "ok.example, *, x.*.org"
+    result = runner.invoke(egress_proxy_command, ["--workspace", "acme"], env=env)
+    assert result.exit_code == 1 and "'*'" in result.output and "'x.*.org'" in result.output
