@@ -12,13 +12,14 @@ Threads rather than asyncio: every step that matters blocks (getaddrinfo has no 
 recording a decision waits for the group-commit writer to make it durable), so asyncio would push
 each of them to a thread pool anyway. A thread per connection, capped by a semaphore, is the
 smaller program; one thread relays both directions of a connection with `selectors`.
+
+This module holds the server, the per-connection decision flow and the CLI command; the HTTP/1
+parsing, rewriting and relaying it speaks with live in `interface.egress_wire`.
 """
 
 from __future__ import annotations
 
 import logging
-import re
-import selectors
 import signal
 import socket
 import socketserver
@@ -26,23 +27,29 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from http import HTTPStatus
 from ipaddress import ip_address
 
 import click
 
 from application.decision_writer import StoreUnavailableError
 from domain.errors import GovernanceError
+from interface.egress_wire import (  # the wire pieces stay importable from here, as before the split
+    ClientGone,
+    Refusal,
+    Request,
+    answer_refusal,
+    host_header,
+    quietly,
+    read_request,
+    relay,
+    rewrite_head,
+    split_absolute,
+)
 from interface.settings import Settings
 
 log = logging.getLogger("runcode_policy.egress_proxy")
 Resolver = Callable[[str, int], Sequence[str]]
 MAX_ADDRESSES = 64  # what the classifier accepts in `resolved`; we never dial an unjudged one
-CHUNK = 64 * 1024
-TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token: methods and header names
-# Hop-by-hop headers (RFC 9110 7.6.1) and Host, which is rewritten from the request target.
-HOP_BY_HOP = {"connection", "proxy-connection", "keep-alive", "proxy-authorization",
-              "proxy-authenticate", "te", "trailer", "upgrade", "host"}
 
 
 @dataclass(frozen=True)
@@ -57,38 +64,6 @@ def system_resolver(host: str, port: int) -> list[str]:
     """getaddrinfo, once; its timeout is the system resolver's (resolv.conf `timeout:`)."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
-
-
-class Refusal(Exception):
-    """An answer the proxy gives instead of a connection."""
-
-    def __init__(self, status: int, text: str, reason: str | None = None, decision: str | None = None):
-        super().__init__(text)
-        self.status, self.text, self.reason, self.decision = status, text, reason, decision
-
-    def response(self) -> bytes:
-        body = f"runcode-policy egress proxy: {self.text}\n".encode()
-        lines = [f"HTTP/1.1 {self.status} {HTTPStatus(self.status).phrase}",
-                 "Content-Type: text/plain; charset=utf-8", f"Content-Length: {len(body)}",
-                 "Connection: close"]
-        if self.reason:
-            lines.append(f"X-Runcode-Policy-Reason: {self.reason}")
-        if self.decision:
-            lines.append(f"X-Runcode-Policy-Decision: {self.decision}")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
-
-
-class _ClientGone(Exception):
-    """The client closed or went quiet before sending a whole request head."""
-
-
-@dataclass(frozen=True)
-class Request:
-    method: str
-    target: str
-    version: str
-    headers: list[tuple[str, str]]
-    rest: bytes  # bytes after the head: a body's start, or an eager TLS ClientHello
 
 
 class EgressProxy(socketserver.ThreadingTCPServer):
@@ -123,7 +98,7 @@ class EgressProxy(socketserver.ThreadingTCPServer):
         with self._lock:
             active = list(self._active)
         for sock in active:  # wakes every relay, so the joins below are quick
-            _quietly(sock.shutdown, socket.SHUT_RDWR)
+            quietly(sock.shutdown, socket.SHUT_RDWR)
         self.server_close()
 
     def process_request(self, request, client_address):
@@ -147,8 +122,8 @@ class EgressProxy(socketserver.ThreadingTCPServer):
     def _refuse_busy(self, sock: socket.socket) -> None:
         try:
             sock.settimeout(1.0)
-            _quietly(read_request, sock, self.limits.max_head_bytes, 1.0)  # then no RST eats the 503
-            _quietly(_answer, sock, Refusal(503, "too many connections; try again shortly"))
+            quietly(read_request, sock, self.limits.max_head_bytes, 1.0)  # then no RST eats the 503
+            quietly(answer_refusal, sock, Refusal(503, "too many connections; try again shortly"))
         finally:
             self.shutdown_request(sock)
             self._refusers.release()
@@ -193,8 +168,8 @@ class _Exchange:
             if refusal.reason is None:  # decisions are logged where they are made
                 log.info("refused status=%s client=%s detail=%r", refusal.status, self.context["client"],
                          refusal.text)
-            _quietly(_answer, self.client, refusal)
-        except (_ClientGone, OSError):
+            quietly(answer_refusal, self.client, refusal)
+        except (ClientGone, OSError):
             pass  # the client left or stalled: nothing to answer
 
     def tunnel(self, request: Request) -> None:
@@ -251,8 +226,7 @@ class _Exchange:
             raise Refusal(503, "the decision could not be made, so it is refused") from None
         _log_decision(self.proxy.workspace, self.context, target, resolved, answer)
         if not answer["allowed"]:
-            why = f"{answer['reason']} ({answer['detail']})" if answer["detail"] else answer["reason"]
-            raise Refusal(403, f"refused {target}: {why}", answer["reason"], answer["id"])
+            raise _denied(target, answer)
         return answer
 
     def dial(self, addresses: list[str], port: int) -> socket.socket:
@@ -271,110 +245,21 @@ class _Exchange:
                 failures.append(f"{address}: {error or 'timed out'}")
                 status = 504 if isinstance(error, TimeoutError) else status
                 continue
-            if self.proxy.is_self(sock):
-                sock.close()
-                raise Refusal(508, f"{address}:{port} is this proxy itself")
-            sock.settimeout(self.limits.idle_timeout)
-            return sock
+            return self.checked(sock, address, port)
         raise Refusal(status, f"cannot connect to port {port}: {'; '.join(failures) or 'timed out'}")
 
-
-def host_header(answer: dict) -> str:
-    """The vetted host (punycode or canonical IP), not whatever Host the client sent."""
-    host = f"[{answer['host']}]" if ":" in answer["host"] else answer["host"]
-    return host if answer["port"] in (None, 80) else f"{host}:{answer['port']}"
-
-
-def read_request(sock: socket.socket, limit: int, timeout: float) -> Request:
-    """The request head, within `timeout` overall (a client dripping bytes cannot hold a slot)."""
-    buffer, deadline = b"", time.monotonic() + timeout
-    while b"\r\n\r\n" not in buffer:
-        if len(buffer) > limit:
-            raise Refusal(431, "the request head is too large")
-        sock.settimeout(max(deadline - time.monotonic(), 0.001))
-        try:
-            chunk = sock.recv(CHUNK)
-        except TimeoutError:
-            raise _ClientGone() from None
-        if not chunk:
-            raise _ClientGone()
-        buffer += chunk
-    head, rest = buffer.split(b"\r\n\r\n", 1)
-    lines = head.decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ")
-    if (len(parts) != 3 or not TOKEN.fullmatch(parts[0]) or not parts[2].startswith("HTTP/1.")
-            or not re.fullmatch(r"[\x21-\x7e]+", parts[1])):
-        raise Refusal(400, "malformed request line")
-    return Request(parts[0], parts[1], parts[2], [_header(line) for line in lines[1:]], rest)
+    def checked(self, sock: socket.socket, address: str, port: int) -> socket.socket:
+        """The connected upstream, unless it looped back to this proxy (refused, closed)."""
+        if self.proxy.is_self(sock):
+            sock.close()
+            raise Refusal(508, f"{address}:{port} is this proxy itself")
+        sock.settimeout(self.limits.idle_timeout)
+        return sock
 
 
-def _header(line: str) -> tuple[str, str]:
-    name, colon, value = line.partition(":")
-    # A bare LF or other control byte inside a value could split it into two lines upstream.
-    if not colon or not TOKEN.fullmatch(name) or re.search(r"[\x00-\x08\x0a-\x1f\x7f]", value):
-        raise Refusal(400, "malformed header line")
-    return name, value.strip()
-
-
-def split_absolute(target: str) -> tuple[str, str]:
-    """`http://host:port/p?q` -> (`http://host:port/`, `/p?q`). The decision (and so the audit
-    log) holds the origin only: the policy is about where, and query strings carry secrets."""
-    scheme, sep, rest = target.partition("://")
-    if not sep:
-        raise Refusal(400, "this is a forward proxy: send absolute-form requests "
-                           "(GET http://host/path) or CONNECT host:port")
-    if scheme.lower() == "https":
-        raise Refusal(400, "https goes through CONNECT (set HTTPS_PROXY to this proxy)")
-    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    path = rest[len(authority):].split("#", 1)[0]
-    return f"{scheme}://{authority}/", path if path.startswith("/") else "/" + path
-
-
-def rewrite_head(request: Request, path: str, host: str) -> bytes:
-    """Origin-form request line, Host from the vetted target, hop-by-hop headers dropped, and
-    `Connection: close`: one request per connection, so each request is judged on its own."""
-    named = {token.strip().lower() for name, value in request.headers if name.lower() == "connection"
-             for token in value.split(",")}
-    kept = [f"{name}: {value}" for name, value in request.headers
-            if name.lower() not in HOP_BY_HOP | named]
-    lines = [f"{request.method} {path} {request.version}", f"Host: {host}", *kept, "Connection: close"]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-def relay(client: socket.socket, upstream: socket.socket, idle: float, *,
-          until_upstream_closes: bool) -> None:
-    """Copy both ways until both sides finish (or upstream does, for plain HTTP), or idle."""
-    with selectors.DefaultSelector() as selector:
-        selector.register(client, selectors.EVENT_READ, upstream)
-        selector.register(upstream, selectors.EVENT_READ, client)
-        try:
-            while selector.get_map():
-                events = selector.select(idle)
-                if not events:
-                    return
-                for key, _ in events:
-                    if not _pump(selector, key.fileobj, key.data) and (
-                            until_upstream_closes and key.fileobj is upstream):
-                        return
-        except OSError:
-            return
-
-
-def _pump(selector, source: socket.socket, sink: socket.socket) -> bool:
-    data = source.recv(CHUNK)
-    if data:
-        sink.sendall(data)
-        return True
-    selector.unregister(source)
-    _quietly(sink.shutdown, socket.SHUT_WR)  # pass the half-close on
-    return False
-
-
-def _answer(sock: socket.socket, refusal: Refusal) -> None:
-    sock.sendall(refusal.response())
-    _quietly(sock.shutdown, socket.SHUT_WR)
-    sock.settimeout(0.5)
-    _quietly(sock.recv, CHUNK)  # let the client read the answer before our close can reset it
+def _denied(target: str, answer: dict) -> Refusal:
+    why = f"{answer['reason']} ({answer['detail']})" if answer["detail"] else answer["reason"]
+    return Refusal(403, f"refused {target}: {why}", answer["reason"], answer["id"])
 
 
 def _log_decision(workspace: str, context: dict, target: str, resolved, answer: dict) -> None:
@@ -390,13 +275,6 @@ def _is_ip(host: str | None) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _quietly(call, *args):
-    try:
-        return call(*args)
-    except (OSError, GovernanceError, _ClientGone, Refusal):
-        return None
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -418,23 +296,34 @@ def parse_listen(text: str) -> tuple[str, int]:
 @click.option("--idle-timeout", type=click.FloatRange(1, 86_400), default=300.0, show_default=True)
 def egress_proxy_command(listen, workspace, sandbox, max_connections, connect_timeout, idle_timeout):
     """Run the enforcing egress proxy (CONNECT and plain HTTP) for one workspace."""
-    from interface.app import open_governance  # the app module pulls in Flask; only needed here
-
     try:
         settings = Settings.from_env()
     except GovernanceError as error:
         raise click.ClickException(error.detail) from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    governance = open_governance(settings)
     limits = ProxyLimits(max_connections, connect_timeout, idle_timeout)
+    governance, proxy = _open_proxy(settings, workspace, listen, limits, sandbox)
+    log.info("listening on %s:%s for workspace %s; %s", *listen, workspace, settings.egress.describe())
+    signal.signal(signal.SIGTERM, _interrupt)
+    _serve(proxy, governance)
+
+
+def _open_proxy(settings: Settings, workspace: str, listen: tuple[str, int], limits: ProxyLimits,
+                sandbox: str | None):
+    """The governance store and a bound proxy, or a ClickException (with the store closed)."""
+    from interface.app import open_governance  # the app module pulls in Flask; only needed here
+
+    governance = open_governance(settings)
     try:
         governance.require_workspace(workspace)
-        proxy = EgressProxy(governance, workspace, listen, limits=limits, sandbox=sandbox)
+        return governance, EgressProxy(governance, workspace, listen, limits=limits, sandbox=sandbox)
     except (GovernanceError, OSError) as error:
         governance.close()
         raise click.ClickException(getattr(error, "detail", None) or str(error)) from None
-    log.info("listening on %s:%s for workspace %s; %s", *listen, workspace, settings.egress.describe())
-    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _serve(proxy: EgressProxy, governance) -> None:
+    """Serve until interrupted (SIGINT, or SIGTERM turned into one), then close both."""
     try:
         proxy.serve_forever()
     except KeyboardInterrupt:

@@ -1,0 +1,172 @@
+"""HTTP/1 wire pieces of the egress proxy: reading and checking a request head, rewriting it for
+upstream, answering with a refusal, and relaying bytes both ways between two sockets.
+
+Nothing here decides anything or resolves a name; `interface.egress_proxy` does that and uses
+these to speak HTTP. Parsing is strict on purpose: whatever reaches upstream must mean the same
+thing there as it did when it was judged here (no smuggled lines, no second Host).
+"""
+
+from __future__ import annotations
+
+import re
+import selectors
+import socket
+import time
+from dataclasses import dataclass
+from http import HTTPStatus
+
+from domain.errors import GovernanceError
+
+CHUNK = 64 * 1024
+TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token: methods and header names
+# Hop-by-hop headers (RFC 9110 7.6.1) and Host, which is rewritten from the request target.
+HOP_BY_HOP = {"connection", "proxy-connection", "keep-alive", "proxy-authorization",
+              "proxy-authenticate", "te", "trailer", "upgrade", "host"}
+
+
+class Refusal(Exception):
+    """An answer the proxy gives instead of a connection."""
+
+    def __init__(self, status: int, text: str, reason: str | None = None, decision: str | None = None):
+        super().__init__(text)
+        self.status, self.text, self.reason, self.decision = status, text, reason, decision
+
+    def response(self) -> bytes:
+        body = f"runcode-policy egress proxy: {self.text}\n".encode()
+        lines = [f"HTTP/1.1 {self.status} {HTTPStatus(self.status).phrase}",
+                 "Content-Type: text/plain; charset=utf-8", f"Content-Length: {len(body)}",
+                 "Connection: close"]
+        if self.reason:
+            lines.append(f"X-Runcode-Policy-Reason: {self.reason}")
+        if self.decision:
+            lines.append(f"X-Runcode-Policy-Decision: {self.decision}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+class ClientGone(Exception):
+    """The client closed or went quiet before sending a whole request head."""
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    target: str
+    version: str
+    headers: list[tuple[str, str]]
+    rest: bytes  # bytes after the head: a body's start, or an eager TLS ClientHello
+
+
+def read_request(sock: socket.socket, limit: int, timeout: float) -> Request:
+    """The request head, within `timeout` overall (a client dripping bytes cannot hold a slot)."""
+    head, rest = _read_head(sock, limit, timeout).split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    method, target, version = _request_line(lines[0])
+    return Request(method, target, version, [_header(line) for line in lines[1:]], rest)
+
+
+def _read_head(sock: socket.socket, limit: int, timeout: float) -> bytes:
+    """Bytes up to and past the blank line that ends the head, all within one deadline."""
+    buffer, deadline = b"", time.monotonic() + timeout
+    while b"\r\n\r\n" not in buffer:
+        if len(buffer) > limit:
+            raise Refusal(431, "the request head is too large")
+        sock.settimeout(max(deadline - time.monotonic(), 0.001))
+        try:
+            chunk = sock.recv(CHUNK)
+        except TimeoutError:
+            raise ClientGone() from None
+        if not chunk:
+            raise ClientGone()
+        buffer += chunk
+    return buffer
+
+
+def _request_line(line: str) -> tuple[str, str, str]:
+    parts = line.split(" ")
+    if (len(parts) != 3 or not TOKEN.fullmatch(parts[0]) or not parts[2].startswith("HTTP/1.")
+            or not re.fullmatch(r"[\x21-\x7e]+", parts[1])):
+        raise Refusal(400, "malformed request line")
+    return parts[0], parts[1], parts[2]
+
+
+def _header(line: str) -> tuple[str, str]:
+    name, colon, value = line.partition(":")
+    # A bare LF or other control byte inside a value could split it into two lines upstream.
+    if not colon or not TOKEN.fullmatch(name) or re.search(r"[\x00-\x08\x0a-\x1f\x7f]", value):
+        raise Refusal(400, "malformed header line")
+    return name, value.strip()
+
+
+def split_absolute(target: str) -> tuple[str, str]:
+    """`http://host:port/p?q` -> (`http://host:port/`, `/p?q`). The decision (and so the audit
+    log) holds the origin only: the policy is about where, and query strings carry secrets."""
+    scheme, sep, rest = target.partition("://")
+    if not sep:
+        raise Refusal(400, "this is a forward proxy: send absolute-form requests "
+                           "(GET http://host/path) or CONNECT host:port")
+    if scheme.lower() == "https":
+        raise Refusal(400, "https goes through CONNECT (set HTTPS_PROXY to this proxy)")
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    path = rest[len(authority):].split("#", 1)[0]
+    return f"{scheme}://{authority}/", path if path.startswith("/") else "/" + path
+
+
+def host_header(answer: dict) -> str:
+    """The vetted host (punycode or canonical IP), not whatever Host the client sent."""
+    host = f"[{answer['host']}]" if ":" in answer["host"] else answer["host"]
+    return host if answer["port"] in (None, 80) else f"{host}:{answer['port']}"
+
+
+def rewrite_head(request: Request, path: str, host: str) -> bytes:
+    """Origin-form request line, Host from the vetted target, hop-by-hop headers dropped, and
+    `Connection: close`: one request per connection, so each request is judged on its own."""
+    named = {token.strip().lower() for name, value in request.headers if name.lower() == "connection"
+             for token in value.split(",")}
+    kept = [f"{name}: {value}" for name, value in request.headers
+            if name.lower() not in HOP_BY_HOP | named]
+    lines = [f"{request.method} {path} {request.version}", f"Host: {host}", *kept, "Connection: close"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def relay(client: socket.socket, upstream: socket.socket, idle: float, *,
+          until_upstream_closes: bool) -> None:
+    """Copy both ways until both sides finish (or upstream does, for plain HTTP), or idle."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(client, selectors.EVENT_READ, upstream)
+        selector.register(upstream, selectors.EVENT_READ, client)
+        try:
+            while selector.get_map():
+                events = selector.select(idle)
+                if not events:
+                    return
+                for key, _ in events:
+                    if not _pump(selector, key.fileobj, key.data) and (
+                            until_upstream_closes and key.fileobj is upstream):
+                        return
+        except OSError:
+            return
+
+
+def _pump(selector, source: socket.socket, sink: socket.socket) -> bool:
+    data = source.recv(CHUNK)
+    if data:
+        sink.sendall(data)
+        return True
+    selector.unregister(source)
+    quietly(sink.shutdown, socket.SHUT_WR)  # pass the half-close on
+    return False
+
+
+def answer_refusal(sock: socket.socket, refusal: Refusal) -> None:
+    sock.sendall(refusal.response())
+    quietly(sock.shutdown, socket.SHUT_WR)
+    sock.settimeout(0.5)
+    quietly(sock.recv, CHUNK)  # let the client read the answer before our close can reset it
+
+
+def quietly(call, *args):
+    """Best effort: the call's result, or None if the peer, the store or the request failed."""
+    try:
+        return call(*args)
+    except (OSError, GovernanceError, ClientGone, Refusal):
+        return None
