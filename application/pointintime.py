@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import groupby
 
 from application.queries import ReadModel
 from application.times import iso
@@ -83,15 +84,16 @@ def timeline(q: ReadModel, workspace: str, language: str, name: str, start: date
     version = q.version_at(workspace, start)
     state = state_at(q, workspace, language, name, version)
     intervals = [_interval(state.verdict(workspace, language, name), start, version)]
-    for row in q.changes_for_name(workspace, language, name, version, end):
-        if row["at"] >= end:
-            break
-        state.apply(row, name)
+    rows = [r for r in q.changes_for_name(workspace, language, name, version, end) if r["at"] < end]
+    for at, saved_together in groupby(rows, key=lambda r: r["at"]):  # one atomic save, one instant
+        saved_together = list(saved_together)
+        for row in saved_together:
+            state.apply(row, name)
         verdict = state.verdict(workspace, language, name)
         current = intervals[-1]
         if (verdict.allowed, verdict.reason) != (current["allowed"], current["reason"]):
-            current["to"] = iso(row["at"])
-            intervals.append(_interval(verdict, row["at"], row["version"]))
+            current["to"] = iso(at)
+            intervals.append(_interval(verdict, at, q.version_at(workspace, at)))
     intervals[-1]["to"] = iso(end)
     return {"language": language, "name": name, "from": iso(start), "to": iso(end),
             "intervals": intervals,

@@ -81,14 +81,21 @@ class Policy(Aggregate):
         return self.version - 1
 
     def record(self, changes: list[Change], by: str, note: str) -> None:
-        """Trigger one event per planned change; the caller saves them in one atomic write."""
+        """Trigger one event per planned change; the caller saves them in one atomic write.
+
+        All events of one save carry one timestamp: the save is atomic, so no instant may show
+        it half applied (a point-in-time read between two of its events would otherwise see a
+        state that was never in force)."""
+        at = self.Event.create_timestamp()
         for change in changes:
-            if change.type == "mode-switched":
-                self._switch_mode(change.language, change.mode, by, note)
-            elif change.type == "entry-added":
-                self._add_entry(change.language, change.list, change.name, by, note)
-            else:
-                self._remove_entry(change.language, change.list, change.name, by, note)
+            event_class, fields = self._event_for(change)
+            self.trigger_event(event_class, timestamp=at, by=by, note=note, **fields)
+
+    def _event_for(self, change: Change) -> tuple[type, dict]:
+        if change.type == "mode-switched":
+            return self.ModeSwitched, {"language": change.language, "mode": change.mode}
+        event_class = self.EntryAdded if change.type == "entry-added" else self.EntryRemoved
+        return event_class, {"language": change.language, "list_name": change.list, "name": change.name}
 
     @event("ModeSwitched", topic="runcode_policy:Policy.ModeSwitched")
     def _switch_mode(self, language: str, mode: str, by: str, note: str) -> None:

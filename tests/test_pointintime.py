@@ -27,15 +27,19 @@ def replay_until(app, workspace: str, at):
 
 
 def random_history(app, workspace: str, steps: int, seed: int):
+    """Saves of one to three changes each (a multi-change save is one atomic instant)."""
     rng = random.Random(seed)
     for _ in range(steps):
-        language = rng.choice(["python", "node"])
-        if rng.random() < 0.15:
-            change = {"action": "switch-mode", "language": language, "mode": rng.choice(["allowlist", "denylist"])}
-        else:
-            change = {"action": rng.choice(["add", "remove"]), "language": language,
-                      "list": rng.choice(["allow", "deny"]), "entries": [rng.choice(NAMES[language])]}
-        app.change_policy(workspace, [change], by=rng.choice(["alice", "bob"]), note="random")
+        changes = [random_change(rng) for _ in range(rng.choice([1, 1, 2, 3]))]
+        app.change_policy(workspace, changes, by=rng.choice(["alice", "bob"]), note="random")
+
+
+def random_change(rng) -> dict:
+    language = rng.choice(["python", "node"])
+    if rng.random() < 0.15:
+        return {"action": "switch-mode", "language": language, "mode": rng.choice(["allowlist", "denylist"])}
+    return {"action": rng.choice(["add", "remove"]), "language": language,
+            "list": rng.choice(["allow", "deny"]), "entries": [rng.choice(NAMES[language])]}
 
 
 def instants(app, workspace, rng, count):
@@ -117,3 +121,19 @@ def test_point_in_time_reads_do_not_replay_the_whole_history(app, workspace, ste
     finally:
         app.events.get = original
     assert 0 < sum(loaded) <= SNAPSHOT_INTERVAL
+
+
+def test_one_save_is_one_instant_so_no_read_sees_it_half_applied(app, workspace):
+    app.save_policy(workspace, {"python": {"mode": "allowlist", "allow": "pandas, numpy, scipy"}}, by="alice")
+    changes = app.history(workspace)["changes"]
+    assert len(changes) == 4 and len({c["at"] for c in changes}) == 1
+    from datetime import datetime
+    saved_at = datetime.fromisoformat(changes[0]["at"].replace("Z", "+00:00"))
+    just_before = app.policy(workspace, at=saved_at - timedelta(microseconds=1))
+    at_the_save = app.policy(workspace, at=saved_at)
+    assert (just_before["version"], just_before["python"]["mode"]) == (0, "denylist")
+    assert (at_the_save["version"], at_the_save["python"]["allow"]) == (4, ["numpy", "pandas", "scipy"])
+    line = app.package_timeline(workspace, "python", "torch", saved_at - timedelta(seconds=1),
+                                saved_at + timedelta(seconds=1))
+    assert [(i["allowed"], i["reason"], i["policy_version"]) for i in line["intervals"]] == [
+        (True, "not-on-the-deny-list", 0), (False, "not-on-the-allow-list", 4)]
