@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from flask import Blueprint, Response
 
@@ -14,9 +14,24 @@ from interface import exports, metrics
 from interface.problems import HTTPProblem
 from interface.routing import Api
 from interface.schemas import (
-    AtQuery, DecisionsPage, DecisionsQuery, DecisionView, EvaluateAnswer, EvaluateBody, HistoryPage,
-    PackageAnswer, PackageQuery, PageQuery, PolicyChanges, PolicyPut, PolicyView, TestBody, Timeline,
-    TokenBody, TokenIssued, TokenList,
+    AtQuery,
+    DecisionsPage,
+    DecisionsQuery,
+    DecisionView,
+    EvaluateAnswer,
+    EvaluateBody,
+    HistoryPage,
+    PackageAnswer,
+    PackageQuery,
+    PageQuery,
+    PolicyChanges,
+    PolicyPut,
+    PolicyView,
+    TestBody,
+    Timeline,
+    TokenBody,
+    TokenIssued,
+    TokenList,
 )
 
 blueprint = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -107,7 +122,7 @@ def get_decision(gov, ws, caller, decision_id):
 def get_package(gov, ws, caller, language, name, query):
     period = _period(query)
     if period is None:
-        at = _at(query.at) or datetime.now(timezone.utc)
+        at = _at(query.at) or datetime.now(UTC)
         return gov.package_at(ws, language, name, at)
     return Timeline.model_validate(gov.package_timeline(ws, language, name, *period)).model_dump(by_alias=True)
 
@@ -121,7 +136,8 @@ def _period(query) -> tuple[datetime, datetime] | None:
         return parse_day(query.on, "on")
     if query.from_ is None or query.to is None:
         missing = "from" if query.from_ is None else "to"
-        raise InvalidInputError(f"{missing} is required for a period", [FieldError(missing, "is required with from/to")])
+        raise InvalidInputError(f"{missing} is required for a period",
+                                [FieldError(missing, "is required with from/to")])
     return _bound(query.from_, "from"), _bound(query.to, "to")
 
 

@@ -8,7 +8,7 @@ from flask import Flask, jsonify
 
 from application.config import store_env
 from application.governance import Governance
-from interface import egress_api, metrics, problems  # noqa: F401 - egress_api registers routes
+from interface import console, egress_api, metrics, problems  # noqa: F401 - egress_api registers routes
 from interface.api import api, blueprint
 from interface.problems import problem
 from interface.routing import openapi_document
@@ -32,6 +32,7 @@ def create_app(env: Mapping[str, str] | None = None, governance: Governance | No
     problems.install(app)
     metrics.install(app)
     app.register_blueprint(blueprint)
+    console.install(app)  # the admin console at /console: blueprint, secret key, CSRF
     _operations(app)
     return app
 

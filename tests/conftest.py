@@ -101,7 +101,7 @@ def workspace(app) -> str:
 
 
 @pytest.fixture
-def live(app):
+def live(app, tmp_path):
     """The real service on a loopback port, with workspace `acme` and a token per role."""
     from interface import create_app
     from tests.http_client import LiveServer
@@ -112,7 +112,7 @@ def live(app):
         tokens[role] = app.issue_token("acme", f"{role}-token", role, by="founder")["token"]
     app.create_workspace("other", by="someone")
     tokens["other-workspace"] = app.issue_token("other", "intruder", "owner", by="someone")["token"]
-    server = LiveServer(create_app(env={}, governance=app))
+    server = LiveServer(create_app(env={"RUNCODE_POLICY_DATA_DIR": str(tmp_path)}, governance=app))
     server.tokens = tokens
     yield server
     server.close()
