@@ -124,7 +124,7 @@ mixed_encoding = st.tuples(
 
 def _mixed(address: IPv4Address, encoding) -> str:
     count, styles, paddings, trailing_dot = encoding
-    text = ".".join(_spell(n, s, p) for n, s, p in zip(_parts(address, count), styles, paddings))
+    text = ".".join(_spell(n, s, p) for n, s, p in zip(_parts(address, count), styles, paddings, strict=False))
     return text + "." if trailing_dot else text
 
 
