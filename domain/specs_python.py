@@ -27,6 +27,7 @@ NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 UNSAFE_CHARS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # two letters at least: C:\\ is a drive
 _EGG_RE = re.compile(r"[#&]egg=([^&]*)")
+_COMMENT_RE = re.compile(r"(^|\s+)#.*$")  # pip's req_file.COMMENT_RE: '#' after blanks only
 _EXTRAS_RE = re.compile(r"^(.+)(\[[^\]]+\])$", re.DOTALL)
 _ARCHIVES = (".whl", ".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz", ".tar.xz", ".txz",
              ".tlz", ".tar.lz", ".tar.lzma")
@@ -69,18 +70,19 @@ def _hygiene(text: str) -> str | None:
 
 def parse_line(text: str) -> Parsed:
     """One requirements-file line: a requirement with optional trailing options, or a line of
-    options (`-e X`, `-i URL`, ...). pip splits it at the first space-separated token that
-    starts with '-'."""
+    options (`-e X`, `-i URL`, ...). pip drops a ' #' comment, then splits the line at the first
+    space-separated token that starts with '-'."""
     bad = _hygiene(text)
     if bad:
         return _invalid(bad)
-    line = text.strip()
+    line = _COMMENT_RE.sub("", text).strip()  # pip's req_file.ignore_comments
     tokens = line.split(" ")  # single spaces only, as pip's break_args_options
     cut = next((i for i, token in enumerate(tokens) if token.startswith("-")), len(tokens))
     if cut == 0:
         return _option_line(line)
-    parsed = _requirement_options(" ".join(tokens[cut:]))
-    return parsed or _ascii_only(parse_requirement(" ".join(tokens[:cut])), text)
+    requirement = " ".join(tokens[:cut])
+    parsed = _requirement_options(" ".join(tokens[cut:]), requirement)
+    return parsed or _ascii_only(parse_requirement(requirement), text)
 
 
 def parse_argument(text: str) -> Parsed:
@@ -122,9 +124,11 @@ def _option_line(line: str) -> Parsed:
     return ("option", None, f"a pip option line, it names no package: {why}")
 
 
-def _requirement_options(options: str) -> Parsed | None:
+def _requirement_options(options: str, requirement: str) -> Parsed | None:
     """Options after a requirement: pip applies --hash and --config-settings, ignores other
-    requirements-file options and rejects the rest. None when the requirement stands."""
+    requirements-file options and rejects the rest. An -e among them makes pip read the
+    requirement itself as the editable (`ParsedLine.requirement`). None when the requirement
+    stands."""
     if not options:
         return None
     tokens = _shlex(options)
@@ -132,11 +136,14 @@ def _requirement_options(options: str) -> Parsed | None:
         return _invalid("unbalanced quotes in the options of a requirement line")
     from domain import commands  # the pip option tables live there; imported late, no cycle
 
-    for event in commands.scan(tokens, commands.PIP_REQUIREMENTS_FILE):
+    events = commands.scan(tokens, commands.PIP_REQUIREMENTS_FILE)
+    for event in events:
         if event.name is None:
             return _invalid(f"pip cannot parse {event.text!r}: {event.value}")
         if event.name == "--config-settings":
             return ("option", None, f"{event.text!r} passes settings to the build backend")
+    if any(event.name == "--editable" for event in events):
+        return parse_editable(requirement)  # `requests -e x` installs ./requests if it exists
     return None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,52 @@ def test_the_pitfalls_of_specs_md_section_4_fail_closed(language, text, kind, na
     assert (spec.kind, spec.name) == (kind, name), spec.detail
 
 
+# Found by a differential run against npm 11.19.1's own npm-package-arg 13.0.2 (semver 7.8.5,
+# hosted-git-info 9.0.3) on ~540,000 generated arguments. Each note says what npm does.
+NPA_CASES = [
+    # node-semver throws for the whole range if any `||` part has a number past 2**53-1, so npa
+    # falls back to a dist-tag, which has spaces: EINVALIDTAGNAME. Was: registry/alias.
+    ("lodash@1 || 99999999999999999999", "invalid", None),
+    ("lodash@^1 || 9007199254740992", "invalid", None),
+    ("x@npm:y@1 || 99999999999999999999", "invalid", None),
+    # npm: loose mode drops `>99999...01` (not a comparator) and keeps `>=2.0.0`: a range.
+    # Was: invalid.
+    ("lodash@2 - >9999999999999999999901", "registry", "lodash"),
+    ("lodash@ - x - ", "invalid", None),  # npm: no comparator survives. Was: registry.
+    ("lodash@1 - 999999999999999999999.x", "registry", "lodash"),  # `<1e+21.0.0-0` is dropped
+    ("lodash@=v 1.2.3", "registry", "lodash"),  # a loose version, though not a URL-safe tag
+    ("a#/b", "vcs", None),  # github shorthand: the slash may follow the '#'. Was: path.
+    ("u/r\ufeff", "path", None),  # U+FEFF is blank to JavaScript's \s: no shorthand. Was: vcs.
+    ("github:#::", "vcs", None),  # two empty committishes are falsy, not a conflict
+    ("u/r#semver:%25zz", "invalid", None),  # decodeURIComponent('%zz') throws. Was: vcs.
+    ("https://gist.github.com//abc", "vcs", None),  # a gist id with no user. Was: url.
+    ("GIT+SSH://GIT@GITHUB.COM:U/R.GIT", "invalid", None),  # port 'U': ERR_INVALID_URL
+    ("https:x", "url", None),  # WHATWG reads it as https://x/. Was: invalid.
+    ("https://example.com:99999/x.tgz", "invalid", None),  # port out of range. Was: url.
+    ("github://@", "invalid", None),  # credentials and no host. Was: vcs.
+    ("https://github.com/\\u/r", "url", None),  # '\' is '/': user '' so a tarball. Was: vcs.
+    # JS /i folds ASCII only, so KELVIN SIGN and long s are no URL scheme letters (Python's
+    # re.I folded them): npm reads a directory. Was: invalid.
+    ("x@\u212a:./y", "path", None),
+    ("x@\u017f:./y", "path", None),
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "name"), NPA_CASES, ids=[repr(c[0]) for c in NPA_CASES])
+def test_npm_arguments_are_read_as_npm_package_arg_reads_them(text, kind, name):
+    spec = parse("node", text)
+    assert (spec.kind, spec.name) == (kind, name), spec.detail
+
+
+def test_long_version_prefix_runs_are_judged_in_linear_time():
+    # COMPARATORTRIM tried from every position was quadratic: 0.55 s for one 4 KB argument
+    # (the API takes 500 of them per request).
+    started = time.perf_counter()
+    for text in ["lodash@" + "=v " * 1360, "lodash@" + "v" * 4080, "lodash@" + "< v" * 1360] * 10:
+        assert parse("node", text).kind in KINDS
+    assert time.perf_counter() - started < 2
+
+
 @pytest.mark.parametrize("kind", ["invalid", "option", "url", "vcs", "path"])
 def test_every_non_registry_verdict_says_why(kind):
     for language in LANGUAGES:
@@ -114,6 +161,39 @@ def test_every_non_registry_verdict_says_why(kind):
 def test_an_unknown_language_is_a_programming_error():
     with pytest.raises(ValueError):
         parse("ruby", "rails")
+
+
+# Found by a differential run against pip 26.0.1's own req_file/constructors code.
+PIP_LINE_CASES = [
+    # An -e among a requirement's options makes pip read the requirement part itself as the
+    # editable (ParsedLine.requirement): an error, or ./requests installed if that directory
+    # exists (editables skip the looks-like-a-path test). Was: registry 'requests'.
+    ("requests -e ./x", "invalid", None),
+    ("requests --editable=x", "invalid", None),
+    ("requests==2.0 --hash=sha256:00 -ex", "invalid", None),
+    ("requests -- -e x", "registry", "requests"),  # after '--' optparse reads no options
+    ("git+https://x/r.git#egg=r -e y", "vcs", "r"),  # pip: editable VCS checkout of 'r'
+    ("git://x/r.git#egg=r --ed y", "vcs", "r"),  # pip adds git+ as for any editable
+    ("requests @ git+https://x/r.git -e y", "vcs", "requests"),
+    (". -e y", "path", None),
+    # pip drops '(^|\s+)#.*$' before anything else. Was: invalid, or the comment's #egg= name.
+    ("requests==2.0 # pinned", "registry", "requests"),
+    ("requests; python_version > '3'\t# x", "registry", "requests"),
+    ("requests # -i https://evil/simple", "registry", "requests"),
+    ("https://x/y.tgz #egg=evil", "url", None),
+    ("requests @ https://x/y.tgz #egg=evil", "url", "requests"),
+    ("-e git+https://x/r.git #egg=r", "invalid", None),  # pip: no #egg= left, no name
+    ("-i https://evil/simple # c", "option", None),
+    ("# requests", "invalid", None),  # pip: a comment line, nothing to install
+    ("requests # caf\u00e9", "invalid", None),  # policy: non-ASCII text is never registry
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "name"), PIP_LINE_CASES,
+                         ids=[repr(c[0]) for c in PIP_LINE_CASES])
+def test_requirement_lines_are_read_as_pip_reads_them(text, kind, name):
+    spec = parse("python", text)
+    assert (spec.kind, spec.name) == (kind, name), spec.detail
 
 
 def test_a_spec_remembers_its_text_exactly():
