@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from uuid import UUID
 
 from application import cursors
 from application.evaluation import decision_view
 from application.pointintime import describe_change, package_at, timeline
 from application.times import iso
+from domain.decision import REASONS
+from domain.egress import REASONS as EGRESS_REASONS
 from domain.errors import FieldError, InvalidInputError, NotFoundError
 from domain.policy import LANGUAGES
-from domain.specs import registry_name
+from domain.specs import KINDS, registry_name
+from domain.text import check_text
 
 MAX_LIMIT = 1000
+ALL_REASONS = (*REASONS, *EGRESS_REASONS)
 EXPORT_PAGE = 1000
 
 
@@ -34,7 +39,7 @@ class Audit:
                   limit: int = 100, cursor: str | None = None) -> dict:
         self.require_workspace(workspace)
         before = _decision_cursor(cursor) if cursor else None
-        rows = self.readmodel.decisions(workspace, filters or {}, start, end, before,
+        rows = self.readmodel.decisions(workspace, decision_filters(filters), start, end, before,
                                         check_limit(limit) + 1)
         page = rows[:limit]
         more = len(rows) > limit
@@ -43,18 +48,22 @@ class Audit:
 
     def export_decisions(self, workspace: str, filters: dict | None = None, start=None,
                          end=None) -> Iterator[dict]:
-        """The whole filtered set, newest first, streamed page by page (keyset, constant memory)."""
+        """The whole filtered set, newest first, streamed page by page (keyset, constant memory).
+        Checked now, so a bad filter is refused before any row is streamed."""
         self.require_workspace(workspace)
+        return self._export(workspace, decision_filters(filters), start, end)
+
+    def _export(self, workspace: str, filters: dict, start, end) -> Iterator[dict]:
         before = None
         while True:
-            rows = self.readmodel.decisions(workspace, filters or {}, start, end, before, EXPORT_PAGE)
+            rows = self.readmodel.decisions(workspace, filters, start, end, before, EXPORT_PAGE)
             yield from (_row_view(r) for r in rows)
             if len(rows) < EXPORT_PAGE:
                 return
             before = (rows[-1]["at"], rows[-1]["id"])
 
     def decision(self, workspace: str, decision_id: str) -> dict:
-        row = self.readmodel.decision(workspace, decision_id)
+        row = self.readmodel.decision(workspace, decision_id) if is_uuid(decision_id) else None
         if row is None:
             raise NotFoundError(f"no decision {decision_id!r} in this workspace")
         return _row_view(row)
@@ -68,6 +77,32 @@ class Audit:
         if end <= start:
             raise InvalidInputError("the period is empty", [FieldError("to", "must be after from")])
         return timeline(self.readmodel, workspace, language, package_name(language, name), start, end)
+
+
+def decision_filters(filters: dict | None) -> dict:
+    """Checked filters: known languages, kinds and reasons, printable text, and a name in any
+    spelling (with a language, its canonical form; without one, as given or as a Python name)."""
+    filters = {k: v for k, v in (filters or {}).items() if v is not None}
+    for field, allowed in (("language", LANGUAGES), ("kind", (*KINDS, "egress")), ("reason", ALL_REASONS)):
+        if field in filters and filters[field] not in allowed:
+            raise InvalidInputError(f"unknown {field} {filters[field]!r}",
+                                    [FieldError(field, f"must be one of {', '.join(allowed)}")])
+    for field in ("name", "source", "sandbox"):
+        if field in filters:
+            check_text(filters[field], field, 500)
+    if "name" in filters:
+        languages = [filters["language"]] if "language" in filters else LANGUAGES
+        spellings = [registry_name(language, filters["name"]) for language in languages]
+        filters["name"] = tuple(dict.fromkeys([filters["name"], *filter(None, spellings)]))
+    return filters
+
+
+def is_uuid(text: str) -> bool:
+    try:
+        UUID(text)
+    except (ValueError, TypeError, AttributeError):
+        return False
+    return True
 
 
 def package_name(language: str, text: str) -> str:

@@ -16,6 +16,7 @@ from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_add
 from domain.decision import Decision
 from domain.egress import EgressVerdict, evaluate_egress, normalize_allowlist, parse_deny_ranges
 from domain.errors import EgressConfigError, FieldError, InvalidInputError
+from domain.text import check_context
 
 MAX_RESOLVED = 64
 _INDEX = re.compile(r"\[(\d+)\]$")
@@ -121,7 +122,7 @@ class Egress:
         verdict = self._egress_verdict(target, resolved, self.egress_config.hostname_allowlist)
         record = {"spec": target, "language": None, "name": verdict.host, "kind": "egress",
                   "allowed": verdict.allowed, "reason": verdict.reason, "policy_version": None,
-                  "context": dict(context or {}), "detail": verdict.detail,
+                  "context": check_context(context), "detail": verdict.detail,
                   "resolved": list(resolved), "port": verdict.port}
         decision = Decision(workspace=workspace, record=record)
         self.writer.record(decision)

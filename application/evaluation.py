@@ -15,6 +15,7 @@ from domain.decision import Decision, judge
 from domain.errors import FieldError, InvalidInputError
 from domain.policy import LANGUAGES, LanguageRules
 from domain.specs import Spec, parse
+from domain.text import check_context
 
 MAX_SPECS = 500
 
@@ -44,6 +45,7 @@ class Evaluation:
                  command: list[str] | None = None, context: dict | None = None) -> dict:
         """Judge and durably record every decision before answering (fail closed otherwise)."""
         language, parsed = specs_of(language, specs, command)
+        context = check_context(context)
         version, rules = self.policies.current(workspace)
         records = [decision_record(spec, rules[spec.language], workspace, version, context)
                    for spec in parsed]
@@ -58,6 +60,10 @@ class Evaluation:
              draft: dict | None = None, at=None) -> dict:
         """The Test panel: the same answer against a draft or a past policy; nothing recorded."""
         language, parsed = specs_of(language, specs, command)
+        context = check_context(context)
+        if draft is not None and at is not None:
+            raise InvalidInputError("test against a draft or a past policy, not both",
+                                    [FieldError("at", "must not be given with draft")])
         if draft is not None:
             version, rules = self.draft_rules(workspace, draft)
         elif at is not None:
@@ -98,7 +104,7 @@ def decision_record(spec: Spec, rules: LanguageRules, workspace: str, version: i
     verdict = judge(rules, spec, workspace)
     record = {"spec": spec.text, "language": spec.language, "name": spec.name, "kind": spec.kind,
               "allowed": verdict.allowed, "reason": verdict.reason, "policy_version": version,
-              "context": dict(context or {})}
+              "context": context}
     if spec.detail and not verdict.allowed:
         record["detail"] = spec.detail
     if verdict.message:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import copy
 import hmac
+import random
+import time
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError
@@ -22,7 +24,10 @@ from application.times import iso
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
 from domain.policy import Policy, policy_id
+from domain.text import check_text
 from domain.token import ROLES, WORKSPACE_PATTERN, Token, digest, new_secret, token_id
+
+CHANGE_ATTEMPTS = 50
 
 
 class Governance(Evaluation, Egress, Audit, Application):
@@ -66,8 +71,9 @@ class Governance(Evaluation, Egress, Audit, Application):
         if role not in ROLES:
             raise InvalidInputError(f"unknown role {role!r}",
                                     [FieldError("role", f"must be one of {', '.join(ROLES)}")])
-        if not isinstance(name, str) or not name.strip() or len(name) > 200:
+        if not isinstance(name, str) or not name.strip():
             raise InvalidInputError("a token needs a name", [FieldError("name", "must be 1 to 200 characters")])
+        check_text(name, "name", 200)
         token, secret = self._new_token(workspace, name.strip(), role, by)
         self.save(token)
         return {"id": str(token.id), "token": secret, "name": token.name, "role": role, "workspace": workspace}
@@ -97,8 +103,14 @@ class Governance(Evaluation, Egress, Audit, Application):
         found = self._get_token(token)
         if found is None or found.workspace != workspace:
             raise NotFoundError(f"no token {token!r} in this workspace")
+        if found.role == "owner" and not found.revoked and self._owners(workspace) == {str(found.id)}:
+            raise ConflictError("this is the workspace's last owner token: issue another owner token first",
+                                [FieldError("token_id", "must not be the last active owner token")])
         found.revoke(by)
         self.save(found)
+
+    def _owners(self, workspace: str) -> set[str]:
+        return {r["id"] for r in self.readmodel.tokens(workspace) if r["role"] == "owner" and not r["revoked_at"]}
 
     def _get_token(self, token: str) -> Token | None:
         from uuid import UUID
@@ -142,22 +154,33 @@ class Governance(Evaluation, Egress, Audit, Application):
                             lambda policy: plan_incremental(policy.state, changes))
 
     def _change(self, workspace, by, note, expected_version, plan) -> dict:
-        policy = self.load_policy(workspace)
-        if expected_version is not None and expected_version != policy.policy_version:
-            raise stale(expected_version, policy.policy_version)
-        policy.record(plan(policy), by, note or "")
-        try:
-            self.save(policy)
-        except IntegrityError:
-            raise ConflictError("the policy was changed concurrently; reload and try again",
-                                [FieldError("expected_version", "the policy moved on")]) from None
-        return policy_view(policy, None)
+        """Plan against the current state and save atomically. A writer that gave no
+        expected_version asked for "apply this now": when another save wins the race, its
+        request is planned again against the state that won (a no-op stays a no-op)."""
+        check_text(note or "", "note")
+        for _ in range(CHANGE_ATTEMPTS):
+            policy = self.load_policy(workspace)
+            if expected_version is not None and expected_version != policy.policy_version:
+                raise stale(expected_version, policy.policy_version)
+            policy.record(plan(policy), by, note or "")
+            try:
+                self.save(policy)
+                return policy_view(policy, None)
+            except IntegrityError:
+                time.sleep(random.uniform(0, 0.005))  # let the winner's readers through
+        raise ConflictError("the policy is changing too fast to apply this; try again",
+                            [FieldError("expected_version", "the policy kept moving")])
 
     def draft_rules(self, workspace: str, draft: dict) -> tuple[int, dict]:
         """Rules of the saved policy with unsaved edits applied; nothing is recorded."""
         policy = copy.deepcopy(self.load_policy(workspace))
         version = policy.policy_version
-        policy.record(plan_desired_state(policy.state, draft), "draft", "")
+        try:
+            changes = plan_desired_state(policy.state, draft)
+        except InvalidInputError as refused:  # name the fields as the request spelled them
+            raise type(refused)("the draft breaks the rules named in errors; nothing was tested",
+                                [FieldError(f"draft.{e.field}", e.message) for e in refused.errors]) from None
+        policy.record(changes, "draft", "")
         return version, policy.rules()
 
 

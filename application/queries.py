@@ -108,9 +108,13 @@ class ReadModel:
         """Newest first; keyset pagination on (at, id) so deep pages cost the same as the first."""
         where, params = ["workspace = %s"], [workspace]
         for column in DECISION_FILTERS:
-            if filters.get(column) is not None:
+            value = filters.get(column)
+            if isinstance(value, tuple):  # any of several spellings
+                where.append(f"{column} IN ({', '.join(['%s'] * len(value))})")
+                params.extend(value)
+            elif value is not None:
                 where.append(f"{column} = %s")
-                params.append(filters[column])
+                params.append(value)
         for clause, moment in (("at >= %s", start), ("at < %s", end)):
             if moment is not None:
                 where.append(clause)

@@ -67,7 +67,9 @@ class Dialect:
     def ts(self, moment: datetime):
         """SQLite stores fixed-width UTC text, so text order is time order."""
         moment = moment.astimezone(UTC)
-        return moment if self.schema else moment.strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+        if self.schema:
+            return moment
+        return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "+00:00"
 
     def from_ts(self, value) -> datetime:
         if isinstance(value, str):

@@ -2,42 +2,50 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, time, timedelta
 
 from domain.errors import FieldError, InvalidInputError
 
+# RFC 3339 date-time (section 5.6): seconds and an offset are required; `T` may be a space.
+RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})")
+DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
 
 def iso(moment: datetime | None) -> str | None:
+    """UTC with a `Z` and microseconds; isoformat pads years below 1000 (strftime does not)."""
     if moment is None:
         return None
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def parse_instant(text: str, field: str) -> datetime:
-    """RFC 3339 with an explicit offset (`Z` or `+hh:mm`); a naive time is refused as ambiguous."""
+    """RFC 3339 with an explicit offset (`Z` or `+hh:mm`); anything else is refused, not guessed."""
+    if not isinstance(text, str) or not RFC3339.fullmatch(text.strip()):
+        raise _bad(field, text, "must be an RFC 3339 timestamp with an offset, such as 2026-03-03T14:05:00Z")
+    cleaned = re.sub(r"(\.\d{6})\d+", r"\1", text.strip().upper().replace(" ", "T"))  # ns -> µs
     try:
-        moment = datetime.fromisoformat(text.strip().replace("z", "Z"))
-    except (ValueError, AttributeError, TypeError):
-        raise _bad(field, text, "must be an RFC 3339 timestamp such as 2026-03-03T14:05:00Z") from None
-    if moment.tzinfo is None:
-        raise _bad(field, text, "must carry a UTC offset (Z or +hh:mm)")
-    return moment.astimezone(UTC)
+        return datetime.fromisoformat(cleaned).astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise _bad(field, text, "is not a real instant within years 0001-9999 UTC") from None
 
 
 def parse_day(text: str, field: str) -> tuple[datetime, datetime]:
     """A date alone means that day in UTC: [00:00, next day 00:00)."""
+    if not isinstance(text, str) or not DAY.fullmatch(text.strip()):
+        raise _bad(field, text, "must be a date such as 2026-03-03")
     try:
-        day = date.fromisoformat(text.strip())
-    except (ValueError, AttributeError, TypeError):
-        raise _bad(field, text, "must be a date such as 2026-03-03") from None
-    start = datetime.combine(day, time(), UTC)
-    return start, start + timedelta(days=1)
+        start = datetime.combine(date.fromisoformat(text.strip()), time(), UTC)
+        return start, start + timedelta(days=1)
+    except (ValueError, OverflowError):
+        raise _bad(field, text, "is not a real day within years 0001-9999") from None
 
 
-def parse_instant_or_day_start(text: str, field: str) -> datetime:
-    """For range bounds: a full timestamp, or a bare date meaning its first instant in UTC."""
-    if isinstance(text, str) and len(text.strip()) == 10:
-        return parse_day(text, field)[0]
+def parse_bound(text: str, field: str, *, end: bool = False) -> datetime:
+    """A range bound: a full timestamp, or a bare date meaning that whole day (UTC): `from` is
+    its first instant, `to` (exclusive) the first instant of the next day."""
+    if isinstance(text, str) and DAY.fullmatch(text.strip()):
+        return parse_day(text, field)[1 if end else 0]
     return parse_instant(text, field)
 
 

@@ -45,7 +45,7 @@ class ConflictError(GovernanceError):
 class NotFoundError(GovernanceError):
     """No such workspace, decision, token or package in this workspace."""
 
-    title = "Not found"
+    title = "Not Found"
 
 
 class EgressConfigError(InvalidInputError):

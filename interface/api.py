@@ -6,9 +6,8 @@ from datetime import UTC, datetime
 
 from flask import Blueprint, Response
 
-from application.times import parse_day, parse_instant, parse_instant_or_day_start
+from application.times import parse_bound, parse_day, parse_instant
 from domain.errors import FieldError, InvalidInputError
-from domain.specs import registry_name
 from domain.token import role_allows
 from interface import exports, metrics
 from interface.problems import HTTPProblem
@@ -44,7 +43,7 @@ def _at(text: str | None, field: str = "at") -> datetime | None:
 
 
 def _bound(text: str | None, field: str) -> datetime | None:
-    return parse_instant_or_day_start(text, field) if text is not None else None
+    return parse_bound(text, field, end=field == "to") if text is not None else None
 
 
 @api.route("GET", W + "/policy", "The policy now, or exactly as it stood at `at`", role="auditor",
@@ -98,14 +97,10 @@ def post_test(gov, ws, caller, body):
            role="auditor", query=DecisionsQuery, response=DecisionsPage,
            media=("text/csv", "application/x-ndjson"))
 def get_decisions(gov, ws, caller, query):
-    filters = {k: getattr(query, k) for k in ("language", "allowed", "reason", "source", "sandbox", "kind")}
-    filters["name"] = query.name
-    if query.name and query.language:  # any spelling of a name finds its canonical decisions
-        filters["name"] = registry_name(query.language, query.name) or query.name
+    filters = {k: getattr(query, k) for k in ("language", "name", "allowed", "reason", "source", "sandbox", "kind")}
     start, end = _bound(query.from_, "from"), _bound(query.to, "to")
     if query.format == "json":
         return gov.decisions(ws, filters, start, end, query.limit, query.cursor)
-    gov.require_workspace(ws)
     rows = gov.export_decisions(ws, filters, start, end)
     return exports.stream(rows, query.format, f"decisions-{ws}")
 
@@ -156,4 +151,6 @@ def get_tokens(gov, ws, caller):
 @api.route("DELETE", W + "/tokens/<token_id>", "Revoke a token at once", role="owner", status=204)
 def delete_token(gov, ws, caller, token_id):
     gov.revoke_token(ws, token_id, by=caller["name"])
-    return Response(status=204)
+    response = Response(status=204)
+    del response.headers["Content-Type"]  # no body, so no media type
+    return response

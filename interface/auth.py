@@ -24,6 +24,6 @@ def authenticate(governance) -> dict:
 
 def authorize(caller: dict, workspace: str, role: str) -> None:
     if caller["workspace"] != workspace:
-        raise HTTPProblem(404, "Not found", f"no workspace {workspace!r}")
+        raise HTTPProblem(404, "Not Found", f"no workspace {workspace!r}")
     if not role_allows(caller["role"], role):
         raise HTTPProblem(403, "Forbidden", f"this needs the {role} role or above; the token is {caller['role']}")

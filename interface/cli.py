@@ -20,7 +20,7 @@ import click
 from eventsourcing.persistence import InterfaceError, OperationalError
 
 from application.governance import Governance
-from application.times import parse_instant, parse_instant_or_day_start
+from application.times import parse_bound, parse_instant
 from domain.errors import GovernanceError
 from domain.policy import LANGUAGES, LISTS, MODES
 from domain.token import ROLES
@@ -253,7 +253,7 @@ def output_file(path: str):
 
 
 def bound(text: str | None, field: str):
-    return parse_instant_or_day_start(text, field) if text is not None else None
+    return parse_bound(text, field, end=field == "to") if text is not None else None
 
 
 class Tally:

@@ -11,7 +11,7 @@ from flask import redirect, render_template, request, url_for
 from domain.decision import REASONS
 from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES
-from domain.specs import KINDS, registry_name
+from domain.specs import KINDS
 from interface import exports
 from interface.console_core import blueprint, caller, governance
 from interface.console_forms import error_items, instant
@@ -36,13 +36,10 @@ def query_of(typed: dict) -> tuple[dict, object, object]:
     if outcome is not None and outcome not in OUTCOMES:
         raise InvalidInputError(f"unknown outcome {outcome!r}",
                                 [FieldError("outcome", "must be allowed or denied")])
-    name = typed.get("name")
-    if name and language:  # any spelling of a name finds its canonical decisions
-        name = registry_name(language, name) or name
-    filters = {"language": language, "name": name, "allowed": OUTCOMES.get(outcome),
+    filters = {"language": language, "name": typed.get("name"), "allowed": OUTCOMES.get(outcome),
                **{k: typed.get(k) for k in ("reason", "kind", "sandbox", "source")}}
     return (filters, instant(typed.get("from"), "from", day_start=True),
-            instant(typed.get("to"), "to", day_start=True))
+            instant(typed.get("to"), "to", day_start=True, end=True))
 
 
 @blueprint.get("/audit")
@@ -80,7 +77,7 @@ def history():
     cursor = request.args.get("cursor") or None
     try:
         start = instant(typed.get("from"), "from", day_start=True)
-        end = instant(typed.get("to"), "to", day_start=True)
+        end = instant(typed.get("to"), "to", day_start=True, end=True)
         page = governance().history(caller()["workspace"], start, end, PAGE_SIZE, cursor)
     except GovernanceError as error:
         return render_template("console/history.html", typed=typed, page=None, refusal=error,

@@ -10,7 +10,7 @@ import re
 import shlex
 from datetime import datetime
 
-from application.times import parse_instant, parse_instant_or_day_start
+from application.times import parse_bound, parse_instant
 from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES, LISTS, MODES
 
@@ -78,14 +78,16 @@ def _command(text: str) -> list[str] | None:
                                 [FieldError("command", f"{error} (check the quotes)")]) from None
 
 
-def instant(text: str | None, field: str, *, day_start: bool = False) -> datetime | None:
-    """RFC 3339, a browser's `datetime-local` value (taken as UTC), or with day_start a date."""
+def instant(text: str | None, field: str, *, day_start: bool = False, end: bool = False) -> datetime | None:
+    """RFC 3339, a browser's `datetime-local` value (taken as UTC), or with day_start a date
+    (the whole day: its first instant, or with `end` the first instant of the next day)."""
     text = (text or "").strip()
     if not text:
         return None
     if _LOCAL_TIME.fullmatch(text):
-        text += "Z"  # the form says UTC; a naive time would otherwise be refused as ambiguous
-    return parse_instant_or_day_start(text, field) if day_start else parse_instant(text, field)
+        # The form says UTC; browsers may leave the seconds out.
+        text += ("Z" if text.count(":") == 2 else ":00Z")
+    return parse_bound(text, field, end=end) if day_start else parse_instant(text, field)
 
 
 def field_label(field: str) -> str:
@@ -102,9 +104,10 @@ def field_label(field: str) -> str:
 
 
 def error_items(error: GovernanceError) -> list[dict]:
-    """Every named field of a refusal, labelled for people and keyed for the form's inputs."""
-    return [{"field": e.field, "label": field_label(e.field), "message": e.message,
-             "input": input_of(e.field)} for e in error.errors]
+    """Every named field of a refusal, labelled for people and keyed for the form's inputs (the
+    form is the draft, so a draft's `draft.` prefix names the same inputs)."""
+    fields = [(e.field.removeprefix("draft."), e.message) for e in error.errors]
+    return [{"field": f, "label": field_label(f), "message": m, "input": input_of(f)} for f, m in fields]
 
 
 def input_of(field: str) -> str:

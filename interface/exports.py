@@ -13,10 +13,24 @@ CSV_COLUMNS = ("id", "at", "language", "name", "spec", "kind", "allowed", "reaso
                "sandbox", "source", "skill", "actor", "detail")
 
 
+# Cells a spreadsheet would run as a formula (OWASP "CSV injection"); specs and context come from
+# the sandbox, so an agent could otherwise plant one in an auditor's export.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
 def csv_row(decision: dict) -> list:
     context = decision.get("context") or {}
     merged = {**{k: context.get(k) for k in ("sandbox", "source", "skill", "actor")}, **decision}
-    return ["" if merged.get(c) is None else merged.get(c) for c in CSV_COLUMNS]
+    return [csv_cell(merged.get(c)) for c in CSV_COLUMNS]
+
+
+def csv_cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value)
+    return "'" + text if text.startswith(FORMULA_START) else text
 
 
 def csv_lines(rows: Iterable[dict]) -> Iterator[str]:

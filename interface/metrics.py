@@ -34,4 +34,4 @@ def install(app: Flask) -> None:
 
     @app.get("/metrics")
     def _metrics():
-        return Response(generate_latest(REGISTRY), mimetype=CONTENT_TYPE_LATEST)
+        return Response(generate_latest(REGISTRY), headers={"Content-Type": CONTENT_TYPE_LATEST})

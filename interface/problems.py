@@ -71,7 +71,9 @@ def install(app: Flask) -> None:
 
     @app.errorhandler(HTTPException)
     def _http(error: HTTPException):
-        return problem(error.code or 500, error.name, error.description or error.name)
+        # Keep the exception's own headers (e.g. `Allow` on a 405), not its HTML content type.
+        headers = {k: v for k, v in error.get_headers() if k.lower() != "content-type"}
+        return problem(error.code or 500, error.name, error.description or error.name, headers=headers)
 
     @app.errorhandler(OperationalError)
     @app.errorhandler(InterfaceError)

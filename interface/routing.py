@@ -67,6 +67,8 @@ def json_body():
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as error:
         raise HTTPProblem(400, "Malformed JSON", f"the body is not valid JSON: {error}") from None
+    except RecursionError:
+        raise HTTPProblem(400, "Malformed JSON", "the body is nested too deeply") from None
 
 
 _PARAM = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")

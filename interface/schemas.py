@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 Language = Literal["python", "node"]
 Mode = Literal["allowlist", "denylist"]
@@ -76,25 +76,13 @@ class EvaluateBody(Body):
     specs: Annotated[list[Text], Field(min_length=1, max_length=500)] | None = None
     command: Annotated[list[Text], Field(min_length=1, max_length=500)] | None = None
     context: Context | None = None
-
-    @model_validator(mode="after")
-    def _one_source(self):
-        if (self.specs is None) == (self.command is None):
-            raise ValueError("give exactly one of specs and command")
-        if self.specs is not None and self.language is None:
-            raise ValueError("language is required with specs")
-        return self
+    # Exactly one of specs/command, and language with specs: checked by the application, which
+    # names the field (the CLI and the console share that check).
 
 
 class TestBody(EvaluateBody):
     draft: Draft | None = None
     at: Annotated[str, Field(description="RFC 3339 instant: test against the policy as it was")] | None = None
-
-    @model_validator(mode="after")
-    def _draft_or_at(self):
-        if self.draft is not None and self.at is not None:
-            raise ValueError("give draft or at, not both")
-        return self
 
 
 class EgressBody(Body):

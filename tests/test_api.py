@@ -84,7 +84,8 @@ def test_bad_entries_are_422_naming_every_one(live):
     ({"language": "python", "specs": ["x"], "surprise": 1}, "surprise"),
     ({"language": "python", "specs": []}, "specs"),
     ({"language": "python", "specs": [1]}, "specs[0]"),
-    ({"language": "python"}, "body"),
+    ({"language": "python"}, "specs"),
+    ({"specs": ["x"]}, "language"),
 ])
 def test_wrong_bodies_are_422_with_the_field(live, body, field):
     reply = live.call("POST", P + "/evaluate", live.tokens["sandbox"], body)
@@ -190,3 +191,54 @@ def test_when_the_store_goes_away_answers_are_503_and_the_sandbox_fails_closed(p
     finally:
         server.close()
         governance.close()
+
+
+def test_hostile_bodies_and_instants_are_4xx_never_500(live):
+    deep = b"[" * 5000 + b"]" * 5000
+    assert live.call("POST", P + "/evaluate", live.tokens["sandbox"], raw=deep).status == 400
+    for query in ("at=0001-01-01T00:00:00%2B01:00", "at=9999-12-31T23:59:59-01:00", "at=2026-11-30T11:59Z"):
+        reply = live.call("GET", f"{P}/policy?{query}", live.tokens["auditor"])
+        assert reply.status == 422 and reply.json["errors"][0]["field"] == "at", query
+    assert live.call("GET", P + "/packages/python/pandas?on=2026-W48", live.tokens["auditor"]).status == 422
+    early = live.call("GET", P + "/packages/python/pandas?at=0001-01-01T00:00:00Z", live.tokens["auditor"])
+    assert early.json["at"] == "0001-01-01T00:00:00.000000Z"
+
+
+@pytest.mark.parametrize("method,path,body,field", [
+    ("POST", "/tokens", {"name": "a\u0000b", "role": "sandbox"}, "name"),
+    ("PUT", "/policy", {"note": "a\u0000b"}, "note"),
+    ("POST", "/evaluate", {**EVALUATE, "context": {"sandbox": "a\u0000b"}}, "context.sandbox"),
+    ("GET", "/decisions?sandbox=a%00b", None, "sandbox"),
+    ("GET", "/decisions?reason=bogus", None, "reason"),
+])
+def test_nul_bytes_and_unknown_values_are_422_on_every_store(live, method, path, body, field):
+    reply = live.call(method, P + path, live.tokens["owner"], body)
+    assert reply.status == 422 and field in [e["field"] for e in reply.json["errors"]], reply.body
+    assert live.call("GET", P + "/decisions/%00", live.tokens["owner"]).status == 404
+
+
+def test_http_details_allow_header_empty_204_and_metrics_type(live):
+    reply = live.call("DELETE", P + "/policy", live.tokens["owner"])
+    assert reply.status == 405 and "GET" in reply.headers["allow"]
+    issued = live.call("POST", P + "/tokens", live.tokens["owner"], {"name": "x", "role": "auditor"}).json
+    revoked = live.call("DELETE", f"{P}/tokens/{issued['id']}", live.tokens["owner"])
+    assert revoked.status == 204 and "content-type" not in revoked.headers
+    assert live.call("GET", "/metrics").headers["content-type"].count("charset") == 1
+
+
+def test_exports_cannot_carry_spreadsheet_formulas_and_names_match_any_spelling(live):
+    specs = ["=HYPERLINK(\"http://evil\",\"x\")", "+1", "Pandas"]
+    live.call("POST", P + "/evaluate", live.tokens["sandbox"],
+              {"language": "python", "specs": specs, "context": {"sandbox": "@SUM(1)"}})
+    csv = live.call("GET", P + "/decisions?format=csv", live.tokens["auditor"]).body.decode()
+    assert "'=HYPERLINK" in csv and "'+1" in csv and "'@SUM(1)" in csv
+    assert ",true," in csv or ",false," in csv
+    found = live.call("GET", P + "/decisions?name=PANDAS", live.tokens["auditor"]).json["decisions"]
+    assert [d["name"] for d in found] == ["pandas"]
+
+
+def test_a_bare_date_as_to_includes_that_whole_day(live):
+    live.call("PUT", P + "/policy", live.tokens["admin"], SAVE)
+    today = live.call("GET", P + "/history", live.tokens["auditor"]).json["changes"][0]["at"][:10]
+    reply = live.call("GET", f"{P}/history?from={today}&to={today}", live.tokens["auditor"]).json
+    assert len(reply["changes"]) == 5

@@ -147,3 +147,45 @@ def test_when_decisions_cannot_be_recorded_the_answer_is_unavailable(app, worksp
         c.execute(f"ALTER TABLE {table} RENAME TO rcp_gone")
     with pytest.raises(StoreUnavailableError):
         app.evaluate(workspace, "python", ["pandas"])
+
+
+def test_concurrent_writers_without_expected_version_all_land(open_app, workspace):
+    from concurrent.futures import ThreadPoolExecutor
+
+    writers = [open_app() for _ in range(4)]
+
+    def add(i):
+        change = {"action": "add", "language": "python", "list": "deny", "entries": [f"pkg{i}"]}
+        return writers[i % 4].change_policy(workspace, [change], by=f"w{i}")
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(add, range(16)))
+    view = writers[0].policy(workspace)
+    assert view["version"] == 16 and len(view["python"]["deny"]) == 16
+
+
+def test_concurrent_writers_with_a_stale_expected_version_conflict(open_app, workspace):
+    from concurrent.futures import ThreadPoolExecutor
+
+    writers = [open_app() for _ in range(4)]
+
+    def add(i):
+        change = {"action": "add", "language": "node", "list": "deny", "entries": [f"n{i}"]}
+        try:
+            writers[i].change_policy(workspace, [change], by="w", expected_version=0)
+            return "saved"
+        except ConflictError:
+            return "conflict"
+
+    with ThreadPoolExecutor(4) as pool:
+        outcomes = list(pool.map(add, range(4)))
+    assert outcomes.count("saved") == 1 and writers[0].policy(workspace)["version"] == 1
+
+
+def test_the_last_owner_token_cannot_be_revoked(app):
+    owner = app.create_workspace("solo")
+    with pytest.raises(ConflictError):
+        app.revoke_token("solo", owner["id"], by="owner")
+    second = app.issue_token("solo", "second owner", "owner", by="owner")
+    app.revoke_token("solo", owner["id"], by="owner")
+    assert app.authenticate(owner["token"]) is None and app.authenticate(second["token"])["role"] == "owner"

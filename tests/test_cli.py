@@ -162,7 +162,7 @@ def test_decisions_export_as_csv_streams_every_decision(cli, decided):
     assert tuple(rows[0]) == CSV_COLUMNS and len(rows) == 4
     records = [dict(zip(CSV_COLUMNS, row, strict=True)) for row in rows[1:]]
     assert sorted((r["name"], r["allowed"]) for r in records) == [
-        ("numpy", "False"), ("pandas", "True"), ("pandas", "True")]
+        ("numpy", "false"), ("pandas", "true"), ("pandas", "true")]
     assert {r["sandbox"] for r in records} == {"sbx-1"}
     assert "exported 3 decisions" in done.stderr and "exporting decisions" not in done.stderr
 

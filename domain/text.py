@@ -1,0 +1,36 @@
+"""Free text that gets stored (notes, token names, request context): bounded and printable.
+
+PostgreSQL refuses NUL in text, and control characters in an audit trail only hide things, so
+both stores refuse them the same way: a 422 naming the field, never a store error.
+"""
+
+from __future__ import annotations
+
+import re
+
+from domain.errors import FieldError, InvalidInputError
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, LF and CR are fine in notes
+
+
+def check_text(value, field: str, max_length: int = 2000) -> str:
+    if not isinstance(value, str):
+        raise _refuse(field, "must be a string")
+    if len(value) > max_length:
+        raise _refuse(field, f"must be at most {max_length} characters")
+    if _CONTROL.search(value):
+        raise _refuse(field, "must not contain NUL or other control characters")
+    return value
+
+
+def check_context(context: dict | None) -> dict:
+    """The request context recorded with a decision: string (or null) values only."""
+    context = dict(context or {})
+    for key, value in context.items():
+        if value is not None:
+            check_text(value, f"context.{key}", 200)
+    return context
+
+
+def _refuse(field: str, rule: str) -> InvalidInputError:
+    return InvalidInputError(f"{field} {rule}", [FieldError(field, rule)])
