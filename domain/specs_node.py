@@ -3,7 +3,7 @@
 With it come the pieces npa leans on: validate-npm-package-name's `validForOldPackages`,
 hosted-git-info (in `specs_npm_hosts`) and node-semver 7.8's loose `valid`/`validRange` (only
 whether a version or range is valid, not what it means). Checked against npm 11.19 /
-npm-package-arg 13.0.2 on ~270,000 generated arguments. Returns (kind, name, detail) triples.
+npm-package-arg 13.0.2 on ~540,000 generated arguments. Returns (kind, name, detail) triples.
 Names are never trimmed or case-folded: `" lodash"` is not `lodash`, and `Lodash` is another
 package.
 """
@@ -155,7 +155,7 @@ def valid_range(text: str) -> bool:
     """semver.validRange(text, loose=True) is truthy: no `||` part throws and one keeps a
     comparator after the loose filter."""
     raw = _BLANKS.sub(" ", text.strip(JS_BLANK_CHARS))
-    try:
+    try:  # a list, not a generator: npm parses every part, and a later one may still throw
         return any([_parse_range(part.strip(JS_BLANK_CHARS)) for part in raw.split("||")])
     except _Invalid:
         return False
@@ -177,8 +177,8 @@ def _parse_range(part: str) -> list[str]:
     comps = [_gte0(comp.strip(JS_BLANK_CHARS)) for comp in _BLANKS.split(part)]
     comps = [comp for comp in comps if _COMPARATOR.fullmatch(comp)]
     for comp in comps:  # new Comparator(): its version must construct
-        if _COMPARATOR.fullmatch(comp).group(2):
-            _semver(_COMPARATOR.fullmatch(comp).group(2))
+        if version := _COMPARATOR.fullmatch(comp).group(2):
+            _semver(version)
     return comps
 
 

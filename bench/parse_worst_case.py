@@ -1,0 +1,46 @@
+"""Worst-case spec parsing, as ratios against a ceiling measured in the same run.
+
+The API accepts 500 specs of up to 4 KiB per request, so parsing must stay linear in the spec's
+length whatever its shape. For each hostile shape this prints its parse time per spec and the
+ratio to a benign spec of the same length (the ceiling: the cheapest thing of that size).
+A ratio that grows with the length means a super-linear path has come back.
+
+    .venv/bin/python bench/parse_worst_case.py
+"""
+
+from __future__ import annotations
+
+import sys
+import timeit
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from domain.specs import parse  # noqa: E402
+
+HOSTILE = {
+    "node range '=v '": lambda n: ("node", "lodash@" + "=v " * (n // 3)),
+    "node range 'v'": lambda n: ("node", "lodash@" + "v" * n),
+    "node range '< v'": lambda n: ("node", "lodash@" + "< v" * (n // 3)),
+    "node range '||'": lambda n: ("node", "lodash@" + "1 || " * (n // 5)),
+    "python specifiers": lambda n: ("python", "pandas" + ",>=1" * (n // 4)),
+    "python extras": lambda n: ("python", "pandas[" + "a," * (n // 2) + "b]"),
+}
+
+
+def per_spec(language: str, text: str, number: int = 20) -> float:
+    return min(timeit.repeat(lambda: parse(language, text), number=number, repeat=3)) / number
+
+
+def main() -> None:
+    for length in (1024, 4096):
+        for label, make in HOSTILE.items():
+            language, text = make(length)
+            ceiling = per_spec(language, "lodash@" + "1" * len(text) if language == "node" else "p" * len(text))
+            cost = per_spec(language, text)
+            print(f"{length:5d} B  {label:20s} {cost * 1e3:8.3f} ms/spec | ceiling {ceiling * 1e3:7.3f} ms "
+                  f"| ratio {cost / ceiling:6.1f}")
+
+
+if __name__ == "__main__":
+    main()
