@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from flask import Flask, jsonify
+from flask import Flask
 
 from application.config import store_env
 from application.governance import Governance
-from interface import console, egress_api, metrics, problems  # noqa: F401 - egress_api registers routes
-from interface.api import api, blueprint
-from interface.problems import problem
-from interface.routing import openapi_document
+from interface import console, egress_api, metrics, operations, problems  # noqa: F401 - egress_api registers routes
+from interface.api import blueprint
 from interface.settings import MAX_BODY_BYTES, Settings
-
-API_VERSION = "1.0.0"
 
 
 def open_governance(settings: Settings) -> Governance:
@@ -33,25 +29,5 @@ def create_app(env: Mapping[str, str] | None = None, governance: Governance | No
     metrics.install(app)
     app.register_blueprint(blueprint)
     console.install(app)  # the admin console at /console: blueprint, secret key, CSRF
-    _operations(app)
+    app.register_blueprint(operations.blueprint)
     return app
-
-
-def _operations(app: Flask) -> None:
-    document = openapi_document(api, "runcode-policy", API_VERSION)
-
-    @app.get("/api/v1/openapi.json")
-    def _openapi():
-        return jsonify(document)
-
-    @app.get("/healthz")
-    def _healthz():
-        return {"status": "ok"}
-
-    @app.get("/readyz")
-    def _readyz():
-        try:
-            app.extensions["governance"].workspaces()
-        except Exception as error:  # any store failure means "not ready"
-            return problem(503, "Store unavailable", f"the store is not reachable: {error}")
-        return {"status": "ready"}

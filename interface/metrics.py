@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from flask import Flask, Response, g, request
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from flask import Flask, g, request
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 REGISTRY = CollectorRegistry()
 DECISIONS = Counter("runcode_policy_decisions", "Recorded decisions", ["kind", "outcome", "reason"],
@@ -31,7 +31,3 @@ def install(app: Flask) -> None:
             LATENCY.labels(request.method, endpoint, str(response.status_code)).observe(
                 time.perf_counter() - g.started)
         return response
-
-    @app.get("/metrics")
-    def _metrics():
-        return Response(generate_latest(REGISTRY), headers={"Content-Type": CONTENT_TYPE_LATEST})

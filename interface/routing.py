@@ -74,18 +74,19 @@ def json_body():
 _PARAM = re.compile(r"<(?:[a-z]+:)?([a-z_]+)>")
 
 
-def openapi_document(api: Api, title: str, version: str) -> dict:
+def openapi_document(apis: list[Api], title: str, version: str) -> dict:
     """An OpenAPI 3.1 document from the endpoint declarations (schemas from pydantic)."""
     from pydantic.json_schema import models_json_schema
 
-    models = {m for e in api.endpoints for m in (e.body, *_responses_of(e)) if m is not None}
+    endpoints = [(api.prefix, e) for api in apis for e in api.endpoints]
+    models = {m for _, e in endpoints for m in (e.body, *_responses_of(e)) if m is not None}
     from interface.schemas import Problem
     models.add(Problem)
     keyed = [(m, "validation") for m in sorted(models, key=lambda m: m.__name__)]
     _, defs = models_json_schema(keyed, ref_template="#/components/schemas/{model}", by_alias=True)
     paths: dict = {}
-    for e in api.endpoints:
-        path = api.prefix + _PARAM.sub(r"{\1}", e.rule)
+    for prefix, e in endpoints:
+        path = prefix + _PARAM.sub(r"{\1}", e.rule)
         paths.setdefault(path, {})[e.method.lower()] = _operation(e)
     return {"openapi": "3.1.0", "info": {"title": title, "version": version},
             "paths": paths,
@@ -128,7 +129,7 @@ def _responses(e: Endpoint) -> dict:
     if refs:
         content["application/json"] = {"schema": refs[0] if len(refs) == 1 else {"oneOf": refs}}
     for media in e.media:
-        content[media] = {"schema": {"type": "string"}}
+        content[media] = {"schema": {"type": "object" if media == "application/json" else "string"}}
     if content:
         ok["content"] = content
     responses = {str(e.status): ok}

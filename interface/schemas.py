@@ -21,6 +21,7 @@ Entries = Annotated[
 ]
 Reason = Literal["matches-the-allow-list", "not-on-the-allow-list", "matches-the-deny-list",
                  "not-on-the-deny-list", "direct-reference", "invalid-spec"]
+Instant = Annotated[str, Field(json_schema_extra={"format": "date-time"})]  # RFC 3339, UTC, `Z`
 Kind = Literal["registry", "alias", "url", "vcs", "path", "option", "invalid", "egress"]
 
 
@@ -144,16 +145,16 @@ class LanguagePolicy(BaseModel):
 class PolicyView(BaseModel):
     workspace: str
     version: int
-    at: str | None
+    at: Instant | None
     python: LanguagePolicy
     node: LanguagePolicy
-    changed_at: str | None
+    changed_at: Instant | None
     changed_by: str | None
 
 
 class ChangeView(BaseModel):
     version: int
-    at: str
+    at: Instant
     by: str
     note: str
     type: Literal["mode-switched", "entry-added", "entry-removed"]
@@ -177,7 +178,7 @@ class DecisionView(BaseModel):
     allowed: bool
     reason: str
     policy_version: int | None
-    at: str | None
+    at: Instant | None
     context: dict
     detail: str | None = None
     message: str | None = None
@@ -199,7 +200,7 @@ class DecisionsPage(BaseModel):
 class PackageAnswer(BaseModel):
     language: Language
     name: str
-    at: str
+    at: Instant
     allowed: bool
     reason: Reason
     mode: Mode
@@ -208,8 +209,8 @@ class PackageAnswer(BaseModel):
 
 
 class Interval(BaseModel):
-    from_: str = Field(alias="from")
-    to: str
+    from_: Instant = Field(alias="from")
+    to: Instant
     allowed: bool
     reason: Reason
     policy_version: int
@@ -218,8 +219,8 @@ class Interval(BaseModel):
 class Timeline(BaseModel):
     language: Language
     name: str
-    from_: str = Field(alias="from")
-    to: str
+    from_: Instant = Field(alias="from")
+    to: Instant
     intervals: list[Interval]
     decisions: dict[str, int]
 
@@ -245,9 +246,9 @@ class TokenInfo(BaseModel):
     id: str
     name: str
     role: Role
-    issued_at: str
+    issued_at: Instant
     issued_by: str
-    revoked_at: str | None
+    revoked_at: Instant | None
     revoked_by: str | None
 
 
