@@ -241,8 +241,10 @@ def _hyphen_replace(groups: tuple) -> str:
     return f"{start} {end}".strip(JS_BLANK_CHARS)
 
 
-def _caret(comp: str) -> str:
-    match = _CARET.fullmatch(comp)
+def _partial(pattern, comp: str, bounds) -> str:
+    """node-semver's replaceCaret/replaceTilde share their first steps: no match leaves the
+    comparator as is, `x` in major is "any", `x` in minor spans the major; `bounds` does the rest."""
+    match = pattern.fullmatch(comp)
     if match is None:
         return comp
     major, minor, patch, pre = match.groups()[:4]
@@ -250,6 +252,18 @@ def _caret(comp: str) -> str:
         return ""
     if _is_x(minor):
         return f">={major}.0.0 <{_inc(major)}.0.0-0"
+    return bounds(major, minor, patch, pre)
+
+
+def _caret(comp: str) -> str:
+    return _partial(_CARET, comp, _caret_bounds)
+
+
+def _tilde(comp: str) -> str:
+    return _partial(_TILDE, comp, _tilde_bounds)
+
+
+def _caret_bounds(major: str, minor: str, patch: str, pre: str | None) -> str:
     if _is_x(patch):
         upper = f"{major}.{_inc(minor)}.0-0" if major == "0" else f"{_inc(major)}.0.0-0"
         return f">={major}.{minor}.0 <{upper}"
@@ -260,15 +274,7 @@ def _caret(comp: str) -> str:
     return f">={major}.{minor}.{patch}{'-' + pre if pre else ''} <{upper}"
 
 
-def _tilde(comp: str) -> str:
-    match = _TILDE.fullmatch(comp)
-    if match is None:
-        return comp
-    major, minor, patch, pre = match.groups()[:4]
-    if _is_x(major):
-        return ""
-    if _is_x(minor):
-        return f">={major}.0.0 <{_inc(major)}.0.0-0"
+def _tilde_bounds(major: str, minor: str, patch: str, pre: str | None) -> str:
     low = f"{major}.{minor}.0" if _is_x(patch) else f"{major}.{minor}.{patch}"
     return f">={low}{'-' + pre if pre and not _is_x(patch) else ''} <{major}.{_inc(minor)}.0-0"
 

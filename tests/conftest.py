@@ -79,8 +79,8 @@ def open_app(database_url):
     """Opens applications on this test's store (several, to test restarts and other processes)."""
     opened = []
 
-    def _open() -> Governance:
-        app = Governance(env=store_env(database_url))
+    def _open(**options) -> Governance:
+        app = Governance(env=store_env(database_url), **options)
         opened.append(app)
         return app
 

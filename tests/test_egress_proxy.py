@@ -19,7 +19,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from click.testing import CliRunner
 
-from application.config import store_env
 from application.egress import EgressConfig
 from application.governance import Governance
 from interface.egress_proxy import EgressProxy, ProxyLimits, egress_proxy_command, parse_listen
@@ -75,17 +74,14 @@ def upstream():
 
 
 @pytest.fixture
-def open_governance(tmp_path):
-    opened = []
+def database_url(tmp_path) -> str:
+    """SQLite only: the proxy records through the same writer the API tests run on both stores."""
+    return f"sqlite:///{tmp_path}/store.sqlite"
 
-    def _open(config: EgressConfig = LOOPBACK_ONLY) -> Governance:
-        governance = Governance(env=store_env(f"sqlite:///{tmp_path}/store.sqlite"), egress=config)
-        opened.append(governance)
-        return governance
 
-    yield _open
-    for governance in opened:
-        governance.close()
+@pytest.fixture
+def open_governance(open_app):
+    return lambda config=LOOPBACK_ONLY: open_app(egress=config)
 
 
 @pytest.fixture
