@@ -18,6 +18,9 @@ from domain.specs import Spec, parse
 from domain.text import check_context
 
 MAX_SPECS = 500
+# Parsing is linear, but hostile npm ranges cost ~4 µs a character (bench/parse_worst_case.py):
+# capping a request's total spec text bounds the CPU one request can take.
+MAX_SPEC_CHARS = 64 * 1024
 
 
 class PolicyCache:
@@ -84,6 +87,10 @@ def specs_of(language: str | None, specs: list[str] | None, command: list[str] |
     if (specs is None) == (command is None):
         raise InvalidInputError("give either specs or command",
                                 [FieldError("specs", "exactly one of specs and command is required")])
+    field, texts = ("specs", specs) if command is None else ("command", command)
+    if sum(len(t) for t in texts if isinstance(t, str)) > MAX_SPEC_CHARS:
+        raise InvalidInputError(f"{field} are too long to judge",
+                                [FieldError(field, f"must hold at most {MAX_SPEC_CHARS} characters in all")])
     if command is not None:
         found, parsed = parse_command(command)
         if language is not None and language != found:

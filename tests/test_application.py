@@ -189,3 +189,10 @@ def test_the_last_owner_token_cannot_be_revoked(app):
     second = app.issue_token("solo", "second owner", "owner", by="owner")
     app.revoke_token("solo", owner["id"], by="owner")
     assert app.authenticate(owner["token"]) is None and app.authenticate(second["token"])["role"] == "owner"
+
+
+def test_a_request_too_long_to_judge_is_refused_before_parsing(app, workspace):
+    with pytest.raises(InvalidInputError) as refused:
+        app.evaluate(workspace, "node", ["lodash@" + "1 || " * 800] * 20)
+    assert refused.value.errors[0].field == "specs"
+    assert app.decisions(workspace)["decisions"] == []
