@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from uuid import UUID
 
 from application import cursors
 from application.evaluation import decision_view
+from application.ids import parse_uuid
 from application.pointintime import describe_change, package_at, timeline
 from application.times import iso
 from domain.decision import REASONS
 from domain.egress import REASONS as EGRESS_REASONS
 from domain.errors import FieldError, InvalidInputError, NotFoundError
 from domain.policy import LANGUAGES
-from domain.specs import KINDS, registry_name
+from domain.specs import KINDS, check_language, registry_name
 from domain.text import check_text
 
 MAX_LIMIT = 1000
@@ -30,10 +30,8 @@ class Audit:
         self.require_workspace(workspace)
         after = cursors.decode(cursor, int) if cursor else 0
         rows = self.readmodel.history(workspace, start, end, after, check_limit(limit) + 1)
-        page = rows[:limit]
-        more = len(rows) > limit
-        return {"changes": [describe_change(r) for r in page],
-                "next_cursor": cursors.encode(page[-1]["version"]) if more else None}
+        page, next_cursor = paged(rows, limit, lambda last: last["version"])
+        return {"changes": [describe_change(r) for r in page], "next_cursor": next_cursor}
 
     def decisions(self, workspace: str, filters: dict | None = None, start=None, end=None,
                   limit: int = 100, cursor: str | None = None) -> dict:
@@ -41,10 +39,8 @@ class Audit:
         before = _decision_cursor(cursor) if cursor else None
         rows = self.readmodel.decisions(workspace, decision_filters(filters), start, end, before,
                                         check_limit(limit) + 1)
-        page = rows[:limit]
-        more = len(rows) > limit
-        return {"decisions": [_row_view(r) for r in page],
-                "next_cursor": cursors.encode([iso(page[-1]["at"]), page[-1]["id"]]) if more else None}
+        page, next_cursor = paged(rows, limit, lambda last: [iso(last["at"]), last["id"]])
+        return {"decisions": [_row_view(r) for r in page], "next_cursor": next_cursor}
 
     def export_decisions(self, workspace: str, filters: dict | None = None, start=None,
                          end=None) -> Iterator[dict]:
@@ -63,7 +59,7 @@ class Audit:
             before = (rows[-1]["at"], rows[-1]["id"])
 
     def decision(self, workspace: str, decision_id: str) -> dict:
-        row = self.readmodel.decision(workspace, decision_id) if is_uuid(decision_id) else None
+        row = self.readmodel.decision(workspace, decision_id) if parse_uuid(decision_id) else None
         if row is None:
             raise NotFoundError(f"no decision {decision_id!r} in this workspace")
         return _row_view(row)
@@ -97,22 +93,19 @@ def decision_filters(filters: dict | None) -> dict:
     return filters
 
 
-def is_uuid(text: str) -> bool:
-    try:
-        UUID(text)
-    except (ValueError, TypeError, AttributeError):
-        return False
-    return True
-
-
 def package_name(language: str, text: str) -> str:
-    if language not in LANGUAGES:
-        raise NotFoundError(f"unknown language {language!r}", [FieldError("language", "must be python or node")])
+    check_language(language, NotFoundError)  # a path segment: an unknown language is no resource
     name = registry_name(language, text)
     if name is None:
         raise InvalidInputError(f"{text!r} is not a {language} package name",
                                 [FieldError("name", "must be a registry package name")])
     return name
+
+
+def paged(rows: list[dict], limit: int, position) -> tuple[list[dict], str | None]:
+    """One page of rows fetched with limit + 1, and the cursor after it when there is more."""
+    page = rows[:limit]
+    return page, cursors.encode(position(page[-1])) if len(rows) > limit else None
 
 
 def check_limit(limit: int) -> int:

@@ -7,14 +7,21 @@ A request enqueues its decisions and waits until the batch that holds them is du
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 from collections.abc import Callable
 
+from eventsourcing.persistence import InterfaceError, OperationalError
+
 from domain.errors import GovernanceError
 
 MAX_BATCH = 1000
-WAIT_SECONDS = 30
+# Below the gate's default timeout (10 s): answer 503 while the asker still listens.
+WAIT_SECONDS = 8
+
+log = logging.getLogger(__name__)
+STORE_DOWN = (OperationalError, InterfaceError)  # retrying a batch piecemeal would not help
 
 
 class StoreUnavailableError(GovernanceError):
@@ -24,12 +31,16 @@ class StoreUnavailableError(GovernanceError):
 
 
 class _Pending:
-    __slots__ = ("aggregates", "done", "error")
+    __slots__ = ("events", "done", "error", "abandoned", "lock")
 
     def __init__(self, aggregates: tuple):
-        self.aggregates = aggregates
+        # The events, taken out once: a failed save has already drained an aggregate's pending
+        # events, so a retry must save these again, not the (now empty) aggregates.
+        self.events = tuple(e for aggregate in aggregates for e in aggregate.collect_events())
         self.done = threading.Event()
         self.error: BaseException | None = None
+        self.abandoned = False  # its asker got a 503 already: never record it afterwards
+        self.lock = threading.Lock()
 
 
 class DecisionWriter:
@@ -45,9 +56,13 @@ class DecisionWriter:
         self._ensure_started()
         self._queue.put(pending)
         if not pending.done.wait(WAIT_SECONDS):
-            raise StoreUnavailableError("timed out waiting for the decision store")
+            with pending.lock:
+                pending.abandoned = not pending.done.is_set()
+            if pending.abandoned:
+                raise StoreUnavailableError("timed out waiting for the decision store")
         if pending.error is not None:
-            raise StoreUnavailableError(f"decisions were not recorded: {pending.error}") from pending.error
+            log.error("decisions not recorded: %r", pending.error)
+            raise StoreUnavailableError("the decisions could not be recorded") from pending.error
 
     def close(self) -> None:
         if self._thread is not None:
@@ -78,10 +93,27 @@ class DecisionWriter:
             self._commit(batch)
 
     def _commit(self, batch: list[_Pending]) -> None:
+        live = [p for p in batch if not p.abandoned]
+        error = self._try(live)
+        if error is None or len(live) == 1 or isinstance(error, STORE_DOWN):
+            self._finish(live, error)
+            return
+        for pending in live:  # one bad request must not fail its neighbours: retry one by one
+            if not pending.abandoned:
+                self._finish([pending], self._try([pending]))
+
+    def _try(self, batch: list[_Pending]) -> Exception | None:
         try:
-            self._save(*(a for pending in batch for a in pending.aggregates))
-        except Exception as error:  # any failure means "not recorded": every waiter must know
-            for pending in batch:
-                pending.error = error
+            self._save(*(e for pending in batch for e in pending.events))
+        except Exception as error:  # any failure means "not recorded": the asker must know
+            return error
+        return None
+
+    @staticmethod
+    def _finish(batch: list[_Pending], error: BaseException | None) -> None:
         for pending in batch:
-            pending.done.set()
+            with pending.lock:
+                pending.error = error
+                pending.done.set()
+                if pending.abandoned:
+                    log.warning("decisions recorded after their asker was answered 503")

@@ -118,7 +118,8 @@ class Egress:
         Raises StoreUnavailableError (503) when it cannot be recorded: the caller must deny.
         """
         resolved = _checked_resolved(resolved)
-        self.require_workspace(workspace)
+        # No workspace lookup on this hot path: the API's token proves the workspace exists,
+        # and the proxy checks it once at start-up.
         verdict = self._egress_verdict(target, resolved, self.egress_config.hostname_allowlist)
         record = {"spec": target, "language": None, "name": verdict.host, "kind": "egress",
                   "allowed": verdict.allowed, "reason": verdict.reason, "policy_version": None,

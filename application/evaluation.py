@@ -13,8 +13,8 @@ from application.times import iso
 from domain.commands import parse_command
 from domain.decision import Decision, judge
 from domain.errors import FieldError, InvalidInputError
-from domain.policy import LANGUAGES, LanguageRules
-from domain.specs import Spec, parse
+from domain.policy import LanguageRules
+from domain.specs import Spec, check_language, parse
 from domain.text import check_context
 
 MAX_SPECS = 500
@@ -36,8 +36,10 @@ class PolicyCache:
             return cached
         policy = self._app.load_policy(workspace)  # NotFoundError for unknown workspaces
         entry = (policy.policy_version, policy.rules())
-        with self._lock:
-            self._entries[workspace] = entry
+        with self._lock:  # two refreshes may race: never put an older version back
+            known = self._entries.get(workspace)
+            if known is None or known[0] < entry[0]:
+                self._entries[workspace] = entry
         return entry
 
 
@@ -50,13 +52,10 @@ class Evaluation:
         language, parsed = specs_of(language, specs, command)
         context = check_context(context)
         version, rules = self.policies.current(workspace)
-        records = [decision_record(spec, rules[spec.language], workspace, version, context)
-                   for spec in parsed]
+        records = decision_records(parsed, rules, workspace, version, context)
         decisions = [Decision(workspace=workspace, record=r) for r in records]
         self.writer.record(*decisions)
-        views = [decision_view(str(d.id), d.record, d.created_on) for d in decisions]
-        return {"allowed": all(v["allowed"] for v in views), "policy_version": version,
-                "decisions": views}
+        return answer(version, [decision_view(str(d.id), d.record, d.created_on) for d in decisions])
 
     def test(self, workspace: str, language: str | None = None, specs: list[str] | None = None,
              command: list[str] | None = None, context: dict | None = None,
@@ -75,11 +74,18 @@ class Evaluation:
             rules = self.load_policy(workspace, version).rules()
         else:
             version, rules = self.policies.current(workspace)
-        records = [decision_record(spec, rules[spec.language], workspace, version, context)
-                   for spec in parsed]
-        views = [decision_view(None, r, None) for r in records]
-        return {"allowed": all(v["allowed"] for v in views), "policy_version": version,
-                "decisions": views}
+        records = decision_records(parsed, rules, workspace, version, context)
+        return answer(version, [decision_view(None, r, None) for r in records])
+
+
+def decision_records(parsed: list[Spec], rules: dict, workspace: str, version: int, context: dict) -> list[dict]:
+    return [decision_record(spec, rules[spec.language], workspace, version, context) for spec in parsed]
+
+
+def answer(version: int, views: list[dict]) -> dict:
+    """Allowed only if there is something to allow and every decision allows it."""
+    return {"allowed": bool(views) and all(v["allowed"] for v in views), "policy_version": version,
+            "decisions": views}
 
 
 def specs_of(language: str | None, specs: list[str] | None, command: list[str] | None):
@@ -97,8 +103,7 @@ def specs_of(language: str | None, specs: list[str] | None, command: list[str] |
             raise InvalidInputError(f"the command installs {found} packages, not {language}",
                                     [FieldError("language", f"must match the command ({found})")])
         return found, parsed
-    if language not in LANGUAGES:
-        raise InvalidInputError(f"unknown language {language!r}", [FieldError("language", "must be python or node")])
+    check_language(language)
     if not specs:
         raise InvalidInputError("no specs to judge", [FieldError("specs", "must hold at least one spec")])
     if len(specs) > MAX_SPECS:

@@ -19,6 +19,7 @@ from application.config import SNAPSHOT_INTERVAL
 from application.decision_writer import DecisionWriter
 from application.egress import Egress, EgressConfig
 from application.evaluation import Evaluation, PolicyCache
+from application.ids import parse_uuid
 from application.queries import ReadModel
 from application.times import iso
 from domain.edits import plan_desired_state, plan_incremental
@@ -74,6 +75,10 @@ class Governance(Evaluation, Egress, Audit, Application):
         if not isinstance(name, str) or not name.strip():
             raise InvalidInputError("a token needs a name", [FieldError("name", "must be 1 to 200 characters")])
         check_text(name, "name", 200)
+        if any(t["name"] == name.strip() and not t["revoked_at"] for t in self.readmodel.tokens(workspace)):
+            # Changes are recorded by token name: two live tokens with one name would blur who did what.
+            raise ConflictError(f"a token named {name.strip()!r} is already active in this workspace",
+                                [FieldError("name", "must differ from every active token's name")])
         token, secret = self._new_token(workspace, name.strip(), role, by)
         self.save(token)
         return {"id": str(token.id), "token": secret, "name": token.name, "role": role, "workspace": workspace}
@@ -107,21 +112,28 @@ class Governance(Evaluation, Egress, Audit, Application):
             raise ConflictError("this is the workspace's last owner token: issue another owner token first",
                                 [FieldError("token_id", "must not be the last active owner token")])
         found.revoke(by)
-        self.save(found)
+        try:
+            self.save(found)
+        except IntegrityError:  # a concurrent revocation won: this one would leave no owner
+            raise ConflictError("revoking it would leave the workspace without an active owner token",
+                                [FieldError("token_id", "must not be the last active owner token")]) from None
 
     def _owners(self, workspace: str) -> set[str]:
         return {r["id"] for r in self.readmodel.tokens(workspace) if r["role"] == "owner" and not r["revoked_at"]}
 
     def _get_token(self, token: str) -> Token | None:
-        from uuid import UUID
-
+        token_uuid = parse_uuid(token)
         try:
-            return self.repository.get(UUID(token))
-        except (ValueError, AggregateNotFoundError):
+            return self.repository.get(token_uuid) if token_uuid else None
+        except AggregateNotFoundError:
             return None
 
     def workspaces(self) -> list[str]:
         return self.readmodel.workspaces()
+
+    def has_workspaces(self) -> bool:
+        """One indexed probe (readiness checks, first start), not a listing."""
+        return self.readmodel.has_workspaces()
 
     def require_workspace(self, workspace: str) -> None:
         if self.readmodel.workspace(workspace) is None:

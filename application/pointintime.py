@@ -42,7 +42,7 @@ class NameState:
         self.rows[(row["list"], row["name"])] = row
 
     def verdict(self, workspace: str, language: str, name: str):
-        rules = LanguageRules(self.mode, frozenset({name} if self.allowed_listed else ()),
+        rules = LanguageRules(language, self.mode, frozenset({name} if self.allowed_listed else ()),
                               frozenset(self.denied_spellings))
         return judge(rules, Spec(name, language, "registry", name), workspace)
 
@@ -84,7 +84,7 @@ def timeline(q: ReadModel, workspace: str, language: str, name: str, start: date
     version = q.version_at(workspace, start)
     state = state_at(q, workspace, language, name, version)
     intervals = [_interval(state.verdict(workspace, language, name), start, version)]
-    rows = [r for r in q.changes_for_name(workspace, language, name, version, end) if r["at"] < end]
+    rows = q.changes_for_name(workspace, language, name, version, end)
     for at, saved_together in groupby(rows, key=lambda r: r["at"]):  # one atomic save, one instant
         saved_together = list(saved_together)
         for row in saved_together:

@@ -37,6 +37,9 @@ class ReadModel:
     def workspace(self, workspace: str) -> dict | None:
         return self._first("SELECT * FROM {workspaces} WHERE workspace = %s", (workspace,))
 
+    def has_workspaces(self) -> bool:
+        return bool(self._rows("SELECT 1 AS one FROM {workspaces} LIMIT 1"))
+
     def workspaces(self) -> list[str]:
         return [r["workspace"] for r in self._rows("SELECT workspace FROM {workspaces} ORDER BY workspace")]
 
@@ -78,15 +81,15 @@ class ReadModel:
 
     def changes_for_name(self, workspace: str, language: str, name: str, after: int,
                          until: datetime) -> list[dict]:
-        """Mode switches and entry changes of this name's key, after a version, up to an instant."""
+        """Mode switches and entry changes of this name's key, after a version, before an instant."""
         params = (workspace, language, after, self._ts(until))
         entries = self._rows(
             f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE workspace = %s AND language = %s "
-            "AND name_key = %s AND version > %s AND at <= %s",
+            "AND name_key = %s AND version > %s AND at < %s",
             (workspace, language, deny_key(language, name), after, self._ts(until)))
         modes = self._rows(
             f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE workspace = %s AND language = %s "
-            "AND type = 'mode-switched' AND version > %s AND at <= %s", params)
+            "AND type = 'mode-switched' AND version > %s AND at < %s", params)
         return sorted(entries + modes, key=lambda r: r["version"])
 
     def history(self, workspace: str, start: datetime | None, end: datetime | None,

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
+from eventsourcing.persistence import IntegrityError
+
 from domain.decision import Decision
 from domain.policy import Policy
 from domain.specs import deny_key
@@ -92,6 +94,27 @@ SQLITE = Dialect("sqlite", None, {"ts": "TEXT", "bool": "INTEGER"})
 
 def postgres_dialect(schema: str) -> Dialect:
     return Dialect("postgres", schema, {"ts": "TIMESTAMPTZ", "bool": "BOOLEAN"})
+
+
+# Revoking the last active owner token would lock a workspace's owners out. The check must see
+# concurrent revocations, so on PostgreSQL the workspace row is locked first (SQLite has one writer).
+_LOCK_WORKSPACE = ("SELECT workspace FROM {workspaces} WHERE workspace = "
+                   "(SELECT workspace FROM {tokens} WHERE id = %s) FOR UPDATE")
+_OWNERS_LEFT = ("SELECT COUNT(*) AS n FROM {tokens} WHERE role = 'owner' AND revoked_at IS NULL "
+                "AND workspace = (SELECT workspace FROM {tokens} WHERE id = %s)")
+
+
+def write_read_models(cursor, dialect: Dialect, saved_events, workspaces: dict) -> None:
+    """Run inside the events' own transaction: the read models commit or roll back with them."""
+    revoked = [str(e.originator_id) for e in saved_events if isinstance(e, Token.Revoked)]
+    for token in revoked if dialect.schema else ():
+        cursor.execute(dialect.sql(_LOCK_WORKSPACE), (token,))
+    for statement, params in rows_for_events(saved_events, workspaces, dialect):
+        cursor.execute(statement, params)
+    for token in revoked:
+        cursor.execute(dialect.sql(_OWNERS_LEFT), (token,))
+        if cursor.fetchone()["n"] == 0:
+            raise IntegrityError("revoking it would leave the workspace without an active owner token")
 
 
 def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list[tuple[str, tuple]]:

@@ -7,7 +7,7 @@ from typing import Any
 from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg.sql import SQL
 
-from application.readmodel import DDL, postgres_dialect, rows_for_events
+from application.readmodel import DDL, postgres_dialect, write_read_models
 
 
 class PostgresGovernanceRecorder(PostgresApplicationRecorder):
@@ -19,10 +19,7 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
     def _insert_events(self, curs, stored_events, **kwargs: Any) -> None:
         # Runs inside the library's transaction, before the events themselves are inserted:
         # a conflict on the events rolls these rows back too.
-        for statement, params in rows_for_events(
-            kwargs.get("saved_events", ()), kwargs.get("workspaces", {}), self.dialect
-        ):
-            curs.execute(statement, params)
+        write_read_models(curs, self.dialect, kwargs.get("saved_events", ()), kwargs.get("workspaces", {}))
 
     def fetch(self, statement: str, params: tuple | list = ()) -> list[dict]:
         # Pool connections are in autocommit mode: a lone SELECT needs no BEGIN/ROLLBACK round

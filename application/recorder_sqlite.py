@@ -6,7 +6,7 @@ from typing import Any
 
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
-from application.readmodel import DDL, SQLITE, rows_for_events
+from application.readmodel import DDL, SQLITE, write_read_models
 
 
 class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
@@ -17,10 +17,7 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
 
     def _insert_events(self, c, stored_events, **kwargs: Any):
         notification_ids = super()._insert_events(c, stored_events, **kwargs)
-        for statement, params in rows_for_events(
-            kwargs.get("saved_events", ()), kwargs.get("workspaces", {}), SQLITE
-        ):
-            c.execute(statement, params)
+        write_read_models(c, SQLITE, kwargs.get("saved_events", ()), kwargs.get("workspaces", {}))
         return notification_ids
 
     def fetch(self, statement: str, params: tuple | list = ()) -> list[dict]:

@@ -49,5 +49,14 @@ def parse_bound(text: str, field: str, *, end: bool = False) -> datetime:
     return parse_instant(text, field)
 
 
+def optional_instant(text: str | None, field: str) -> datetime | None:
+    return None if text is None else parse_instant(text, field)
+
+
+def optional_bound(text: str | None, field: str) -> datetime | None:
+    """A `from`/`to` query bound, if given (`to` with a bare date ends after that day)."""
+    return None if text is None else parse_bound(text, field, end=field == "to")
+
+
 def _bad(field: str, text, rule: str) -> InvalidInputError:
     return InvalidInputError(f"{field}: {text!r} {rule}", [FieldError(field, rule)])

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from eventsourcing.domain import Aggregate, event
 
 from domain.policy import LanguageRules
-from domain.specs import Spec, deny_key
+from domain.specs import Spec
 
 REASONS = (
     "matches-the-allow-list",
@@ -22,6 +22,7 @@ REASONS = (
     "invalid-spec",
 )
 DIRECT_KINDS = ("url", "vcs", "path")
+JUDGED_KINDS = ("registry", "alias", *DIRECT_KINDS)
 LANGUAGE_TITLES = {"python": "Python", "node": "Node"}
 CONSOLE_PLACE = "Settings › Governance › Run-code packages"
 
@@ -33,18 +34,12 @@ class Verdict:
     message: str | None = None  # for denials: what was denied, by which rule, what to ask for
 
 
-def is_denied_by_list(rules: LanguageRules, language: str, name: str) -> bool:
-    """Deny lists match on the deny key (Node: case-insensitive, to fail closed)."""
-    key = deny_key(language, name)
-    return any(deny_key(language, entry) == key for entry in rules.deny)
-
-
 def judge(rules: LanguageRules, spec: Spec, workspace: str) -> Verdict:
     """The rule of API.md: deny list first, then the mode; direct references never ride on a
     registry name's approval; unjudgeable specs are refused."""
-    if spec.kind in ("invalid", "option") or (spec.kind not in DIRECT_KINDS and spec.name is None):
-        return _deny("invalid-spec", spec, workspace)
-    denied = spec.name is not None and is_denied_by_list(rules, spec.language, spec.name)
+    if spec.kind not in JUDGED_KINDS or (spec.kind not in DIRECT_KINDS and spec.name is None):
+        return _deny("invalid-spec", spec, workspace)  # also any kind added later: fail closed
+    denied = spec.name is not None and rules.denies(spec.name)
     if spec.kind in DIRECT_KINDS:
         if rules.mode == "allowlist" or denied or spec.name is None:
             return _deny("direct-reference", spec, workspace, rules.mode)

@@ -8,11 +8,13 @@ reads the clock or depends on a library version.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
-LANGUAGES = ("python", "node")
+from domain.specs import LANGUAGES, deny_key
+
 MODES = ("allowlist", "denylist")
 LISTS = ("allow", "deny")
 DEFAULT_MODE = "denylist"
@@ -39,14 +41,22 @@ class Change:
 
 @dataclass(frozen=True)
 class LanguageRules:
-    """One language's rules, frozen for judging (a cache entry, a draft, or a past state)."""
+    """One language's rules, frozen for judging (a cache entry, a draft, or a past state).
 
+    Deny keys are worked out once here, not per judged spec: the hot path checks a set."""
+
+    language: str
     mode: str = DEFAULT_MODE
     allow: frozenset[str] = field(default_factory=frozenset)
     deny: frozenset[str] = field(default_factory=frozenset)
+    deny_keys: frozenset[str] = field(init=False, repr=False)
 
-    def as_dict(self) -> dict:
-        return {"mode": self.mode, "allow": sorted(self.allow), "deny": sorted(self.deny)}
+    def __post_init__(self):
+        object.__setattr__(self, "deny_keys", frozenset(deny_key(self.language, n) for n in self.deny))
+
+    def denies(self, name: str) -> bool:
+        """Deny lists match on the deny key (Node: case-insensitive, to fail closed)."""
+        return deny_key(self.language, name) in self.deny_keys
 
 
 def default_state() -> dict[str, dict]:
@@ -55,7 +65,7 @@ def default_state() -> dict[str, dict]:
 
 def rules_from_state(state: dict[str, dict]) -> dict[str, LanguageRules]:
     return {
-        lang: LanguageRules(s["mode"], frozenset(s["allow"]), frozenset(s["deny"]))
+        lang: LanguageRules(lang, s["mode"], frozenset(s["allow"]), frozenset(s["deny"]))
         for lang, s in state.items()
     }
 
@@ -85,8 +95,9 @@ class Policy(Aggregate):
 
         All events of one save carry one timestamp: the save is atomic, so no instant may show
         it half applied (a point-in-time read between two of its events would otherwise see a
-        state that was never in force)."""
-        at = self.Event.create_timestamp()
+        state that was never in force). Timestamps also rise with versions even when writers'
+        clocks disagree, so "the latest change at or before T" means the same by time or version."""
+        at = max(self.Event.create_timestamp(), self.modified_on + timedelta(microseconds=1))
         for change in changes:
             event_class, fields = self._event_for(change)
             self.trigger_event(event_class, timestamp=at, by=by, note=note, **fields)

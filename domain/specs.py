@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from domain import specs_node, specs_python
+from domain.errors import FieldError, InvalidInputError
 
 LANGUAGES = ("python", "node")
 KINDS = ("registry", "alias", "url", "vcs", "path", "option", "invalid")
@@ -40,6 +41,12 @@ def make_spec(language: str, text: str, parsed: tuple[str, str | None, str | Non
     """Wrap a language parser's (kind, name, detail) triple; shared with `commands`."""
     kind, name, detail = parsed
     return Spec(text=text, language=language, kind=kind, name=name, detail=detail)
+
+
+def check_language(language, refusal=InvalidInputError) -> str:
+    if language not in LANGUAGES:
+        raise refusal(f"unknown language {language!r}", [FieldError("language", "must be python or node")])
+    return language
 
 
 def parse(language: str, text: str) -> Spec:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from flask import Blueprint, Response
 
-from application.times import parse_bound, parse_day, parse_instant
+from application.times import optional_bound, optional_instant, parse_day
 from domain.errors import FieldError, InvalidInputError
 from domain.token import role_allows
 from interface import exports, metrics
@@ -38,18 +38,10 @@ api = Api(blueprint, "/api/v1")
 W = "/workspaces/<ws>"
 
 
-def _at(text: str | None, field: str = "at") -> datetime | None:
-    return parse_instant(text, field) if text is not None else None
-
-
-def _bound(text: str | None, field: str) -> datetime | None:
-    return parse_bound(text, field, end=field == "to") if text is not None else None
-
-
 @api.route("GET", W + "/policy", "The policy now, or exactly as it stood at `at`", role="auditor",
            query=AtQuery, response=PolicyView)
 def get_policy(gov, ws, caller, query):
-    return gov.policy(ws, _at(query.at))
+    return gov.policy(ws, optional_instant(query.at, "at"))
 
 
 @api.route("PUT", W + "/policy", "Save the complete desired state (records only the differences)",
@@ -71,7 +63,8 @@ def post_changes(gov, ws, caller, body):
 @api.route("GET", W + "/history", "Every policy change, oldest first", role="auditor",
            query=PageQuery, response=HistoryPage)
 def get_history(gov, ws, caller, query):
-    return gov.history(ws, _bound(query.from_, "from"), _bound(query.to, "to"), query.limit, query.cursor)
+    start, end = optional_bound(query.from_, "from"), optional_bound(query.to, "to")
+    return gov.history(ws, start, end, query.limit, query.cursor)
 
 
 @api.route("POST", W + "/evaluate", "Judge and record what the sandbox is about to install",
@@ -90,7 +83,8 @@ def post_test(gov, ws, caller, body):
         raise HTTPProblem(403, "Forbidden", "testing a draft needs the admin role or above")
     context = body.context.model_dump() if body.context else {}
     draft = body.draft.model_dump(exclude_none=True) if body.draft else None
-    return gov.test(ws, body.language, body.specs, body.command, context, draft=draft, at=_at(body.at))
+    at = optional_instant(body.at, "at")
+    return gov.test(ws, body.language, body.specs, body.command, context, draft=draft, at=at)
 
 
 @api.route("GET", W + "/decisions", "Recorded decisions, newest first (or the whole set as CSV/JSONL)",
@@ -98,7 +92,7 @@ def post_test(gov, ws, caller, body):
            media=("text/csv", "application/x-ndjson"))
 def get_decisions(gov, ws, caller, query):
     filters = {k: getattr(query, k) for k in ("language", "name", "allowed", "reason", "source", "sandbox", "kind")}
-    start, end = _bound(query.from_, "from"), _bound(query.to, "to")
+    start, end = optional_bound(query.from_, "from"), optional_bound(query.to, "to")
     if query.format == "json":
         return gov.decisions(ws, filters, start, end, query.limit, query.cursor)
     rows = gov.export_decisions(ws, filters, start, end)
@@ -117,7 +111,7 @@ def get_decision(gov, ws, caller, decision_id):
 def get_package(gov, ws, caller, language, name, query):
     period = _period(query)
     if period is None:
-        at = _at(query.at) or datetime.now(UTC)
+        at = optional_instant(query.at, "at") or datetime.now(UTC)
         return gov.package_at(ws, language, name, at)
     return Timeline.model_validate(gov.package_timeline(ws, language, name, *period)).model_dump(by_alias=True)
 
@@ -133,11 +127,11 @@ def _period(query) -> tuple[datetime, datetime] | None:
         missing = "from" if query.from_ is None else "to"
         raise InvalidInputError(f"{missing} is required for a period",
                                 [FieldError(missing, "is required with from/to")])
-    return _bound(query.from_, "from"), _bound(query.to, "to")
+    return optional_bound(query.from_, "from"), optional_bound(query.to, "to")
 
 
 @api.route("POST", W + "/tokens", "Issue a token (its secret is shown once)", role="owner",
-           body=TokenBody, response=TokenIssued, status=201)
+           body=TokenBody, response=TokenIssued, status=201, errors=(409,))
 def post_token(gov, ws, caller, body):
     return gov.issue_token(ws, body.name, body.role, by=caller["name"]), 201
 
@@ -148,7 +142,8 @@ def get_tokens(gov, ws, caller):
     return {"tokens": gov.list_tokens(ws)}
 
 
-@api.route("DELETE", W + "/tokens/<token_id>", "Revoke a token at once", role="owner", status=204)
+@api.route("DELETE", W + "/tokens/<token_id>", "Revoke a token at once (not the last owner token)",
+           role="owner", status=204, errors=(409,))
 def delete_token(gov, ws, caller, token_id):
     gov.revoke_token(ws, token_id, by=caller["name"])
     response = Response(status=204)

@@ -6,16 +6,10 @@ from collections.abc import Mapping
 
 from flask import Flask
 
-from application.config import store_env
 from application.governance import Governance
 from interface import console, egress_api, metrics, operations, problems  # noqa: F401 - egress_api registers routes
 from interface.api import blueprint
-from interface.settings import MAX_BODY_BYTES, Settings
-
-
-def open_governance(settings: Settings) -> Governance:
-    return Governance(env=store_env(settings.database_url, create_table=settings.create_tables),
-                      egress=settings.egress)
+from interface.settings import MAX_BODY_BYTES, Settings, open_governance
 
 
 def create_app(env: Mapping[str, str] | None = None, governance: Governance | None = None) -> Flask:

@@ -20,14 +20,13 @@ import click
 from eventsourcing.persistence import InterfaceError, OperationalError
 
 from application.governance import Governance
-from application.times import parse_bound, parse_instant
+from application.times import optional_bound, optional_instant
 from domain.errors import GovernanceError
 from domain.policy import LANGUAGES, LISTS, MODES
 from domain.token import ROLES
 from interface import exports
-from interface.app import open_governance
 from interface.egress_proxy import egress_proxy_command
-from interface.settings import Settings
+from interface.settings import Settings, open_governance
 
 
 class GovernanceGroup(click.Group):
@@ -162,7 +161,7 @@ def policy() -> None:
 @click.option("--at", metavar="T", help="The policy as it stood at this RFC 3339 instant.")
 def policy_show(workspace: str, at: str | None) -> None:
     """Print the policy as JSON (now, or at an instant)."""
-    show_json(governance().policy(workspace, parse_instant(at, "at") if at is not None else None))
+    show_json(governance().policy(workspace, optional_instant(at, "at")))
 
 
 @policy.command("switch-mode")
@@ -218,7 +217,7 @@ def decisions() -> None:
               help="File to write (default: stdout); it appears only once complete.")
 def decisions_export(workspace: str, start: str | None, end: str | None, fmt: str, output: str) -> None:
     """Stream every decision in the period, newest first (constant memory, any size)."""
-    rows = Tally(governance().export_decisions(workspace, {}, bound(start, "from"), bound(end, "to")))
+    rows = Tally(governance().export_decisions(workspace, {}, optional_bound(start, "from"), optional_bound(end, "to")))
     try:
         with output_file(output) as out, progress(rows, output) as shown:
             for line in exports.lines(shown, fmt):
@@ -250,10 +249,6 @@ def output_file(path: str):
     except BaseException:
         os.unlink(partial)
         raise
-
-
-def bound(text: str | None, field: str):
-    return parse_bound(text, field, end=field == "to") if text is not None else None
 
 
 class Tally:

@@ -45,7 +45,7 @@ from interface.egress_wire import (  # the wire pieces stay importable from here
     rewrite_head,
     split_absolute,
 )
-from interface.settings import Settings
+from interface.settings import Settings, open_governance
 
 log = logging.getLogger("runcode_policy.egress_proxy")
 Resolver = Callable[[str, int], Sequence[str]]
@@ -311,7 +311,6 @@ def egress_proxy_command(listen, workspace, sandbox, max_connections, connect_ti
 def _open_proxy(settings: Settings, workspace: str, listen: tuple[str, int], limits: ProxyLimits,
                 sandbox: str | None):
     """The governance store and a bound proxy, or a ClickException (with the store closed)."""
-    from interface.app import open_governance  # the app module pulls in Flask; only needed here
 
     governance = open_governance(settings)
     try:

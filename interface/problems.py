@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from eventsourcing.persistence import InterfaceError, OperationalError
 from flask import Flask, Response, json
 from pydantic import ValidationError
@@ -78,6 +80,7 @@ def install(app: Flask) -> None:
     @app.errorhandler(OperationalError)
     @app.errorhandler(InterfaceError)
     def _store_down(error: Exception):
-        # The store cannot be reached: say so (and fail closed), rather than a bare 500.
-        return problem(503, "Store unavailable", f"the store is not reachable: {error}",
-                       headers={"Retry-After": "1"})
+        # The store cannot be reached: say so (and fail closed), rather than a bare 500. Its
+        # message names hosts and users: it goes to the log, not to the caller.
+        logging.getLogger(__name__).error("store unavailable: %s", error)
+        return problem(503, "Store unavailable", "the store is not reachable", headers={"Retry-After": "1"})

@@ -9,20 +9,25 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Language = Literal["python", "node"]
-Mode = Literal["allowlist", "denylist"]
-ListName = Literal["allow", "deny"]
-Role = Literal["owner", "admin", "auditor", "sandbox"]
+from domain.decision import REASONS
+from domain.policy import LANGUAGES, LISTS, MODES
+from domain.specs import KINDS
+from domain.token import ROLES
+
+# The closed sets come from the domain, so the schema cannot list a value the rules don't know.
+Language = Literal[LANGUAGES]
+Mode = Literal[MODES]
+ListName = Literal[LISTS]
+Role = Literal[ROLES]
 Text = Annotated[str, Field(max_length=4096)]
 Entries = Annotated[
     str | list[Text],
     Field(description="Entries separated by newlines and/or commas, or an array of entries. "
                       "Version constraints, extras and markers are stripped."),
 ]
-Reason = Literal["matches-the-allow-list", "not-on-the-allow-list", "matches-the-deny-list",
-                 "not-on-the-deny-list", "direct-reference", "invalid-spec"]
+Reason = Literal[REASONS]
 Instant = Annotated[str, Field(json_schema_extra={"format": "date-time"})]  # RFC 3339, UTC, `Z`
-Kind = Literal["registry", "alias", "url", "vcs", "path", "option", "invalid", "egress"]
+Kind = Literal[(*KINDS, "egress")]
 
 
 class Body(BaseModel):

@@ -13,8 +13,8 @@ from waitress.server import create_server
 
 from application.governance import Governance
 from domain.errors import ConflictError
-from interface.app import create_app, open_governance
-from interface.settings import Settings
+from interface.app import create_app
+from interface.settings import Settings, open_governance
 
 DEFAULT_WORKSPACE = "default"
 
@@ -42,7 +42,7 @@ def prepare_store(settings: Settings) -> Governance:
     elsewhere) is obeyed.
     """
     governance = open_governance(settings)
-    if not governance.workspaces():
+    if not governance.has_workspaces():
         try:
             announce_first_token(governance.create_workspace(DEFAULT_WORKSPACE, by="runcode-policy serve"))
         except ConflictError:

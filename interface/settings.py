@@ -8,8 +8,9 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from application.config import default_database_url
+from application.config import default_database_url, store_env
 from application.egress import EgressConfig
+from application.governance import Governance
 from interface.egress_config import egress_config_from_env
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -68,3 +69,9 @@ def _publish_once(path: str, key: str) -> None:
         pass
     finally:
         os.unlink(temporary)
+
+
+def open_governance(settings: Settings) -> Governance:
+    """The Governance application on the configured store, with the deployment's egress rules."""
+    return Governance(env=store_env(settings.database_url, create_table=settings.create_tables),
+                      egress=settings.egress)

@@ -196,3 +196,46 @@ def test_a_request_too_long_to_judge_is_refused_before_parsing(app, workspace):
         app.evaluate(workspace, "node", ["lodash@" + "1 || " * 800] * 20)
     assert refused.value.errors[0].field == "specs"
     assert app.decisions(workspace)["decisions"] == []
+
+
+def test_active_token_names_are_unique_so_the_audit_trail_names_one_holder(app, workspace):
+    first = app.issue_token(workspace, "alice", "admin", by="owner")
+    with pytest.raises(ConflictError):
+        app.issue_token(workspace, "alice", "auditor", by="owner")
+    app.revoke_token(workspace, first["id"], by="owner")
+    assert app.issue_token(workspace, "alice", "admin", by="owner")["name"] == "alice"
+
+
+def test_two_owners_revoking_each_other_at_once_leave_one_owner(open_app):
+    from concurrent.futures import ThreadPoolExecutor
+
+    first = open_app()
+    a = first.create_workspace("pair")
+    b = first.issue_token("pair", "second", "owner", by="a")
+    other = open_app()
+
+    def revoke(job):
+        app, token = job
+        try:
+            app.revoke_token("pair", token["id"], by="x")
+            return "revoked"
+        except ConflictError:
+            return "conflict"
+
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = sorted(pool.map(revoke, [(first, a), (other, b)]))
+    assert outcomes == ["conflict", "revoked"]
+    assert len([t for t in first.list_tokens("pair") if t["role"] == "owner" and not t["revoked_at"]]) == 1
+
+
+def test_the_store_itself_refuses_to_revoke_the_last_owner_token(app):
+    from uuid import UUID
+
+    from eventsourcing.persistence import IntegrityError
+
+    owner = app.create_workspace("solo")
+    token = app.repository.get(UUID(owner["id"]))
+    token.revoke("bypassing the command's own check")
+    with pytest.raises(IntegrityError):
+        app.save(token)
+    assert app.authenticate(owner["token"])["role"] == "owner"

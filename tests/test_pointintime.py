@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -137,3 +137,18 @@ def test_one_save_is_one_instant_so_no_read_sees_it_half_applied(app, workspace)
                                 saved_at + timedelta(seconds=1))
     assert [(i["allowed"], i["reason"], i["policy_version"]) for i in line["intervals"]] == [
         (True, "not-on-the-deny-list", 0), (False, "not-on-the-allow-list", 4)]
+
+
+def test_a_writer_with_a_slow_clock_cannot_put_a_change_before_the_one_it_follows(app, workspace, monkeypatch):
+    from domain.policy import Policy
+
+    add = {"action": "add", "language": "python", "list": "deny", "entries": ["numpy"]}
+    app.change_policy(workspace, [add], by="fast-clock")
+    real = Policy.Event.create_timestamp
+    monkeypatch.setattr(Policy.Event, "create_timestamp", staticmethod(lambda: real() - timedelta(seconds=5)))
+    app.change_policy(workspace, [{**add, "action": "remove"}], by="slow-clock")
+    first, second = app.history(workspace)["changes"]
+    assert second["at"] > first["at"]
+    between = datetime.fromisoformat(first["at"].replace("Z", "+00:00"))
+    naive = replay_until(app, workspace, between)
+    assert app.policy(workspace, at=between)["version"] == naive.policy_version == 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from domain.decision import judge
@@ -88,11 +90,11 @@ def test_an_unknown_mode_or_action_is_refused_with_its_field():
 
 
 def rules(mode="denylist", allow=(), deny=()):
-    return LanguageRules(mode, frozenset(allow), frozenset(deny))
+    return LanguageRules("python", mode, frozenset(allow), frozenset(deny))
 
 
 def verdict(rules_, language, text):
-    v = judge(rules_, parse(language, text), "acme")
+    v = judge(replace(rules_, language=language), parse(language, text), "acme")
     return v.allowed, v.reason
 
 
@@ -141,3 +143,10 @@ def test_a_denial_tells_the_asker_what_to_ask_for():
     v = judge(rules("allowlist"), parse("python", "pandas"), "acme")
     assert v.message.startswith("pandas is not on the Python allow list of workspace acme")
     assert "Settings › Governance › Run-code packages" in v.message
+
+
+def test_a_kind_the_rule_does_not_know_is_refused_not_judged_by_name():
+    from domain.specs import Spec
+
+    v = judge(rules(), Spec("pandas", "python", "some-future-kind", "pandas"), "acme")
+    assert (v.allowed, v.reason) == (False, "invalid-spec")
