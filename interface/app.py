@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from application.governance import Governance
 from interface import console, egress_api, metrics, operations, problems  # noqa: F401 - egress_api registers routes
@@ -24,4 +25,7 @@ def create_app(env: Mapping[str, str] | None = None, governance: Governance | No
     app.register_blueprint(blueprint)
     console.install(app)  # the admin console at /console: blueprint, secret key, CSRF
     app.register_blueprint(operations.blueprint)
+    if settings.proxy_hops:  # behind TLS-terminating proxies: HTTPS as the client saw it (Secure cookies)
+        n = settings.proxy_hops
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n, x_port=n)
     return app

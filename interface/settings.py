@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from application.config import default_database_url, store_env
 from application.egress import EgressConfig
 from application.governance import Governance
+from domain.errors import FieldError, InvalidInputError
 from interface.egress_config import egress_config_from_env
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -23,6 +24,7 @@ class Settings:
     create_tables: bool = True
     egress: EgressConfig = field(default_factory=EgressConfig)  # see interface/egress_config.py
     secret_key: str | None = None  # RUNCODE_POLICY_SECRET_KEY; else see console_secret_key()
+    proxy_hops: int = 0  # RUNCODE_POLICY_TRUSTED_PROXY_HOPS: reverse proxies whose X-Forwarded-* to trust
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -34,6 +36,7 @@ class Settings:
             create_tables=env.get("RUNCODE_POLICY_CREATE_TABLES", "y").lower() in ("y", "yes", "1", "true"),
             egress=egress_config_from_env(env),  # EgressConfigError names every bad entry
             secret_key=env.get("RUNCODE_POLICY_SECRET_KEY") or None,
+            proxy_hops=proxy_hops(env.get("RUNCODE_POLICY_TRUSTED_PROXY_HOPS", "0")),
         )
 
     def console_secret_key(self) -> str:
@@ -69,6 +72,13 @@ def _publish_once(path: str, key: str) -> None:
         pass
     finally:
         os.unlink(temporary)
+
+
+def proxy_hops(text: str) -> int:
+    if not text.strip().isdigit() or int(text) > 10:
+        raise InvalidInputError("RUNCODE_POLICY_TRUSTED_PROXY_HOPS must be a whole number from 0 to 10",
+                                [FieldError("RUNCODE_POLICY_TRUSTED_PROXY_HOPS", "must be 0 to 10")])
+    return int(text)
 
 
 def open_governance(settings: Settings) -> Governance:

@@ -440,3 +440,17 @@ def test_the_console_secret_key_is_generated_once_private_and_kept(tmp_path):
     assert (tmp_path / "data" / "secret_key").stat().st_mode & 0o777 == 0o600
     configured = Settings.from_env({"RUNCODE_POLICY_DATA_DIR": str(tmp_path), "RUNCODE_POLICY_SECRET_KEY": "k" * 40})
     assert configured.console_secret_key() == "k" * 40
+
+
+def test_behind_a_trusted_tls_proxy_the_session_cookie_is_secure(app, tmp_path):
+    from interface import create_app
+    from tests.http_client import LiveServer
+
+    env = {"RUNCODE_POLICY_DATA_DIR": str(tmp_path), "RUNCODE_POLICY_TRUSTED_PROXY_HOPS": "1"}
+    server = LiveServer(create_app(env=env, governance=app))
+    try:
+        behind = server.call("GET", "/console/sign-in", headers={"X-Forwarded-Proto": "https"})
+        direct = server.call("GET", "/console/sign-in")
+    finally:
+        server.close()
+    assert "Secure" in behind.headers["set-cookie"] and "Secure" not in direct.headers["set-cookie"]
