@@ -10,27 +10,29 @@ from application.times import optional_bound, optional_instant, parse_day
 from domain.errors import FieldError, InvalidInputError
 from domain.token import role_allows
 from interface import exports, metrics
+from interface.answers import (
+    DecisionsPage,
+    DecisionView,
+    EvaluateAnswer,
+    HistoryPage,
+    PackageAnswer,
+    PolicyView,
+    Timeline,
+    TokenIssued,
+    TokenList,
+)
 from interface.problems import HTTPProblem
 from interface.routing import Api
 from interface.schemas import (
     AtQuery,
-    DecisionsPage,
     DecisionsQuery,
-    DecisionView,
-    EvaluateAnswer,
     EvaluateBody,
-    HistoryPage,
-    PackageAnswer,
     PackageQuery,
     PageQuery,
     PolicyChanges,
     PolicyPut,
-    PolicyView,
     TestBody,
-    Timeline,
     TokenBody,
-    TokenIssued,
-    TokenList,
 )
 
 blueprint = Blueprint("api", __name__, url_prefix="/api/v1")

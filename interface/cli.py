@@ -211,7 +211,7 @@ def decisions() -> None:
 @decisions.command("export")
 @workspace_option
 @click.option("--from", "start", metavar="T", help="From this instant (or date, UTC), inclusive.")
-@click.option("--to", "end", metavar="T", help="Up to this instant (or the start of this date, UTC).")
+@click.option("--to", "end", metavar="T", help="Before this instant (a date: through the end of that day, UTC).")
 @click.option("--format", "fmt", type=click.Choice(("csv", "jsonl")), default="csv", show_default=True)
 @click.option("--output", "-o", default="-", type=click.Path(dir_okay=False, allow_dash=True),
               help="File to write (default: stdout); it appears only once complete.")

@@ -5,8 +5,9 @@ validated and published in the OpenAPI document like every other endpoint."""
 from __future__ import annotations
 
 from interface import metrics
+from interface.answers import EgressAnswer
 from interface.api import W, api
-from interface.schemas import EgressAnswer, EgressBody, EgressTestBody
+from interface.schemas import EgressBody, EgressTestBody
 
 
 @api.route("POST", W + "/egress/evaluate",

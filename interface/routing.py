@@ -80,7 +80,7 @@ def openapi_document(apis: list[Api], title: str, version: str) -> dict:
 
     endpoints = [(api.prefix, e) for api in apis for e in api.endpoints]
     models = {m for _, e in endpoints for m in (e.body, *_responses_of(e)) if m is not None}
-    from interface.schemas import Problem
+    from interface.answers import Problem
     models.add(Problem)
     keyed = [(m, "validation") for m in sorted(models, key=lambda m: m.__name__)]
     _, defs = models_json_schema(keyed, ref_template="#/components/schemas/{model}", by_alias=True)
