@@ -115,5 +115,5 @@ class DecisionWriter:
             with pending.lock:
                 pending.error = error
                 pending.done.set()
-                if pending.abandoned:
+                if pending.abandoned and error is None:
                     log.warning("decisions recorded after their asker was answered 503")

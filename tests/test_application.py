@@ -239,3 +239,39 @@ def test_the_store_itself_refuses_to_revoke_the_last_owner_token(app):
     with pytest.raises(IntegrityError):
         app.save(token)
     assert app.authenticate(owner["token"])["role"] == "owner"
+
+
+def test_saves_racing_evaluates_never_break_the_store_connection(app, workspace):
+    """On PostgreSQL, a failed pipelined save used to leave psycopg believing in prepared
+    statements the server never made ('prepared statement "_pg3_N" does not exist')."""
+    import random
+    import threading
+
+    failures: list[str] = []
+
+    def save(seed: int) -> None:
+        rng = random.Random(seed)
+        for _ in range(60):
+            try:
+                app.save_policy(workspace, {"python": {"mode": rng.choice(["allowlist", "denylist"]),
+                                                       "allow": [f"p{rng.randint(0, 9)}"]}}, by="racer")
+            except Exception as error:
+                failures.append(repr(error))
+
+    def evaluate() -> None:
+        for _ in range(100):
+            try:
+                app.evaluate(workspace, "python", ["p1", "requests"])
+            except Exception as error:
+                failures.append(repr(error))
+
+    threads = [threading.Thread(target=save, args=(i,)) for i in range(4)]
+    threads += [threading.Thread(target=evaluate) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert failures == []
+    if app.readmodel.dialect.schema:
+        with app.recorder.datastore.get_connection() as conn:
+            assert conn.prepare_threshold is None
