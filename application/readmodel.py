@@ -12,14 +12,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
-from eventsourcing.persistence import IntegrityError
-
 from domain.decision import Decision
 from domain.policy import Policy
 from domain.specs import deny_key
 from domain.token import Token
 
-TABLES = ("workspaces", "changes", "decisions", "tokens")
+TABLES = ("workspaces", "changes", "decisions", "tokens", "owner_guard")
 
 DDL = (
     "CREATE TABLE IF NOT EXISTS {workspaces} (workspace TEXT PRIMARY KEY, "
@@ -41,6 +39,8 @@ DDL = (
     "name TEXT NOT NULL, role TEXT NOT NULL, issued_at {ts} NOT NULL, issued_by TEXT NOT NULL, "
     "revoked_at {ts}, revoked_by TEXT, secret_digest TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS rcp_tokens_by_workspace ON {tokens} (workspace, issued_at)",
+    "CREATE TABLE IF NOT EXISTS {owner_guard} (workspace TEXT NOT NULL, owners INTEGER NOT NULL "
+    "CHECK (owners > 0))",
 )
 
 _INSERT = {
@@ -96,25 +96,28 @@ def postgres_dialect(schema: str) -> Dialect:
     return Dialect("postgres", schema, {"ts": "TIMESTAMPTZ", "bool": "BOOLEAN"})
 
 
-# Revoking the last active owner token would lock a workspace's owners out. The check must see
-# concurrent revocations, so on PostgreSQL the workspace row is locked first (SQLite has one writer).
-_LOCK_WORKSPACE = ("SELECT workspace FROM {workspaces} WHERE workspace = "
-                   "(SELECT workspace FROM {tokens} WHERE id = %s) FOR UPDATE")
-_OWNERS_LEFT = ("SELECT COUNT(*) AS n FROM {tokens} WHERE role = 'owner' AND revoked_at IS NULL "
-                "AND workspace = (SELECT workspace FROM {tokens} WHERE id = %s)")
+def read_model_statements(dialect: Dialect, saved_events, workspaces: dict) -> list[tuple[str, tuple]]:
+    """Everything to run in the events' own transaction, worked out before anything is sent.
+
+    Every refusal must be the database's: on PostgreSQL the library commits the transaction when
+    a Python exception interrupts it after statements were sent."""
+    statements = rows_for_events(saved_events, workspaces, dialect)
+    for e in saved_events:
+        if isinstance(e, Token.Revoked):
+            statements += [(dialect.sql(s), (str(e.originator_id),)) for s in _OWNER_GUARD]
+    return statements
 
 
-def write_read_models(cursor, dialect: Dialect, saved_events, workspaces: dict) -> None:
-    """Run inside the events' own transaction: the read models commit or roll back with them."""
-    revoked = [str(e.originator_id) for e in saved_events if isinstance(e, Token.Revoked)]
-    for token in revoked if dialect.schema else ():
-        cursor.execute(dialect.sql(_LOCK_WORKSPACE), (token,))
-    for statement, params in rows_for_events(saved_events, workspaces, dialect):
-        cursor.execute(statement, params)
-    for token in revoked:
-        cursor.execute(dialect.sql(_OWNERS_LEFT), (token,))
-        if cursor.fetchone()["n"] == 0:
-            raise IntegrityError("revoking it would leave the workspace without an active owner token")
+# Revoking the last active owner token would lock a workspace's owners out. The count runs after
+# the events' insert, whose lock serialises writers (one writer on SQLite; the events table lock
+# on PostgreSQL), and a CHECK constraint turns a count of 0 into the database's own
+# IntegrityError, which aborts the whole transaction.
+_OWNER_GUARD = (
+    "INSERT INTO {owner_guard} (workspace, owners) SELECT t.workspace, (SELECT COUNT(*) FROM {tokens} o "
+    "WHERE o.workspace = t.workspace AND o.role = 'owner' AND o.revoked_at IS NULL) "
+    "FROM {tokens} t WHERE t.id = %s",
+    "DELETE FROM {owner_guard} WHERE workspace = (SELECT workspace FROM {tokens} WHERE id = %s)",
+)
 
 
 def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list[tuple[str, tuple]]:

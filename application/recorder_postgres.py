@@ -7,7 +7,7 @@ from typing import Any
 from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg.sql import SQL
 
-from application.readmodel import DDL, postgres_dialect, write_read_models
+from application.readmodel import DDL, postgres_dialect, read_model_statements
 
 
 class PostgresGovernanceRecorder(PostgresApplicationRecorder):
@@ -22,10 +22,19 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         self.dialect = postgres_dialect(datastore.schema)
         self.sql_create_statements.extend(SQL(self.dialect.sql(s)) for s in DDL)
 
-    def _insert_events(self, curs, stored_events, **kwargs: Any) -> None:
-        # Runs inside the library's transaction, before the events themselves are inserted:
-        # a conflict on the events rolls these rows back too.
-        write_read_models(curs, self.dialect, kwargs.get("saved_events", ()), kwargs.get("workspaces", {}))
+    def _insert_stored_events(self, curs, stored_events, **kwargs: Any) -> None:
+        # After the library has locked the events table and queued the events' insert, in the
+        # same pipelined transaction: a version conflict then surfaces as the events' own
+        # IntegrityError (not as an aborted pipeline on a read-model row), every writer is
+        # serialised by that lock (so the last-owner check sees every committed revocation),
+        # and the rows commit or roll back with the events. Own cursor: the library reads the
+        # events insert's results from `curs`.
+        statements = read_model_statements(self.dialect, kwargs.get("saved_events", ()),
+                                           kwargs.get("workspaces", {}))
+        super()._insert_stored_events(curs, stored_events, **kwargs)
+        with curs.connection.cursor() as read_models:
+            for statement, params in statements:
+                read_models.execute(statement, params)
 
     def fetch(self, statement: str, params: tuple | list = ()) -> list[dict]:
         # Pool connections are in autocommit mode: a lone SELECT needs no BEGIN/ROLLBACK round

@@ -6,7 +6,7 @@ from typing import Any
 
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
-from application.readmodel import DDL, SQLITE, write_read_models
+from application.readmodel import DDL, SQLITE, read_model_statements
 
 
 class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
@@ -17,7 +17,9 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
 
     def _insert_events(self, c, stored_events, **kwargs: Any):
         notification_ids = super()._insert_events(c, stored_events, **kwargs)
-        write_read_models(c, SQLITE, kwargs.get("saved_events", ()), kwargs.get("workspaces", {}))
+        for statement, params in read_model_statements(SQLITE, kwargs.get("saved_events", ()),
+                                                       kwargs.get("workspaces", {})):
+            c.execute(statement, params)
         return notification_ids
 
     def fetch(self, statement: str, params: tuple | list = ()) -> list[dict]:
