@@ -108,18 +108,15 @@ class Governance(Evaluation, Egress, Audit, Application):
         found = self._get_token(token)
         if found is None or found.workspace != workspace:
             raise NotFoundError(f"no token {token!r} in this workspace")
-        if found.role == "owner" and not found.revoked and self._owners(workspace) == {str(found.id)}:
-            raise ConflictError("this is the workspace's last owner token: issue another owner token first",
-                                [FieldError("token_id", "must not be the last active owner token")])
         found.revoke(by)
         try:
-            self.save(found)
-        except IntegrityError:  # a concurrent revocation won: this one would leave no owner
-            raise ConflictError("revoking it would leave the workspace without an active owner token",
+            self.save(found)  # the store refuses to leave a workspace without an active owner token
+        except IntegrityError:
+            if self._get_token(token).revoked:
+                return  # revoked concurrently by someone else: revocation is final, so this is done
+            raise ConflictError("revoking it would leave the workspace without an active owner token; "
+                                "issue another owner token first",
                                 [FieldError("token_id", "must not be the last active owner token")]) from None
-
-    def _owners(self, workspace: str) -> set[str]:
-        return {r["id"] for r in self.readmodel.tokens(workspace) if r["role"] == "owner" and not r["revoked_at"]}
 
     def _get_token(self, token: str) -> Token | None:
         token_uuid = parse_uuid(token)
