@@ -9,7 +9,7 @@ from application import cursors
 from application.evaluation import decision_view
 from application.ids import parse_uuid
 from application.pointintime import describe_change, package_at, timeline
-from application.times import iso
+from application.formats import iso
 from domain.decision import REASONS
 from domain.egress import REASONS as EGRESS_REASONS
 from domain.errors import FieldError, InvalidInputError, NotFoundError
@@ -115,7 +115,7 @@ def check_limit(limit: int) -> int:
 
 
 def _decision_cursor(cursor: str):
-    from application.times import parse_instant
+    from application.formats import parse_instant
 
     value = cursors.decode(cursor, list)
     if len(value) != 2 or not all(isinstance(v, str) for v in value):

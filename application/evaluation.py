@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import threading
 
-from application.times import iso
-from domain.commands import parse_command
+from application.formats import iso
+from domain.specs.commands import parse_command
 from domain.decision import Decision, judge
 from domain.errors import FieldError, InvalidInputError
 from domain.policy import LanguageRules

@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from application.config import store_env  # noqa: E402
+from application.store import store_env  # noqa: E402
 from application.governance import Governance  # noqa: E402
 
 SERVERS = {

@@ -8,8 +8,10 @@ from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from application.governance import Governance
-from interface import console, egress_api, metrics, operations, problems  # noqa: F401 - egress_api registers routes
-from interface.api import blueprint
+from interface import console, metrics, problems
+from interface.api.views import egress_views as egress_api
+from interface.api.views import operations# noqa: F401 - egress_api registers routes
+from interface.api.views import blueprint
 from interface.settings import MAX_BODY_BYTES, Settings, open_governance
 
 

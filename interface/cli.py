@@ -20,7 +20,7 @@ import click
 from eventsourcing.persistence import InterfaceError, OperationalError
 
 from application.governance import Governance
-from application.times import optional_bound, optional_instant
+from application.formats import optional_bound, optional_instant
 from domain.errors import GovernanceError
 from domain.policy import LANGUAGES, LISTS, MODES
 from domain.token import ROLES

@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from application.config import default_database_url, store_env
+from application.store import default_database_url, store_env
 from application.egress import EgressConfig
 from application.governance import Governance
 from domain.errors import FieldError, InvalidInputError

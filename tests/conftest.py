@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from application.config import store_env
+from application.store import store_env
 from application.governance import Governance
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
@@ -104,7 +104,7 @@ def workspace(app) -> str:
 def live(app, tmp_path):
     """The real service on a loopback port, with workspace `acme` and a token per role."""
     from interface import create_app
-    from tests.http_client import LiveServer
+    from tests.support.http_client import LiveServer
 
     owner = app.create_workspace("acme", by="founder")["token"]
     tokens = {"owner": owner}

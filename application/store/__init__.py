@@ -1,0 +1,64 @@
+"""Map the one store setting (`RUNCODE_POLICY_DATABASE_URL`) to the eventsourcing library's own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from domain.errors import FieldError, InvalidInputError
+
+DEFAULT_DATA_DIR = "var"
+SNAPSHOT_INTERVAL = 50
+
+
+class ConfigError(InvalidInputError):
+    title = "Invalid configuration"
+
+
+def default_database_url(data_dir: str = DEFAULT_DATA_DIR) -> str:
+    return f"sqlite:///{data_dir}/runcode-policy.sqlite"
+
+
+def store_env(database_url: str, *, create_table: bool = True) -> dict[str, str]:
+    """Library settings for `sqlite:///path` (or `sqlite:///:memory:`) and `postgresql://...`."""
+    parts = urlsplit(database_url)
+    common = {"IS_SNAPSHOTTING_ENABLED": "y", "CREATE_TABLE": "y" if create_table else "n"}
+    if parts.scheme == "sqlite":
+        return common | _sqlite_env(unquote(parts.path))
+    if parts.scheme in ("postgresql", "postgres"):
+        return common | _postgres_env(parts)
+    raise ConfigError(
+        f"unsupported database URL scheme {parts.scheme!r}",
+        [FieldError("RUNCODE_POLICY_DATABASE_URL", "must start with sqlite:/// or postgresql://")],
+    )
+
+
+def _sqlite_env(path: str) -> dict[str, str]:
+    path = path[1:] if path.startswith("/") else path  # sqlite:///rel, sqlite:////abs
+    if path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return {
+        "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+        "SQLITE_DBNAME": path,
+        "SQLITE_LOCK_TIMEOUT": "10",
+        "APPLICATION_RECORDER_TOPIC": "application.store.sqlite:SQLiteGovernanceRecorder",
+    }
+
+
+def _postgres_env(parts) -> dict[str, str]:
+    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    return {
+        "PERSISTENCE_MODULE": "eventsourcing.postgres",
+        "POSTGRES_DBNAME": unquote(parts.path.lstrip("/")) or "postgres",
+        "POSTGRES_HOST": parts.hostname or "127.0.0.1",
+        "POSTGRES_PORT": str(parts.port or 5432),
+        "POSTGRES_USER": unquote(parts.username or "postgres"),
+        "POSTGRES_PASSWORD": unquote(parts.password or ""),
+        "POSTGRES_SCHEMA": query.get("schema", "public"),
+        "POSTGRES_POOL_SIZE": query.get("pool_size", "8"),
+        "POSTGRES_MAX_OVERFLOW": query.get("max_overflow", "8"),
+        "POSTGRES_CONNECT_TIMEOUT": query.get("connect_timeout", "5"),
+        "POSTGRES_LOCK_TIMEOUT": "5",
+        "POSTGRES_ENABLE_DB_FUNCTIONS": "n",  # on, it would skip our read-model writes
+        "APPLICATION_RECORDER_TOPIC": "application.store.postgres:PostgresGovernanceRecorder",
+    }

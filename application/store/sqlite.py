@@ -1,0 +1,28 @@
+"""SQLite application recorder that also writes the read-model tables in the same transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eventsourcing.sqlite import SQLiteApplicationRecorder
+
+from application.store.projection import DDL, SQLITE, read_model_statements
+
+
+class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
+    dialect = SQLITE
+
+    def construct_create_table_statements(self) -> list[str]:
+        return super().construct_create_table_statements() + [SQLITE.sql(s) for s in DDL]
+
+    def _insert_events(self, c, stored_events, **kwargs: Any):
+        notification_ids = super()._insert_events(c, stored_events, **kwargs)
+        for statement, params in read_model_statements(SQLITE, kwargs.get("saved_events", ()),
+                                                       kwargs.get("workspaces", {})):
+            c.execute(statement, params)
+        return notification_ids
+
+    def fetch(self, statement: str, params: tuple | list = ()) -> list[dict]:
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(statement, params)
+            return [dict(row) for row in c.fetchall()]

@@ -1,0 +1,135 @@
+"""Egress evaluation facade (EGRESS.md section 1): one target in, one verdict with one reason out.
+
+Order: syntax, scheme, host parse; then denial reasons from the name rules, the literal IP and
+every resolved address, the most severe winning; then the hostname allowlist; else allowed. The
+always-deny reasons therefore win over the allowlist, and allowlisting a metadata name unlocks
+nothing. The parsing, address tables and allowlist live in the `egress_*` modules beside this one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_network
+
+from domain.egress.addresses import (
+    Finding,
+    classify_address,
+    deny_range_finding,
+    metadata_finding,
+    name_finding,
+    parse_address,
+    parse_deny_ranges,
+    table_finding,
+)
+from domain.egress.allowlist import host_matches, normalize_allowlist
+from domain.egress.target import Target, TargetError, parse_target
+
+__all__ = [
+    "REASONS", "SEVERITY", "EgressVerdict", "evaluate_egress", "classify_address",
+    "normalize_allowlist", "parse_deny_ranges",
+]
+
+REASONS = (
+    "allowed", "invalid-target", "unsupported-scheme", "cloud-metadata", "loopback", "unspecified",
+    "link-local", "private-range", "multicast", "reserved", "ipv6-transition",
+    "not-on-hostname-allowlist",
+)
+# Most severe first (EGRESS.md section 1, step 3).
+SEVERITY = (
+    "cloud-metadata", "loopback", "unspecified", "link-local", "private-range", "multicast",
+    "reserved", "ipv6-transition",
+)
+
+
+@dataclass(frozen=True)
+class EgressVerdict:
+    """The answer: `host` is None when the target could not be parsed; `detail` explains denials."""
+
+    allowed: bool
+    reason: str
+    host: str | None
+    port: int | None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class _Rules:
+    deny_ranges: tuple[IPv4Network | IPv6Network, ...]
+    allow_addresses: frozenset[IPv4Address | IPv6Address]
+    schemes: tuple[str, ...]
+
+
+def evaluate_egress(
+    target: str,
+    resolved: Sequence[str] = (),
+    hostname_allowlist: Sequence[str] | None = None,
+    *,
+    deny_ranges: Sequence[IPv4Network | IPv6Network] = (),
+    allow_addresses: Sequence[IPv4Address | IPv6Address] = (),
+    schemes: Sequence[str] = ("http", "https"),
+) -> EgressVerdict:
+    """Judge one egress target; never raises.
+
+    `deny_ranges` are operator-configured extra ranges. A hit is reported as `reserved`: the
+    reason set is closed, and "space this deployment treats as off-limits" is what `reserved`
+    means; the detail names the operator range. `allow_addresses` is a test-only hatch for an
+    enforcing proxy's own tests: an exact listed address skips the built-in address tables, but
+    never the metadata rules, the name rules or the operator's deny ranges.
+    """
+    try:
+        rules = _Rules(
+            deny_ranges=tuple(ip_network(r) if isinstance(r, str) else r for r in deny_ranges),
+            allow_addresses=frozenset(filter(None, map(parse_address, allow_addresses))),
+            schemes=tuple(schemes),
+        )
+        return _evaluate(target, resolved, hostname_allowlist, rules)
+    except Exception as error:  # noqa: BLE001 - a gate fails closed instead of crashing its caller
+        return EgressVerdict(False, "invalid-target", None, None, f"could not evaluate: {error!r}")
+
+
+def _evaluate(target: str, resolved: Iterable[object] | None, allowlist: Iterable[str] | None,
+              rules: _Rules) -> EgressVerdict:
+    try:
+        parsed = parse_target(target, rules.schemes)
+    except TargetError as error:
+        return EgressVerdict(False, error.reason, None, None, error.detail)
+    answers = list(resolved or ())
+    addresses = [parse_address(answer) for answer in answers]
+    if None in addresses:
+        # A resolver answer we cannot read is unparsable input: fail closed before judging.
+        bad = answers[addresses.index(None)]
+        detail = f"resolved entry {bad!r} for {parsed.host} is not an IP address"
+        return _deny(parsed, "invalid-target", detail)
+    findings = _findings(parsed, addresses, rules)
+    if findings:
+        reason, detail = min(findings, key=lambda finding: SEVERITY.index(finding[0]))
+        return _deny(parsed, reason, detail)
+    if allowlist is not None and not _on_allowlist(parsed, allowlist):
+        what = f"IP literal {parsed.host} never matches" if parsed.ip else f"{parsed.host} is not on"
+        return _deny(parsed, "not-on-hostname-allowlist", f"{what} the hostname allowlist")
+    return EgressVerdict(True, "allowed", parsed.host, parsed.port)
+
+
+def _findings(parsed: Target, addresses: list, rules: _Rules) -> list[Finding]:
+    found = [name_finding(parsed.host)] if parsed.ip is None else [_address_finding(parsed.ip, rules, "")]
+    context = f"resolved for {parsed.host}"
+    found += [_address_finding(address, rules, context) for address in addresses]
+    return [finding for finding in found if finding]
+
+
+def _address_finding(address: IPv4Address | IPv6Address, rules: _Rules, context: str) -> Finding | None:
+    # Metadata first: it must beat its containing range, and the test hatch never unlocks it.
+    finding = metadata_finding(address, context)
+    if finding is None and address not in rules.allow_addresses:
+        finding = table_finding(address, context)
+    return finding or deny_range_finding(address, rules.deny_ranges, context)
+
+
+def _on_allowlist(parsed: Target, allowlist: Iterable[str]) -> bool:
+    # Allowlists name hosts; an IP literal never matches (addresses belong in CIDR settings).
+    return parsed.ip is None and host_matches(parsed.host, allowlist)
+
+
+def _deny(parsed: Target, reason: str, detail: str) -> EgressVerdict:
+    return EgressVerdict(False, reason, parsed.host, parsed.port, detail)

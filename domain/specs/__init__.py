@@ -1,0 +1,88 @@
+"""Install specs: what a pip or npm argument would really install (SPECS.md).
+
+`parse` is the one entry point. It classifies exactly the text it is given (no trimming, no
+case folding beyond PEP 503) into one of `KINDS` and names the package only when the name is a
+fact. It never raises on user text: anything it cannot be sure of comes back as `invalid`, so a
+gate built on it fails closed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from domain.specs import npm as specs_node
+from domain.specs import pip as specs_python
+from domain.errors import FieldError, InvalidInputError
+
+LANGUAGES = ("python", "node")
+KINDS = ("registry", "alias", "url", "vcs", "path", "option", "invalid")
+
+_PARSERS = {"python": specs_python.parse_line, "node": specs_node.parse_arg}
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One judged install argument.
+
+    `name` is the canonical name of what would really be installed (python: PEP 503 form;
+    node: as written, an alias gives its target) or None when it cannot be known before
+    download/build. `detail` says why for `invalid` and `option`, and what the source is for
+    url/vcs/path.
+    """
+
+    text: str
+    language: str
+    kind: str
+    name: str | None
+    detail: str | None = None
+
+
+def make_spec(language: str, text: str, parsed: tuple[str, str | None, str | None]) -> Spec:
+    """Wrap a language parser's (kind, name, detail) triple; shared with `commands`."""
+    kind, name, detail = parsed
+    return Spec(text=text, language=language, kind=kind, name=name, detail=detail)
+
+
+def check_language(language, refusal=InvalidInputError) -> str:
+    if language not in LANGUAGES:
+        raise refusal(f"unknown language {language!r}", [FieldError("language", "must be python or node")])
+    return language
+
+
+def parse(language: str, text: str) -> Spec:
+    """Classify one pip requirement line or npm install argument; never raises for a str."""
+    try:
+        parser = _PARSERS[language]
+    except KeyError:
+        raise ValueError(f"unknown language {language!r}; expected one of {LANGUAGES}") from None
+    if not isinstance(text, str):
+        return Spec(text=repr(text), language=language, kind="invalid", name=None,
+                    detail="a spec must be a string")
+    return make_spec(language, text, parser(text))
+
+
+def registry_name(language: str, text: str) -> str | None:
+    """The canonical registry name if `text` is a plain registry spec, else None.
+
+    Lets callers look a package up by any spelling (`Pandas`, `pandas==2.1`, `lodash@4`).
+    Aliases are not registry specs: the alias name is not what gets installed.
+    """
+    spec = parse(language, text)
+    return spec.name if spec.kind == "registry" else None
+
+
+def deny_key(language: str, name: str) -> str:
+    """Key for deny-list matching.
+
+    Python: the PEP 503 form (only for ASCII-valid names, so KELVIN SIGN never folds to `k`).
+    Node: lower case. npm names are case-sensitive, but a deny list that ignores case fails
+    closed (`Evil` is denied when `evil` is).
+    """
+    if language == "node":
+        return name.lower()
+    if language != "python":
+        raise ValueError(f"unknown language {language!r}; expected one of {LANGUAGES}")
+    if specs_python.NAME_RE.fullmatch(name):
+        return re.sub(r"[-_.]+", "-", name).lower()
+    return name

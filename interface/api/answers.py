@@ -1,0 +1,144 @@
+"""Response schemas: what the API answers, as published in the OpenAPI document (and checked
+against the live service by schemathesis). Request schemas live in `interface.api.schemas`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from domain.policy import CHANGE_TYPES
+from interface.api.schemas import Instant, Kind, Language, ListName, Mode, Reason, Role
+
+
+class LanguagePolicy(BaseModel):
+    mode: Mode
+    allow: list[str]
+    deny: list[str]
+
+
+class PolicyView(BaseModel):
+    workspace: str
+    version: int
+    at: Instant | None
+    python: LanguagePolicy
+    node: LanguagePolicy
+    changed_at: Instant | None
+    changed_by: str | None
+
+
+class ChangeView(BaseModel):
+    version: int
+    at: Instant
+    by: str
+    note: str
+    type: Literal[CHANGE_TYPES]
+    language: Language
+    mode: Mode | None = None
+    list: ListName | None = None
+    name: str | None = None
+
+
+class HistoryPage(BaseModel):
+    changes: list[ChangeView]
+    next_cursor: str | None
+
+
+class DecisionView(BaseModel):
+    id: str | None = None
+    spec: str
+    language: Language | None
+    name: str | None
+    kind: Kind
+    allowed: bool
+    reason: str
+    policy_version: int | None
+    at: Instant | None
+    context: dict
+    detail: str | None = None
+    message: str | None = None
+    resolved: list[str] | None = Field(None, description="egress decisions: the addresses judged")
+    port: int | None = Field(None, description="egress decisions: the port of the target")
+
+
+class EvaluateAnswer(BaseModel):
+    allowed: bool
+    policy_version: int
+    decisions: list[DecisionView]
+
+
+class DecisionsPage(BaseModel):
+    decisions: list[DecisionView]
+    next_cursor: str | None
+
+
+class PackageAnswer(BaseModel):
+    language: Language
+    name: str
+    at: Instant
+    allowed: bool
+    reason: Reason
+    mode: Mode
+    policy_version: int
+    because: ChangeView | None
+
+
+class Interval(BaseModel):
+    from_: Instant = Field(alias="from")
+    to: Instant
+    allowed: bool
+    reason: Reason
+    policy_version: int
+
+
+class Timeline(BaseModel):
+    language: Language
+    name: str
+    from_: Instant = Field(alias="from")
+    to: Instant
+    intervals: list[Interval]
+    decisions: dict[str, int]
+
+
+class EgressAnswer(BaseModel):
+    allowed: bool
+    reason: str
+    host: str | None
+    port: int | None
+    id: str | None = None
+    detail: str | None = None
+
+
+class TokenIssued(BaseModel):
+    id: str
+    token: str
+    name: str
+    role: Role
+    workspace: str
+
+
+class TokenInfo(BaseModel):
+    id: str
+    name: str
+    role: Role
+    issued_at: Instant
+    issued_by: str
+    revoked_at: Instant | None
+    revoked_by: str | None
+
+
+class TokenList(BaseModel):
+    tokens: list[TokenInfo]
+
+
+class FieldProblem(BaseModel):
+    field: str
+    message: str
+
+
+class Problem(BaseModel):
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[FieldProblem] = []

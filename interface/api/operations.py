@@ -1,0 +1,62 @@
+"""Operations endpoints, no authentication: liveness, readiness, metrics, and the OpenAPI
+document itself (which describes these too)."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Blueprint, Response, jsonify
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel
+
+from interface import metrics
+from interface.problems import problem
+from interface.api.routing import Api, openapi_document
+
+API_VERSION = "1.0.0"
+log = logging.getLogger(__name__)
+blueprint = Blueprint("operations", __name__)
+ops = Api(blueprint, "")
+
+
+class Status(BaseModel):
+    status: str
+
+
+@ops.route("GET", "/healthz", "The process is up", role=None, response=Status)
+def healthz(gov):
+    return {"status": "ok"}
+
+
+@ops.route("GET", "/readyz", "The store is reachable", role=None, response=Status, errors=(503,))
+def readyz(gov):
+    try:
+        gov.has_workspaces()
+    except Exception:  # any store failure means "not ready"; details go to the log, not the caller
+        log.exception("readiness check failed")
+        return problem(503, "Store unavailable", "the store is not reachable")
+    return {"status": "ready"}
+
+
+@ops.route("GET", "/metrics", "Prometheus metrics: decisions by outcome and reason, request latency",
+           role=None, media=("text/plain",))
+def prometheus(gov):
+    return Response(generate_latest(metrics.REGISTRY), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+@ops.route("GET", "/api/v1/openapi.json", "This document (OpenAPI 3.1)", role=None,
+           media=("application/json",))
+def openapi(gov):
+    return jsonify(document())
+
+
+_document: dict = {}
+
+
+def document() -> dict:
+    """Built once, from every endpoint declaration (the API's and these)."""
+    if not _document:
+        from interface.api.views import api
+
+        _document.update(openapi_document([api, ops], "runcode-policy", API_VERSION))
+    return _document

@@ -1,0 +1,139 @@
+"""Request schemas and the closed sets they share with the answers (`interface.api.answers`): they
+validate requests and generate the OpenAPI document, so the contract cannot drift from what is
+enforced."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from domain.decision import REASONS
+from domain.policy import LANGUAGES, LISTS, MODES
+from domain.specs import KINDS
+from domain.token import ROLES
+
+# The closed sets come from the domain, so the schema cannot list a value the rules don't know.
+Language = Literal[LANGUAGES]
+Mode = Literal[MODES]
+ListName = Literal[LISTS]
+Role = Literal[ROLES]
+Text = Annotated[str, Field(max_length=4096)]
+Entries = Annotated[
+    str | list[Text],
+    Field(description="Entries separated by newlines and/or commas, or an array of entries. "
+                      "Version constraints, extras and markers are stripped."),
+]
+Reason = Literal[REASONS]
+Instant = Annotated[str, Field(json_schema_extra={"format": "date-time"})]  # RFC 3339, UTC, `Z`
+Kind = Literal[(*KINDS, "egress")]
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Context(Body):
+    sandbox: Annotated[str, Field(max_length=200)] | None = None
+    source: Annotated[str, Field(max_length=200)] | None = None
+    skill: Annotated[str, Field(max_length=200)] | None = None
+    actor: Annotated[str, Field(max_length=200)] | None = None
+
+
+class LanguageDraft(Body):
+    mode: Mode | None = None
+    allow: Entries | None = None
+    deny: Entries | None = None
+
+
+class Draft(Body):
+    python: LanguageDraft | None = None
+    node: LanguageDraft | None = None
+
+
+class PolicyPut(Draft):
+    expected_version: Annotated[int, Field(ge=0)] | None = None
+    note: Annotated[str, Field(max_length=2000)] = ""
+
+
+class SwitchMode(Body):
+    action: Literal["switch-mode"]
+    language: Language
+    mode: Mode
+
+
+class EditEntries(Body):
+    action: Literal["add", "remove"]
+    language: Language
+    list: ListName
+    entries: Entries
+
+
+class PolicyChanges(Body):
+    expected_version: Annotated[int, Field(ge=0)] | None = None
+    note: Annotated[str, Field(max_length=2000)] = ""
+    changes: Annotated[list[Annotated[SwitchMode | EditEntries, Field(discriminator="action")]],
+                       Field(min_length=1, max_length=1000)]
+
+
+class EvaluateBody(Body):
+    language: Language | None = None
+    specs: Annotated[list[Text], Field(min_length=1, max_length=500)] | None = None
+    command: Annotated[list[Text], Field(min_length=1, max_length=500)] | None = None
+    context: Context | None = None
+    # Exactly one of specs/command, and language with specs: checked by the application, which
+    # names the field (the CLI and the console share that check).
+
+
+class TestBody(EvaluateBody):
+    draft: Draft | None = None
+    at: Annotated[str, Field(description="RFC 3339 instant: test against the policy as it was")] | None = None
+
+
+class EgressBody(Body):
+    target: Annotated[str, Field(max_length=4096)]
+    resolved: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=64)] = []
+    context: Context | None = None
+
+
+class EgressTestBody(EgressBody):
+    hostname_allowlist: Annotated[list[Annotated[str, Field(max_length=300)]], Field(max_length=10000)] | None
+
+
+class TokenBody(Body):
+    name: Annotated[str, Field(min_length=1, max_length=200)]
+    role: Role
+
+
+# -- query strings (strings arrive; numbers and booleans are converted) --------------------------
+class Query(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class AtQuery(Query):
+    at: str | None = None
+
+
+class PageQuery(Query):
+    from_: str | None = Field(None, alias="from")
+    to: str | None = None
+    limit: Annotated[int, Field(ge=1, le=1000)] = 100
+    cursor: Annotated[str, Field(max_length=500)] | None = None
+
+
+class DecisionsQuery(PageQuery):
+    language: Language | None = None
+    name: Annotated[str, Field(max_length=500)] | None = None
+    allowed: bool | None = None
+    reason: Annotated[str, Field(max_length=100)] | None = None
+    source: Annotated[str, Field(max_length=200)] | None = None
+    sandbox: Annotated[str, Field(max_length=200)] | None = None
+    kind: Kind | None = None
+    format: Literal["json", "csv", "jsonl"] = "json"
+
+
+class PackageQuery(Query):
+    at: str | None = None
+    on: str | None = None
+    from_: str | None = Field(None, alias="from")
+    to: str | None = None

@@ -1,0 +1,107 @@
+"""The admin console: a small server-rendered UI over the Governance application, at /console.
+
+`install(app)` is the one call the app factory makes. It configures what the console alone
+needs (its signing key, cookie rules, CSRF, security headers) and maps refusals once:
+a `GovernanceError` becomes a flash message and a redirect back, never a 500.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
+
+from flask import Flask, flash, redirect, render_template, request, url_for
+from flask.sessions import SecureCookieSessionInterface
+from flask_wtf.csrf import CSRFError, CSRFProtect
+from werkzeug.exceptions import HTTPException
+
+from domain.errors import GovernanceError
+from interface.console import audit as console_audit
+from interface.console import time_travel as console_travel
+from interface.console import packages as console_policy# noqa: F401 - register routes
+from interface.console.session import blueprint
+from interface.console.forms import TITLES, field_label
+from interface.problems import HTTPProblem, status_of
+
+SESSION_LIFETIME = timedelta(hours=8)
+SECURITY_HEADERS = {
+    # No scripts at all: the console works without JavaScript, so none may run in it either.
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; "
+                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",  # policy pages must not linger in caches after sign-out
+}
+
+
+class ConsoleSessions(SecureCookieSessionInterface):
+    """Marks the cookie Secure whenever the console is served over HTTPS."""
+
+    def get_cookie_secure(self, app: Flask) -> bool:
+        return bool(app.config["SESSION_COOKIE_SECURE"] or request.is_secure)
+
+
+def install(app: Flask) -> None:
+    app.secret_key = app.extensions["settings"].console_secret_key()
+    app.config.update(
+        SESSION_COOKIE_NAME="runcode_console", SESSION_COOKIE_PATH="/console",
+        SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax",
+        PERMANENT_SESSION_LIFETIME=SESSION_LIFETIME,
+        # CSRF is checked by the console's own before_request only: the JSON API takes bearer
+        # tokens, never cookies, so it has no CSRF to defend against.
+        WTF_CSRF_CHECK_DEFAULT=False, WTF_CSRF_TIME_LIMIT=None)
+    app.session_interface = ConsoleSessions()
+    CSRFProtect(app)
+    app.jinja_env.filters.update(when=when, field_label=field_label)
+    app.jinja_env.globals.update(titles=TITLES)
+    app.register_blueprint(blueprint)
+
+
+def when(text: str | None) -> str:
+    """`2026-03-03T14:05:00.123456Z` -> `2026-03-03 14:05:00 UTC` for people."""
+    if not text:
+        return "—"
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@blueprint.after_request
+def _security_headers(response):
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    return response
+
+
+@blueprint.errorhandler(CSRFError)
+def _csrf_refused(error: CSRFError):
+    return _error_page(400, "The form could not be accepted",
+                       "It was not sent from this console, or it is too old. Nothing was changed: "
+                       "reload the page and try again.")
+
+
+@blueprint.errorhandler(HTTPException)
+def _http_refused(error: HTTPException):
+    return _error_page(error.code or 500, error.name, error.description or error.name)
+
+
+@blueprint.errorhandler(GovernanceError)
+def _refused(error: GovernanceError):
+    if isinstance(error, HTTPProblem):
+        return _error_page(error.status, error.title, error.detail)
+    message = error.detail + "".join(f" {field_label(e.field)}: {e.message}." for e in error.errors)
+    if request.method != "POST":  # pages show their own refusals; this is the safety net
+        return _error_page(status_of(error), error.title, message)
+    flash(message, "error")
+    return redirect(_back())
+
+
+def _back() -> str:
+    """The page the form was on (this console only, never elsewhere), else the policy page."""
+    referrer = urlsplit(request.referrer or "")
+    if referrer.netloc == request.host and referrer.path.startswith("/console/"):
+        return referrer.path + (f"?{referrer.query}" if referrer.query else "")
+    return url_for("console.packages")
+
+
+def _error_page(status: int, title: str, detail: str):
+    return render_template("console/error.html", status=status, title=title, detail=detail), status

@@ -1,0 +1,83 @@
+"""The audit pages: recorded decisions (filtered, paged, exported) and the policy's change history.
+
+Exports stream through the console with the session's token, because a browser has no bearer
+token to follow a link into the JSON API with.
+"""
+
+from __future__ import annotations
+
+from flask import redirect, render_template, request, url_for
+
+from domain.decision import REASONS
+from domain.errors import FieldError, GovernanceError, InvalidInputError
+from domain.policy import LANGUAGES
+from domain.specs import KINDS
+from interface import exports
+from interface.console.session import blueprint, caller, governance
+from interface.console.forms import error_items, instant
+
+PAGE_SIZE = 50
+FILTERS = ("language", "name", "outcome", "reason", "kind", "sandbox", "source", "from", "to")
+OUTCOMES = {"allowed": True, "denied": False}
+
+
+def typed_filters(args) -> dict:
+    """The filters as typed (kept in the form and in every link), blanks dropped."""
+    return {key: args.get(key, "").strip() for key in FILTERS if args.get(key, "").strip()}
+
+
+def query_of(typed: dict) -> tuple[dict, object, object]:
+    """(filters, start, end) for `Governance.decisions`, from the typed filters."""
+    language = typed.get("language")  # checked with the other filters by the application
+    outcome = typed.get("outcome")
+    if outcome is not None and outcome not in OUTCOMES:
+        raise InvalidInputError(f"unknown outcome {outcome!r}",
+                                [FieldError("outcome", "must be allowed or denied")])
+    filters = {"language": language, "name": typed.get("name"), "allowed": OUTCOMES.get(outcome),
+               **{k: typed.get(k) for k in ("reason", "kind", "sandbox", "source")}}
+    return (filters, instant(typed.get("from"), "from", day_start=True),
+            instant(typed.get("to"), "to", day_start=True, end=True))
+
+
+@blueprint.get("/audit")
+def audit():
+    typed = typed_filters(request.args)
+    cursor = request.args.get("cursor") or None
+    try:
+        filters, start, end = query_of(typed)
+        page = governance().decisions(caller()["workspace"], filters, start, end, PAGE_SIZE, cursor)
+    except GovernanceError as error:
+        return _audit_page(typed, cursor, None, error), 422
+    return _audit_page(typed, cursor, page, None)
+
+
+def _audit_page(typed, cursor, page, refusal):
+    return render_template("console/audit.html", typed=typed, cursor=cursor, page=page,
+                           refusal=refusal, problems=error_items(refusal) if refusal else [],
+                           languages=LANGUAGES, reasons=REASONS, kinds=KINDS)
+
+
+@blueprint.get("/audit/export.<any(csv, jsonl):fmt>")
+def export(fmt: str):
+    try:
+        filters, start, end = query_of(typed_filters(request.args))
+    except GovernanceError:
+        return redirect(url_for("console.audit", **request.args))  # which shows what is wrong
+    workspace = caller()["workspace"]
+    rows = governance().export_decisions(workspace, filters, start, end)
+    return exports.stream(rows, fmt, f"decisions-{workspace}")
+
+
+@blueprint.get("/history")
+def history():
+    typed = {k: request.args.get(k, "").strip() for k in ("from", "to") if request.args.get(k, "").strip()}
+    cursor = request.args.get("cursor") or None
+    try:
+        start = instant(typed.get("from"), "from", day_start=True)
+        end = instant(typed.get("to"), "to", day_start=True, end=True)
+        page = governance().history(caller()["workspace"], start, end, PAGE_SIZE, cursor)
+    except GovernanceError as error:
+        return render_template("console/history.html", typed=typed, page=None, refusal=error,
+                               problems=error_items(error)), 422
+    return render_template("console/history.html", typed=typed, page=page, refusal=None,
+                           problems=[])

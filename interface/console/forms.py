@@ -1,0 +1,118 @@
+"""What the console's forms send, turned into the plain data the application takes.
+
+Kept apart from the views so the rules (what a draft is, when pasted text is a command line,
+how a browser's `datetime-local` value becomes an instant) live in one place.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from datetime import datetime
+
+from application.formats import parse_bound, parse_instant
+from domain.errors import FieldError, GovernanceError, InvalidInputError
+from domain.policy import LANGUAGES, LISTS, MODES
+
+# First words of install command lines; anything else pasted is read as specs. Programs the
+# gate cannot judge (yarn, uv...) are still recognised, so the answer names the command.
+_PROGRAMS = re.compile(r"(?:.*/)?(?:pip[\d.]*|python[\d.]*|npm|npx|pnpm|yarn|uv|pipx|poetry|conda)")
+_LOCAL_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?")
+_FIELD = re.compile(r"(?P<language>python|node)\.(?P<list>allow|deny)\[(?P<index>\d+)\]")
+TITLES = {"python": "Python", "node": "Node", "allow": "allow list", "deny": "deny list"}
+
+
+def policy_form(form) -> dict:
+    """The policy part of a posted form, as typed: {language: {mode, allow, deny}} plus note."""
+    state = {lang: {"mode": form.get(f"{lang}-mode", ""),
+                    **{lst: form.get(f"{lang}-{lst}", "") for lst in LISTS}} for lang in LANGUAGES}
+    return {**state, "note": form.get("note", ""), "expected_version": form.get("expected_version", "")}
+
+
+def policy_as_form(policy: dict) -> dict:
+    """A saved policy shown in the form: one entry per line."""
+    state = {lang: {"mode": policy[lang]["mode"],
+                    **{lst: "\n".join(policy[lang][lst]) for lst in LISTS}} for lang in LANGUAGES}
+    return {**state, "note": "", "expected_version": str(policy["version"])}
+
+
+def desired_state(form: dict) -> dict:
+    """The complete desired state for `save_policy` (and a draft for `test`)."""
+    errors = [FieldError(f"{lang}.mode", f"choose one of {', '.join(MODES)}")
+              for lang in LANGUAGES if form[lang]["mode"] not in MODES]
+    if errors:
+        raise InvalidInputError("choose a mode for every language; nothing was saved", errors)
+    return {lang: {key: form[lang][key] for key in ("mode", *LISTS)} for lang in LANGUAGES}
+
+
+def expected_version(form: dict) -> int | None:
+    text = form["expected_version"].strip()
+    if not text:
+        return None
+    if not text.isdigit():
+        raise InvalidInputError("the form's version is damaged; reload the page",
+                                [FieldError("expected_version", "must be a whole number")])
+    return int(text)
+
+
+def spec_input(language: str, text: str) -> tuple[str | None, list[str] | None, list[str] | None]:
+    """(language, specs, command): a pasted install command line, or specs one per line."""
+    joined = re.sub(r"\\\r?\n", " ", text).strip()  # shell line continuations
+    command = _command(joined)
+    if command is not None:
+        return None, None, command  # the command's program names the language
+    specs = [line.strip() for line in joined.splitlines()]
+    return language, [s for s in specs if s and not s.startswith("#")], None
+
+
+def _command(text: str) -> list[str] | None:
+    # A command's first line starts with a program and a word or option (`pip install`,
+    # `python -m pip`); a spec never does, even one with spaces (`pip >= 23`, `pip ; extra`).
+    words = text.splitlines()[0].split() if text else []
+    if len(words) < 2 or not _PROGRAMS.fullmatch(words[0]) or not (words[1][0].isalnum() or words[1][0] == "-"):
+        return None
+    try:
+        return shlex.split(text)
+    except ValueError as error:  # an unclosed quote
+        raise InvalidInputError("the command line cannot be split",
+                                [FieldError("command", f"{error} (check the quotes)")]) from None
+
+
+def instant(text: str | None, field: str, *, day_start: bool = False, end: bool = False) -> datetime | None:
+    """RFC 3339, a browser's `datetime-local` value (taken as UTC), or with day_start a date
+    (the whole day: its first instant, or with `end` the first instant of the next day)."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    if _LOCAL_TIME.fullmatch(text):
+        # The form says UTC; browsers may leave the seconds out.
+        text += ("Z" if text.count(":") == 2 else ":00Z")
+    return parse_bound(text, field, end=end) if day_start else parse_instant(text, field)
+
+
+def field_label(field: str) -> str:
+    """`python.allow[2]` -> `Python allow list, entry 3` (people count from one)."""
+    found = _FIELD.fullmatch(field)
+    if found:
+        return (f"{TITLES[found['language']]} {TITLES[found['list']]}, "
+                f"entry {int(found['index']) + 1}")
+    language, _, rest = field.partition(".")
+    if language in LANGUAGES and rest:
+        return f"{TITLES[language]} {rest}"
+    return {"specs": "Specs", "command": "Command line", "language": "Language",
+            "expected_version": "Version"}.get(field, field)
+
+
+def error_items(error: GovernanceError) -> list[dict]:
+    """Every named field of a refusal, labelled for people and keyed for the form's inputs (the
+    form is the draft, so a draft's `draft.` prefix names the same inputs)."""
+    fields = [(e.field.removeprefix("draft."), e.message) for e in error.errors]
+    return [{"field": f, "label": field_label(f), "message": m, "input": input_of(f)} for f, m in fields]
+
+
+def input_of(field: str) -> str:
+    """The form input a field error belongs to (`python.allow[2]` -> `python-allow`)."""
+    base = field.split("[", 1)[0]
+    if base in ("specs", "command", "language"):
+        return "test-input" if base != "language" else "test-language"
+    return base.replace(".", "-")

@@ -1,0 +1,337 @@
+"""The enforcing egress proxy (EGRESS.md section 7): an HTTP forward proxy for one workspace.
+
+It serves CONNECT (an opaque tunnel, so TLS passes through untouched) and absolute-form plain HTTP
+(`GET http://host/path`). For each request it judges the name (before resolving it, so a name off
+the allowlist is never even looked up: DNS is an exfiltration channel), resolves the name ONCE
+itself, judges the name and every resolved address with the same classifier as the API (which
+records the decision durably first), and dials a vetted IP literal itself, so DNS rebinding cannot
+swap the address between check and connect. Redirects are relayed, never followed: the client's
+next request comes back through here and is judged again. Anything uncertain fails closed.
+
+Threads rather than asyncio: every step that matters blocks (getaddrinfo has no async form, and
+recording a decision waits for the group-commit writer to make it durable), so asyncio would push
+each of them to a thread pool anyway. A thread per connection, capped by a semaphore, is the
+smaller program; one thread relays both directions of a connection with `selectors`.
+
+This module holds the server, the per-connection decision flow and the CLI command; the HTTP/1
+parsing, rewriting and relaying it speaks with live in `interface.egress_proxy.wire`.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+import socketserver
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from ipaddress import ip_address
+
+import click
+
+from application.decision_writer import StoreUnavailableError
+from domain.errors import GovernanceError
+from interface.egress_proxy.wire import (  # the wire pieces stay importable from here, as before the split
+    ClientGone,
+    Refusal,
+    Request,
+    answer_refusal,
+    host_header,
+    quietly,
+    read_request,
+    relay,
+    rewrite_head,
+    split_absolute,
+)
+from interface.settings import Settings, open_governance
+
+log = logging.getLogger("runcode_policy.egress_proxy")
+Resolver = Callable[[str, int], Sequence[str]]
+MAX_ADDRESSES = 64  # what the classifier accepts in `resolved`; we never dial an unjudged one
+
+
+@dataclass(frozen=True)
+class ProxyLimits:
+    max_connections: int = 256
+    connect_timeout: float = 10.0  # dialling upstream, all vetted addresses together
+    idle_timeout: float = 300.0  # no byte either way for this long ends a connection
+    max_head_bytes: int = 64 * 1024
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """getaddrinfo, once; its timeout is the system resolver's (resolv.conf `timeout:`)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+class EgressProxy(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+    def __init__(self, governance, workspace: str, listen: tuple[str, int] = ("127.0.0.1", 3128), *,
+                 resolver: Resolver = system_resolver, limits: ProxyLimits | None = None,
+                 sandbox: str | None = None):
+        limits = limits or ProxyLimits()
+        self.governance, self.workspace, self.sandbox = governance, workspace, sandbox
+        self.resolver, self.limits = resolver, limits
+        self.slots = threading.BoundedSemaphore(limits.max_connections)
+        self._refusers = threading.BoundedSemaphore(limits.max_connections)
+        self._active: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.address_family = socket.AF_INET6 if ":" in listen[0] else socket.AF_INET
+        super().__init__(listen, _Handler)
+
+    def start(self, poll_interval: float = 0.1) -> EgressProxy:
+        """Serve from a background thread (embedding and tests); `close` stops it."""
+        self._thread = threading.Thread(target=self.serve_forever, args=(poll_interval,),
+                                        name="egress-proxy", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self.shutdown()
+        with self._lock:
+            active = list(self._active)
+        for sock in active:  # wakes every relay, so the joins below are quick
+            quietly(sock.shutdown, socket.SHUT_RDWR)
+        self.server_close()
+
+    def process_request(self, request, client_address):
+        if self.slots.acquire(blocking=False):
+            try:
+                super().process_request(request, client_address)
+            except BaseException:
+                self.slots.release()
+                raise
+        elif self._refusers.acquire(blocking=False):
+            threading.Thread(target=self._refuse_busy, args=(request,), daemon=True).start()
+        else:  # even the refusers are all busy: a plain close costs the least
+            self.shutdown_request(request)
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+    def _refuse_busy(self, sock: socket.socket) -> None:
+        try:
+            sock.settimeout(1.0)
+            quietly(read_request, sock, self.limits.max_head_bytes, 1.0)  # then no RST eats the 503
+            quietly(answer_refusal, sock, Refusal(503, "too many connections; try again shortly"))
+        finally:
+            self.shutdown_request(sock)
+            self._refusers.release()
+
+    def track(self, sock: socket.socket, active: bool) -> None:
+        with self._lock:
+            (self._active.add if active else self._active.discard)(sock)
+
+    def is_self(self, upstream: socket.socket) -> bool:
+        """Self-connection (smokescreen's check): a dial that reached our own listener."""
+        peer, local, listen = upstream.getpeername()[:2], upstream.getsockname()[:2], self.server_address[:2]
+        wildcard = ip_address(listen[0]).is_unspecified
+        return peer[1] == listen[1] and (peer[0] == listen[0] or (wildcard and peer[0] == local[0]))
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    def handle(self):
+        self.server.track(self.request, True)
+        try:
+            _Exchange(self.server, self.request, self.client_address).run()
+        finally:
+            self.server.track(self.request, False)
+
+
+class _Exchange:
+    """One client connection: one request head, one decision, then a relay or a refusal."""
+
+    def __init__(self, proxy: EgressProxy, client: socket.socket, peer):
+        self.proxy, self.client, self.limits = proxy, client, proxy.limits
+        self.context = {"source": "egress-proxy", "sandbox": proxy.sandbox, "client": f"{peer[0]}:{peer[1]}"}
+
+    def run(self) -> None:
+        try:
+            request = read_request(self.client, self.limits.max_head_bytes, self.limits.idle_timeout)
+            self.client.settimeout(self.limits.idle_timeout)
+            self.context["method"] = request.method
+            if request.method == "CONNECT":
+                self.tunnel(request)
+            else:
+                self.forward(request)
+        except Refusal as refusal:
+            if refusal.reason is None:  # decisions are logged where they are made
+                log.info("refused status=%s client=%s detail=%r", refusal.status, self.context["client"],
+                         refusal.text)
+            quietly(answer_refusal, self.client, refusal)
+        except (ClientGone, OSError):
+            pass  # the client left or stalled: nothing to answer
+
+    def tunnel(self, request: Request) -> None:
+        _, upstream = self.open(request.target, None)
+        try:
+            self.client.sendall(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+            upstream.sendall(request.rest)
+            relay(self.client, upstream, self.limits.idle_timeout, until_upstream_closes=False)
+        finally:
+            upstream.close()
+
+    def forward(self, request: Request) -> None:
+        origin, path = split_absolute(request.target)
+        answer, upstream = self.open(origin, 80)
+        try:
+            upstream.sendall(rewrite_head(request, path, host_header(answer)) + request.rest)
+            relay(self.client, upstream, self.limits.idle_timeout, until_upstream_closes=True)
+        finally:
+            upstream.close()
+
+    def open(self, target: str, default_port: int | None) -> tuple[dict, socket.socket]:
+        """Judge the name, resolve once, judge name and addresses (recorded), dial a vetted one."""
+        first = self.proxy.governance.judge_egress(target)
+        if not first["allowed"]:
+            self.decide(target, ())  # records the same denial and raises: a refused name is never resolved
+        port = first["port"] or default_port
+        if port is None:
+            raise Refusal(400, "CONNECT needs host:port")
+        host = first["host"]
+        literal = _is_ip(host)
+        addresses = [host] if literal else self.resolve(host, port)
+        answer = self.decide(target, () if literal else addresses)
+        return answer, self.dial(addresses, port)
+
+    def resolve(self, host: str, port: int) -> list[str]:
+        try:
+            found = list(self.proxy.resolver(host, port))[:MAX_ADDRESSES]
+        except (OSError, UnicodeError) as error:
+            raise Refusal(502, f"cannot resolve {host}: {error}") from None
+        if not found:
+            raise Refusal(502, f"{host} has no addresses")
+        return found
+
+    def decide(self, target: str, resolved: Sequence[str]) -> dict:
+        """Record the decision (fail closed if that is impossible); refuse unless allowed."""
+        try:
+            answer = self.proxy.governance.evaluate_egress(
+                self.proxy.workspace, target, resolved, self.context)
+        except StoreUnavailableError as error:
+            log.warning("decision=unrecorded target=%r error=%s", target, error.detail)
+            raise Refusal(503, "the decision could not be recorded, so it is refused") from None
+        except Exception:  # noqa: BLE001 - whatever broke, an unrecorded allow must not happen
+            log.exception("decision=failed target=%r", target)
+            raise Refusal(503, "the decision could not be made, so it is refused") from None
+        _log_decision(self.proxy.workspace, self.context, target, resolved, answer)
+        if not answer["allowed"]:
+            raise _denied(target, answer)
+        return answer
+
+    def dial(self, addresses: list[str], port: int) -> socket.socket:
+        deadline, failures, status = time.monotonic() + self.limits.connect_timeout, [], 502
+        for address in addresses:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                status = 504
+                break
+            sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_STREAM)
+            sock.settimeout(remaining)
+            try:
+                sock.connect((address, port))  # an IP literal: no second resolution, no rebinding
+            except OSError as error:
+                sock.close()
+                failures.append(f"{address}: {error or 'timed out'}")
+                status = 504 if isinstance(error, TimeoutError) else status
+                continue
+            return self.checked(sock, address, port)
+        raise Refusal(status, f"cannot connect to port {port}: {'; '.join(failures) or 'timed out'}")
+
+    def checked(self, sock: socket.socket, address: str, port: int) -> socket.socket:
+        """The connected upstream, unless it looped back to this proxy (refused, closed)."""
+        if self.proxy.is_self(sock):
+            sock.close()
+            raise Refusal(508, f"{address}:{port} is this proxy itself")
+        sock.settimeout(self.limits.idle_timeout)
+        return sock
+
+
+def _denied(target: str, answer: dict) -> Refusal:
+    why = f"{answer['reason']} ({answer['detail']})" if answer["detail"] else answer["reason"]
+    return Refusal(403, f"refused {target}: {why}", answer["reason"], answer["id"])
+
+
+def _log_decision(workspace: str, context: dict, target: str, resolved, answer: dict) -> None:
+    log.info("decision=%s reason=%s workspace=%s client=%s method=%s target=%r host=%s port=%s "
+             "resolved=%s id=%s", "allow" if answer["allowed"] else "deny", answer["reason"], workspace,
+             context["client"], context.get("method"), target, answer["host"], answer["port"],
+             ",".join(resolved) or "-", answer["id"])
+
+
+def _is_ip(host: str | None) -> bool:
+    try:
+        ip_address(host or "")
+    except ValueError:
+        return False
+    return True
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """`127.0.0.1:3128` or `[::1]:3128`."""
+    host, colon, port = text.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not colon or not port.isdigit() or int(port) > 65535 or not _is_ip(host):
+        raise click.BadParameter(f"{text!r} must be IP:port, such as 127.0.0.1:3128 or [::1]:3128")
+    return host, int(port)
+
+
+@click.command("egress-proxy")
+@click.option("--listen", default="127.0.0.1:3128", show_default=True,
+              callback=lambda ctx, param, value: parse_listen(value), help="IP:port to listen on")
+@click.option("--workspace", required=True, help="Workspace whose audit log records the decisions")
+@click.option("--sandbox", default=None, help="Label recorded as context.sandbox on every decision")
+@click.option("--max-connections", type=click.IntRange(1, 100_000), default=256, show_default=True)
+@click.option("--connect-timeout", type=click.FloatRange(0.1, 300), default=10.0, show_default=True)
+@click.option("--idle-timeout", type=click.FloatRange(1, 86_400), default=300.0, show_default=True)
+def egress_proxy_command(listen, workspace, sandbox, max_connections, connect_timeout, idle_timeout):
+    """Run the enforcing egress proxy (CONNECT and plain HTTP) for one workspace."""
+    try:
+        settings = Settings.from_env()
+    except GovernanceError as error:
+        raise click.ClickException(error.detail) from None
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    limits = ProxyLimits(max_connections, connect_timeout, idle_timeout)
+    governance, proxy = _open_proxy(settings, workspace, listen, limits, sandbox)
+    log.info("listening on %s:%s for workspace %s; %s", *listen, workspace, settings.egress.describe())
+    signal.signal(signal.SIGTERM, _interrupt)
+    _serve(proxy, governance)
+
+
+def _open_proxy(settings: Settings, workspace: str, listen: tuple[str, int], limits: ProxyLimits,
+                sandbox: str | None):
+    """The governance store and a bound proxy, or a ClickException (with the store closed)."""
+
+    governance = open_governance(settings)
+    try:
+        governance.require_workspace(workspace)
+        return governance, EgressProxy(governance, workspace, listen, limits=limits, sandbox=sandbox)
+    except (GovernanceError, OSError) as error:
+        governance.close()
+        raise click.ClickException(getattr(error, "detail", None) or str(error)) from None
+
+
+def _serve(proxy: EgressProxy, governance) -> None:
+    """Serve until interrupted (SIGINT, or SIGTERM turned into one), then close both."""
+    try:
+        proxy.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        proxy.close()
+        governance.close()
+        log.info("stopped")
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt

@@ -1,0 +1,244 @@
+"""The v1 HTTP API against a real server on loopback, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+
+P = "/api/v1/workspaces/acme"
+SAVE = {"expected_version": 0, "note": "approve pandas for the data team",
+        "python": {"mode": "allowlist", "allow": "pandas==2.1, numpy\nscipy", "deny": []},
+        "node": {"mode": "denylist", "allow": [], "deny": ["@evil/pkg"]}}
+EVALUATE = {"language": "python", "specs": ["pandas==2.1", "requests"],
+            "context": {"sandbox": "sbx-42", "source": "run-code", "skill": None, "actor": "agent-7"}}
+
+# (method, path, body, least role that may call it)
+ENDPOINTS = [
+    ("GET", P + "/policy", None, "auditor"),
+    ("PUT", P + "/policy", {"note": "x"}, "admin"),
+    ("POST", P + "/policy/changes",
+     {"changes": [{"action": "switch-mode", "language": "node", "mode": "denylist"}]}, "admin"),
+    ("GET", P + "/history", None, "auditor"),
+    ("POST", P + "/evaluate", EVALUATE, "sandbox"),
+    ("POST", P + "/test", {"language": "python", "specs": ["x"]}, "auditor"),
+    ("POST", P + "/test", {"language": "python", "specs": ["x"], "draft": {}}, "admin"),
+    ("GET", P + "/decisions", None, "auditor"),
+    ("GET", P + "/packages/python/pandas", None, "auditor"),
+    ("GET", P + "/tokens", None, "owner"),
+    ("POST", P + "/tokens", {"name": "n", "role": "auditor"}, "owner"),
+]
+RANK = ["sandbox", "auditor", "admin", "owner"]
+
+
+@pytest.mark.parametrize("method,path,body,least", ENDPOINTS, ids=lambda v: v if isinstance(v, str) else None)
+def test_every_role_against_every_endpoint(live, method, path, body, least):
+    for role in RANK:
+        reply = live.call(method, path, live.tokens[role], body)
+        if RANK.index(role) >= RANK.index(least):
+            assert reply.status < 400, (role, reply.status, reply.body)
+        else:
+            assert reply.status == 403 and reply.media == "application/problem+json", (role, reply.status)
+    assert live.call(method, path, None, body).status == 401
+    assert live.call(method, path, "rcp_unknown", body).status == 401
+    assert live.call(method, path, live.tokens["other-workspace"], body).status == 404
+
+
+def test_a_token_never_learns_whether_another_workspace_exists(live):
+    existing = live.call("GET", "/api/v1/workspaces/other/policy", live.tokens["owner"])
+    missing = live.call("GET", "/api/v1/workspaces/nowhere/policy", live.tokens["owner"])
+    assert existing.status == missing.status == 404
+    assert existing.json["detail"].replace("other", "X") == missing.json["detail"].replace("nowhere", "X")
+
+
+def test_the_admins_save_and_the_sandboxs_evaluate(live):
+    saved = live.call("PUT", P + "/policy", live.tokens["admin"], SAVE)
+    assert saved.status == 200, saved.body
+    assert saved.json["python"] == {"mode": "allowlist", "allow": ["numpy", "pandas", "scipy"], "deny": []}
+    assert saved.json["version"] == 5 and saved.json["changed_by"] == "admin-token"
+    answer = live.call("POST", P + "/evaluate", live.tokens["sandbox"], EVALUATE).json
+    assert answer["allowed"] is False and answer["policy_version"] == 5
+    pandas, requests = answer["decisions"]
+    assert pandas["reason"] == "matches-the-allow-list" and pandas["at"].endswith("Z")
+    assert requests["reason"] == "not-on-the-allow-list"
+    assert "requests is not on the Python allow list of workspace acme" in requests["message"]
+    one = live.call("GET", f"{P}/decisions/{requests['id']}", live.tokens["auditor"])
+    assert one.json == requests
+
+
+def test_a_stale_save_is_409_and_saves_nothing(live):
+    live.call("PUT", P + "/policy", live.tokens["admin"], SAVE)
+    again = live.call("PUT", P + "/policy", live.tokens["admin"], {**SAVE, "python": {"allow": []}})
+    assert again.status == 409 and again.json["errors"][0]["field"] == "expected_version"
+    assert live.call("GET", P + "/policy", live.tokens["auditor"]).json["version"] == 5
+
+
+def test_bad_entries_are_422_naming_every_one(live):
+    body = {"python": {"allow": ["pandas", "https://evil/x.tgz", "numpy", "-r req.txt"]}}
+    reply = live.call("PUT", P + "/policy", live.tokens["admin"], body)
+    assert reply.status == 422 and reply.media == "application/problem+json"
+    assert [e["field"] for e in reply.json["errors"]] == ["python.allow[1]", "python.allow[3]"]
+
+
+@pytest.mark.parametrize("body,field", [
+    ({"language": "ruby", "specs": ["x"]}, "language"),
+    ({"language": "python", "specs": "pandas"}, "specs"),
+    ({"language": "python", "specs": ["x"], "surprise": 1}, "surprise"),
+    ({"language": "python", "specs": []}, "specs"),
+    ({"language": "python", "specs": [1]}, "specs[0]"),
+    ({"language": "python"}, "specs"),
+    ({"specs": ["x"]}, "language"),
+])
+def test_wrong_bodies_are_422_with_the_field(live, body, field):
+    reply = live.call("POST", P + "/evaluate", live.tokens["sandbox"], body)
+    assert reply.status == 422, reply.body
+    assert field in [e["field"] for e in reply.json["errors"]]
+
+
+def test_malformed_huge_and_mistyped_bodies_are_refused_clearly(live):
+    token = live.tokens["sandbox"]
+    assert live.call("POST", P + "/evaluate", token, raw=b"{nope").status == 400
+    assert live.call("POST", P + "/evaluate", token, raw=b"{}", headers={"Content-Type": "text/plain"}).status == 415
+    huge = b'{"language": "python", "specs": ["' + b"a" * (1024 * 1024) + b'"]}'
+    reply = live.call("POST", P + "/evaluate", token, raw=huge)
+    assert reply.status == 413 and reply.media == "application/problem+json"
+
+
+@pytest.mark.parametrize("query,field", [("at=yesterday", "at"), ("at=2026-03-03T10:00:00", "at")])
+def test_bad_timestamps_are_422(live, query, field):
+    reply = live.call("GET", f"{P}/policy?{query}", live.tokens["auditor"])
+    assert reply.status == 422 and reply.json["errors"][0]["field"] == field
+
+
+def test_bad_cursors_and_limits_are_422(live):
+    token = live.tokens["auditor"]
+    assert live.call("GET", P + "/decisions?cursor=%%%", token).status == 422
+    assert live.call("GET", P + "/decisions?limit=5000", token).status == 422
+    assert live.call("GET", P + "/history?cursor=abc", token).status == 422
+
+
+def test_the_auditors_question_was_pandas_allowed_then(live):
+    before = live.call("GET", P + "/packages/python/Pandas==2.1?at=2020-01-01T00:00:00Z", live.tokens["auditor"]).json
+    assert before["allowed"] is True and before["reason"] == "not-on-the-deny-list" and before["because"] is None
+    live.call("PUT", P + "/policy", live.tokens["admin"], SAVE)
+    now = live.call("GET", P + "/packages/python/pandas", live.tokens["auditor"]).json
+    assert now["reason"] == "matches-the-allow-list" and now["because"]["by"] == "admin-token"
+    scoped = live.call("GET", P + "/packages/node/@evil/pkg", live.tokens["auditor"]).json
+    assert scoped["name"] == "@evil/pkg" and scoped["reason"] == "matches-the-deny-list"
+    day = live.call("GET", P + "/packages/python/pandas?on=" + now["at"][:10], live.tokens["auditor"]).json
+    assert [i["allowed"] for i in day["intervals"]][-1] is True and "decisions" in day
+
+
+def test_history_and_decision_exports(live):
+    live.call("PUT", P + "/policy", live.tokens["admin"], SAVE)
+    for _ in range(3):
+        live.call("POST", P + "/evaluate", live.tokens["sandbox"], EVALUATE)
+    history = live.call("GET", P + "/history?limit=2", live.tokens["auditor"]).json
+    assert [c["version"] for c in history["changes"]] == [1, 2] and history["next_cursor"]
+    rest = live.call("GET", P + "/history?cursor=" + history["next_cursor"], live.tokens["auditor"]).json
+    assert [c["version"] for c in rest["changes"]] == [3, 4, 5]
+    csv = live.call("GET", P + "/decisions?format=csv&allowed=false", live.tokens["auditor"])
+    assert csv.media == "text/csv" and csv.body.decode().count("\n") == 4
+    jsonl = live.call("GET", P + "/decisions?format=jsonl&name=PANDAS&language=python", live.tokens["auditor"])
+    assert jsonl.body.decode().count('"name": "pandas"') == 3
+
+
+def test_tokens_are_shown_once_and_revoked_at_once(live):
+    issued = live.call("POST", P + "/tokens", live.tokens["owner"], {"name": "ci-sandbox", "role": "sandbox"})
+    assert issued.status == 201
+    secret = issued.json["token"]
+    assert live.call("POST", P + "/evaluate", secret, EVALUATE).status == 200
+    listed = live.call("GET", P + "/tokens", live.tokens["owner"]).json["tokens"]
+    assert all("token" not in t for t in listed) and secret not in str(listed)
+    assert live.call("DELETE", f"{P}/tokens/{issued.json['id']}", live.tokens["owner"]).status == 204
+    assert live.call("POST", P + "/evaluate", secret, EVALUATE).status == 401
+
+
+def test_operations_endpoints_need_no_token(live):
+    assert live.call("GET", "/healthz").json == {"status": "ok"}
+    assert live.call("GET", "/readyz").status == 200
+    live.call("POST", P + "/evaluate", live.tokens["sandbox"], EVALUATE)
+    metrics = live.call("GET", "/metrics").body.decode()
+    assert "runcode_policy_decisions_total" in metrics and "runcode_policy_request_seconds" in metrics
+    assert live.call("GET", "/api/v1/openapi.json").json["openapi"] == "3.1.0"
+
+
+def test_unknown_routes_and_methods_are_problems(live):
+    assert live.call("GET", "/api/v1/nothing").media == "application/problem+json"
+    reply = live.call("PATCH", P + "/policy", live.tokens["owner"], {})
+    assert reply.status == 405 and reply.media == "application/problem+json"
+
+
+@pytest.mark.postgres
+def test_when_the_store_goes_away_answers_are_503_and_the_sandbox_fails_closed(postgres_schema_url):
+    from urllib.parse import urlsplit
+
+    from interface import create_app
+    from tests.support.http_client import LiveServer
+    from tests.support.tcp_forwarder import Forwarder
+
+    parts = urlsplit(postgres_schema_url)
+    forwarder = Forwarder(parts.port or 5432)
+    url = parts._replace(netloc=f"{parts.username}@127.0.0.1:{forwarder.port}").geturl() + "&connect_timeout=1"
+    server = LiveServer(create_app(env={"RUNCODE_POLICY_DATABASE_URL": url}))
+    governance = server.app.extensions["governance"]
+    sandbox = governance.issue_token(governance.create_workspace("acme")["workspace"], "s", "sandbox", by="t")
+    try:
+        assert server.call("POST", P + "/evaluate", sandbox["token"], EVALUATE).status == 200
+        forwarder.cut()
+        assert server.call("GET", "/healthz").status == 200
+        assert server.call("GET", "/readyz").status == 503
+        reply = server.call("POST", P + "/evaluate", sandbox["token"], EVALUATE)
+        assert reply.status == 503 and reply.media == "application/problem+json"
+    finally:
+        server.close()
+        governance.close()
+
+
+def test_hostile_bodies_and_instants_are_4xx_never_500(live):
+    deep = b"[" * 5000 + b"]" * 5000
+    assert live.call("POST", P + "/evaluate", live.tokens["sandbox"], raw=deep).status == 400
+    for query in ("at=0001-01-01T00:00:00%2B01:00", "at=9999-12-31T23:59:59-01:00", "at=2026-11-30T11:59Z"):
+        reply = live.call("GET", f"{P}/policy?{query}", live.tokens["auditor"])
+        assert reply.status == 422 and reply.json["errors"][0]["field"] == "at", query
+    assert live.call("GET", P + "/packages/python/pandas?on=2026-W48", live.tokens["auditor"]).status == 422
+    early = live.call("GET", P + "/packages/python/pandas?at=0001-01-01T00:00:00Z", live.tokens["auditor"])
+    assert early.json["at"] == "0001-01-01T00:00:00.000000Z"
+
+
+@pytest.mark.parametrize("method,path,body,field", [
+    ("POST", "/tokens", {"name": "a\u0000b", "role": "sandbox"}, "name"),
+    ("PUT", "/policy", {"note": "a\u0000b"}, "note"),
+    ("POST", "/evaluate", {**EVALUATE, "context": {"sandbox": "a\u0000b"}}, "context.sandbox"),
+    ("GET", "/decisions?sandbox=a%00b", None, "sandbox"),
+    ("GET", "/decisions?reason=bogus", None, "reason"),
+])
+def test_nul_bytes_and_unknown_values_are_422_on_every_store(live, method, path, body, field):
+    reply = live.call(method, P + path, live.tokens["owner"], body)
+    assert reply.status == 422 and field in [e["field"] for e in reply.json["errors"]], reply.body
+    assert live.call("GET", P + "/decisions/%00", live.tokens["owner"]).status == 404
+
+
+def test_http_details_allow_header_empty_204_and_metrics_type(live):
+    reply = live.call("DELETE", P + "/policy", live.tokens["owner"])
+    assert reply.status == 405 and "GET" in reply.headers["allow"]
+    issued = live.call("POST", P + "/tokens", live.tokens["owner"], {"name": "x", "role": "auditor"}).json
+    revoked = live.call("DELETE", f"{P}/tokens/{issued['id']}", live.tokens["owner"])
+    assert revoked.status == 204 and "content-type" not in revoked.headers
+    assert live.call("GET", "/metrics").headers["content-type"].count("charset") == 1
+
+
+def test_exports_cannot_carry_spreadsheet_formulas_and_names_match_any_spelling(live):
+    specs = ["=HYPERLINK(\"http://evil\",\"x\")", "+1", "Pandas"]
+    live.call("POST", P + "/evaluate", live.tokens["sandbox"],
+              {"language": "python", "specs": specs, "context": {"sandbox": "@SUM(1)"}})
+    csv = live.call("GET", P + "/decisions?format=csv", live.tokens["auditor"]).body.decode()
+    assert "'=HYPERLINK" in csv and "'+1" in csv and "'@SUM(1)" in csv
+    assert ",true," in csv or ",false," in csv
+    found = live.call("GET", P + "/decisions?name=PANDAS", live.tokens["auditor"]).json["decisions"]
+    assert [d["name"] for d in found] == ["pandas"]
+
+
+def test_a_bare_date_as_to_includes_that_whole_day(live):
+    live.call("PUT", P + "/policy", live.tokens["admin"], SAVE)
+    today = live.call("GET", P + "/history", live.tokens["auditor"]).json["changes"][0]["at"][:10]
+    reply = live.call("GET", f"{P}/history?from={today}&to={today}", live.tokens["auditor"]).json
+    assert len(reply["changes"]) == 5

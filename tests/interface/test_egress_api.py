@@ -1,0 +1,232 @@
+"""The egress endpoints against a real server on loopback, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from ipaddress import IPv4Address
+from pathlib import Path
+
+import pytest
+
+from application.egress import EgressConfig
+from application.governance import Governance
+from domain.errors import EgressConfigError
+from interface import create_app
+from interface.egress_config import egress_config_from_env
+from interface.settings import Settings
+from tests.support.http_client import LiveServer
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "egress.jsonl"
+P = "/api/v1/workspaces/acme"
+RANK = ["sandbox", "auditor", "admin", "owner"]
+EVALUATE = {"target": "https://pypi.org/simple/", "resolved": ["151.101.0.223"],
+            "context": {"sandbox": "sbx-42", "source": "run-code", "skill": None, "actor": "agent-7"}}
+TEST = {"target": "https://pypi.org/simple/", "resolved": ["151.101.0.223"],
+        "hostname_allowlist": ["pypi.org"]}
+
+
+def _corpus() -> list[dict]:
+    return [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_every_corpus_case_gets_its_expected_answer_from_the_test_endpoint(live):
+    cases = _corpus()
+    assert cases, f"no cases read from {CORPUS}"
+    mismatches = []
+    for case in cases:
+        body = {k: case[k] for k in ("target", "resolved", "hostname_allowlist")}
+        reply = live.call("POST", P + "/egress/test", live.tokens["admin"], body)
+        got = (reply.status, reply.json.get("allowed"), reply.json.get("reason"))
+        if got != (200, case["expected"] == "allow", case["reason"]):
+            mismatches.append((case["target"], case["hostname_allowlist"], case["reason"], got))
+    assert not mismatches, f"{len(mismatches)} of {len(cases)} cases differ: {mismatches}"
+
+
+def test_the_test_endpoint_records_nothing_and_gives_no_id(live):
+    reply = live.call("POST", P + "/egress/test", live.tokens["admin"], TEST)
+    assert reply.status == 200 and reply.json["allowed"] is True and reply.json["id"] is None
+    assert live.call("GET", P + "/decisions?kind=egress", live.tokens["auditor"]).json["decisions"] == []
+
+
+def test_an_evaluated_destination_is_recorded_in_the_audit_log_and_its_export(live):
+    answer = live.call("POST", P + "/egress/evaluate", live.tokens["sandbox"], EVALUATE).json
+    assert answer == {"allowed": True, "reason": "allowed", "host": "pypi.org", "port": 443,
+                      "id": answer["id"], "detail": None}
+    denied = live.call("POST", P + "/egress/evaluate", live.tokens["sandbox"],
+                       {"target": "http://169.254.169.254/latest/meta-data/"}).json
+    assert denied["allowed"] is False and denied["reason"] == "cloud-metadata" and denied["detail"]
+
+    listed = live.call("GET", P + "/decisions?kind=egress", live.tokens["auditor"]).json["decisions"]
+    assert [d["id"] for d in listed] == [denied["id"], answer["id"]]
+    first = listed[1]
+    assert first["kind"] == "egress" and first["name"] == "pypi.org" and first["language"] is None
+    assert first["spec"] == EVALUATE["target"] and first["resolved"] == EVALUATE["resolved"]
+    assert first["context"]["sandbox"] == "sbx-42" and first["at"].endswith("Z")
+    one = live.call("GET", P + f"/decisions/{denied['id']}", live.tokens["auditor"]).json
+    assert one["reason"] == "cloud-metadata" and one["allowed"] is False
+
+    export = live.call("GET", P + "/decisions?kind=egress&format=csv", live.tokens["auditor"])
+    rows = list(csv.DictReader(io.StringIO(export.body.decode())))
+    assert [(r["kind"], r["name"], r["reason"]) for r in rows] == [
+        ("egress", "169.254.169.254", "cloud-metadata"), ("egress", "pypi.org", "allowed")]
+    assert rows[1]["sandbox"] == "sbx-42"
+
+
+def test_egress_decisions_are_filtered_apart_from_package_decisions(live):
+    live.call("POST", P + "/evaluate", live.tokens["sandbox"], {"language": "python", "specs": ["numpy"]})
+    live.call("POST", P + "/egress/evaluate", live.tokens["sandbox"], EVALUATE)
+    kinds = {d["kind"] for d in live.call("GET", P + "/decisions", live.tokens["auditor"]).json["decisions"]}
+    egress = live.call("GET", P + "/decisions?kind=egress", live.tokens["auditor"]).json["decisions"]
+    assert kinds == {"registry", "egress"} and [d["kind"] for d in egress] == ["egress"]
+
+
+def test_egress_decisions_are_counted_in_the_metrics(live):
+    live.call("POST", P + "/egress/evaluate", live.tokens["sandbox"], {"target": "http://127.0.0.1/"})
+    text = live.call("GET", "/metrics").body.decode()
+    assert 'kind="egress",outcome="denied",reason="loopback"' in text
+
+
+@pytest.mark.parametrize("path,body,least", [("/egress/evaluate", EVALUATE, "sandbox"),
+                                             ("/egress/test", TEST, "admin")])
+def test_only_the_right_roles_may_evaluate_or_test_egress(live, path, body, least):
+    for role in RANK:
+        reply = live.call("POST", P + path, live.tokens[role], body)
+        expected = 200 if RANK.index(role) >= RANK.index(least) else 403
+        assert reply.status == expected, (role, reply.status, reply.body)
+    assert live.call("POST", P + path, None, body).status == 401
+    assert live.call("POST", P + path, live.tokens["other-workspace"], body).status == 404
+
+
+def test_invalid_allowlist_entries_are_refused_naming_each_one(live):
+    body = {**TEST, "hostname_allowlist": ["pypi.org", "*", "api.*.example.com", "10.0.0.1", "ok.example"]}
+    reply = live.call("POST", P + "/egress/test", live.tokens["admin"], body)
+    assert reply.status == 422 and reply.media == "application/problem+json"
+    fields = {e["field"]: e["message"] for e in reply.json["errors"]}
+    assert set(fields) == {"hostname_allowlist[1]", "hostname_allowlist[2]", "hostname_allowlist[3]"}
+    assert "'api.*.example.com'" in fields["hostname_allowlist[2]"]
+    assert "api.*.example.com" in reply.json["detail"] and "'10.0.0.1'" in reply.json["detail"]
+
+
+def test_malformed_egress_bodies_are_problems_not_crashes(live):
+    for body in ({"target": 5}, {"resolved": []}, {"target": "x", "resolved": "1.2.3.4"},
+                 {"target": "x", "extra": 1}, {"target": "x", "resolved": ["1.1.1.1"] * 65}):
+        reply = live.call("POST", P + "/egress/evaluate", live.tokens["sandbox"], body)
+        assert reply.status == 422 and reply.media == "application/problem+json", (body, reply.body)
+    missing = live.call("POST", P + "/egress/test", live.tokens["admin"], {"target": "x"})
+    assert missing.status == 422  # the allowlist must be given explicitly (null for open)
+
+
+def test_an_unreadable_resolver_answer_is_denied_as_an_invalid_target(live):
+    reply = live.call("POST", P + "/egress/evaluate", live.tokens["sandbox"],
+                      {"target": "example.com", "resolved": ["not-an-ip"]})
+    assert reply.status == 200 and reply.json["reason"] == "invalid-target" and reply.json["id"]
+
+
+def test_both_egress_endpoints_are_in_the_openapi_document(live):
+    paths = live.call("GET", "/api/v1/openapi.json").json["paths"]
+    evaluate = paths["/api/v1/workspaces/{ws}/egress/evaluate"]["post"]
+    test = paths["/api/v1/workspaces/{ws}/egress/test"]["post"]
+    assert evaluate["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/EgressBody")
+    assert test["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/EgressTestBody")
+    assert {"200", "403", "422", "503"} <= set(evaluate["responses"])
+
+
+@pytest.fixture
+def deployed(database_url):
+    """The service built from settings, with a deployment allowlist and an extra deny range."""
+    env = {"RUNCODE_POLICY_DATABASE_URL": database_url,
+           "RUNCODE_POLICY_EGRESS_ALLOWLIST": "pypi.org,\n*.pythonhosted.org",
+           "RUNCODE_POLICY_EGRESS_DENY_RANGES": "151.101.64.0/18"}
+    flask_app = create_app(env=env)
+    governance: Governance = flask_app.extensions["governance"]
+    owner = governance.create_workspace("acme", by="founder")["token"]
+    server = LiveServer(flask_app)
+    sandbox = governance.issue_token("acme", "s", "sandbox", by="x")["token"]
+    server.tokens = {"owner": owner, "sandbox": sandbox}
+    yield server
+    server.close()
+    governance.close()
+
+
+def test_the_deployment_allowlist_and_deny_ranges_govern_evaluate(deployed):
+    def judge(target, resolved=()):
+        reply = deployed.call("POST", P + "/egress/evaluate", deployed.tokens["sandbox"],
+                              {"target": target, "resolved": list(resolved)})
+        assert reply.status == 200, reply.body
+        return reply.json["allowed"], reply.json["reason"]
+
+    assert judge("https://pypi.org/simple/", ["151.101.0.223"]) == (True, "allowed")
+    assert judge("https://files.pythonhosted.org/x", ["146.75.28.223"]) == (True, "allowed")
+    assert judge("https://github.com/", ["140.82.121.4"]) == (False, "not-on-hostname-allowlist")
+    assert judge("https://pypi.org/", ["151.101.64.223"]) == (False, "reserved")  # operator range
+    # The explicit allowlist of the test endpoint replaces the deployment's, for admins' what-ifs.
+    test = deployed.call("POST", P + "/egress/test", deployed.tokens["owner"],
+                         {"target": "https://github.com/", "resolved": [], "hostname_allowlist": None})
+    assert test.json["allowed"] is True
+
+
+# -- deployment configuration (no store needed) -------------------------------------------------
+def test_egress_is_open_unless_an_allowlist_is_configured():
+    assert Settings.from_env({}).egress == EgressConfig()
+    assert Settings.from_env({}).egress.hostname_allowlist is None
+
+
+def test_an_empty_allowlist_setting_denies_every_name():
+    config = egress_config_from_env({"RUNCODE_POLICY_EGRESS_ALLOWLIST": " ,\n "})
+    assert config.hostname_allowlist == ()
+
+
+def test_allowlist_settings_are_split_on_commas_and_newlines_and_normalised():
+    config = egress_config_from_env({
+        "RUNCODE_POLICY_EGRESS_ALLOWLIST": "Example.COM., *.PyPI.org\nmünchen.de",
+        "RUNCODE_POLICY_EGRESS_DENY_RANGES": "203.0.114.0/24,\n2a00:1::/32"})
+    assert config.hostname_allowlist == ("example.com", "*.pypi.org", "xn--mnchen-3ya.de")
+    assert [str(r) for r in config.deny_ranges] == ["203.0.114.0/24", "2a00:1::/32"]
+    assert config.allow_addresses == ()
+
+
+def test_a_bad_egress_setting_refuses_to_start_naming_every_bad_entry():
+    env = {"RUNCODE_POLICY_EGRESS_ALLOWLIST": "pypi.org, *, x.*.org",
+           "RUNCODE_POLICY_EGRESS_DENY_RANGES": "10.0.0.1/8, nonsense"}
+    with pytest.raises(EgressConfigError) as raised:
+        Settings.from_env(env)
+    fields = [e.field for e in raised.value.errors]
+    assert fields == ["RUNCODE_POLICY_EGRESS_ALLOWLIST[1]", "RUNCODE_POLICY_EGRESS_ALLOWLIST[2]",
+                      "RUNCODE_POLICY_EGRESS_DENY_RANGES[0]", "RUNCODE_POLICY_EGRESS_DENY_RANGES[1]"]
+    for entry in ("'*'", "'x.*.org'", "'10.0.0.1/8'", "'nonsense'"):
+        assert entry in raised.value.detail
+
+
+def test_the_egress_config_file_is_read_and_checked(tmp_path):
+    path = tmp_path / "egress.json"
+    path.write_text(json.dumps({"hostname_allowlist": ["pypi.org"], "deny_ranges": ["198.51.0.0/16"]}))
+    config = egress_config_from_env({"RUNCODE_POLICY_EGRESS_CONFIG": str(path)})
+    assert config.hostname_allowlist == ("pypi.org",) and len(config.deny_ranges) == 1
+    path.write_text(json.dumps({"hostname_allowlist": None}))
+    assert egress_config_from_env({"RUNCODE_POLICY_EGRESS_CONFIG": str(path)}).hostname_allowlist is None
+
+
+@pytest.mark.parametrize("content,env,words", [
+    ('{"hostname_allow_list": ["pypi.org"]}', {}, "unknown key"),
+    ("[1, 2]", {}, "JSON object"),
+    ("{not json", {}, "cannot read"),
+    ('{"hostname_allowlist": "pypi.org"}', {}, "must be a list"),
+    ('{"hostname_allowlist": ["*"]}', {}, "hostname_allowlist[0]"),
+    ("{}", {"RUNCODE_POLICY_EGRESS_ALLOWLIST": "pypi.org"}, "cannot be combined"),
+])
+def test_a_bad_egress_config_file_is_refused_with_a_clear_message(tmp_path, content, env, words):
+    path = tmp_path / "egress.json"
+    path.write_text(content)
+    with pytest.raises(EgressConfigError) as raised:
+        egress_config_from_env({"RUNCODE_POLICY_EGRESS_CONFIG": str(path), **env})
+    assert words in raised.value.detail
+
+
+def test_the_test_only_address_allowance_is_only_set_in_code():
+    assert EgressConfig(allow_addresses=("127.0.0.1",)).allow_addresses == (IPv4Address("127.0.0.1"),)
+    with pytest.raises(EgressConfigError):
+        EgressConfig(allow_addresses=("localhost",))
+    settings = Settings.from_env({"RUNCODE_POLICY_EGRESS_ALLOW_ADDRESSES": "127.0.0.1"})
+    assert settings.egress.allow_addresses == ()
