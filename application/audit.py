@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from application import cursors
 from application.evaluation import decision_view
-from application.ids import parse_uuid
+from application.formats import cursor_refusal, decode_cursor, encode_cursor, iso, parse_uuid
 from application.pointintime import describe_change, package_at, timeline
-from application.formats import iso
 from domain.decision import REASONS
 from domain.egress import REASONS as EGRESS_REASONS
 from domain.errors import FieldError, InvalidInputError, NotFoundError
@@ -28,7 +26,7 @@ class Audit:
     def history(self, workspace: str, start=None, end=None, limit: int = 100,
                 cursor: str | None = None) -> dict:
         self.require_workspace(workspace)
-        after = cursors.decode(cursor, int) if cursor else 0
+        after = decode_cursor(cursor, int) if cursor else 0
         rows = self.readmodel.history(workspace, start, end, after, check_limit(limit) + 1)
         page, next_cursor = paged(rows, limit, lambda last: last["version"])
         return {"changes": [describe_change(r) for r in page], "next_cursor": next_cursor}
@@ -105,7 +103,7 @@ def package_name(language: str, text: str) -> str:
 def paged(rows: list[dict], limit: int, position) -> tuple[list[dict], str | None]:
     """One page of rows fetched with limit + 1, and the cursor after it when there is more."""
     page = rows[:limit]
-    return page, cursors.encode(position(page[-1])) if len(rows) > limit else None
+    return page, encode_cursor(position(page[-1])) if len(rows) > limit else None
 
 
 def check_limit(limit: int) -> int:
@@ -117,9 +115,9 @@ def check_limit(limit: int) -> int:
 def _decision_cursor(cursor: str):
     from application.formats import parse_instant
 
-    value = cursors.decode(cursor, list)
+    value = decode_cursor(cursor, list)
     if len(value) != 2 or not all(isinstance(v, str) for v in value):
-        raise cursors.refusal()
+        raise cursor_refusal()
     return parse_instant(value[0], "cursor"), value[1]
 
 

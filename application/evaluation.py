@@ -10,11 +10,11 @@ from __future__ import annotations
 import threading
 
 from application.formats import iso
-from domain.specs.commands import parse_command
 from domain.decision import Decision, judge
 from domain.errors import FieldError, InvalidInputError
 from domain.policy import LanguageRules
 from domain.specs import Spec, check_language, parse
+from domain.specs.commands import parse_command
 from domain.text import check_context
 
 MAX_SPECS = 500

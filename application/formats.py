@@ -1,9 +1,14 @@
-"""Instants in and out: RFC 3339 in (any offset, or a bare date for day ranges), UTC `Z` out."""
+"""What crosses the boundary as text: instants (RFC 3339 in, with any offset or a bare date for day
+ranges; UTC `Z` out), opaque pagination cursors, and ids."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
 from datetime import UTC, date, datetime, time, timedelta
+from uuid import UUID
 
 from domain.errors import FieldError, InvalidInputError
 
@@ -60,3 +65,33 @@ def optional_bound(text: str | None, field: str) -> datetime | None:
 
 def _bad(field: str, text, rule: str) -> InvalidInputError:
     return InvalidInputError(f"{field}: {text!r} {rule}", [FieldError(field, rule)])
+
+
+# Opaque pagination cursors: base64url JSON, validated on the way back in.
+def encode_cursor(value: list | int) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, shape: type, field: str = "cursor"):
+    """The value of a cursor we issued, or a 422 naming the field (never a 500)."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        value = json.loads(raw)
+    except (ValueError, binascii.Error, UnicodeDecodeError, TypeError):
+        value = None
+    if not isinstance(value, shape) or isinstance(value, bool):
+        raise cursor_refusal(field)
+    return value
+
+
+def cursor_refusal(field: str = "cursor") -> InvalidInputError:
+    return InvalidInputError("the cursor is not one this service issued",
+                             [FieldError(field, "must be a next_cursor value from a previous page")])
+
+
+def parse_uuid(text) -> UUID | None:
+    """An id that arrived as text (URL path, CLI argument): a UUID, or None for anything else."""
+    try:
+        return UUID(text)
+    except (ValueError, TypeError, AttributeError):
+        return None

@@ -15,13 +15,12 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError
 
 from application.audit import Audit
-from application.store import SNAPSHOT_INTERVAL
 from application.decision_writer import DecisionWriter
 from application.egress import Egress, EgressConfig
 from application.evaluation import Evaluation, PolicyCache
-from application.ids import parse_uuid
+from application.formats import iso, parse_uuid
+from application.store import SNAPSHOT_INTERVAL
 from application.store.reads import ReadModel
-from application.formats import iso
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
 from domain.policy import Policy, policy_id

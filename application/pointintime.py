@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import groupby
 
-from application.store.reads import ReadModel
 from application.formats import iso
+from application.store.reads import ReadModel
 from domain.decision import judge
 from domain.policy import DEFAULT_MODE, LanguageRules
 from domain.specs import Spec

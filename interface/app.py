@@ -8,10 +8,7 @@ from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from application.governance import Governance
-from interface import console, metrics, problems
-from interface.api.views import egress_views as egress_api
-from interface.api.views import operations# noqa: F401 - egress_api registers routes
-from interface.api.views import blueprint
+from interface import api, console, metrics, problems
 from interface.settings import MAX_BODY_BYTES, Settings, open_governance
 
 
@@ -24,9 +21,9 @@ def create_app(env: Mapping[str, str] | None = None, governance: Governance | No
     app.extensions["settings"] = settings
     problems.install(app)
     metrics.install(app)
-    app.register_blueprint(blueprint)
+    app.register_blueprint(api.blueprint)
     console.install(app)  # the admin console at /console: blueprint, secret key, CSRF
-    app.register_blueprint(operations.blueprint)
+    app.register_blueprint(api.operations.blueprint)
     if settings.proxy_hops:  # behind TLS-terminating proxies: HTTPS as the client saw it (Secure cookies)
         n = settings.proxy_hops
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n, x_port=n)

@@ -19,13 +19,13 @@ from pathlib import Path
 import click
 from eventsourcing.persistence import InterfaceError, OperationalError
 
-from application.governance import Governance
 from application.formats import optional_bound, optional_instant
+from application.governance import Governance
 from domain.errors import GovernanceError
 from domain.policy import LANGUAGES, LISTS, MODES
 from domain.token import ROLES
 from interface import exports
-from interface.egress_proxy import egress_proxy_command
+from interface.egress_proxy.command import egress_proxy_command
 from interface.settings import Settings, open_governance
 
 

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import os
 import uuid
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from application.store import store_env
 from application.governance import Governance
+from application.store import store_env
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/runcode_policy_test"
 
 

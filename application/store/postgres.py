@@ -7,7 +7,8 @@ from typing import Any
 from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg.sql import SQL
 
-from application.store.projection import DDL, postgres_dialect, read_model_statements
+from application.store.projection import read_model_statements
+from application.store.schema import DDL, postgres_dialect
 
 
 class PostgresGovernanceRecorder(PostgresApplicationRecorder):

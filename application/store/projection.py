@@ -1,47 +1,18 @@
 """Read-model tables written in the same transaction as the events that they index.
 
-The SQL is written once; a `Dialect` adapts placeholders, table names and column types to SQLite
-or PostgreSQL. Rows are derived from the domain events being saved (the `searchabletimestamps`
-pattern), so a read model can never disagree with the event log it was written beside.
+The tables and their `Dialect` are in `schema`. Rows are derived from the domain events being
+saved (the `searchabletimestamps` pattern), so a read model can never disagree with the event log it was written beside.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from functools import lru_cache
 
+from application.store.schema import Dialect
 from domain.decision import Decision
 from domain.policy import Policy
 from domain.specs import deny_key
 from domain.token import Token
-
-TABLES = ("workspaces", "changes", "decisions", "tokens", "owner_guard")
-
-DDL = (
-    "CREATE TABLE IF NOT EXISTS {workspaces} (workspace TEXT PRIMARY KEY, "
-    "created_at {ts} NOT NULL, created_by TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS {changes} (workspace TEXT NOT NULL, version INTEGER NOT NULL, "
-    "at {ts} NOT NULL, by_actor TEXT NOT NULL, note TEXT NOT NULL, type TEXT NOT NULL, "
-    "language TEXT NOT NULL, list TEXT, name TEXT, name_key TEXT, mode TEXT, "
-    "PRIMARY KEY (workspace, version))",
-    "CREATE INDEX IF NOT EXISTS rcp_changes_by_time ON {changes} (workspace, at)",
-    "CREATE INDEX IF NOT EXISTS rcp_changes_by_name ON {changes} "
-    "(workspace, language, name_key, list, version)",
-    "CREATE INDEX IF NOT EXISTS rcp_changes_by_type ON {changes} (workspace, language, type, version)",
-    "CREATE TABLE IF NOT EXISTS {decisions} (id TEXT PRIMARY KEY, workspace TEXT NOT NULL, "
-    "at {ts} NOT NULL, language TEXT, name TEXT, kind TEXT NOT NULL, allowed {bool} NOT NULL, "
-    "reason TEXT NOT NULL, source TEXT, sandbox TEXT, record TEXT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS rcp_decisions_by_time ON {decisions} (workspace, at, id)",
-    "CREATE INDEX IF NOT EXISTS rcp_decisions_by_name ON {decisions} (workspace, language, name, at)",
-    "CREATE TABLE IF NOT EXISTS {tokens} (id TEXT PRIMARY KEY, workspace TEXT NOT NULL, "
-    "name TEXT NOT NULL, role TEXT NOT NULL, issued_at {ts} NOT NULL, issued_by TEXT NOT NULL, "
-    "revoked_at {ts}, revoked_by TEXT, secret_digest TEXT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS rcp_tokens_by_workspace ON {tokens} (workspace, issued_at)",
-    "CREATE TABLE IF NOT EXISTS {owner_guard} (workspace TEXT NOT NULL, owners INTEGER NOT NULL "
-    "CHECK (owners > 0))",
-)
 
 _INSERT = {
     "workspace": "INSERT INTO {workspaces} VALUES (%s, %s, %s)",
@@ -51,49 +22,6 @@ _INSERT = {
     "revoke": "UPDATE {tokens} SET revoked_at = %s, revoked_by = %s WHERE id = %s",
 }
 
-
-@dataclass(frozen=True)
-class Dialect:
-    """What differs between the two stores: placeholders, qualified names, types, timestamps."""
-
-    name: str
-    schema: str | None = None
-    types: dict = field(default_factory=dict)
-
-    def table(self, short: str) -> str:
-        return f'"{self.schema}".rcp_{short}' if self.schema else f"rcp_{short}"
-
-    def sql(self, template: str) -> str:
-        return _render(self, template)
-
-    def ts(self, moment: datetime):
-        """SQLite stores fixed-width UTC text, so text order is time order."""
-        moment = moment.astimezone(UTC)
-        if self.schema:
-            return moment
-        return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "+00:00"
-
-    def from_ts(self, value) -> datetime:
-        if isinstance(value, str):
-            return datetime.fromisoformat(value)
-        return value.astimezone(UTC)
-
-    def __hash__(self) -> int:
-        return hash((self.name, self.schema))
-
-
-@lru_cache(maxsize=512)
-def _render(dialect: Dialect, template: str) -> str:
-    names = {t: dialect.table(t) for t in TABLES} | dialect.types
-    text = template.format(**names)
-    return text if dialect.schema else text.replace("%s", "?")
-
-
-SQLITE = Dialect("sqlite", None, {"ts": "TEXT", "bool": "INTEGER"})
-
-
-def postgres_dialect(schema: str) -> Dialect:
-    return Dialect("postgres", schema, {"ts": "TIMESTAMPTZ", "bool": "BOOLEAN"})
 
 
 def read_model_statements(dialect: Dialect, saved_events, workspaces: dict) -> list[tuple[str, tuple]]:

@@ -6,7 +6,8 @@ from typing import Any
 
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
-from application.store.projection import DDL, SQLITE, read_model_statements
+from application.store.projection import read_model_statements
+from application.store.schema import DDL, SQLITE
 
 
 class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):

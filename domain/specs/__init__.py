@@ -9,39 +9,16 @@ gate built on it fails closed.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-from domain.specs import npm as specs_node
-from domain.specs import pip as specs_python
 from domain.errors import FieldError, InvalidInputError
+from domain.specs import npm, pip
+from domain.specs.types import KINDS, LANGUAGES, UNSAFE_CHARS, Parsed, Spec, make_spec
 
-LANGUAGES = ("python", "node")
-KINDS = ("registry", "alias", "url", "vcs", "path", "option", "invalid")
-
-_PARSERS = {"python": specs_python.parse_line, "node": specs_node.parse_arg}
-
-
-@dataclass(frozen=True)
-class Spec:
-    """One judged install argument.
-
-    `name` is the canonical name of what would really be installed (python: PEP 503 form;
-    node: as written, an alias gives its target) or None when it cannot be known before
-    download/build. `detail` says why for `invalid` and `option`, and what the source is for
-    url/vcs/path.
-    """
-
-    text: str
-    language: str
-    kind: str
-    name: str | None
-    detail: str | None = None
+__all__ = ["KINDS", "LANGUAGES", "UNSAFE_CHARS", "Parsed", "Spec", "check_language", "deny_key", "make_spec", "parse",
+           "registry_name"]
 
 
-def make_spec(language: str, text: str, parsed: tuple[str, str | None, str | None]) -> Spec:
-    """Wrap a language parser's (kind, name, detail) triple; shared with `commands`."""
-    kind, name, detail = parsed
-    return Spec(text=text, language=language, kind=kind, name=name, detail=detail)
+_PARSERS = {"python": pip.parse_line, "node": npm.parse_arg}
 
 
 def check_language(language, refusal=InvalidInputError) -> str:
@@ -83,6 +60,6 @@ def deny_key(language: str, name: str) -> str:
         return name.lower()
     if language != "python":
         raise ValueError(f"unknown language {language!r}; expected one of {LANGUAGES}")
-    if specs_python.NAME_RE.fullmatch(name):
+    if pip.NAME_RE.fullmatch(name):
         return re.sub(r"[-_.]+", "-", name).lower()
     return name

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote
 
+from domain.specs.types import Parsed
+
 # JavaScript's \s and String.prototype.trim() set (Python's differs: no U+FEFF, adds U+001C-1F).
 JS_BLANK_CHARS = "\t\n\v\f\r \u00a0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff" + "".join(
     map(chr, range(0x2000, 0x200B)))
@@ -36,7 +38,6 @@ _GIT_SCHEMES = {"git", "git+http", "git+https", "git+rsync", "git+ftp", "git+fil
 _GIT_SSH_SCP = re.compile(r"git\+ssh://([^:#]+:[^#]+(?:\.git)?)(?:#(.*))?", re.I | re.A | re.S)
 
 Url = tuple[str, str, str, str]  # (scheme, host, path, fragment)
-Parsed = tuple[str, "str | None", "str | None"]
 
 
 def hosted(spec: str) -> str | None:

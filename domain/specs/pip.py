@@ -17,14 +17,12 @@ from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import parse_wheel_filename
 
-Parsed = tuple[str, "str | None", "str | None"]
+from domain.specs import pip_options
+from domain.specs.types import UNSAFE_CHARS, Parsed
 
 # PEP 508 names, spelled out in ASCII: `str.lower()` and re.IGNORECASE would let KELVIN SIGN
 # or a long s through as `k`/`s`, so nothing is lowercased before this matches.
 NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
-# NUL, C0/C1 controls (tab is PEP 508 whitespace), lone surrogates, and the Unicode line
-# separators that str.splitlines() (pip's file reader) would turn into a second line.
-UNSAFE_CHARS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # two letters at least: C:\\ is a drive
 _EGG_RE = re.compile(r"[#&]egg=([^&]*)")
 _COMMENT_RE = re.compile(r"(^|\s+)#.*$")  # pip's req_file.COMMENT_RE: '#' after blanks only
@@ -111,15 +109,14 @@ def _option_line(line: str) -> Parsed:
     tokens = _shlex(line)
     if tokens is None:
         return _invalid("unbalanced quotes in an option line")
-    from domain.specs import commands# the pip option tables live there; imported late, no cycle
 
-    options = [e for e in commands.scan(tokens, commands.PIP_CLI) if e.name != commands.ARG]
+    options = [e for e in pip_options.scan(tokens, pip_options.PIP_CLI) if e.name != pip_options.ARG]
     errors = [e for e in options if e.name is None]
     if errors:
         return _invalid(f"pip cannot parse {errors[0].text!r}: {errors[0].value}")
     if len(options) == 1 and options[0].name == "--editable":
         return parse_editable(options[0].value)
-    why = "; ".join(f"{e.text!r} {commands.PIP_CLI.reason(e.name) or 'is a pip option'}"
+    why = "; ".join(f"{e.text!r} {pip_options.PIP_CLI.reason(e.name) or 'is a pip option'}"
                     for e in options)
     return ("option", None, f"a pip option line, it names no package: {why}")
 
@@ -134,9 +131,8 @@ def _requirement_options(options: str, requirement: str) -> Parsed | None:
     tokens = _shlex(options)
     if tokens is None:
         return _invalid("unbalanced quotes in the options of a requirement line")
-    from domain.specs import commands# the pip option tables live there; imported late, no cycle
 
-    events = commands.scan(tokens, commands.PIP_REQUIREMENTS_FILE)
+    events = pip_options.scan(tokens, pip_options.PIP_REQUIREMENTS_FILE)
     for event in events:
         if event.name is None:
             return _invalid(f"pip cannot parse {event.text!r}: {event.value}")

@@ -10,8 +10,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 
 from interface import metrics
+from interface.api.openapi import openapi_document
+from interface.api.routing import Api
 from interface.problems import problem
-from interface.api.routing import Api, openapi_document
 
 API_VERSION = "1.0.0"
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ _document: dict = {}
 def document() -> dict:
     """Built once, from every endpoint declaration (the API's and these)."""
     if not _document:
-        from interface.api.views import api
+        from interface.api.blueprint import api
 
         _document.update(openapi_document([api, ops], "runcode-policy", API_VERSION))
     return _document

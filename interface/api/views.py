@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from flask import Blueprint, Response
+from flask import Response
 
 from application.formats import optional_bound, optional_instant, parse_day
 from domain.errors import FieldError, InvalidInputError
@@ -13,6 +13,7 @@ from interface import exports, metrics
 from interface.api.answers import (
     DecisionsPage,
     DecisionView,
+    EgressAnswer,
     EvaluateAnswer,
     HistoryPage,
     PackageAnswer,
@@ -21,11 +22,12 @@ from interface.api.answers import (
     TokenIssued,
     TokenList,
 )
-from interface.problems import HTTPProblem
-from interface.api.routing import Api
+from interface.api.blueprint import W, api
 from interface.api.schemas import (
     AtQuery,
     DecisionsQuery,
+    EgressBody,
+    EgressTestBody,
     EvaluateBody,
     PackageQuery,
     PageQuery,
@@ -34,10 +36,7 @@ from interface.api.schemas import (
     TestBody,
     TokenBody,
 )
-
-blueprint = Blueprint("api", __name__, url_prefix="/api/v1")
-api = Api(blueprint, "/api/v1")
-W = "/workspaces/<ws>"
+from interface.problems import HTTPProblem
 
 
 @api.route("GET", W + "/policy", "The policy now, or exactly as it stood at `at`", role="auditor",
@@ -151,3 +150,23 @@ def delete_token(gov, ws, caller, token_id):
     response = Response(status=204)
     del response.headers["Content-Type"]  # no body, so no media type
     return response
+
+
+# Egress (API.md "Egress"): evaluate is recorded under the deployment allowlist; test takes an
+# explicit allowlist and records nothing.
+@api.route("POST", W + "/egress/evaluate",
+           "Judge and record a network destination the sandbox is about to reach (advisory: "
+           "the enforcing egress proxy makes the same judgement on every connection)",
+           role="sandbox", body=EgressBody, response=EgressAnswer, errors=(503,))
+def post_egress_evaluate(gov, ws, caller, body):
+    context = body.context.model_dump() if body.context else {}
+    answer = gov.evaluate_egress(ws, body.target, body.resolved, context)
+    metrics.count_decisions([{"kind": "egress", **answer}])
+    return answer
+
+
+@api.route("POST", W + "/egress/test",
+           "Judge a destination against an explicit hostname allowlist (null = open); nothing is "
+           "recorded", role="admin", body=EgressTestBody, response=EgressAnswer)
+def post_egress_test(gov, ws, caller, body):
+    return gov.test_egress(ws, body.target, body.resolved, body.hostname_allowlist)

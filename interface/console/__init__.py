@@ -16,11 +16,9 @@ from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
 
 from domain.errors import GovernanceError
-from interface.console import audit as console_audit
-from interface.console import time_travel as console_travel
-from interface.console import packages as console_policy# noqa: F401 - register routes
-from interface.console.session import blueprint
+from interface.console import audit, packages, time_travel  # noqa: F401 - importing a page module registers its routes
 from interface.console.forms import TITLES, field_label
+from interface.console.session import blueprint
 from interface.problems import HTTPProblem, status_of
 
 SESSION_LIFETIME = timedelta(hours=8)

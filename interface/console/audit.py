@@ -13,8 +13,8 @@ from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES
 from domain.specs import KINDS
 from interface import exports
-from interface.console.session import blueprint, caller, governance
 from interface.console.forms import error_items, instant
+from interface.console.session import blueprint, caller, governance
 
 PAGE_SIZE = 50
 FILTERS = ("language", "name", "outcome", "reason", "kind", "sandbox", "source", "from", "to")

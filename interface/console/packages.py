@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from flask import flash, redirect, render_template, request, url_for
 
-from application import cursors
+from application.formats import encode_cursor
 from domain.errors import ConflictError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES, MODES
 from domain.token import role_allows
-from interface.console.session import blueprint, caller, governance, require
 from interface.console.forms import (
     desired_state,
     error_items,
@@ -21,6 +20,7 @@ from interface.console.forms import (
     policy_form,
     spec_input,
 )
+from interface.console.session import blueprint, caller, governance, require
 
 PAGE = "/settings/governance/packages"
 BLANK_TEST = {"language": "python", "input": ""}
@@ -95,7 +95,7 @@ def _changes_after(version_text: str) -> list[dict]:
     if not version_text.strip().isdigit():
         return []
     # A history cursor means "after this version", so it lists exactly the changes missed.
-    cursor = cursors.encode(int(version_text))
+    cursor = encode_cursor(int(version_text))
     return governance().history(_workspace(), limit=100, cursor=cursor)["changes"]
 
 

@@ -8,8 +8,8 @@ from flask import render_template, request
 
 from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES
-from interface.console.session import blueprint, caller, governance
 from interface.console.forms import error_items, instant
+from interface.console.session import blueprint, caller, governance
 
 FIELDS = ("when", "at", "language", "name")
 

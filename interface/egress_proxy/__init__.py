@@ -20,7 +20,6 @@ parsing, rewriting and relaying it speaks with live in `interface.egress_proxy.w
 from __future__ import annotations
 
 import logging
-import signal
 import socket
 import socketserver
 import threading
@@ -29,10 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from ipaddress import ip_address
 
-import click
-
 from application.decision_writer import StoreUnavailableError
-from domain.errors import GovernanceError
 from interface.egress_proxy.wire import (  # the wire pieces stay importable from here, as before the split
     ClientGone,
     Refusal,
@@ -45,7 +41,6 @@ from interface.egress_proxy.wire import (  # the wire pieces stay importable fro
     rewrite_head,
     split_absolute,
 )
-from interface.settings import Settings, open_governance
 
 log = logging.getLogger("runcode_policy.egress_proxy")
 Resolver = Callable[[str, int], Sequence[str]]
@@ -199,7 +194,7 @@ class _Exchange:
         if port is None:
             raise Refusal(400, "CONNECT needs host:port")
         host = first["host"]
-        literal = _is_ip(host)
+        literal = is_ip(host)
         addresses = [host] if literal else self.resolve(host, port)
         answer = self.decide(target, () if literal else addresses)
         return answer, self.dial(addresses, port)
@@ -269,69 +264,9 @@ def _log_decision(workspace: str, context: dict, target: str, resolved, answer: 
              ",".join(resolved) or "-", answer["id"])
 
 
-def _is_ip(host: str | None) -> bool:
+def is_ip(host: str | None) -> bool:
     try:
         ip_address(host or "")
     except ValueError:
         return False
     return True
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """`127.0.0.1:3128` or `[::1]:3128`."""
-    host, colon, port = text.rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not colon or not port.isdigit() or int(port) > 65535 or not _is_ip(host):
-        raise click.BadParameter(f"{text!r} must be IP:port, such as 127.0.0.1:3128 or [::1]:3128")
-    return host, int(port)
-
-
-@click.command("egress-proxy")
-@click.option("--listen", default="127.0.0.1:3128", show_default=True,
-              callback=lambda ctx, param, value: parse_listen(value), help="IP:port to listen on")
-@click.option("--workspace", required=True, help="Workspace whose audit log records the decisions")
-@click.option("--sandbox", default=None, help="Label recorded as context.sandbox on every decision")
-@click.option("--max-connections", type=click.IntRange(1, 100_000), default=256, show_default=True)
-@click.option("--connect-timeout", type=click.FloatRange(0.1, 300), default=10.0, show_default=True)
-@click.option("--idle-timeout", type=click.FloatRange(1, 86_400), default=300.0, show_default=True)
-def egress_proxy_command(listen, workspace, sandbox, max_connections, connect_timeout, idle_timeout):
-    """Run the enforcing egress proxy (CONNECT and plain HTTP) for one workspace."""
-    try:
-        settings = Settings.from_env()
-    except GovernanceError as error:
-        raise click.ClickException(error.detail) from None
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    limits = ProxyLimits(max_connections, connect_timeout, idle_timeout)
-    governance, proxy = _open_proxy(settings, workspace, listen, limits, sandbox)
-    log.info("listening on %s:%s for workspace %s; %s", *listen, workspace, settings.egress.describe())
-    signal.signal(signal.SIGTERM, _interrupt)
-    _serve(proxy, governance)
-
-
-def _open_proxy(settings: Settings, workspace: str, listen: tuple[str, int], limits: ProxyLimits,
-                sandbox: str | None):
-    """The governance store and a bound proxy, or a ClickException (with the store closed)."""
-
-    governance = open_governance(settings)
-    try:
-        governance.require_workspace(workspace)
-        return governance, EgressProxy(governance, workspace, listen, limits=limits, sandbox=sandbox)
-    except (GovernanceError, OSError) as error:
-        governance.close()
-        raise click.ClickException(getattr(error, "detail", None) or str(error)) from None
-
-
-def _serve(proxy: EgressProxy, governance) -> None:
-    """Serve until interrupted (SIGINT, or SIGTERM turned into one), then close both."""
-    try:
-        proxy.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        proxy.close()
-        governance.close()
-        log.info("stopped")
-
-
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from application.store import SNAPSHOT_INTERVAL
 from application.formats import iso
+from application.store import SNAPSHOT_INTERVAL
 from domain.decision import judge
 from domain.policy import policy_id, rules_from_state
 from domain.specs import parse

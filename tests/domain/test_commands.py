@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from domain.specs.commands import parse_command
 from domain.errors import InvalidInputError
+from domain.specs.commands import parse_command
 
 
 def judged(argv):

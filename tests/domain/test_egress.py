@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
-from pathlib import Path
 
 import pytest
 
@@ -19,8 +18,9 @@ from domain.egress import (
 )
 from domain.egress.target import parse_ipv4
 from domain.errors import EgressConfigError, FieldError
+from tests.support.corpus import CORPUS_DIR
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "egress.jsonl"
+CORPUS = CORPUS_DIR / "egress.jsonl"
 
 
 def _load_corpus() -> list[dict]:

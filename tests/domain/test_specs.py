@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.specs import KINDS, LANGUAGES, Spec, deny_key, parse, registry_name
+from tests.support.corpus import CORPUS_DIR
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "specs.jsonl"
+CORPUS = CORPUS_DIR / "specs.jsonl"
 CASES = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line]
 
 

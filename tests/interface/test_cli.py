@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from interface.cli import main
 from interface.exports import CSV_COLUMNS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ME = f"cli:{getpass.getuser()}"
 
 
@@ -230,13 +230,18 @@ class served:
             wait_until_healthy(url)
         except BaseException:
             self.process.kill()
+            self.process.wait()
             pytest.fail(f"serve did not start: {said} {self.process.stderr.read()}")
         return url, said
 
     def __exit__(self, *exc):
         self.process.terminate()  # SIGTERM: a graceful stop, exit status 0
-        assert self.process.wait(timeout=30) == 0
-        assert "runcode-policy stopped" in self.process.stderr.read()
+        try:
+            assert self.process.wait(timeout=30) == 0
+            assert "runcode-policy stopped" in self.process.stderr.read()
+        finally:
+            self.process.stdout.close()
+            self.process.stderr.close()
 
 
 def wait_until_healthy(url: str) -> None:

@@ -6,7 +6,6 @@ import csv
 import io
 import json
 from ipaddress import IPv4Address
-from pathlib import Path
 
 import pytest
 
@@ -14,11 +13,11 @@ from application.egress import EgressConfig
 from application.governance import Governance
 from domain.errors import EgressConfigError
 from interface import create_app
-from interface.egress_config import egress_config_from_env
-from interface.settings import Settings
+from interface.settings import Settings, egress_config_from_env
+from tests.support.corpus import CORPUS_DIR
 from tests.support.http_client import LiveServer
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "egress.jsonl"
+CORPUS = CORPUS_DIR / "egress.jsonl"
 P = "/api/v1/workspaces/acme"
 RANK = ["sandbox", "auditor", "admin", "owner"]
 EVALUATE = {"target": "https://pypi.org/simple/", "resolved": ["151.101.0.223"],

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-GATE = Path(__file__).resolve().parents[1] / "interface" / "gate.py"
+GATE = Path(__file__).resolve().parents[2] / "interface" / "gate.py"
 FAKE_PROGRAM = """#!{python}
 import json, os, sys
 with open(os.environ["FAKE_RECORD"], "w") as record:

@@ -32,7 +32,8 @@ class LiveServer:
         self.app = wsgi_app
         self._server = make_server("127.0.0.1", 0, wsgi_app, threaded=True)
         self.url = f"http://127.0.0.1:{self._server.server_port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll: shutdown() waits up to one poll interval (werkzeug defaults to 0.5 s per server).
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
         self._thread.start()
 
     def close(self) -> None:

@@ -39,6 +39,7 @@ class Forwarder:
                     s.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+                s.close()  # either direction ending ends the pair; closing twice is harmless
 
     def cut(self) -> None:
         """Refuse new connections and break every open one."""
@@ -47,6 +48,6 @@ class Forwarder:
         for s in self._sockets:
             try:
                 s.shutdown(socket.SHUT_RDWR)
-                s.close()
             except OSError:
                 pass
+            s.close()

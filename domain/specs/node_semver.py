@@ -1,0 +1,205 @@
+"""node-semver 7.8's loose `valid` / `validRange`, ported: whether an npm spec is a version or range."""
+
+from __future__ import annotations
+
+import re
+
+from domain.specs.npm_hosts import JS_BLANK_CHARS
+
+# node-semver 7.8, loose mode: a literal port of Range.parseRange with its "safe" regexes
+# (\s* becomes \s{0,1}, digits and identifiers are bounded), because what survives its loose
+# filter decides registry-or-EINVALIDTAGNAME. `[v=\s]*+` is possessive only for speed: what
+# follows it never starts with v, = or a blank, so it matches exactly what node-semver matches.
+_WS = f"[{re.escape(JS_BLANK_CHARS)}]"
+_NUM = r"[0-9]{1,256}"
+_STRICT_NUM = r"(?:0|[1-9][0-9]{0,256})"
+_ID = r"[0-9]{0,256}[a-zA-Z-][a-zA-Z0-9-]{0,250}"
+_PRE = rf"(?:-?((?:{_ID}|{_NUM})(?:\.(?:{_ID}|{_NUM}))*))"
+_STRICT_PRE = rf"(?:-((?:{_ID}|{_STRICT_NUM})(?:\.(?:{_ID}|{_STRICT_NUM}))*))"
+_BUILD = r"(?:\+([a-zA-Z0-9-]{1,250}(?:\.[a-zA-Z0-9-]{1,250})*))"
+_V = f"[v={re.escape(JS_BLANK_CHARS)}]*+"
+_LOOSE_PLAIN = rf"{_V}({_NUM})\.({_NUM})\.({_NUM}){_PRE}?{_BUILD}?"
+_X_LOOSE = rf"{_V}({_NUM}|x|X|\*)(?:\.({_NUM}|x|X|\*)(?:\.({_NUM}|x|X|\*)(?:{_PRE})?{_BUILD}?)?)?"
+_X_STRICT = (rf"{_V}({_STRICT_NUM}|x|X|\*)(?:\.({_STRICT_NUM}|x|X|\*)(?:\.({_STRICT_NUM}|x|X|\*)"
+             rf"(?:{_STRICT_PRE})?{_BUILD}?)?)?")
+_GTLT = r"((?:<|>)?=?)"
+_LOOSE = re.compile(_LOOSE_PLAIN)
+_COMPARATOR = re.compile(rf"{_GTLT}{_WS}?({_LOOSE_PLAIN})|")
+_HYPHEN = re.compile(rf"{_WS}?({_X_LOOSE}){_WS}-{_WS}({_X_LOOSE}){_WS}?")
+_TRIM_COMPARATOR = re.compile(rf"({_WS}?){_GTLT}{_WS}?({_LOOSE_PLAIN}|{_X_STRICT})")
+_TRIM_TILDE, _TRIM_CARET = re.compile(rf"({_WS}?)~>?{_WS}"), re.compile(rf"({_WS}?)\^{_WS}")
+_CARET, _TILDE = re.compile(rf"\^{_X_LOOSE}"), re.compile(rf"~>?{_X_LOOSE}")
+_XRANGE = re.compile(rf"{_GTLT}{_WS}?{_X_LOOSE}")
+_STAR = re.compile(rf"(<|>)?=?{_WS}?\*")
+_GTE0 = re.compile(rf"{_WS}?>={_WS}?0\.0\.0{_WS}?")
+_BUILD_ANYWHERE = re.compile(r"\+[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*")
+_BLANKS = re.compile(f"{_WS}+")
+_PREFIX_RUN = re.compile(_V)
+_MAX_SAFE = 2 ** 53 - 1
+
+
+class _Invalid(Exception):
+    """Where node-semver throws (validRange/valid then return null)."""
+
+
+def valid_version(text: str) -> bool:
+    """semver.valid(text, loose=True): `new SemVer(text)` does not throw."""
+    try:
+        _semver(text)
+        return True
+    except _Invalid:
+        return False
+
+
+def valid_range(text: str) -> bool:
+    """semver.validRange(text, loose=True) is truthy: no `||` part throws and one keeps a
+    comparator after the loose filter."""
+    raw = _BLANKS.sub(" ", text.strip(JS_BLANK_CHARS))
+    try:  # a list, not a generator: npm parses every part, and a later one may still throw
+        return any([_parse_range(part.strip(JS_BLANK_CHARS)) for part in raw.split("||")])
+    except _Invalid:
+        return False
+
+
+def _semver(version: str) -> None:
+    match = _LOOSE.fullmatch(version.strip(JS_BLANK_CHARS)) if len(version) <= 256 else None
+    if match is None or any(int(n) > _MAX_SAFE for n in match.groups()[:3]):
+        raise _Invalid(version)
+
+
+def _parse_range(part: str) -> list[str]:
+    part = _BUILD_ANYWHERE.sub("", part)
+    hyphen = _HYPHEN.fullmatch(part)
+    part = _hyphen_replace(hyphen.groups()) if hyphen else part
+    part = _trim_comparators(part)
+    part = _TRIM_CARET.sub(r"\1^", _TRIM_TILDE.sub(r"\1~", part))
+    part = " ".join(_parse_comparator(comp) for comp in part.split(" "))
+    comps = [_gte0(comp.strip(JS_BLANK_CHARS)) for comp in _BLANKS.split(part)]
+    comps = [comp for comp in comps if _COMPARATOR.fullmatch(comp)]
+    for comp in comps:  # new Comparator(): its version must construct
+        if version := _COMPARATOR.fullmatch(comp).group(2):
+            _semver(version)
+    return comps
+
+
+def _trim_comparators(text: str) -> str:
+    """COMPARATORTRIM's global replace (`> 1.2` to `>1.2`). A v/=/blank run that no version
+    follows can only start a match at its last character (a blank before `<`), so the rest is
+    skipped: long runs stay linear instead of quadratic."""
+    out, pos, done = [], 0, 0
+    while pos < len(text):
+        run_end = _PREFIX_RUN.match(text, pos).end()
+        if run_end > pos + 1 and text[run_end:run_end + 1] not in tuple("0123456789xX*"):
+            pos = run_end - 1
+        match = _TRIM_COMPARATOR.match(text, pos)
+        if match is None:
+            pos += 1
+            continue
+        out += [text[done:pos], match.expand(r"\1\2\3")]
+        pos = done = match.end()
+    return "".join(out) + text[done:]
+
+
+def _gte0(comp: str) -> str:
+    return "" if _GTE0.fullmatch(comp) else comp
+
+
+def _parse_comparator(comp: str) -> str:
+    comp = re.sub(_BUILD, "", comp, count=1)
+    comp = " ".join(_caret(c) for c in _BLANKS.split(comp.strip(JS_BLANK_CHARS)))
+    comp = " ".join(_tilde(c) for c in _BLANKS.split(comp.strip(JS_BLANK_CHARS)))
+    comp = " ".join(_xrange(c.strip(JS_BLANK_CHARS)) for c in _BLANKS.split(comp))
+    return _STAR.sub("", comp.strip(JS_BLANK_CHARS), count=1)
+
+
+def _is_x(part: str | None) -> bool:
+    return not part or part.lower() == "x" or part == "*"
+
+
+def _inc(number: str) -> str:
+    """`${+n + 1}` in JavaScript: a double, so 1e+21 and up come out in exponent form."""
+    value = float(int(number)) + 1
+    return str(int(value)) if value < 1e21 else repr(value)
+
+
+def _hyphen_replace(groups: tuple) -> str:
+    start, f_major, f_minor, f_patch, f_pre, _, end, t_major, t_minor, t_patch, t_pre = groups[:11]
+    if _is_x(f_major):
+        start = ""
+    elif _is_x(f_minor) or _is_x(f_patch):
+        start = f">={f_major}.{'0' if _is_x(f_minor) else f_minor}.0"
+    else:
+        start = f">={start}"
+    if _is_x(t_major):
+        end = ""
+    elif _is_x(t_minor):
+        end = f"<{_inc(t_major)}.0.0-0"
+    elif _is_x(t_patch):
+        end = f"<{t_major}.{_inc(t_minor)}.0-0"
+    else:
+        end = f"<={t_major}.{t_minor}.{t_patch}-{t_pre}" if t_pre else f"<={end}"
+    return f"{start} {end}".strip(JS_BLANK_CHARS)
+
+
+def _partial(pattern, comp: str, bounds) -> str:
+    """node-semver's replaceCaret/replaceTilde share their first steps: no match leaves the
+    comparator as is, `x` in major is "any", `x` in minor spans the major; `bounds` does the rest."""
+    match = pattern.fullmatch(comp)
+    if match is None:
+        return comp
+    major, minor, patch, pre = match.groups()[:4]
+    if _is_x(major):
+        return ""
+    if _is_x(minor):
+        return f">={major}.0.0 <{_inc(major)}.0.0-0"
+    return bounds(major, minor, patch, pre)
+
+
+def _caret(comp: str) -> str:
+    return _partial(_CARET, comp, _caret_bounds)
+
+
+def _tilde(comp: str) -> str:
+    return _partial(_TILDE, comp, _tilde_bounds)
+
+
+def _caret_bounds(major: str, minor: str, patch: str, pre: str | None) -> str:
+    if _is_x(patch):
+        upper = f"{major}.{_inc(minor)}.0-0" if major == "0" else f"{_inc(major)}.0.0-0"
+        return f">={major}.{minor}.0 <{upper}"
+    if major != "0":
+        upper = f"{_inc(major)}.0.0-0"
+    else:
+        upper = f"0.{minor}.{_inc(patch)}-0" if minor == "0" else f"0.{_inc(minor)}.0-0"
+    return f">={major}.{minor}.{patch}{'-' + pre if pre else ''} <{upper}"
+
+
+def _tilde_bounds(major: str, minor: str, patch: str, pre: str | None) -> str:
+    low = f"{major}.{minor}.0" if _is_x(patch) else f"{major}.{minor}.{patch}"
+    return f">={low}{'-' + pre if pre and not _is_x(patch) else ''} <{major}.{_inc(minor)}.0-0"
+
+
+def _xrange(comp: str) -> str:
+    match = _XRANGE.fullmatch(comp)
+    if match is None:
+        return comp
+    gtlt, major, minor, patch = match.groups()[:4]
+    if (_is_x(major) and not _is_x(minor)) or (_is_x(minor) and patch and not _is_x(patch)):
+        return comp  # out of order (`x.1`, `1.x.2`): left as written
+    x_major, x_minor = _is_x(major), _is_x(major) or _is_x(minor)
+    any_x = x_minor or _is_x(patch)
+    gtlt = "" if gtlt == "=" and any_x else gtlt
+    if x_major:
+        return "<0.0.0-0" if gtlt in (">", "<") else "*"
+    if gtlt and any_x:
+        minor, patch, pre = ("0" if x_minor else minor), "0", ""
+        if gtlt == ">":
+            gtlt, major, minor = (">=", _inc(major), "0") if x_minor else (">=", major, _inc(minor))
+        elif gtlt == "<=":
+            gtlt, major, minor = ("<", _inc(major), minor) if x_minor else ("<", major, _inc(minor))
+        return f"{gtlt}{major}.{minor}.{patch}{'-0' if gtlt == '<' else pre}"
+    if x_minor:
+        return f">={major}.0.0 <{_inc(major)}.0.0-0"
+    if any_x:
+        return f">={major}.{minor}.0 <{major}.{_inc(minor)}.0-0"
+    return match.group(0)

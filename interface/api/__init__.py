@@ -1,0 +1,12 @@
+"""The JSON API of API.md (v1) at /api/v1, and the operations endpoints (health, readiness, metrics).
+
+Importing this package registers every route; the app factory registers `blueprint` and
+`operations.blueprint`.
+"""
+
+from __future__ import annotations
+
+from interface.api import operations, views  # noqa: F401 - importing a view module registers its routes
+from interface.api.blueprint import W, api, blueprint
+
+__all__ = ["W", "api", "blueprint", "operations"]
