@@ -6,8 +6,10 @@ import json
 from collections.abc import Iterator
 
 from application.evaluation import decision_view
-from application.formats import cursor_refusal, decode_cursor, encode_cursor, iso, parse_uuid
+from application.formats import cursor_refusal, decode_cursor, encode_cursor, iso, parse_instant, parse_uuid
 from application.pointintime import describe_change, package_at, timeline
+from application.policies import Policies
+from application.store.reads import ReadModel
 from domain.decision import REASONS
 from domain.egress import REASONS as EGRESS_REASONS
 from domain.errors import FieldError, InvalidInputError, NotFoundError
@@ -21,7 +23,11 @@ EXPORT_PAGE = 1000
 
 
 class Audit:
-    """Mixed into the Governance application."""
+    """The auditor's reads, over the read models (never a replay of history)."""
+
+    def __init__(self, readmodel: ReadModel, policies: Policies):
+        self.readmodel = readmodel
+        self.require_workspace = policies.require_workspace
 
     def history(self, workspace: str, start=None, end=None, limit: int = 100,
                 cursor: str | None = None) -> dict:
@@ -113,8 +119,6 @@ def check_limit(limit: int) -> int:
 
 
 def _decision_cursor(cursor: str):
-    from application.formats import parse_instant
-
     value = decode_cursor(cursor, list)
     if len(value) != 2 or not all(isinstance(v, str) for v in value):
         raise cursor_refusal()

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address
 
+from application.decision_writer import DecisionWriter
+from application.policies import Policies
 from domain.decision import Decision
 from domain.egress import EgressVerdict, evaluate_egress, normalize_allowlist, parse_deny_ranges
 from domain.errors import EgressConfigError, FieldError, InvalidInputError
@@ -106,10 +108,13 @@ def _addresses(values: Iterable, field: str) -> tuple[IPv4Address | IPv6Address,
     return tuple(found)
 
 
-class Egress:
-    """Mixed into the Governance application, which sets `egress_config`."""
+class EgressJudge:
+    """Judges network destinations with the deployment's egress configuration."""
 
-    egress_config: EgressConfig = EgressConfig()
+    def __init__(self, egress_config: EgressConfig, writer: DecisionWriter, policies: Policies):
+        self.egress_config = egress_config
+        self.writer = writer
+        self.require_workspace = policies.require_workspace
 
     def evaluate_egress(self, workspace: str, target: str, resolved: Sequence[str] = (),
                         context: dict | None = None) -> dict:

@@ -1,15 +1,13 @@
 """Evaluation: judge specs against the current policy (recorded) or a draft/past one (not).
 
-The hot path reads the policy from a per-process cache that is refreshed whenever the
-workspace's head version moves (one indexed lookup), so a Save is in force for the next evaluate
-in every worker process.
+The hot path reads the rules from the per-process cache in `Policies`.
 """
 
 from __future__ import annotations
 
-import threading
-
+from application.decision_writer import DecisionWriter
 from application.formats import iso
+from application.policies import Policies
 from domain.decision import Decision, judge
 from domain.errors import FieldError, InvalidInputError
 from domain.policy import LanguageRules
@@ -23,28 +21,12 @@ MAX_SPECS = 500
 MAX_SPEC_CHARS = 64 * 1024
 
 
-class PolicyCache:
-    def __init__(self, app):
-        self._app = app
-        self._entries: dict[str, tuple[int, dict[str, LanguageRules]]] = {}
-        self._lock = threading.Lock()
-
-    def current(self, workspace: str) -> tuple[int, dict[str, LanguageRules]]:
-        head = self._app.readmodel.head_version(workspace)
-        cached = self._entries.get(workspace)
-        if cached is not None and cached[0] == head:
-            return cached
-        policy = self._app.load_policy(workspace)  # NotFoundError for unknown workspaces
-        entry = (policy.policy_version, policy.rules())
-        with self._lock:  # two refreshes may race: never put an older version back
-            known = self._entries.get(workspace)
-            if known is None or known[0] < entry[0]:
-                self._entries[workspace] = entry
-        return entry
-
-
 class Evaluation:
-    """Mixed into the Governance application."""
+    """Judges specs: recorded against the current policy, or unrecorded against a draft or a past one."""
+
+    def __init__(self, policies: Policies, writer: DecisionWriter):
+        self.policies = policies
+        self.writer = writer
 
     def evaluate(self, workspace: str, language: str | None = None, specs: list[str] | None = None,
                  command: list[str] | None = None, context: dict | None = None) -> dict:
@@ -67,11 +49,10 @@ class Evaluation:
             raise InvalidInputError("test against a draft or a past policy, not both",
                                     [FieldError("at", "must not be given with draft")])
         if draft is not None:
-            version, rules = self.draft_rules(workspace, draft)
+            version, rules = self.policies.draft_rules(workspace, draft)
         elif at is not None:
-            self.require_workspace(workspace)
-            version = self.readmodel.version_at(workspace, at)
-            rules = self.load_policy(workspace, version).rules()
+            past = self.policies.at(workspace, at)
+            version, rules = past.policy_version, past.rules()
         else:
             version, rules = self.policies.current(workspace)
         records = decision_records(parsed, rules, workspace, version, context)

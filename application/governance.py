@@ -1,7 +1,8 @@
-"""The Governance application: workspaces, tokens and policy commands.
+"""The Governance application: workspaces, tokens and policy commands, composing its collaborators.
 
-Evaluation and audit queries are mixed in from their own modules; every public method takes and
-returns plain data, so the HTTP API, the console and the CLI are thin layers over it.
+`Policies` (loading, cache, drafts), `Evaluation`, `EgressJudge` and `Audit` each receive what
+they need in their constructors. Governance is the one way in for the interface: every public
+method takes and returns plain data, so the HTTP API, the console and the CLI are thin layers.
 """
 
 from __future__ import annotations
@@ -16,34 +17,85 @@ from eventsourcing.persistence import IntegrityError
 
 from application.audit import Audit
 from application.decision_writer import DecisionWriter
-from application.egress import Egress, EgressConfig
-from application.evaluation import Evaluation, PolicyCache
+from application.egress import EgressConfig, EgressJudge
+from application.evaluation import Evaluation
 from application.formats import iso, parse_uuid
+from application.policies import Policies
 from application.store import SNAPSHOT_INTERVAL
 from application.store.reads import ReadModel
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
-from domain.policy import Policy, policy_id
+from domain.policy import Policy
 from domain.text import check_text
 from domain.token import ROLES, WORKSPACE_PATTERN, Token, digest, new_secret, token_id
 
 CHANGE_ATTEMPTS = 50
 
 
-class Governance(Evaluation, Egress, Audit, Application):
+class Governance(Application):
     name = "governance"
     snapshotting_intervals = {Policy: SNAPSHOT_INTERVAL}
 
     def __init__(self, env: dict | None = None, egress: EgressConfig | None = None):
         super().__init__(env)
-        self.egress_config = egress or EgressConfig()  # deployment egress rules (open by default)
         self.readmodel = ReadModel(self.recorder)
-        self.policies = PolicyCache(self)
         self.writer = DecisionWriter(self.save)
+        self.policies = Policies(self.repository, self.readmodel)
+        self.evaluation = Evaluation(self.policies, self.writer)
+        # deployment egress rules (open by default)
+        self.egress = EgressJudge(egress or EgressConfig(), self.writer, self.policies)
+        self.audit = Audit(self.readmodel, self.policies)
+        self.require_workspace = self.policies.require_workspace
+        self.load_policy = self.policies.load_policy
 
     def close(self) -> None:
         self.writer.close()
         super().close()
+
+    @property
+    def egress_config(self) -> EgressConfig:
+        return self.egress.egress_config
+
+    # -- the collaborators' public surface --------------------------------------------------
+    def evaluate(self, workspace: str, language: str | None = None, specs: list[str] | None = None,
+                 command: list[str] | None = None, context: dict | None = None) -> dict:
+        return self.evaluation.evaluate(workspace, language, specs, command, context)
+
+    def test(self, workspace: str, language: str | None = None, specs: list[str] | None = None,
+             command: list[str] | None = None, context: dict | None = None, draft: dict | None = None,
+             at=None) -> dict:
+        return self.evaluation.test(workspace, language, specs, command, context, draft, at)
+
+    def draft_rules(self, workspace: str, draft: dict) -> tuple[int, dict]:
+        return self.policies.draft_rules(workspace, draft)
+
+    def evaluate_egress(self, workspace: str, target: str, resolved=(), context: dict | None = None) -> dict:
+        return self.egress.evaluate_egress(workspace, target, resolved, context)
+
+    def judge_egress(self, target: str, resolved=()) -> dict:
+        return self.egress.judge_egress(target, resolved)
+
+    def test_egress(self, workspace: str, target: str, resolved=(), hostname_allowlist=None) -> dict:
+        return self.egress.test_egress(workspace, target, resolved, hostname_allowlist)
+
+    def history(self, workspace: str, start=None, end=None, limit: int = 100, cursor: str | None = None) -> dict:
+        return self.audit.history(workspace, start, end, limit, cursor)
+
+    def decisions(self, workspace: str, filters: dict | None = None, start=None, end=None, limit: int = 100,
+                  cursor: str | None = None) -> dict:
+        return self.audit.decisions(workspace, filters, start, end, limit, cursor)
+
+    def export_decisions(self, workspace: str, filters: dict | None = None, start=None, end=None):
+        return self.audit.export_decisions(workspace, filters, start, end)
+
+    def decision(self, workspace: str, decision_id: str) -> dict:
+        return self.audit.decision(workspace, decision_id)
+
+    def package_at(self, workspace: str, language: str, name: str, at) -> dict:
+        return self.audit.package_at(workspace, language, name, at)
+
+    def package_timeline(self, workspace: str, language: str, name: str, start, end) -> dict:
+        return self.audit.package_timeline(workspace, language, name, start, end)
 
     def _record(self, processing_event):
         # Hand the recorder the domain events and their workspaces, so it writes the read
@@ -131,24 +183,11 @@ class Governance(Evaluation, Egress, Audit, Application):
         """One indexed probe (readiness checks, first start), not a listing."""
         return self.readmodel.has_workspaces()
 
-    def require_workspace(self, workspace: str) -> None:
-        if self.readmodel.workspace(workspace) is None:
-            raise NotFoundError(f"no workspace {workspace!r}")
-
     # -- the policy ---------------------------------------------------------------------------
-    def load_policy(self, workspace: str, policy_version: int | None = None) -> Policy:
-        try:
-            version = None if policy_version is None else policy_version + 1
-            return self.repository.get(policy_id(workspace), version=version)
-        except AggregateNotFoundError:
-            raise NotFoundError(f"no workspace {workspace!r}") from None
-
     def policy(self, workspace: str, at=None) -> dict:
         if at is None:
             return policy_view(self.load_policy(workspace), None)
-        self.require_workspace(workspace)
-        version = self.readmodel.version_at(workspace, at)
-        return policy_view(self.load_policy(workspace, version), at)
+        return policy_view(self.policies.at(workspace, at), at)
 
     def save_policy(self, workspace: str, desired: dict, by: str, note: str = "",
                     expected_version: int | None = None) -> dict:
@@ -179,17 +218,6 @@ class Governance(Evaluation, Egress, Audit, Application):
         raise ConflictError("the policy is changing too fast to apply this; try again",
                             [FieldError("expected_version", "the policy kept moving")])
 
-    def draft_rules(self, workspace: str, draft: dict) -> tuple[int, dict]:
-        """Rules of the saved policy with unsaved edits applied; nothing is recorded."""
-        policy = copy.deepcopy(self.load_policy(workspace))
-        version = policy.policy_version
-        try:
-            changes = plan_desired_state(policy.state, draft)
-        except InvalidInputError as refused:  # name the fields as the request spelled them
-            raise type(refused)("the draft breaks the rules named in errors; nothing was tested",
-                                [FieldError(f"draft.{e.field}", e.message) for e in refused.errors]) from None
-        policy.record(changes, "draft", "")
-        return version, policy.rules()
 
 
 def policy_view(policy: Policy, at) -> dict:

@@ -1,0 +1,72 @@
+"""The Policy aggregates as the other collaborators need them: loaded now or at a version, the
+per-process cache of their rules, and drafts (unsaved edits) applied to a copy.
+
+The cache is refreshed whenever the workspace's head version moves (one indexed lookup), so a
+Save is in force for the next evaluate in every worker process.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+
+from eventsourcing.application import AggregateNotFoundError
+
+from application.store.reads import ReadModel
+from domain.edits import plan_desired_state
+from domain.errors import FieldError, InvalidInputError, NotFoundError
+from domain.policy import LanguageRules, Policy, policy_id
+
+
+class Policies:
+    def __init__(self, repository, readmodel: ReadModel):
+        self.repository = repository
+        self.readmodel = readmodel
+        self._entries: dict[str, tuple[int, dict[str, LanguageRules]]] = {}
+        self._lock = threading.Lock()
+
+    def require_workspace(self, workspace: str) -> None:
+        if self.readmodel.workspace(workspace) is None:
+            raise NotFoundError(f"no workspace {workspace!r}")
+
+    def load_policy(self, workspace: str, policy_version: int | None = None) -> Policy:
+        try:
+            version = None if policy_version is None else policy_version + 1
+            return self.repository.get(policy_id(workspace), version=version)
+        except AggregateNotFoundError:
+            raise NotFoundError(f"no workspace {workspace!r}") from None
+
+    def version_at(self, workspace: str, at) -> int:
+        self.require_workspace(workspace)
+        return self.readmodel.version_at(workspace, at)
+
+    def at(self, workspace: str, at) -> Policy:
+        """The policy exactly as it stood at instant `at`."""
+        return self.load_policy(workspace, self.version_at(workspace, at))
+
+    def current(self, workspace: str) -> tuple[int, dict[str, LanguageRules]]:
+        """The head version's rules, from the cache while the head has not moved."""
+        head = self.readmodel.head_version(workspace)
+        cached = self._entries.get(workspace)
+        if cached is not None and cached[0] == head:
+            return cached
+        policy = self.load_policy(workspace)  # NotFoundError for unknown workspaces
+        entry = (policy.policy_version, policy.rules())
+        with self._lock:  # two refreshes may race: never put an older version back
+            known = self._entries.get(workspace)
+            if known is None or known[0] < entry[0]:
+                self._entries[workspace] = entry
+        return entry
+
+    def draft_rules(self, workspace: str, draft: dict) -> tuple[int, dict]:
+        """Rules of the saved policy with unsaved edits applied; nothing is recorded."""
+        policy = copy.deepcopy(self.load_policy(workspace))
+        version = policy.policy_version
+        try:
+            changes = plan_desired_state(policy.state, draft)
+        except InvalidInputError as refused:  # name the fields as the request spelled them
+            raise type(refused)("the draft breaks the rules named in errors; nothing was tested",
+                                [FieldError(f"draft.{e.field}", e.message) for e in refused.errors]) from None
+        policy.record(changes, "draft", "")
+        return version, policy.rules()
+
