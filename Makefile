@@ -11,7 +11,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-.PHONY: install run test bench lint
+.PHONY: install run test test-fast bench lint format
 install: $(BIN)/.installed
 
 run: install
@@ -20,8 +20,16 @@ run: install
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# The inner loop: the domain and application layers only (seconds, no server, no browser).
+test-fast: install
+	$(BIN)/python -m pytest tests/domain tests/application $(PYTEST_ARGS)
+
 bench: install
 	$(BIN)/python bench/evaluate.py
 
 lint: install
 	$(BIN)/ruff check domain application interface tests bench
+	$(BIN)/ruff format --check domain application interface tests bench
+
+format: install
+	$(BIN)/ruff format domain application interface tests bench

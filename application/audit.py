@@ -29,25 +29,31 @@ class Audit:
         self.readmodel = readmodel
         self.require_workspace = policies.require_workspace
 
-    def history(self, workspace: str, start=None, end=None, limit: int = 100,
-                cursor: str | None = None) -> dict:
+    def history(self, workspace: str, start=None, end=None, limit: int = 100, cursor: str | None = None) -> dict:
         self.require_workspace(workspace)
         after = decode_cursor(cursor, int) if cursor else 0
         rows = self.readmodel.history(workspace, start, end, after, check_limit(limit) + 1)
         page, next_cursor = paged(rows, limit, lambda last: last["version"])
         return {"changes": [describe_change(r) for r in page], "next_cursor": next_cursor}
 
-    def decisions(self, workspace: str, filters: dict | None = None, start=None, end=None,
-                  limit: int = 100, cursor: str | None = None) -> dict:
+    def decisions(
+        self,
+        workspace: str,
+        filters: dict | None = None,
+        start=None,
+        end=None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> dict:
         self.require_workspace(workspace)
         before = _decision_cursor(cursor) if cursor else None
-        rows = self.readmodel.decisions(workspace, decision_filters(filters), start, end, before,
-                                        check_limit(limit) + 1)
+        rows = self.readmodel.decisions(
+            workspace, decision_filters(filters), start, end, before, check_limit(limit) + 1
+        )
         page, next_cursor = paged(rows, limit, lambda last: [iso(last["at"]), last["id"]])
         return {"decisions": [_row_view(r) for r in page], "next_cursor": next_cursor}
 
-    def export_decisions(self, workspace: str, filters: dict | None = None, start=None,
-                         end=None) -> Iterator[dict]:
+    def export_decisions(self, workspace: str, filters: dict | None = None, start=None, end=None) -> Iterator[dict]:
         """The whole filtered set, newest first, streamed page by page (keyset, constant memory).
         Checked now, so a bad filter is refused before any row is streamed."""
         self.require_workspace(workspace)
@@ -85,8 +91,9 @@ def decision_filters(filters: dict | None) -> dict:
     filters = {k: v for k, v in (filters or {}).items() if v is not None}
     for field, allowed in (("language", LANGUAGES), ("kind", (*KINDS, "egress")), ("reason", ALL_REASONS)):
         if field in filters and filters[field] not in allowed:
-            raise InvalidInputError(f"unknown {field} {filters[field]!r}",
-                                    [FieldError(field, f"must be one of {', '.join(allowed)}")])
+            raise InvalidInputError(
+                f"unknown {field} {filters[field]!r}", [FieldError(field, f"must be one of {', '.join(allowed)}")]
+            )
     for field in ("name", "source", "sandbox"):
         if field in filters:
             check_text(filters[field], field, 500)
@@ -101,8 +108,9 @@ def package_name(language: str, text: str) -> str:
     check_language(language, NotFoundError)  # a path segment: an unknown language is no resource
     name = registry_name(language, text)
     if name is None:
-        raise InvalidInputError(f"{text!r} is not a {language} package name",
-                                [FieldError("name", "must be a registry package name")])
+        raise InvalidInputError(
+            f"{text!r} is not a {language} package name", [FieldError("name", "must be a registry package name")]
+        )
     return name
 
 

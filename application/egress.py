@@ -38,29 +38,39 @@ class EgressConfig:
     allow_addresses: tuple[IPv4Address | IPv6Address, ...] = ()
 
     def __post_init__(self):
-        allowlist, ranges, addresses = checked_config(
-            self.hostname_allowlist, self.deny_ranges, self.allow_addresses)
+        allowlist, ranges, addresses = checked_config(self.hostname_allowlist, self.deny_ranges, self.allow_addresses)
         object.__setattr__(self, "hostname_allowlist", allowlist)
         object.__setattr__(self, "deny_ranges", ranges)
         object.__setattr__(self, "allow_addresses", addresses)
 
     def describe(self) -> str:
         """One line for a startup log: what this deployment lets through."""
-        names = ("open (no hostname allowlist)" if self.hostname_allowlist is None
-                 else f"{len(self.hostname_allowlist)} allowlisted name(s)")
-        extra = f"; test-only allowed addresses {list(map(str, self.allow_addresses))}" \
-            if self.allow_addresses else ""
+        names = (
+            "open (no hostname allowlist)"
+            if self.hostname_allowlist is None
+            else f"{len(self.hostname_allowlist)} allowlisted name(s)"
+        )
+        extra = f"; test-only allowed addresses {list(map(str, self.allow_addresses))}" if self.allow_addresses else ""
         return f"egress {names}; {len(self.deny_ranges)} extra deny range(s){extra}"
 
 
-def checked_config(allowlist, deny_ranges, allow_addresses=(), *,
-                   fields=("hostname_allowlist", "deny_ranges", "allow_addresses"),
-                   label="invalid egress configuration"):
+def checked_config(
+    allowlist,
+    deny_ranges,
+    allow_addresses=(),
+    *,
+    fields=("hostname_allowlist", "deny_ranges", "allow_addresses"),
+    label="invalid egress configuration",
+):
     """Normalise all three settings at once; one EgressConfigError names every bad entry of all."""
     errors: list[FieldError] = []
     allowlist = _collect(errors, allowlist, fields[0], normalize_allowlist)
-    ranges = _collect(errors, deny_ranges, fields[1], lambda values, field: parse_deny_ranges(
-        [v if isinstance(v, str) else str(v) for v in values], field))
+    ranges = _collect(
+        errors,
+        deny_ranges,
+        fields[1],
+        lambda values, field: parse_deny_ranges([v if isinstance(v, str) else str(v) for v in values], field),
+    )
     addresses = _collect(errors, allow_addresses, fields[2], _addresses)
     if errors:
         listed = "; ".join(f"{e.field}: {e.message}" for e in errors)
@@ -70,8 +80,9 @@ def checked_config(allowlist, deny_ranges, allow_addresses=(), *,
 
 def checked_allowlist(entries: Sequence[str] | None, field: str = "hostname_allowlist"):
     """An allowlist given with a request: normalised, or 422 naming every bad entry."""
-    return checked_config(entries, (), fields=(field, "deny_ranges", "allow_addresses"),
-                          label=f"invalid {field} entries")[0]
+    return checked_config(
+        entries, (), fields=(field, "deny_ranges", "allow_addresses"), label=f"invalid {field} entries"
+    )[0]
 
 
 def _collect(errors: list[FieldError], value, field: str, parse):
@@ -116,8 +127,9 @@ class EgressJudge:
         self.writer = writer
         self.require_workspace = policies.require_workspace
 
-    def evaluate_egress(self, workspace: str, target: str, resolved: Sequence[str] = (),
-                        context: dict | None = None) -> dict:
+    def evaluate_egress(
+        self, workspace: str, target: str, resolved: Sequence[str] = (), context: dict | None = None
+    ) -> dict:
         """Judge with the deployment's configuration and record the decision before answering.
 
         Raises StoreUnavailableError (503) when it cannot be recorded: the caller must deny.
@@ -126,22 +138,31 @@ class EgressJudge:
         # No workspace lookup on this hot path: the API's token proves the workspace exists,
         # and the proxy checks it once at start-up.
         verdict = self._egress_verdict(target, resolved, self.egress_config.hostname_allowlist)
-        record = {"spec": target, "language": None, "name": verdict.host, "kind": "egress",
-                  "allowed": verdict.allowed, "reason": verdict.reason, "policy_version": None,
-                  "context": check_context(context), "detail": verdict.detail,
-                  "resolved": list(resolved), "port": verdict.port}
+        record = {
+            "spec": target,
+            "language": None,
+            "name": verdict.host,
+            "kind": "egress",
+            "allowed": verdict.allowed,
+            "reason": verdict.reason,
+            "policy_version": None,
+            "context": check_context(context),
+            "detail": verdict.detail,
+            "resolved": list(resolved),
+            "port": verdict.port,
+        }
         decision = Decision(workspace=workspace, record=record)
         self.writer.record(decision)
         return egress_answer(verdict, str(decision.id))
 
     def judge_egress(self, target: str, resolved: Sequence[str] = ()) -> dict:
         """The deployment's verdict, not recorded: lets a proxy refuse a name before resolving it."""
-        verdict = self._egress_verdict(target, _checked_resolved(resolved),
-                                       self.egress_config.hostname_allowlist)
+        verdict = self._egress_verdict(target, _checked_resolved(resolved), self.egress_config.hostname_allowlist)
         return egress_answer(verdict, None)
 
-    def test_egress(self, workspace: str, target: str, resolved: Sequence[str] = (),
-                    hostname_allowlist: Sequence[str] | None = None) -> dict:
+    def test_egress(
+        self, workspace: str, target: str, resolved: Sequence[str] = (), hostname_allowlist: Sequence[str] | None = None
+    ) -> dict:
         """The same judgement with an explicit allowlist (None = open); nothing is recorded."""
         allowlist = checked_allowlist(hostname_allowlist)
         resolved = _checked_resolved(resolved)
@@ -150,13 +171,20 @@ class EgressJudge:
 
     def _egress_verdict(self, target: str, resolved: Sequence[str], allowlist) -> EgressVerdict:
         config = self.egress_config
-        return evaluate_egress(target, resolved, allowlist, deny_ranges=config.deny_ranges,
-                               allow_addresses=config.allow_addresses)
+        return evaluate_egress(
+            target, resolved, allowlist, deny_ranges=config.deny_ranges, allow_addresses=config.allow_addresses
+        )
 
 
 def egress_answer(verdict: EgressVerdict, decision_id: str | None) -> dict:
-    return {"allowed": verdict.allowed, "reason": verdict.reason, "host": verdict.host,
-            "port": verdict.port, "id": decision_id, "detail": verdict.detail}
+    return {
+        "allowed": verdict.allowed,
+        "reason": verdict.reason,
+        "host": verdict.host,
+        "port": verdict.port,
+        "id": decision_id,
+        "detail": verdict.detail,
+    }
 
 
 def _checked_resolved(resolved) -> tuple[str, ...]:
@@ -165,9 +193,11 @@ def _checked_resolved(resolved) -> tuple[str, ...]:
     if resolved is None:
         return ()
     if isinstance(resolved, str) or not all(isinstance(r, str) for r in resolved):
-        raise InvalidInputError("resolved must be a list of IP address strings",
-                                [FieldError("resolved", "must be a list of strings")])
+        raise InvalidInputError(
+            "resolved must be a list of IP address strings", [FieldError("resolved", "must be a list of strings")]
+        )
     if len(resolved) > MAX_RESOLVED:
-        raise InvalidInputError("too many resolved addresses",
-                                [FieldError("resolved", f"at most {MAX_RESOLVED} addresses")])
+        raise InvalidInputError(
+            "too many resolved addresses", [FieldError("resolved", f"at most {MAX_RESOLVED} addresses")]
+        )
     return tuple(resolved)

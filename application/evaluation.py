@@ -28,8 +28,14 @@ class Evaluation:
         self.policies = policies
         self.writer = writer
 
-    def evaluate(self, workspace: str, language: str | None = None, specs: list[str] | None = None,
-                 command: list[str] | None = None, context: dict | None = None) -> dict:
+    def evaluate(
+        self,
+        workspace: str,
+        language: str | None = None,
+        specs: list[str] | None = None,
+        command: list[str] | None = None,
+        context: dict | None = None,
+    ) -> dict:
         """Judge and durably record every decision before answering (fail closed otherwise)."""
         language, parsed = specs_of(language, specs, command)
         context = check_context(context)
@@ -39,15 +45,23 @@ class Evaluation:
         self.writer.record(*decisions)
         return answer(version, [decision_view(str(d.id), d.record, d.created_on) for d in decisions])
 
-    def test(self, workspace: str, language: str | None = None, specs: list[str] | None = None,
-             command: list[str] | None = None, context: dict | None = None,
-             draft: dict | None = None, at=None) -> dict:
+    def test(
+        self,
+        workspace: str,
+        language: str | None = None,
+        specs: list[str] | None = None,
+        command: list[str] | None = None,
+        context: dict | None = None,
+        draft: dict | None = None,
+        at=None,
+    ) -> dict:
         """The Test panel: the same answer against a draft or a past policy; nothing recorded."""
         language, parsed = specs_of(language, specs, command)
         context = check_context(context)
         if draft is not None and at is not None:
-            raise InvalidInputError("test against a draft or a past policy, not both",
-                                    [FieldError("at", "must not be given with draft")])
+            raise InvalidInputError(
+                "test against a draft or a past policy, not both", [FieldError("at", "must not be given with draft")]
+            )
         if draft is not None:
             version, rules = self.policies.draft_rules(workspace, draft)
         elif at is not None:
@@ -65,24 +79,28 @@ def decision_records(parsed: list[Spec], rules: dict, workspace: str, version: i
 
 def answer(version: int, views: list[dict]) -> dict:
     """Allowed only if there is something to allow and every decision allows it."""
-    return {"allowed": bool(views) and all(v["allowed"] for v in views), "policy_version": version,
-            "decisions": views}
+    return {"allowed": bool(views) and all(v["allowed"] for v in views), "policy_version": version, "decisions": views}
 
 
 def specs_of(language: str | None, specs: list[str] | None, command: list[str] | None):
     """Either a language with specs, or a command line (whose program names the language)."""
     if (specs is None) == (command is None):
-        raise InvalidInputError("give either specs or command",
-                                [FieldError("specs", "exactly one of specs and command is required")])
+        raise InvalidInputError(
+            "give either specs or command", [FieldError("specs", "exactly one of specs and command is required")]
+        )
     field, texts = ("specs", specs) if command is None else ("command", command)
     if sum(len(t) for t in texts if isinstance(t, str)) > MAX_SPEC_CHARS:
-        raise InvalidInputError(f"{field} are too long to judge",
-                                [FieldError(field, f"must hold at most {MAX_SPEC_CHARS} characters in all")])
+        raise InvalidInputError(
+            f"{field} are too long to judge",
+            [FieldError(field, f"must hold at most {MAX_SPEC_CHARS} characters in all")],
+        )
     if command is not None:
         found, parsed = parse_command(command)
         if language is not None and language != found:
-            raise InvalidInputError(f"the command installs {found} packages, not {language}",
-                                    [FieldError("language", f"must match the command ({found})")])
+            raise InvalidInputError(
+                f"the command installs {found} packages, not {language}",
+                [FieldError("language", f"must match the command ({found})")],
+            )
         return found, parsed
     check_language(language)
     if not specs:
@@ -92,12 +110,18 @@ def specs_of(language: str | None, specs: list[str] | None, command: list[str] |
     return language, [parse(language, s) for s in specs]
 
 
-def decision_record(spec: Spec, rules: LanguageRules, workspace: str, version: int,
-                    context: dict | None) -> dict:
+def decision_record(spec: Spec, rules: LanguageRules, workspace: str, version: int, context: dict | None) -> dict:
     verdict = judge(rules, spec, workspace)
-    record = {"spec": spec.text, "language": spec.language, "name": spec.name, "kind": spec.kind,
-              "allowed": verdict.allowed, "reason": verdict.reason, "policy_version": version,
-              "context": context}
+    record = {
+        "spec": spec.text,
+        "language": spec.language,
+        "name": spec.name,
+        "kind": spec.kind,
+        "allowed": verdict.allowed,
+        "reason": verdict.reason,
+        "policy_version": version,
+        "context": context,
+    }
     if spec.detail and not verdict.allowed:
         record["detail"] = spec.detail
     if verdict.message:

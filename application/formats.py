@@ -85,8 +85,10 @@ def decode_cursor(cursor: str, shape: type, field: str = "cursor"):
 
 
 def cursor_refusal(field: str = "cursor") -> InvalidInputError:
-    return InvalidInputError("the cursor is not one this service issued",
-                             [FieldError(field, "must be a next_cursor value from a previous page")])
+    return InvalidInputError(
+        "the cursor is not one this service issued",
+        [FieldError(field, "must be a next_cursor value from a previous page")],
+    )
 
 
 def parse_uuid(text) -> UUID | None:

@@ -57,13 +57,26 @@ class Governance(Application):
         return self.egress.egress_config
 
     # -- the collaborators' public surface --------------------------------------------------
-    def evaluate(self, workspace: str, language: str | None = None, specs: list[str] | None = None,
-                 command: list[str] | None = None, context: dict | None = None) -> dict:
+    def evaluate(
+        self,
+        workspace: str,
+        language: str | None = None,
+        specs: list[str] | None = None,
+        command: list[str] | None = None,
+        context: dict | None = None,
+    ) -> dict:
         return self.evaluation.evaluate(workspace, language, specs, command, context)
 
-    def test(self, workspace: str, language: str | None = None, specs: list[str] | None = None,
-             command: list[str] | None = None, context: dict | None = None, draft: dict | None = None,
-             at=None) -> dict:
+    def test(
+        self,
+        workspace: str,
+        language: str | None = None,
+        specs: list[str] | None = None,
+        command: list[str] | None = None,
+        context: dict | None = None,
+        draft: dict | None = None,
+        at=None,
+    ) -> dict:
         return self.evaluation.test(workspace, language, specs, command, context, draft, at)
 
     def draft_rules(self, workspace: str, draft: dict) -> tuple[int, dict]:
@@ -81,8 +94,15 @@ class Governance(Application):
     def history(self, workspace: str, start=None, end=None, limit: int = 100, cursor: str | None = None) -> dict:
         return self.audit.history(workspace, start, end, limit, cursor)
 
-    def decisions(self, workspace: str, filters: dict | None = None, start=None, end=None, limit: int = 100,
-                  cursor: str | None = None) -> dict:
+    def decisions(
+        self,
+        workspace: str,
+        filters: dict | None = None,
+        start=None,
+        end=None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> dict:
         return self.audit.decisions(workspace, filters, start, end, limit, cursor)
 
     def export_decisions(self, workspace: str, filters: dict | None = None, start=None, end=None):
@@ -114,22 +134,26 @@ class Governance(Application):
         try:
             self.save(Policy(workspace=workspace, by=by), token)
         except IntegrityError:
-            raise ConflictError(f"workspace {workspace!r} already exists",
-                                [FieldError("workspace", "must not exist yet")]) from None
+            raise ConflictError(
+                f"workspace {workspace!r} already exists", [FieldError("workspace", "must not exist yet")]
+            ) from None
         return {"workspace": workspace, "id": str(token.id), "token": secret, "role": "owner"}
 
     def issue_token(self, workspace: str, name: str, role: str, by: str) -> dict:
         self.require_workspace(workspace)
         if role not in ROLES:
-            raise InvalidInputError(f"unknown role {role!r}",
-                                    [FieldError("role", f"must be one of {', '.join(ROLES)}")])
+            raise InvalidInputError(
+                f"unknown role {role!r}", [FieldError("role", f"must be one of {', '.join(ROLES)}")]
+            )
         if not isinstance(name, str) or not name.strip():
             raise InvalidInputError("a token needs a name", [FieldError("name", "must be 1 to 200 characters")])
         check_text(name, "name", 200)
         if any(t["name"] == name.strip() and not t["revoked_at"] for t in self.readmodel.tokens(workspace)):
             # Changes are recorded by token name: two live tokens with one name would blur who did what.
-            raise ConflictError(f"a token named {name.strip()!r} is already active in this workspace",
-                                [FieldError("name", "must differ from every active token's name")])
+            raise ConflictError(
+                f"a token named {name.strip()!r} is already active in this workspace",
+                [FieldError("name", "must differ from every active token's name")],
+            )
         token, secret = self._new_token(workspace, name.strip(), role, by)
         self.save(token)
         return {"id": str(token.id), "token": secret, "name": token.name, "role": role, "workspace": workspace}
@@ -151,9 +175,18 @@ class Governance(Application):
 
     def list_tokens(self, workspace: str) -> list[dict]:
         self.require_workspace(workspace)
-        return [{"id": r["id"], "name": r["name"], "role": r["role"], "issued_at": iso(r["issued_at"]),
-                 "issued_by": r["issued_by"], "revoked_at": iso(r["revoked_at"]), "revoked_by": r["revoked_by"]}
-                for r in self.readmodel.tokens(workspace)]
+        return [
+            {
+                "id": r["id"],
+                "name": r["name"],
+                "role": r["role"],
+                "issued_at": iso(r["issued_at"]),
+                "issued_by": r["issued_by"],
+                "revoked_at": iso(r["revoked_at"]),
+                "revoked_by": r["revoked_by"],
+            }
+            for r in self.readmodel.tokens(workspace)
+        ]
 
     def revoke_token(self, workspace: str, token: str, by: str) -> None:
         found = self._get_token(token)
@@ -165,9 +198,10 @@ class Governance(Application):
         except IntegrityError:
             if self._get_token(token).revoked:
                 return  # revoked concurrently by someone else: revocation is final, so this is done
-            raise ConflictError("revoking it would leave the workspace without an active owner token; "
-                                "issue another owner token first",
-                                [FieldError("token_id", "must not be the last active owner token")]) from None
+            raise ConflictError(
+                "revoking it would leave the workspace without an active owner token; issue another owner token first",
+                [FieldError("token_id", "must not be the last active owner token")],
+            ) from None
 
     def _get_token(self, token: str) -> Token | None:
         token_uuid = parse_uuid(token)
@@ -189,16 +223,20 @@ class Governance(Application):
             return policy_view(self.load_policy(workspace), None)
         return policy_view(self.policies.at(workspace, at), at)
 
-    def save_policy(self, workspace: str, desired: dict, by: str, note: str = "",
-                    expected_version: int | None = None) -> dict:
+    def save_policy(
+        self, workspace: str, desired: dict, by: str, note: str = "", expected_version: int | None = None
+    ) -> dict:
         """The console's Save: the complete desired state; only the differences are recorded."""
-        return self._change(workspace, by, note, expected_version,
-                            lambda policy: plan_desired_state(policy.state, desired))
+        return self._change(
+            workspace, by, note, expected_version, lambda policy: plan_desired_state(policy.state, desired)
+        )
 
-    def change_policy(self, workspace: str, changes: list[dict], by: str, note: str = "",
-                      expected_version: int | None = None) -> dict:
-        return self._change(workspace, by, note, expected_version,
-                            lambda policy: plan_incremental(policy.state, changes))
+    def change_policy(
+        self, workspace: str, changes: list[dict], by: str, note: str = "", expected_version: int | None = None
+    ) -> dict:
+        return self._change(
+            workspace, by, note, expected_version, lambda policy: plan_incremental(policy.state, changes)
+        )
 
     def _change(self, workspace, by, note, expected_version, plan) -> dict:
         """Plan against the current state and save atomically. A writer that gave no
@@ -215,23 +253,32 @@ class Governance(Application):
                 return policy_view(policy, None)
             except IntegrityError:
                 time.sleep(random.uniform(0, 0.005))  # let the winner's readers through
-        raise ConflictError("the policy is changing too fast to apply this; try again",
-                            [FieldError("expected_version", "the policy kept moving")])
-
+        raise ConflictError(
+            "the policy is changing too fast to apply this; try again",
+            [FieldError("expected_version", "the policy kept moving")],
+        )
 
 
 def policy_view(policy: Policy, at) -> dict:
-    return {"workspace": policy.workspace, "version": policy.policy_version, "at": iso(at),
-            **copy.deepcopy(policy.state), "changed_at": iso(policy.changed_at),
-            "changed_by": policy.changed_by}
+    return {
+        "workspace": policy.workspace,
+        "version": policy.policy_version,
+        "at": iso(at),
+        **copy.deepcopy(policy.state),
+        "changed_at": iso(policy.changed_at),
+        "changed_by": policy.changed_by,
+    }
 
 
 def stale(expected: int, current: int) -> ConflictError:
-    return ConflictError(f"expected_version {expected} is not current ({current}); nothing was saved",
-                         [FieldError("expected_version", f"must be the current version, {current}")])
+    return ConflictError(
+        f"expected_version {expected} is not current ({current}); nothing was saved",
+        [FieldError("expected_version", f"must be the current version, {current}")],
+    )
 
 
 def check_workspace_slug(workspace: str) -> None:
     if not isinstance(workspace, str) or not WORKSPACE_PATTERN.fullmatch(workspace):
-        raise InvalidInputError(f"invalid workspace slug {workspace!r}",
-                                [FieldError("workspace", "must match [a-z0-9][a-z0-9-]{0,62}")])
+        raise InvalidInputError(
+            f"invalid workspace slug {workspace!r}", [FieldError("workspace", "must match [a-z0-9][a-z0-9-]{0,62}")]
+        )

@@ -42,14 +42,14 @@ class NameState:
         self.rows[(row["list"], row["name"])] = row
 
     def verdict(self, workspace: str, language: str, name: str):
-        rules = LanguageRules(language, self.mode, frozenset({name} if self.allowed_listed else ()),
-                              frozenset(self.denied_spellings))
+        rules = LanguageRules(
+            language, self.mode, frozenset({name} if self.allowed_listed else ()), frozenset(self.denied_spellings)
+        )
         return judge(rules, Spec(name, language, "registry", name), workspace)
 
     def because(self, reason: str) -> dict | None:
         """The change that last decided this answer, or None for the default policy."""
-        rows = [r for (lst, _), r in self.rows.items()
-                if lst == "deny" or self.mode == "allowlist"]
+        rows = [r for (lst, _), r in self.rows.items() if lst == "deny" or self.mode == "allowlist"]
         if reason == "matches-the-deny-list":
             rows = [r for r in rows if r["list"] == "deny" and r["type"] == "entry-added"]
         elif self.mode_row is not None:
@@ -63,8 +63,10 @@ def state_at(q: ReadModel, workspace: str, language: str, name: str, version: in
     if mode_row:
         state.apply(mode_row, name)
     found = [q.last_entry_change(workspace, language, "allow", name, version)]
-    found += [q.last_entry_change(workspace, language, "deny", spelling, version)
-              for spelling in q.spellings(workspace, language, "deny", name)]
+    found += [
+        q.last_entry_change(workspace, language, "deny", spelling, version)
+        for spelling in q.spellings(workspace, language, "deny", name)
+    ]
     for row in sorted(filter(None, found), key=lambda r: r["version"]):
         state.apply(row, name)
     return state
@@ -74,13 +76,19 @@ def package_at(q: ReadModel, workspace: str, language: str, name: str, at: datet
     version = q.version_at(workspace, at)
     state = state_at(q, workspace, language, name, version)
     verdict = state.verdict(workspace, language, name)
-    return {"language": language, "name": name, "at": iso(at), "allowed": verdict.allowed,
-            "reason": verdict.reason, "mode": state.mode, "policy_version": version,
-            "because": describe_change(state.because(verdict.reason))}
+    return {
+        "language": language,
+        "name": name,
+        "at": iso(at),
+        "allowed": verdict.allowed,
+        "reason": verdict.reason,
+        "mode": state.mode,
+        "policy_version": version,
+        "because": describe_change(state.because(verdict.reason)),
+    }
 
 
-def timeline(q: ReadModel, workspace: str, language: str, name: str, start: datetime,
-             end: datetime) -> dict:
+def timeline(q: ReadModel, workspace: str, language: str, name: str, start: datetime, end: datetime) -> dict:
     version = q.version_at(workspace, start)
     state = state_at(q, workspace, language, name, version)
     intervals = [_interval(state.verdict(workspace, language, name), start, version)]
@@ -95,22 +103,38 @@ def timeline(q: ReadModel, workspace: str, language: str, name: str, start: date
             current["to"] = iso(at)
             intervals.append(_interval(verdict, at, q.version_at(workspace, at)))
     intervals[-1]["to"] = iso(end)
-    return {"language": language, "name": name, "from": iso(start), "to": iso(end),
-            "intervals": intervals,
-            "decisions": q.decision_counts(workspace, language, name, start, end)}
+    return {
+        "language": language,
+        "name": name,
+        "from": iso(start),
+        "to": iso(end),
+        "intervals": intervals,
+        "decisions": q.decision_counts(workspace, language, name, start, end),
+    }
 
 
 def _interval(verdict, start: datetime, version: int) -> dict:
-    return {"from": iso(start), "to": None, "allowed": verdict.allowed, "reason": verdict.reason,
-            "policy_version": version}
+    return {
+        "from": iso(start),
+        "to": None,
+        "allowed": verdict.allowed,
+        "reason": verdict.reason,
+        "policy_version": version,
+    }
 
 
 def describe_change(row: dict | None) -> dict | None:
     """A change row as API.md shows it (history entries and `because`)."""
     if row is None:
         return None
-    out = {"version": row["version"], "at": iso(row["at"]), "by": row["by_actor"],
-           "note": row["note"], "type": row["type"], "language": row["language"]}
+    out = {
+        "version": row["version"],
+        "at": iso(row["at"]),
+        "by": row["by_actor"],
+        "note": row["note"],
+        "type": row["type"],
+        "language": row["language"],
+    }
     if row["type"] == "mode-switched":
         out["mode"] = row["mode"]
     else:

@@ -65,8 +65,9 @@ class Policies:
         try:
             changes = plan_desired_state(policy.state, draft)
         except InvalidInputError as refused:  # name the fields as the request spelled them
-            raise type(refused)("the draft breaks the rules named in errors; nothing was tested",
-                                [FieldError(f"draft.{e.field}", e.message) for e in refused.errors]) from None
+            raise type(refused)(
+                "the draft breaks the rules named in errors; nothing was tested",
+                [FieldError(f"draft.{e.field}", e.message) for e in refused.errors],
+            ) from None
         policy.record(changes, "draft", "")
         return version, policy.rules()
-

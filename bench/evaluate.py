@@ -28,14 +28,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from application.store import store_env  # noqa: E402
 from application.governance import Governance  # noqa: E402
+from application.store import store_env  # noqa: E402
 
 SERVERS = {
-    "waitress": ["-m", "waitress", "--threads=16", "--listen=127.0.0.1:{port}", "--call",
-                 "interface:create_app"],
-    "gunicorn-2w": ["-m", "gunicorn", "-w", "2", "-k", "gthread", "--threads", "8", "-b", "127.0.0.1:{port}",
-                    "interface:create_app()"],
+    "waitress": ["-m", "waitress", "--threads=16", "--listen=127.0.0.1:{port}", "--call", "interface:create_app"],
+    "gunicorn-2w": [
+        "-m",
+        "gunicorn",
+        "-w",
+        "2",
+        "-k",
+        "gthread",
+        "--threads",
+        "8",
+        "-b",
+        "127.0.0.1:{port}",
+        "interface:create_app()",
+    ],
 }
 LUA = """wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
@@ -66,8 +76,14 @@ def start(server: str, port: int, database_url: str) -> subprocess.Popen:
         raise SystemExit("gunicorn is not installed in this environment")
     args = [a.format(port=port) for a in SERVERS[server]]
     env = os.environ | {"RUNCODE_POLICY_DATABASE_URL": database_url, "RUNCODE_POLICY_CREATE_TABLES": "n"}
-    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     for _ in range(100):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1)
@@ -91,8 +107,7 @@ def wrk(url: str, seconds: int, connections: int, script: str | None = None) -> 
 
 def run(server: str, database_url: str, args) -> None:
     token = prepare(database_url)
-    body = json.dumps({"language": "python", "specs": ["pandas==2.1", "requests"],
-                       "context": {"sandbox": "bench"}})
+    body = json.dumps({"language": "python", "specs": ["pandas==2.1", "requests"], "context": {"sandbox": "bench"}})
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(LUA.replace("{token}", token).replace("{body}", body))
     port = 18000 + os.getpid() % 1000
@@ -105,8 +120,10 @@ def run(server: str, database_url: str, args) -> None:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=10)
     recorded = count_decisions(database_url)
-    print(f"{server:12s} evaluate {rate:8.0f} req/s | ceiling (healthz) {ceiling:8.0f} req/s | "
-          f"ratio {rate / ceiling:.2f} | decisions recorded {recorded} for {ok} answered x 2 specs")
+    print(
+        f"{server:12s} evaluate {rate:8.0f} req/s | ceiling (healthz) {ceiling:8.0f} req/s | "
+        f"ratio {rate / ceiling:.2f} | decisions recorded {recorded} for {ok} answered x 2 specs"
+    )
 
 
 def main() -> None:

@@ -38,8 +38,10 @@ def main() -> None:
             language, text = make(length)
             ceiling = per_spec(language, "lodash@" + "1" * len(text) if language == "node" else "p" * len(text))
             cost = per_spec(language, text)
-            print(f"{length:5d} B  {label:20s} {cost * 1e3:8.3f} ms/spec | ceiling {ceiling * 1e3:7.3f} ms "
-                  f"| ratio {cost / ceiling:6.1f}")
+            print(
+                f"{length:5d} B  {label:20s} {cost * 1e3:8.3f} ms/spec | ceiling {ceiling * 1e3:7.3f} ms "
+                f"| ratio {cost / ceiling:6.1f}"
+            )
 
 
 if __name__ == "__main__":

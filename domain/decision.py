@@ -67,11 +67,17 @@ def denial_message(reason: str, spec: Spec, workspace: str, mode: str = "") -> s
     if reason == "not-on-the-allow-list":
         return f"{who} is not on the {lang} allow list of workspace {workspace}; {ask} by adding it to the allow list."
     if reason == "direct-reference":
-        why = ("the allow list vouches for registry names only" if mode == "allowlist"
-               else "its package name cannot be known before it is fetched or built" if spec.name is None
-               else f"{spec.name} is on the {lang} deny list")
-        return (f"{spec.text!r} installs from a {spec.kind} source, which is refused in workspace "
-                f"{workspace}: {why}. Install the package from the registry by name instead.")
+        why = (
+            "the allow list vouches for registry names only"
+            if mode == "allowlist"
+            else "its package name cannot be known before it is fetched or built"
+            if spec.name is None
+            else f"{spec.name} is on the {lang} deny list"
+        )
+        return (
+            f"{spec.text!r} installs from a {spec.kind} source, which is refused in workspace "
+            f"{workspace}: {why}. Install the package from the registry by name instead."
+        )
     detail = spec.detail or "it cannot be judged"
     return f"{spec.text!r} cannot be judged, so it is refused: {detail}."
 
@@ -91,4 +97,3 @@ class Decision(Aggregate):
         # reason, detail, message, policy_version, context): replay only assigns it.
         self.workspace = workspace
         self.record = record
-

@@ -48,8 +48,7 @@ def _language_diff(language: str, current: dict, wanted: dict, errors: list) -> 
 def plan_incremental(state: dict[str, dict], commands: list[dict]) -> list[Change]:
     """Apply commands in order to a working copy; adding a present entry or removing an absent
     one (or switching to the current mode) plans nothing."""
-    work = {lang: {"mode": s["mode"], "allow": set(s["allow"]), "deny": set(s["deny"])}
-            for lang, s in state.items()}
+    work = {lang: {"mode": s["mode"], "allow": set(s["allow"]), "deny": set(s["deny"])} for lang, s in state.items()}
     errors: list[FieldError] = []
     changes: list[Change] = []
     for i, command in enumerate(commands):

@@ -11,13 +11,21 @@ from domain.specs import parse
 _LINES = re.compile(r"\r\n|\r|\n")
 _TRAILING_COMMENT = re.compile(r"\s+#.*$")  # pip's rule: '#' starts a comment after a blank
 _VERSION_OPERATOR = tuple("<>=!~")
-_WHAT = {"url": "a url", "vcs": "a version-control source", "path": "a local path",
-         "option": "an installer option", "alias": "an npm alias (it installs another package)"}
+_WHAT = {
+    "url": "a url",
+    "vcs": "a version-control source",
+    "path": "a local path",
+    "option": "an installer option",
+    "alias": "an npm alias (it installs another package)",
+}
 _RULE = "a list entry must be the plain name of a registry package"
 
 
-def parse_entries(language: str, value: str | list[str], field: str,
-                  ) -> tuple[list[str], list[FieldError]]:
+def parse_entries(
+    language: str,
+    value: str | list[str],
+    field: str,
+) -> tuple[list[str], list[FieldError]]:
     """Canonical names (de-duplicated, first-seen order) and one error per bad entry.
 
     `value` is one string or a list of strings; either may hold several entries separated by

@@ -65,8 +65,7 @@ def default_state() -> dict[str, dict]:
 
 def rules_from_state(state: dict[str, dict]) -> dict[str, LanguageRules]:
     return {
-        lang: LanguageRules(lang, s["mode"], frozenset(s["allow"]), frozenset(s["deny"]))
-        for lang, s in state.items()
+        lang: LanguageRules(lang, s["mode"], frozenset(s["allow"]), frozenset(s["deny"])) for lang, s in state.items()
     }
 
 

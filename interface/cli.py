@@ -67,8 +67,9 @@ def show_json(value) -> None:
     click.echo(json.dumps(value, indent=2))
 
 
-workspace_option = click.option("--workspace", "-w", default="default", show_default=True,
-                                metavar="SLUG", help="The workspace to act on.")
+workspace_option = click.option(
+    "--workspace", "-w", default="default", show_default=True, metavar="SLUG", help="The workspace to act on."
+)
 note_option = click.option("--note", default="", help="Why: recorded with the change.")
 
 
@@ -79,10 +80,14 @@ def main() -> None:
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
-              help="Port to listen on (0: any free port).")
-@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 1024),
-              help="Request threads.")
+@click.option(
+    "--port",
+    default=8000,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on (0: any free port).",
+)
+@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 1024), help="Request threads.")
 def serve(host: str, port: int, threads: int) -> None:
     """Run the service with waitress; on an empty store, create workspace `default` first."""
     from interface.serve import serve as run_server  # waitress is only needed here
@@ -129,16 +134,25 @@ def token_list(workspace: str, as_json: bool) -> None:
     tokens = governance().list_tokens(workspace)
     if as_json:
         return show_json(tokens)
-    rows = [(t["id"], t["name"], t["role"], t["issued_at"], t["issued_by"],
-             f"revoked {t['revoked_at']} by {t['revoked_by']}" if t["revoked_at"] else "active")
-            for t in tokens]
+    rows = [
+        (
+            t["id"],
+            t["name"],
+            t["role"],
+            t["issued_at"],
+            t["issued_by"],
+            f"revoked {t['revoked_at']} by {t['revoked_by']}" if t["revoked_at"] else "active",
+        )
+        for t in tokens
+    ]
     click.echo(table(("ID", "NAME", "ROLE", "ISSUED", "BY", "STATUS"), rows))
 
 
 def table(header: tuple, rows: list[tuple]) -> str:
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
-    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-                     for row in [header, *rows])
+    return "\n".join(
+        "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]
+    )
 
 
 @token.command("revoke")
@@ -182,8 +196,9 @@ def list_change_command(action: str, summary: str):
     @click.argument("entries", nargs=-1, required=True)
     @note_option
     def command(workspace: str, language: str, list_name: str, entries: tuple[str, ...], note: str) -> None:
-        change(workspace, [{"action": action, "language": language, "list": list_name,
-                            "entries": list(entries)}], note)  # the domain splits commas
+        change(
+            workspace, [{"action": action, "language": language, "list": list_name, "entries": list(entries)}], note
+        )  # the domain splits commas
 
     return command
 
@@ -197,8 +212,11 @@ def change(workspace: str, changes: list[dict], note: str) -> None:
     before = gov.policy(workspace)["version"]
     after = gov.change_policy(workspace, changes, by=actor(), note=note)
     moved = after["version"] - before
-    click.echo(f'workspace "{workspace}": policy version {after["version"]} '
-               f'({moved or "no"} change{"" if moved == 1 else "s"} recorded)', err=True)
+    click.echo(
+        f'workspace "{workspace}": policy version {after["version"]} '
+        f"({moved or 'no'} change{'' if moved == 1 else 's'} recorded)",
+        err=True,
+    )
     show_json(after)
 
 
@@ -213,8 +231,13 @@ def decisions() -> None:
 @click.option("--from", "start", metavar="T", help="From this instant (or date, UTC), inclusive.")
 @click.option("--to", "end", metavar="T", help="Before this instant (a date: through the end of that day, UTC).")
 @click.option("--format", "fmt", type=click.Choice(("csv", "jsonl")), default="csv", show_default=True)
-@click.option("--output", "-o", default="-", type=click.Path(dir_okay=False, allow_dash=True),
-              help="File to write (default: stdout); it appears only once complete.")
+@click.option(
+    "--output",
+    "-o",
+    default="-",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="File to write (default: stdout); it appears only once complete.",
+)
 def decisions_export(workspace: str, start: str | None, end: str | None, fmt: str, output: str) -> None:
     """Stream every decision in the period, newest first (constant memory, any size)."""
     rows = Tally(governance().export_decisions(workspace, {}, optional_bound(start, "from"), optional_bound(end, "to")))
@@ -225,8 +248,9 @@ def decisions_export(workspace: str, start: str | None, end: str | None, fmt: st
     except OSError as error:
         if error.errno == errno.EPIPE:
             raise  # the reader stopped reading (`| head`): click exits quietly
-        raise click.ClickException(f"cannot write {output if output != '-' else 'stdout'}: "
-                                   f"{error.strerror or error}") from None
+        raise click.ClickException(
+            f"cannot write {output if output != '-' else 'stdout'}: {error.strerror or error}"
+        ) from None
     click.echo(f"exported {rows.count} decisions" + (f" to {output}" if output != "-" else ""), err=True)
 
 

@@ -9,8 +9,22 @@ from collections.abc import Iterable, Iterator
 
 from flask import Response
 
-CSV_COLUMNS = ("id", "at", "language", "name", "spec", "kind", "allowed", "reason", "policy_version",
-               "sandbox", "source", "skill", "actor", "detail")
+CSV_COLUMNS = (
+    "id",
+    "at",
+    "language",
+    "name",
+    "spec",
+    "kind",
+    "allowed",
+    "reason",
+    "policy_version",
+    "sandbox",
+    "source",
+    "skill",
+    "actor",
+    "detail",
+)
 
 
 # Cells a spreadsheet would run as a formula (OWASP "CSV injection"); specs and context come from
@@ -57,5 +71,8 @@ def lines(rows: Iterable[dict], fmt: str) -> Iterator[str]:
 def stream(rows: Iterable[dict], fmt: str, filename: str) -> Response:
     mimetype = "text/csv" if fmt == "csv" else "application/x-ndjson"
     extension = "csv" if fmt == "csv" else "jsonl"
-    return Response(lines(rows, fmt), mimetype=mimetype, headers={
-        "Content-Disposition": f'attachment; filename="{filename}.{extension}"'})
+    return Response(
+        lines(rows, fmt),
+        mimetype=mimetype,
+        headers={"Content-Disposition": f'attachment; filename="{filename}.{extension}"'},
+    )

@@ -105,9 +105,13 @@ def config_from(env) -> dict:
         raise CannotVerify(f"RUNCODE_POLICY_URL must be an http:// or https:// URL, not {url!r}")
     workspace = env.get("RUNCODE_POLICY_WORKSPACE", "").strip() or "default"
     endpoint = f"{url.rstrip('/')}/api/v1/workspaces/{urllib.parse.quote(workspace, safe='')}/evaluate"
-    return {"endpoint": endpoint, "token": token, "timeout": timeout_from(env),
-            "sandbox": env.get("RUNCODE_POLICY_SANDBOX") or socket.gethostname(),
-            "actor": env.get("RUNCODE_POLICY_ACTOR") or None}
+    return {
+        "endpoint": endpoint,
+        "token": token,
+        "timeout": timeout_from(env),
+        "sandbox": env.get("RUNCODE_POLICY_SANDBOX") or socket.gethostname(),
+        "actor": env.get("RUNCODE_POLICY_ACTOR") or None,
+    }
 
 
 def timeout_from(env) -> float:
@@ -140,12 +144,20 @@ def ask(config: dict, command: list[str]) -> dict:
 
 
 def evaluate_request(config: dict, command: list[str]) -> urllib.request.Request:
-    body = {"command": command,
-            "context": {"sandbox": config["sandbox"], "source": "run-code", "actor": config["actor"]}}
-    return urllib.request.Request(config["endpoint"], data=json.dumps(body).encode(), method="POST",
-                                  headers={"Content-Type": "application/json",
-                                           "Accept": "application/json",
-                                           "Authorization": f"Bearer {config['token']}"})
+    body = {
+        "command": command,
+        "context": {"sandbox": config["sandbox"], "source": "run-code", "actor": config["actor"]},
+    }
+    return urllib.request.Request(
+        config["endpoint"],
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "Authorization": f"Bearer {config['token']}",
+        },
+    )
 
 
 def parse_answer(raw: bytes) -> dict:
@@ -155,9 +167,12 @@ def parse_answer(raw: bytes) -> dict:
         answer = json.loads(raw)
     except ValueError:
         raise CannotVerify("the answer is not JSON") from None
-    if not (isinstance(answer, dict) and isinstance(answer.get("allowed"), bool)
-            and isinstance(answer.get("decisions"), list)
-            and all(isinstance(d, dict) for d in answer["decisions"])):
+    if not (
+        isinstance(answer, dict)
+        and isinstance(answer.get("allowed"), bool)
+        and isinstance(answer.get("decisions"), list)
+        and all(isinstance(d, dict) for d in answer["decisions"])
+    ):
         raise CannotVerify("the answer does not have the shape of an evaluation")
     return answer
 

@@ -8,10 +8,14 @@ from flask import Flask, g, request
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 REGISTRY = CollectorRegistry()
-DECISIONS = Counter("runcode_policy_decisions", "Recorded decisions", ["kind", "outcome", "reason"],
-                    registry=REGISTRY)
-LATENCY = Histogram("runcode_policy_request_seconds", "Request latency", ["method", "endpoint", "status"],
-                    registry=REGISTRY, buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
+DECISIONS = Counter("runcode_policy_decisions", "Recorded decisions", ["kind", "outcome", "reason"], registry=REGISTRY)
+LATENCY = Histogram(
+    "runcode_policy_request_seconds",
+    "Request latency",
+    ["method", "endpoint", "status"],
+    registry=REGISTRY,
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+)
 
 
 def count_decisions(decisions: list[dict]) -> None:
@@ -28,6 +32,5 @@ def install(app: Flask) -> None:
     def _observe(response):
         if "started" in g:
             endpoint = request.url_rule.rule if request.url_rule else "unmatched"
-            LATENCY.labels(request.method, endpoint, str(response.status_code)).observe(
-                time.perf_counter() - g.started)
+            LATENCY.labels(request.method, endpoint, str(response.status_code)).observe(time.perf_counter() - g.started)
         return response

@@ -19,8 +19,7 @@ from domain.errors import (
 )
 
 PROBLEM_TYPE = "https://runcode-policy.dev/problems/"
-_STATUS = ((StoreUnavailableError, 503), (InvalidInputError, 422), (ConflictError, 409),
-           (NotFoundError, 404))
+_STATUS = ((StoreUnavailableError, 503), (InvalidInputError, 422), (ConflictError, 409), (NotFoundError, 404))
 _UNION_TAGS = {"str", "int", "bool", "list[str]", "switch-mode", "add", "remove"}
 
 
@@ -33,11 +32,14 @@ class HTTPProblem(GovernanceError):
 
 
 def problem(status: int, title: str, detail: str, errors=(), headers=None) -> Response:
-    body = {"type": PROBLEM_TYPE + title.lower().replace(" ", "-"), "title": title,
-            "status": status, "detail": detail,
-            "errors": [{"field": e.field, "message": e.message} for e in errors]}
-    return Response(json.dumps(body), status=status, mimetype="application/problem+json",
-                    headers=headers)
+    body = {
+        "type": PROBLEM_TYPE + title.lower().replace(" ", "-"),
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "errors": [{"field": e.field, "message": e.message} for e in errors],
+    }
+    return Response(json.dumps(body), status=status, mimetype="application/problem+json", headers=headers)
 
 
 def status_of(error: GovernanceError) -> int:

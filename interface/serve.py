@@ -51,8 +51,11 @@ def prepare_store(settings: Settings) -> Governance:
 
 
 def announce_first_token(created: dict) -> None:
-    click.echo(f'created workspace "{created["workspace"]}" on an empty store; its owner token is '
-               "shown once, here (only a digest is stored). Keep it safe.", err=True)
+    click.echo(
+        f'created workspace "{created["workspace"]}" on an empty store; its owner token is '
+        "shown once, here (only a digest is stored). Keep it safe.",
+        err=True,
+    )
     click.echo(f'owner token for workspace "{created["workspace"]}": {created["token"]}')
 
 
@@ -69,4 +72,3 @@ def _stop_on_sigterm() -> None:
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, _exit)
-

@@ -78,15 +78,16 @@ def _publish_once(path: str, key: str) -> None:
 
 def proxy_hops(text: str) -> int:
     if not text.strip().isdigit() or int(text) > 10:
-        raise InvalidInputError("RUNCODE_POLICY_TRUSTED_PROXY_HOPS must be a whole number from 0 to 10",
-                                [FieldError("RUNCODE_POLICY_TRUSTED_PROXY_HOPS", "must be 0 to 10")])
+        raise InvalidInputError(
+            "RUNCODE_POLICY_TRUSTED_PROXY_HOPS must be a whole number from 0 to 10",
+            [FieldError("RUNCODE_POLICY_TRUSTED_PROXY_HOPS", "must be 0 to 10")],
+        )
     return int(text)
 
 
 def open_governance(settings: Settings) -> Governance:
     """The Governance application on the configured store, with the deployment's egress rules."""
-    return Governance(env=store_env(settings.database_url, create_table=settings.create_tables),
-                      egress=settings.egress)
+    return Governance(env=store_env(settings.database_url, create_table=settings.create_tables), egress=settings.egress)
 
 
 # The deployment's egress configuration, read from the environment (or a JSON file it names).
@@ -137,8 +138,9 @@ def _from_file(path: Path) -> EgressConfig:
         raise _refusal(CONFIG_VAR, f"{path} must hold a JSON object with keys {', '.join(FILE_KEYS)}")
     unknown = sorted(set(data) - set(FILE_KEYS))
     if unknown:
-        raise _refusal(CONFIG_VAR, f"{path} has unknown key(s) {', '.join(map(repr, unknown))}; "
-                                   f"allowed: {', '.join(FILE_KEYS)}")
+        raise _refusal(
+            CONFIG_VAR, f"{path} has unknown key(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(FILE_KEYS)}"
+        )
     fields = (f"{path}: hostname_allowlist", f"{path}: deny_ranges")
     return _config(data.get("hostname_allowlist"), data.get("deny_ranges") or [], fields)
 
@@ -150,5 +152,4 @@ def _config(allowlist, ranges, fields: tuple[str, str]) -> EgressConfig:
 
 
 def _refusal(field: str, message: str) -> EgressConfigError:
-    return EgressConfigError(f"invalid egress configuration: {field} {message}",
-                             [FieldError(field, message)])
+    return EgressConfigError(f"invalid egress configuration: {field} {message}", [FieldError(field, message)])

@@ -30,8 +30,7 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         # serialised by that lock (so the last-owner check sees every committed revocation),
         # and the rows commit or roll back with the events. Own cursor: the library reads the
         # events insert's results from `curs`.
-        statements = read_model_statements(self.dialect, kwargs.get("saved_events", ()),
-                                           kwargs.get("workspaces", {}))
+        statements = read_model_statements(self.dialect, kwargs.get("saved_events", ()), kwargs.get("workspaces", {}))
         super()._insert_stored_events(curs, stored_events, **kwargs)
         with curs.connection.cursor() as read_models:
             for statement, params in statements:

@@ -23,7 +23,6 @@ _INSERT = {
 }
 
 
-
 def read_model_statements(dialect: Dialect, saved_events, workspaces: dict) -> list[tuple[str, tuple]]:
     """Everything to run in the events' own transaction, worked out before anything is sent.
 
@@ -61,8 +60,7 @@ def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list[tuple[st
         elif isinstance(e, Decision.Recorded):
             rows.append(("decision", _decision_row(e, at)))
         elif isinstance(e, Token.Issued):
-            rows.append(("token", (str(e.originator_id), e.workspace, e.name, e.role, at, e.by,
-                                   e.secret_digest)))
+            rows.append(("token", (str(e.originator_id), e.workspace, e.name, e.role, at, e.by, e.secret_digest)))
         elif isinstance(e, Token.Revoked):
             rows.append(("revoke", (at, e.by, str(e.originator_id))))
     return [(dialect.sql(_INSERT[kind]), params) for kind, params in rows]
@@ -71,8 +69,7 @@ def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list[tuple[st
 def _change_row(e, workspace: str, at) -> tuple:
     change_type, list_name, name, mode = _describe_change(e)
     key = deny_key(e.language, name) if name else None
-    return (workspace, e.originator_version - 1, at, e.by, e.note, change_type, e.language,
-            list_name, name, key, mode)
+    return (workspace, e.originator_version - 1, at, e.by, e.note, change_type, e.language, list_name, name, key, mode)
 
 
 def _describe_change(e) -> tuple[str, str | None, str | None, str | None]:
@@ -85,6 +82,16 @@ def _describe_change(e) -> tuple[str, str | None, str | None, str | None]:
 def _decision_row(e, at) -> tuple:
     r = e.record
     context = r.get("context") or {}
-    return (str(e.originator_id), e.workspace, at, r.get("language"), r.get("name"), r["kind"],
-            bool(r["allowed"]), r["reason"], context.get("source"), context.get("sandbox"),
-            json.dumps(r, sort_keys=True))
+    return (
+        str(e.originator_id),
+        e.workspace,
+        at,
+        r.get("language"),
+        r.get("name"),
+        r["kind"],
+        bool(r["allowed"]),
+        r["reason"],
+        context.get("source"),
+        context.get("sandbox"),
+        json.dumps(r, sort_keys=True),
+    )

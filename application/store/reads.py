@@ -44,56 +44,66 @@ class ReadModel:
         return [r["workspace"] for r in self._rows("SELECT workspace FROM {workspaces} ORDER BY workspace")]
 
     def head_version(self, workspace: str) -> int:
-        row = self._first("SELECT version FROM {changes} WHERE workspace = %s "
-                          "ORDER BY version DESC LIMIT 1", (workspace,))
+        row = self._first(
+            "SELECT version FROM {changes} WHERE workspace = %s ORDER BY version DESC LIMIT 1", (workspace,)
+        )
         return row["version"] if row else 0
 
     def version_at(self, workspace: str, at: datetime) -> int:
-        row = self._first("SELECT version FROM {changes} WHERE workspace = %s AND at <= %s "
-                          "ORDER BY at DESC, version DESC LIMIT 1", (workspace, self._ts(at)))
+        row = self._first(
+            "SELECT version FROM {changes} WHERE workspace = %s AND at <= %s ORDER BY at DESC, version DESC LIMIT 1",
+            (workspace, self._ts(at)),
+        )
         return row["version"] if row else 0
 
     def change(self, workspace: str, version: int) -> dict | None:
-        return self._first(f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE workspace = %s "
-                           "AND version = %s", (workspace, version))
+        return self._first(
+            f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE workspace = %s AND version = %s", (workspace, version)
+        )
 
     # -- what decided one name ------------------------------------------------------------
     def last_mode_switch(self, workspace: str, language: str, version: int) -> dict | None:
         return self._first(
             f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE workspace = %s AND language = %s "
             "AND type = 'mode-switched' AND version <= %s ORDER BY version DESC LIMIT 1",
-            (workspace, language, version))
+            (workspace, language, version),
+        )
 
-    def last_entry_change(self, workspace: str, language: str, list_name: str, name: str,
-                          version: int) -> dict | None:
+    def last_entry_change(self, workspace: str, language: str, list_name: str, name: str, version: int) -> dict | None:
         return self._first(
             f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE workspace = %s AND language = %s "
             "AND name_key = %s AND list = %s AND name = %s AND version <= %s "
             "ORDER BY version DESC LIMIT 1",
-            (workspace, language, deny_key(language, name), list_name, name, version))
+            (workspace, language, deny_key(language, name), list_name, name, version),
+        )
 
     def spellings(self, workspace: str, language: str, list_name: str, name: str) -> list[str]:
         """Every entry ever listed under the same deny key (Node deny lists ignore case)."""
-        rows = self._rows("SELECT DISTINCT name FROM {changes} WHERE workspace = %s AND "
-                          "language = %s AND name_key = %s AND list = %s",
-                          (workspace, language, deny_key(language, name), list_name))
+        rows = self._rows(
+            "SELECT DISTINCT name FROM {changes} WHERE workspace = %s AND "
+            "language = %s AND name_key = %s AND list = %s",
+            (workspace, language, deny_key(language, name), list_name),
+        )
         return sorted(r["name"] for r in rows)
 
-    def changes_for_name(self, workspace: str, language: str, name: str, after: int,
-                         until: datetime) -> list[dict]:
+    def changes_for_name(self, workspace: str, language: str, name: str, after: int, until: datetime) -> list[dict]:
         """Mode switches and entry changes of this name's key, after a version, before an instant."""
         params = (workspace, language, after, self._ts(until))
         entries = self._rows(
             f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE workspace = %s AND language = %s "
             "AND name_key = %s AND version > %s AND at < %s",
-            (workspace, language, deny_key(language, name), after, self._ts(until)))
+            (workspace, language, deny_key(language, name), after, self._ts(until)),
+        )
         modes = self._rows(
             f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE workspace = %s AND language = %s "
-            "AND type = 'mode-switched' AND version > %s AND at < %s", params)
+            "AND type = 'mode-switched' AND version > %s AND at < %s",
+            params,
+        )
         return sorted(entries + modes, key=lambda r: r["version"])
 
-    def history(self, workspace: str, start: datetime | None, end: datetime | None,
-                after_version: int, limit: int) -> list[dict]:
+    def history(
+        self, workspace: str, start: datetime | None, end: datetime | None, after_version: int, limit: int
+    ) -> list[dict]:
         where, params = ["workspace = %s", "version > %s"], [workspace, after_version]
         if start is not None:
             where.append("at >= %s")
@@ -101,13 +111,21 @@ class ReadModel:
         if end is not None:
             where.append("at < %s")
             params.append(self._ts(end))
-        return self._rows(f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE {' AND '.join(where)} "
-                          "ORDER BY version LIMIT %s", params + [limit])
+        return self._rows(
+            f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE {' AND '.join(where)} ORDER BY version LIMIT %s",
+            params + [limit],
+        )
 
     # -- decisions ---------------------------------------------------------------------------
-    def decisions(self, workspace: str, filters: dict, start: datetime | None,
-                  end: datetime | None, before: tuple[datetime, str] | None,
-                  limit: int) -> list[dict]:
+    def decisions(
+        self,
+        workspace: str,
+        filters: dict,
+        start: datetime | None,
+        end: datetime | None,
+        before: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[dict]:
         """Newest first; keyset pagination on (at, id) so deep pages cost the same as the first."""
         where, params = ["workspace = %s"], [workspace]
         for column in DECISION_FILTERS:
@@ -125,19 +143,25 @@ class ReadModel:
         if before is not None:
             where.append("(at < %s OR (at = %s AND id < %s))")
             params += [self._ts(before[0]), self._ts(before[0]), before[1]]
-        return self._rows(f"SELECT id, at, record FROM {{decisions}} WHERE {' AND '.join(where)} "
-                          "ORDER BY at DESC, id DESC LIMIT %s", params + [limit])
+        return self._rows(
+            f"SELECT id, at, record FROM {{decisions}} WHERE {' AND '.join(where)} ORDER BY at DESC, id DESC LIMIT %s",
+            params + [limit],
+        )
 
     def decision(self, workspace: str, decision_id: str) -> dict | None:
-        return self._first("SELECT id, at, record FROM {decisions} WHERE workspace = %s AND id = %s",
-                           (workspace, decision_id))
+        return self._first(
+            "SELECT id, at, record FROM {decisions} WHERE workspace = %s AND id = %s", (workspace, decision_id)
+        )
 
-    def decision_counts(self, workspace: str, language: str, name: str, start: datetime,
-                        end: datetime) -> dict[str, int]:
-        rows = self._rows("SELECT allowed, COUNT(*) AS n FROM {decisions} WHERE workspace = %s "
-                          "AND language = %s AND name = %s AND at >= %s AND at < %s "
-                          "GROUP BY allowed",
-                          (workspace, language, name, self._ts(start), self._ts(end)))
+    def decision_counts(
+        self, workspace: str, language: str, name: str, start: datetime, end: datetime
+    ) -> dict[str, int]:
+        rows = self._rows(
+            "SELECT allowed, COUNT(*) AS n FROM {decisions} WHERE workspace = %s "
+            "AND language = %s AND name = %s AND at >= %s AND at < %s "
+            "GROUP BY allowed",
+            (workspace, language, name, self._ts(start), self._ts(end)),
+        )
         counts = {"allowed": 0, "denied": 0}
         for row in rows:
             counts["allowed" if row["allowed"] else "denied"] += row["n"]
@@ -148,5 +172,4 @@ class ReadModel:
         return self._first("SELECT * FROM {tokens} WHERE id = %s", (token_id,))
 
     def tokens(self, workspace: str) -> list[dict]:
-        return self._rows("SELECT * FROM {tokens} WHERE workspace = %s ORDER BY issued_at, id",
-                          (workspace,))
+        return self._rows("SELECT * FROM {tokens} WHERE workspace = %s ORDER BY issued_at, id", (workspace,))

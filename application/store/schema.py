@@ -17,8 +17,7 @@ DDL = (
     "language TEXT NOT NULL, list TEXT, name TEXT, name_key TEXT, mode TEXT, "
     "PRIMARY KEY (workspace, version))",
     "CREATE INDEX IF NOT EXISTS rcp_changes_by_time ON {changes} (workspace, at)",
-    "CREATE INDEX IF NOT EXISTS rcp_changes_by_name ON {changes} "
-    "(workspace, language, name_key, list, version)",
+    "CREATE INDEX IF NOT EXISTS rcp_changes_by_name ON {changes} (workspace, language, name_key, list, version)",
     "CREATE INDEX IF NOT EXISTS rcp_changes_by_type ON {changes} (workspace, language, type, version)",
     "CREATE TABLE IF NOT EXISTS {decisions} (id TEXT PRIMARY KEY, workspace TEXT NOT NULL, "
     "at {ts} NOT NULL, language TEXT, name TEXT, kind TEXT NOT NULL, allowed {bool} NOT NULL, "
@@ -29,9 +28,9 @@ DDL = (
     "name TEXT NOT NULL, role TEXT NOT NULL, issued_at {ts} NOT NULL, issued_by TEXT NOT NULL, "
     "revoked_at {ts}, revoked_by TEXT, secret_digest TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS rcp_tokens_by_workspace ON {tokens} (workspace, issued_at)",
-    "CREATE TABLE IF NOT EXISTS {owner_guard} (workspace TEXT NOT NULL, owners INTEGER NOT NULL "
-    "CHECK (owners > 0))",
+    "CREATE TABLE IF NOT EXISTS {owner_guard} (workspace TEXT NOT NULL, owners INTEGER NOT NULL CHECK (owners > 0))",
 )
+
 
 @dataclass(frozen=True)
 class Dialect:

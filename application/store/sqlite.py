@@ -18,8 +18,9 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
 
     def _insert_events(self, c, stored_events, **kwargs: Any):
         notification_ids = super()._insert_events(c, stored_events, **kwargs)
-        for statement, params in read_model_statements(SQLITE, kwargs.get("saved_events", ()),
-                                                       kwargs.get("workspaces", {})):
+        for statement, params in read_model_statements(
+            SQLITE, kwargs.get("saved_events", ()), kwargs.get("workspaces", {})
+        ):
             c.execute(statement, params)
         return notification_ids
 

@@ -26,19 +26,39 @@ from domain.egress.allowlist import host_matches, normalize_allowlist
 from domain.egress.target import Target, TargetError, parse_target
 
 __all__ = [
-    "REASONS", "SEVERITY", "EgressVerdict", "evaluate_egress", "classify_address",
-    "normalize_allowlist", "parse_deny_ranges",
+    "REASONS",
+    "SEVERITY",
+    "EgressVerdict",
+    "evaluate_egress",
+    "classify_address",
+    "normalize_allowlist",
+    "parse_deny_ranges",
 ]
 
 REASONS = (
-    "allowed", "invalid-target", "unsupported-scheme", "cloud-metadata", "loopback", "unspecified",
-    "link-local", "private-range", "multicast", "reserved", "ipv6-transition",
+    "allowed",
+    "invalid-target",
+    "unsupported-scheme",
+    "cloud-metadata",
+    "loopback",
+    "unspecified",
+    "link-local",
+    "private-range",
+    "multicast",
+    "reserved",
+    "ipv6-transition",
     "not-on-hostname-allowlist",
 )
 # Most severe first (EGRESS.md section 1, step 3).
 SEVERITY = (
-    "cloud-metadata", "loopback", "unspecified", "link-local", "private-range", "multicast",
-    "reserved", "ipv6-transition",
+    "cloud-metadata",
+    "loopback",
+    "unspecified",
+    "link-local",
+    "private-range",
+    "multicast",
+    "reserved",
+    "ipv6-transition",
 )
 
 
@@ -88,8 +108,9 @@ def evaluate_egress(
         return EgressVerdict(False, "invalid-target", None, None, f"could not evaluate: {error!r}")
 
 
-def _evaluate(target: str, resolved: Iterable[object] | None, allowlist: Iterable[str] | None,
-              rules: _Rules) -> EgressVerdict:
+def _evaluate(
+    target: str, resolved: Iterable[object] | None, allowlist: Iterable[str] | None, rules: _Rules
+) -> EgressVerdict:
     try:
         parsed = parse_target(target, rules.schemes)
     except TargetError as error:

@@ -19,19 +19,39 @@ Finding = tuple[str, str]  # (reason, detail)
 METADATA_ADDRESSES = frozenset(
     ip_address(text)
     for text in (
-        "169.254.169.254", "169.254.170.2", "169.254.170.23", "100.100.100.200", "192.0.0.192",
-        "168.63.129.16", "169.254.42.42", "169.254.0.23",
-        "fd00:ec2::254", "fd00:ec2::23", "fd00:a9fe:a9fe::1", "fe80::a9fe:a9fe", "fd00:42::42",
+        "169.254.169.254",
+        "169.254.170.2",
+        "169.254.170.23",
+        "100.100.100.200",
+        "192.0.0.192",
+        "168.63.129.16",
+        "169.254.42.42",
+        "169.254.0.23",
+        "fd00:ec2::254",
+        "fd00:ec2::23",
+        "fd00:a9fe:a9fe::1",
+        "fe80::a9fe:a9fe",
+        "fd00:42::42",
         "fd20:ce::254",
     )
 )
 
-METADATA_NAMES = frozenset({
-    "metadata.google.internal", "metadata", "instance-data", "instance-data.ec2.internal",
-    "metadata.tencentyun.com", "metadata.platformequinix.com", "metadata.packet.net",
-    "rancher-metadata", "kubernetes.default", "kubernetes.default.svc",
-    "kubernetes.default.svc.cluster.local", "metadata.amazonaws.com",
-})
+METADATA_NAMES = frozenset(
+    {
+        "metadata.google.internal",
+        "metadata",
+        "instance-data",
+        "instance-data.ec2.internal",
+        "metadata.tencentyun.com",
+        "metadata.platformequinix.com",
+        "metadata.packet.net",
+        "rancher-metadata",
+        "kubernetes.default",
+        "kubernetes.default.svc",
+        "kubernetes.default.svc.cluster.local",
+        "metadata.amazonaws.com",
+    }
+)
 
 LOCALHOST_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
 
@@ -42,22 +62,41 @@ def _rows(*pairs: tuple[str, str]) -> tuple[tuple[IPNetwork, str], ...]:
 
 # First matching row wins, so narrower rows that must beat a wider one come first.
 IPV4_TABLE = _rows(
-    ("127.0.0.0/8", "loopback"), ("0.0.0.0/8", "unspecified"), ("169.254.0.0/16", "link-local"),
-    ("10.0.0.0/8", "private-range"), ("172.16.0.0/12", "private-range"),
-    ("192.168.0.0/16", "private-range"), ("100.64.0.0/10", "private-range"),
-    ("224.0.0.0/4", "multicast"), ("240.0.0.0/4", "reserved"), ("192.0.0.0/24", "reserved"),
-    ("192.0.2.0/24", "reserved"), ("198.51.100.0/24", "reserved"), ("203.0.113.0/24", "reserved"),
-    ("198.18.0.0/15", "reserved"), ("192.88.99.0/24", "reserved"),
+    ("127.0.0.0/8", "loopback"),
+    ("0.0.0.0/8", "unspecified"),
+    ("169.254.0.0/16", "link-local"),
+    ("10.0.0.0/8", "private-range"),
+    ("172.16.0.0/12", "private-range"),
+    ("192.168.0.0/16", "private-range"),
+    ("100.64.0.0/10", "private-range"),
+    ("224.0.0.0/4", "multicast"),
+    ("240.0.0.0/4", "reserved"),
+    ("192.0.0.0/24", "reserved"),
+    ("192.0.2.0/24", "reserved"),
+    ("198.51.100.0/24", "reserved"),
+    ("203.0.113.0/24", "reserved"),
+    ("198.18.0.0/15", "reserved"),
+    ("192.88.99.0/24", "reserved"),
 )
 
 # Teredo (2001::/32) precedes the wider 2001::/23 reserved row: it is a transition form.
 IPV6_TABLE = _rows(
-    ("::1/128", "loopback"), ("::/128", "unspecified"), ("fe80::/10", "link-local"),
-    ("fc00::/7", "private-range"), ("fec0::/10", "private-range"), ("ff00::/8", "multicast"),
-    ("::/96", "ipv6-transition"), ("::ffff:0:0:0/96", "ipv6-transition"),
-    ("64:ff9b:1::/48", "ipv6-transition"), ("2001::/32", "ipv6-transition"),
-    ("2002::/16", "ipv6-transition"), ("100::/64", "reserved"), ("2001::/23", "reserved"),
-    ("2001:db8::/32", "reserved"), ("3fff::/20", "reserved"), ("5f00::/16", "reserved"),
+    ("::1/128", "loopback"),
+    ("::/128", "unspecified"),
+    ("fe80::/10", "link-local"),
+    ("fc00::/7", "private-range"),
+    ("fec0::/10", "private-range"),
+    ("ff00::/8", "multicast"),
+    ("::/96", "ipv6-transition"),
+    ("::ffff:0:0:0/96", "ipv6-transition"),
+    ("64:ff9b:1::/48", "ipv6-transition"),
+    ("2001::/32", "ipv6-transition"),
+    ("2002::/16", "ipv6-transition"),
+    ("100::/64", "reserved"),
+    ("2001::/23", "reserved"),
+    ("2001:db8::/32", "reserved"),
+    ("3fff::/20", "reserved"),
+    ("5f00::/16", "reserved"),
 )
 
 # Only 2000::/3 (minus the rows above) is global unicast; everything else is refused, which also
@@ -124,9 +163,7 @@ def table_finding(address: IPAddress, context: str = "") -> Finding | None:
     return None
 
 
-def deny_range_finding(
-    address: IPAddress, deny_ranges: Iterable[IPNetwork], context: str = ""
-) -> Finding | None:
+def deny_range_finding(address: IPAddress, deny_ranges: Iterable[IPNetwork], context: str = "") -> Finding | None:
     """Operator deny ranges, reported as `reserved` (no new reason: the set is closed)."""
     inner = unwrap(address)
     for network in deny_ranges:

@@ -45,9 +45,7 @@ def _normalize_base(base: str) -> str:
         raise ValueError(f"not a valid hostname: {error.detail}") from None
 
 
-def normalize_allowlist(
-    entries: Iterable[str] | None, field: str = "hostname_allowlist"
-) -> tuple[str, ...] | None:
+def normalize_allowlist(entries: Iterable[str] | None, field: str = "hostname_allowlist") -> tuple[str, ...] | None:
     """Validate and normalise operator entries; EgressConfigError names every bad one.
 
     None (open egress) stays None; duplicates after normalisation are dropped, order kept.

@@ -14,8 +14,18 @@ from domain.errors import FieldError, InvalidInputError
 from domain.specs import npm, pip
 from domain.specs.types import KINDS, LANGUAGES, UNSAFE_CHARS, Parsed, Spec, make_spec
 
-__all__ = ["KINDS", "LANGUAGES", "UNSAFE_CHARS", "Parsed", "Spec", "check_language", "deny_key", "make_spec", "parse",
-           "registry_name"]
+__all__ = [
+    "KINDS",
+    "LANGUAGES",
+    "UNSAFE_CHARS",
+    "Parsed",
+    "Spec",
+    "check_language",
+    "deny_key",
+    "make_spec",
+    "parse",
+    "registry_name",
+]
 
 
 _PARSERS = {"python": pip.parse_line, "node": npm.parse_arg}
@@ -34,8 +44,7 @@ def parse(language: str, text: str) -> Spec:
     except KeyError:
         raise ValueError(f"unknown language {language!r}; expected one of {LANGUAGES}") from None
     if not isinstance(text, str):
-        return Spec(text=repr(text), language=language, kind="invalid", name=None,
-                    detail="a spec must be a string")
+        return Spec(text=repr(text), language=language, kind="invalid", name=None, detail="a spec must be a string")
     return make_spec(language, text, parser(text))
 
 

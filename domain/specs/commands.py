@@ -20,15 +20,19 @@ _PYTHON = re.compile(r"python(?:\d+(?:\.\d+)*)?")
 # npm 11 `install` and its aliases (cmd-list.js); install-test, ci and friends are refused.
 _NPM_INSTALL = frozenset("install i add in ins inst insta instal isnt isnta isntal isntall".split())
 # npm flags that only change what is saved to package.json or how much is printed.
-_NPM_HARMLESS = frozenset("--save -S --save-dev -D --save-optional -O --save-prod -P "
-                          "--save-exact -E --no-save --no-fund --no-audit --silent "
-                          "--no-package-lock --loglevel".split())
+_NPM_HARMLESS = frozenset(
+    "--save -S --save-dev -D --save-optional -O --save-prod -P "
+    "--save-exact -E --no-save --no-fund --no-audit --silent "
+    "--no-package-lock --loglevel".split()
+)
 # npm options that read the next argument as their value; nopt reads other flags as booleans
 # (a boolean may still swallow a literal `true`/`false` after it).
-_NPM_VALUED = frozenset("--loglevel --registry --prefix -C --userconfig --globalconfig --cache "
-                        "--tag --workspace -w --omit --include --install-strategy --otp "
-                        "--before --save-prefix --script-shell --node-options --cafile --ca "
-                        "--cert --key --proxy --https-proxy --noproxy --location".split())
+_NPM_VALUED = frozenset(
+    "--loglevel --registry --prefix -C --userconfig --globalconfig --cache "
+    "--tag --workspace -w --omit --include --install-strategy --otp "
+    "--before --save-prefix --script-shell --node-options --cafile --ca "
+    "--cert --key --proxy --https-proxy --noproxy --location".split()
+)
 _NPM_WHY = "an npm config flag: it can change the registry, npmrc, install location or scripts"
 
 
@@ -47,13 +51,11 @@ def parse_command(argv: list[str]) -> tuple[str, list[Spec]]:
         return "python", _pip_specs(argv[3:], argv)
     if program == "npm":
         return "node", _npm_specs(argv[1:], argv)
-    raise _refused(f"{argv[0]!r} is not pip, python -m pip or npm; only their install commands "
-                   "can be judged")
+    raise _refused(f"{argv[0]!r} is not pip, python -m pip or npm; only their install commands can be judged")
 
 
 def _refused(why: str) -> InvalidInputError:
-    return InvalidInputError("Not an install command the gate can judge",
-                             [FieldError(field="command", message=why)])
+    return InvalidInputError("Not an install command the gate can judge", [FieldError(field="command", message=why)])
 
 
 def _option(language: str, text: str, why: str) -> Spec:
@@ -66,7 +68,7 @@ def _pip_specs(args: list[str], argv: list[str]) -> list[Spec]:
     command = next((e for e in scan(args, PIP_CLI) if e.name == ARG), None)
     if command is None or command.value != "install":
         raise _refused(f"only `pip install` can be judged, not {' '.join(argv)!r}")
-    rest = args[:command.at] + args[command.at + 1:]
+    rest = args[: command.at] + args[command.at + 1 :]
     specs = [spec for event in scan(rest, PIP_CLI) for spec in _pip_event(event)]
     return specs or [_option("python", " ".join(argv), "pip install names nothing to install")]
 
@@ -87,7 +89,7 @@ def _npm_specs(args: list[str], argv: list[str]) -> list[Spec]:
     at = 0
     while at < len(args):
         if args[at] == "--":
-            items += args[at + 1:]
+            items += args[at + 1 :]
             break
         if args[at].startswith("-") and args[at] != "-":
             used, spec = _npm_flag(args[at], args[at + 1] if at + 1 < len(args) else None)
@@ -102,8 +104,13 @@ def _npm_specs(args: list[str], argv: list[str]) -> list[Spec]:
     del items[command]
     specs = [parse("node", item) if isinstance(item, str) else item for item in items]
     if not any(isinstance(item, str) for item in items):
-        specs.append(_option("node", " ".join(argv), "npm install without packages installs "
-                             "package.json and the lockfile, which the gate cannot see"))
+        specs.append(
+            _option(
+                "node",
+                " ".join(argv),
+                "npm install without packages installs package.json and the lockfile, which the gate cannot see",
+            )
+        )
     return specs
 
 
@@ -111,9 +118,7 @@ def _npm_flag(token: str, following: str | None) -> tuple[int, Spec | None]:
     """nopt's reading of one flag: (arguments used, an option spec or None when harmless)."""
     name, eq, value = token.partition("=")
     boolean_word = name not in _NPM_VALUED and following in ("true", "false")
-    takes_next = not eq and following not in (None, "--") and (
-        name in _NPM_VALUED or boolean_word)
+    takes_next = not eq and following not in (None, "--") and (name in _NPM_VALUED or boolean_word)
     text = f"{token} {following}" if takes_next else token
-    harmless = name in _NPM_HARMLESS and (
-        not eq or name in _NPM_VALUED or value in ("true", "false"))
+    harmless = name in _NPM_HARMLESS and (not eq or name in _NPM_VALUED or value in ("true", "false"))
     return (2 if takes_next else 1), (None if harmless else _option("node", text, _NPM_WHY))

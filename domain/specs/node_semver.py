@@ -20,8 +20,10 @@ _BUILD = r"(?:\+([a-zA-Z0-9-]{1,250}(?:\.[a-zA-Z0-9-]{1,250})*))"
 _V = f"[v={re.escape(JS_BLANK_CHARS)}]*+"
 _LOOSE_PLAIN = rf"{_V}({_NUM})\.({_NUM})\.({_NUM}){_PRE}?{_BUILD}?"
 _X_LOOSE = rf"{_V}({_NUM}|x|X|\*)(?:\.({_NUM}|x|X|\*)(?:\.({_NUM}|x|X|\*)(?:{_PRE})?{_BUILD}?)?)?"
-_X_STRICT = (rf"{_V}({_STRICT_NUM}|x|X|\*)(?:\.({_STRICT_NUM}|x|X|\*)(?:\.({_STRICT_NUM}|x|X|\*)"
-             rf"(?:{_STRICT_PRE})?{_BUILD}?)?)?")
+_X_STRICT = (
+    rf"{_V}({_STRICT_NUM}|x|X|\*)(?:\.({_STRICT_NUM}|x|X|\*)(?:\.({_STRICT_NUM}|x|X|\*)"
+    rf"(?:{_STRICT_PRE})?{_BUILD}?)?)?"
+)
 _GTLT = r"((?:<|>)?=?)"
 _LOOSE = re.compile(_LOOSE_PLAIN)
 _COMPARATOR = re.compile(rf"{_GTLT}{_WS}?({_LOOSE_PLAIN})|")
@@ -35,7 +37,7 @@ _GTE0 = re.compile(rf"{_WS}?>={_WS}?0\.0\.0{_WS}?")
 _BUILD_ANYWHERE = re.compile(r"\+[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*")
 _BLANKS = re.compile(f"{_WS}+")
 _PREFIX_RUN = re.compile(_V)
-_MAX_SAFE = 2 ** 53 - 1
+_MAX_SAFE = 2**53 - 1
 
 
 class _Invalid(Exception):
@@ -89,7 +91,7 @@ def _trim_comparators(text: str) -> str:
     out, pos, done = [], 0, 0
     while pos < len(text):
         run_end = _PREFIX_RUN.match(text, pos).end()
-        if run_end > pos + 1 and text[run_end:run_end + 1] not in tuple("0123456789xX*"):
+        if run_end > pos + 1 and text[run_end : run_end + 1] not in tuple("0123456789xX*"):
             pos = run_end - 1
         match = _TRIM_COMPARATOR.match(text, pos)
         if match is None:

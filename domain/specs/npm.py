@@ -29,8 +29,11 @@ _PATH = ("path", None, "a local file or directory; its name cannot be known befo
 def parse_arg(arg: str) -> Parsed:
     """Classify one `npm install` argument exactly as given."""
     if arg.startswith("-"):
-        return ("option", None, "an npm config flag, not a package (it can change the registry, "
-                                "the npmrc or lifecycle scripts)")
+        return (
+            "option",
+            None,
+            "an npm config flag, not a package (it can change the registry, the npmrc or lifecycle scripts)",
+        )
     if UNSAFE_CHARS.search(arg):
         return ("invalid", None, "contains a control character")
     kind, name, detail = npa(arg)
@@ -48,8 +51,13 @@ def valid_name(name: str) -> bool:
     if _URL_SAFE.fullmatch(name):
         return True
     scoped = _SCOPED.fullmatch(name)
-    return bool(scoped and scoped.group(1) is not None and _URL_SAFE.fullmatch(scoped.group(1))
-                and _URL_SAFE.fullmatch(scoped.group(2)) and not scoped.group(2).startswith("."))
+    return bool(
+        scoped
+        and scoped.group(1) is not None
+        and _URL_SAFE.fullmatch(scoped.group(1))
+        and _URL_SAFE.fullmatch(scoped.group(2))
+        and not scoped.group(2).startswith(".")
+    )
 
 
 def npa(arg: str) -> Parsed:
@@ -64,7 +72,7 @@ def npa(arg: str) -> Parsed:
     elif not name_part.startswith("@") and ("/" in name_part or _TARBALL.search(name_part)):
         spec = arg
     elif name_ends > 0:
-        name, spec = name_part, arg[name_ends + 1:] or "*"
+        name, spec = name_part, arg[name_ends + 1 :] or "*"
     elif valid_name(arg):
         name, spec = arg, "*"
     else:

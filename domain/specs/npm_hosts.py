@@ -17,7 +17,8 @@ from domain.specs.types import Parsed
 
 # JavaScript's \s and String.prototype.trim() set (Python's differs: no U+FEFF, adds U+001C-1F).
 JS_BLANK_CHARS = "\t\n\v\f\r \u00a0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff" + "".join(
-    map(chr, range(0x2000, 0x200B)))
+    map(chr, range(0x2000, 0x200B))
+)
 _JS_BLANK = re.compile(f"[{re.escape(JS_BLANK_CHARS)}]")
 _HOSTS = {  # domain -> (host, protocols hosted-git-info accepts there)
     "github.com": ("github", {"git", "http", "git+ssh", "git+https", "ssh", "https"}),
@@ -123,20 +124,25 @@ def _github_shorthand(arg: str) -> bool:
         return index == -1 or -1 < hash_at < index
 
     before_hash = arg[:hash_at] if hash_at > -1 else arg
-    return (only_after_hash(space.start() if space else -1) and slash > 0
-            and not before_hash.endswith("/")
-            and not arg.startswith(".") and only_after_hash(arg.find("@"))
-            and only_after_hash(arg.find(":")) and only_after_hash(arg.find("/", slash + 1)))
+    return (
+        only_after_hash(space.start() if space else -1)
+        and slash > 0
+        and not before_hash.endswith("/")
+        and not arg.startswith(".")
+        and only_after_hash(arg.find("@"))
+        and only_after_hash(arg.find(":"))
+        and only_after_hash(arg.find("/", slash + 1))
+    )
 
 
 def _correct_protocol(arg: str) -> str:
     colon = arg.find(":")
-    if colon > -1 and (arg[:colon] in _PROTOCOLS or arg[colon:colon + 3] == "://"):
+    if colon > -1 and (arg[:colon] in _PROTOCOLS or arg[colon : colon + 3] == "://"):
         return arg
     at = arg.find("@")
     if at > -1:
         return f"git+ssh://{arg}" if at > colon else arg
-    return f"{arg[:colon + 1]}//{arg[colon + 1:]}"
+    return f"{arg[: colon + 1]}//{arg[colon + 1 :]}"
 
 
 def _correct_url(url: str) -> str:
@@ -144,7 +150,7 @@ def _correct_url(url: str) -> str:
     head = url.split("#", 1)[0]
     colon = head.rfind(":")
     if colon > head.rfind("@"):
-        url = f"{url[:colon]}/{url[colon + 1:]}"
+        url = f"{url[:colon]}/{url[colon + 1 :]}"
     if ":" not in url.split("#", 1)[0] and "//" not in url:
         url = f"git+ssh://{url}"
     return url
@@ -153,7 +159,7 @@ def _correct_url(url: str) -> str:
 def _shortcut_parts(path: str, fragment: str) -> tuple[str | None, ...]:
     """`github:user/repo#ref`: no check that user or repo exist, only that they decode."""
     path = path.removeprefix("/")
-    path = path[path.find("@") + 1:]
+    path = path[path.find("@") + 1 :]
     user, _, project = path.rpartition("/")
     return (user or None, project, fragment or None)
 

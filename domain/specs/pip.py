@@ -27,16 +27,38 @@ _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # two letters at least: C:
 _EGG_RE = re.compile(r"[#&]egg=([^&]*)")
 _COMMENT_RE = re.compile(r"(^|\s+)#.*$")  # pip's req_file.COMMENT_RE: '#' after blanks only
 _EXTRAS_RE = re.compile(r"^(.+)(\[[^\]]+\])$", re.DOTALL)
-_ARCHIVES = (".whl", ".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz", ".tar.xz", ".txz",
-             ".tlz", ".tar.lz", ".tar.lzma")
-_VCS = {"git": ("http", "https", "ssh", "git", "file"),
-        "hg": ("http", "https", "ssh", "file", "static-http"),
-        "svn": ("http", "https", "ssh", "svn", "file"),
-        "bzr": ("http", "https", "ssh", "sftp", "ftp", "lp", "file")}
-URL_KINDS = {"http": "url", "https": "url", "ftp": "url", "file": "path",
-             **{f"{vcs}+{scheme}": "vcs" for vcs, schemes in _VCS.items() for scheme in schemes}}
-_SOURCE = {"url": "a direct download that skips the index", "path": "a local file or directory",
-           "vcs": "a version-control checkout that is built outside the index"}
+_ARCHIVES = (
+    ".whl",
+    ".zip",
+    ".tar",
+    ".tar.gz",
+    ".tgz",
+    ".tar.bz2",
+    ".tbz",
+    ".tar.xz",
+    ".txz",
+    ".tlz",
+    ".tar.lz",
+    ".tar.lzma",
+)
+_VCS = {
+    "git": ("http", "https", "ssh", "git", "file"),
+    "hg": ("http", "https", "ssh", "file", "static-http"),
+    "svn": ("http", "https", "ssh", "svn", "file"),
+    "bzr": ("http", "https", "ssh", "sftp", "ftp", "lp", "file"),
+}
+URL_KINDS = {
+    "http": "url",
+    "https": "url",
+    "ftp": "url",
+    "file": "path",
+    **{f"{vcs}+{scheme}": "vcs" for vcs, schemes in _VCS.items() for scheme in schemes},
+}
+_SOURCE = {
+    "url": "a direct download that skips the index",
+    "path": "a local file or directory",
+    "vcs": "a version-control checkout that is built outside the index",
+}
 
 
 def canonical(name: str) -> str | None:
@@ -53,8 +75,7 @@ def _invalid(why: str) -> Parsed:
 def _sourced(kind: str, name: str | None) -> Parsed:
     if name is None:
         return (kind, None, f"{_SOURCE[kind]}; its name cannot be known before it is built")
-    return (kind, name, f"{_SOURCE[kind]}; it calls itself '{name}', which pip checks only "
-                        "after download")
+    return (kind, name, f"{_SOURCE[kind]}; it calls itself '{name}', which pip checks only after download")
 
 
 def _hygiene(text: str) -> str | None:
@@ -116,8 +137,7 @@ def _option_line(line: str) -> Parsed:
         return _invalid(f"pip cannot parse {errors[0].text!r}: {errors[0].value}")
     if len(options) == 1 and options[0].name == "--editable":
         return parse_editable(options[0].value)
-    why = "; ".join(f"{e.text!r} {pip_options.PIP_CLI.reason(e.name) or 'is a pip option'}"
-                    for e in options)
+    why = "; ".join(f"{e.text!r} {pip_options.PIP_CLI.reason(e.name) or 'is a pip option'}" for e in options)
     return ("option", None, f"a pip option line, it names no package: {why}")
 
 
@@ -237,8 +257,9 @@ def _pep508(text: str) -> Parsed:
         return ("registry", name, None)
     kind = URL_KINDS.get(req.url.partition(":")[0].lower()) if ":" in req.url else None
     if kind is None:  # `requests@2.0`: packaging takes '2.0' as a URL, pip fails on it
-        return _invalid(f"'{req.name} @ {req.url}' is a direct reference without a URL scheme "
-                        "pip can fetch (for a version use ==)")
+        return _invalid(
+            f"'{req.name} @ {req.url}' is a direct reference without a URL scheme pip can fetch (for a version use ==)"
+        )
     return _sourced(kind, name)
 
 

@@ -21,16 +21,14 @@ _PICK = "changes which distributions pip may pick"
 # Why each pip option is judged; a trailing '=' marks an option that takes a value.
 _PIP_JUDGED = {
     _FROM: "--index-url= --extra-index-url= --no-index --find-links= --isolated --cache-dir=",
-    _FILE: "--requirement= --constraint= --build-constraint= --requirements-from-script= "
-           "--group=",
+    _FILE: "--requirement= --constraint= --build-constraint= --requirements-from-script= --group=",
     _TRUST: "--trusted-host= --cert= --client-cert= --proxy= --no-proxy-env --keyring-provider=",
     _TO: "--target= --prefix= --root= --user --no-user --src= --log= --report= --python= "
-         "--break-system-packages --ignore-installed --exists-action=",
-    _BUILD: "--config-settings= --no-binary= --no-build-isolation --use-pep517 "
-            "--check-build-dependencies --no-clean",
+    "--break-system-packages --ignore-installed --exists-action=",
+    _BUILD: "--config-settings= --no-binary= --no-build-isolation --use-pep517 --check-build-dependencies --no-clean",
     _PICK: "--platform= --python-version= --implementation= --abi= --use-feature= "
-           "--use-deprecated= --no-require-hashes --all-releases= --only-final= "
-           "--uploaded-prior-to= --refresh-package= --only-deps --ignore-requires-python",
+    "--use-deprecated= --no-require-hashes --all-releases= --only-final= "
+    "--uploaded-prior-to= --refresh-package= --only-deps --ignore-requires-python",
     "installs an editable project": "--editable=",
 }
 # Harmless in a command: they only change output, retries or caching, or make pip stricter
@@ -44,27 +42,61 @@ _PIP_HARMLESS = (
     "--require-hashes --only-binary= --prefer-binary --dry-run --compile --no-compile "
     "--no-warn-script-location --no-warn-conflicts --root-user-action= --timeout= --retries= "
     "--resume-retries= --debug --require-virtualenv --no-python-version-warning --help "
-    "--version --hash=")
+    "--version --hash="
+)
 # long option -> (takes a value, why it is judged or None when harmless)
 PIP_OPTIONS: dict[str, tuple[bool, str | None]] = {
     word.rstrip("="): (word.endswith("="), why)
-    for why, words in (*_PIP_JUDGED.items(), (None, _PIP_HARMLESS)) for word in words.split()
+    for why, words in (*_PIP_JUDGED.items(), (None, _PIP_HARMLESS))
+    for word in words.split()
 }
 PIP_ALIASES = {
-    "-i": "--index-url", "--pypi-url": "--index-url", "-f": "--find-links",
-    "-r": "--requirement", "-c": "--constraint", "-e": "--editable", "-t": "--target",
-    "-C": "--config-settings", "-U": "--upgrade", "-I": "--ignore-installed", "-q": "--quiet",
-    "-v": "--verbose", "-h": "--help", "-V": "--version", "--log-file": "--log",
-    "--local-log": "--log", "--source": "--src", "--source-dir": "--src",
-    "--source-directory": "--src", "--default-timeout": "--timeout",
-    "--no-dependencies": "--no-deps", "--only-dependencies": "--only-deps",
+    "-i": "--index-url",
+    "--pypi-url": "--index-url",
+    "-f": "--find-links",
+    "-r": "--requirement",
+    "-c": "--constraint",
+    "-e": "--editable",
+    "-t": "--target",
+    "-C": "--config-settings",
+    "-U": "--upgrade",
+    "-I": "--ignore-installed",
+    "-q": "--quiet",
+    "-v": "--verbose",
+    "-h": "--help",
+    "-V": "--version",
+    "--log-file": "--log",
+    "--local-log": "--log",
+    "--source": "--src",
+    "--source-dir": "--src",
+    "--source-directory": "--src",
+    "--default-timeout": "--timeout",
+    "--no-dependencies": "--no-deps",
+    "--only-dependencies": "--only-deps",
     "--require-venv": "--require-virtualenv",
 }
 # pip's requirements-file parser (req_file.SUPPORTED_OPTIONS plus the per-requirement ones)
-_REQ_FILE = ("--index-url", "--extra-index-url", "--no-index", "--constraint", "--requirement",
-             "--editable", "--find-links", "--no-binary", "--only-binary", "--prefer-binary",
-             "--require-hashes", "--no-require-hashes", "--pre", "--all-releases",
-             "--only-final", "--trusted-host", "--use-feature", "--hash", "--config-settings")
+_REQ_FILE = (
+    "--index-url",
+    "--extra-index-url",
+    "--no-index",
+    "--constraint",
+    "--requirement",
+    "--editable",
+    "--find-links",
+    "--no-binary",
+    "--only-binary",
+    "--prefer-binary",
+    "--require-hashes",
+    "--no-require-hashes",
+    "--pre",
+    "--all-releases",
+    "--only-final",
+    "--trusted-host",
+    "--use-feature",
+    "--hash",
+    "--config-settings",
+)
 
 
 class Event(NamedTuple):
@@ -98,8 +130,7 @@ class OptionTable:
 
 
 def _subset(names: tuple[str, ...]) -> OptionTable:
-    return OptionTable({n: PIP_OPTIONS[n] for n in names},
-                       {a: n for a, n in PIP_ALIASES.items() if n in names})
+    return OptionTable({n: PIP_OPTIONS[n] for n in names}, {a: n for a, n in PIP_ALIASES.items() if n in names})
 
 
 PIP_CLI = OptionTable({n: v for n, v in PIP_OPTIONS.items() if n != "--hash"}, PIP_ALIASES)
@@ -154,7 +185,7 @@ def _short(token: str, tokens: list[str], at: int, table: OptionTable):
         if not table.takes_value(name):
             events.append(Event(name, "-" + token[i], None, at))
         elif i + 1 < len(token):
-            return events + [Event(name, token, token[i + 1:], at)], 1
+            return events + [Event(name, token, token[i + 1 :], at)], 1
         else:
             event, used = _take_next(name, token, tokens, at, "-" + token[i])
             return events + [event], used

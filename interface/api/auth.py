@@ -17,8 +17,12 @@ def authenticate(governance) -> dict:
     scheme, _, secret = header.partition(" ")
     caller = governance.authenticate(secret.strip()) if scheme.lower() == "bearer" and secret.strip() else None
     if caller is None:
-        raise HTTPProblem(401, "Unauthorized", "a valid bearer token is required",
-                          headers={"WWW-Authenticate": 'Bearer realm="runcode-policy"'})
+        raise HTTPProblem(
+            401,
+            "Unauthorized",
+            "a valid bearer token is required",
+            headers={"WWW-Authenticate": 'Bearer realm="runcode-policy"'},
+        )
     return caller
 
 

@@ -24,24 +24,33 @@ def openapi_document(apis: list[Api], title: str, version: str) -> dict:
     for prefix, e in endpoints:
         path = prefix + _PARAM.sub(r"{\1}", e.rule)
         paths.setdefault(path, {})[e.method.lower()] = _operation(e)
-    return {"openapi": "3.1.0", "info": {"title": title, "version": version},
-            "paths": paths,
-            "components": {"schemas": defs.get("$defs", {}),
-                           "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}}}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": title, "version": version},
+        "paths": paths,
+        "components": {
+            "schemas": defs.get("$defs", {}),
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }
 
 
 def _operation(e: Endpoint) -> dict:
     plain = _PARAM.sub(lambda m: m.group(1), e.rule).strip("/").replace("/", "_").replace("-", "_")
     op: dict = {"summary": e.summary, "operationId": f"{e.method.lower()}_{plain}"}
-    params = [{"name": n, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
-              for n in _PARAM.findall(e.rule)]
+    params = [
+        {"name": n, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
+        for n in _PARAM.findall(e.rule)
+    ]
     if e.query is not None:
         params += _query_parameters(e.query)
     if params:
         op["parameters"] = params
     if e.body is not None:
-        op["requestBody"] = {"required": True, "content": {"application/json": {
-            "schema": {"$ref": f"#/components/schemas/{e.body.__name__}"}}}}
+        op["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{e.body.__name__}"}}},
+        }
     op["responses"] = _responses(e)
     op["security"] = [{"bearer": []}] if e.role else []
     return op
@@ -53,8 +62,10 @@ def _responses_of(e: Endpoint) -> tuple:
 
 def _query_parameters(model: type[BaseModel]) -> list[dict]:
     schema = model.model_json_schema(by_alias=True)
-    return [{"name": name, "in": "query", "required": False, "schema": prop}
-            for name, prop in schema.get("properties", {}).items()]
+    return [
+        {"name": name, "in": "query", "required": False, "schema": prop}
+        for name, prop in schema.get("properties", {}).items()
+    ]
 
 
 def _responses(e: Endpoint) -> dict:

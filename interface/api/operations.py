@@ -39,14 +39,18 @@ def readyz(gov):
     return {"status": "ready"}
 
 
-@ops.route("GET", "/metrics", "Prometheus metrics: decisions by outcome and reason, request latency",
-           role=None, media=("text/plain",))
+@ops.route(
+    "GET",
+    "/metrics",
+    "Prometheus metrics: decisions by outcome and reason, request latency",
+    role=None,
+    media=("text/plain",),
+)
 def prometheus(gov):
     return Response(generate_latest(metrics.REGISTRY), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
-@ops.route("GET", "/api/v1/openapi.json", "This document (OpenAPI 3.1)", role=None,
-           media=("application/json",))
+@ops.route("GET", "/api/v1/openapi.json", "This document (OpenAPI 3.1)", role=None, media=("application/json",))
 def openapi(gov):
     return jsonify(document())
 

@@ -35,8 +35,20 @@ class Api:
         self.prefix = prefix
         self.endpoints: list[Endpoint] = []
 
-    def route(self, method: str, rule: str, summary: str, *, role: str | None, body=None, query=None,
-              response=None, status=200, media=(), errors=()):
+    def route(
+        self,
+        method: str,
+        rule: str,
+        summary: str,
+        *,
+        role: str | None,
+        body=None,
+        query=None,
+        response=None,
+        status=200,
+        media=(),
+        errors=(),
+    ):
         endpoint = Endpoint(method, rule, summary, role, body, query, response, status, media, errors)
         self.endpoints.append(endpoint)
 

@@ -21,8 +21,10 @@ Role = Literal[ROLES]
 Text = Annotated[str, Field(max_length=4096)]
 Entries = Annotated[
     str | list[Text],
-    Field(description="Entries separated by newlines and/or commas, or an array of entries. "
-                      "Version constraints, extras and markers are stripped."),
+    Field(
+        description="Entries separated by newlines and/or commas, or an array of entries. "
+        "Version constraints, extras and markers are stripped."
+    ),
 ]
 Reason = Literal[REASONS]
 Instant = Annotated[str, Field(json_schema_extra={"format": "date-time"})]  # RFC 3339, UTC, `Z`
@@ -72,8 +74,9 @@ class EditEntries(Body):
 class PolicyChanges(Body):
     expected_version: Annotated[int, Field(ge=0)] | None = None
     note: Annotated[str, Field(max_length=2000)] = ""
-    changes: Annotated[list[Annotated[SwitchMode | EditEntries, Field(discriminator="action")]],
-                       Field(min_length=1, max_length=1000)]
+    changes: Annotated[
+        list[Annotated[SwitchMode | EditEntries, Field(discriminator="action")]], Field(min_length=1, max_length=1000)
+    ]
 
 
 class EvaluateBody(Body):

@@ -39,37 +39,63 @@ from interface.api.schemas import (
 from interface.problems import HTTPProblem
 
 
-@api.route("GET", W + "/policy", "The policy now, or exactly as it stood at `at`", role="auditor",
-           query=AtQuery, response=PolicyView)
+@api.route(
+    "GET",
+    W + "/policy",
+    "The policy now, or exactly as it stood at `at`",
+    role="auditor",
+    query=AtQuery,
+    response=PolicyView,
+)
 def get_policy(gov, ws, caller, query):
     return gov.policy(ws, optional_instant(query.at, "at"))
 
 
-@api.route("PUT", W + "/policy", "Save the complete desired state (records only the differences)",
-           role="admin", body=PolicyPut, response=PolicyView, errors=(409,))
+@api.route(
+    "PUT",
+    W + "/policy",
+    "Save the complete desired state (records only the differences)",
+    role="admin",
+    body=PolicyPut,
+    response=PolicyView,
+    errors=(409,),
+)
 def put_policy(gov, ws, caller, body):
     desired = body.model_dump(include={"python", "node"}, exclude_none=True)
-    return gov.save_policy(ws, desired, by=caller["name"], note=body.note,
-                           expected_version=body.expected_version)
+    return gov.save_policy(ws, desired, by=caller["name"], note=body.note, expected_version=body.expected_version)
 
 
-@api.route("POST", W + "/policy/changes", "Apply incremental changes atomically", role="admin",
-           body=PolicyChanges, response=PolicyView, errors=(409,))
+@api.route(
+    "POST",
+    W + "/policy/changes",
+    "Apply incremental changes atomically",
+    role="admin",
+    body=PolicyChanges,
+    response=PolicyView,
+    errors=(409,),
+)
 def post_changes(gov, ws, caller, body):
     changes = [c.model_dump() for c in body.changes]
-    return gov.change_policy(ws, changes, by=caller["name"], note=body.note,
-                             expected_version=body.expected_version)
+    return gov.change_policy(ws, changes, by=caller["name"], note=body.note, expected_version=body.expected_version)
 
 
-@api.route("GET", W + "/history", "Every policy change, oldest first", role="auditor",
-           query=PageQuery, response=HistoryPage)
+@api.route(
+    "GET", W + "/history", "Every policy change, oldest first", role="auditor", query=PageQuery, response=HistoryPage
+)
 def get_history(gov, ws, caller, query):
     start, end = optional_bound(query.from_, "from"), optional_bound(query.to, "to")
     return gov.history(ws, start, end, query.limit, query.cursor)
 
 
-@api.route("POST", W + "/evaluate", "Judge and record what the sandbox is about to install",
-           role="sandbox", body=EvaluateBody, response=EvaluateAnswer, errors=(503,))
+@api.route(
+    "POST",
+    W + "/evaluate",
+    "Judge and record what the sandbox is about to install",
+    role="sandbox",
+    body=EvaluateBody,
+    response=EvaluateAnswer,
+    errors=(503,),
+)
 def post_evaluate(gov, ws, caller, body):
     context = body.context.model_dump() if body.context else {}
     answer = gov.evaluate(ws, body.language, body.specs, body.command, context)
@@ -77,8 +103,14 @@ def post_evaluate(gov, ws, caller, body):
     return answer
 
 
-@api.route("POST", W + "/test", "Judge against a draft or a past policy; nothing is recorded",
-           role="auditor", body=TestBody, response=EvaluateAnswer)
+@api.route(
+    "POST",
+    W + "/test",
+    "Judge against a draft or a past policy; nothing is recorded",
+    role="auditor",
+    body=TestBody,
+    response=EvaluateAnswer,
+)
 def post_test(gov, ws, caller, body):
     if body.draft is not None and not role_allows(caller["role"], "admin"):
         raise HTTPProblem(403, "Forbidden", "testing a draft needs the admin role or above")
@@ -88,9 +120,15 @@ def post_test(gov, ws, caller, body):
     return gov.test(ws, body.language, body.specs, body.command, context, draft=draft, at=at)
 
 
-@api.route("GET", W + "/decisions", "Recorded decisions, newest first (or the whole set as CSV/JSONL)",
-           role="auditor", query=DecisionsQuery, response=DecisionsPage,
-           media=("text/csv", "application/x-ndjson"))
+@api.route(
+    "GET",
+    W + "/decisions",
+    "Recorded decisions, newest first (or the whole set as CSV/JSONL)",
+    role="auditor",
+    query=DecisionsQuery,
+    response=DecisionsPage,
+    media=("text/csv", "application/x-ndjson"),
+)
 def get_decisions(gov, ws, caller, query):
     filters = {k: getattr(query, k) for k in ("language", "name", "allowed", "reason", "source", "sandbox", "kind")}
     start, end = optional_bound(query.from_, "from"), optional_bound(query.to, "to")
@@ -100,15 +138,19 @@ def get_decisions(gov, ws, caller, query):
     return exports.stream(rows, query.format, f"decisions-{ws}")
 
 
-@api.route("GET", W + "/decisions/<decision_id>", "One recorded decision", role="auditor",
-           response=DecisionView)
+@api.route("GET", W + "/decisions/<decision_id>", "One recorded decision", role="auditor", response=DecisionView)
 def get_decision(gov, ws, caller, decision_id):
     return gov.decision(ws, decision_id)
 
 
-@api.route("GET", W + "/packages/<language>/<path:name>",
-           "Was this package allowed at `at` (default now)? Or its timeline `on` a day / `from`-`to`",
-           role="auditor", query=PackageQuery, response=(PackageAnswer, Timeline))
+@api.route(
+    "GET",
+    W + "/packages/<language>/<path:name>",
+    "Was this package allowed at `at` (default now)? Or its timeline `on` a day / `from`-`to`",
+    role="auditor",
+    query=PackageQuery,
+    response=(PackageAnswer, Timeline),
+)
 def get_package(gov, ws, caller, language, name, query):
     period = _period(query)
     if period is None:
@@ -126,25 +168,39 @@ def _period(query) -> tuple[datetime, datetime] | None:
         return parse_day(query.on, "on")
     if query.from_ is None or query.to is None:
         missing = "from" if query.from_ is None else "to"
-        raise InvalidInputError(f"{missing} is required for a period",
-                                [FieldError(missing, "is required with from/to")])
+        raise InvalidInputError(
+            f"{missing} is required for a period", [FieldError(missing, "is required with from/to")]
+        )
     return optional_bound(query.from_, "from"), optional_bound(query.to, "to")
 
 
-@api.route("POST", W + "/tokens", "Issue a token (its secret is shown once)", role="owner",
-           body=TokenBody, response=TokenIssued, status=201, errors=(409,))
+@api.route(
+    "POST",
+    W + "/tokens",
+    "Issue a token (its secret is shown once)",
+    role="owner",
+    body=TokenBody,
+    response=TokenIssued,
+    status=201,
+    errors=(409,),
+)
 def post_token(gov, ws, caller, body):
     return gov.issue_token(ws, body.name, body.role, by=caller["name"]), 201
 
 
-@api.route("GET", W + "/tokens", "The workspace's tokens, without secrets", role="owner",
-           response=TokenList)
+@api.route("GET", W + "/tokens", "The workspace's tokens, without secrets", role="owner", response=TokenList)
 def get_tokens(gov, ws, caller):
     return {"tokens": gov.list_tokens(ws)}
 
 
-@api.route("DELETE", W + "/tokens/<token_id>", "Revoke a token at once (not the last owner token)",
-           role="owner", status=204, errors=(409,))
+@api.route(
+    "DELETE",
+    W + "/tokens/<token_id>",
+    "Revoke a token at once (not the last owner token)",
+    role="owner",
+    status=204,
+    errors=(409,),
+)
 def delete_token(gov, ws, caller, token_id):
     gov.revoke_token(ws, token_id, by=caller["name"])
     response = Response(status=204)
@@ -154,10 +210,16 @@ def delete_token(gov, ws, caller, token_id):
 
 # Egress (API.md "Egress"): evaluate is recorded under the deployment allowlist; test takes an
 # explicit allowlist and records nothing.
-@api.route("POST", W + "/egress/evaluate",
-           "Judge and record a network destination the sandbox is about to reach (advisory: "
-           "the enforcing egress proxy makes the same judgement on every connection)",
-           role="sandbox", body=EgressBody, response=EgressAnswer, errors=(503,))
+@api.route(
+    "POST",
+    W + "/egress/evaluate",
+    "Judge and record a network destination the sandbox is about to reach (advisory: "
+    "the enforcing egress proxy makes the same judgement on every connection)",
+    role="sandbox",
+    body=EgressBody,
+    response=EgressAnswer,
+    errors=(503,),
+)
 def post_egress_evaluate(gov, ws, caller, body):
     context = body.context.model_dump() if body.context else {}
     answer = gov.evaluate_egress(ws, body.target, body.resolved, context)
@@ -165,8 +227,13 @@ def post_egress_evaluate(gov, ws, caller, body):
     return answer
 
 
-@api.route("POST", W + "/egress/test",
-           "Judge a destination against an explicit hostname allowlist (null = open); nothing is "
-           "recorded", role="admin", body=EgressTestBody, response=EgressAnswer)
+@api.route(
+    "POST",
+    W + "/egress/test",
+    "Judge a destination against an explicit hostname allowlist (null = open); nothing is recorded",
+    role="admin",
+    body=EgressTestBody,
+    response=EgressAnswer,
+)
 def post_egress_test(gov, ws, caller, body):
     return gov.test_egress(ws, body.target, body.resolved, body.hostname_allowlist)

@@ -25,7 +25,7 @@ SESSION_LIFETIME = timedelta(hours=8)
 SECURITY_HEADERS = {
     # No scripts at all: the console works without JavaScript, so none may run in it either.
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; "
-                               "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
@@ -43,12 +43,16 @@ class ConsoleSessions(SecureCookieSessionInterface):
 def install(app: Flask) -> None:
     app.secret_key = app.extensions["settings"].console_secret_key()
     app.config.update(
-        SESSION_COOKIE_NAME="runcode_console", SESSION_COOKIE_PATH="/console",
-        SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax",
+        SESSION_COOKIE_NAME="runcode_console",
+        SESSION_COOKIE_PATH="/console",
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
         PERMANENT_SESSION_LIFETIME=SESSION_LIFETIME,
         # CSRF is checked by the console's own before_request only: the JSON API takes bearer
         # tokens, never cookies, so it has no CSRF to defend against.
-        WTF_CSRF_CHECK_DEFAULT=False, WTF_CSRF_TIME_LIMIT=None)
+        WTF_CSRF_CHECK_DEFAULT=False,
+        WTF_CSRF_TIME_LIMIT=None,
+    )
     app.session_interface = ConsoleSessions()
     CSRFProtect(app)
     app.jinja_env.filters.update(when=when, field_label=field_label)
@@ -72,9 +76,11 @@ def _security_headers(response):
 
 @blueprint.errorhandler(CSRFError)
 def _csrf_refused(error: CSRFError):
-    return _error_page(400, "The form could not be accepted",
-                       "It was not sent from this console, or it is too old. Nothing was changed: "
-                       "reload the page and try again.")
+    return _error_page(
+        400,
+        "The form could not be accepted",
+        "It was not sent from this console, or it is too old. Nothing was changed: reload the page and try again.",
+    )
 
 
 @blueprint.errorhandler(HTTPException)

@@ -31,12 +31,18 @@ def query_of(typed: dict) -> tuple[dict, object, object]:
     language = typed.get("language")  # checked with the other filters by the application
     outcome = typed.get("outcome")
     if outcome is not None and outcome not in OUTCOMES:
-        raise InvalidInputError(f"unknown outcome {outcome!r}",
-                                [FieldError("outcome", "must be allowed or denied")])
-    filters = {"language": language, "name": typed.get("name"), "allowed": OUTCOMES.get(outcome),
-               **{k: typed.get(k) for k in ("reason", "kind", "sandbox", "source")}}
-    return (filters, instant(typed.get("from"), "from", day_start=True),
-            instant(typed.get("to"), "to", day_start=True, end=True))
+        raise InvalidInputError(f"unknown outcome {outcome!r}", [FieldError("outcome", "must be allowed or denied")])
+    filters = {
+        "language": language,
+        "name": typed.get("name"),
+        "allowed": OUTCOMES.get(outcome),
+        **{k: typed.get(k) for k in ("reason", "kind", "sandbox", "source")},
+    }
+    return (
+        filters,
+        instant(typed.get("from"), "from", day_start=True),
+        instant(typed.get("to"), "to", day_start=True, end=True),
+    )
 
 
 @blueprint.get("/audit")
@@ -52,9 +58,17 @@ def audit():
 
 
 def _audit_page(typed, cursor, page, refusal):
-    return render_template("console/audit.html", typed=typed, cursor=cursor, page=page,
-                           refusal=refusal, problems=error_items(refusal) if refusal else [],
-                           languages=LANGUAGES, reasons=REASONS, kinds=KINDS)
+    return render_template(
+        "console/audit.html",
+        typed=typed,
+        cursor=cursor,
+        page=page,
+        refusal=refusal,
+        problems=error_items(refusal) if refusal else [],
+        languages=LANGUAGES,
+        reasons=REASONS,
+        kinds=KINDS,
+    )
 
 
 @blueprint.get("/audit/export.<any(csv, jsonl):fmt>")
@@ -77,7 +91,7 @@ def history():
         end = instant(typed.get("to"), "to", day_start=True, end=True)
         page = governance().history(caller()["workspace"], start, end, PAGE_SIZE, cursor)
     except GovernanceError as error:
-        return render_template("console/history.html", typed=typed, page=None, refusal=error,
-                               problems=error_items(error)), 422
-    return render_template("console/history.html", typed=typed, page=page, refusal=None,
-                           problems=[])
+        return render_template(
+            "console/history.html", typed=typed, page=None, refusal=error, problems=error_items(error)
+        ), 422
+    return render_template("console/history.html", typed=typed, page=page, refusal=None, problems=[])

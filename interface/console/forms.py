@@ -24,22 +24,29 @@ TITLES = {"python": "Python", "node": "Node", "allow": "allow list", "deny": "de
 
 def policy_form(form) -> dict:
     """The policy part of a posted form, as typed: {language: {mode, allow, deny}} plus note."""
-    state = {lang: {"mode": form.get(f"{lang}-mode", ""),
-                    **{lst: form.get(f"{lang}-{lst}", "") for lst in LISTS}} for lang in LANGUAGES}
+    state = {
+        lang: {"mode": form.get(f"{lang}-mode", ""), **{lst: form.get(f"{lang}-{lst}", "") for lst in LISTS}}
+        for lang in LANGUAGES
+    }
     return {**state, "note": form.get("note", ""), "expected_version": form.get("expected_version", "")}
 
 
 def policy_as_form(policy: dict) -> dict:
     """A saved policy shown in the form: one entry per line."""
-    state = {lang: {"mode": policy[lang]["mode"],
-                    **{lst: "\n".join(policy[lang][lst]) for lst in LISTS}} for lang in LANGUAGES}
+    state = {
+        lang: {"mode": policy[lang]["mode"], **{lst: "\n".join(policy[lang][lst]) for lst in LISTS}}
+        for lang in LANGUAGES
+    }
     return {**state, "note": "", "expected_version": str(policy["version"])}
 
 
 def desired_state(form: dict) -> dict:
     """The complete desired state for `save_policy` (and a draft for `test`)."""
-    errors = [FieldError(f"{lang}.mode", f"choose one of {', '.join(MODES)}")
-              for lang in LANGUAGES if form[lang]["mode"] not in MODES]
+    errors = [
+        FieldError(f"{lang}.mode", f"choose one of {', '.join(MODES)}")
+        for lang in LANGUAGES
+        if form[lang]["mode"] not in MODES
+    ]
     if errors:
         raise InvalidInputError("choose a mode for every language; nothing was saved", errors)
     return {lang: {key: form[lang][key] for key in ("mode", *LISTS)} for lang in LANGUAGES}
@@ -50,8 +57,9 @@ def expected_version(form: dict) -> int | None:
     if not text:
         return None
     if not text.isdigit():
-        raise InvalidInputError("the form's version is damaged; reload the page",
-                                [FieldError("expected_version", "must be a whole number")])
+        raise InvalidInputError(
+            "the form's version is damaged; reload the page", [FieldError("expected_version", "must be a whole number")]
+        )
     return int(text)
 
 
@@ -74,8 +82,9 @@ def _command(text: str) -> list[str] | None:
     try:
         return shlex.split(text)
     except ValueError as error:  # an unclosed quote
-        raise InvalidInputError("the command line cannot be split",
-                                [FieldError("command", f"{error} (check the quotes)")]) from None
+        raise InvalidInputError(
+            "the command line cannot be split", [FieldError("command", f"{error} (check the quotes)")]
+        ) from None
 
 
 def instant(text: str | None, field: str, *, day_start: bool = False, end: bool = False) -> datetime | None:
@@ -86,7 +95,7 @@ def instant(text: str | None, field: str, *, day_start: bool = False, end: bool 
         return None
     if _LOCAL_TIME.fullmatch(text):
         # The form says UTC; browsers may leave the seconds out.
-        text += ("Z" if text.count(":") == 2 else ":00Z")
+        text += "Z" if text.count(":") == 2 else ":00Z"
     return parse_bound(text, field, end=end) if day_start else parse_instant(text, field)
 
 
@@ -94,13 +103,13 @@ def field_label(field: str) -> str:
     """`python.allow[2]` -> `Python allow list, entry 3` (people count from one)."""
     found = _FIELD.fullmatch(field)
     if found:
-        return (f"{TITLES[found['language']]} {TITLES[found['list']]}, "
-                f"entry {int(found['index']) + 1}")
+        return f"{TITLES[found['language']]} {TITLES[found['list']]}, entry {int(found['index']) + 1}"
     language, _, rest = field.partition(".")
     if language in LANGUAGES and rest:
         return f"{TITLES[language]} {rest}"
-    return {"specs": "Specs", "command": "Command line", "language": "Language",
-            "expected_version": "Version"}.get(field, field)
+    return {"specs": "Specs", "command": "Command line", "language": "Language", "expected_version": "Version"}.get(
+        field, field
+    )
 
 
 def error_items(error: GovernanceError) -> list[dict]:

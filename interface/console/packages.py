@@ -46,8 +46,9 @@ def save_packages():
     form = policy_form(request.form)
     try:
         desired, expected = desired_state(form), expected_version(form)
-        policy = governance().save_policy(_workspace(), desired, by=caller()["name"],
-                                          note=form["note"], expected_version=expected)
+        policy = governance().save_policy(
+            _workspace(), desired, by=caller()["name"], note=form["note"], expected_version=expected
+        )
     except ConflictError as error:
         return _conflict(form, error)
     except InvalidInputError as error:
@@ -67,8 +68,7 @@ def test_packages():
     saved = governance().policy(_workspace())
     # Auditors cannot edit, so their form is always the saved policy, whatever was posted.
     form = policy_form(request.form) if can_edit() else policy_as_form(saved)
-    tried = {"language": request.form.get("test-language", "python"),
-             "input": request.form.get("test-input", "")}
+    tried = {"language": request.form.get("test-language", "python"), "input": request.form.get("test-input", "")}
     try:
         answer = _test(form, tried, against)
     except InvalidInputError as error:
@@ -79,8 +79,9 @@ def test_packages():
 def _test(form: dict, tried: dict, against: str) -> dict:
     language, specs, command = spec_input(tried["language"], tried["input"])
     draft = desired_state(form) if against == "draft" else None
-    return governance().test(_workspace(), language, specs, command,
-                             context={"source": "console", "actor": caller()["name"]}, draft=draft)
+    return governance().test(
+        _workspace(), language, specs, command, context={"source": "console", "actor": caller()["name"]}, draft=draft
+    )
 
 
 def _conflict(form: dict, error: ConflictError):
@@ -99,12 +100,30 @@ def _changes_after(version_text: str) -> list[dict]:
     return governance().history(_workspace(), limit=100, cursor=cursor)["changes"]
 
 
-def _page(saved: dict, form: dict, tried: dict | None = None, *, answer: dict | None = None,
-          against: str | None = None, refusal: GovernanceError | None = None,
-          since: list | None = None, status: int = 200):
+def _page(
+    saved: dict,
+    form: dict,
+    tried: dict | None = None,
+    *,
+    answer: dict | None = None,
+    against: str | None = None,
+    refusal: GovernanceError | None = None,
+    since: list | None = None,
+    status: int = 200,
+):
     items = error_items(refusal) if refusal else []
     return render_template(
-        "console/packages.html", saved=saved, form=form, tried=tried or BLANK_TEST, answer=answer,
-        against=against, refusal=refusal, problems=items, since=since,
-        invalid={i["input"] for i in items}, can_edit=can_edit(), languages=LANGUAGES,
-        modes=MODES), status
+        "console/packages.html",
+        saved=saved,
+        form=form,
+        tried=tried or BLANK_TEST,
+        answer=answer,
+        against=against,
+        refusal=refusal,
+        problems=items,
+        since=since,
+        invalid={i["input"] for i in items},
+        can_edit=can_edit(),
+        languages=LANGUAGES,
+        modes=MODES,
+    ), status

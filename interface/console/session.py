@@ -26,8 +26,14 @@ from flask import (
 from domain.token import role_allows
 from interface.problems import HTTPProblem
 
-blueprint = Blueprint("console", __name__, url_prefix="/console", template_folder="templates",
-                      static_folder="static", static_url_path="/static")
+blueprint = Blueprint(
+    "console",
+    __name__,
+    url_prefix="/console",
+    template_folder="templates",
+    static_folder="static",
+    static_url_path="/static",
+)
 PUBLIC = {"console.sign_in", "console.static"}
 CONSOLE_ROLES = ("owner", "admin", "auditor")
 _SEAL_CONTEXT = b"runcode-policy console session token\x00"
@@ -44,8 +50,9 @@ def caller() -> dict:
 
 def require(role: str) -> None:
     if not role_allows(caller()["role"], role):
-        raise HTTPProblem(403, "Forbidden", f"this needs the {role} role or above; you are signed "
-                          f"in with a {caller()['role']} token")
+        raise HTTPProblem(
+            403, "Forbidden", f"this needs the {role} role or above; you are signed in with a {caller()['role']} token"
+        )
 
 
 def _fernet() -> Fernet:
@@ -76,8 +83,7 @@ def _check_session():
     if found is None or found["role"] not in CONSOLE_ROLES:
         session.clear()
         if sealed:
-            flash("Your session has ended: the token was revoked or is no longer valid. "
-                  "Sign in again.", "error")
+            flash("Your session has ended: the token was revoked or is no longer valid. Sign in again.", "error")
         return redirect(url_for("console.sign_in"))
     g.console_caller = found
     return None
@@ -102,8 +108,9 @@ def sign_in():
     if found is None:
         return _refuse_sign_in(401, "That token is unknown or has been revoked.")
     if found["role"] not in CONSOLE_ROLES:
-        return _refuse_sign_in(403, f"A {found['role']} token cannot sign in to the console; "
-                               "use an owner, admin or auditor token.")
+        return _refuse_sign_in(
+            403, f"A {found['role']} token cannot sign in to the console; use an owner, admin or auditor token."
+        )
     session.clear()  # a fresh session for the new identity (no fixation)
     session.permanent = True
     session["token"] = _seal(secret)

@@ -30,18 +30,25 @@ def _answers(typed: dict) -> tuple[dict | None, dict | None]:
     moment = instant(typed["at"], "at") or instant(typed["when"], "when")
     if moment is None:
         if typed["name"]:
-            raise InvalidInputError("pick the instant to ask about",
-                                    [FieldError("when", "pick an instant, or type one in RFC 3339")])
+            raise InvalidInputError(
+                "pick the instant to ask about", [FieldError("when", "pick an instant, or type one in RFC 3339")]
+            )
         return None, None
     workspace = caller()["workspace"]
     policy = governance().policy(workspace, moment)
-    package = (governance().package_at(workspace, typed["language"], typed["name"], moment)
-               if typed["name"] else None)
+    package = governance().package_at(workspace, typed["language"], typed["name"], moment) if typed["name"] else None
     return policy, package
 
 
 def _page(typed, policy, package, refusal):
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    return render_template("console/time_travel.html", typed=typed, policy=policy, package=package,
-                           refusal=refusal, problems=error_items(refusal) if refusal else [],
-                           languages=LANGUAGES, now=now)
+    return render_template(
+        "console/time_travel.html",
+        typed=typed,
+        policy=policy,
+        package=package,
+        refusal=refusal,
+        problems=error_items(refusal) if refusal else [],
+        languages=LANGUAGES,
+        now=now,
+    )

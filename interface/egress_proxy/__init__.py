@@ -66,9 +66,16 @@ class EgressProxy(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, governance, workspace: str, listen: tuple[str, int] = ("127.0.0.1", 3128), *,
-                 resolver: Resolver = system_resolver, limits: ProxyLimits | None = None,
-                 sandbox: str | None = None):
+    def __init__(
+        self,
+        governance,
+        workspace: str,
+        listen: tuple[str, int] = ("127.0.0.1", 3128),
+        *,
+        resolver: Resolver = system_resolver,
+        limits: ProxyLimits | None = None,
+        sandbox: str | None = None,
+    ):
         limits = limits or ProxyLimits()
         self.governance, self.workspace, self.sandbox = governance, workspace, sandbox
         self.resolver, self.limits = resolver, limits
@@ -82,8 +89,9 @@ class EgressProxy(socketserver.ThreadingTCPServer):
 
     def start(self, poll_interval: float = 0.1) -> EgressProxy:
         """Serve from a background thread (embedding and tests); `close` stops it."""
-        self._thread = threading.Thread(target=self.serve_forever, args=(poll_interval,),
-                                        name="egress-proxy", daemon=True)
+        self._thread = threading.Thread(
+            target=self.serve_forever, args=(poll_interval,), name="egress-proxy", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -161,8 +169,7 @@ class _Exchange:
                 self.forward(request)
         except Refusal as refusal:
             if refusal.reason is None:  # decisions are logged where they are made
-                log.info("refused status=%s client=%s detail=%r", refusal.status, self.context["client"],
-                         refusal.text)
+                log.info("refused status=%s client=%s detail=%r", refusal.status, self.context["client"], refusal.text)
             quietly(answer_refusal, self.client, refusal)
         except (ClientGone, OSError):
             pass  # the client left or stalled: nothing to answer
@@ -211,8 +218,7 @@ class _Exchange:
     def decide(self, target: str, resolved: Sequence[str]) -> dict:
         """Record the decision (fail closed if that is impossible); refuse unless allowed."""
         try:
-            answer = self.proxy.governance.evaluate_egress(
-                self.proxy.workspace, target, resolved, self.context)
+            answer = self.proxy.governance.evaluate_egress(self.proxy.workspace, target, resolved, self.context)
         except StoreUnavailableError as error:
             log.warning("decision=unrecorded target=%r error=%s", target, error.detail)
             raise Refusal(503, "the decision could not be recorded, so it is refused") from None
@@ -258,10 +264,19 @@ def _denied(target: str, answer: dict) -> Refusal:
 
 
 def _log_decision(workspace: str, context: dict, target: str, resolved, answer: dict) -> None:
-    log.info("decision=%s reason=%s workspace=%s client=%s method=%s target=%r host=%s port=%s "
-             "resolved=%s id=%s", "allow" if answer["allowed"] else "deny", answer["reason"], workspace,
-             context["client"], context.get("method"), target, answer["host"], answer["port"],
-             ",".join(resolved) or "-", answer["id"])
+    log.info(
+        "decision=%s reason=%s workspace=%s client=%s method=%s target=%r host=%s port=%s resolved=%s id=%s",
+        "allow" if answer["allowed"] else "deny",
+        answer["reason"],
+        workspace,
+        context["client"],
+        context.get("method"),
+        target,
+        answer["host"],
+        answer["port"],
+        ",".join(resolved) or "-",
+        answer["id"],
+    )
 
 
 def is_ip(host: str | None) -> bool:

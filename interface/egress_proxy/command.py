@@ -22,8 +22,13 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 
 @click.command("egress-proxy")
-@click.option("--listen", default="127.0.0.1:3128", show_default=True,
-              callback=lambda ctx, param, value: parse_listen(value), help="IP:port to listen on")
+@click.option(
+    "--listen",
+    default="127.0.0.1:3128",
+    show_default=True,
+    callback=lambda ctx, param, value: parse_listen(value),
+    help="IP:port to listen on",
+)
 @click.option("--workspace", required=True, help="Workspace whose audit log records the decisions")
 @click.option("--sandbox", default=None, help="Label recorded as context.sandbox on every decision")
 @click.option("--max-connections", type=click.IntRange(1, 100_000), default=256, show_default=True)
@@ -43,8 +48,7 @@ def egress_proxy_command(listen, workspace, sandbox, max_connections, connect_ti
     _serve(proxy, governance)
 
 
-def _open_proxy(settings: Settings, workspace: str, listen: tuple[str, int], limits: ProxyLimits,
-                sandbox: str | None):
+def _open_proxy(settings: Settings, workspace: str, listen: tuple[str, int], limits: ProxyLimits, sandbox: str | None):
     """The governance store and a bound proxy, or a ClickException (with the store closed)."""
 
     governance = open_governance(settings)

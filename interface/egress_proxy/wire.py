@@ -20,8 +20,17 @@ from domain.errors import GovernanceError
 CHUNK = 64 * 1024
 TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token: methods and header names
 # Hop-by-hop headers (RFC 9110 7.6.1) and Host, which is rewritten from the request target.
-HOP_BY_HOP = {"connection", "proxy-connection", "keep-alive", "proxy-authorization",
-              "proxy-authenticate", "te", "trailer", "upgrade", "host"}
+HOP_BY_HOP = {
+    "connection",
+    "proxy-connection",
+    "keep-alive",
+    "proxy-authorization",
+    "proxy-authenticate",
+    "te",
+    "trailer",
+    "upgrade",
+    "host",
+}
 
 
 class Refusal(Exception):
@@ -33,9 +42,12 @@ class Refusal(Exception):
 
     def response(self) -> bytes:
         body = f"runcode-policy egress proxy: {self.text}\n".encode()
-        lines = [f"HTTP/1.1 {self.status} {HTTPStatus(self.status).phrase}",
-                 "Content-Type: text/plain; charset=utf-8", f"Content-Length: {len(body)}",
-                 "Connection: close"]
+        lines = [
+            f"HTTP/1.1 {self.status} {HTTPStatus(self.status).phrase}",
+            "Content-Type: text/plain; charset=utf-8",
+            f"Content-Length: {len(body)}",
+            "Connection: close",
+        ]
         if self.reason:
             lines.append(f"X-Runcode-Policy-Reason: {self.reason}")
         if self.decision:
@@ -83,8 +95,12 @@ def _read_head(sock: socket.socket, limit: int, timeout: float) -> bytes:
 
 def _request_line(line: str) -> tuple[str, str, str]:
     parts = line.split(" ")
-    if (len(parts) != 3 or not TOKEN.fullmatch(parts[0]) or not parts[2].startswith("HTTP/1.")
-            or not re.fullmatch(r"[\x21-\x7e]+", parts[1])):
+    if (
+        len(parts) != 3
+        or not TOKEN.fullmatch(parts[0])
+        or not parts[2].startswith("HTTP/1.")
+        or not re.fullmatch(r"[\x21-\x7e]+", parts[1])
+    ):
         raise Refusal(400, "malformed request line")
     return parts[0], parts[1], parts[2]
 
@@ -102,12 +118,13 @@ def split_absolute(target: str) -> tuple[str, str]:
     log) holds the origin only: the policy is about where, and query strings carry secrets."""
     scheme, sep, rest = target.partition("://")
     if not sep:
-        raise Refusal(400, "this is a forward proxy: send absolute-form requests "
-                           "(GET http://host/path) or CONNECT host:port")
+        raise Refusal(
+            400, "this is a forward proxy: send absolute-form requests (GET http://host/path) or CONNECT host:port"
+        )
     if scheme.lower() == "https":
         raise Refusal(400, "https goes through CONNECT (set HTTPS_PROXY to this proxy)")
     authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    path = rest[len(authority):].split("#", 1)[0]
+    path = rest[len(authority) :].split("#", 1)[0]
     return f"{scheme}://{authority}/", path if path.startswith("/") else "/" + path
 
 
@@ -120,16 +137,18 @@ def host_header(answer: dict) -> str:
 def rewrite_head(request: Request, path: str, host: str) -> bytes:
     """Origin-form request line, Host from the vetted target, hop-by-hop headers dropped, and
     `Connection: close`: one request per connection, so each request is judged on its own."""
-    named = {token.strip().lower() for name, value in request.headers if name.lower() == "connection"
-             for token in value.split(",")}
-    kept = [f"{name}: {value}" for name, value in request.headers
-            if name.lower() not in HOP_BY_HOP | named]
+    named = {
+        token.strip().lower()
+        for name, value in request.headers
+        if name.lower() == "connection"
+        for token in value.split(",")
+    }
+    kept = [f"{name}: {value}" for name, value in request.headers if name.lower() not in HOP_BY_HOP | named]
     lines = [f"{request.method} {path} {request.version}", f"Host: {host}", *kept, "Connection: close"]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-def relay(client: socket.socket, upstream: socket.socket, idle: float, *,
-          until_upstream_closes: bool) -> None:
+def relay(client: socket.socket, upstream: socket.socket, idle: float, *, until_upstream_closes: bool) -> None:
     """Copy both ways until both sides finish (or upstream does, for plain HTTP), or idle."""
     with selectors.DefaultSelector() as selector:
         selector.register(client, selectors.EVENT_READ, upstream)
@@ -141,7 +160,8 @@ def relay(client: socket.socket, upstream: socket.socket, idle: float, *,
                     return
                 for key, _ in events:
                     if not _pump(selector, key.fileobj, key.data) and (
-                            until_upstream_closes and key.fileobj is upstream):
+                        until_upstream_closes and key.fileobj is upstream
+                    ):
                         return
         except OSError:
             return

@@ -25,13 +25,19 @@ def test_a_workspace_slug_is_unique_and_well_formed(app, workspace):
 
 
 def test_save_records_only_the_differences_atomically(app, workspace):
-    view = app.save_policy(workspace, {"python": {"mode": "allowlist", "allow": "pandas==2.1, numpy\nscipy"}},
-                           by="alice", note="data team", expected_version=0)
+    view = app.save_policy(
+        workspace,
+        {"python": {"mode": "allowlist", "allow": "pandas==2.1, numpy\nscipy"}},
+        by="alice",
+        note="data team",
+        expected_version=0,
+    )
     assert view["version"] == 4
     assert view["python"]["allow"] == ["numpy", "pandas", "scipy"]
     assert view["changed_by"] == "alice" and view["changed_at"].endswith("Z")
-    again = app.save_policy(workspace, {"python": {"mode": "allowlist", "allow": ["numpy", "pandas", "scipy"]}},
-                            by="bob")
+    again = app.save_policy(
+        workspace, {"python": {"mode": "allowlist", "allow": ["numpy", "pandas", "scipy"]}}, by="bob"
+    )
     assert again["version"] == 4
     types = [c["type"] for c in app.history(workspace)["changes"]]
     assert types == ["mode-switched", "entry-added", "entry-added", "entry-added"]
@@ -52,11 +58,17 @@ def test_invalid_entries_save_nothing(app, workspace):
 
 
 def test_incremental_changes_and_no_ops(app, workspace):
-    app.change_policy(workspace, [{"action": "add", "language": "node", "list": "deny", "entries": "left-pad"}],
-                      by="alice")
-    view = app.change_policy(workspace, [{"action": "add", "language": "node", "list": "deny", "entries": ["left-pad"]},
-                                         {"action": "remove", "language": "python", "list": "allow", "entries": ["x"]}],
-                             by="alice")
+    app.change_policy(
+        workspace, [{"action": "add", "language": "node", "list": "deny", "entries": "left-pad"}], by="alice"
+    )
+    view = app.change_policy(
+        workspace,
+        [
+            {"action": "add", "language": "node", "list": "deny", "entries": ["left-pad"]},
+            {"action": "remove", "language": "python", "list": "allow", "entries": ["x"]},
+        ],
+        by="alice",
+    )
     assert view["version"] == 1
 
 
@@ -115,8 +127,9 @@ def test_a_save_in_another_process_is_in_force_for_the_next_evaluate(open_app, a
 
 def test_a_policy_reads_back_identically_after_a_restart(open_app, app, workspace):
     for i in range(60):  # past a snapshot interval
-        app.change_policy(workspace, [{"action": "add", "language": "python", "list": "allow", "entries": [f"p{i}"]}],
-                          by="alice")
+        app.change_policy(
+            workspace, [{"action": "add", "language": "python", "list": "allow", "entries": [f"p{i}"]}], by="alice"
+        )
     before = app.policy(workspace)
     app.close()
     assert open_app().policy(workspace) == before
@@ -124,8 +137,12 @@ def test_a_policy_reads_back_identically_after_a_restart(open_app, app, workspac
 
 def test_tokens_are_issued_listed_and_revoked_at_once(app, workspace):
     issued = app.issue_token(workspace, "ci-sandbox", "sandbox", by="owner")
-    assert app.authenticate(issued["token"]) == {"id": issued["id"], "workspace": workspace,
-                                                 "role": "sandbox", "name": "ci-sandbox"}
+    assert app.authenticate(issued["token"]) == {
+        "id": issued["id"],
+        "workspace": workspace,
+        "role": "sandbox",
+        "name": "ci-sandbox",
+    }
     assert app.authenticate(issued["token"] + "x") is None
     listed = {t["name"]: t for t in app.list_tokens(workspace)}
     assert listed["ci-sandbox"]["revoked_at"] is None and "token" not in listed["ci-sandbox"]
@@ -253,8 +270,11 @@ def test_saves_racing_evaluates_never_break_the_store_connection(app, workspace)
         rng = random.Random(seed)
         for _ in range(60):
             try:
-                app.save_policy(workspace, {"python": {"mode": rng.choice(["allowlist", "denylist"]),
-                                                       "allow": [f"p{rng.randint(0, 9)}"]}}, by="racer")
+                app.save_policy(
+                    workspace,
+                    {"python": {"mode": rng.choice(["allowlist", "denylist"]), "allow": [f"p{rng.randint(0, 9)}"]}},
+                    by="racer",
+                )
             except Exception as error:
                 failures.append(repr(error))
 

@@ -12,9 +12,18 @@ from domain.decision import Decision
 def decision(workspace: str, spec: str) -> Decision:
     # "poison" carries a value the event transcoder cannot encode (a set), on any store.
     context = {"tags": {"x"}} if spec == "poison" else {}
-    return Decision(workspace=workspace, record={"spec": spec, "language": "python", "name": None,
-                                                 "kind": "invalid", "allowed": False,
-                                                 "reason": "invalid-spec", "context": context})
+    return Decision(
+        workspace=workspace,
+        record={
+            "spec": spec,
+            "language": "python",
+            "name": None,
+            "kind": "invalid",
+            "allowed": False,
+            "reason": "invalid-spec",
+            "context": context,
+        },
+    )
 
 
 def test_a_bad_request_in_a_batch_fails_alone_and_its_neighbours_are_recorded(app, workspace):

@@ -38,8 +38,12 @@ def random_change(rng) -> dict:
     language = rng.choice(["python", "node"])
     if rng.random() < 0.15:
         return {"action": "switch-mode", "language": language, "mode": rng.choice(["allowlist", "denylist"])}
-    return {"action": rng.choice(["add", "remove"]), "language": language,
-            "list": rng.choice(["allow", "deny"]), "entries": [rng.choice(NAMES[language])]}
+    return {
+        "action": rng.choice(["add", "remove"]),
+        "language": language,
+        "list": rng.choice(["allow", "deny"]),
+        "entries": [rng.choice(NAMES[language])],
+    }
 
 
 def instants(app, workspace, rng, count):
@@ -66,18 +70,28 @@ def test_policy_and_package_answers_match_a_full_replay(app, workspace):
 
 
 def test_because_names_the_change_that_decided_the_answer(app, workspace):
-    app.change_policy(workspace, [{"action": "add", "language": "python", "list": "allow", "entries": ["pandas"]}],
-                      by="alice", note="data team")
-    app.change_policy(workspace, [{"action": "switch-mode", "language": "python", "mode": "allowlist"}],
-                      by="bob", note="lock down")
+    app.change_policy(
+        workspace,
+        [{"action": "add", "language": "python", "list": "allow", "entries": ["pandas"]}],
+        by="alice",
+        note="data team",
+    )
+    app.change_policy(
+        workspace, [{"action": "switch-mode", "language": "python", "mode": "allowlist"}], by="bob", note="lock down"
+    )
     added = app.history(workspace)["changes"]
     from datetime import datetime
+
     now = datetime.now(UTC)
     answer = app.package_at(workspace, "python", "Pandas==2.1", now)
     assert answer["allowed"] and answer["reason"] == "matches-the-allow-list"
     assert answer["because"]["by"] == "bob" and answer["because"]["type"] == "mode-switched"
-    app.change_policy(workspace, [{"action": "add", "language": "python", "list": "deny", "entries": ["pandas"]}],
-                      by="carol", note="CVE")
+    app.change_policy(
+        workspace,
+        [{"action": "add", "language": "python", "list": "deny", "entries": ["pandas"]}],
+        by="carol",
+        note="CVE",
+    )
     denied = app.package_at(workspace, "python", "pandas", datetime.now(UTC))
     assert (denied["allowed"], denied["because"]["by"], denied["because"]["note"]) == (False, "carol", "CVE")
     before = app.package_at(workspace, "python", "pandas", now - timedelta(days=1))
@@ -86,6 +100,7 @@ def test_because_names_the_change_that_decided_the_answer(app, workspace):
 
 def test_a_timeline_shows_each_interval_and_the_decisions_in_the_period(app, workspace):
     from datetime import datetime
+
     start = datetime.now(UTC)
     app.evaluate(workspace, "python", ["numpy"])
     deny_numpy = {"action": "add", "language": "python", "list": "deny", "entries": ["numpy"]}
@@ -96,7 +111,10 @@ def test_a_timeline_shows_each_interval_and_the_decisions_in_the_period(app, wor
     end = datetime.now(UTC) + timedelta(seconds=1)
     line = app.package_timeline(workspace, "python", "NumPy", start, end)
     assert [(i["allowed"], i["reason"]) for i in line["intervals"]] == [
-        (True, "not-on-the-deny-list"), (False, "matches-the-deny-list"), (True, "not-on-the-deny-list")]
+        (True, "not-on-the-deny-list"),
+        (False, "matches-the-deny-list"),
+        (True, "not-on-the-deny-list"),
+    ]
     assert line["intervals"][0]["from"] == iso(start) and line["intervals"][-1]["to"] == iso(end)
     assert line["decisions"] == {"allowed": 1, "denied": 2}
 
@@ -128,15 +146,19 @@ def test_one_save_is_one_instant_so_no_read_sees_it_half_applied(app, workspace)
     changes = app.history(workspace)["changes"]
     assert len(changes) == 4 and len({c["at"] for c in changes}) == 1
     from datetime import datetime
+
     saved_at = datetime.fromisoformat(changes[0]["at"].replace("Z", "+00:00"))
     just_before = app.policy(workspace, at=saved_at - timedelta(microseconds=1))
     at_the_save = app.policy(workspace, at=saved_at)
     assert (just_before["version"], just_before["python"]["mode"]) == (0, "denylist")
     assert (at_the_save["version"], at_the_save["python"]["allow"]) == (4, ["numpy", "pandas", "scipy"])
-    line = app.package_timeline(workspace, "python", "torch", saved_at - timedelta(seconds=1),
-                                saved_at + timedelta(seconds=1))
+    line = app.package_timeline(
+        workspace, "python", "torch", saved_at - timedelta(seconds=1), saved_at + timedelta(seconds=1)
+    )
     assert [(i["allowed"], i["reason"], i["policy_version"]) for i in line["intervals"]] == [
-        (True, "not-on-the-deny-list", 0), (False, "not-on-the-allow-list", 4)]
+        (True, "not-on-the-deny-list", 0),
+        (False, "not-on-the-allow-list", 4),
+    ]
 
 
 def test_a_writer_with_a_slow_clock_cannot_put_a_change_before_the_one_it_follows(app, workspace, monkeypatch):

@@ -13,14 +13,21 @@ def judged(argv):
     return language, [(s.text, s.kind, s.name) for s in specs]
 
 
-@pytest.mark.parametrize("prefix", [
-    ["pip", "install"], ["pip3", "install"], ["pip3.11", "install"], ["/usr/bin/pip", "install"],
-    ["python", "-m", "pip", "install"], ["python3", "-m", "pip", "install"],
-    ["python3.12", "-m", "pip", "install"], ["pip", "-q", "install"],
-])
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        ["pip", "install"],
+        ["pip3", "install"],
+        ["pip3.11", "install"],
+        ["/usr/bin/pip", "install"],
+        ["python", "-m", "pip", "install"],
+        ["python3", "-m", "pip", "install"],
+        ["python3.12", "-m", "pip", "install"],
+        ["pip", "-q", "install"],
+    ],
+)
 def test_every_spelling_of_pip_install_is_judged_as_python(prefix):
-    assert judged([*prefix, "Requests==2.31"]) == ("python", [("Requests==2.31", "registry",
-                                                               "requests")])
+    assert judged([*prefix, "Requests==2.31"]) == ("python", [("Requests==2.31", "registry", "requests")])
 
 
 @pytest.mark.parametrize("verb", ["install", "i", "add", "in", "isntall"])
@@ -28,12 +35,26 @@ def test_npm_install_and_its_aliases_are_judged_as_node(verb):
     assert judged(["npm", verb, "lodash@^4"]) == ("node", [("lodash@^4", "registry", "lodash")])
 
 
-@pytest.mark.parametrize("argv", [
-    ["pip", "uninstall", "requests"], ["pip", "download", "requests"], ["pnpm", "add", "lodash"],
-    ["yarn", "add", "lodash"], ["npm", "ci"], ["npm", "uninstall", "lodash"], ["npm"], ["pip"],
-    ["python", "-c", "import os"], ["python", "-m", "venv", "x"], ["curl", "https://x"], [],
-    ["pip", 3], "pip install requests", None,
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["pip", "uninstall", "requests"],
+        ["pip", "download", "requests"],
+        ["pnpm", "add", "lodash"],
+        ["yarn", "add", "lodash"],
+        ["npm", "ci"],
+        ["npm", "uninstall", "lodash"],
+        ["npm"],
+        ["pip"],
+        ["python", "-c", "import os"],
+        ["python", "-m", "venv", "x"],
+        ["curl", "https://x"],
+        [],
+        ["pip", 3],
+        "pip install requests",
+        None,
+    ],
+)
 def test_anything_but_an_install_command_is_refused_on_the_command_field(argv):
     with pytest.raises(InvalidInputError) as raised:
         parse_command(argv)
@@ -41,23 +62,38 @@ def test_anything_but_an_install_command_is_refused_on_the_command_field(argv):
     assert raised.value.errors[0].message
 
 
-@pytest.mark.parametrize(("args", "text"), [
-    (["--extra-index", "https://evil/simple"], "--extra-index https://evil/simple"),
-    (["--extra-index-url=https://evil/simple"], "--extra-index-url=https://evil/simple"),
-    (["-ihttps://evil/simple"], "-ihttps://evil/simple"),
-    (["-qihttps://evil/simple"], "-qihttps://evil/simple"),
-    (["--pypi-url", "https://evil/simple"], "--pypi-url https://evil/simple"),
-    (["--index-url=https://evil/simple"], "--index-url=https://evil/simple"),
-    (["--ind", "https://evil/simple"], "--ind https://evil/simple"),
-    (["-r", "req.txt"], "-r req.txt"), (["-c", "constraints.txt"], "-c constraints.txt"),
-    (["--target", "x"], "--target x"), (["-t/x"], "-t/x"), (["--prefix=/usr"], "--prefix=/usr"),
-    (["--root", "/"], "--root /"), (["--user"], "--user"), (["--group", "dev"], "--group dev"),
-    (["--trusted-host", "evil"], "--trusted-host evil"), (["-f", "./wheels"], "-f ./wheels"),
-    (["--no-index"], "--no-index"), (["--src", "x"], "--src x"), (["--isolated"], "--isolated"),
-    (["--requirements-from-script", "s.py"], "--requirements-from-script s.py"),
-    (["-C", "k=v"], "-C k=v"), (["--no-build-isolation"], "--no-build-isolation"),
-    (["--bogus"], "--bogus"), (["--no-b"], "--no-b"), (["-Z"], "-Z"), (["--target"], "--target"),
-])
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (["--extra-index", "https://evil/simple"], "--extra-index https://evil/simple"),
+        (["--extra-index-url=https://evil/simple"], "--extra-index-url=https://evil/simple"),
+        (["-ihttps://evil/simple"], "-ihttps://evil/simple"),
+        (["-qihttps://evil/simple"], "-qihttps://evil/simple"),
+        (["--pypi-url", "https://evil/simple"], "--pypi-url https://evil/simple"),
+        (["--index-url=https://evil/simple"], "--index-url=https://evil/simple"),
+        (["--ind", "https://evil/simple"], "--ind https://evil/simple"),
+        (["-r", "req.txt"], "-r req.txt"),
+        (["-c", "constraints.txt"], "-c constraints.txt"),
+        (["--target", "x"], "--target x"),
+        (["-t/x"], "-t/x"),
+        (["--prefix=/usr"], "--prefix=/usr"),
+        (["--root", "/"], "--root /"),
+        (["--user"], "--user"),
+        (["--group", "dev"], "--group dev"),
+        (["--trusted-host", "evil"], "--trusted-host evil"),
+        (["-f", "./wheels"], "-f ./wheels"),
+        (["--no-index"], "--no-index"),
+        (["--src", "x"], "--src x"),
+        (["--isolated"], "--isolated"),
+        (["--requirements-from-script", "s.py"], "--requirements-from-script s.py"),
+        (["-C", "k=v"], "-C k=v"),
+        (["--no-build-isolation"], "--no-build-isolation"),
+        (["--bogus"], "--bogus"),
+        (["--no-b"], "--no-b"),
+        (["-Z"], "-Z"),
+        (["--target"], "--target"),
+    ],
+)
 def test_options_that_change_what_or_where_are_judged_as_options(args, text):
     language, specs = judged(["pip", "install", "requests", *args])
     assert ("requests", "registry", "requests") in specs
@@ -69,16 +105,34 @@ def test_an_option_spec_says_why_it_is_judged():
     assert "where packages come from" in specs[0].detail
 
 
-@pytest.mark.parametrize("flags", [
-    ["-q"], ["--quiet"], ["-v"], ["-U"], ["--upgrade"], ["-qU"], ["--no-cache-dir"],
-    ["--disable-pip-version-check"], ["--no-input"], ["--pre"], ["--no-deps"],
-    ["--force-reinstall"], ["--no-color"], ["--progress-bar", "off"], ["--progress-bar=off"],
-    ["--upgrade-strategy", "eager"], ["--require-hashes"], ["--only-binary", ":all:"],
-    ["--prefer-binary"], ["--dry-run"], ["--root-user-action=ignore"],
-])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["-q"],
+        ["--quiet"],
+        ["-v"],
+        ["-U"],
+        ["--upgrade"],
+        ["-qU"],
+        ["--no-cache-dir"],
+        ["--disable-pip-version-check"],
+        ["--no-input"],
+        ["--pre"],
+        ["--no-deps"],
+        ["--force-reinstall"],
+        ["--no-color"],
+        ["--progress-bar", "off"],
+        ["--progress-bar=off"],
+        ["--upgrade-strategy", "eager"],
+        ["--require-hashes"],
+        ["--only-binary", ":all:"],
+        ["--prefer-binary"],
+        ["--dry-run"],
+        ["--root-user-action=ignore"],
+    ],
+)
 def test_harmless_pip_flags_produce_no_spec(flags):
-    assert judged(["pip", "install", *flags, "requests"]) == (
-        "python", [("requests", "registry", "requests")])
+    assert judged(["pip", "install", *flags, "requests"]) == ("python", [("requests", "registry", "requests")])
 
 
 def test_a_harmless_flag_does_not_swallow_the_package_after_it():
@@ -90,16 +144,28 @@ def test_a_value_option_swallows_the_next_argument_even_if_it_looks_like_a_packa
     assert specs == [("requests", "registry", "requests")]
 
 
-@pytest.mark.parametrize(("args", "text", "kind", "name"), [
-    (["-e", "git+https://github.com/psf/requests.git#egg=requests"],
-     "-e git+https://github.com/psf/requests.git#egg=requests", "vcs", "requests"),
-    (["--editable=git+https://x/r.git#egg=r"], "--editable=git+https://x/r.git#egg=r", "vcs", "r"),
-    (["-e", "requests @ git+https://github.com/psf/requests.git"],
-     "-e requests @ git+https://github.com/psf/requests.git", "vcs", "requests"),
-    (["-e", "."], "-e .", "path", None), (["-e."], "-e.", "path", None),
-    (["--editable", "requests"], "--editable requests", "invalid", None),
-    (["-e", "https://x/y.tar.gz"], "-e https://x/y.tar.gz", "invalid", None),
-])
+@pytest.mark.parametrize(
+    ("args", "text", "kind", "name"),
+    [
+        (
+            ["-e", "git+https://github.com/psf/requests.git#egg=requests"],
+            "-e git+https://github.com/psf/requests.git#egg=requests",
+            "vcs",
+            "requests",
+        ),
+        (["--editable=git+https://x/r.git#egg=r"], "--editable=git+https://x/r.git#egg=r", "vcs", "r"),
+        (
+            ["-e", "requests @ git+https://github.com/psf/requests.git"],
+            "-e requests @ git+https://github.com/psf/requests.git",
+            "vcs",
+            "requests",
+        ),
+        (["-e", "."], "-e .", "path", None),
+        (["-e."], "-e.", "path", None),
+        (["--editable", "requests"], "--editable requests", "invalid", None),
+        (["-e", "https://x/y.tar.gz"], "-e https://x/y.tar.gz", "invalid", None),
+    ],
+)
 def test_editables_are_judged_like_pip_reads_them_from_argv(args, text, kind, name):
     assert judged(["pip", "install", *args])[1] == [(text, kind, name)]
 
@@ -127,26 +193,50 @@ def test_npm_install_without_packages_is_denied_shaped_because_it_installs_the_m
     assert "package.json" in specs[0].detail
 
 
-@pytest.mark.parametrize("flags", [
-    ["--save"], ["-S"], ["--save-dev"], ["-D"], ["--save-optional"], ["-O"], ["--save-prod"],
-    ["-P"], ["--save-exact"], ["-E"], ["--no-save"], ["--no-fund"], ["--no-audit"], ["--silent"],
-    ["--loglevel=silent"], ["--loglevel", "warn"], ["--no-package-lock"], ["--save", "false"],
-    ["--save=true"],
-])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--save"],
+        ["-S"],
+        ["--save-dev"],
+        ["-D"],
+        ["--save-optional"],
+        ["-O"],
+        ["--save-prod"],
+        ["-P"],
+        ["--save-exact"],
+        ["-E"],
+        ["--no-save"],
+        ["--no-fund"],
+        ["--no-audit"],
+        ["--silent"],
+        ["--loglevel=silent"],
+        ["--loglevel", "warn"],
+        ["--no-package-lock"],
+        ["--save", "false"],
+        ["--save=true"],
+    ],
+)
 def test_harmless_npm_flags_produce_no_spec(flags):
-    assert judged(["npm", "install", *flags, "lodash"]) == (
-        "node", [("lodash", "registry", "lodash")])
+    assert judged(["npm", "install", *flags, "lodash"]) == ("node", [("lodash", "registry", "lodash")])
 
 
-@pytest.mark.parametrize(("args", "text"), [
-    (["--registry", "https://evil"], "--registry https://evil"),
-    (["--registry=https://evil"], "--registry=https://evil"),
-    (["--@myco:registry=https://evil/"], "--@myco:registry=https://evil/"),
-    (["--userconfig=./evil.npmrc"], "--userconfig=./evil.npmrc"), (["-g"], "-g"),
-    (["--global"], "--global"), (["--prefix", "/usr"], "--prefix /usr"),
-    (["--ignore-scripts=false"], "--ignore-scripts=false"), (["--foo"], "--foo"),
-    (["--save=./x"], "--save=./x"), (["-SD"], "-SD"),
-])
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (["--registry", "https://evil"], "--registry https://evil"),
+        (["--registry=https://evil"], "--registry=https://evil"),
+        (["--@myco:registry=https://evil/"], "--@myco:registry=https://evil/"),
+        (["--userconfig=./evil.npmrc"], "--userconfig=./evil.npmrc"),
+        (["-g"], "-g"),
+        (["--global"], "--global"),
+        (["--prefix", "/usr"], "--prefix /usr"),
+        (["--ignore-scripts=false"], "--ignore-scripts=false"),
+        (["--foo"], "--foo"),
+        (["--save=./x"], "--save=./x"),
+        (["-SD"], "-SD"),
+    ],
+)
 def test_other_npm_flags_are_judged_as_options_wherever_they_stand(args, text):
     for argv in (["npm", "install", "lodash", *args], ["npm", *args, "install", "lodash"]):
         _, specs = judged(argv)
@@ -155,8 +245,12 @@ def test_other_npm_flags_are_judged_as_options_wherever_they_stand(args, text):
 
 def test_npm_packages_are_judged_exactly_as_given():
     _, specs = judged(["npm", "i", "lodash@npm:evil", " lodash", "u/r", "./x"])
-    assert specs == [("lodash@npm:evil", "alias", "evil"), (" lodash", "invalid", None),
-                     ("u/r", "vcs", None), ("./x", "path", None)]
+    assert specs == [
+        ("lodash@npm:evil", "alias", "evil"),
+        (" lodash", "invalid", None),
+        ("u/r", "vcs", None),
+        ("./x", "path", None),
+    ]
 
 
 def test_npm_double_dash_makes_flags_package_arguments():

@@ -14,25 +14,59 @@ from hypothesis import strategies as st
 from domain.egress import REASONS, EgressVerdict, evaluate_egress
 
 IPV4_BLOCKED = [
-    ("127.0.0.0/8", "loopback"), ("0.0.0.0/8", "unspecified"), ("169.254.0.0/16", "link-local"),
-    ("10.0.0.0/8", "private-range"), ("172.16.0.0/12", "private-range"), ("192.168.0.0/16", "private-range"),
-    ("100.64.0.0/10", "private-range"), ("224.0.0.0/4", "multicast"), ("240.0.0.0/4", "reserved"),
-    ("192.0.0.0/24", "reserved"), ("192.0.2.0/24", "reserved"), ("198.51.100.0/24", "reserved"),
-    ("203.0.113.0/24", "reserved"), ("198.18.0.0/15", "reserved"), ("192.88.99.0/24", "reserved"),
+    ("127.0.0.0/8", "loopback"),
+    ("0.0.0.0/8", "unspecified"),
+    ("169.254.0.0/16", "link-local"),
+    ("10.0.0.0/8", "private-range"),
+    ("172.16.0.0/12", "private-range"),
+    ("192.168.0.0/16", "private-range"),
+    ("100.64.0.0/10", "private-range"),
+    ("224.0.0.0/4", "multicast"),
+    ("240.0.0.0/4", "reserved"),
+    ("192.0.0.0/24", "reserved"),
+    ("192.0.2.0/24", "reserved"),
+    ("198.51.100.0/24", "reserved"),
+    ("203.0.113.0/24", "reserved"),
+    ("198.18.0.0/15", "reserved"),
+    ("192.88.99.0/24", "reserved"),
 ]
 IPV6_BLOCKED = [
-    ("::1/128", "loopback"), ("::/128", "unspecified"), ("fe80::/10", "link-local"),
+    ("::1/128", "loopback"),
+    ("::/128", "unspecified"),
+    ("fe80::/10", "link-local"),
     ("fc00::/7", "private-range"),
-    ("fec0::/10", "private-range"), ("ff00::/8", "multicast"), ("::/96", "ipv6-transition"),
-    ("::ffff:0:0:0/96", "ipv6-transition"), ("64:ff9b:1::/48", "ipv6-transition"),
+    ("fec0::/10", "private-range"),
+    ("ff00::/8", "multicast"),
+    ("::/96", "ipv6-transition"),
+    ("::ffff:0:0:0/96", "ipv6-transition"),
+    ("64:ff9b:1::/48", "ipv6-transition"),
     ("2001::/32", "ipv6-transition"),
-    ("2002::/16", "ipv6-transition"), ("100::/64", "reserved"), ("2001::/23", "reserved"),
-    ("2001:db8::/32", "reserved"), ("3fff::/20", "reserved"), ("5f00::/16", "reserved"),
+    ("2002::/16", "ipv6-transition"),
+    ("100::/64", "reserved"),
+    ("2001::/23", "reserved"),
+    ("2001:db8::/32", "reserved"),
+    ("3fff::/20", "reserved"),
+    ("5f00::/16", "reserved"),
 ]
-METADATA = {ip_address(a) for a in (
-    "169.254.169.254", "169.254.170.2", "169.254.170.23", "100.100.100.200", "192.0.0.192", "168.63.129.16",
-    "169.254.42.42", "169.254.0.23", "fd00:ec2::254", "fd00:ec2::23", "fd00:a9fe:a9fe::1", "fe80::a9fe:a9fe",
-    "fd00:42::42", "fd20:ce::254")}
+METADATA = {
+    ip_address(a)
+    for a in (
+        "169.254.169.254",
+        "169.254.170.2",
+        "169.254.170.23",
+        "100.100.100.200",
+        "192.0.0.192",
+        "168.63.129.16",
+        "169.254.42.42",
+        "169.254.0.23",
+        "fd00:ec2::254",
+        "fd00:ec2::23",
+        "fd00:a9fe:a9fe::1",
+        "fe80::a9fe:a9fe",
+        "fd00:42::42",
+        "fd20:ce::254",
+    )
+}
 V4_ROWS = [(ip_network(cidr), reason) for cidr, reason in IPV4_BLOCKED]
 V6_ROWS = [(ip_network(cidr), reason) for cidr, reason in IPV6_BLOCKED]
 UNWRAPPED_V6 = [ip_network("::ffff:0:0/96"), ip_network("64:ff9b::/96")]
@@ -47,7 +81,8 @@ def _expected(address) -> str | None:
 
 def _inside(rows):
     return st.sampled_from(rows).flatmap(
-        lambda row: st.integers(int(row[0][0]), int(row[0][-1])).map(row[0][0].__class__))
+        lambda row: st.integers(int(row[0][0]), int(row[0][-1])).map(row[0][0].__class__)
+    )
 
 
 blocked_v4 = _inside(V4_ROWS)
@@ -56,13 +91,16 @@ blocked_v4 = _inside(V4_ROWS)
 _PUBLIC_FIRST_OCTETS = [o for o in range(1, 224) if o not in (10, 127)]
 public_v4 = st.builds(
     lambda first, rest: IPv4Address(first << 24 | rest),
-    st.sampled_from(_PUBLIC_FIRST_OCTETS), st.integers(0, 2**24 - 1),
+    st.sampled_from(_PUBLIC_FIRST_OCTETS),
+    st.integers(0, 2**24 - 1),
 ).filter(lambda a: _expected(a) is None)
 public_v6 = st.builds(IPv6Address, st.integers(0x2000 << 112, (0x4000 << 112) - 1)).filter(
-    lambda a: _expected(a) is None)
+    lambda a: _expected(a) is None
+)
 
 
 # --- textual encodings of one IPv4 address ---------------------------------------------------
+
 
 def _parts(address: IPv4Address, count: int) -> list[int]:
     """The 1- to 4-part inet_aton split: leading bytes, then the rest as one number."""
@@ -130,6 +168,7 @@ def _mixed(address: IPv4Address, encoding) -> str:
 
 # --- properties ---------------------------------------------------------------------------------
 
+
 @given(blocked_v4)
 def test_every_encoding_of_a_blocked_ipv4_is_denied_for_the_same_reason_as_dotted(address):
     dotted = evaluate_egress(str(address))
@@ -196,14 +235,16 @@ def test_ipv6_outside_2000_3_is_never_allowed_unless_it_unwraps_to_a_public_ipv4
 target_text = st.one_of(
     st.text(),
     st.text(alphabet="0123456789abcdefxX.:[]%@/?#\\ \t①。ｆﬀ-_*", max_size=40),
-    st.builds(lambda s, h: f"{s}://{h}", st.sampled_from(["http", "https", "HTTP", "gopher", "1x", ""]),
-              st.text(alphabet="0123456789abcdefx.:[]%@/?#", max_size=30)),
+    st.builds(
+        lambda s, h: f"{s}://{h}",
+        st.sampled_from(["http", "https", "HTTP", "gopher", "1x", ""]),
+        st.text(alphabet="0123456789abcdefx.:[]%@/?#", max_size=30),
+    ),
 )
 
 
 @settings(max_examples=300)
-@given(target_text, st.lists(st.text(max_size=45), max_size=3),
-       st.none() | st.lists(st.text(max_size=20), max_size=3))
+@given(target_text, st.lists(st.text(max_size=45), max_size=3), st.none() | st.lists(st.text(max_size=20), max_size=3))
 def test_evaluate_egress_never_raises_on_arbitrary_text(target, resolved, allowlist):
     verdict = evaluate_egress(target, resolved, allowlist)
     assert isinstance(verdict, EgressVerdict)

@@ -13,11 +13,19 @@ def names(language, value):
     return found
 
 
-@pytest.mark.parametrize("value", [
-    "pandas,numpy,requests", "pandas\nnumpy\nrequests", "pandas\r\nnumpy\r\nrequests",
-    "pandas, numpy\nrequests", " pandas ,\n\n  numpy,,\r\n requests ,", "pandas\rnumpy\rrequests",
-    ["pandas", "numpy", "requests"], ["pandas, numpy", "requests\n"],
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "pandas,numpy,requests",
+        "pandas\nnumpy\nrequests",
+        "pandas\r\nnumpy\r\nrequests",
+        "pandas, numpy\nrequests",
+        " pandas ,\n\n  numpy,,\r\n requests ,",
+        "pandas\rnumpy\rrequests",
+        ["pandas", "numpy", "requests"],
+        ["pandas, numpy", "requests\n"],
+    ],
+)
 def test_commas_newlines_and_lists_all_separate_entries(value):
     assert names("python", value) == ["pandas", "numpy", "requests"]
 
@@ -28,34 +36,43 @@ def test_blank_lines_and_comment_lines_are_skipped():
 
 
 def test_duplicates_collapse_to_the_first_seen_canonical_name():
-    assert names("python", "Pandas, numpy, pandas==2.1, PANDAS, python_dateutil, "
-                           "Python-DateUtil") == ["pandas", "numpy", "python-dateutil"]
+    assert names("python", "Pandas, numpy, pandas==2.1, PANDAS, python_dateutil, Python-DateUtil") == [
+        "pandas",
+        "numpy",
+        "python-dateutil",
+    ]
 
 
-@pytest.mark.parametrize(("entry", "name"), [
-    ("pandas==2.1", "pandas"), ("Django[argon2]>=4; python_version>\"3\"", "django"),
-    ("requests[socks,security]>=2", "requests"), ("requests (>=2.0, <3)", "requests"),
-    ("pandas; python_version in '3.8,3.9'", "pandas"), ("pandas ~= 2.1", "pandas"),
-])
+@pytest.mark.parametrize(
+    ("entry", "name"),
+    [
+        ("pandas==2.1", "pandas"),
+        ('Django[argon2]>=4; python_version>"3"', "django"),
+        ("requests[socks,security]>=2", "requests"),
+        ("requests (>=2.0, <3)", "requests"),
+        ("pandas; python_version in '3.8,3.9'", "pandas"),
+        ("pandas ~= 2.1", "pandas"),
+    ],
+)
 def test_constraints_extras_and_markers_are_stripped(entry, name):
     assert names("python", entry) == [name]
 
 
 def test_a_comma_before_a_version_operator_continues_the_python_entry():
-    assert names("python", "pandas>=1,<2, numpy!=1.0,~=1.2, scipy") == ["pandas", "numpy",
-                                                                         "scipy"]
+    assert names("python", "pandas>=1,<2, numpy!=1.0,~=1.2, scipy") == ["pandas", "numpy", "scipy"]
 
 
 def test_scoped_npm_names_keep_their_scope_and_lose_their_range():
-    found, errors = parse_entries("node", "@scope/pkg@^1, lodash@latest\n@types/node@20\nLodash",
-                                  "node.allow")
+    found, errors = parse_entries("node", "@scope/pkg@^1, lodash@latest\n@types/node@20\nLodash", "node.allow")
     assert (found, errors) == (["@scope/pkg", "lodash", "@types/node", "Lodash"], [])
 
 
 def test_every_bad_entry_is_reported_with_its_position_and_the_rule():
     found, errors = parse_entries(
-        "python", "pandas\nhttps://x/y.tgz\nrequests@2.0, git+https://x/r.git#egg=r\n"
-                  "-r reqs.txt\n./local\n\u212aeras\nnumpy", "python.allow")
+        "python",
+        "pandas\nhttps://x/y.tgz\nrequests@2.0, git+https://x/r.git#egg=r\n-r reqs.txt\n./local\n\u212aeras\nnumpy",
+        "python.allow",
+    )
     assert found == ["pandas", "numpy"]
     assert [e.field for e in errors] == [f"python.allow[{i}]" for i in range(1, 7)]
     assert errors[0].message.startswith("'https://x/y.tgz' is a url, not a package name")
@@ -64,8 +81,7 @@ def test_every_bad_entry_is_reported_with_its_position_and_the_rule():
 
 
 def test_npm_aliases_and_nameless_specs_are_not_list_entries():
-    found, errors = parse_entries("node", ["lodash", "x@npm:evil", "u/r", "_private"],
-                                  "node.deny")
+    found, errors = parse_entries("node", ["lodash", "x@npm:evil", "u/r", "_private"], "node.deny")
     assert found == ["lodash"]
     assert [e.field for e in errors] == ["node.deny[1]", "node.deny[2]", "node.deny[3]"]
     assert "alias" in errors[0].message

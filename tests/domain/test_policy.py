@@ -34,43 +34,66 @@ def test_recorded_changes_replay_to_the_same_state():
     policy.record(changes, "alice", "data team")
     assert policy.policy_version == 3
     again = replayed(policy)
-    assert again.state == policy.state == {
-        "python": {"mode": "allowlist", "allow": ["numpy", "pandas"], "deny": []},
-        "node": {"mode": "denylist", "allow": [], "deny": []},
-    }
+    assert (
+        again.state
+        == policy.state
+        == {
+            "python": {"mode": "allowlist", "allow": ["numpy", "pandas"], "deny": []},
+            "node": {"mode": "denylist", "allow": [], "deny": []},
+        }
+    )
     assert again.changed_by == "alice"
 
 
 def test_a_desired_state_records_only_the_differences():
-    state = {"python": {"mode": "allowlist", "allow": ["numpy", "pandas"], "deny": []},
-             "node": {"mode": "denylist", "allow": [], "deny": ["left-pad"]}}
-    changes = plan_desired_state(state, {"python": {"mode": "allowlist", "allow": ["Pandas", "scipy"]},
-                                         "node": {"deny": "left-pad"}})
-    assert changes == [Change("entry-removed", "python", "allow", "numpy"),
-                       Change("entry-added", "python", "allow", "scipy")]
+    state = {
+        "python": {"mode": "allowlist", "allow": ["numpy", "pandas"], "deny": []},
+        "node": {"mode": "denylist", "allow": [], "deny": ["left-pad"]},
+    }
+    changes = plan_desired_state(
+        state, {"python": {"mode": "allowlist", "allow": ["Pandas", "scipy"]}, "node": {"deny": "left-pad"}}
+    )
+    assert changes == [
+        Change("entry-removed", "python", "allow", "numpy"),
+        Change("entry-added", "python", "allow", "scipy"),
+    ]
 
 
 def test_adding_a_present_entry_or_removing_an_absent_one_plans_nothing():
-    state = {"python": {"mode": "denylist", "allow": [], "deny": ["numpy"]},
-             "node": {"mode": "denylist", "allow": [], "deny": []}}
-    planned = plan_incremental(state, [
-        {"action": "add", "language": "python", "list": "deny", "entries": ["NumPy"]},
-        {"action": "remove", "language": "node", "list": "deny", "entries": "left-pad"},
-        {"action": "switch-mode", "language": "python", "mode": "denylist"},
-    ])
+    state = {
+        "python": {"mode": "denylist", "allow": [], "deny": ["numpy"]},
+        "node": {"mode": "denylist", "allow": [], "deny": []},
+    }
+    planned = plan_incremental(
+        state,
+        [
+            {"action": "add", "language": "python", "list": "deny", "entries": ["NumPy"]},
+            {"action": "remove", "language": "node", "list": "deny", "entries": "left-pad"},
+            {"action": "switch-mode", "language": "python", "mode": "denylist"},
+        ],
+    )
     assert planned == []
 
 
 def test_incremental_commands_apply_in_order():
-    state = {"python": {"mode": "denylist", "allow": [], "deny": []},
-             "node": {"mode": "denylist", "allow": [], "deny": []}}
-    planned = plan_incremental(state, [
-        {"action": "add", "language": "python", "list": "allow", "entries": "a, b"},
-        {"action": "remove", "language": "python", "list": "allow", "entries": ["a"]},
-        {"action": "add", "language": "python", "list": "allow", "entries": ["a"]},
-    ])
+    state = {
+        "python": {"mode": "denylist", "allow": [], "deny": []},
+        "node": {"mode": "denylist", "allow": [], "deny": []},
+    }
+    planned = plan_incremental(
+        state,
+        [
+            {"action": "add", "language": "python", "list": "allow", "entries": "a, b"},
+            {"action": "remove", "language": "python", "list": "allow", "entries": ["a"]},
+            {"action": "add", "language": "python", "list": "allow", "entries": ["a"]},
+        ],
+    )
     assert [(c.type, c.name) for c in planned] == [
-        ("entry-added", "a"), ("entry-added", "b"), ("entry-removed", "a"), ("entry-added", "a")]
+        ("entry-added", "a"),
+        ("entry-added", "b"),
+        ("entry-removed", "a"),
+        ("entry-added", "a"),
+    ]
 
 
 def test_invalid_entries_refuse_the_whole_command_naming_every_bad_entry():
@@ -83,8 +106,10 @@ def test_invalid_entries_refuse_the_whole_command_naming_every_bad_entry():
 def test_an_unknown_mode_or_action_is_refused_with_its_field():
     state = Policy(workspace="acme", by="a").state
     with pytest.raises(InvalidInputError) as refused:
-        plan_incremental(state, [{"action": "switch-mode", "language": "python", "mode": "open"},
-                                 {"action": "purge", "language": "ruby"}])
+        plan_incremental(
+            state,
+            [{"action": "switch-mode", "language": "python", "mode": "open"}, {"action": "purge", "language": "ruby"}],
+        )
     fields = [e.field for e in refused.value.errors]
     assert fields == ["changes[0].mode", "changes[1].action", "changes[1].language"]
 
@@ -101,7 +126,9 @@ def verdict(rules_, language, text):
 def test_a_denied_package_stays_denied_after_a_mode_switch():
     assert verdict(rules("denylist", deny=["numpy"]), "python", "numpy") == (False, "matches-the-deny-list")
     assert verdict(rules("allowlist", allow=["numpy"], deny=["numpy"]), "python", "NumPy==1") == (
-        False, "matches-the-deny-list")
+        False,
+        "matches-the-deny-list",
+    )
 
 
 def test_allowlist_mode_allows_only_listed_names():

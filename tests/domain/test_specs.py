@@ -97,8 +97,7 @@ PITFALLS = [
 ]
 
 
-@pytest.mark.parametrize(("language", "text", "kind", "name"), PITFALLS,
-                         ids=[f"{p[0]}-{p[1]!r}" for p in PITFALLS])
+@pytest.mark.parametrize(("language", "text", "kind", "name"), PITFALLS, ids=[f"{p[0]}-{p[1]!r}" for p in PITFALLS])
 def test_the_pitfalls_of_specs_md_section_4_fail_closed(language, text, kind, name):
     spec = parse(language, text)
     assert (spec.kind, spec.name) == (kind, name), spec.detail
@@ -186,8 +185,7 @@ PIP_LINE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("text", "kind", "name"), PIP_LINE_CASES,
-                         ids=[repr(c[0]) for c in PIP_LINE_CASES])
+@pytest.mark.parametrize(("text", "kind", "name"), PIP_LINE_CASES, ids=[repr(c[0]) for c in PIP_LINE_CASES])
 def test_requirement_lines_are_read_as_pip_reads_them(text, kind, name):
     spec = parse("python", text)
     assert (spec.kind, spec.name) == (kind, name), spec.detail
@@ -195,22 +193,35 @@ def test_requirement_lines_are_read_as_pip_reads_them(text, kind, name):
 
 def test_a_spec_remembers_its_text_exactly():
     assert parse("python", "  Requests  ") == Spec(
-        text="  Requests  ", language="python", kind="registry", name="requests")
+        text="  Requests  ", language="python", kind="registry", name="requests"
+    )
 
 
-@pytest.mark.parametrize(("language", "text", "name"), [
-    ("python", "Pandas", "pandas"), ("python", "pandas==2.1", "pandas"),
-    ("python", "Django[argon2]>=4; python_version>'3'", "django"),
-    ("node", "@scope/pkg@^1", "@scope/pkg"), ("node", "lodash@4", "lodash"),
-    ("node", "Lodash@latest", "Lodash"),
-])
+@pytest.mark.parametrize(
+    ("language", "text", "name"),
+    [
+        ("python", "Pandas", "pandas"),
+        ("python", "pandas==2.1", "pandas"),
+        ("python", "Django[argon2]>=4; python_version>'3'", "django"),
+        ("node", "@scope/pkg@^1", "@scope/pkg"),
+        ("node", "lodash@4", "lodash"),
+        ("node", "Lodash@latest", "Lodash"),
+    ],
+)
 def test_registry_name_finds_a_package_by_any_spelling(language, text, name):
     assert registry_name(language, text) == name
 
 
-@pytest.mark.parametrize(("language", "text"), [
-    ("python", "https://x/pandas-1.0-py3-none-any.whl"), ("python", "-r x"),
-    ("node", "lodash@npm:evil"), ("node", "u/r"), ("python", "\u212aeras")])
+@pytest.mark.parametrize(
+    ("language", "text"),
+    [
+        ("python", "https://x/pandas-1.0-py3-none-any.whl"),
+        ("python", "-r x"),
+        ("node", "lodash@npm:evil"),
+        ("node", "u/r"),
+        ("python", "\u212aeras"),
+    ],
+)
 def test_registry_name_is_none_for_anything_but_a_registry_spec(language, text):
     assert registry_name(language, text) is None
 

@@ -5,18 +5,28 @@ from __future__ import annotations
 import pytest
 
 P = "/api/v1/workspaces/acme"
-SAVE = {"expected_version": 0, "note": "approve pandas for the data team",
-        "python": {"mode": "allowlist", "allow": "pandas==2.1, numpy\nscipy", "deny": []},
-        "node": {"mode": "denylist", "allow": [], "deny": ["@evil/pkg"]}}
-EVALUATE = {"language": "python", "specs": ["pandas==2.1", "requests"],
-            "context": {"sandbox": "sbx-42", "source": "run-code", "skill": None, "actor": "agent-7"}}
+SAVE = {
+    "expected_version": 0,
+    "note": "approve pandas for the data team",
+    "python": {"mode": "allowlist", "allow": "pandas==2.1, numpy\nscipy", "deny": []},
+    "node": {"mode": "denylist", "allow": [], "deny": ["@evil/pkg"]},
+}
+EVALUATE = {
+    "language": "python",
+    "specs": ["pandas==2.1", "requests"],
+    "context": {"sandbox": "sbx-42", "source": "run-code", "skill": None, "actor": "agent-7"},
+}
 
 # (method, path, body, least role that may call it)
 ENDPOINTS = [
     ("GET", P + "/policy", None, "auditor"),
     ("PUT", P + "/policy", {"note": "x"}, "admin"),
-    ("POST", P + "/policy/changes",
-     {"changes": [{"action": "switch-mode", "language": "node", "mode": "denylist"}]}, "admin"),
+    (
+        "POST",
+        P + "/policy/changes",
+        {"changes": [{"action": "switch-mode", "language": "node", "mode": "denylist"}]},
+        "admin",
+    ),
     ("GET", P + "/history", None, "auditor"),
     ("POST", P + "/evaluate", EVALUATE, "sandbox"),
     ("POST", P + "/test", {"language": "python", "specs": ["x"]}, "auditor"),
@@ -78,15 +88,18 @@ def test_bad_entries_are_422_naming_every_one(live):
     assert [e["field"] for e in reply.json["errors"]] == ["python.allow[1]", "python.allow[3]"]
 
 
-@pytest.mark.parametrize("body,field", [
-    ({"language": "ruby", "specs": ["x"]}, "language"),
-    ({"language": "python", "specs": "pandas"}, "specs"),
-    ({"language": "python", "specs": ["x"], "surprise": 1}, "surprise"),
-    ({"language": "python", "specs": []}, "specs"),
-    ({"language": "python", "specs": [1]}, "specs[0]"),
-    ({"language": "python"}, "specs"),
-    ({"specs": ["x"]}, "language"),
-])
+@pytest.mark.parametrize(
+    "body,field",
+    [
+        ({"language": "ruby", "specs": ["x"]}, "language"),
+        ({"language": "python", "specs": "pandas"}, "specs"),
+        ({"language": "python", "specs": ["x"], "surprise": 1}, "surprise"),
+        ({"language": "python", "specs": []}, "specs"),
+        ({"language": "python", "specs": [1]}, "specs[0]"),
+        ({"language": "python"}, "specs"),
+        ({"specs": ["x"]}, "language"),
+    ],
+)
 def test_wrong_bodies_are_422_with_the_field(live, body, field):
     reply = live.call("POST", P + "/evaluate", live.tokens["sandbox"], body)
     assert reply.status == 422, reply.body
@@ -204,13 +217,16 @@ def test_hostile_bodies_and_instants_are_4xx_never_500(live):
     assert early.json["at"] == "0001-01-01T00:00:00.000000Z"
 
 
-@pytest.mark.parametrize("method,path,body,field", [
-    ("POST", "/tokens", {"name": "a\u0000b", "role": "sandbox"}, "name"),
-    ("PUT", "/policy", {"note": "a\u0000b"}, "note"),
-    ("POST", "/evaluate", {**EVALUATE, "context": {"sandbox": "a\u0000b"}}, "context.sandbox"),
-    ("GET", "/decisions?sandbox=a%00b", None, "sandbox"),
-    ("GET", "/decisions?reason=bogus", None, "reason"),
-])
+@pytest.mark.parametrize(
+    "method,path,body,field",
+    [
+        ("POST", "/tokens", {"name": "a\u0000b", "role": "sandbox"}, "name"),
+        ("PUT", "/policy", {"note": "a\u0000b"}, "note"),
+        ("POST", "/evaluate", {**EVALUATE, "context": {"sandbox": "a\u0000b"}}, "context.sandbox"),
+        ("GET", "/decisions?sandbox=a%00b", None, "sandbox"),
+        ("GET", "/decisions?reason=bogus", None, "reason"),
+    ],
+)
 def test_nul_bytes_and_unknown_values_are_422_on_every_store(live, method, path, body, field):
     reply = live.call(method, P + path, live.tokens["owner"], body)
     assert reply.status == 422 and field in [e["field"] for e in reply.json["errors"]], reply.body
@@ -227,9 +243,13 @@ def test_http_details_allow_header_empty_204_and_metrics_type(live):
 
 
 def test_exports_cannot_carry_spreadsheet_formulas_and_names_match_any_spelling(live):
-    specs = ["=HYPERLINK(\"http://evil\",\"x\")", "+1", "Pandas"]
-    live.call("POST", P + "/evaluate", live.tokens["sandbox"],
-              {"language": "python", "specs": specs, "context": {"sandbox": "@SUM(1)"}})
+    specs = ['=HYPERLINK("http://evil","x")', "+1", "Pandas"]
+    live.call(
+        "POST",
+        P + "/evaluate",
+        live.tokens["sandbox"],
+        {"language": "python", "specs": specs, "context": {"sandbox": "@SUM(1)"}},
+    )
     csv = live.call("GET", P + "/decisions?format=csv", live.tokens["auditor"]).body.decode()
     assert "'=HYPERLINK" in csv and "'+1" in csv and "'@SUM(1)" in csv
     assert ",true," in csv or ",false," in csv

@@ -34,8 +34,9 @@ def cli(database_url):
     runner = CliRunner()
 
     def run(*args: str):
-        return runner.invoke(main, list(args), env={"RUNCODE_POLICY_DATABASE_URL": database_url},
-                             catch_exceptions=False)
+        return runner.invoke(
+            main, list(args), env={"RUNCODE_POLICY_DATABASE_URL": database_url}, catch_exceptions=False
+        )
 
     return run
 
@@ -78,7 +79,9 @@ def test_tokens_are_issued_listed_and_revoked(cli, acme, open_app):
     assert gov.authenticate(secret)["role"] == "sandbox"
     listed = json.loads(cli("token", "list", "--workspace", "acme", "--json").stdout)
     assert sorted((t["name"], t["role"], t["issued_by"]) for t in listed) == [
-        ("ci-sandbox", "sandbox", ME), ("owner", "owner", ME)]
+        ("ci-sandbox", "sandbox", ME),
+        ("owner", "owner", ME),
+    ]
     assert all(secret not in json.dumps(t) for t in listed)
     sandbox_id = next(t["id"] for t in listed if t["name"] == "ci-sandbox")
     revoked = cli("token", "revoke", "--workspace", "acme", sandbox_id)
@@ -127,8 +130,7 @@ def test_adding_a_present_entry_records_nothing(cli, acme):
 
 
 def test_bad_entries_are_refused_naming_each_entry_and_nothing_is_saved(cli, acme):
-    done = cli("policy", "add", "-w", "acme", "python", "allow", "pandas", "https://evil.example/x.tgz",
-               "../local")
+    done = cli("policy", "add", "-w", "acme", "python", "allow", "pandas", "https://evil.example/x.tgz", "../local")
     assert done.exit_code == 1 and done.stdout == ""
     assert "https://evil.example/x.tgz" in done.stderr and "../local" in done.stderr
     assert "changes[0].entries[1]" in done.stderr and "changes[0].entries[2]" in done.stderr
@@ -147,8 +149,9 @@ def test_a_bad_language_mode_or_instant_is_refused(cli, acme):
 def decided(acme, open_app):
     """Three recorded decisions in `acme`: pandas allowed twice, numpy denied once."""
     gov = open_app()
-    gov.change_policy("acme", [{"action": "add", "language": "python", "list": "deny", "entries": ["numpy"]}],
-                      by="security")
+    gov.change_policy(
+        "acme", [{"action": "add", "language": "python", "list": "deny", "entries": ["numpy"]}], by="security"
+    )
     context = {"sandbox": "sbx-1", "source": "run-code"}
     gov.evaluate("acme", command=["pip", "install", "pandas", "numpy"], context=context)
     gov.evaluate("acme", command=["pip", "install", "pandas==2.1"], context=context)
@@ -162,7 +165,10 @@ def test_decisions_export_as_csv_streams_every_decision(cli, decided):
     assert tuple(rows[0]) == CSV_COLUMNS and len(rows) == 4
     records = [dict(zip(CSV_COLUMNS, row, strict=True)) for row in rows[1:]]
     assert sorted((r["name"], r["allowed"]) for r in records) == [
-        ("numpy", "false"), ("pandas", "true"), ("pandas", "true")]
+        ("numpy", "false"),
+        ("pandas", "true"),
+        ("pandas", "true"),
+    ]
     assert {r["sandbox"] for r in records} == {"sbx-1"}
     assert "exported 3 decisions" in done.stderr and "exporting decisions" not in done.stderr
 
@@ -216,10 +222,16 @@ class served:
     def __init__(self, env: dict):
         self.process = subprocess.Popen(
             [sys.executable, "-m", "interface.cli", "serve", "--port", "0", "--threads", "2"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.lines: queue.Queue = queue.Queue()
-        threading.Thread(target=lambda: [self.lines.put(x.rstrip("\n")) for x in self.process.stdout],
-                         daemon=True).start()
+        threading.Thread(
+            target=lambda: [self.lines.put(x.rstrip("\n")) for x in self.process.stdout], daemon=True
+        ).start()
 
     def __enter__(self):
         said = []
@@ -268,9 +280,13 @@ def test_decisions_export_shows_its_progress_only_to_a_person_at_a_terminal(data
 
     target = tmp_path / "decisions.csv"
     terminal, stderr = pty.openpty()
-    done = subprocess.run([sys.executable, "-m", "interface.cli", "decisions", "export", "-w", "acme",
-                           "--output", str(target)], cwd=ROOT, stderr=stderr, timeout=60,
-                          env={**os.environ, "RUNCODE_POLICY_DATABASE_URL": database_url, "TERM": "xterm"})
+    done = subprocess.run(
+        [sys.executable, "-m", "interface.cli", "decisions", "export", "-w", "acme", "--output", str(target)],
+        cwd=ROOT,
+        stderr=stderr,
+        timeout=60,
+        env={**os.environ, "RUNCODE_POLICY_DATABASE_URL": database_url, "TERM": "xterm"},
+    )
     os.close(stderr)
     shown = os.read(terminal, 65536).decode()
     os.close(terminal)

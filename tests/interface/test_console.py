@@ -48,8 +48,11 @@ class FormReader(HTMLParser):
             self._form = self.forms.setdefault(a.get("id") or a.get("action", ""), Form(a.get("action", "")))
         elif self._form is None or "disabled" in a:
             return
-        elif tag == "input" and a.get("type") not in ("radio", "checkbox", "submit") or (
-                tag == "input" and "checked" in a):
+        elif (
+            tag == "input"
+            and a.get("type") not in ("radio", "checkbox", "submit")
+            or (tag == "input" and "checked" in a)
+        ):
             self._form.fields.append((a["name"], a.get("value", "")))
         elif tag == "textarea":
             self._text = (a["name"], [])
@@ -97,9 +100,13 @@ class Page:
     def rows(self) -> list[list[str]]:
         """Body rows of the page's tables, each cell's text squeezed."""
         body = "".join(re.findall(r"<tbody>(.*?)</tbody>", self.text, re.S))
-        return [[re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", "", c))).strip()
-                 for c in re.findall(r"<td>(.*?)</td>", row, re.S)]
-                for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)]
+        return [
+            [
+                re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", "", c))).strip()
+                for c in re.findall(r"<td>(.*?)</td>", row, re.S)
+            ]
+            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)
+        ]
 
 
 class _Stay(urllib.request.HTTPRedirectHandler):
@@ -226,8 +233,13 @@ def test_a_revoked_tokens_session_stops_working_at_once(live):
 # -- the policy form -------------------------------------------------------------------------
 def test_saving_the_form_changes_the_policy(live):
     console = signed_in(live)
-    answer = console.submit(console.get(P), python_mode="allowlist", python_allow="pandas==2.1, numpy\nscipy",
-                            node_deny="@evil/pkg", note="approve pandas for the data team")
+    answer = console.submit(
+        console.get(P),
+        python_mode="allowlist",
+        python_allow="pandas==2.1, numpy\nscipy",
+        node_deny="@evil/pkg",
+        note="approve pandas for the data team",
+    )
     assert answer.status == 302
     page = console.follow(answer)
     assert "Saved. The policy is now version 5." in page.plain
@@ -298,8 +310,14 @@ def test_testing_a_draft_shows_results_but_records_and_saves_nothing(live):
     api(live, "POST", "/evaluate", {"language": "python", "specs": ["requests"]}, role="sandbox")
     before = decision_count(live)
     console = signed_in(live)
-    page = console.submit(console.get(P), against="draft", python_mode="allowlist", python_allow="pandas",
-                          test_language="python", test_input="pandas\nnumpy")
+    page = console.submit(
+        console.get(P),
+        against="draft",
+        python_mode="allowlist",
+        python_allow="pandas",
+        test_language="python",
+        test_input="pandas\nnumpy",
+    )
     assert page.status == 200 and "Results against your unsaved draft" in page.plain
     rows = {r[0]: r for r in page.rows()}
     assert rows["pandas"][3:5] == ["Allowed", "matches-the-allow-list"]
@@ -312,8 +330,12 @@ def test_testing_a_draft_shows_results_but_records_and_saves_nothing(live):
 
 def test_a_pasted_command_line_is_split_and_every_part_judged(live):
     console = signed_in(live)
-    page = console.submit(console.get(P), against="saved", test_language="node",
-                          test_input="pip install --index-url https://mirror.example/simple 'pandas>=2'")
+    page = console.submit(
+        console.get(P),
+        against="saved",
+        test_language="node",
+        test_input="pip install --index-url https://mirror.example/simple 'pandas>=2'",
+    )
     assert page.status == 200
     rows = page.rows()
     assert [r[2] for r in rows] == ["option", "registry"]
@@ -427,7 +449,10 @@ def test_pasted_text_is_a_command_only_when_it_starts_like_one():
     assert spec_input("python", "pip\nnumpy") == ("python", ["pip", "numpy"], None)
     assert spec_input("python", "pip >= 23\n# a comment\n") == ("python", ["pip >= 23"], None)
     assert spec_input("node", "pip install -r req.txt \\\n  'pandas>=2'") == (
-        None, None, ["pip", "install", "-r", "req.txt", "pandas>=2"])
+        None,
+        None,
+        ["pip", "install", "-r", "req.txt", "pandas>=2"],
+    )
     assert spec_input("python", "python3 -m pip install x")[2] == ["python3", "-m", "pip", "install", "x"]
 
 

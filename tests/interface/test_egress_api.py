@@ -20,10 +20,12 @@ from tests.support.http_client import LiveServer
 CORPUS = CORPUS_DIR / "egress.jsonl"
 P = "/api/v1/workspaces/acme"
 RANK = ["sandbox", "auditor", "admin", "owner"]
-EVALUATE = {"target": "https://pypi.org/simple/", "resolved": ["151.101.0.223"],
-            "context": {"sandbox": "sbx-42", "source": "run-code", "skill": None, "actor": "agent-7"}}
-TEST = {"target": "https://pypi.org/simple/", "resolved": ["151.101.0.223"],
-        "hostname_allowlist": ["pypi.org"]}
+EVALUATE = {
+    "target": "https://pypi.org/simple/",
+    "resolved": ["151.101.0.223"],
+    "context": {"sandbox": "sbx-42", "source": "run-code", "skill": None, "actor": "agent-7"},
+}
+TEST = {"target": "https://pypi.org/simple/", "resolved": ["151.101.0.223"], "hostname_allowlist": ["pypi.org"]}
 
 
 def _corpus() -> list[dict]:
@@ -51,10 +53,17 @@ def test_the_test_endpoint_records_nothing_and_gives_no_id(live):
 
 def test_an_evaluated_destination_is_recorded_in_the_audit_log_and_its_export(live):
     answer = live.call("POST", P + "/egress/evaluate", live.tokens["sandbox"], EVALUATE).json
-    assert answer == {"allowed": True, "reason": "allowed", "host": "pypi.org", "port": 443,
-                      "id": answer["id"], "detail": None}
-    denied = live.call("POST", P + "/egress/evaluate", live.tokens["sandbox"],
-                       {"target": "http://169.254.169.254/latest/meta-data/"}).json
+    assert answer == {
+        "allowed": True,
+        "reason": "allowed",
+        "host": "pypi.org",
+        "port": 443,
+        "id": answer["id"],
+        "detail": None,
+    }
+    denied = live.call(
+        "POST", P + "/egress/evaluate", live.tokens["sandbox"], {"target": "http://169.254.169.254/latest/meta-data/"}
+    ).json
     assert denied["allowed"] is False and denied["reason"] == "cloud-metadata" and denied["detail"]
 
     listed = live.call("GET", P + "/decisions?kind=egress", live.tokens["auditor"]).json["decisions"]
@@ -69,7 +78,9 @@ def test_an_evaluated_destination_is_recorded_in_the_audit_log_and_its_export(li
     export = live.call("GET", P + "/decisions?kind=egress&format=csv", live.tokens["auditor"])
     rows = list(csv.DictReader(io.StringIO(export.body.decode())))
     assert [(r["kind"], r["name"], r["reason"]) for r in rows] == [
-        ("egress", "169.254.169.254", "cloud-metadata"), ("egress", "pypi.org", "allowed")]
+        ("egress", "169.254.169.254", "cloud-metadata"),
+        ("egress", "pypi.org", "allowed"),
+    ]
     assert rows[1]["sandbox"] == "sbx-42"
 
 
@@ -87,8 +98,9 @@ def test_egress_decisions_are_counted_in_the_metrics(live):
     assert 'kind="egress",outcome="denied",reason="loopback"' in text
 
 
-@pytest.mark.parametrize("path,body,least", [("/egress/evaluate", EVALUATE, "sandbox"),
-                                             ("/egress/test", TEST, "admin")])
+@pytest.mark.parametrize(
+    "path,body,least", [("/egress/evaluate", EVALUATE, "sandbox"), ("/egress/test", TEST, "admin")]
+)
 def test_only_the_right_roles_may_evaluate_or_test_egress(live, path, body, least):
     for role in RANK:
         reply = live.call("POST", P + path, live.tokens[role], body)
@@ -109,8 +121,13 @@ def test_invalid_allowlist_entries_are_refused_naming_each_one(live):
 
 
 def test_malformed_egress_bodies_are_problems_not_crashes(live):
-    for body in ({"target": 5}, {"resolved": []}, {"target": "x", "resolved": "1.2.3.4"},
-                 {"target": "x", "extra": 1}, {"target": "x", "resolved": ["1.1.1.1"] * 65}):
+    for body in (
+        {"target": 5},
+        {"resolved": []},
+        {"target": "x", "resolved": "1.2.3.4"},
+        {"target": "x", "extra": 1},
+        {"target": "x", "resolved": ["1.1.1.1"] * 65},
+    ):
         reply = live.call("POST", P + "/egress/evaluate", live.tokens["sandbox"], body)
         assert reply.status == 422 and reply.media == "application/problem+json", (body, reply.body)
     missing = live.call("POST", P + "/egress/test", live.tokens["admin"], {"target": "x"})
@@ -118,8 +135,9 @@ def test_malformed_egress_bodies_are_problems_not_crashes(live):
 
 
 def test_an_unreadable_resolver_answer_is_denied_as_an_invalid_target(live):
-    reply = live.call("POST", P + "/egress/evaluate", live.tokens["sandbox"],
-                      {"target": "example.com", "resolved": ["not-an-ip"]})
+    reply = live.call(
+        "POST", P + "/egress/evaluate", live.tokens["sandbox"], {"target": "example.com", "resolved": ["not-an-ip"]}
+    )
     assert reply.status == 200 and reply.json["reason"] == "invalid-target" and reply.json["id"]
 
 
@@ -135,9 +153,11 @@ def test_both_egress_endpoints_are_in_the_openapi_document(live):
 @pytest.fixture
 def deployed(database_url):
     """The service built from settings, with a deployment allowlist and an extra deny range."""
-    env = {"RUNCODE_POLICY_DATABASE_URL": database_url,
-           "RUNCODE_POLICY_EGRESS_ALLOWLIST": "pypi.org,\n*.pythonhosted.org",
-           "RUNCODE_POLICY_EGRESS_DENY_RANGES": "151.101.64.0/18"}
+    env = {
+        "RUNCODE_POLICY_DATABASE_URL": database_url,
+        "RUNCODE_POLICY_EGRESS_ALLOWLIST": "pypi.org,\n*.pythonhosted.org",
+        "RUNCODE_POLICY_EGRESS_DENY_RANGES": "151.101.64.0/18",
+    }
     flask_app = create_app(env=env)
     governance: Governance = flask_app.extensions["governance"]
     owner = governance.create_workspace("acme", by="founder")["token"]
@@ -151,8 +171,9 @@ def deployed(database_url):
 
 def test_the_deployment_allowlist_and_deny_ranges_govern_evaluate(deployed):
     def judge(target, resolved=()):
-        reply = deployed.call("POST", P + "/egress/evaluate", deployed.tokens["sandbox"],
-                              {"target": target, "resolved": list(resolved)})
+        reply = deployed.call(
+            "POST", P + "/egress/evaluate", deployed.tokens["sandbox"], {"target": target, "resolved": list(resolved)}
+        )
         assert reply.status == 200, reply.body
         return reply.json["allowed"], reply.json["reason"]
 
@@ -161,8 +182,12 @@ def test_the_deployment_allowlist_and_deny_ranges_govern_evaluate(deployed):
     assert judge("https://github.com/", ["140.82.121.4"]) == (False, "not-on-hostname-allowlist")
     assert judge("https://pypi.org/", ["151.101.64.223"]) == (False, "reserved")  # operator range
     # The explicit allowlist of the test endpoint replaces the deployment's, for admins' what-ifs.
-    test = deployed.call("POST", P + "/egress/test", deployed.tokens["owner"],
-                         {"target": "https://github.com/", "resolved": [], "hostname_allowlist": None})
+    test = deployed.call(
+        "POST",
+        P + "/egress/test",
+        deployed.tokens["owner"],
+        {"target": "https://github.com/", "resolved": [], "hostname_allowlist": None},
+    )
     assert test.json["allowed"] is True
 
 
@@ -178,22 +203,31 @@ def test_an_empty_allowlist_setting_denies_every_name():
 
 
 def test_allowlist_settings_are_split_on_commas_and_newlines_and_normalised():
-    config = egress_config_from_env({
-        "RUNCODE_POLICY_EGRESS_ALLOWLIST": "Example.COM., *.PyPI.org\nmünchen.de",
-        "RUNCODE_POLICY_EGRESS_DENY_RANGES": "203.0.114.0/24,\n2a00:1::/32"})
+    config = egress_config_from_env(
+        {
+            "RUNCODE_POLICY_EGRESS_ALLOWLIST": "Example.COM., *.PyPI.org\nmünchen.de",
+            "RUNCODE_POLICY_EGRESS_DENY_RANGES": "203.0.114.0/24,\n2a00:1::/32",
+        }
+    )
     assert config.hostname_allowlist == ("example.com", "*.pypi.org", "xn--mnchen-3ya.de")
     assert [str(r) for r in config.deny_ranges] == ["203.0.114.0/24", "2a00:1::/32"]
     assert config.allow_addresses == ()
 
 
 def test_a_bad_egress_setting_refuses_to_start_naming_every_bad_entry():
-    env = {"RUNCODE_POLICY_EGRESS_ALLOWLIST": "pypi.org, *, x.*.org",
-           "RUNCODE_POLICY_EGRESS_DENY_RANGES": "10.0.0.1/8, nonsense"}
+    env = {
+        "RUNCODE_POLICY_EGRESS_ALLOWLIST": "pypi.org, *, x.*.org",
+        "RUNCODE_POLICY_EGRESS_DENY_RANGES": "10.0.0.1/8, nonsense",
+    }
     with pytest.raises(EgressConfigError) as raised:
         Settings.from_env(env)
     fields = [e.field for e in raised.value.errors]
-    assert fields == ["RUNCODE_POLICY_EGRESS_ALLOWLIST[1]", "RUNCODE_POLICY_EGRESS_ALLOWLIST[2]",
-                      "RUNCODE_POLICY_EGRESS_DENY_RANGES[0]", "RUNCODE_POLICY_EGRESS_DENY_RANGES[1]"]
+    assert fields == [
+        "RUNCODE_POLICY_EGRESS_ALLOWLIST[1]",
+        "RUNCODE_POLICY_EGRESS_ALLOWLIST[2]",
+        "RUNCODE_POLICY_EGRESS_DENY_RANGES[0]",
+        "RUNCODE_POLICY_EGRESS_DENY_RANGES[1]",
+    ]
     for entry in ("'*'", "'x.*.org'", "'10.0.0.1/8'", "'nonsense'"):
         assert entry in raised.value.detail
 
@@ -207,14 +241,17 @@ def test_the_egress_config_file_is_read_and_checked(tmp_path):
     assert egress_config_from_env({"RUNCODE_POLICY_EGRESS_CONFIG": str(path)}).hostname_allowlist is None
 
 
-@pytest.mark.parametrize("content,env,words", [
-    ('{"hostname_allow_list": ["pypi.org"]}', {}, "unknown key"),
-    ("[1, 2]", {}, "JSON object"),
-    ("{not json", {}, "cannot read"),
-    ('{"hostname_allowlist": "pypi.org"}', {}, "must be a list"),
-    ('{"hostname_allowlist": ["*"]}', {}, "hostname_allowlist[0]"),
-    ("{}", {"RUNCODE_POLICY_EGRESS_ALLOWLIST": "pypi.org"}, "cannot be combined"),
-])
+@pytest.mark.parametrize(
+    "content,env,words",
+    [
+        ('{"hostname_allow_list": ["pypi.org"]}', {}, "unknown key"),
+        ("[1, 2]", {}, "JSON object"),
+        ("{not json", {}, "cannot read"),
+        ('{"hostname_allowlist": "pypi.org"}', {}, "must be a list"),
+        ('{"hostname_allowlist": ["*"]}', {}, "hostname_allowlist[0]"),
+        ("{}", {"RUNCODE_POLICY_EGRESS_ALLOWLIST": "pypi.org"}, "cannot be combined"),
+    ],
+)
 def test_a_bad_egress_config_file_is_refused_with_a_clear_message(tmp_path, content, env, words):
     path = tmp_path / "egress.json"
     path.write_text(content)

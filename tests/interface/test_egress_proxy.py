@@ -25,8 +25,12 @@ from interface.egress_proxy import EgressProxy, ProxyLimits
 from interface.egress_proxy.command import egress_proxy_command, parse_listen
 
 LOOPBACK_ONLY = EgressConfig(allow_addresses=("127.0.0.1",))  # test-only: our upstream is local
-NAMES = {"upstream.test": ["127.0.0.1"], "private.test": ["10.0.0.5"],
-         "meta.test": ["169.254.169.254"], "mixed.test": ["127.0.0.1", "10.0.0.5"]}
+NAMES = {
+    "upstream.test": ["127.0.0.1"],
+    "private.test": ["10.0.0.5"],
+    "meta.test": ["169.254.169.254"],
+    "mixed.test": ["127.0.0.1", "10.0.0.5"],
+}
 WAIT = 5.0
 
 
@@ -103,8 +107,9 @@ def start_proxy(resolver):
 
     def _start(governance: Governance, **limits) -> EgressProxy:
         limits = {"connect_timeout": 2.0, "idle_timeout": 3.0, **limits}
-        proxy = EgressProxy(governance, "acme", ("127.0.0.1", 0), resolver=resolver,
-                            limits=ProxyLimits(**limits), sandbox="sbx-1").start(poll_interval=0.05)
+        proxy = EgressProxy(
+            governance, "acme", ("127.0.0.1", 0), resolver=resolver, limits=ProxyLimits(**limits), sandbox="sbx-1"
+        ).start(poll_interval=0.05)
         started.append(proxy)
         return proxy
 
@@ -204,8 +209,9 @@ def test_the_metadata_address_is_refused_with_its_reason(proxy, governance, upst
     assert response.getheader("X-Runcode-Policy-Decision") == _decisions(governance)[0]["id"]
 
 
-@pytest.mark.parametrize("name,reason", [("private.test", "private-range"), ("meta.test", "cloud-metadata"),
-                                         ("mixed.test", "private-range")])
+@pytest.mark.parametrize(
+    "name,reason", [("private.test", "private-range"), ("meta.test", "cloud-metadata"), ("mixed.test", "private-range")]
+)
 def test_a_name_that_resolves_to_a_forbidden_address_is_refused(proxy, governance, upstream, name, reason):
     port = upstream.server_address[1]
     sock, head = _connect(proxy, f"{name}:{port}")
@@ -219,8 +225,7 @@ def test_a_name_that_resolves_to_a_forbidden_address_is_refused(proxy, governanc
     assert decision["reason"] == reason and decision["resolved"] == NAMES[name]
 
 
-def test_a_name_off_the_allowlist_is_refused_without_being_resolved(open_governance, start_proxy,
-                                                                    resolver, upstream):
+def test_a_name_off_the_allowlist_is_refused_without_being_resolved(open_governance, start_proxy, resolver, upstream):
     config = EgressConfig(hostname_allowlist=("*.example.org",), allow_addresses=("127.0.0.1",))
     governance = open_governance(config)
     governance.create_workspace("acme", by="founder")
@@ -291,14 +296,15 @@ def test_a_silent_client_is_dropped_after_the_idle_timeout(start_proxy, governan
     assert time.monotonic() - started < 2
 
 
-def test_a_decision_that_cannot_be_recorded_is_refused_with_503(tmp_path, open_governance,
-                                                                start_proxy, upstream):
+def test_a_decision_that_cannot_be_recorded_is_refused_with_503(tmp_path, open_governance, start_proxy, upstream):
     path = tmp_path / "store.sqlite"
     governance = open_governance()
     governance.create_workspace("acme", by="founder")
     with sqlite3.connect(path) as conn:  # the store now refuses every write, as a full disk would
-        conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON stored_events "
-                     "BEGIN SELECT RAISE(ABORT, 'the store refuses writes'); END")
+        conn.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON stored_events "
+            "BEGIN SELECT RAISE(ABORT, 'the store refuses writes'); END"
+        )
     proxy = start_proxy(governance)
     response = _get(proxy, f"http://upstream.test:{upstream.server_address[1]}/ok")
     assert response.status == 503 and b"could not be recorded" in response.body

@@ -43,8 +43,13 @@ def gate(tmp_path):
     base = {"PATH": f"{programs}{os.pathsep}{os.environ.get('PATH', '')}", "FAKE_RECORD": str(record)}
 
     def run(*command: str, env: dict) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-I", "-S", str(image / "gate.py"), *command],
-                              env={**base, **env}, capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [sys.executable, "-I", "-S", str(image / "gate.py"), *command],
+            env={**base, **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     run.ran = lambda: json.loads(record.read_text()) if record.exists() else None
     return run
@@ -55,14 +60,19 @@ OFFLINE = {"RUNCODE_POLICY_TOKEN": "rcp_any", "RUNCODE_POLICY_WORKSPACE": "acme"
 
 @pytest.fixture
 def sandbox_env(live) -> dict:
-    return {"RUNCODE_POLICY_URL": live.url, "RUNCODE_POLICY_TOKEN": live.tokens["sandbox"],
-            "RUNCODE_POLICY_WORKSPACE": "acme", "RUNCODE_POLICY_SANDBOX": "sbx-7",
-            "RUNCODE_POLICY_ACTOR": "agent-7"}
+    return {
+        "RUNCODE_POLICY_URL": live.url,
+        "RUNCODE_POLICY_TOKEN": live.tokens["sandbox"],
+        "RUNCODE_POLICY_WORKSPACE": "acme",
+        "RUNCODE_POLICY_SANDBOX": "sbx-7",
+        "RUNCODE_POLICY_ACTOR": "agent-7",
+    }
 
 
-@pytest.mark.parametrize("command", [["pip", "install", "pandas==2.1"],
-                                     ["python", "-m", "pip", "install", "pandas"],
-                                     ["npm", "install", "left-pad"]])
+@pytest.mark.parametrize(
+    "command",
+    [["pip", "install", "pandas==2.1"], ["python", "-m", "pip", "install", "pandas"], ["npm", "install", "left-pad"]],
+)
 def test_an_allowed_install_runs_the_real_command_with_its_exact_arguments(gate, sandbox_env, app, command):
     done = gate("--", *command, env=sandbox_env)
     assert done.returncode == 0, done.stderr
@@ -70,8 +80,7 @@ def test_an_allowed_install_runs_the_real_command_with_its_exact_arguments(gate,
     assert Path(ran[0]).name == command[0] and ran[1:] == command[1:]
     recorded = app.decisions("acme")["decisions"][0]
     assert recorded["allowed"] is True
-    assert recorded["context"] == {"sandbox": "sbx-7", "source": "run-code", "actor": "agent-7",
-                                   "skill": None}
+    assert recorded["context"] == {"sandbox": "sbx-7", "source": "run-code", "actor": "agent-7", "skill": None}
 
 
 def test_the_commands_own_exit_status_becomes_the_gates(gate, sandbox_env):
@@ -80,8 +89,12 @@ def test_the_commands_own_exit_status_becomes_the_gates(gate, sandbox_env):
 
 
 def test_a_denied_package_is_not_installed_and_the_gate_exits_3(gate, sandbox_env, app):
-    app.change_policy("acme", [{"action": "add", "language": "python", "list": "deny", "entries": ["numpy"]}],
-                      by="security", note="no numpy here")
+    app.change_policy(
+        "acme",
+        [{"action": "add", "language": "python", "list": "deny", "entries": ["numpy"]}],
+        by="security",
+        note="no numpy here",
+    )
     done = gate("--", "pip", "install", "pandas", "numpy", env=sandbox_env)
     assert done.returncode == 3 and gate.ran() is None
     denials = [line for line in done.stderr.splitlines() if "denied:" in line]
@@ -102,8 +115,11 @@ def test_a_service_that_does_not_answer_in_time_fails_closed_with_exit_4(gate):
     with socket.socket() as silent:  # accepts connections (backlog) but never replies
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
-        env = {**OFFLINE, "RUNCODE_POLICY_URL": f"http://127.0.0.1:{silent.getsockname()[1]}",
-               "RUNCODE_POLICY_TIMEOUT": "0.5"}
+        env = {
+            **OFFLINE,
+            "RUNCODE_POLICY_URL": f"http://127.0.0.1:{silent.getsockname()[1]}",
+            "RUNCODE_POLICY_TIMEOUT": "0.5",
+        }
         done = gate("--", "pip", "install", "pandas", env=env)
     assert done.returncode == 4 and gate.ran() is None
     assert "no answer within 0.5 s" in done.stderr
@@ -128,14 +144,21 @@ def test_missing_configuration_fails_closed_with_exit_4(gate, variable):
     assert done.returncode == 4 and gate.ran() is None and f"{variable} not set" in done.stderr
 
 
-@pytest.mark.parametrize("status,body,says", [
-    (503, b'{"title": "Store unavailable", "status": 503, "detail": "decisions cannot be recorded"}',
-     "HTTP 503 Store unavailable: decisions cannot be recorded"),
-    (500, b"<html>oops</html>", "HTTP 500"),
-    (200, b"<html>a captive portal</html>", "not JSON"),
-    (200, b'{"allowed": "yes"}', "shape"),
-    (200, b'{"allowed": true, "decisions": [{"spec": "pandas", "allowed": false}]}', "denied: pandas"),
-], ids=["503", "500-html", "not-json", "wrong-shape", "self-contradicting"])
+@pytest.mark.parametrize(
+    "status,body,says",
+    [
+        (
+            503,
+            b'{"title": "Store unavailable", "status": 503, "detail": "decisions cannot be recorded"}',
+            "HTTP 503 Store unavailable: decisions cannot be recorded",
+        ),
+        (500, b"<html>oops</html>", "HTTP 500"),
+        (200, b"<html>a captive portal</html>", "not JSON"),
+        (200, b'{"allowed": "yes"}', "shape"),
+        (200, b'{"allowed": true, "decisions": [{"spec": "pandas", "allowed": false}]}', "denied: pandas"),
+    ],
+    ids=["503", "500-html", "not-json", "wrong-shape", "self-contradicting"],
+)
 def test_an_answer_that_is_not_a_clear_allow_never_runs_the_command(gate, status, body, says):
     with canned_service(status, body) as url:
         done = gate("--", "pip", "install", "pandas", env={**OFFLINE, "RUNCODE_POLICY_URL": url})
@@ -164,10 +187,12 @@ def test_help_documents_every_exit_status(gate):
 
 def test_the_gate_imports_only_the_standard_library():
     tree = ast.parse(GATE.read_text())
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-                for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                 if isinstance(node, ast.ImportFrom) and node.level == 0}
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 0
+    }
     assert not any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(tree))
     assert imported and imported <= sys.stdlib_module_names, imported - sys.stdlib_module_names
 

@@ -16,8 +16,7 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
-          response_schema_conformance]
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
 def test_the_document_is_openapi_3_1_and_covers_the_contract(live):
@@ -25,8 +24,18 @@ def test_the_document_is_openapi_3_1_and_covers_the_contract(live):
         document = json.load(reply)
     assert document["openapi"] == "3.1.0"
     paths = set(document["paths"])
-    for path in ("/policy", "/policy/changes", "/history", "/evaluate", "/test", "/decisions",
-                 "/decisions/{decision_id}", "/packages/{language}/{name}", "/tokens", "/tokens/{token_id}"):
+    for path in (
+        "/policy",
+        "/policy/changes",
+        "/history",
+        "/evaluate",
+        "/test",
+        "/decisions",
+        "/decisions/{decision_id}",
+        "/packages/{language}/{name}",
+        "/tokens",
+        "/tokens/{token_id}",
+    ):
         assert "/api/v1/workspaces/{ws}" + path in paths
 
 

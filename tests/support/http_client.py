@@ -41,8 +41,15 @@ class LiveServer:
         self._server.server_close()
         self._thread.join(timeout=10)
 
-    def call(self, method: str, path: str, token: str | None = None, body=None, raw: bytes | None = None,
-             headers: dict | None = None) -> Reply:
+    def call(
+        self,
+        method: str,
+        path: str,
+        token: str | None = None,
+        body=None,
+        raw: bytes | None = None,
+        headers: dict | None = None,
+    ) -> Reply:
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         request = urllib.request.Request(self.url + path, data=data, method=method)
         if data is not None and not (headers and "Content-Type" in headers):
