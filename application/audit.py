@@ -10,15 +10,13 @@ from application.formats import cursor_refusal, decode_cursor, encode_cursor, is
 from application.pointintime import describe_change, package_at, timeline
 from application.policies import Policies
 from application.store.reads import ReadModel
-from domain.decision import REASONS
-from domain.egress import REASONS as EGRESS_REASONS
+from domain.decision import DECISION_KINDS, DECISION_REASONS
 from domain.errors import FieldError, InvalidInputError, NotFoundError
+from domain.limits import MAX_FILTER, MAX_PAGE
 from domain.policy import LANGUAGES
-from domain.specs import KINDS, check_language, registry_name
+from domain.specs import check_language, registry_name
 from domain.text import check_text
 
-MAX_LIMIT = 1000
-ALL_REASONS = (*REASONS, *EGRESS_REASONS)
 EXPORT_PAGE = 1000
 
 
@@ -35,6 +33,11 @@ class Audit:
         rows = self.readmodel.history(workspace, start, end, after, check_limit(limit) + 1)
         page, next_cursor = paged(rows, limit, lambda last: last["version"])
         return {"changes": [describe_change(r) for r in page], "next_cursor": next_cursor}
+
+    def changes_since(self, workspace: str, version: int, limit: int = 100) -> list[dict]:
+        """The changes after `version`, oldest first: what a writer holding `version` missed."""
+        self.require_workspace(workspace)
+        return [describe_change(r) for r in self.readmodel.history(workspace, None, None, version, check_limit(limit))]
 
     def decisions(
         self,
@@ -89,14 +92,14 @@ def decision_filters(filters: dict | None) -> dict:
     """Checked filters: known languages, kinds and reasons, printable text, and a name in any
     spelling (with a language, its canonical form; without one, as given or as a Python name)."""
     filters = {k: v for k, v in (filters or {}).items() if v is not None}
-    for field, allowed in (("language", LANGUAGES), ("kind", (*KINDS, "egress")), ("reason", ALL_REASONS)):
+    for field, allowed in (("language", LANGUAGES), ("kind", DECISION_KINDS), ("reason", DECISION_REASONS)):
         if field in filters and filters[field] not in allowed:
             raise InvalidInputError(
                 f"unknown {field} {filters[field]!r}", [FieldError(field, f"must be one of {', '.join(allowed)}")]
             )
     for field in ("name", "source", "sandbox"):
         if field in filters:
-            check_text(filters[field], field, 500)
+            check_text(filters[field], field, MAX_FILTER)
     if "name" in filters:
         languages = [filters["language"]] if "language" in filters else LANGUAGES
         spellings = [registry_name(language, filters["name"]) for language in languages]
@@ -121,8 +124,8 @@ def paged(rows: list[dict], limit: int, position) -> tuple[list[dict], str | Non
 
 
 def check_limit(limit: int) -> int:
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInputError("limit out of range", [FieldError("limit", f"must be 1 to {MAX_LIMIT}")])
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_PAGE:
+        raise InvalidInputError("limit out of range", [FieldError("limit", f"must be 1 to {MAX_PAGE}")])
     return limit
 
 

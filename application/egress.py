@@ -15,12 +15,12 @@ from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_add
 
 from application.decision_writer import DecisionWriter
 from application.policies import Policies
-from domain.decision import Decision
+from domain.decision import Decision, DecisionRecord
 from domain.egress import EgressVerdict, evaluate_egress, normalize_allowlist, parse_deny_ranges
 from domain.errors import EgressConfigError, FieldError, InvalidInputError
+from domain.limits import MAX_RESOLVED
 from domain.text import check_context
 
-MAX_RESOLVED = 64
 _INDEX = re.compile(r"\[(\d+)\]$")
 
 
@@ -138,19 +138,7 @@ class EgressJudge:
         # No workspace lookup on this hot path: the API's token proves the workspace exists,
         # and the proxy checks it once at start-up.
         verdict = self._egress_verdict(target, resolved, self.egress_config.hostname_allowlist)
-        record = {
-            "spec": target,
-            "language": None,
-            "name": verdict.host,
-            "kind": "egress",
-            "allowed": verdict.allowed,
-            "reason": verdict.reason,
-            "policy_version": None,
-            "context": check_context(context),
-            "detail": verdict.detail,
-            "resolved": list(resolved),
-            "port": verdict.port,
-        }
+        record = DecisionRecord.for_egress(target, verdict, resolved, check_context(context)).to_dict()
         decision = Decision(workspace=workspace, record=record)
         self.writer.record(decision)
         return egress_answer(verdict, str(decision.id))

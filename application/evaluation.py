@@ -8,17 +8,13 @@ from __future__ import annotations
 from application.decision_writer import DecisionWriter
 from application.formats import iso
 from application.policies import Policies
-from domain.decision import Decision, judge
+from domain.decision import Decision, DecisionRecord, judge
 from domain.errors import FieldError, InvalidInputError
+from domain.limits import MAX_SPEC_CHARS, MAX_SPECS
 from domain.policy import LanguageRules
 from domain.specs import Spec, check_language, parse
 from domain.specs.commands import parse_command
 from domain.text import check_context
-
-MAX_SPECS = 500
-# Parsing is linear, but hostile npm ranges cost ~4 µs a character (bench/parse_worst_case.py):
-# capping a request's total spec text bounds the CPU one request can take.
-MAX_SPEC_CHARS = 64 * 1024
 
 
 class Evaluation:
@@ -111,22 +107,7 @@ def specs_of(language: str | None, specs: list[str] | None, command: list[str] |
 
 
 def decision_record(spec: Spec, rules: LanguageRules, workspace: str, version: int, context: dict | None) -> dict:
-    verdict = judge(rules, spec, workspace)
-    record = {
-        "spec": spec.text,
-        "language": spec.language,
-        "name": spec.name,
-        "kind": spec.kind,
-        "allowed": verdict.allowed,
-        "reason": verdict.reason,
-        "policy_version": version,
-        "context": context,
-    }
-    if spec.detail and not verdict.allowed:
-        record["detail"] = spec.detail
-    if verdict.message:
-        record["message"] = verdict.message
-    return record
+    return DecisionRecord.for_spec(spec, judge(rules, spec, workspace), version, context).to_dict()
 
 
 def decision_view(decision_id: str | None, record: dict, at) -> dict:

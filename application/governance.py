@@ -25,6 +25,7 @@ from application.store import SNAPSHOT_INTERVAL
 from application.store.reads import ReadModel
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
+from domain.limits import MAX_LABEL
 from domain.policy import Policy
 from domain.text import check_text
 from domain.token import ROLES, WORKSPACE_PATTERN, Token, digest, new_secret, token_id
@@ -94,6 +95,9 @@ class Governance(Application):
     def history(self, workspace: str, start=None, end=None, limit: int = 100, cursor: str | None = None) -> dict:
         return self.audit.history(workspace, start, end, limit, cursor)
 
+    def changes_since(self, workspace: str, version: int, limit: int = 100) -> list[dict]:
+        return self.audit.changes_since(workspace, version, limit)
+
     def decisions(
         self,
         workspace: str,
@@ -147,7 +151,7 @@ class Governance(Application):
             )
         if not isinstance(name, str) or not name.strip():
             raise InvalidInputError("a token needs a name", [FieldError("name", "must be 1 to 200 characters")])
-        check_text(name, "name", 200)
+        check_text(name, "name", MAX_LABEL)
         if any(t["name"] == name.strip() and not t["revoked_at"] for t in self.readmodel.tokens(workspace)):
             # Changes are recorded by token name: two live tokens with one name would blur who did what.
             raise ConflictError(

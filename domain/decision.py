@@ -1,4 +1,5 @@
-"""Judging one parsed spec against one language's rules, and the Decision aggregate that records it.
+"""Judging one parsed spec against one language's rules, the typed decision (`DecisionRecord`),
+and the Decision aggregate that records it.
 
 A Decision is its own small aggregate (never an event on the Policy): concurrent sandboxes would
 otherwise conflict on the Policy's version.
@@ -10,8 +11,10 @@ from dataclasses import dataclass
 
 from eventsourcing.domain import Aggregate, event
 
+from domain.egress import REASONS as EGRESS_REASONS
+from domain.egress import EgressVerdict
 from domain.policy import LanguageRules
-from domain.specs import Spec
+from domain.specs import KINDS, Spec
 
 REASONS = (
     "matches-the-allow-list",
@@ -21,6 +24,10 @@ REASONS = (
     "direct-reference",
     "invalid-spec",
 )
+# Every reason a decision can carry: the package rules', then the egress rules'.
+DECISION_REASONS = (*REASONS, *EGRESS_REASONS)
+# Every kind a decision can carry: a spec's kind, or "egress" for a network destination.
+DECISION_KINDS = (*KINDS, "egress")
 DIRECT_KINDS = ("url", "vcs", "path")
 JUDGED_KINDS = ("registry", "alias", *DIRECT_KINDS)
 LANGUAGE_TITLES = {"python": "Python", "node": "Node"}
@@ -82,6 +89,104 @@ def denial_message(reason: str, spec: Spec, workspace: str, mode: str = "") -> s
     return f"{spec.text!r} cannot be judged, so it is refused: {detail}."
 
 
+@dataclass(frozen=True)
+class DecisionRecord:
+    """One decision as it is recorded and answered: the one definition of its shape.
+
+    `to_dict` is exactly what the Decision event stores (so stored events need no upcaster) and,
+    with `id` and `at`, what the API answers. Egress decisions always carry `detail`, `resolved`
+    and `port`; package decisions carry `detail` and `message` only when they have one.
+    """
+
+    spec: str
+    language: str | None
+    name: str | None
+    kind: str
+    allowed: bool
+    reason: str
+    policy_version: int | None
+    context: dict | None
+    detail: str | None = None
+    message: str | None = None
+    resolved: tuple[str, ...] | None = None
+    port: int | None = None
+
+    @classmethod
+    def for_spec(cls, spec: Spec, verdict: Verdict, policy_version: int, context: dict | None) -> DecisionRecord:
+        detail = spec.detail if spec.detail and not verdict.allowed else None
+        return cls(
+            spec.text,
+            spec.language,
+            spec.name,
+            spec.kind,
+            verdict.allowed,
+            verdict.reason,
+            policy_version,
+            context,
+            detail,
+            verdict.message,
+        )
+
+    @classmethod
+    def for_egress(cls, target: str, verdict: EgressVerdict, resolved, context: dict | None) -> DecisionRecord:
+        return cls(
+            target,
+            None,
+            verdict.host,
+            "egress",
+            verdict.allowed,
+            verdict.reason,
+            None,
+            context,
+            verdict.detail,
+            None,
+            tuple(resolved),
+            verdict.port,
+        )
+
+    @property
+    def source(self) -> str | None:
+        return (self.context or {}).get("source")
+
+    @property
+    def sandbox(self) -> str | None:
+        return (self.context or {}).get("sandbox")
+
+    def to_dict(self) -> dict:
+        record = {
+            "spec": self.spec,
+            "language": self.language,
+            "name": self.name,
+            "kind": self.kind,
+            "allowed": self.allowed,
+            "reason": self.reason,
+            "policy_version": self.policy_version,
+            "context": self.context,
+        }
+        if self.kind == "egress":
+            return {**record, "detail": self.detail, "resolved": list(self.resolved or ()), "port": self.port}
+        extra = {"detail": self.detail, "message": self.message}
+        return {**record, **{k: v for k, v in extra.items() if v is not None}}
+
+    @classmethod
+    def from_dict(cls, record: dict) -> DecisionRecord:
+        resolved = record.get("resolved")
+        return cls(
+            record["spec"],
+            record.get("language"),
+            record.get("name"),
+            record["kind"],
+            bool(record["allowed"]),
+            record["reason"],
+            record.get("policy_version"),
+            record.get("context"),
+            record.get("detail"),
+            record.get("message"),
+            None if resolved is None else tuple(resolved),
+            record.get("port"),
+        )
+
+
 class Decision(Aggregate):
     """One judged spec, recorded durably before the sandbox gets its answer."""
 
@@ -93,7 +198,10 @@ class Decision(Aggregate):
 
     @event("Recorded", topic="runcode_policy:Decision.Recorded")
     def __init__(self, workspace: str, record: dict):
-        # `record` is the plain, already-computed decision (spec, language, name, kind, allowed,
-        # reason, detail, message, policy_version, context): replay only assigns it.
+        # `record` is a DecisionRecord's `to_dict()`, already computed: replay only assigns it.
         self.workspace = workspace
         self.record = record
+
+    @property
+    def decision(self) -> DecisionRecord:
+        return DecisionRecord.from_dict(self.record)

@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 
 from domain.errors import FieldError, InvalidInputError
+from domain.limits import MAX_LABEL, MAX_NOTE
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, LF and CR are fine in notes
 
 
-def check_text(value, field: str, max_length: int = 2000) -> str:
+def check_text(value, field: str, max_length: int = MAX_NOTE) -> str:
     if not isinstance(value, str):
         raise _refuse(field, "must be a string")
     if len(value) > max_length:
@@ -28,7 +29,7 @@ def check_context(context: dict | None) -> dict:
     context = dict(context or {})
     for key, value in context.items():
         if value is not None:
-            check_text(value, f"context.{key}", 200)
+            check_text(value, f"context.{key}", MAX_LABEL)
     return context
 
 

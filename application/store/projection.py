@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from application.store.schema import Dialect
-from domain.decision import Decision
+from domain.decision import Decision, DecisionRecord
 from domain.policy import Policy
 from domain.specs import deny_key
 from domain.token import Token
@@ -80,18 +80,6 @@ def _describe_change(e) -> tuple[str, str | None, str | None, str | None]:
 
 
 def _decision_row(e, at) -> tuple:
-    r = e.record
-    context = r.get("context") or {}
-    return (
-        str(e.originator_id),
-        e.workspace,
-        at,
-        r.get("language"),
-        r.get("name"),
-        r["kind"],
-        bool(r["allowed"]),
-        r["reason"],
-        context.get("source"),
-        context.get("sandbox"),
-        json.dumps(r, sort_keys=True),
-    )
+    d = DecisionRecord.from_dict(e.record)
+    columns = (d.language, d.name, d.kind, d.allowed, d.reason, d.source, d.sandbox)
+    return (str(e.originator_id), e.workspace, at, *columns, json.dumps(e.record, sort_keys=True))

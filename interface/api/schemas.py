@@ -8,9 +8,19 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domain.decision import REASONS
+from domain.decision import DECISION_KINDS, REASONS
+from domain.limits import (
+    MAX_ALLOWLIST,
+    MAX_CHANGES,
+    MAX_FILTER,
+    MAX_LABEL,
+    MAX_NOTE,
+    MAX_PAGE,
+    MAX_RESOLVED,
+    MAX_SPECS,
+    MAX_TEXT,
+)
 from domain.policy import LANGUAGES, LISTS, MODES
-from domain.specs import KINDS
 from domain.token import ROLES
 
 # The closed sets come from the domain, so the schema cannot list a value the rules don't know.
@@ -18,7 +28,7 @@ Language = Literal[LANGUAGES]
 Mode = Literal[MODES]
 ListName = Literal[LISTS]
 Role = Literal[ROLES]
-Text = Annotated[str, Field(max_length=4096)]
+Text = Annotated[str, Field(max_length=MAX_TEXT)]
 Entries = Annotated[
     str | list[Text],
     Field(
@@ -28,7 +38,7 @@ Entries = Annotated[
 ]
 Reason = Literal[REASONS]
 Instant = Annotated[str, Field(json_schema_extra={"format": "date-time"})]  # RFC 3339, UTC, `Z`
-Kind = Literal[(*KINDS, "egress")]
+Kind = Literal[DECISION_KINDS]
 
 
 class Body(BaseModel):
@@ -36,10 +46,10 @@ class Body(BaseModel):
 
 
 class Context(Body):
-    sandbox: Annotated[str, Field(max_length=200)] | None = None
-    source: Annotated[str, Field(max_length=200)] | None = None
-    skill: Annotated[str, Field(max_length=200)] | None = None
-    actor: Annotated[str, Field(max_length=200)] | None = None
+    sandbox: Annotated[str, Field(max_length=MAX_LABEL)] | None = None
+    source: Annotated[str, Field(max_length=MAX_LABEL)] | None = None
+    skill: Annotated[str, Field(max_length=MAX_LABEL)] | None = None
+    actor: Annotated[str, Field(max_length=MAX_LABEL)] | None = None
 
 
 class LanguageDraft(Body):
@@ -55,7 +65,7 @@ class Draft(Body):
 
 class PolicyPut(Draft):
     expected_version: Annotated[int, Field(ge=0)] | None = None
-    note: Annotated[str, Field(max_length=2000)] = ""
+    note: Annotated[str, Field(max_length=MAX_NOTE)] = ""
 
 
 class SwitchMode(Body):
@@ -73,16 +83,17 @@ class EditEntries(Body):
 
 class PolicyChanges(Body):
     expected_version: Annotated[int, Field(ge=0)] | None = None
-    note: Annotated[str, Field(max_length=2000)] = ""
+    note: Annotated[str, Field(max_length=MAX_NOTE)] = ""
     changes: Annotated[
-        list[Annotated[SwitchMode | EditEntries, Field(discriminator="action")]], Field(min_length=1, max_length=1000)
+        list[Annotated[SwitchMode | EditEntries, Field(discriminator="action")]],
+        Field(min_length=1, max_length=MAX_CHANGES),
     ]
 
 
 class EvaluateBody(Body):
     language: Language | None = None
-    specs: Annotated[list[Text], Field(min_length=1, max_length=500)] | None = None
-    command: Annotated[list[Text], Field(min_length=1, max_length=500)] | None = None
+    specs: Annotated[list[Text], Field(min_length=1, max_length=MAX_SPECS)] | None = None
+    command: Annotated[list[Text], Field(min_length=1, max_length=MAX_SPECS)] | None = None
     context: Context | None = None
     # Exactly one of specs/command, and language with specs: checked by the application, which
     # names the field (the CLI and the console share that check).
@@ -94,17 +105,17 @@ class TestBody(EvaluateBody):
 
 
 class EgressBody(Body):
-    target: Annotated[str, Field(max_length=4096)]
-    resolved: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=64)] = []
+    target: Annotated[str, Field(max_length=MAX_TEXT)]
+    resolved: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=MAX_RESOLVED)] = []
     context: Context | None = None
 
 
 class EgressTestBody(EgressBody):
-    hostname_allowlist: Annotated[list[Annotated[str, Field(max_length=300)]], Field(max_length=10000)] | None
+    hostname_allowlist: Annotated[list[Annotated[str, Field(max_length=300)]], Field(max_length=MAX_ALLOWLIST)] | None
 
 
 class TokenBody(Body):
-    name: Annotated[str, Field(min_length=1, max_length=200)]
+    name: Annotated[str, Field(min_length=1, max_length=MAX_LABEL)]
     role: Role
 
 
@@ -120,17 +131,17 @@ class AtQuery(Query):
 class PageQuery(Query):
     from_: str | None = Field(None, alias="from")
     to: str | None = None
-    limit: Annotated[int, Field(ge=1, le=1000)] = 100
-    cursor: Annotated[str, Field(max_length=500)] | None = None
+    limit: Annotated[int, Field(ge=1, le=MAX_PAGE)] = 100
+    cursor: Annotated[str, Field(max_length=MAX_FILTER)] | None = None
 
 
 class DecisionsQuery(PageQuery):
     language: Language | None = None
-    name: Annotated[str, Field(max_length=500)] | None = None
+    name: Annotated[str, Field(max_length=MAX_FILTER)] | None = None
     allowed: bool | None = None
     reason: Annotated[str, Field(max_length=100)] | None = None
-    source: Annotated[str, Field(max_length=200)] | None = None
-    sandbox: Annotated[str, Field(max_length=200)] | None = None
+    source: Annotated[str, Field(max_length=MAX_LABEL)] | None = None
+    sandbox: Annotated[str, Field(max_length=MAX_LABEL)] | None = None
     kind: Kind | None = None
     format: Literal["json", "csv", "jsonl"] = "json"
 

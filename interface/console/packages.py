@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from flask import flash, redirect, render_template, request, url_for
 
-from application.formats import encode_cursor
 from domain.errors import ConflictError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES, MODES
 from domain.token import role_allows
@@ -95,9 +94,7 @@ def _conflict(form: dict, error: ConflictError):
 def _changes_after(version_text: str) -> list[dict]:
     if not version_text.strip().isdigit():
         return []
-    # A history cursor means "after this version", so it lists exactly the changes missed.
-    cursor = encode_cursor(int(version_text))
-    return governance().history(_workspace(), limit=100, cursor=cursor)["changes"]
+    return governance().changes_since(_workspace(), int(version_text))
 
 
 def _page(

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from ipaddress import ip_address
 
 from application.decision_writer import StoreUnavailableError
+from domain.limits import MAX_RESOLVED
 from interface.egress_proxy.wire import (  # the wire pieces stay importable from here, as before the split
     ClientGone,
     Refusal,
@@ -44,7 +45,7 @@ from interface.egress_proxy.wire import (  # the wire pieces stay importable fro
 
 log = logging.getLogger("runcode_policy.egress_proxy")
 Resolver = Callable[[str, int], Sequence[str]]
-MAX_ADDRESSES = 64  # what the classifier accepts in `resolved`; we never dial an unjudged one
+MAX_ADDRESSES = MAX_RESOLVED  # what the classifier accepts in `resolved`; we never dial an unjudged one
 
 
 @dataclass(frozen=True)

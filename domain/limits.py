@@ -1,0 +1,16 @@
+"""Every bound a caller can reach, stated once: the rules, the API schemas and the docs use these."""
+
+from __future__ import annotations
+
+MAX_SPECS = 500  # specs, or words of a command line, judged in one request
+# Parsing is linear, but hostile npm ranges cost ~4 µs a character (bench/parse_worst_case.py):
+# capping a request's total spec text bounds the CPU one request can take.
+MAX_SPEC_CHARS = 64 * 1024
+MAX_TEXT = 4096  # one spec, entry or egress target
+MAX_PAGE = 1000  # rows in one page of history or decisions
+MAX_CHANGES = 1000  # incremental changes in one request
+MAX_RESOLVED = 64  # resolved addresses judged with one egress target
+MAX_ALLOWLIST = 10_000  # hostnames in an egress allowlist under test
+MAX_NOTE = 2000  # a change's note
+MAX_LABEL = 200  # a token's name, each value of a decision's context
+MAX_FILTER = 500  # a filter value or cursor in a query
