@@ -20,6 +20,12 @@ from application.store import store_env
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/runcode_policy_test"
 
 
+@pytest.fixture(autouse=True)
+def _outside_the_working_tree(tmp_path, monkeypatch):
+    """Every test runs in its own directory, so a default `./var/` never lands in the checkout."""
+    monkeypatch.chdir(tmp_path)
+
+
 def postgres_url() -> str:
     return os.environ.get("RUNCODE_POLICY_TEST_POSTGRES_URL", DEFAULT_PG)
 

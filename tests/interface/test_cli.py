@@ -17,7 +17,6 @@ import time
 import urllib.error
 import urllib.request
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -25,7 +24,6 @@ from click.testing import CliRunner
 from interface.cli import main
 from interface.exports import CSV_COLUMNS
 
-ROOT = Path(__file__).resolve().parents[2]
 ME = f"cli:{getpass.getuser()}"
 
 
@@ -222,7 +220,7 @@ class served:
     def __init__(self, env: dict):
         self.process = subprocess.Popen(
             [sys.executable, "-m", "interface.cli", "serve", "--port", "0", "--threads", "2"],
-            cwd=ROOT,
+            cwd=None,  # the test's own directory (conftest), never the checkout
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -282,7 +280,7 @@ def test_decisions_export_shows_its_progress_only_to_a_person_at_a_terminal(data
     terminal, stderr = pty.openpty()
     done = subprocess.run(
         [sys.executable, "-m", "interface.cli", "decisions", "export", "-w", "acme", "--output", str(target)],
-        cwd=ROOT,
+        cwd=None,  # the test's own directory (conftest), never the checkout
         stderr=stderr,
         timeout=60,
         env={**os.environ, "RUNCODE_POLICY_DATABASE_URL": database_url, "TERM": "xterm"},
