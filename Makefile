@@ -18,7 +18,7 @@ run: install
 	$(BIN)/runcode-policy serve --host $(HOST) --port $(PORT)
 
 test: install
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 4 $(PYTEST_ARGS)
 
 # The inner loop: the domain and application layers only (seconds, no server, no browser).
 test-fast: install

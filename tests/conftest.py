@@ -54,7 +54,10 @@ def postgres_database() -> str:
     with conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone()
         if not exists:
-            conn.execute(f'CREATE DATABASE "{dbname}"')
+            try:
+                conn.execute(f'CREATE DATABASE "{dbname}"')
+            except psycopg.errors.UniqueViolation:  # another test worker created it first
+                pass
     return url
 
 
