@@ -28,8 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from application.governance import Governance  # noqa: E402
-from application.store import store_env  # noqa: E402
+from application import Governance, store_env  # noqa: E402
 
 SERVERS = {
     "waitress": ["-m", "waitress", "--threads=16", "--listen=127.0.0.1:{port}", "--call", "interface:create_app"],

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from application.governance import Governance
+from application import Governance
 from interface import api, console, metrics, problems
 from interface.settings import MAX_BODY_BYTES, Settings, open_governance
 

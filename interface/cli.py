@@ -7,25 +7,19 @@ stdout alone; everything said to a person goes to stderr. Refusals exit 1 with t
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import getpass
-import json
-import os
-import sys
-import tempfile
-from pathlib import Path
 
 import click
 from eventsourcing.persistence import InterfaceError, OperationalError
 
-from application.formats import optional_bound, optional_instant
-from application.governance import Governance
+from application import Governance, optional_bound, optional_instant
 from domain.errors import GovernanceError
 from domain.policy import LANGUAGES, LISTS, MODES
 from domain.token import ROLES
 from interface import exports
 from interface.egress_proxy.command import egress_proxy_command
+from interface.exports import Tally, output_file, progress, show_json, table
 from interface.settings import Settings, open_governance
 
 
@@ -61,10 +55,6 @@ def actor() -> str:
     except (OSError, KeyError):  # a container user with no name in /etc/passwd
         user = "unknown"
     return f"cli:{user}"
-
-
-def show_json(value) -> None:
-    click.echo(json.dumps(value, indent=2))
 
 
 workspace_option = click.option(
@@ -146,13 +136,6 @@ def token_list(workspace: str, as_json: bool) -> None:
         for t in tokens
     ]
     click.echo(table(("ID", "NAME", "ROLE", "ISSUED", "BY", "STATUS"), rows))
-
-
-def table(header: tuple, rows: list[tuple]) -> str:
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
-    return "\n".join(
-        "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]
-    )
 
 
 @token.command("revoke")
@@ -252,47 +235,6 @@ def decisions_export(workspace: str, start: str | None, end: str | None, fmt: st
             f"cannot write {output if output != '-' else 'stdout'}: {error.strerror or error}"
         ) from None
     click.echo(f"exported {rows.count} decisions" + (f" to {output}" if output != "-" else ""), err=True)
-
-
-@contextlib.contextmanager
-def output_file(path: str):
-    """stdout for `-`; otherwise a temporary file beside `path`, renamed over it only once complete.
-
-    Not click's `atomic=True`: click 8.x renames even after a failure (pallets/click#3221),
-    which would leave a partial export looking like a whole one.
-    """
-    if path == "-":
-        yield sys.stdout
-        return
-    target = Path(path)
-    descriptor, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
-    try:
-        with open(descriptor, "w", encoding="utf-8", newline="") as out:
-            yield out
-        os.replace(partial, target)
-    except BaseException:
-        os.unlink(partial)
-        raise
-
-
-class Tally:
-    """Passes rows through, counting them."""
-
-    def __init__(self, rows):
-        self.rows, self.count = rows, 0
-
-    def __iter__(self):
-        for row in self.rows:
-            self.count += 1
-            yield row
-
-
-def progress(rows, output: str):
-    """Rows written so far, on stderr, only for a person at a terminal who is not reading the data
-    itself there (a bar interleaved with CSV on one screen helps nobody)."""
-    if not sys.stderr.isatty() or (output == "-" and sys.stdout.isatty()):
-        return contextlib.nullcontext(rows)
-    return click.progressbar(rows, label="exporting decisions", show_pos=True, file=sys.stderr)
 
 
 main.add_command(egress_proxy_command)

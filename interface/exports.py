@@ -1,12 +1,19 @@
-"""Streamed exports of decisions (CSV or JSON Lines): constant memory, however many rows."""
+"""Output: streamed exports of decisions (CSV or JSON Lines, constant memory however many rows), and
+the CLI's writers (JSON, aligned tables, files replaced only once complete, progress)."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
+import os
+import sys
+import tempfile
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
+import click
 from flask import Response
 
 CSV_COLUMNS = (
@@ -76,3 +83,55 @@ def stream(rows: Iterable[dict], fmt: str, filename: str) -> Response:
         mimetype=mimetype,
         headers={"Content-Disposition": f'attachment; filename="{filename}.{extension}"'},
     )
+
+
+def show_json(value) -> None:
+    click.echo(json.dumps(value, indent=2))
+
+
+def table(header: tuple, rows: list[tuple]) -> str:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    return "\n".join(
+        "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]
+    )
+
+
+@contextlib.contextmanager
+def output_file(path: str):
+    """stdout for `-`; otherwise a temporary file beside `path`, renamed over it only once complete.
+
+    Not click's `atomic=True`: click 8.x renames even after a failure (pallets/click#3221),
+    which would leave a partial export looking like a whole one.
+    """
+    if path == "-":
+        yield sys.stdout
+        return
+    target = Path(path)
+    descriptor, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    try:
+        with open(descriptor, "w", encoding="utf-8", newline="") as out:
+            yield out
+        os.replace(partial, target)
+    except BaseException:
+        os.unlink(partial)
+        raise
+
+
+class Tally:
+    """Passes rows through, counting them."""
+
+    def __init__(self, rows):
+        self.rows, self.count = rows, 0
+
+    def __iter__(self):
+        for row in self.rows:
+            self.count += 1
+            yield row
+
+
+def progress(rows, output: str):
+    """Rows written so far, on stderr, only for a person at a terminal who is not reading the data
+    itself there (a bar interleaved with CSV on one screen helps nobody)."""
+    if not sys.stderr.isatty() or (output == "-" and sys.stdout.isatty()):
+        return contextlib.nullcontext(rows)
+    return click.progressbar(rows, label="exporting decisions", show_pos=True, file=sys.stderr)

@@ -9,7 +9,7 @@ from flask import Flask, Response, json
 from pydantic import ValidationError
 from werkzeug.exceptions import HTTPException
 
-from application.decision_writer import StoreUnavailableError
+from application import StoreUnavailableError
 from domain.errors import (
     ConflictError,
     FieldError,

@@ -11,7 +11,7 @@ import signal
 import click
 from waitress.server import create_server
 
-from application.governance import Governance
+from application import Governance
 from domain.errors import ConflictError
 from interface.app import create_app
 from interface.settings import Settings, open_governance

@@ -11,9 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from application.egress import EgressConfig, checked_config
-from application.governance import Governance
-from application.store import default_database_url, store_env
+from application import EgressConfig, Governance, checked_config, default_database_url, store_env
 from domain.errors import EgressConfigError, FieldError, InvalidInputError
 
 MAX_BODY_BYTES = 1024 * 1024

@@ -14,8 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from application.governance import Governance
-from application.store import store_env
+from application import Governance, store_env
 
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/runcode_policy_test"
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from flask import Response
 
-from application.formats import optional_bound, optional_instant, parse_day
+from application import optional_bound, optional_instant, parse_day
 from domain.errors import FieldError, InvalidInputError
 from domain.token import role_allows
 from interface import exports, metrics

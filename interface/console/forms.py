@@ -10,7 +10,7 @@ import re
 import shlex
 from datetime import datetime
 
-from application.formats import parse_bound, parse_instant
+from application import parse_bound, parse_instant
 from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES, LISTS, MODES
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from ipaddress import ip_address
 
-from application.decision_writer import StoreUnavailableError
+from application import StoreUnavailableError
 from domain.limits import MAX_RESOLVED
 from interface.egress_proxy.wire import (  # the wire pieces stay importable from here, as before the split
     ClientGone,
