@@ -20,8 +20,10 @@ from application.decision_writer import DecisionWriter
 from application.egress import EgressConfig, EgressJudge
 from application.evaluation import Evaluation
 from application.formats import iso, parse_uuid
+from application.impact import Impact
 from application.policies import Policies
 from application.store import SNAPSHOT_INTERVAL
+from application.store.counts import CountReads
 from application.store.reads import ReadModel
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
@@ -45,6 +47,7 @@ class Governance(Application):
         # deployment egress rules (open by default)
         self.egress = EgressJudge(egress or EgressConfig(), self.writer, self.policies)
         self.audit = Audit(self.readmodel, self.policies)
+        self.impacts = Impact(self.policies, CountReads(self.recorder))  # decision counts, impact
         self.require_workspace = self.policies.require_workspace
         self.load_policy = self.policies.load_policy
 
@@ -116,6 +119,12 @@ class Governance(Application):
 
     def package_timeline(self, workspace: str, language: str, name: str, start, end) -> dict:
         return self.audit.package_timeline(workspace, language, name, start, end)
+
+    def decision_counts(
+        self, workspace: str, start_day: str, end_day: str, language: str | None = None, allowed: bool | None = None
+    ) -> list[dict]:
+        """Decisions counted per (day, language, name, outcome, sandbox): see `Impact.decision_counts`."""
+        return self.impacts.decision_counts(workspace, start_day, end_day, language, allowed)
 
     def _record(self, processing_event):
         # Hand the recorder the domain events and their workspaces, so it writes the read
