@@ -44,9 +44,44 @@ class Impact:
         start, end = _day(start_day, "start_day"), _day(end_day, "end_day")
         return self.counts.decision_counts(workspace, start, end, language, allowed)
 
+    def impact(self, workspace: str, draft: dict, days: int = 30) -> dict:
+        """`{"days", "from", "would_deny": [{"language", "name", "installs", "sandboxes"}],
+        "would_allow": [...], "unchanged": N}` over the installs of the last `days` UTC days."""
+        if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
+            raise InvalidInputError("days out of range", [FieldError("days", f"must be 1 to {MAX_DAYS}")])
+        now = datetime.now(UTC)
+        _, saved = self.policies.current(workspace, now)
+        _, drafted = self.policies.draft_rules(workspace, draft, now)
+        start = first_day(days, now)
+        moved: dict[str, list] = {"would_deny": [], "would_allow": []}
+        unchanged = 0
+        for row in self.counts.installs_by_name(workspace, start):
+            spec = Spec(row["name"], row["language"], "registry", row["name"])
+            before = judge(saved[spec.language], spec, workspace).allowed
+            if before == judge(drafted[spec.language], spec, workspace).allowed:
+                unchanged += int(row["installs"])
+            else:
+                moved["would_deny" if before else "would_allow"].append(row)
+        sandboxes = self.counts.sandboxes_by_name(workspace, start) if any(moved.values()) else {}
+        changed = {key: _packages(rows, sandboxes) for key, rows in moved.items()}
+        return {"days": days, "from": start, **changed, "unchanged": unchanged}
+
     def denied_recently(self, workspace: str, language: str, name: str, days: int = 30) -> int:
         """Denied decisions of one package over the last `days` UTC days, today included."""
         return self.counts.denied_installs(workspace, first_day(days), language, name)
+
+
+def _packages(rows: list[dict], sandboxes: dict) -> list[dict]:
+    found = [
+        {
+            "language": r["language"],
+            "name": r["name"],
+            "installs": int(r["installs"]),
+            "sandboxes": sandboxes.get((r["language"], r["name"]), 0),
+        }
+        for r in rows
+    ]
+    return sorted(found, key=lambda p: (-p["installs"], p["language"], p["name"]))
 
 
 def first_day(days: int, now: datetime | None = None) -> str:
@@ -61,6 +96,3 @@ def _day(text: str, field: str) -> str:
     except ValueError:
         pass
     raise InvalidInputError(f"{field} is not a day", [FieldError(field, "must be a date such as 2026-03-03")])
-
-
-__all__ = ["Impact", "first_day", "judge", "Spec", "MAX_DAYS"]
