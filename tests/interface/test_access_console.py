@@ -83,4 +83,3 @@ def _forms(page):
     reader = FormReader()
     reader.feed(page.text)
     return reader.forms.items()
-
