@@ -11,7 +11,7 @@ from application.policies import Policies
 from domain.decision import Decision, DecisionRecord, judge
 from domain.errors import FieldError, InvalidInputError
 from domain.limits import MAX_SPEC_CHARS, MAX_SPECS
-from domain.policy import LanguageRules
+from domain.policy import LanguageRules, bind_rules
 from domain.specs import Spec, check_language, parse
 from domain.specs.commands import parse_command
 from domain.text import check_context
@@ -62,7 +62,7 @@ class Evaluation:
             version, rules = self.policies.draft_rules(workspace, draft)
         elif at is not None:
             past = self.policies.at(workspace, at)
-            version, rules = past.policy_version, past.rules()
+            version, rules = past.policy_version, bind_rules(past.rules(), at)
         else:
             version, rules = self.policies.current(workspace)
         records = decision_records(parsed, rules, workspace, version, context)

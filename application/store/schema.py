@@ -7,7 +7,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
-TABLES = ("workspaces", "changes", "decisions", "tokens", "owner_guard")
+from application.store.access_schema import ACCESS_DDL, ACCESS_TABLES
+from application.store.count_schema import COUNT_DDL, COUNT_TABLES
+
+TABLES = ("workspaces", "changes", "decisions", "tokens", "owner_guard", *COUNT_TABLES, *ACCESS_TABLES)
 
 DDL = (
     "CREATE TABLE IF NOT EXISTS {workspaces} (workspace TEXT PRIMARY KEY, "
@@ -29,6 +32,8 @@ DDL = (
     "revoked_at {ts}, revoked_by TEXT, secret_digest TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS rcp_tokens_by_workspace ON {tokens} (workspace, issued_at)",
     "CREATE TABLE IF NOT EXISTS {owner_guard} (workspace TEXT NOT NULL, owners INTEGER NOT NULL CHECK (owners > 0))",
+    *COUNT_DDL,
+    *ACCESS_DDL,
 )
 
 
@@ -69,8 +74,8 @@ def _render(dialect: Dialect, template: str) -> str:
     return text if dialect.schema else text.replace("%s", "?")
 
 
-SQLITE = Dialect("sqlite", None, {"ts": "TEXT", "bool": "INTEGER"})
+SQLITE = Dialect("sqlite", None, {"ts": "TEXT", "bool": "INTEGER", "norowid": " WITHOUT ROWID"})
 
 
 def postgres_dialect(schema: str) -> Dialect:
-    return Dialect("postgres", schema, {"ts": "TIMESTAMPTZ", "bool": "BOOLEAN"})
+    return Dialect("postgres", schema, {"ts": "TIMESTAMPTZ", "bool": "BOOLEAN", "norowid": ""})

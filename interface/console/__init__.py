@@ -16,7 +16,7 @@ from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException
 
 from domain.errors import GovernanceError
-from interface.console import audit, packages, time_travel  # noqa: F401 - importing a page module registers its routes
+from interface.console import access, audit, packages, time_travel  # noqa: F401 - importing a page module registers its routes
 from interface.console.forms import TITLES, field_label
 from interface.console.session import blueprint
 from interface.problems import HTTPProblem, status_of
