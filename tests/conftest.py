@@ -13,10 +13,16 @@ import uuid
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+from hypothesis import settings
 
 from application import Governance, store_env
 
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/runcode_policy_test"
+
+
+# No deadlines: speed is measured by bench/, never by a test that fails when the machine is busy.
+settings.register_profile("runcode-policy", deadline=None)
+settings.load_profile("runcode-policy")
 
 
 @pytest.fixture(autouse=True)
