@@ -19,6 +19,7 @@ from domain.text import check_text
 
 MAX_LIMIT = 1000
 ALL_REASONS = (*REASONS, *EGRESS_REASONS)
+DECISION_KINDS = (*KINDS, "egress")  # what a recorded decision's `kind` can be
 EXPORT_PAGE = 1000
 
 
@@ -89,7 +90,7 @@ def decision_filters(filters: dict | None) -> dict:
     """Checked filters: known languages, kinds and reasons, printable text, and a name in any
     spelling (with a language, its canonical form; without one, as given or as a Python name)."""
     filters = {k: v for k, v in (filters or {}).items() if v is not None}
-    for field, allowed in (("language", LANGUAGES), ("kind", (*KINDS, "egress")), ("reason", ALL_REASONS)):
+    for field, allowed in (("language", LANGUAGES), ("kind", DECISION_KINDS), ("reason", ALL_REASONS)):
         if field in filters and filters[field] not in allowed:
             raise InvalidInputError(
                 f"unknown {field} {filters[field]!r}", [FieldError(field, f"must be one of {', '.join(allowed)}")]

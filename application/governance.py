@@ -20,8 +20,10 @@ from application.decision_writer import DecisionWriter
 from application.egress import EgressConfig, EgressJudge
 from application.evaluation import Evaluation
 from application.formats import iso, parse_uuid
+from application.overview import Overview
 from application.policies import Policies
 from application.store import SNAPSHOT_INTERVAL
+from application.store.overview import OverviewReads
 from application.store.reads import ReadModel
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
@@ -45,6 +47,7 @@ class Governance(Application):
         # deployment egress rules (open by default)
         self.egress = EgressJudge(egress or EgressConfig(), self.writer, self.policies)
         self.audit = Audit(self.readmodel, self.policies)
+        self.facts = Overview(OverviewReads(self.recorder), self.readmodel, self.policies.require_workspace)
         self.require_workspace = self.policies.require_workspace
         self.load_policy = self.policies.load_policy
 
@@ -116,6 +119,9 @@ class Governance(Application):
 
     def package_timeline(self, workspace: str, language: str, name: str, start, end) -> dict:
         return self.audit.package_timeline(workspace, language, name, start, end)
+
+    def overview(self, workspace: str, first_day, last_day, top_since) -> dict:
+        return self.facts.overview(workspace, first_day, last_day, top_since)
 
     def _record(self, processing_event):
         # Hand the recorder the domain events and their workspaces, so it writes the read
@@ -222,6 +228,16 @@ class Governance(Application):
         if at is None:
             return policy_view(self.load_policy(workspace), None)
         return policy_view(self.policies.at(workspace, at), at)
+
+    def policy_version(self, workspace: str, version: int) -> dict:
+        """The policy right after change `version` (0: the default), `at` being when it was made.
+        One Save stamps all its changes with one instant, so only a version tells them apart."""
+        self.require_workspace(workspace)
+        head = self.readmodel.head_version(workspace)
+        if not 0 <= version <= head:
+            raise NotFoundError(f"no version {version} of this policy (its latest is version {head})")
+        change = self.readmodel.change(workspace, version) if version else None
+        return policy_view(self.load_policy(workspace, version), change["at"] if change else None)
 
     def save_policy(
         self, workspace: str, desired: dict, by: str, note: str = "", expected_version: int | None = None
