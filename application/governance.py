@@ -20,9 +20,11 @@ from application.decision_writer import DecisionWriter
 from application.egress import EgressConfig, EgressJudge
 from application.evaluation import Evaluation
 from application.formats import iso, parse_uuid
+from application.impact import Impact
 from application.overview import Overview
 from application.policies import Policies
 from application.store import SNAPSHOT_INTERVAL
+from application.store.counts import CountReads
 from application.store.overview import OverviewReads
 from application.store.reads import ReadModel
 from domain.edits import plan_desired_state, plan_incremental
@@ -47,6 +49,7 @@ class Governance(Application):
         # deployment egress rules (open by default)
         self.egress = EgressJudge(egress or EgressConfig(), self.writer, self.policies)
         self.audit = Audit(self.readmodel, self.policies)
+        self.impacts = Impact(self.policies, CountReads(self.recorder))  # decision counts, impact
         self.facts = Overview(OverviewReads(self.recorder), self.readmodel, self.policies.require_workspace)
         self.require_workspace = self.policies.require_workspace
         self.load_policy = self.policies.load_policy
@@ -122,6 +125,12 @@ class Governance(Application):
 
     def overview(self, workspace: str, first_day, last_day, top_since) -> dict:
         return self.facts.overview(workspace, first_day, last_day, top_since)
+
+    def decision_counts(
+        self, workspace: str, start_day: str, end_day: str, language: str | None = None, allowed: bool | None = None
+    ) -> list[dict]:
+        """Decisions counted per (day, language, name, outcome, sandbox): see `Impact.decision_counts`."""
+        return self.impacts.decision_counts(workspace, start_day, end_day, language, allowed)
 
     def _record(self, processing_event):
         # Hand the recorder the domain events and their workspaces, so it writes the read

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from application.store.counts import count_statements
 from application.store.schema import Dialect
 from domain.decision import Decision
 from domain.policy import Policy
@@ -28,7 +29,7 @@ def read_model_statements(dialect: Dialect, saved_events, workspaces: dict) -> l
 
     Every refusal must be the database's: on PostgreSQL the library commits the transaction when
     a Python exception interrupts it after statements were sent."""
-    statements = rows_for_events(saved_events, workspaces, dialect)
+    statements = rows_for_events(saved_events, workspaces, dialect) + count_statements(dialect, saved_events)
     for e in saved_events:
         if isinstance(e, Token.Revoked):
             statements += [(dialect.sql(s), (str(e.originator_id),)) for s in _OWNER_GUARD]

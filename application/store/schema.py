@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
-TABLES = ("workspaces", "changes", "decisions", "tokens", "owner_guard")
+from application.store.count_schema import COUNT_DDL, COUNT_TABLES
+
+TABLES = ("workspaces", "changes", "decisions", "tokens", "owner_guard", *COUNT_TABLES)
 
 DDL = (
     "CREATE TABLE IF NOT EXISTS {workspaces} (workspace TEXT PRIMARY KEY, "
@@ -29,6 +31,7 @@ DDL = (
     "revoked_at {ts}, revoked_by TEXT, secret_digest TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS rcp_tokens_by_workspace ON {tokens} (workspace, issued_at)",
     "CREATE TABLE IF NOT EXISTS {owner_guard} (workspace TEXT NOT NULL, owners INTEGER NOT NULL CHECK (owners > 0))",
+    *COUNT_DDL,
 )
 
 
@@ -69,8 +72,8 @@ def _render(dialect: Dialect, template: str) -> str:
     return text if dialect.schema else text.replace("%s", "?")
 
 
-SQLITE = Dialect("sqlite", None, {"ts": "TEXT", "bool": "INTEGER"})
+SQLITE = Dialect("sqlite", None, {"ts": "TEXT", "bool": "INTEGER", "norowid": " WITHOUT ROWID"})
 
 
 def postgres_dialect(schema: str) -> Dialect:
-    return Dialect("postgres", schema, {"ts": "TIMESTAMPTZ", "bool": "BOOLEAN"})
+    return Dialect("postgres", schema, {"ts": "TIMESTAMPTZ", "bool": "BOOLEAN", "norowid": ""})

@@ -1,0 +1,27 @@
+"""The decision-count tables: how many decisions per day, package, outcome and sandbox.
+
+Written with the decisions they count (see `application.store.counts`), read by overviews and by
+impact. Kept apart from `schema` so the tables of this read model are defined in one place.
+"""
+
+from __future__ import annotations
+
+COUNT_TABLES = ("decision_counts", "impact_names", "impact_sandboxes")
+
+COUNT_DDL = (
+    # One row per (workspace, UTC day, language, name, outcome, sandbox); see
+    # `Governance.decision_counts`. `language` is 'egress' for egress decisions (name = host).
+    "CREATE TABLE IF NOT EXISTS {decision_counts} (workspace TEXT NOT NULL, day TEXT NOT NULL, "
+    "language TEXT NOT NULL, name TEXT NOT NULL, allowed {bool} NOT NULL, sandbox TEXT NOT NULL, "
+    "installs INTEGER NOT NULL, PRIMARY KEY (workspace, day, language, name, allowed, sandbox)){norowid}",
+    # What impact reads (python/node decisions that name a package): installs per day and name,
+    # and the last day each sandbox installed each name. Both stay small however many decisions
+    # are recorded: one row per package in use and day, one per package and sandbox.
+    "CREATE TABLE IF NOT EXISTS {impact_names} (workspace TEXT NOT NULL, day TEXT NOT NULL, "
+    "language TEXT NOT NULL, name TEXT NOT NULL, installs INTEGER NOT NULL, "
+    "PRIMARY KEY (workspace, day, language, name)){norowid}",
+    "CREATE TABLE IF NOT EXISTS {impact_sandboxes} (workspace TEXT NOT NULL, language TEXT NOT NULL, "
+    "name TEXT NOT NULL, sandbox TEXT NOT NULL, last_day TEXT NOT NULL, "
+    "PRIMARY KEY (workspace, language, name, sandbox)){norowid}",
+    "CREATE INDEX IF NOT EXISTS rcp_impact_sandboxes_by_day ON {impact_sandboxes} (workspace, last_day)",
+)

@@ -1,0 +1,94 @@
+"""Decision counts: rows summed per key and upserted in the decisions' own transaction, and the
+queries over them.
+
+A group-commit batch of a thousand decisions becomes one upsert per distinct key, not a
+thousand inserts. See `count_schema` for the tables.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC
+
+from application.store.reads import ReadModel
+from domain.decision import Decision
+from domain.specs import LANGUAGES
+
+_UPSERT = {
+    "count": "INSERT INTO {decision_counts} AS c VALUES (%s, %s, %s, %s, %s, %s, %s) "
+    "ON CONFLICT (workspace, day, language, name, allowed, sandbox) "
+    "DO UPDATE SET installs = c.installs + excluded.installs",
+    "name_day": "INSERT INTO {impact_names} AS c VALUES (%s, %s, %s, %s, %s) "
+    "ON CONFLICT (workspace, day, language, name) DO UPDATE SET installs = c.installs + excluded.installs",
+    "name_sandbox": "INSERT INTO {impact_sandboxes} AS c VALUES (%s, %s, %s, %s, %s) "
+    "ON CONFLICT (workspace, language, name, sandbox) DO UPDATE SET last_day = "
+    "CASE WHEN excluded.last_day > c.last_day THEN excluded.last_day ELSE c.last_day END",
+}
+
+
+def count_key(e) -> tuple:
+    """(workspace, day, language, name, allowed, sandbox) of one recorded decision."""
+    r = e.record
+    language = r.get("language") or ("egress" if r.get("kind") == "egress" else "")
+    sandbox = (r.get("context") or {}).get("sandbox") or ""
+    day = e.timestamp.astimezone(UTC).date().isoformat()
+    return e.workspace, day, language, r.get("name") or "", bool(r["allowed"]), sandbox
+
+
+def count_statements(dialect, events) -> list[tuple[str, tuple]]:
+    counts: Counter = Counter(count_key(e) for e in events if isinstance(e, Decision.Recorded))
+    rows = [("count", (*key, n)) for key, n in counts.items()]
+    names: Counter = Counter()
+    sandboxes: dict = {}
+    for (workspace, day, language, name, _, sandbox), n in counts.items():
+        if language in LANGUAGES and name:
+            names[(workspace, day, language, name)] += n
+            key = (workspace, language, name, sandbox)
+            sandboxes[key] = max(day, sandboxes.get(key, day))
+    rows += [("name_day", (*key, n)) for key, n in names.items()]
+    rows += [("name_sandbox", (*key, day)) for key, day in sandboxes.items()]
+    return [(dialect.sql(_UPSERT[kind]), params) for kind, params in rows]
+
+
+class CountReads(ReadModel):
+    """Queries over the count tables (plain rows)."""
+
+    def decision_counts(
+        self, workspace: str, start_day: str, end_day: str, language: str | None, allowed: bool | None
+    ) -> list[dict]:
+        where, params = ["workspace = %s", "day >= %s", "day <= %s"], [workspace, start_day, end_day]
+        for column, value in (("language", language), ("allowed", allowed)):
+            if value is not None:
+                where.append(f"{column} = %s")
+                params.append(value)
+        rows = self._rows(
+            "SELECT day, language, name, allowed, sandbox, installs FROM {decision_counts} "
+            f"WHERE {' AND '.join(where)} ORDER BY day, language, name, allowed, sandbox",
+            params,
+        )
+        return [{**row, "allowed": bool(row["allowed"])} for row in rows]
+
+    def denied_installs(self, workspace: str, start_day: str, language: str, name: str) -> int:
+        row = self._first(
+            "SELECT SUM(installs) AS n FROM {decision_counts} WHERE workspace = %s AND day >= %s "
+            "AND language = %s AND name = %s AND allowed = %s",
+            (workspace, start_day, language, name, False),
+        )
+        return int(row["n"] or 0) if row else 0
+
+    def installs_by_name(self, workspace: str, start_day: str) -> list[dict]:
+        """Installs per python/node package from `start_day` on: one row per package and day is read."""
+        return self._rows(
+            "SELECT language, name, SUM(installs) AS installs FROM {impact_names} "
+            "WHERE workspace = %s AND day >= %s GROUP BY language, name",
+            (workspace, start_day),
+        )
+
+    def sandboxes_by_name(self, workspace: str, start_day: str) -> dict[tuple[str, str], int]:
+        """How many named sandboxes installed each package from `start_day` on (through today)."""
+        rows = self._rows(
+            "SELECT language, name, COUNT(*) AS n FROM {impact_sandboxes} WHERE workspace = %s "
+            "AND last_day >= %s AND sandbox <> '' GROUP BY language, name",
+            (workspace, start_day),
+        )
+        return {(r["language"], r["name"]): int(r["n"]) for r in rows}

@@ -1,0 +1,48 @@
+"""The decision-count read model: written with the decisions, summed per key, on both stores."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from domain.errors import InvalidInputError
+
+NAMES = ["pandas", "NumPy", "scipy", "requests==2.0", "-r req.txt", "https://x.example/p.tgz"]
+
+
+def today() -> str:
+    return datetime.now(UTC).date().isoformat()
+
+
+def test_counts_match_the_recorded_decisions_key_by_key(app, workspace):
+    app.change_policy(
+        workspace, [{"action": "add", "language": "python", "list": "deny", "entries": ["scipy"]}], by="a"
+    )
+    rng = random.Random(5)
+    for _ in range(40):  # concurrent-looking batches: one evaluate records several decisions at once
+        specs = rng.sample(NAMES, rng.randint(1, 4))
+        app.evaluate(workspace, "python", specs, context={"sandbox": rng.choice(["sbx-1", "sbx-2", None])})
+    app.evaluate_egress(workspace, "https://pypi.org/simple/", ["151.101.0.223"], {"sandbox": "sbx-1"})
+    recorded = app.decisions(workspace, limit=1000)["decisions"]
+    expected = Counter(
+        (d["at"][:10], d["language"] or "egress", d["name"] or "", d["allowed"], d["context"].get("sandbox") or "")
+        for d in recorded
+    )
+    rows = app.decision_counts(workspace, today(), today())
+    assert {(r["day"], r["language"], r["name"], r["allowed"], r["sandbox"]): r["installs"] for r in rows} == expected
+    assert sum(r["installs"] for r in rows) == len(recorded)
+    denied = app.decision_counts(workspace, today(), today(), language="python", allowed=False)
+    assert {r["name"] for r in denied} == {"scipy", ""} and all(not r["allowed"] for r in denied)
+    assert [r["name"] for r in app.decision_counts(workspace, today(), today(), language="egress")] == ["pypi.org"]
+
+
+def test_counts_outside_the_period_and_bad_days(app, workspace):
+    app.evaluate(workspace, "python", ["pandas"])
+    yesterday = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
+    assert app.decision_counts(workspace, yesterday, yesterday) == []
+    with pytest.raises(InvalidInputError) as refused:
+        app.decision_counts(workspace, "2026-13-01", today())
+    assert refused.value.errors[0].field == "start_day"
