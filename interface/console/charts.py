@@ -56,12 +56,12 @@ def day_bars(days: list[date], counts: dict[date, dict[str, int]]) -> dict:
 
 
 def nice_ceiling(value: int) -> int:
-    """The axis top: 1, 2 or 5 times a power of ten, at least `value` (and at least 2, so the
-    middle tick is a whole number)."""
+    """The axis top: 2, 4, 6, 8 or 10 times a power of ten, at least `value`, so that the middle
+    tick is a whole, round number too."""
     step = 1
     while True:
-        for factor in (1, 2, 5):
-            if step * factor >= max(value, 2):
+        for factor in (2, 4, 6, 8, 10):
+            if step * factor >= value:
                 return step * factor
         step *= 10
 
