@@ -277,8 +277,10 @@ def test_a_stale_form_shows_the_conflict_and_saves_nothing(live):
     api(live, "PUT", "/policy", {"note": "meanwhile", "python": {"mode": "denylist", "deny": "requests"}})
     page = console.submit(opened, python_mode="allowlist", python_allow="pandas")
     assert page.status == 409
-    assert "Someone else saved the policy after you opened this page (you started from version 0; "
-    "it is now version 1). Nothing was saved." in page.plain
+    assert (
+        "Someone else saved the policy after you opened this page (you started from version 0; "
+        "it is now version 1). Nothing was saved." in page.plain
+    )
     assert "expected_version" not in page.plain
     assert "Changed since you opened the form" in page.plain and "added requests to the deny list" in page.plain
     assert page.form().get("python-allow") == "pandas"

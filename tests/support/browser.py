@@ -11,8 +11,15 @@ import contextlib
 import os
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 VIEWPORT = {"width": 1280, "height": 900}
 
 
@@ -47,9 +54,14 @@ def sign_in(browser, url: str, token: str, viewport: dict | None = None):
     return page
 
 
+def open_page(page, label: str) -> None:
+    """Follow one of the console's navigation links."""
+    page.get_by_role("navigation", name="Console").get_by_role("link", name=label, exact=True).click()
+
+
 def try_a_draft(page, allow: str, specs: str) -> None:
     """On Run-code packages: switch Python to Allowlist with `allow`, and test `specs` against it."""
-    page.get_by_role("link", name="Run-code packages").click()
+    open_page(page, "Run-code packages")
     page.get_by_role("group", name="Python", exact=True).get_by_label("Allowlist").check()
     page.get_by_label("Python allow list").fill(allow)
     page.get_by_label("Language", exact=True).select_option("python")

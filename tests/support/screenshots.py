@@ -57,10 +57,19 @@ def seed(gov: Governance, today: datetime) -> dict:
         tokens = {"owner": gov.create_workspace("acme", by="setup")["token"]}
         tokens["admin"] = gov.issue_token("acme", "alice", "admin", by="owner")["token"]
     saves = {
-        0: ("alice", "the data team's stack", {"python": {"mode": "allowlist", "allow": "pandas, numpy, scipy, requests"},
-                                               "node": {"mode": "denylist", "deny": "@evil/pkg, event-stream"}}),
-        17: ("alice", "requests is replaced by httpx (CVE review)", {"python": {"allow": "pandas, numpy, scipy, httpx",
-                                                                               "deny": "requests"}}),
+        0: (
+            "alice",
+            "the data team's stack",
+            {
+                "python": {"mode": "allowlist", "allow": "pandas, numpy, scipy, requests"},
+                "node": {"mode": "denylist", "deny": "@evil/pkg, event-stream"},
+            },
+        ),
+        17: (
+            "alice",
+            "requests is replaced by httpx (CVE review)",
+            {"python": {"allow": "pandas, numpy, scipy, httpx", "deny": "requests"}},
+        ),
         26: ("bob", "polars for the analytics sandbox", {"python": {"allow": "pandas, numpy, scipy, httpx, polars"}}),
     }
     for day in range(30):
@@ -75,7 +84,9 @@ def seed(gov: Governance, today: datetime) -> dict:
             with clock_at(moment + timedelta(minutes=10 + n * 7)):
                 specs = ["pandas==2.2", "numpy", "requests" if n % 2 else "httpx", "torch" if n % 3 == 0 else "scipy"]
                 gov.evaluate("acme", "python", specs, context=context)
-                gov.evaluate("acme", "node", ["left-pad", "event-stream"] if n % 4 == 0 else ["lodash"], context=context)
+                gov.evaluate(
+                    "acme", "node", ["left-pad", "event-stream"] if n % 4 == 0 else ["lodash"], context=context
+                )
                 target = "http://169.254.169.254/latest/meta-data/" if n % 5 == 0 else "https://pypi.org/simple/"
                 gov.evaluate_egress("acme", target, [], context)
     with clock_at(today - timedelta(minutes=5)):
@@ -110,8 +121,9 @@ def shoot(page, out: Path, name: str, full: bool = False) -> None:
     path = out / f"console-{name}.png"
     page.screenshot(path=str(path), full_page=full)
     if shutil.which("pngquant"):
-        subprocess.run(["pngquant", "--force", "--strip", "--quality", "60-90", "--output", str(path), "64", str(path)],
-                       check=True)
+        subprocess.run(
+            ["pngquant", "--force", "--strip", "--quality", "60-90", "--output", str(path), "64", str(path)], check=True
+        )
     print(f"{path} ({path.stat().st_size // 1024} KB): {SHOTS[name]}")
 
 
