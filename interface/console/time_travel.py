@@ -17,6 +17,7 @@ from domain.policy import LANGUAGES, LISTS
 from interface.console.forms import error_items
 from interface.console.instants import instant
 from interface.console.session import blueprint, caller, governance
+from interface.problems import status_of
 
 FIELDS = ("at", "language", "name", "version")
 
@@ -28,7 +29,7 @@ def time_travel():
     try:
         policy, package, diff = _answers(typed)
     except GovernanceError as error:
-        return _page(typed, None, None, None, error), 422
+        return _page(typed, None, None, None, error), status_of(error)
     return _page(typed, policy, package, diff, None)
 
 

@@ -193,7 +193,7 @@ def test_decisions_export_honours_the_period(cli, decided):
     assert bad.exit_code == 1 and "to: 'soon'" in bad.stderr
 
 
-def test_exporting_an_unknown_workspace_is_refused_and_writes_no_file(cli, tmp_path):
+def test_exporting_an_unknown_workspace_is_refused_and_writes_no_file(cli, acme, tmp_path):
     target = tmp_path / "decisions.csv"
     done = cli("decisions", "export", "-w", "nowhere", "--output", str(target))
     assert done.exit_code == 1 and "no workspace 'nowhere'" in done.stderr and not target.exists()
