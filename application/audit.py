@@ -9,6 +9,7 @@ from application.evaluation import decision_view
 from application.formats import cursor_refusal, decode_cursor, encode_cursor, iso, parse_instant, parse_uuid
 from application.pointintime import describe_change, package_at, timeline
 from application.policies import Policies
+from application.store.access_reads import AccessReads
 from application.store.reads import ReadModel
 from domain.decision import REASONS
 from domain.egress import REASONS as EGRESS_REASONS
@@ -26,8 +27,9 @@ EXPORT_PAGE = 1000
 class Audit:
     """The auditor's reads, over the read models (never a replay of history)."""
 
-    def __init__(self, readmodel: ReadModel, policies: Policies):
+    def __init__(self, readmodel: ReadModel, policies: Policies, exceptions: AccessReads):
         self.readmodel = readmodel
+        self.exceptions = exceptions  # what decided an answer may be an exception
         self.require_workspace = policies.require_workspace
 
     def history(self, workspace: str, start=None, end=None, limit: int = 100, cursor: str | None = None) -> dict:
@@ -77,13 +79,17 @@ class Audit:
 
     def package_at(self, workspace: str, language: str, name: str, at) -> dict:
         self.require_workspace(workspace)
-        return package_at(self.readmodel, workspace, language, package_name(language, name), at)
+        name = package_name(language, name)
+        grants = self.exceptions.exceptions_for_name(workspace, language, name)
+        return package_at(self.readmodel, grants, workspace, language, name, at)
 
     def package_timeline(self, workspace: str, language: str, name: str, start, end) -> dict:
         self.require_workspace(workspace)
         if end <= start:
             raise InvalidInputError("the period is empty", [FieldError("to", "must be after from")])
-        return timeline(self.readmodel, workspace, language, package_name(language, name), start, end)
+        name = package_name(language, name)
+        grants = self.exceptions.exceptions_for_name(workspace, language, name)
+        return timeline(self.readmodel, grants, workspace, language, name, start, end)
 
 
 def decision_filters(filters: dict | None) -> dict:

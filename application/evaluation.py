@@ -10,7 +10,7 @@ from application.formats import iso
 from application.policies import Policies
 from domain.decision import Decision, judge
 from domain.errors import FieldError, InvalidInputError
-from domain.policy import LanguageRules
+from domain.policy import LanguageRules, bind_rules
 from domain.specs import Spec, check_language, parse
 from domain.specs.commands import parse_command
 from domain.text import check_context
@@ -66,7 +66,7 @@ class Evaluation:
             version, rules = self.policies.draft_rules(workspace, draft)
         elif at is not None:
             past = self.policies.at(workspace, at)
-            version, rules = past.policy_version, past.rules()
+            version, rules = past.policy_version, bind_rules(past.rules(), at)
         else:
             version, rules = self.policies.current(workspace)
         records = decision_records(parsed, rules, workspace, version, context)

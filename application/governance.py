@@ -11,10 +11,13 @@ import copy
 import hmac
 import random
 import time
+from datetime import UTC, datetime
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError
 
+from application.access import Access
+from application.access_views import exception_views
 from application.audit import Audit
 from application.decision_writer import DecisionWriter
 from application.egress import EgressConfig, EgressJudge
@@ -24,6 +27,7 @@ from application.impact import Impact
 from application.overview import Overview
 from application.policies import Policies
 from application.store import SNAPSHOT_INTERVAL
+from application.store.access_reads import AccessReads
 from application.store.counts import CountReads
 from application.store.overview import OverviewReads
 from application.store.reads import ReadModel
@@ -48,8 +52,11 @@ class Governance(Application):
         self.evaluation = Evaluation(self.policies, self.writer)
         # deployment egress rules (open by default)
         self.egress = EgressJudge(egress or EgressConfig(), self.writer, self.policies)
-        self.audit = Audit(self.readmodel, self.policies)
+        access_reads = AccessReads(self.recorder)
+        self.audit = Audit(self.readmodel, self.policies, access_reads)
         self.impacts = Impact(self.policies, CountReads(self.recorder))  # decision counts, impact
+        # requests and exceptions: `gov.access.file_request(...)`, `gov.access.approve_request(...)`...
+        self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts)
         self.facts = Overview(OverviewReads(self.recorder), self.readmodel, self.policies.require_workspace)
         self.require_workspace = self.policies.require_workspace
         self.load_policy = self.policies.load_policy
@@ -131,6 +138,10 @@ class Governance(Application):
     ) -> list[dict]:
         """Decisions counted per (day, language, name, outcome, sandbox): see `Impact.decision_counts`."""
         return self.impacts.decision_counts(workspace, start_day, end_day, language, allowed)
+
+    def impact(self, workspace: str, draft: dict, days: int = 30) -> dict:
+        """How many recorded installs of the last `days` days the draft would change: see `Impact`."""
+        return self.impacts.impact(workspace, draft, days)
 
     def _record(self, processing_event):
         # Hand the recorder the domain events and their workspaces, so it writes the read
@@ -292,6 +303,7 @@ def policy_view(policy: Policy, at) -> dict:
         **copy.deepcopy(policy.state),
         "changed_at": iso(policy.changed_at),
         "changed_by": policy.changed_by,
+        "exceptions": exception_views(policy, at or datetime.now(UTC)),  # those in force then
     }
 
 

@@ -1,8 +1,8 @@
 """'Was NAME allowed at T?' and its timeline, from indexed lookups only (never a full replay).
 
 The answer is computed by the same `judge` the live gate uses, over the rules as they stood for
-this one name: the language's mode then, and whether the name (or, for Node deny lists, any
-spelling of it) was listed then.
+this one name: the language's mode then, whether the name (or, for Node deny lists, any
+spelling of it) was listed then, and whether an exception for it was in force at that instant.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from itertools import groupby
 
 from application.formats import iso
 from application.store.reads import ReadModel
-from domain.decision import judge
+from domain.decision import EXCEPTION_REASON, judge
 from domain.policy import DEFAULT_MODE, LanguageRules
 from domain.specs import Spec
 
@@ -41,9 +41,14 @@ class NameState:
             return
         self.rows[(row["list"], row["name"])] = row
 
-    def verdict(self, workspace: str, language: str, name: str):
+    def verdict(self, workspace: str, language: str, name: str, grant: dict | None = None, at: datetime | None = None):
         rules = LanguageRules(
-            language, self.mode, frozenset({name} if self.allowed_listed else ()), frozenset(self.denied_spellings)
+            language,
+            self.mode,
+            frozenset({name} if self.allowed_listed else ()),
+            frozenset(self.denied_spellings),
+            {name: grant["expires_at"]} if grant else {},
+            at,
         )
         return judge(rules, Spec(name, language, "registry", name), workspace)
 
@@ -72,10 +77,27 @@ def state_at(q: ReadModel, workspace: str, language: str, name: str, version: in
     return state
 
 
-def package_at(q: ReadModel, workspace: str, language: str, name: str, at: datetime) -> dict:
+def grant_in_force(grants: list[dict], version: int, at: datetime) -> dict | None:
+    """The latest-granted exception standing at `version` and not yet expired at `at`."""
+    standing = [
+        g
+        for g in grants
+        if g["granted_version"] <= version
+        and (g["revoked_version"] is None or g["revoked_version"] > version)
+        and (g["expires_at"] is None or at < g["expires_at"])
+    ]
+    return max(standing, key=lambda g: g["granted_version"], default=None)
+
+
+def package_at(q: ReadModel, grants: list[dict], workspace: str, language: str, name: str, at: datetime) -> dict:
+    """`grants`: every exception ever granted for this name (see `exceptions_for_name`)."""
     version = q.version_at(workspace, at)
     state = state_at(q, workspace, language, name, version)
-    verdict = state.verdict(workspace, language, name)
+    grant = grant_in_force(grants, version, at)
+    verdict = state.verdict(workspace, language, name, grant, at)
+    because = (
+        describe_grant(grant) if verdict.reason == EXCEPTION_REASON else describe_change(state.because(verdict.reason))
+    )
     return {
         "language": language,
         "name": name,
@@ -84,24 +106,35 @@ def package_at(q: ReadModel, workspace: str, language: str, name: str, at: datet
         "reason": verdict.reason,
         "mode": state.mode,
         "policy_version": version,
-        "because": describe_change(state.because(verdict.reason)),
+        "because": because,
     }
 
 
-def timeline(q: ReadModel, workspace: str, language: str, name: str, start: datetime, end: datetime) -> dict:
+def timeline(
+    q: ReadModel, grants: list[dict], workspace: str, language: str, name: str, start: datetime, end: datetime
+) -> dict:
     version = q.version_at(workspace, start)
     state = state_at(q, workspace, language, name, version)
-    intervals = [_interval(state.verdict(workspace, language, name), start, version)]
+    intervals = [
+        _interval(
+            state.verdict(workspace, language, name, grant_in_force(grants, version, start), start), start, version
+        )
+    ]
     rows = q.changes_for_name(workspace, language, name, version, end)
-    for at, saved_together in groupby(rows, key=lambda r: r["at"]):  # one atomic save, one instant
-        saved_together = list(saved_together)
-        for row in saved_together:
+    moments = {at: list(together) for at, together in groupby(rows, key=lambda r: r["at"])}
+    for grant in grants:  # an exception starts, ends or is revoked: the answer may change then
+        for moment in (grant["granted_at"], grant["expires_at"], grant["revoked_at"]):
+            if moment is not None and start < moment < end:
+                moments.setdefault(moment, [])
+    for at in sorted(moments):  # one atomic save is one instant
+        for row in moments[at]:
             state.apply(row, name)
-        verdict = state.verdict(workspace, language, name)
+        now_version = q.version_at(workspace, at)
+        verdict = state.verdict(workspace, language, name, grant_in_force(grants, now_version, at), at)
         current = intervals[-1]
         if (verdict.allowed, verdict.reason) != (current["allowed"], current["reason"]):
             current["to"] = iso(at)
-            intervals.append(_interval(verdict, at, q.version_at(workspace, at)))
+            intervals.append(_interval(verdict, at, now_version))
     intervals[-1]["to"] = iso(end)
     return {
         "language": language,
@@ -142,4 +175,19 @@ def describe_change(row: dict | None) -> dict | None:
     return out
 
 
-__all__ = ["package_at", "timeline", "describe_change", "state_at"]
+def describe_grant(grant: dict) -> dict:
+    """`because` when an exception decided: its grant (the approval), and the request it answered."""
+    return {
+        "version": grant["granted_version"],
+        "at": iso(grant["granted_at"]),
+        "by": grant["granted_by"],
+        "note": grant["note"],
+        "type": "exception-granted",
+        "language": grant["language"],
+        "name": grant["name"],
+        "exception": {"id": grant["id"], "expires_at": iso(grant["expires_at"])},
+        "request": {"id": grant["request_id"]} if grant["request_id"] else None,
+    }
+
+
+__all__ = ["package_at", "timeline", "describe_change", "describe_grant", "state_at", "grant_in_force"]

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import copy
 import threading
+from datetime import UTC, datetime
 
 from eventsourcing.application import AggregateNotFoundError
 
 from application.store.reads import ReadModel
 from domain.edits import plan_desired_state
 from domain.errors import FieldError, InvalidInputError, NotFoundError
-from domain.policy import LanguageRules, Policy, policy_id
+from domain.policy import LanguageRules, Policy, bind_rules, policy_id
 
 
 class Policies:
@@ -44,8 +45,13 @@ class Policies:
         """The policy exactly as it stood at instant `at`."""
         return self.load_policy(workspace, self.version_at(workspace, at))
 
-    def current(self, workspace: str) -> tuple[int, dict[str, LanguageRules]]:
-        """The head version's rules, from the cache while the head has not moved."""
+    def current(self, workspace: str, at: datetime | None = None) -> tuple[int, dict[str, LanguageRules]]:
+        """The head version's rules (from the cache while the head has not moved), judged at `at`
+        (default now): an exception's expiry needs no event, only the instant of judging."""
+        version, rules = self._head(workspace)
+        return version, bind_rules(rules, at or datetime.now(UTC))
+
+    def _head(self, workspace: str) -> tuple[int, dict[str, LanguageRules]]:
         head = self.readmodel.head_version(workspace)
         cached = self._entries.get(workspace)
         if cached is not None and cached[0] == head:
@@ -58,8 +64,9 @@ class Policies:
                 self._entries[workspace] = entry
         return entry
 
-    def draft_rules(self, workspace: str, draft: dict) -> tuple[int, dict]:
-        """Rules of the saved policy with unsaved edits applied; nothing is recorded."""
+    def draft_rules(self, workspace: str, draft: dict, at: datetime | None = None) -> tuple[int, dict]:
+        """Rules of the saved policy with unsaved edits applied, judged at `at` (default now);
+        nothing is recorded."""
         policy = copy.deepcopy(self.load_policy(workspace))
         version = policy.policy_version
         try:
@@ -70,4 +77,4 @@ class Policies:
                 [FieldError(f"draft.{e.field}", e.message) for e in refused.errors],
             ) from None
         policy.record(changes, "draft", "")
-        return version, policy.rules()
+        return version, bind_rules(policy.rules(), at or datetime.now(UTC))

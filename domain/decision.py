@@ -20,7 +20,9 @@ REASONS = (
     "not-on-the-deny-list",
     "direct-reference",
     "invalid-spec",
+    "matches-an-exception",
 )
+EXCEPTION_REASON = "matches-an-exception"
 DIRECT_KINDS = ("url", "vcs", "path")
 JUDGED_KINDS = ("registry", "alias", *DIRECT_KINDS)
 LANGUAGE_TITLES = {"python": "Python", "node": "Node"}
@@ -50,6 +52,8 @@ def judge(rules: LanguageRules, spec: Spec, workspace: str) -> Verdict:
         return Verdict(True, "not-on-the-deny-list")
     if spec.name in rules.allow:
         return Verdict(True, "matches-the-allow-list")
+    if rules.excepts(spec.name):  # a time-boxed exception vouches for the name, like the allow list
+        return Verdict(True, EXCEPTION_REASON)
     return _deny("not-on-the-allow-list", spec, workspace)
 
 
@@ -63,9 +67,15 @@ def denial_message(reason: str, spec: Spec, workspace: str, mode: str = "") -> s
     who = spec.name or spec.text
     ask = f"an admin can change this under {CONSOLE_PLACE}"
     if reason == "matches-the-deny-list":
-        return f"{who} is on the {lang} deny list of workspace {workspace}; {ask} if it should be allowed."
+        return (
+            f"{who} is on the {lang} deny list of workspace {workspace}; {ask} if it should be allowed. "
+            + request_hint(spec.language, who, workspace)
+        )
     if reason == "not-on-the-allow-list":
-        return f"{who} is not on the {lang} allow list of workspace {workspace}; {ask} by adding it to the allow list."
+        return (
+            f"{who} is not on the {lang} allow list of workspace {workspace}; {ask} by adding it to the "
+            f"allow list. " + request_hint(spec.language, who, workspace)
+        )
     if reason == "direct-reference":
         why = (
             "the allow list vouches for registry names only"
@@ -80,6 +90,14 @@ def denial_message(reason: str, spec: Spec, workspace: str, mode: str = "") -> s
         )
     detail = spec.detail or "it cannot be judged"
     return f"{spec.text!r} cannot be judged, so it is refused: {detail}."
+
+
+def request_hint(language: str, name: str, workspace: str) -> str:
+    """How an agent asks for a denied package: the gate's command, or the API call it makes."""
+    return (
+        f'To ask for it, run: runcode-policy-gate request {language} {name} --why "..." '
+        f"(or POST /api/v1/workspaces/{workspace}/requests)."
+    )
 
 
 class Decision(Aggregate):

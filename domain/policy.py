@@ -7,8 +7,10 @@ reads the clock or depends on a library version.
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
@@ -18,7 +20,9 @@ from domain.specs import LANGUAGES, deny_key
 MODES = ("allowlist", "denylist")
 LISTS = ("allow", "deny")
 DEFAULT_MODE = "denylist"
-CHANGE_TYPES = ("mode-switched", "entry-added", "entry-removed")
+# Exceptions are policy changes too (see `domain.access`): versioned, in the history, judged.
+EXCEPTION_CHANGES = ("exception-granted", "exception-revoked")
+CHANGE_TYPES = ("mode-switched", "entry-added", "entry-removed", *EXCEPTION_CHANGES)
 
 _NAMESPACE = uuid5(NAMESPACE_URL, "https://runcode-policy/workspaces")
 
@@ -37,6 +41,7 @@ class Change:
     list: str | None = None  # for entry changes
     name: str | None = None  # canonical entry name
     mode: str | None = None  # for mode switches
+    exception: dict | None = None  # for exception changes: exception_id (+ expires_at, request_id)
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,10 @@ class LanguageRules:
     mode: str = DEFAULT_MODE
     allow: frozenset[str] = field(default_factory=frozenset)
     deny: frozenset[str] = field(default_factory=frozenset)
+    # Exceptions: name -> when the latest one ends (None: never), judged at `at`, the instant
+    # these rules are bound to (see `at_instant`); unbound rules grant no exception.
+    exceptions: Mapping[str, datetime | None] = field(default_factory=dict)
+    at: datetime | None = None
     deny_keys: frozenset[str] = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -58,15 +67,50 @@ class LanguageRules:
         """Deny lists match on the deny key (Node: case-insensitive, to fail closed)."""
         return deny_key(self.language, name) in self.deny_keys
 
+    def excepts(self, name: str) -> bool:
+        """An exception for exactly this name is in force at the rules' instant."""
+        if self.at is None or name not in self.exceptions:
+            return False
+        end = self.exceptions[name]
+        return end is None or self.at < end
+
+    def at_instant(self, at: datetime) -> LanguageRules:
+        """The same rules judged at `at` (a shallow copy: the deny keys are not worked out again)."""
+        bound = copy.copy(self)
+        object.__setattr__(bound, "at", at)
+        return bound
+
 
 def default_state() -> dict[str, dict]:
     return {lang: {"mode": DEFAULT_MODE, "allow": [], "deny": []} for lang in LANGUAGES}
 
 
-def rules_from_state(state: dict[str, dict]) -> dict[str, LanguageRules]:
+def rules_from_state(state: dict[str, dict], exceptions: dict | None = None) -> dict[str, LanguageRules]:
+    ends = exception_ends(exceptions or {})
     return {
-        lang: LanguageRules(lang, s["mode"], frozenset(s["allow"]), frozenset(s["deny"])) for lang, s in state.items()
+        lang: LanguageRules(lang, s["mode"], frozenset(s["allow"]), frozenset(s["deny"]), ends.get(lang, {}))
+        for lang, s in state.items()
     }
+
+
+def bind_rules(rules: dict[str, LanguageRules], at: datetime) -> dict[str, LanguageRules]:
+    return {lang: r.at_instant(at) for lang, r in rules.items()}
+
+
+def exception_end(grant: dict) -> datetime | None:
+    return None if grant["expires_at"] is None else datetime.fromisoformat(grant["expires_at"])
+
+
+def exception_ends(exceptions: dict) -> dict[str, dict[str, datetime | None]]:
+    """Per language, per name, the latest end of its standing exceptions (None: permanent)."""
+    ends: dict[str, dict[str, datetime | None]] = {}
+    for grant in exceptions.values():
+        names, end = ends.setdefault(grant["language"], {}), exception_end(grant)
+        if grant["name"] not in names or end is None:
+            names[grant["name"]] = end
+        elif names[grant["name"]] is not None and end > names[grant["name"]]:
+            names[grant["name"]] = end
+    return ends
 
 
 class Policy(Aggregate):
@@ -83,6 +127,7 @@ class Policy(Aggregate):
         self.workspace = workspace
         self.state = default_state()
         self.changed_by: str | None = None
+        self.exceptions: dict[str, dict] = {}  # standing exceptions by id (expired ones too)
 
     @property
     def policy_version(self) -> int:
@@ -102,6 +147,9 @@ class Policy(Aggregate):
             self.trigger_event(event_class, timestamp=at, by=by, note=note, **fields)
 
     def _event_for(self, change: Change) -> tuple[type, dict]:
+        if change.type in EXCEPTION_CHANGES:
+            event_class = self.ExceptionGranted if change.type == "exception-granted" else self.ExceptionRevoked
+            return event_class, {"language": change.language, "name": change.name, **change.exception}
         if change.type == "mode-switched":
             return self.ModeSwitched, {"language": change.language, "mode": change.mode}
         event_class = self.EntryAdded if change.type == "entry-added" else self.EntryRemoved
@@ -124,6 +172,39 @@ class Policy(Aggregate):
         self.state[language][list_name].remove(name)
         self._touch(by)
 
+    @event("ExceptionGranted", topic="runcode_policy:Policy.ExceptionGranted")
+    def _grant_exception(
+        self,
+        language: str,
+        name: str,
+        exception_id: str,
+        expires_at: str | None,
+        request_id: str | None,
+        by: str,
+        note: str,
+    ) -> None:
+        # `version`: the policy version this grant makes (the aggregate's is bumped after).
+        self.grants()[exception_id] = {
+            "id": exception_id,
+            "language": language,
+            "name": name,
+            "expires_at": expires_at,
+            "request_id": request_id,
+            "by": by,
+            "note": note,
+            "version": self.version,
+        }
+        self._touch(by)
+
+    @event("ExceptionRevoked", topic="runcode_policy:Policy.ExceptionRevoked")
+    def _revoke_exception(self, language: str, name: str, exception_id: str, by: str, note: str) -> None:
+        self.grants().pop(exception_id, None)
+        self._touch(by)
+
+    def grants(self) -> dict[str, dict]:
+        """Standing exceptions by id (snapshots taken before exceptions existed have none)."""
+        return self.__dict__.setdefault("exceptions", {})
+
     def _touch(self, by: str) -> None:
         self.changed_by = by
 
@@ -133,4 +214,5 @@ class Policy(Aggregate):
         return self.modified_on if self.policy_version else None
 
     def rules(self) -> dict[str, LanguageRules]:
-        return rules_from_state(self.state)
+        """Unbound: bind them to an instant (`bind_rules`) for exceptions to count."""
+        return rules_from_state(self.state, self.grants())

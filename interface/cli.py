@@ -323,6 +323,15 @@ def progress(rows, output: str):
 
 
 main.add_command(egress_proxy_command)
+if __name__ != "__main__":
+    # Requests and exceptions live in their own module, which imports this one's helpers (under
+    # `python -m`, the importable copy of this module registers them, and runs below).
+    from interface.access_cli import exceptions_group, requests_group
+
+    main.add_command(requests_group)
+    main.add_command(exceptions_group)
 
 if __name__ == "__main__":
-    main(prog_name="runcode-policy")
+    from interface.cli import main as registered
+
+    registered(prog_name="runcode-policy")

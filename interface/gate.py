@@ -63,6 +63,8 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 
 
 def main(argv: list[str] | None = None) -> int:
+    if is_request(argv):  # `runcode-policy-gate request ...`: see the end of this file
+        return request_main(argv)
     command, usage = parse_args(sys.argv[1:] if argv is None else argv)
     if command is None:
         return usage
@@ -235,6 +237,85 @@ def shown(command: list[str]) -> str:
 
 def say(message: str) -> None:
     print(f"{PREFIX} {message}", file=sys.stderr, flush=True)
+
+
+# -- `runcode-policy-gate request LANGUAGE NAME --why "..."`: ask an admin for a denied package ----
+REQUEST_USAGE = 'usage: runcode-policy-gate request {python|node} NAME --why "why it is needed"'
+
+
+def is_request(argv: list[str] | None) -> bool:
+    return (sys.argv[1:] if argv is None else argv)[:1] == ["request"]
+
+
+def request_main(argv: list[str] | None = None) -> int:
+    """File (or join) an access request with the sandbox's own token; exit 0 when recorded."""
+    import argparse
+
+    args = (sys.argv[1:] if argv is None else argv)[1:]
+    parser = argparse.ArgumentParser(prog="runcode-policy-gate request", add_help=True)
+    parser.add_argument("language", choices=("python", "node"))
+    parser.add_argument("name", help="the package (any spelling, or a spec such as pandas==2.1)")
+    parser.add_argument("--why", default="", help="the justification an admin will read")
+    try:
+        options = parser.parse_args(args)
+    except SystemExit as stop:  # argparse printed the problem (or the help)
+        return 0 if stop.code == 0 else EXIT_USAGE
+    try:
+        config = config_from(os.environ)
+        answer = send_request(config, request_body(config, options))
+    except CannotVerify as error:
+        say(f"could not file the request: {error}")
+        return EXIT_UNVERIFIED
+    print(request_outcome(answer, options))
+    return 0
+
+
+def request_body(config: dict, options) -> dict:
+    return {
+        "language": options.language,
+        "name": options.name,
+        "justification": options.why,
+        "context": {
+            "sandbox": config["sandbox"],
+            "actor": config["actor"],
+            "source": "gate",
+            "run": os.environ.get("RUNCODE_POLICY_RUN") or None,
+        },
+    }
+
+
+def send_request(config: dict, body: dict) -> dict:
+    endpoint = config["endpoint"].rsplit("/", 1)[0] + "/requests"
+    request = urllib.request.Request(
+        endpoint,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "Authorization": f"Bearer {config['token']}",
+        },
+    )
+    try:
+        with urllib.request.build_opener(_NoRedirects).open(request, timeout=config["timeout"]) as response:
+            answer = json.loads(response.read(MAX_ANSWER_BYTES))
+    except urllib.error.HTTPError as error:
+        raise CannotVerify(describe_error_answer(error)) from None
+    except (OSError, ValueError, http.client.HTTPException) as error:
+        raise CannotVerify(f"the exchange with {endpoint} failed: {error}") from None
+    if not isinstance(answer, dict) or not isinstance(answer.get("id"), str):
+        raise CannotVerify("the answer does not have the shape of a request")
+    return answer
+
+
+def request_outcome(answer: dict, options) -> str:
+    what = f"{options.language} {answer.get('name') or options.name}"
+    if answer.get("joined"):
+        return (
+            f"joined the open request {answer['id']} for {what} "
+            f"({answer.get('requesters')} requesters); an admin will decide it"
+        )
+    return f"filed request {answer['id']} for {what}; an admin will decide it"
 
 
 if __name__ == "__main__":

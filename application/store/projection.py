@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from application.store.access_projection import access_statements
 from application.store.counts import count_statements
 from application.store.schema import Dialect
 from domain.decision import Decision
@@ -30,6 +31,7 @@ def read_model_statements(dialect: Dialect, saved_events, workspaces: dict) -> l
     Every refusal must be the database's: on PostgreSQL the library commits the transaction when
     a Python exception interrupts it after statements were sent."""
     statements = rows_for_events(saved_events, workspaces, dialect) + count_statements(dialect, saved_events)
+    statements += access_statements(dialect, saved_events, workspaces)
     for e in saved_events:
         if isinstance(e, Token.Revoked):
             statements += [(dialect.sql(s), (str(e.originator_id),)) for s in _OWNER_GUARD]
@@ -48,6 +50,15 @@ _OWNER_GUARD = (
 )
 
 
+POLICY_CHANGES = (
+    Policy.ModeSwitched,
+    Policy.EntryAdded,
+    Policy.EntryRemoved,
+    Policy.ExceptionGranted,
+    Policy.ExceptionRevoked,
+)
+
+
 def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list[tuple[str, tuple]]:
     """The read-model statements for the domain events of one atomic save. `workspaces` maps
     each saved aggregate's id to its workspace (policy events don't repeat it)."""
@@ -56,7 +67,7 @@ def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list[tuple[st
         at = dialect.ts(e.timestamp)
         if isinstance(e, Policy.Created):
             rows.append(("workspace", (e.workspace, at, e.by)))
-        elif isinstance(e, (Policy.ModeSwitched, Policy.EntryAdded, Policy.EntryRemoved)):
+        elif isinstance(e, POLICY_CHANGES):
             rows.append(("change", _change_row(e, workspaces[e.originator_id], at)))
         elif isinstance(e, Decision.Recorded):
             rows.append(("decision", _decision_row(e, at)))
@@ -69,13 +80,17 @@ def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list[tuple[st
 
 def _change_row(e, workspace: str, at) -> tuple:
     change_type, list_name, name, mode = _describe_change(e)
-    key = deny_key(e.language, name) if name else None
+    # Exception rows have no name key: the list lookups of point-in-time answers skip them.
+    key = deny_key(e.language, name) if name and list_name else None
     return (workspace, e.originator_version - 1, at, e.by, e.note, change_type, e.language, list_name, name, key, mode)
 
 
 def _describe_change(e) -> tuple[str, str | None, str | None, str | None]:
     if isinstance(e, Policy.ModeSwitched):
         return "mode-switched", None, None, e.mode
+    if isinstance(e, (Policy.ExceptionGranted, Policy.ExceptionRevoked)):
+        kind = "exception-granted" if isinstance(e, Policy.ExceptionGranted) else "exception-revoked"
+        return kind, None, e.name, None
     kind = "entry-added" if isinstance(e, Policy.EntryAdded) else "entry-removed"
     return kind, e.list_name, e.name, None
 

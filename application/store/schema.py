@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
+from application.store.access_schema import ACCESS_DDL, ACCESS_TABLES
 from application.store.count_schema import COUNT_DDL, COUNT_TABLES
 
-TABLES = ("workspaces", "changes", "decisions", "tokens", "owner_guard", *COUNT_TABLES)
+TABLES = ("workspaces", "changes", "decisions", "tokens", "owner_guard", *COUNT_TABLES, *ACCESS_TABLES)
 
 DDL = (
     "CREATE TABLE IF NOT EXISTS {workspaces} (workspace TEXT PRIMARY KEY, "
@@ -32,6 +33,7 @@ DDL = (
     "CREATE INDEX IF NOT EXISTS rcp_tokens_by_workspace ON {tokens} (workspace, issued_at)",
     "CREATE TABLE IF NOT EXISTS {owner_guard} (workspace TEXT NOT NULL, owners INTEGER NOT NULL CHECK (owners > 0))",
     *COUNT_DDL,
+    *ACCESS_DDL,
 )
 
 

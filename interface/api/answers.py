@@ -17,6 +17,20 @@ class LanguagePolicy(BaseModel):
     deny: list[str]
 
 
+class ExceptionView(BaseModel):
+    """A time-boxed exception: the name is allowed (in either mode; deny entries still win) until
+    `expires_at` (null: until revoked)."""
+
+    id: str
+    language: Language
+    name: str
+    expires_at: Instant | None
+    granted_by: str
+    granted_version: int
+    note: str
+    request_id: str | None
+
+
 class PolicyView(BaseModel):
     workspace: str
     version: int
@@ -25,6 +39,7 @@ class PolicyView(BaseModel):
     node: LanguagePolicy
     changed_at: Instant | None
     changed_by: str | None
+    exceptions: list[ExceptionView] = Field([], description="Exceptions in force at `at` (default now)")
 
 
 class ChangeView(BaseModel):
@@ -37,6 +52,8 @@ class ChangeView(BaseModel):
     mode: Mode | None = None
     list: ListName | None = None
     name: str | None = None
+    exception: dict | None = Field(None, description="`because` an exception decided: its id and expiry")
+    request: dict | None = Field(None, description="`because` an exception decided: the request it approved")
 
 
 class HistoryPage(BaseModel):

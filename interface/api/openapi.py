@@ -79,7 +79,7 @@ def _responses(e: Endpoint) -> dict:
         content[media] = {"schema": {"type": "object" if media == "application/json" else "string"}}
     if content:
         ok["content"] = content
-    responses = {str(e.status): ok}
+    responses = {str(code): ok for code in (e.status, *e.also)}
     codes = set(e.errors) | ({401, 403, 404} if e.role else set())
     if e.body is not None:
         codes |= {400, 413, 415, 422}

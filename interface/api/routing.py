@@ -27,6 +27,7 @@ class Endpoint:
     status: int = 200
     media: tuple[str, ...] = ()  # extra response media types (exports)
     errors: tuple[int, ...] = field(default_factory=tuple)
+    also: tuple[int, ...] = ()  # other success statuses with the same answer (a joined request: 200)
 
 
 class Api:
@@ -48,8 +49,9 @@ class Api:
         status=200,
         media=(),
         errors=(),
+        also=(),
     ):
-        endpoint = Endpoint(method, rule, summary, role, body, query, response, status, media, errors)
+        endpoint = Endpoint(method, rule, summary, role, body, query, response, status, media, errors, also)
         self.endpoints.append(endpoint)
 
         def decorate(view):

@@ -17,6 +17,7 @@ from werkzeug.exceptions import HTTPException, NotFound
 
 from domain.errors import GovernanceError
 from interface.console import (  # noqa: F401 - importing a page module registers its routes
+    access,
     audit,
     links,
     overview,

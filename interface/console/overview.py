@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from flask import render_template
+from flask import render_template, url_for
 
 from interface.console.charts import day_bars
 from interface.console.session import blueprint, caller, governance
 
 CHART_DAYS = 30
 TOP_DAYS = 7
+PENDING_COUNTED = 100
+PENDING_SHOWN = 5
 
 
 @blueprint.get("/overview")
@@ -35,6 +37,12 @@ def overview():
     )
 
 
-def pending_requests() -> dict | None:
-    """{"count", "url"} of open access requests once that feature is in; None hides the tile."""
-    return None
+def pending_requests() -> dict:
+    """Open access requests: how many (up to PENDING_COUNTED, then "N+"), and the newest few."""
+    found = governance().access.requests(caller()["workspace"], "open", limit=PENDING_COUNTED)["requests"]
+    return {
+        "count": len(found),
+        "more": len(found) == PENDING_COUNTED,
+        "newest": found[:PENDING_SHOWN],
+        "url": url_for("console.requests_page"),
+    }

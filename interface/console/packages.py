@@ -131,6 +131,7 @@ def _page(
     against: str | None = None,
     refusal: GovernanceError | None = None,
     since: list | None = None,
+    impact: dict | None = None,
     status: int = 200,
 ):
     items = error_items(refusal) if refusal else []
@@ -141,6 +142,7 @@ def _page(
         tried=tried or BLANK_TEST,
         answer=answer,
         against=against,
+        impact=impact,
         refusal=refusal,
         problems=items,
         since=since,

@@ -46,7 +46,7 @@ def test_the_overview_counts_from_the_read_model_and_every_number_opens_its_deci
     assert _count(console, links["6"]) == 6 and _count(console, links["sbx-2"]) == 4
     assert "Egress denials, last 7 days Host Denied Sandboxes 10.0.0.1 1" in page.plain
     assert "Version 2, " in page.plain and "Python: added pandas to the allow list (note: “lock down”)" in page.plain
-    assert links["torch"] == "/console/packages/python/torch" and "Pending requests" not in page.plain
+    assert links["torch"] == "/console/packages/python/torch" and "0 pending requests" in page.plain
 
 
 def test_the_overview_of_a_quiet_workspace_says_so(live):
@@ -113,3 +113,12 @@ def test_the_root_url_leads_to_the_sign_in_and_unknown_console_pages_are_html(li
     assert missing.headers["X-Frame-Options"] == "DENY"
     api_missing = live.call("GET", "/api/v1/no-such-thing")
     assert api_missing.status == 404 and api_missing.media == "application/problem+json"
+
+
+def test_the_overview_shows_pending_requests(live):
+    body = {"language": "python", "name": "Polars", "justification": "dataframes", "context": {"sandbox": "sbx-1"}}
+    api(live, "POST", "/requests", body, role="sandbox")
+    page = signed_in(live, "auditor").get("/console/overview")
+    assert "1 pending requests" in page.plain
+    assert "Pending requests polars Python: asked by 1 requester since" in page.plain and "(“dataframes”)" in page.plain
+    assert _links(page)["1 pending requests"] == "/console/requests"

@@ -1,0 +1,252 @@
+"""Access requests and time-boxed exceptions: filing and joining, deciding, granting, revoking.
+
+An approval and the exception it grants (and, with `lift_deny`, the removal of the deny entry)
+are one atomic save of the request and the policy. Exceptions are Policy events, so the policy
+cache, `evaluate`, the index, `/test` and every point-in-time answer see them without further
+wiring, and judge them at an instant: expiry is data in the grant, never a later event.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from datetime import UTC, datetime
+from uuid import uuid4
+
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.persistence import IntegrityError
+
+from application.access_views import exception_views, request_view
+from application.formats import iso, parse_uuid
+from application.impact import Impact
+from application.policies import Policies
+from application.store.access_reads import AccessReads
+from domain.access import STATUS_FILTERS, AccessRequest, expiry
+from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
+from domain.policy import Change, Policy
+from domain.specs import check_language, deny_key, parse
+from domain.text import check_context, check_text
+
+ATTEMPTS = 50
+DENIALS_WINDOW_DAYS = 30
+
+
+class Access:
+    """Requests and exceptions. `save` is the application's atomic save of several aggregates."""
+
+    def __init__(self, repository, save, policies: Policies, reads: AccessReads, impacts: Impact):
+        self.repository = repository
+        self.save = save
+        self.policies = policies
+        self.access_reads = reads
+        self.impacts = impacts
+        self.require_workspace = policies.require_workspace
+        self.load_policy = policies.load_policy
+
+    # -- requests -------------------------------------------------------------------------------
+    def file_request(
+        self, workspace: str, language: str, name: str, justification: str, context: dict | None, by: str, token_id: str
+    ) -> dict:
+        """File a request, or join the open one for the same package (`joined` says which)."""
+        self.require_workspace(workspace)
+        language, name = requested_package(language, name)
+        asked = {
+            "by": by,
+            "token_id": token_id,
+            "context": check_context(context),
+            "justification": check_text(justification or "", "justification", 2000),
+        }
+        for _ in range(ATTEMPTS):
+            row = self.access_reads.open_request(workspace, language, name)
+            try:
+                if row is None:
+                    request = AccessRequest(workspace=workspace, language=language, name=name, asked=asked)
+                else:
+                    request = self._get_request(workspace, row["id"])
+                    request.join(asked)  # ConflictError if it was decided since the row was read
+                self.save(request)
+            except (IntegrityError, ConflictError):
+                _pause()  # another filer or decider won: read again
+                continue
+            return {**self.request(workspace, str(request.id)), "joined": row is not None}
+        raise ConflictError(
+            "requests for this package are changing too fast; try again",
+            [FieldError("name", "the open request kept moving")],
+        )
+
+    def request(self, workspace: str, request_id: str, token_id: str | None = None) -> dict:
+        """One request; with `token_id`, only if that token asked for it (else 404)."""
+        row = self.access_reads.request(workspace, request_id) if parse_uuid(request_id) else None
+        asked = self.access_reads.askers([request_id]) if row else []
+        if row is None or (token_id is not None and token_id not in {a["token_id"] for a in asked}):
+            raise NotFoundError(f"no request {request_id!r} in this workspace")
+        return request_view(row, asked, datetime.now(UTC), self._denials(row))
+
+    def requests(self, workspace: str, status: str = "open", token_id: str | None = None, limit: int = 100) -> dict:
+        self.require_workspace(workspace)
+        if status not in STATUS_FILTERS:
+            raise InvalidInputError(
+                f"unknown status {status!r}", [FieldError("status", f"must be one of {', '.join(STATUS_FILTERS)}")]
+            )
+        now = datetime.now(UTC)
+        rows = self.access_reads.requests(workspace, status, now, token_id, limit)
+        askers = self.access_reads.askers([r["id"] for r in rows])
+        return {
+            "requests": [
+                request_view(r, [a for a in askers if a["request_id"] == r["id"]], now, self._denials(r)) for r in rows
+            ]
+        }
+
+    def approve_request(
+        self,
+        workspace: str,
+        request_id: str,
+        by: str,
+        expires_at: datetime | None = None,
+        duration: str | None = None,
+        note: str = "",
+        lift_deny: bool = False,
+    ) -> dict:
+        """Grant the exception (until `expires_at`, for `duration`, or permanently) in one save."""
+        check_text(note or "", "note")
+        for _ in range(ATTEMPTS):
+            request = self._get_request(workspace, request_id)
+            policy = self.load_policy(workspace)
+            exception_id, until = str(uuid4()), expiry(datetime.now(UTC), expires_at, duration)
+            request.approve(by, note or "", exception_id, iso(until), bool(lift_deny))  # 409 if decided
+            policy.record(
+                grant_changes(policy, request.language, request.name, exception_id, until, request_id, lift_deny),
+                by,
+                note or "",
+            )
+            if self._saved(policy, request):
+                return self.request(workspace, request_id)
+        raise _too_fast()
+
+    def reject_request(self, workspace: str, request_id: str, by: str, note: str = "") -> dict:
+        check_text(note or "", "note")
+        for _ in range(ATTEMPTS):
+            request = self._get_request(workspace, request_id)
+            request.reject(by, note or "")
+            if self._saved(request):
+                return self.request(workspace, request_id)
+        raise _too_fast()
+
+    def _get_request(self, workspace: str, request_id: str) -> AccessRequest:
+        request_uuid = parse_uuid(request_id)
+        try:
+            request = self.repository.get(request_uuid) if request_uuid else None
+        except AggregateNotFoundError:
+            request = None
+        if not isinstance(request, AccessRequest) or request.workspace != workspace:
+            raise NotFoundError(f"no request {request_id!r} in this workspace")
+        return request
+
+    def _saved(self, *aggregates) -> bool:
+        try:
+            self.save(*aggregates)
+        except IntegrityError:  # someone else saved first: plan again against what won
+            _pause()
+            return False
+        return True
+
+    def _denials(self, row: dict) -> int:
+        return self.impacts.denied_recently(row["workspace"], row["language"], row["name"], DENIALS_WINDOW_DAYS)
+
+    # -- exceptions -----------------------------------------------------------------------------
+    def grant_exception(
+        self,
+        workspace: str,
+        language: str,
+        name: str,
+        by: str,
+        expires_at: datetime | None = None,
+        duration: str | None = None,
+        note: str = "",
+        lift_deny: bool = False,
+    ) -> dict:
+        """An exception without a request (an admin's own decision)."""
+        check_text(note or "", "note")
+        language, name = requested_package(language, name)
+        for _ in range(ATTEMPTS):
+            policy = self.load_policy(workspace)
+            exception_id, until = str(uuid4()), expiry(datetime.now(UTC), expires_at, duration)
+            policy.record(grant_changes(policy, language, name, exception_id, until, None, lift_deny), by, note or "")
+            if self._saved(policy):
+                return next(e for e in exception_views(policy) if e["id"] == exception_id)
+        raise _too_fast()
+
+    def revoke_exception(self, workspace: str, exception_id: str, by: str, note: str = "") -> None:
+        check_text(note or "", "note")
+        for _ in range(ATTEMPTS):
+            policy = self.load_policy(workspace)
+            grant = policy.grants().get(exception_id)
+            if grant is None:
+                row = self.access_reads.exception(workspace, exception_id) if parse_uuid(exception_id) else None
+                if row is not None:
+                    raise ConflictError(
+                        f"exception {exception_id} was already revoked",
+                        [FieldError("exception_id", "must be a standing exception")],
+                    )
+                raise NotFoundError(f"no exception {exception_id!r} in this workspace")
+            change = Change(
+                "exception-revoked", grant["language"], name=grant["name"], exception={"exception_id": exception_id}
+            )
+            policy.record([change], by, note or "")
+            if self._saved(policy):
+                return
+        raise _too_fast()
+
+    def exceptions(self, workspace: str, at: datetime | None = None) -> dict:
+        """The exceptions in force at `at` (default now), soonest expiry first."""
+        policy = self.load_policy(workspace) if at is None else self.policies.at(workspace, at)
+        return {"exceptions": exception_views(policy, at or datetime.now(UTC))}
+
+
+def requested_package(language: str, text: str) -> tuple[str, str]:
+    """The canonical registry name a request or grant is about: any spelling, or a spec."""
+    check_language(language)
+    check_text(text, "name", 500)
+    spec = parse(language, text)
+    if spec.kind not in ("registry", "alias") or not spec.name:
+        raise InvalidInputError(
+            f"{text!r} does not name a {language} registry package",
+            [FieldError("name", "must be a package name or a registry spec such as pandas==2.1")],
+        )
+    return language, spec.name
+
+
+def grant_changes(
+    policy: Policy,
+    language: str,
+    name: str,
+    exception_id: str,
+    until: datetime | None,
+    request_id: str | None,
+    lift_deny: bool,
+) -> list[Change]:
+    """The grant, after the removal of every deny entry that matches the name when asked to:
+    the deny list wins over exceptions, so granting one for a denied name alone would be a lie."""
+    key = deny_key(language, name)
+    denied = [n for n in policy.state[language]["deny"] if deny_key(language, n) == key]
+    if denied and not lift_deny:
+        raise ConflictError(
+            f"{name} is on the {language} deny list, which wins over exceptions; "
+            "send lift_deny: true to remove the deny entry in the same save",
+            [FieldError("lift_deny", "must be true to grant an exception for a deny-listed name")],
+        )
+    grant = {"exception_id": exception_id, "expires_at": iso(until), "request_id": request_id}
+    return [Change("entry-removed", language, "deny", n) for n in denied] + [
+        Change("exception-granted", language, name=name, exception=grant)
+    ]
+
+
+def _pause() -> None:
+    time.sleep(random.uniform(0, 0.005))  # let the winner's readers through
+
+
+def _too_fast() -> ConflictError:
+    return ConflictError(
+        "the policy is changing too fast to apply this; try again",
+        [FieldError("expected_version", "the policy kept moving")],
+    )

@@ -1,0 +1,100 @@
+"""Indexed reads over the request and exception tables (see `access_schema`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from application.store.reads import ReadModel
+
+_TIMES = ("filed_at", "last_asked_at", "decided_at", "expires_at", "revoked_at", "granted_at", "first_at", "last_at")
+REQUEST_COLUMNS = (
+    "id, workspace, language, name, status, filed_at, filed_by, justification, context, "
+    "last_asked_at, decided_at, decided_by, note, exception_id, expires_at, lift_deny, "
+    "revoked_at"
+)
+EXCEPTION_COLUMNS = (
+    "id, language, name, granted_version, granted_at, granted_by, note, expires_at, "
+    "request_id, revoked_version, revoked_at, revoked_by"
+)
+# "expired": approved, and its exception is over (its expiry passed, or it was revoked).
+_STATUS_WHERE = {
+    "open": "status = 'open'",
+    "rejected": "status = 'rejected'",
+    "approved": "status = 'approved' AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > %s)",
+    "expired": "status = 'approved' AND (revoked_at IS NOT NULL OR expires_at <= %s)",
+    "all": "1 = 1",
+}
+
+
+class AccessReads(ReadModel):
+    def _rows(self, template: str, params: list | tuple = ()) -> list[dict]:
+        rows = super()._rows(template, params)
+        for row in rows:
+            for column in _TIMES:
+                if row.get(column) is not None:
+                    row[column] = self.dialect.from_ts(row[column])
+            if "lift_deny" in row and row["lift_deny"] is not None:
+                row["lift_deny"] = bool(row["lift_deny"])
+        return rows
+
+    # -- requests -------------------------------------------------------------------------------
+    def open_request(self, workspace: str, language: str, name: str) -> dict | None:
+        return self._first(
+            f"SELECT {REQUEST_COLUMNS} FROM {{requests}} WHERE workspace = %s AND "
+            "language = %s AND name = %s AND status = 'open'",
+            (workspace, language, name),
+        )
+
+    def request(self, workspace: str, request_id: str) -> dict | None:
+        return self._first(
+            f"SELECT {REQUEST_COLUMNS} FROM {{requests}} WHERE workspace = %s AND id = %s", (workspace, request_id)
+        )
+
+    def requests(self, workspace: str, status: str, now: datetime, token_id: str | None, limit: int) -> list[dict]:
+        """Open ones first, then newest first; a token id limits them to what it asked for."""
+        where, params = [_STATUS_WHERE[status]], [self._ts(now)] if "%s" in _STATUS_WHERE[status] else []
+        if token_id is not None:
+            where.append("id IN (SELECT request_id FROM {request_askers} WHERE workspace = %s AND token_id = %s)")
+            params += [workspace, token_id]
+        return self._rows(
+            f"SELECT {REQUEST_COLUMNS} FROM {{requests}} WHERE workspace = %s AND "
+            f"{' AND '.join(where)} ORDER BY CASE WHEN status = 'open' THEN 0 ELSE 1 END, "
+            "filed_at DESC, id LIMIT %s",
+            [workspace, *params, limit],
+        )
+
+    def askers(self, request_ids: list[str]) -> list[dict]:
+        if not request_ids:
+            return []
+        marks = ", ".join(["%s"] * len(request_ids))
+        return self._rows(
+            f"SELECT request_id, token_id, first_at, last_at, asks, by_actor, justification, "
+            f"context FROM {{request_askers}} WHERE request_id IN ({marks}) "
+            "ORDER BY first_at, token_id",
+            request_ids,
+        )
+
+    # -- exceptions -----------------------------------------------------------------------------
+    def exception(self, workspace: str, exception_id: str) -> dict | None:
+        return self._first(
+            f"SELECT {EXCEPTION_COLUMNS} FROM {{exceptions}} WHERE workspace = %s AND id = %s",
+            (workspace, exception_id),
+        )
+
+    def exceptions_for_name(self, workspace: str, language: str, name: str) -> list[dict]:
+        """Every exception ever granted for this name (a handful), oldest first."""
+        return self._rows(
+            f"SELECT {EXCEPTION_COLUMNS} FROM {{exceptions}} WHERE workspace = %s AND "
+            "language = %s AND name = %s ORDER BY granted_version",
+            (workspace, language, name),
+        )
+
+    def exceptions_by_id(self, workspace: str, ids: list[str]) -> dict[str, dict]:
+        if not ids:
+            return {}
+        marks = ", ".join(["%s"] * len(ids))
+        rows = self._rows(
+            f"SELECT {EXCEPTION_COLUMNS} FROM {{exceptions}} WHERE workspace = %s AND id IN ({marks})",
+            [workspace, *ids],
+        )
+        return {r["id"]: r for r in rows}

@@ -1,0 +1,117 @@
+"""Access requests from agents, and the terms of the exceptions that approving them grants.
+
+An `AccessRequest` is its own small aggregate (filed, joined, approved, rejected), so asking
+never conflicts with policy changes. The exception an approval grants is an event on the Policy
+(see `domain.policy`), saved in the same atomic write as the approval: judging reads it from
+the policy like the lists, and its expiry is data in that event, never a clock-driven event.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+from eventsourcing.domain import Aggregate, event
+
+from domain.errors import ConflictError, FieldError, InvalidInputError
+
+STATUSES = ("open", "approved", "rejected", "expired")
+STATUS_FILTERS = (*STATUSES, "all")
+MAX_DURATION = timedelta(days=3660)
+# ISO 8601 durations of fixed length only: months and years have no fixed length, so "P1M"
+# would expire at a different instant depending on when it was approved.
+_DURATION = re.compile(r"P(?!$)(?:(\d+)W)?(?:(\d+)D)?(?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d{1,6})?)S)?)?")
+
+
+def parse_duration(text: str, field: str = "duration") -> timedelta:
+    """`P7D`, `PT12H`, `P1W`, `P1DT6H`: weeks, days, hours, minutes, seconds."""
+    found = _DURATION.fullmatch(text.strip().upper()) if isinstance(text, str) else None
+    if found is None:
+        raise InvalidInputError(
+            f"{field}: {text!r} is not an ISO 8601 duration such as P7D",
+            [
+                FieldError(
+                    field,
+                    "must be an ISO 8601 duration in weeks, days, hours, minutes or seconds, such as P7D or PT12H",
+                )
+            ],
+        )
+    weeks, days, hours, minutes, seconds = (float(g) if g else 0.0 for g in found.groups())
+    length = timedelta(weeks=weeks, days=days, hours=hours, minutes=minutes, seconds=seconds)
+    if not timedelta(0) < length <= MAX_DURATION:
+        raise InvalidInputError(
+            f"{field}: {text!r} is out of range", [FieldError(field, "must be longer than zero and at most 3660 days")]
+        )
+    return length
+
+
+def expiry(now: datetime, expires_at: datetime | None, duration: str | None) -> datetime | None:
+    """When an exception granted `now` ends: at `expires_at`, after `duration`, or never (None)."""
+    if expires_at is not None and duration is not None:
+        raise InvalidInputError(
+            "give expires_at or duration, not both", [FieldError("duration", "must not be given with expires_at")]
+        )
+    if duration is not None:
+        return now + parse_duration(duration)
+    if expires_at is not None and expires_at <= now:
+        raise InvalidInputError("expires_at is not in the future", [FieldError("expires_at", "must be in the future")])
+    return expires_at
+
+
+class AccessRequest(Aggregate):
+    """One open question "may this package be installed here?", and how it was decided."""
+
+    TOPIC = "runcode_policy:AccessRequest"
+
+    class Created(Aggregate.Created):
+        # Unused base "created" class; the library requires an explicit topic on it too.
+        TOPIC = "runcode_policy:AccessRequest.Created"
+
+    @event("Filed", topic="runcode_policy:AccessRequest.Filed")
+    def __init__(self, workspace: str, language: str, name: str, asked: dict):
+        # `asked`: who asked and why ({"by", "token_id", "justification", "context"}), checked.
+        self.workspace = workspace
+        self.language = language
+        self.name = name
+        self.status = "open"
+        self.askers = [asked]
+        self.decision: dict | None = None
+
+    def join(self, asked: dict) -> None:
+        self._check_open()
+        self._join(asked)
+
+    @event("Joined", topic="runcode_policy:AccessRequest.Joined")
+    def _join(self, asked: dict) -> None:
+        self.askers.append(asked)
+
+    def approve(self, by: str, note: str, exception_id: str, expires_at: str | None, lift_deny: bool) -> None:
+        self._check_open()
+        self._approve(by, note, exception_id, expires_at, lift_deny)
+
+    @event("Approved", topic="runcode_policy:AccessRequest.Approved")
+    def _approve(self, by: str, note: str, exception_id: str, expires_at: str | None, lift_deny: bool) -> None:
+        self.status = "approved"
+        self.decision = {
+            "by": by,
+            "note": note,
+            "exception_id": exception_id,
+            "expires_at": expires_at,
+            "lift_deny": lift_deny,
+        }
+
+    def reject(self, by: str, note: str) -> None:
+        self._check_open()
+        self._reject(by, note)
+
+    @event("Rejected", topic="runcode_policy:AccessRequest.Rejected")
+    def _reject(self, by: str, note: str) -> None:
+        self.status = "rejected"
+        self.decision = {"by": by, "note": note}
+
+    def _check_open(self) -> None:
+        if self.status != "open":
+            raise ConflictError(
+                f"this request was already {self.status}; it cannot be decided again",
+                [FieldError("request_id", f"must be an open request (it is {self.status})")],
+            )

@@ -1,0 +1,121 @@
+"""Request and answer schemas of the requests, exceptions and impact endpoints (API.md,
+"Requests, exceptions, impact"); the shared closed sets come from `interface.api.schemas`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from domain.access import STATUS_FILTERS, STATUSES
+from interface.api.answers import ExceptionView
+from interface.api.schemas import Body, Draft, Instant, Language, Query
+
+Note = Annotated[str, Field(max_length=2000)]
+ContextText = Annotated[str, Field(max_length=200)]
+
+
+class RequestContext(Body):
+    sandbox: ContextText | None = None
+    actor: ContextText | None = None
+    run: ContextText | None = None
+    source: ContextText | None = None
+    skill: ContextText | None = None
+
+
+class RequestBody(Body):
+    language: Language
+    name: Annotated[
+        str,
+        Field(min_length=1, max_length=500, description="Any spelling of the name, or a registry spec (pandas==2.1)"),
+    ]
+    justification: Note = ""
+    context: RequestContext | None = None
+
+
+class Expiry(Body):
+    expires_at: Annotated[str, Field(description="RFC 3339 instant the exception ends")] | None = None
+    duration: Annotated[str, Field(max_length=40, description="ISO 8601 duration from now, e.g. P7D")] | None = None
+    note: Note = ""
+    lift_deny: bool = False
+
+
+class ApproveBody(Expiry):
+    """Neither expires_at nor duration: the exception is permanent (until revoked)."""
+
+
+class RejectBody(Body):
+    note: Note = ""
+
+
+class ExceptionBody(Expiry):
+    language: Language
+    name: Annotated[str, Field(min_length=1, max_length=500)]
+
+
+class ImpactBody(Body):
+    draft: Draft
+    days: Annotated[int, Field(ge=1, le=366)] = 30
+
+
+class RequestsQuery(Query):
+    status: Literal[STATUS_FILTERS] = "open"
+    limit: Annotated[int, Field(ge=1, le=1000)] = 100
+
+
+class Asker(BaseModel):
+    by: str
+    first_at: Instant
+    last_at: Instant
+    asks: int
+    justification: str
+    context: dict
+
+
+class GrantedException(BaseModel):
+    id: str
+    expires_at: Instant | None
+    revoked_at: Instant | None
+    lift_deny: bool
+
+
+class RequestView(BaseModel):
+    id: str
+    language: Language
+    name: str
+    status: Literal[STATUSES]
+    filed_at: Instant
+    filed_by: str
+    justification: str
+    context: dict
+    requesters: int = Field(description="How many distinct tokens asked for it")
+    askers: list[Asker]
+    decided_at: Instant | None
+    decided_by: str | None
+    note: str | None
+    exception: GrantedException | None
+    denied_last_30_days: int = Field(description="Recorded denials of this package in the last 30 days")
+    joined: bool | None = Field(None, description="On filing: true if an open request was joined")
+
+
+class RequestList(BaseModel):
+    requests: list[RequestView]
+
+
+class ExceptionList(BaseModel):
+    exceptions: list[ExceptionView]
+
+
+class ImpactPackage(BaseModel):
+    language: Language
+    name: str
+    installs: int
+    sandboxes: int
+
+
+class ImpactAnswer(BaseModel):
+    days: int
+    from_: Annotated[str, Field(alias="from", description="First UTC day counted")]
+    would_deny: list[ImpactPackage]
+    would_allow: list[ImpactPackage]
+    unchanged: int

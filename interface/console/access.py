@@ -1,0 +1,92 @@
+"""The Requests page (approve for 1, 7 or 30 days or permanently, or reject with a note), revoking
+exceptions from the packages page, and the impact preview of the unsaved draft next to Save."""
+
+from __future__ import annotations
+
+from flask import flash, redirect, render_template, request, url_for
+
+from domain.access import STATUS_FILTERS
+from domain.errors import InvalidInputError
+from interface.console import packages as policy_page
+from interface.console.forms import desired_state, policy_form
+from interface.console.session import blueprint, caller, governance, require
+
+# What the approve buttons offer (value -> ISO 8601 duration; "permanent": none).
+DURATIONS = {"P1D": "1 day", "P7D": "7 days", "P30D": "30 days", "permanent": "permanently"}
+IMPACT_DAYS = 30
+
+
+def _workspace() -> str:
+    return caller()["workspace"]
+
+
+@blueprint.get("/requests")
+def requests_page():
+    status = request.args.get("status", "open")
+    if status not in STATUS_FILTERS:
+        status = "open"
+    found = governance().access.requests(_workspace(), status)["requests"]
+    return render_template(
+        "console/requests.html",
+        requests=found,
+        status=status,
+        statuses=STATUS_FILTERS,
+        durations=DURATIONS,
+        can_edit=policy_page.can_edit(),
+    )
+
+
+@blueprint.post("/requests/<request_id>/approve")
+def approve(request_id: str):
+    require("admin")
+    choice = request.form.get("duration", "")
+    if choice not in DURATIONS:
+        raise InvalidInputError("choose how long the exception lasts", [])
+    decided = governance().access.approve_request(
+        _workspace(),
+        request_id,
+        by=caller()["name"],
+        duration=None if choice == "permanent" else choice,
+        note=request.form.get("note", ""),
+        lift_deny=request.form.get("lift_deny") == "yes",
+    )
+    flash(f"Approved {decided['name']} ({DURATIONS[choice]}).", "ok")
+    return redirect(url_for("console.requests_page"))
+
+
+@blueprint.post("/requests/<request_id>/reject")
+def reject(request_id: str):
+    require("admin")
+    decided = governance().access.reject_request(
+        _workspace(), request_id, by=caller()["name"], note=request.form.get("note", "")
+    )
+    flash(f"Rejected the request for {decided['name']}.", "ok")
+    return redirect(url_for("console.requests_page"))
+
+
+@blueprint.post(policy_page.PAGE + "/exceptions/<exception_id>/revoke")
+def revoke_exception(exception_id: str):
+    require("admin")
+    governance().access.revoke_exception(_workspace(), exception_id, by=caller()["name"])
+    flash("Exception revoked: it no longer allows anything.", "ok")
+    return redirect(url_for("console.packages"))
+
+
+@blueprint.post(policy_page.PAGE + "/impact")
+def preview_impact():
+    """The packages page again, with the form as typed and what it would change."""
+    require("admin")
+    saved = governance().policy(_workspace())
+    form = policy_form(request.form)
+    try:
+        impact = governance().impact(_workspace(), desired_state(form), IMPACT_DAYS)
+    except InvalidInputError as error:
+        return policy_page._page(saved, form, refusal=error, status=422)
+    return policy_page._page(saved, form, impact=impact_summary(impact))
+
+
+def impact_summary(impact: dict, shown: int = 5) -> dict:
+    """Numbers and words for the preview: "would have denied 41 of 1,203 installs: scipy ×17 …"."""
+    moved = {k: sum(p["installs"] for p in impact[k]) for k in ("would_deny", "would_allow")}
+    total = impact["unchanged"] + moved["would_deny"] + moved["would_allow"]
+    return {**impact, "total": total, "denied": moved["would_deny"], "allowed": moved["would_allow"], "shown": shown}

@@ -1,0 +1,269 @@
+"""Requests, exceptions and impact over the real HTTP API (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from application.formats import iso
+
+P = "/api/v1/workspaces/acme"
+LOCK = {"python": {"mode": "allowlist", "allow": ["pandas"]}}
+RANK = ["sandbox", "auditor", "admin", "owner"]
+
+
+def call(live, method, path, role, body=None, expect=None):
+    reply = live.call(method, P + path, live.tokens[role], body)
+    if expect is not None:
+        assert reply.status == expect, (reply.status, reply.body)
+    return reply.json if reply.body else None
+
+
+def ask(live, name="beta", role="sandbox", why="needed for the report"):
+    body = {
+        "language": "python",
+        "name": name,
+        "justification": why,
+        "context": {"sandbox": "sbx-42", "actor": "agent-7", "run": "r-1", "source": "gate"},
+    }
+    return live.call("POST", P + "/requests", live.tokens[role], body)
+
+
+@pytest.fixture
+def locked(live):
+    call(live, "PUT", "/policy", "admin", LOCK, expect=200)
+    return live
+
+
+def test_a_denied_agent_asks_an_admin_approves_and_the_package_installs(locked):
+    live = locked
+    denied = call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": ["beta"]})["decisions"][0]
+    assert not denied["allowed"] and "runcode-policy-gate request python beta" in denied["message"]
+    assert "POST /api/v1/workspaces/acme/requests" in denied["message"]
+    filed = ask(live, "Beta==1.0")
+    assert filed.status == 201 and filed.json["joined"] is False
+    request = filed.json
+    assert (request["name"], request["status"], request["requesters"]) == ("beta", "open", 1)
+    assert request["askers"][0]["context"]["run"] == "r-1" and request["denied_last_30_days"] == 1
+    again = ask(live, "beta", role="admin", why="the data team too")
+    assert again.status == 200 and again.json["joined"] is True and again.json["id"] == request["id"]
+    assert again.json["requesters"] == 2
+    approved = call(
+        live, "POST", f"/requests/{request['id']}/approve", "admin", {"duration": "P7D", "note": "a week"}, expect=200
+    )
+    assert approved["status"] == "approved" and approved["decided_by"] == "admin-token"
+    ends = datetime.fromisoformat(approved["exception"]["expires_at"])
+    assert timedelta(days=7) - timedelta(minutes=1) < ends - datetime.now(UTC) <= timedelta(days=7)
+    allowed = call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": ["beta"]})["decisions"][0]
+    assert (allowed["allowed"], allowed["reason"]) == (True, "matches-an-exception")
+    answer = call(live, "GET", "/packages/python/Beta", "auditor", expect=200)
+    assert answer["reason"] == "matches-an-exception"
+    assert answer["because"]["type"] == "exception-granted" and answer["because"]["by"] == "admin-token"
+    assert answer["because"]["request"] == {"id": request["id"]} and answer["because"]["note"] == "a week"
+    policy = call(live, "GET", "/policy", "auditor")
+    assert [(e["name"], e["expires_at"], e["request_id"]) for e in policy["exceptions"]] == [
+        ("beta", approved["exception"]["expires_at"], request["id"])
+    ]
+    history = call(live, "GET", "/history", "auditor")["changes"]
+    assert history[-1]["type"] == "exception-granted" and history[-1]["name"] == "beta"
+
+
+@pytest.mark.parametrize(
+    "body", [{"expires_at": "DAYS"}, {"duration": "PT36H"}, {}], ids=["expires_at", "duration", "permanent"]
+)
+def test_each_duration_form(locked, body):
+    live = locked
+    request = ask(live).json
+    if body.get("expires_at") == "DAYS":
+        body = {"expires_at": iso(datetime.now(UTC) + timedelta(days=3))}
+    approved = call(live, "POST", f"/requests/{request['id']}/approve", "admin", body, expect=200)
+    ends = approved["exception"]["expires_at"]
+    if "expires_at" in body:
+        assert ends == body["expires_at"]
+    elif "duration" in body:
+        assert timedelta(hours=35) < datetime.fromisoformat(ends) - datetime.now(UTC) <= timedelta(hours=36)
+    else:
+        assert ends is None
+    assert call(live, "GET", "/requests?status=approved", "auditor")["requests"][0]["id"] == request["id"]
+
+
+def test_bad_expiries_are_422_naming_the_field(locked):
+    request = ask(locked).json
+    for body, field in (
+        ({"duration": "P1M"}, "duration"),
+        ({"duration": "soon"}, "duration"),
+        ({"expires_at": "2020-01-01T00:00:00Z"}, "expires_at"),
+        ({"expires_at": iso(datetime.now(UTC) + timedelta(days=1)), "duration": "P1D"}, "duration"),
+    ):
+        reply = locked.call("POST", f"{P}/requests/{request['id']}/approve", locked.tokens["admin"], body)
+        assert reply.status == 422 and reply.json["errors"][0]["field"] == field, (body, reply.body)
+    assert call(locked, "GET", f"/requests/{request['id']}", "admin")["status"] == "open"
+
+
+def test_a_decided_request_cannot_be_decided_again(locked):
+    live = locked
+    first, second = ask(live, "beta").json, ask(live, "gamma").json
+    call(live, "POST", f"/requests/{first['id']}/approve", "admin", {}, expect=200)
+    call(live, "POST", f"/requests/{second['id']}/reject", "admin", {"note": "use pandas"}, expect=200)
+    for request in (first, second):
+        for action in ("approve", "reject"):
+            reply = live.call("POST", f"{P}/requests/{request['id']}/{action}", live.tokens["admin"], {})
+            assert reply.status == 409 and reply.json["errors"][0]["field"] == "request_id"
+    rejected = call(live, "GET", f"/requests/{second['id']}", "auditor")
+    assert (rejected["status"], rejected["note"], rejected["exception"]) == ("rejected", "use pandas", None)
+    refiled = ask(live, "gamma")  # a decided request is closed: asking again opens a new one
+    assert refiled.status == 201 and refiled.json["id"] != second["id"]
+
+
+def test_lift_deny_removes_the_deny_entry_in_the_same_save(locked):
+    live = locked
+    call(
+        live,
+        "POST",
+        "/policy/changes",
+        "admin",
+        {"changes": [{"action": "add", "language": "python", "list": "deny", "entries": ["beta"]}]},
+        expect=200,
+    )
+    request = ask(live).json
+    refused = live.call("POST", f"{P}/requests/{request['id']}/approve", live.tokens["admin"], {})
+    assert refused.status == 409 and refused.json["errors"][0]["field"] == "lift_deny"
+    before = call(live, "GET", "/policy", "auditor")["version"]
+    call(live, "POST", f"/requests/{request['id']}/approve", "admin", {"lift_deny": True}, expect=200)
+    changes = call(live, "GET", "/history", "auditor")["changes"][-2:]
+    assert [(c["type"], c["version"]) for c in changes] == [
+        ("entry-removed", before + 1),
+        ("exception-granted", before + 2),
+    ]
+    assert changes[0]["at"] == changes[1]["at"]  # one atomic save, one instant
+    assert call(live, "GET", "/policy", "auditor")["python"]["deny"] == []
+    assert call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": ["beta"]})["allowed"]
+
+
+def test_a_deny_entry_added_later_still_wins_over_the_exception(locked):
+    live = locked
+    call(live, "POST", "/exceptions", "admin", {"language": "python", "name": "beta"}, expect=201)
+    call(
+        live,
+        "POST",
+        "/policy/changes",
+        "admin",
+        {"changes": [{"action": "add", "language": "python", "list": "deny", "entries": ["beta"]}]},
+        expect=200,
+    )
+    decision = call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": ["beta"]})["decisions"][0]
+    assert decision["reason"] == "matches-the-deny-list"
+
+
+def test_grant_without_a_request_and_revoke(locked):
+    live = locked
+    granted = call(
+        live,
+        "POST",
+        "/exceptions",
+        "admin",
+        {"language": "python", "name": "Beta", "duration": "P30D", "note": "trial"},
+        expect=201,
+    )
+    assert granted["name"] == "beta" and granted["request_id"] is None
+    assert call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": ["beta"]})["allowed"]
+    assert [e["id"] for e in call(live, "GET", "/exceptions", "auditor")["exceptions"]] == [granted["id"]]
+    assert live.call("DELETE", f"{P}/exceptions/{granted['id']}", live.tokens["admin"]).status == 204
+    assert not call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": ["beta"]})["allowed"]
+    assert call(live, "GET", "/exceptions", "auditor")["exceptions"] == []
+    assert live.call("DELETE", f"{P}/exceptions/{granted['id']}", live.tokens["admin"]).status == 409
+    assert live.call("DELETE", f"{P}/exceptions/nope", live.tokens["admin"]).status == 404
+    assert call(live, "GET", "/history", "auditor")["changes"][-1]["type"] == "exception-revoked"
+
+
+def test_an_exception_that_expires_answers_differently_before_and_after(locked):
+    live = locked
+    granted = call(
+        live, "POST", "/exceptions", "admin", {"language": "python", "name": "beta", "duration": "PT2S"}, expect=201
+    )
+    ends = datetime.fromisoformat(granted["expires_at"])
+    before = call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": ["beta"]})["decisions"][0]
+    while datetime.now(UTC) <= ends:  # wait for the instant itself: no clock-driven event happens
+        time.sleep(0.2)
+    after = call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": ["beta"]})["decisions"][0]
+    assert (before["allowed"], before["reason"]) == (True, "matches-an-exception")
+    assert (after["allowed"], after["reason"]) == (False, "not-on-the-allow-list")
+    for decision in (before, after):  # the point-in-time answers agree with what evaluate said then
+        at = decision["at"]
+        package = call(live, "GET", f"/packages/python/beta?at={at}", "auditor")
+        assert (package["allowed"], package["reason"]) == (decision["allowed"], decision["reason"])
+        policy = call(live, "GET", f"/policy?at={at}", "auditor")
+        assert bool(policy["exceptions"]) == decision["allowed"]
+        tested = call(live, "POST", "/test", "auditor", {"language": "python", "specs": ["beta"], "at": at})
+        assert tested["decisions"][0]["reason"] == decision["reason"]
+    line = call(live, "GET", f"/packages/python/beta?from={before['at']}&to={iso(datetime.now(UTC))}", "auditor")
+    assert [i["reason"] for i in line["intervals"]] == ["matches-an-exception", "not-on-the-allow-list"]
+    assert line["intervals"][0]["to"] == granted["expires_at"]
+    assert call(live, "GET", "/requests?status=expired", "auditor")["requests"] == []
+
+
+def test_impact_of_a_draft_over_http(locked):
+    live = locked
+    for spec, sandbox in (("pandas", "a"), ("pandas", "b"), ("scipy", "a")):
+        call(
+            live,
+            "POST",
+            "/evaluate",
+            "sandbox",
+            {"language": "python", "specs": [spec], "context": {"sandbox": sandbox}},
+        )
+    draft = {"python": {"mode": "allowlist", "allow": ["scipy"]}}
+    answer = call(live, "POST", "/impact", "admin", {"draft": draft, "days": 30}, expect=200)
+    assert answer["would_deny"] == [{"language": "python", "name": "pandas", "installs": 2, "sandboxes": 2}]
+    assert answer["would_allow"] == [{"language": "python", "name": "scipy", "installs": 1, "sandboxes": 1}]
+    assert answer["unchanged"] == 0 and answer["days"] == 30
+    bad = live.call("POST", P + "/impact", live.tokens["admin"], {"draft": {"python": {"allow": ["-r x"]}}})
+    assert bad.status == 422 and bad.json["errors"][0]["field"] == "draft.python.allow[0]"
+
+
+# (method, path, body, roles that may call it); the paths use ids made by the fixture below.
+ENDPOINTS = [
+    ("POST", "/requests", {"language": "python", "name": "zeta"}, {"sandbox", "admin", "owner"}),
+    ("GET", "/requests", None, set(RANK)),
+    ("GET", "/requests/{request}", None, set(RANK)),
+    ("POST", "/requests/{request}/reject", {}, {"admin", "owner"}),
+    ("POST", "/requests/{request}/approve", {}, {"admin", "owner"}),
+    ("GET", "/exceptions", None, {"auditor", "admin", "owner"}),
+    ("POST", "/exceptions", {"language": "python", "name": "omega"}, {"admin", "owner"}),
+    ("DELETE", "/exceptions/{exception}", None, {"admin", "owner"}),
+    ("POST", "/impact", {"draft": {}}, {"admin", "owner"}),
+]
+
+
+@pytest.mark.parametrize("method,path,body,allowed", ENDPOINTS, ids=lambda v: v if isinstance(v, str) else None)
+def test_the_role_matrix_of_every_new_endpoint(live, method, path, body, allowed):
+    for role in RANK:  # a fresh request and exception per role, so each may be decided once
+        request = ask(live, "beta").json
+        exception = call(live, "POST", "/exceptions", "admin", {"language": "python", "name": "beta"})
+        reply = live.call(
+            method, P + path.format(request=request["id"], exception=exception["id"]), live.tokens[role], body
+        )
+        if role in allowed:
+            assert reply.status < 400, (role, reply.status, reply.body)
+        else:
+            assert reply.status == 403 and reply.media == "application/problem+json", (role, reply.status)
+        live.call("POST", f"{P}/requests/{request['id']}/reject", live.tokens["admin"], {})  # 409 if decided
+    target = P + path.format(request="x", exception="y")
+    assert live.call(method, target, None, body).status == 401
+    assert live.call(method, target, live.tokens["other-workspace"], body).status == 404
+
+
+def test_a_sandbox_reads_only_the_requests_it_asked_for(live):
+    theirs = ask(live, "beta", role="admin").json
+    mine = ask(live, "gamma").json
+    listed = call(live, "GET", "/requests", "sandbox")["requests"]
+    assert [r["id"] for r in listed] == [mine["id"]]
+    assert live.call("GET", f"{P}/requests/{theirs['id']}", live.tokens["sandbox"]).status == 404
+    assert live.call("GET", f"{P}/requests/{mine['id']}", live.tokens["sandbox"]).status == 200
+    assert {r["id"] for r in call(live, "GET", "/requests", "auditor")["requests"]} == {theirs["id"], mine["id"]}
+    joined = ask(live, "beta")  # joining makes it one of the sandbox's own
+    assert (
+        joined.status == 200 and live.call("GET", f"{P}/requests/{theirs['id']}", live.tokens["sandbox"]).status == 200
+    )

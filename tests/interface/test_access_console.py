@@ -1,0 +1,85 @@
+"""The console's Requests page, exceptions with Revoke, and the impact preview (SQLite, PostgreSQL)."""
+
+from __future__ import annotations
+
+from tests.interface.test_console import P, api, signed_in
+
+
+def ask(live, name: str, why: str = "for the report") -> dict:
+    body = {"language": "python", "name": name, "justification": why, "context": {"sandbox": "sbx-9"}}
+    return api(live, "POST", "/requests", body, role="sandbox")
+
+
+def test_an_admin_approves_a_request_for_a_week_and_revokes_its_exception(live):
+    api(live, "PUT", "/policy", {"python": {"mode": "allowlist", "allow": ["pandas"]}})
+    api(live, "POST", "/evaluate", {"language": "python", "specs": ["beta"]}, role="sandbox")
+    request = ask(live, "beta")
+    console = signed_in(live)
+    page = console.get("/console/requests")
+    assert page.status == 200
+    assert "Python beta open" in page.plain and "“for the report”" in page.plain
+    assert "Denied 1 time in the last 30 days" in page.plain and "sandbox sbx-9" in page.plain
+    form = page.form(f"/console/requests/{request['id']}/approve")
+    done = console.follow(console.post(form.action, form.fields + [("duration", "P7D")]))
+    assert "Approved beta (7 days)." in done.plain and "No open requests." in done.plain
+    assert api(live, "GET", f"/requests/{request['id']}")["status"] == "approved"
+    packages = console.get(P)
+    assert "Exceptions in force" in packages.plain and "beta" in packages.plain
+    revoke = next(f for key, f in _forms(packages) if "/revoke" in key)
+    after = console.follow(console.post(revoke.action, revoke.fields))
+    assert "Exception revoked" in after.plain
+    assert api(live, "GET", "/exceptions")["exceptions"] == []
+
+
+def test_rejecting_with_a_note(live):
+    request = ask(live, "gamma")
+    console = signed_in(live)
+    form = console.get("/console/requests").form(f"/console/requests/{request['id']}/approve")
+    reject = next(b for b in form.buttons if b.get("formaction", "").endswith("/reject"))
+    console.follow(
+        console.post(reject["formaction"], [(n, "use pandas" if n == "note" else v) for n, v in form.fields])
+    )
+    decided = api(live, "GET", f"/requests/{request['id']}")
+    assert (decided["status"], decided["note"]) == ("rejected", "use pandas")
+    shown = console.get("/console/requests", status="rejected")
+    assert "Rejected by admin-token" in shown.plain and "“use pandas”" in shown.plain
+
+
+def test_an_auditor_sees_requests_but_cannot_decide_them(live):
+    request = ask(live, "beta")
+    console = signed_in(live, "auditor")
+    page = console.get("/console/requests")
+    assert "Python beta open" in page.plain and "Approve for" not in page.plain
+    refused = console.post(f"/console/requests/{request['id']}/approve", [("duration", "P7D")])
+    assert refused.status in (400, 403)  # no CSRF token and no right: either way nothing is decided
+    assert api(live, "GET", f"/requests/{request['id']}")["status"] == "open"
+
+
+def test_the_impact_preview_of_the_unsaved_draft(live):
+    for name in ("pandas", "pandas", "scipy"):
+        api(
+            live,
+            "POST",
+            "/evaluate",
+            {"language": "python", "specs": [name], "context": {"sandbox": "s"}},
+            role="sandbox",
+        )
+    console = signed_in(live)
+    page = console.get(P)
+    button = next(b for b in page.form().buttons if b.get("formaction", "").endswith("/impact"))
+    form = dict(page.form().fields) | {"python-mode": "allowlist", "python-allow": "scipy"}
+    shown = console.post(button["formaction"], list(form.items()))
+    assert shown.status == 200
+    assert "It would have denied 2 of 3 installs in the last 30 days: pandas ×2" in shown.plain
+    assert shown.form().get("python-allow") == "scipy"  # the draft is kept, nothing saved
+    assert api(live, "GET", "/policy")["version"] == 0
+    same = console.post(button["formaction"], page.form().fields)
+    assert "Nothing: the draft gives each of the 3 installs" in same.plain
+
+
+def _forms(page):
+    from tests.interface.test_console import FormReader
+
+    reader = FormReader()
+    reader.feed(page.text)
+    return reader.forms.items()
