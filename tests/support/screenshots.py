@@ -35,6 +35,7 @@ SHOTS = {
     "history": "The change history",
     "version": "One version of the policy and what it changed",
     "time-travel": "Time travel: was a package allowed at an instant",
+    "requests": "Open access requests, to approve for a while or reject",
 }
 SANDBOXES = ("sbx-data-1", "sbx-data-2", "sbx-ci", "sbx-agent-7")
 
@@ -91,6 +92,10 @@ def seed(gov: Governance, today: datetime) -> dict:
                 gov.evaluate_egress("acme", target, [], context)
     with clock_at(today - timedelta(minutes=5)):
         tokens["auditor"] = gov.issue_token("acme", "audit", "auditor", by="owner")["token"]
+        sandbox = gov.issue_token("acme", "sbx-agent-7", "sandbox", by="owner")
+        for by, why in (("agent-1", "torch for the image classifier"), ("agent-3", "fine-tuning needs torch")):
+            context = {"sandbox": "sbx-agent-7", "actor": by}
+            gov.access.file_request("acme", "python", "torch", why, context, by="sbx-agent-7", token_id=sandbox["id"])
     return tokens
 
 
@@ -115,6 +120,8 @@ def photograph(url: str, tokens: dict, out: Path) -> None:
         page.get_by_label("Was this package allowed then?").fill("requests")
         page.get_by_role("button", name="Show").click()
         shoot(page, out, "time-travel")
+        chromium.open_page(page, "Requests")
+        shoot(page, out, "requests")
 
 
 def shoot(page, out: Path, name: str, full: bool = False) -> None:
