@@ -11,11 +11,11 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-.PHONY: install run test test-fast bench lint format
+.PHONY: install run test test-fast bench lint format screenshots
 install: $(BIN)/.installed
 
 run: install
-	$(BIN)/runcode-policy serve --host $(HOST) --port $(PORT)
+	@$(BIN)/runcode-policy serve --host $(HOST) --port $(PORT)
 
 test: install
 	$(BIN)/python -m pytest -n 4 $(PYTEST_ARGS)
@@ -23,6 +23,10 @@ test: install
 # The inner loop: the domain and application layers only (seconds, no server, no browser).
 test-fast: install
 	$(BIN)/python -m pytest tests/domain tests/application $(PYTEST_ARGS)
+
+# The console's pictures in docs/ (headless Debian Chromium, the browser tests' own flows).
+screenshots: install
+	$(BIN)/python -m tests.support.screenshots docs
 
 bench: install
 	$(BIN)/python bench/evaluate.py

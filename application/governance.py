@@ -24,10 +24,12 @@ from application.egress import EgressConfig, EgressJudge
 from application.evaluation import Evaluation
 from application.formats import iso, parse_uuid
 from application.impact import Impact
+from application.overview import Overview
 from application.policies import Policies
 from application.store import SNAPSHOT_INTERVAL
 from application.store.access_reads import AccessReads
 from application.store.counts import CountReads
+from application.store.overview import OverviewReads
 from application.store.reads import ReadModel
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
@@ -56,6 +58,7 @@ class Governance(Application):
         self.impacts = Impact(self.policies, CountReads(self.recorder))  # decision counts, impact
         # requests and exceptions: `gov.access.file_request(...)`, `gov.access.approve_request(...)`...
         self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts)
+        self.facts = Overview(OverviewReads(self.recorder), self.readmodel, self.policies.require_workspace)
         self.require_workspace = self.policies.require_workspace
         self.load_policy = self.policies.load_policy
 
@@ -130,6 +133,9 @@ class Governance(Application):
 
     def package_timeline(self, workspace: str, language: str, name: str, start, end) -> dict:
         return self.audit.package_timeline(workspace, language, name, start, end)
+
+    def overview(self, workspace: str, first_day, last_day, top_since) -> dict:
+        return self.facts.overview(workspace, first_day, last_day, top_since)
 
     def decision_counts(
         self, workspace: str, start_day: str, end_day: str, language: str | None = None, allowed: bool | None = None
@@ -246,6 +252,16 @@ class Governance(Application):
         if at is None:
             return policy_view(self.load_policy(workspace), None)
         return policy_view(self.policies.at(workspace, at), at)
+
+    def policy_version(self, workspace: str, version: int) -> dict:
+        """The policy right after change `version` (0: the default), `at` being when it was made.
+        One Save stamps all its changes with one instant, so only a version tells them apart."""
+        self.require_workspace(workspace)
+        head = self.readmodel.head_version(workspace)
+        if not 0 <= version <= head:
+            raise NotFoundError(f"no version {version} of this policy (its latest is version {head})")
+        change = self.readmodel.change(workspace, version) if version else None
+        return policy_view(self.load_policy(workspace, version), change["at"] if change else None)
 
     def save_policy(
         self, workspace: str, desired: dict, by: str, note: str = "", expected_version: int | None = None

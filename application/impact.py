@@ -10,6 +10,8 @@ number of packages in use, not the number of decisions recorded.
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from application.policies import Policies
@@ -25,6 +27,9 @@ class Impact:
     def __init__(self, policies: Policies, counts: CountReads):
         self.policies = policies
         self.counts = counts
+        self._periods: dict[tuple[str, str, str], _Period] = {}  # (workspace, first day, today)
+        self._verdicts: dict[str, tuple[int, dict]] = {}  # workspace -> (version, answers by name)
+        self._lock = threading.Lock()
 
     def decision_counts(
         self, workspace: str, start_day: str, end_day: str, language: str | None = None, allowed: bool | None = None
@@ -50,36 +55,100 @@ class Impact:
         if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
             raise InvalidInputError("days out of range", [FieldError("days", f"must be 1 to {MAX_DAYS}")])
         now = datetime.now(UTC)
-        _, saved = self.policies.current(workspace, now)
+        version, saved = self.policies.current(workspace, now)
         _, drafted = self.policies.draft_rules(workspace, draft, now)
         start = first_day(days, now)
+        installs, sandboxes = self._period(workspace, start, now.date().isoformat())
         moved: dict[str, list] = {"would_deny": [], "would_allow": []}
         unchanged = 0
-        for row in self.counts.installs_by_name(workspace, start):
-            spec = Spec(row["name"], row["language"], "registry", row["name"])
-            before = judge(saved[spec.language], spec, workspace).allowed
-            if before == judge(drafted[spec.language], spec, workspace).allowed:
-                unchanged += int(row["installs"])
+        verdicts = self._saved_verdicts(workspace, version)
+        for (language, name), n in installs.items():
+            spec = Spec(name, language, "registry", name)
+            before = verdicts.get((language, name)) if name not in saved[language].exceptions else None
+            if before is None:  # an exception's answer depends on the instant: never kept
+                before = verdicts.setdefault((language, name), judge(saved[language], spec, workspace).allowed)
+                if name in saved[language].exceptions:
+                    del verdicts[(language, name)]
+            if before == judge(drafted[language], spec, workspace).allowed:
+                unchanged += n
             else:
-                moved["would_deny" if before else "would_allow"].append(row)
-        sandboxes = self.counts.sandboxes_by_name(workspace, start) if any(moved.values()) else {}
+                moved["would_deny" if before else "would_allow"].append((language, name, n))
         changed = {key: _packages(rows, sandboxes) for key, rows in moved.items()}
         return {"days": days, "from": start, **changed, "unchanged": unchanged}
+
+    def _saved_verdicts(self, workspace: str, version: int) -> dict:
+        """The saved policy's answers by name, kept while its version stands (one per workspace)."""
+        with self._lock:
+            kept = self._verdicts.get(workspace)
+            if kept is None or kept[0] != version:
+                kept = self._verdicts[workspace] = (version, {})
+        return kept[1]
+
+    def _period(self, workspace: str, start: str, today: str) -> tuple[dict, dict]:
+        """Installs and sandboxes per package over [start, today]. The days before today no
+        longer change (decisions are stamped when made), so their sums are kept per process and
+        re-read only when a few seeks show those days moved (a write that committed late)."""
+        past = self.counts.day_installs(workspace, start, _yesterday(today))
+        key = (workspace, start, today)
+        with self._lock:
+            known = self._periods.get(key)
+        if known is None or known.past_installs != past:
+            known = _Period(
+                past,
+                _summed(self.counts.installs_by_name(workspace, start, _yesterday(today))),
+                _grouped(self.counts.sandboxes_since(workspace, start)),
+            )
+            with self._lock:
+                self._periods = {k: v for k, v in self._periods.items() if k[1:] == key[1:]} | {key: known}
+        installs = dict(known.installs)
+        for (language, name), n in _summed(self.counts.installs_by_name(workspace, today, today)).items():
+            installs[(language, name)] = installs.get((language, name), 0) + n
+        new = _grouped(self.counts.sandboxes_new_today(workspace, start, today))
+        return installs, _Union(known.sandboxes, new)
 
     def denied_recently(self, workspace: str, language: str, name: str, days: int = 30) -> int:
         """Denied decisions of one package over the last `days` UTC days, today included."""
         return self.counts.denied_installs(workspace, first_day(days), language, name)
 
 
-def _packages(rows: list[dict], sandboxes: dict) -> list[dict]:
+@dataclass(frozen=True)
+class _Period:
+    """Sums over a period's days before today, and the installs they were checked against."""
+
+    past_installs: int
+    installs: dict[tuple[str, str], int]
+    sandboxes: dict[tuple[str, str], frozenset[str]]
+
+
+class _Union:
+    """The sandboxes of a package: those of the days before today, and those new today."""
+
+    def __init__(self, past: dict, new: dict):
+        self.past, self.new = past, new
+
+    def get(self, key, default=frozenset()):
+        return self.past.get(key, default) | self.new.get(key, default)
+
+
+def _summed(rows: list[dict]) -> dict[tuple[str, str], int]:
+    return {(r["language"], r["name"]): int(r["installs"]) for r in rows}
+
+
+def _grouped(rows: list[dict]) -> dict[tuple[str, str], frozenset[str]]:
+    found: dict[tuple[str, str], set[str]] = {}
+    for row in rows:
+        found.setdefault((row["language"], row["name"]), set()).add(row["sandbox"])
+    return {k: frozenset(v) for k, v in found.items()}
+
+
+def _yesterday(day: str) -> str:
+    return (date.fromisoformat(day) - timedelta(days=1)).isoformat()
+
+
+def _packages(rows: list[tuple[str, str, int]], sandboxes: dict) -> list[dict]:
     found = [
-        {
-            "language": r["language"],
-            "name": r["name"],
-            "installs": int(r["installs"]),
-            "sandboxes": sandboxes.get((r["language"], r["name"]), 0),
-        }
-        for r in rows
+        {"language": language, "name": name, "installs": n, "sandboxes": len(sandboxes.get((language, name)))}
+        for language, name, n in rows
     ]
     return sorted(found, key=lambda p: (-p["installs"], p["language"], p["name"]))
 

@@ -1,19 +1,23 @@
 """The `runcode-policy` command line: serve, workspaces, tokens, the policy, decision exports.
 
 The store comes from the environment (`RUNCODE_POLICY_DATABASE_URL`, default SQLite under
-./var), as for the web service. What a script wants (a token, a policy, an export) goes to
-stdout alone; everything said to a person goes to stderr. Refusals exit 1 with their detail.
+./var, or under `--data-dir`), as for the web service. Only `serve` and `workspace create` may
+create a store; every other command refuses, naming the store it looked for. What a script
+wants (a token, a policy, an export) goes to stdout alone; everything said to a person goes to
+stderr. Refusals exit 1 with their detail.
 """
 
 from __future__ import annotations
 
 import errno
 import getpass
+import os
 
 import click
 from eventsourcing.persistence import InterfaceError, OperationalError
 
 from application import Governance, optional_bound, optional_instant
+from application.store import DEFAULT_DATA_DIR, sqlite_path
 from domain.errors import GovernanceError
 from domain.policy import LANGUAGES, LISTS, MODES
 from domain.token import ROLES
@@ -39,14 +43,28 @@ def describe(error: GovernanceError) -> str:
     return "\n".join([error.detail, *(f"  {e.field}: {e.message}" for e in error.errors)])
 
 
-def governance() -> Governance:
+def governance(create: bool = False) -> Governance:
     """The store for this invocation: opened on first use, closed when the command ends."""
     root = click.get_current_context().find_root()
     state = root.ensure_object(dict)
     if "governance" not in state:
-        state["governance"] = open_governance(Settings.from_env())
+        settings = Settings.from_env()
+        if not create:
+            require_store(settings)
+        state["governance"] = open_governance(settings)
         root.call_on_close(state["governance"].close)
     return state["governance"]
+
+
+def require_store(settings: Settings) -> None:
+    """Opening a SQLite file that is not there would create an empty store (and answer "no
+    workspace"): refuse instead, naming the file looked for and how to point elsewhere."""
+    path = sqlite_path(settings.database_url)
+    if path is not None and not path.exists():
+        raise click.ClickException(
+            f"no store at {path.resolve()}: start the service here once (make run), or point at the store "
+            "with --data-dir DIR, RUNCODE_POLICY_DATA_DIR or RUNCODE_POLICY_DATABASE_URL"
+        )
 
 
 def actor() -> str:
@@ -64,8 +82,18 @@ note_option = click.option("--note", default="", help="Why: recorded with the ch
 
 
 @click.group(cls=GovernanceGroup, context_settings={"help_option_names": ["-h", "--help"]})
-def main() -> None:
-    """Govern which packages an AI sandbox may install (store: RUNCODE_POLICY_DATABASE_URL)."""
+@click.option(
+    "--data-dir",
+    envvar="RUNCODE_POLICY_DATA_DIR",
+    default=DEFAULT_DATA_DIR,
+    show_default=True,
+    metavar="DIR",
+    help="Where the default SQLite store and the console's key live (env RUNCODE_POLICY_DATA_DIR).",
+)
+def main(data_dir: str) -> None:
+    """Govern which packages an AI sandbox may install (store: RUNCODE_POLICY_DATABASE_URL, or
+    SQLite under --data-dir)."""
+    os.environ["RUNCODE_POLICY_DATA_DIR"] = data_dir  # so every setting read below agrees, serve's app included
 
 
 @main.command()
@@ -95,7 +123,7 @@ def workspace() -> None:
 @click.argument("slug")
 def workspace_create(slug: str) -> None:
     """Create a workspace; print its first owner token alone on stdout (shown once)."""
-    created = governance().create_workspace(slug, by=actor())
+    created = governance(create=True).create_workspace(slug, by=actor())
     click.echo(f'created workspace "{slug}"; its owner token follows on stdout (shown once)', err=True)
     click.echo(created["token"])
 

@@ -6,6 +6,7 @@ the workspace `default` and prints its owner token (once: the store keeps only i
 
 from __future__ import annotations
 
+import errno
 import signal
 
 import click
@@ -21,9 +22,10 @@ DEFAULT_WORKSPACE = "default"
 
 def serve(settings: Settings, host: str, port: int, threads: int) -> None:
     """Serve until Ctrl-C or SIGTERM, then finish requests in flight and close the store."""
-    governance = prepare_store(settings)
+    governance = open_governance(settings)  # tables are created here, before any request thread
     try:
-        server = create_server(create_app(governance=governance), host=host, port=port, threads=threads)
+        server = listen(create_app(governance=governance), host, port, threads)
+        first_start(governance)  # after the port is ours: a refused start must not spend the token
         for url in listen_urls(server):
             click.echo(f"runcode-policy listening on {url}  (Ctrl-C to stop)")
         _stop_on_sigterm()
@@ -34,20 +36,31 @@ def serve(settings: Settings, host: str, port: int, threads: int) -> None:
     click.echo("runcode-policy stopped", err=True)
 
 
-def prepare_store(settings: Settings) -> Governance:
-    """Open the store with table creation on, before any request thread exists.
+def listen(app, host: str, port: int, threads: int):
+    """The waitress server bound to host:port; a port in use is one line saying what to do."""
+    try:
+        return create_server(app, host=host, port=port, threads=threads)
+    except OSError as error:
+        if error.errno != errno.EADDRINUSE:
+            raise
+        raise click.ClickException(
+            f"port {port} on {host} is already in use (is runcode-policy already running?); "
+            f"choose another with PORT={port + 1 if port < 65535 else 8000} make run, or --port"
+        ) from None
 
-    Creating tables from several workers at once races (ARCHITECTURE.md), so it happens here,
-    once. An operator who turned it off (RUNCODE_POLICY_CREATE_TABLES=n: the schema is managed
-    elsewhere) is obeyed.
+
+def first_start(governance: Governance) -> None:
+    """On an empty store, create the workspace `default` and print its owner token once.
+
+    The store was opened with table creation on before any request thread existed: creating
+    tables from several workers at once races (ARCHITECTURE.md). An operator who turned it off
+    (RUNCODE_POLICY_CREATE_TABLES=n: the schema is managed elsewhere) is obeyed.
     """
-    governance = open_governance(settings)
     if not governance.has_workspaces():
         try:
             announce_first_token(governance.create_workspace(DEFAULT_WORKSPACE, by="runcode-policy serve"))
         except ConflictError:
             pass  # another server process on the same store created it first: its token was printed there
-    return governance
 
 
 def announce_first_token(created: dict) -> None:

@@ -19,12 +19,22 @@ def default_database_url(data_dir: str = DEFAULT_DATA_DIR) -> str:
     return f"sqlite:///{data_dir}/runcode-policy.sqlite"
 
 
+def sqlite_path(database_url: str) -> Path | None:
+    """The file a `sqlite:///` URL names (None for `:memory:` and for other stores)."""
+    parts = urlsplit(database_url)
+    if parts.scheme != "sqlite":
+        return None
+    path = unquote(parts.path)
+    path = path[1:] if path.startswith("/") else path  # sqlite:///rel, sqlite:////abs
+    return None if path == ":memory:" else Path(path)
+
+
 def store_env(database_url: str, *, create_table: bool = True) -> dict[str, str]:
     """Library settings for `sqlite:///path` (or `sqlite:///:memory:`) and `postgresql://...`."""
     parts = urlsplit(database_url)
     common = {"IS_SNAPSHOTTING_ENABLED": "y", "CREATE_TABLE": "y" if create_table else "n"}
     if parts.scheme == "sqlite":
-        return common | _sqlite_env(unquote(parts.path))
+        return common | _sqlite_env(sqlite_path(database_url))
     if parts.scheme in ("postgresql", "postgres"):
         return common | _postgres_env(parts)
     raise ConfigError(
@@ -33,10 +43,10 @@ def store_env(database_url: str, *, create_table: bool = True) -> dict[str, str]
     )
 
 
-def _sqlite_env(path: str) -> dict[str, str]:
-    path = path[1:] if path.startswith("/") else path  # sqlite:///rel, sqlite:////abs
-    if path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+def _sqlite_env(file: Path | None) -> dict[str, str]:
+    if file is not None:
+        file.parent.mkdir(parents=True, exist_ok=True)
+    path = str(file) if file is not None else ":memory:"
     return {
         "PERSISTENCE_MODULE": "eventsourcing.sqlite",
         "SQLITE_DBNAME": path,

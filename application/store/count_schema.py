@@ -6,7 +6,7 @@ impact. Kept apart from `schema` so the tables of this read model are defined in
 
 from __future__ import annotations
 
-COUNT_TABLES = ("decision_counts", "impact_names", "impact_sandboxes")
+COUNT_TABLES = ("decision_counts", "impact_names", "impact_sandboxes", "impact_days")
 
 COUNT_DDL = (
     # One row per (workspace, UTC day, language, name, outcome, sandbox); see
@@ -20,8 +20,14 @@ COUNT_DDL = (
     "CREATE TABLE IF NOT EXISTS {impact_names} (workspace TEXT NOT NULL, day TEXT NOT NULL, "
     "language TEXT NOT NULL, name TEXT NOT NULL, installs INTEGER NOT NULL, "
     "PRIMARY KEY (workspace, day, language, name)){norowid}",
+    # `prev_day`: the last day before `last_day` it was installed ('': never), so the pairs that
+    # are new to a period today are one index range, not every pair seen today.
     "CREATE TABLE IF NOT EXISTS {impact_sandboxes} (workspace TEXT NOT NULL, language TEXT NOT NULL, "
-    "name TEXT NOT NULL, sandbox TEXT NOT NULL, last_day TEXT NOT NULL, "
+    "name TEXT NOT NULL, sandbox TEXT NOT NULL, last_day TEXT NOT NULL, prev_day TEXT, "
     "PRIMARY KEY (workspace, language, name, sandbox)){norowid}",
-    "CREATE INDEX IF NOT EXISTS rcp_impact_sandboxes_by_day ON {impact_sandboxes} (workspace, last_day)",
+    "CREATE INDEX IF NOT EXISTS rcp_impact_sandboxes_by_day ON {impact_sandboxes} (workspace, last_day, prev_day)",
+    # Installs per workspace and day: a period's past days are checked in a few seeks before a
+    # cached sum over them is trusted (see `application.impact`).
+    "CREATE TABLE IF NOT EXISTS {impact_days} (workspace TEXT NOT NULL, day TEXT NOT NULL, "
+    "installs INTEGER NOT NULL, PRIMARY KEY (workspace, day)){norowid}",
 )

@@ -20,9 +20,13 @@ _UPSERT = {
     "DO UPDATE SET installs = c.installs + excluded.installs",
     "name_day": "INSERT INTO {impact_names} AS c VALUES (%s, %s, %s, %s, %s) "
     "ON CONFLICT (workspace, day, language, name) DO UPDATE SET installs = c.installs + excluded.installs",
-    "name_sandbox": "INSERT INTO {impact_sandboxes} AS c VALUES (%s, %s, %s, %s, %s) "
-    "ON CONFLICT (workspace, language, name, sandbox) DO UPDATE SET last_day = "
-    "CASE WHEN excluded.last_day > c.last_day THEN excluded.last_day ELSE c.last_day END",
+    # Both SETs see the row as it was, so prev_day gets the old last_day when the day moves on.
+    "name_sandbox": "INSERT INTO {impact_sandboxes} AS c VALUES (%s, %s, %s, %s, %s, '') "
+    "ON CONFLICT (workspace, language, name, sandbox) DO UPDATE SET "
+    "prev_day = CASE WHEN excluded.last_day > c.last_day THEN c.last_day ELSE c.prev_day END, "
+    "last_day = CASE WHEN excluded.last_day > c.last_day THEN excluded.last_day ELSE c.last_day END",
+    "day": "INSERT INTO {impact_days} AS c VALUES (%s, %s, %s) "
+    "ON CONFLICT (workspace, day) DO UPDATE SET installs = c.installs + excluded.installs",
 }
 
 
@@ -38,20 +42,25 @@ def count_key(e) -> tuple:
 def count_statements(dialect, events) -> list[tuple[str, tuple]]:
     counts: Counter = Counter(count_key(e) for e in events if isinstance(e, Decision.Recorded))
     rows = [("count", (*key, n)) for key, n in counts.items()]
-    names: Counter = Counter()
+    names, days = Counter(), Counter()
     sandboxes: dict = {}
     for (workspace, day, language, name, _, sandbox), n in counts.items():
         if language in LANGUAGES and name:
             names[(workspace, day, language, name)] += n
+            days[(workspace, day)] += n
             key = (workspace, language, name, sandbox)
             sandboxes[key] = max(day, sandboxes.get(key, day))
     rows += [("name_day", (*key, n)) for key, n in names.items()]
     rows += [("name_sandbox", (*key, day)) for key, day in sandboxes.items()]
+    rows += [("day", (*key, n)) for key, n in days.items()]
     return [(dialect.sql(_UPSERT[kind]), params) for kind, params in rows]
 
 
 class CountReads(ReadModel):
-    """Queries over the count tables (plain rows)."""
+    """Queries over the count tables (plain rows, no timestamps to convert)."""
+
+    def _rows(self, template: str, params: list | tuple = ()) -> list[dict]:
+        return self.recorder.fetch(self.dialect.sql(template), params)
 
     def decision_counts(
         self, workspace: str, start_day: str, end_day: str, language: str | None, allowed: bool | None
@@ -76,19 +85,33 @@ class CountReads(ReadModel):
         )
         return int(row["n"] or 0) if row else 0
 
-    def installs_by_name(self, workspace: str, start_day: str) -> list[dict]:
-        """Installs per python/node package from `start_day` on: one row per package and day is read."""
+    def installs_by_name(self, workspace: str, start_day: str, end_day: str) -> list[dict]:
+        """Installs per python/node package over [start_day, end_day]: one row per package and day."""
         return self._rows(
             "SELECT language, name, SUM(installs) AS installs FROM {impact_names} "
-            "WHERE workspace = %s AND day >= %s GROUP BY language, name",
+            "WHERE workspace = %s AND day >= %s AND day <= %s GROUP BY language, name",
+            (workspace, start_day, end_day),
+        )
+
+    def day_installs(self, workspace: str, start_day: str, end_day: str) -> int:
+        row = self._first(
+            "SELECT SUM(installs) AS n FROM {impact_days} WHERE workspace = %s AND day >= %s AND day <= %s",
+            (workspace, start_day, end_day),
+        )
+        return int(row["n"] or 0) if row else 0
+
+    def sandboxes_since(self, workspace: str, start_day: str) -> list[dict]:
+        """(language, name, sandbox) of every named sandbox that installed a package from `start_day` on."""
+        return self._rows(
+            "SELECT language, name, sandbox FROM {impact_sandboxes} WHERE workspace = %s "
+            "AND last_day >= %s AND sandbox <> ''",
             (workspace, start_day),
         )
 
-    def sandboxes_by_name(self, workspace: str, start_day: str) -> dict[tuple[str, str], int]:
-        """How many named sandboxes installed each package from `start_day` on (through today)."""
-        rows = self._rows(
-            "SELECT language, name, COUNT(*) AS n FROM {impact_sandboxes} WHERE workspace = %s "
-            "AND last_day >= %s AND sandbox <> '' GROUP BY language, name",
-            (workspace, start_day),
+    def sandboxes_new_today(self, workspace: str, start_day: str, today: str) -> list[dict]:
+        """The pairs installed today that had not been installed since `start_day` before today."""
+        return self._rows(
+            "SELECT language, name, sandbox FROM {impact_sandboxes} WHERE workspace = %s AND last_day = %s "
+            "AND prev_day < %s AND sandbox <> ''",
+            (workspace, today, start_day),
         )
-        return {(r["language"], r["name"]): int(r["n"]) for r in rows}

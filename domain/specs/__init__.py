@@ -9,6 +9,7 @@ gate built on it fails closed.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from domain.errors import FieldError, InvalidInputError
 from domain.specs import npm, pip
@@ -58,6 +59,7 @@ def registry_name(language: str, text: str) -> str | None:
     return spec.name if spec.kind == "registry" else None
 
 
+@lru_cache(maxsize=8192)  # pure, and asked again for every judged name (impact judges thousands)
 def deny_key(language: str, name: str) -> str:
     """Key for deny-list matching.
 

@@ -128,6 +128,10 @@ class AtQuery(Query):
     at: str | None = None
 
 
+class PolicyQuery(AtQuery):
+    version: Annotated[int, Field(ge=0, le=2**53)] | None = None  # the state right after that version
+
+
 class PageQuery(Query):
     from_: str | None = Field(None, alias="from")
     to: str | None = None

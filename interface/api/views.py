@@ -24,7 +24,6 @@ from interface.api.answers import (
 )
 from interface.api.blueprint import W, api
 from interface.api.schemas import (
-    AtQuery,
     DecisionsQuery,
     EgressBody,
     EgressTestBody,
@@ -33,6 +32,7 @@ from interface.api.schemas import (
     PageQuery,
     PolicyChanges,
     PolicyPut,
+    PolicyQuery,
     TestBody,
     TokenBody,
 )
@@ -42,12 +42,16 @@ from interface.problems import HTTPProblem
 @api.route(
     "GET",
     W + "/policy",
-    "The policy now, or exactly as it stood at `at`",
+    "The policy now, exactly as it stood at `at`, or right after change `version`",
     role="auditor",
-    query=AtQuery,
+    query=PolicyQuery,
     response=PolicyView,
 )
 def get_policy(gov, ws, caller, query):
+    if query.version is not None:
+        if query.at is not None:
+            raise InvalidInputError("give at or version, not both", [FieldError("version", "must not come with at")])
+        return gov.policy_version(ws, query.version)
     return gov.policy(ws, optional_instant(query.at, "at"))
 
 

@@ -13,10 +13,18 @@ from urllib.parse import urlsplit
 from flask import Flask, flash, redirect, render_template, request, url_for
 from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFError, CSRFProtect
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, NotFound
 
 from domain.errors import GovernanceError
-from interface.console import access, audit, packages, time_travel  # noqa: F401 - importing a page module registers its routes
+from interface.console import (  # noqa: F401 - importing a page module registers its routes
+    access,
+    audit,
+    links,
+    overview,
+    package_page,
+    packages,
+    time_travel,
+)
 from interface.console.forms import TITLES, field_label
 from interface.console.session import blueprint
 from interface.problems import HTTPProblem, status_of
@@ -58,6 +66,8 @@ def install(app: Flask) -> None:
     app.jinja_env.filters.update(when=when, field_label=field_label)
     app.jinja_env.globals.update(titles=TITLES)
     app.register_blueprint(blueprint)
+    # A person opening the service's address lands in the console (its sign-in when signed out).
+    app.add_url_rule("/", "root", lambda: redirect(url_for("console.home")))
 
 
 def when(text: str | None) -> str:
@@ -83,6 +93,12 @@ def _csrf_refused(error: CSRFError):
     )
 
 
+@blueprint.get("/<path:unknown>")
+def not_found(unknown: str):
+    """Any other console address: an HTML page that says so (the JSON API keeps problem+json)."""
+    raise NotFound("There is no such page in the console. Check the address, or start again from the overview.")
+
+
 @blueprint.errorhandler(HTTPException)
 def _http_refused(error: HTTPException):
     return _error_page(error.code or 500, error.name, error.description or error.name)
@@ -104,7 +120,7 @@ def _back() -> str:
     referrer = urlsplit(request.referrer or "")
     if referrer.netloc == request.host and referrer.path.startswith("/console/"):
         return referrer.path + (f"?{referrer.query}" if referrer.query else "")
-    return url_for("console.packages")
+    return url_for("console.overview")
 
 
 def _error_page(status: int, title: str, detail: str):

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from flask import redirect, render_template, request, url_for
 
-from domain.decision import REASONS
+from domain.decision import DECISION_KINDS, DECISION_REASONS
 from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES
-from domain.specs import KINDS
 from interface import exports
-from interface.console.forms import error_items, instant
+from interface.console.forms import error_items
+from interface.console.instants import instant
 from interface.console.session import blueprint, caller, governance
 
 PAGE_SIZE = 50
@@ -66,8 +66,8 @@ def _audit_page(typed, cursor, page, refusal):
         refusal=refusal,
         problems=error_items(refusal) if refusal else [],
         languages=LANGUAGES,
-        reasons=REASONS,
-        kinds=KINDS,
+        reasons=DECISION_REASONS,
+        kinds=DECISION_KINDS,
     )
 
 

@@ -1,25 +1,39 @@
 """What the console's forms send, turned into the plain data the application takes.
 
 Kept apart from the views so the rules (what a draft is, when pasted text is a command line,
-how a browser's `datetime-local` value becomes an instant) live in one place.
+how a field is named to a person) live in one place; instants are read in `instants`.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from datetime import datetime
 
-from application import parse_bound, parse_instant
 from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES, LISTS, MODES
 
 # First words of install command lines; anything else pasted is read as specs. Programs the
 # gate cannot judge (yarn, uv...) are still recognised, so the answer names the command.
 _PROGRAMS = re.compile(r"(?:.*/)?(?:pip[\d.]*|python[\d.]*|npm|npx|pnpm|yarn|uv|pipx|poetry|conda)")
-_LOCAL_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?")
 _FIELD = re.compile(r"(?P<language>python|node)\.(?P<list>allow|deny)\[(?P<index>\d+)\]")
 TITLES = {"python": "Python", "node": "Node", "allow": "allow list", "deny": "deny list"}
+# Fields named as the console's labels show them, so a message points at what a person sees.
+LABELS = {
+    "at": "Instant (UTC)",
+    "from": "From (UTC)",
+    "to": "To (UTC)",
+    "name": "Package name",
+    "language": "Language",
+    "outcome": "Outcome",
+    "reason": "Reason",
+    "kind": "Kind",
+    "sandbox": "Sandbox",
+    "source": "Source",
+    "version": "Version",
+    "specs": "Specs or command line",
+    "command": "Specs or command line",
+    "expected_version": "The form's version",
+}
 
 
 def policy_form(form) -> dict:
@@ -87,18 +101,6 @@ def _command(text: str) -> list[str] | None:
         ) from None
 
 
-def instant(text: str | None, field: str, *, day_start: bool = False, end: bool = False) -> datetime | None:
-    """RFC 3339, a browser's `datetime-local` value (taken as UTC), or with day_start a date
-    (the whole day: its first instant, or with `end` the first instant of the next day)."""
-    text = (text or "").strip()
-    if not text:
-        return None
-    if _LOCAL_TIME.fullmatch(text):
-        # The form says UTC; browsers may leave the seconds out.
-        text += "Z" if text.count(":") == 2 else ":00Z"
-    return parse_bound(text, field, end=end) if day_start else parse_instant(text, field)
-
-
 def field_label(field: str) -> str:
     """`python.allow[2]` -> `Python allow list, entry 3` (people count from one)."""
     found = _FIELD.fullmatch(field)
@@ -107,9 +109,7 @@ def field_label(field: str) -> str:
     language, _, rest = field.partition(".")
     if language in LANGUAGES and rest:
         return f"{TITLES[language]} {rest}"
-    return {"specs": "Specs", "command": "Command line", "language": "Language", "expected_version": "Version"}.get(
-        field, field
-    )
+    return LABELS.get(field, field)
 
 
 def error_items(error: GovernanceError) -> list[dict]:

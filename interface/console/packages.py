@@ -1,10 +1,15 @@
 """Settings › Governance › Run-code packages: the policy form, its Save, and its Test panel.
 
-A refused Save or Test re-renders the form with what was typed (nothing is lost, every bad
-entry is named); a successful Save redirects (post/redirect/get) so reloading never re-saves.
+A refused Save re-renders the form with what was typed (nothing is lost, every bad entry is
+named); a successful Save redirects (post/redirect/get) so reloading never re-saves. A Test is
+a question that changes nothing, so its post redirects to the page's own address with the form
+in the query and `#results`: the answer is in view, and reloading asks again instead of
+re-posting.
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlencode
 
 from flask import flash, redirect, render_template, request, url_for
 
@@ -23,6 +28,7 @@ from interface.console.session import blueprint, caller, governance, require
 
 PAGE = "/settings/governance/packages"
 BLANK_TEST = {"language": "python", "input": ""}
+MAX_TEST_URL = 8000  # beyond this (a huge draft) the answer is shown in the post's own reply
 
 
 def _workspace() -> str:
@@ -36,6 +42,8 @@ def can_edit() -> bool:
 @blueprint.get(PAGE)
 def packages():
     saved = governance().policy(_workspace())
+    if "against" in request.args:  # a Test's answer (see test_packages)
+        return _tested(saved, request.args)
     return _page(saved, policy_as_form(saved))
 
 
@@ -61,13 +69,22 @@ def save_packages():
 
 @blueprint.post(PAGE + "/test")
 def test_packages():
-    against = request.form.get("against", "saved")
+    if request.form.get("against") == "draft":
+        require("admin")
+    fields = [(k, v) for k, v in request.form.items(multi=True) if k != "csrf_token"]
+    target = f"{url_for('console.packages')}?{urlencode(fields)}#results"
+    if len(target) > MAX_TEST_URL:
+        return _tested(governance().policy(_workspace()), request.form)
+    return redirect(target, 303)
+
+
+def _tested(saved: dict, values):
+    against = values.get("against", "saved")
     if against == "draft":
         require("admin")
-    saved = governance().policy(_workspace())
-    # Auditors cannot edit, so their form is always the saved policy, whatever was posted.
-    form = policy_form(request.form) if can_edit() else policy_as_form(saved)
-    tried = {"language": request.form.get("test-language", "python"), "input": request.form.get("test-input", "")}
+    # Auditors cannot edit, so their form is always the saved policy, whatever was sent.
+    form = policy_form(values) if can_edit() else policy_as_form(saved)
+    tried = {"language": values.get("test-language", "python"), "input": values.get("test-input", "")}
     try:
         answer = _test(form, tried, against)
     except InvalidInputError as error:
@@ -87,8 +104,13 @@ def _conflict(form: dict, error: ConflictError):
     """Keep the edits, show what changed meanwhile, and let the next Save apply over it."""
     saved = governance().policy(_workspace())
     since = _changes_after(form["expected_version"])
+    opened = form["expected_version"].strip()
+    plain = ConflictError(
+        f"Someone else saved the policy after you opened this page (you started from version {opened}; "
+        f"it is now version {saved['version']}). Nothing was saved."
+    )
     form = {**form, "expected_version": str(saved["version"])}
-    return _page(saved, form, refusal=error, since=since, status=409)
+    return _page(saved, form, refusal=plain, since=since, status=409)
 
 
 def _changes_after(version_text: str) -> list[dict]:

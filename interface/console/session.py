@@ -96,7 +96,7 @@ def _signed_in():
 
 @blueprint.get("/")
 def home():
-    return redirect(url_for("console.packages"))
+    return redirect(url_for("console.overview"))
 
 
 @blueprint.route("/sign-in", methods=["GET", "POST"])
@@ -115,7 +115,7 @@ def sign_in():
     session.permanent = True
     session["token"] = _seal(secret)
     flash(f"Signed in to workspace {found['workspace']} as {found['name']} ({found['role']}).", "ok")
-    return redirect(url_for("console.packages"))
+    return redirect(url_for("console.overview"))
 
 
 def _refuse_sign_in(status: int, message: str):

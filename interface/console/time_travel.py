@@ -1,4 +1,9 @@
-"""Time travel: the policy exactly as it stood at an instant, and "was NAME allowed then?"."""
+"""Time travel: the policy exactly as it stood at an instant or at a version, and "was NAME allowed then?".
+
+A version (`?version=N`, what the change history links to) shows that version's own state and
+what it changed from the one before: one Save stamps all its changes with one instant, so an
+instant alone cannot tell them apart.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,15 @@ from datetime import UTC, datetime
 
 from flask import render_template, request
 
+from application.formats import encode_cursor, parse_instant
 from domain.errors import FieldError, GovernanceError, InvalidInputError
-from domain.policy import LANGUAGES
-from interface.console.forms import error_items, instant
+from domain.policy import LANGUAGES, LISTS
+from interface.console.forms import error_items
+from interface.console.instants import instant
 from interface.console.session import blueprint, caller, governance
+from interface.problems import status_of
 
-FIELDS = ("when", "at", "language", "name")
+FIELDS = ("at", "language", "name", "version")
 
 
 @blueprint.get("/time-travel")
@@ -19,36 +27,69 @@ def time_travel():
     typed = {key: request.args.get(key, "").strip() for key in FIELDS}
     typed["language"] = typed["language"] or "python"
     try:
-        policy, package = _answers(typed)
+        policy, package, diff = _answers(typed)
     except GovernanceError as error:
-        return _page(typed, None, None, error), 422
-    return _page(typed, policy, package, None)
+        return _page(typed, None, None, None, error), status_of(error)
+    return _page(typed, policy, package, diff, None)
 
 
-def _answers(typed: dict) -> tuple[dict | None, dict | None]:
-    # The RFC 3339 field wins over the picker: it is the precise one (history links fill it).
-    moment = instant(typed["at"], "at") or instant(typed["when"], "when")
-    if moment is None:
-        if typed["name"]:
-            raise InvalidInputError(
-                "pick the instant to ask about", [FieldError("when", "pick an instant, or type one in RFC 3339")]
-            )
-        return None, None
-    workspace = caller()["workspace"]
-    policy = governance().policy(workspace, moment)
-    package = governance().package_at(workspace, typed["language"], typed["name"], moment) if typed["name"] else None
-    return policy, package
+def _answers(typed: dict) -> tuple[dict | None, dict | None, dict | None]:
+    workspace, gov = caller()["workspace"], governance()
+    diff = None
+    if typed["version"]:
+        policy, diff = _version(workspace, typed["version"])
+        moment = parse_instant(policy["at"], "at") if policy["at"] else datetime.min.replace(tzinfo=UTC)
+    else:
+        moment = instant(typed["at"], "at")
+        if moment is None:
+            if typed["name"]:
+                rule = "type a UTC date or time, such as 2026-03-03 14:05"
+                raise InvalidInputError("Say when: the instant is empty", [FieldError("at", rule)])
+            return None, None, None
+        policy = gov.policy(workspace, moment)
+    package = gov.package_at(workspace, typed["language"], typed["name"], moment) if typed["name"] else None
+    return policy, package, diff
 
 
-def _page(typed, policy, package, refusal):
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+def _version(workspace: str, text: str) -> tuple[dict, dict]:
+    """Version N's policy, and what it changed from version N - 1 (with the change itself)."""
+    if not text.isdigit():
+        rule = "must be a whole number, such as 3"
+        raise InvalidInputError("That version is not a number", [FieldError("version", rule)])
+    gov, version = governance(), int(text)
+    policy = gov.policy_version(workspace, version)
+    if version == 0:
+        return policy, {"changes": [], "previous": None, "languages": []}
+    before = gov.policy_version(workspace, version - 1)
+    change = gov.history(workspace, limit=1, cursor=encode_cursor(version - 1))["changes"]
+    return policy, {"changes": change, "previous": version - 1, "languages": differences(before, policy)}
+
+
+def differences(before: dict, after: dict) -> list[dict]:
+    """Per language: the mode change (old, new) if any, and the entries added and removed per list."""
+    out = []
+    for lang in LANGUAGES:
+        old, new = before[lang], after[lang]
+        lists = {
+            lst: {"added": sorted(set(new[lst]) - set(old[lst])), "removed": sorted(set(old[lst]) - set(new[lst]))}
+            for lst in LISTS
+        }
+        mode = (old["mode"], new["mode"]) if old["mode"] != new["mode"] else None
+        if mode or any(v["added"] or v["removed"] for v in lists.values()):
+            out.append({"language": lang, "mode": mode, "lists": lists})
+    return out
+
+
+def _page(typed, policy, package, diff, refusal):
     return render_template(
         "console/time_travel.html",
         typed=typed,
         policy=policy,
         package=package,
+        diff=diff,
+        head=governance().policy(caller()["workspace"])["version"],
         refusal=refusal,
         problems=error_items(refusal) if refusal else [],
         languages=LANGUAGES,
-        now=now,
+        now=datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S"),
     )

@@ -104,3 +104,34 @@ def test_days_out_of_range(app, workspace, days):
     with pytest.raises(InvalidInputError) as refused:
         app.impact(workspace, {}, days)
     assert refused.value.errors[0].field == "days"
+
+
+def test_days_before_today_are_summed_once_and_rechecked_when_they_move(app, workspace, monkeypatch):
+    from datetime import UTC, datetime, timedelta
+
+    from domain.decision import Decision
+
+    real = Decision.Recorded.create_timestamp
+    now = datetime.now(UTC)
+
+    def on(days_ago: int, specs: list[str], sandbox: str):
+        stamp = now - timedelta(days=days_ago)
+        monkeypatch.setattr(Decision.Recorded, "create_timestamp", staticmethod(lambda: stamp))
+        app.evaluate(workspace, "python", specs, context={"sandbox": sandbox})
+        monkeypatch.setattr(Decision.Recorded, "create_timestamp", real)
+
+    on(40, ["pandas"], "old")  # outside the 30 days
+    on(5, ["pandas", "scipy"], "a")
+    on(1, ["pandas"], "b")
+    draft = {"python": {"mode": "allowlist", "allow": []}}
+
+    def denied():
+        answer = app.impact(workspace, draft, 30)
+        return {(p["name"], p["installs"], p["sandboxes"]) for p in answer["would_deny"]}
+
+    assert denied() == {("pandas", 2, 2), ("scipy", 1, 1)}
+    on(0, ["pandas", "numpy"], "c")  # today: read fresh on every call
+    on(0, ["pandas"], "a")
+    assert denied() == {("pandas", 4, 3), ("scipy", 1, 1), ("numpy", 1, 1)}
+    on(2, ["scipy"], "late")  # a past day moves (a write that committed late): summed again
+    assert denied() == {("pandas", 4, 3), ("scipy", 2, 2), ("numpy", 1, 1)}

@@ -8,12 +8,9 @@ import getpass
 import io
 import json
 import os
-import queue
 import re
 import subprocess
 import sys
-import threading
-import time
 import urllib.error
 import urllib.request
 from datetime import UTC, datetime
@@ -23,6 +20,7 @@ from click.testing import CliRunner
 
 from interface.cli import main
 from interface.exports import CSV_COLUMNS
+from tests.support.service import served
 
 ME = f"cli:{getpass.getuser()}"
 
@@ -191,7 +189,7 @@ def test_decisions_export_honours_the_period(cli, decided):
     assert bad.exit_code == 1 and "to: 'soon'" in bad.stderr
 
 
-def test_exporting_an_unknown_workspace_is_refused_and_writes_no_file(cli, tmp_path):
+def test_exporting_an_unknown_workspace_is_refused_and_writes_no_file(cli, acme, tmp_path):
     target = tmp_path / "decisions.csv"
     done = cli("decisions", "export", "-w", "nowhere", "--output", str(target))
     assert done.exit_code == 1 and "no workspace 'nowhere'" in done.stderr and not target.exists()
@@ -212,59 +210,6 @@ def test_serve_on_an_empty_store_prints_a_working_owner_token_once(database_url)
     with served(env) as (url, said):  # a restart finds the store in use: no new workspace, no token
         assert not any("owner token" in line for line in said)
         assert get(url + "/api/v1/workspaces/default/policy", token)["workspace"] == "default"
-
-
-class served:
-    """`python -m interface.cli serve --port 0` as a process; yields its URL and stdout lines."""
-
-    def __init__(self, env: dict):
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "interface.cli", "serve", "--port", "0", "--threads", "2"],
-            cwd=None,  # the test's own directory (conftest), never the checkout
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: queue.Queue = queue.Queue()
-        threading.Thread(
-            target=lambda: [self.lines.put(x.rstrip("\n")) for x in self.process.stdout], daemon=True
-        ).start()
-
-    def __enter__(self):
-        said = []
-        try:
-            while not said or not said[-1].startswith("runcode-policy listening on "):
-                said.append(self.lines.get(timeout=60))
-            url = said[-1].split()[3]
-            wait_until_healthy(url)
-        except BaseException:
-            self.process.kill()
-            self.process.wait()
-            pytest.fail(f"serve did not start: {said} {self.process.stderr.read()}")
-        return url, said
-
-    def __exit__(self, *exc):
-        self.process.terminate()  # SIGTERM: a graceful stop, exit status 0
-        try:
-            assert self.process.wait(timeout=30) == 0
-            assert "runcode-policy stopped" in self.process.stderr.read()
-        finally:
-            self.process.stdout.close()
-            self.process.stderr.close()
-
-
-def wait_until_healthy(url: str) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/healthz", timeout=5) as reply:
-                if reply.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError):
-            if time.monotonic() > deadline:
-                raise
-        time.sleep(0.1)
 
 
 def get(url: str, token: str) -> dict:

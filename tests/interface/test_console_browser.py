@@ -1,27 +1,20 @@
 """The console in a real headless Chromium against the live server (SQLite is enough here: the
 HTTP-level tests in test_console.py run both stores).
 
-Without Chromium or playwright the test skips loudly, except under CI=true, where it fails:
-CI must never pass with the browser test skipped.
+Without Chromium or playwright the tests skip loudly, except under CI=true, where they fail:
+CI must never pass with the browser tests skipped.
 """
 
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-SCREENSHOT = "/tmp/console.png"
+from tests.support import browser as chromium
+
+API = "/api/v1/workspaces/acme"
 
 
 @pytest.fixture
@@ -30,45 +23,49 @@ def database_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path}/store.sqlite"
 
 
-def _why_no_browser() -> str | None:
-    if not os.path.exists(CHROMIUM):
-        return f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install -e '.[dev]')"
-    return None
-
-
 @pytest.fixture
 def browser():
-    missing = _why_no_browser()
+    missing = chromium.why_no_browser()
     if missing:
         if os.environ.get("CI"):
-            pytest.fail(f"{missing} (CI must run the browser test)", pytrace=False)
+            pytest.fail(f"{missing} (CI must run the browser tests)", pytrace=False)
         pytest.skip(f"SKIPPING BROWSER TEST: {missing}")
-    from playwright.sync_api import sync_playwright
+    with chromium.chromium() as launched:
+        yield launched
 
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
+
+def api(live, method: str, path: str, body=None, role: str = "admin"):
+    reply = live.call(method, API + path, live.tokens[role], body)
+    assert reply.status < 400, reply.body
+    return reply.json
+
+
+def history_of_a_month(live) -> None:
+    """One Save (versions 1-3), then decisions: allowed and denied packages, and egress."""
+    api(live, "PUT", "/policy", {"note": "the data team", "python": {"mode": "allowlist", "allow": "pandas, numpy"}})
+    for sandbox in ("sbx-1", "sbx-2", "sbx-1"):
+        context = {"sandbox": sandbox, "source": "run-code", "actor": "agent-7"}
+        api(
+            live,
+            "POST",
+            "/evaluate",
+            {"language": "python", "specs": ["pandas", "torch"], "context": context},
+            "sandbox",
+        )
+    target = {"target": "http://169.254.169.254/latest/", "context": {"sandbox": "sbx-2"}}
+    api(live, "POST", "/egress/evaluate", target, "sandbox")
+
+
+def no_horizontal_overflow(page) -> bool:
+    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
 
 def test_an_admin_tests_a_draft_then_saves_it_in_a_real_browser(live, browser):
     from playwright.sync_api import expect
 
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.goto(live.url + "/console/")
-    page.get_by_label("API token").fill(live.tokens["admin"])
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="Run-code packages", exact=True)).to_be_visible()
-
-    page.get_by_role("group", name="Python", exact=True).get_by_label("Allowlist").check()
-    page.get_by_label("Python allow list").fill("pandas")
-    page.get_by_label("Language", exact=True).select_option("python")
-    page.get_by_label("Specs or command line").fill("pandas\nnumpy")
-    page.get_by_role("button", name="Test against my unsaved draft").click()
+    page = chromium.sign_in(browser, live.url, live.tokens["admin"])
+    expect(page.get_by_role("heading", name="Overview", exact=True)).to_be_visible()
+    chromium.try_a_draft(page, "pandas", "pandas\nnumpy")
 
     rows = page.locator("table.results tbody tr")
     expect(rows).to_have_count(2)
@@ -77,12 +74,146 @@ def test_an_admin_tests_a_draft_then_saves_it_in_a_real_browser(live, browser):
     expect(rows.nth(1)).to_contain_text("numpy")
     expect(rows.nth(1)).to_contain_text("Denied")
     expect(page.get_by_label("Python allow list")).to_have_value("pandas")  # the draft is kept
-    assert live.call("GET", "/api/v1/workspaces/acme/policy", live.tokens["admin"]).json["version"] == 0
-    page.screenshot(path=SCREENSHOT, full_page=True)
+    assert live.call("GET", API + "/policy", live.tokens["admin"]).json["version"] == 0
 
     page.get_by_label("Note").fill("pandas for the data team")
     page.get_by_role("button", name="Save", exact=True).click()
     expect(page.get_by_text("Saved. The policy is now version 2.")).to_be_visible()
-    policy = live.call("GET", "/api/v1/workspaces/acme/policy", live.tokens["admin"]).json
+    policy = live.call("GET", API + "/policy", live.tokens["admin"]).json
     assert policy["python"] == {"mode": "allowlist", "allow": ["pandas"], "deny": []}
     assert policy["changed_by"] == "admin-token"
+
+
+def test_test_results_are_in_view_and_a_reload_asks_again_without_reposting(live, browser):
+    from playwright.sync_api import expect
+
+    page = chromium.sign_in(browser, live.url, live.tokens["admin"])
+    chromium.try_a_draft(page, "pandas", "pandas\nnumpy")
+    expect(page.locator("#results")).to_be_in_viewport()
+    assert "/packages/test" not in page.url and page.url.endswith("#results")
+
+    methods = []
+    page.on("request", lambda request: methods.append((request.method, request.url)))
+    page.reload()
+    expect(page.locator("table.results tbody tr")).to_have_count(2)
+    assert [m for m, url in methods if "/console/settings" in url] == ["GET"]
+    expect(page.get_by_label("Python allow list")).to_have_value("pandas")  # the draft survives the reload too
+    assert live.call("GET", API + "/policy", live.tokens["admin"]).json["version"] == 0
+
+
+def test_the_overview_shows_the_month_and_a_bar_opens_its_decisions(live, browser):
+    from playwright.sync_api import expect
+
+    history_of_a_month(live)
+    page = chromium.sign_in(browser, live.url, live.tokens["auditor"])
+    today = datetime.now(UTC).date().isoformat()
+    expect(page.locator(".tiles")).to_contain_text("7 decisions")  # 6 package decisions, 1 egress
+    expect(page.locator("svg rect")).to_have_count(2)  # only today has decisions: allowed and denied parts
+    denied = page.locator("svg rect.denied")
+    expect(denied.locator("title")).to_have_text(f"{today}: 4 denied")
+    ranking = page.get_by_role("region", name="Most denied packages, last 7 days")
+    expect(ranking.get_by_role("row", name="torch")).to_contain_text("sbx-1 (2), sbx-2 (1)")
+    expect(page.get_by_role("region", name="Egress denials, last 7 days")).to_contain_text("169.254.169.254")
+    expect(page.get_by_role("region", name="Latest policy changes")).to_contain_text("added numpy to the allow list")
+    assert no_horizontal_overflow(page)
+
+    denied.click()
+    expect(page.get_by_role("heading", name="Audit log")).to_be_visible()
+    assert f"from={today}" in page.url and "outcome=denied" in page.url
+    expect(page.locator("table.decisions tbody tr")).to_have_count(4)
+
+
+def test_a_package_name_leads_to_its_status_timeline_and_decisions(live, browser):
+    from playwright.sync_api import expect
+
+    history_of_a_month(live)
+    api(
+        live,
+        "POST",
+        "/policy/changes",
+        {
+            "note": "no torch, ever",
+            "changes": [{"action": "add", "language": "python", "list": "deny", "entries": ["torch"]}],
+        },
+    )
+    page = chromium.sign_in(browser, live.url, live.tokens["auditor"])
+    page.get_by_role("region", name="Most denied packages, last 7 days").get_by_role("link", name="torch").click()
+
+    expect(page.get_by_role("heading", name="torch Python package")).to_be_visible()
+    now = page.get_by_role("region", name="Now")
+    expect(now).to_contain_text("Denied: matches-the-deny-list")
+    expect(now).to_contain_text("by admin-token: Python: added torch to the deny list (note: “no torch, ever”)")
+    intervals = page.locator("table.intervals tbody tr")
+    expect(intervals).to_have_count(3)  # default (allowed), allowlist (denied), deny list (denied)
+    expect(intervals.nth(1)).to_contain_text("switched to allowlist mode (note: “the data team”)")
+    expect(intervals.nth(2)).to_contain_text("added torch to the deny list")
+    expect(page.locator("figure.band svg rect")).to_have_count(3)
+    expect(page.locator("table.recent tbody tr")).to_have_count(3)
+    page.get_by_role("link", name="Today").click()
+    expect(page.get_by_label("From (UTC day)")).to_have_value(datetime.now(UTC).date().isoformat())
+
+
+def test_a_history_link_shows_its_own_version_and_what_it_changed(live, browser):
+    from playwright.sync_api import expect
+
+    api(live, "PUT", "/policy", {"note": "one save", "python": {"mode": "allowlist", "allow": "pandas, numpy"}})
+    page = chromium.sign_in(browser, live.url, live.tokens["auditor"])
+    chromium.open_page(page, "Change history")
+    page.get_by_role("link", name="View version 2").click()  # versions 1-3 share one instant
+
+    assert page.url.endswith("/console/time-travel?version=2")
+    version = page.get_by_role("region", name="Version 2", exact=True)
+    expect(version).to_contain_text("Differences from version 1")
+    expect(version.locator(".diff li")).to_have_count(1)
+    expect(version.locator(".diff")).to_contain_text("Python allow list: + pandas")
+    then = page.get_by_role("region", name="The policy at version 2")
+    expect(then).to_contain_text("Version 2, last changed by admin-token")
+    expect(then.locator(".language").first.locator(".entries li")).to_have_text(["pandas"])  # not numpy yet
+    page.get_by_role("link", name="Version 3").click()
+    expect(page.get_by_role("region", name="Version 3", exact=True).locator(".diff")).to_contain_text("+ numpy")
+
+
+def test_the_egress_kind_filter_round_trips_and_egress_rows_read_well(live, browser):
+    from playwright.sync_api import expect
+
+    history_of_a_month(live)
+    page = chromium.sign_in(browser, live.url, live.tokens["auditor"])
+    chromium.open_page(page, "Audit log")
+    page.get_by_label("Kind").select_option("egress")
+    page.get_by_role("button", name="Filter").click()
+    assert "kind=egress" in page.url
+    expect(page.get_by_label("Kind")).to_have_value("egress")
+    rows = page.locator("table.decisions tbody tr")
+    expect(rows).to_have_count(1)
+    cells = rows.first.locator("td")
+    expect(cells.nth(1)).to_have_text("Egress")  # not a blank language
+    expect(cells.nth(9)).to_have_text("—")  # no policy version, not "vNone"
+    page.get_by_role("button", name="Filter").click()  # pressing Filter again keeps it
+    assert "kind=egress" in page.url
+    expect(rows).to_have_count(1)
+
+
+def test_the_audit_table_fits_1280_px_with_actor_and_message(live, browser):
+    from playwright.sync_api import expect
+
+    history_of_a_month(live)
+    long = "a-very-long-package-name-" * 8
+    api(
+        live,
+        "POST",
+        "/evaluate",
+        {"language": "python", "specs": [long], "context": {"actor": "agent-" + "x" * 80}},
+        "sandbox",
+    )
+    page = chromium.sign_in(browser, live.url, live.tokens["auditor"])
+    chromium.open_page(page, "Audit log")
+    table = page.locator("table.decisions")
+    expect(table.get_by_role("columnheader", name="Actor")).to_be_visible()
+    expect(table.get_by_role("columnheader", name="Message")).to_be_in_viewport()
+    assert no_horizontal_overflow(page)
+    assert page.evaluate(
+        "(() => { const s = document.querySelector('.scroll'); return s.scrollWidth <= s.clientWidth })()"
+    )
+    last = table.locator("thead th").last
+    box = last.bounding_box()
+    assert box["x"] + box["width"] <= 1280

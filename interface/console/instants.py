@@ -1,0 +1,43 @@
+"""Instants as a person types them into the console, always in UTC.
+
+One text input per instant (a browser's date-time picker shows local, 12-hour time and cannot
+say UTC): a date, a date and time as the console prints them (`2026-03-03 14:05:00 UTC`), or
+RFC 3339 with an offset. A refusal names the field by its label and says what to type.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from application.formats import DAY, parse_day, parse_instant
+from domain.errors import FieldError, InvalidInputError
+from interface.console.forms import field_label
+
+_UTC_TIME = re.compile(r"(?P<day>\d{4}-\d{2}-\d{2})[Tt ](?P<clock>\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)(?: ?UTC)?")
+RULE = (
+    "type a UTC date such as 2026-03-03, a UTC time such as 2026-03-03 14:05:00, "
+    "or RFC 3339 with an offset such as 2026-03-03T16:05:00+02:00"
+)
+
+
+def instant(text: str | None, field: str, *, day_start: bool = False, end: bool = False) -> datetime | None:
+    """The instant typed into `field`, or None when it is blank. A date alone is its first
+    instant; with `day_start` and `end` (a period's "To") it includes that whole day."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    written = _UTC_TIME.fullmatch(text)
+    typed = text
+    if written:  # no offset: the console says UTC everywhere
+        clock = written["clock"] + (":00" if written["clock"].count(":") == 1 else "")
+        text = f"{written['day']}T{clock}Z"
+    try:
+        if DAY.fullmatch(text):
+            return parse_day(text, field)[1 if day_start and end else 0]
+        return parse_instant(text, field)
+    except InvalidInputError:
+        raise InvalidInputError(
+            f"{field_label(field)}: “{typed}” is not a date or time this console can read",
+            [FieldError(field, RULE)],
+        ) from None

@@ -1,0 +1,26 @@
+"""Links every page shares: a number to the audit log filtered to what it counts, and a package
+name to its own page. Registered as template globals, so every template links the same way."""
+
+from __future__ import annotations
+
+from flask import url_for
+
+from interface.console.session import blueprint
+
+
+@blueprint.app_template_global()
+def audit_url(**filters) -> str:
+    """The audit log filtered to exactly the decisions a number counts (blank filters dropped)."""
+    return url_for("console.audit", **{k: v for k, v in filters.items() if v not in (None, "")})
+
+
+@blueprint.app_template_global()
+def package_url(language: str, name: str, **period) -> str:
+    """A package's page (its status, timeline and recent decisions)."""
+    return url_for("console.package", language=language, name=name, **period)
+
+
+@blueprint.app_template_filter()
+def instant_text(text: str | None) -> str:
+    """`2026-03-03T14:05:00.123456Z` -> `2026-03-03 14:05:00.123456`: what the instant input reads back."""
+    return (text or "").replace("T", " ").removesuffix("Z")

@@ -1,0 +1,85 @@
+"""One package's page: its status now, its timeline over a chosen period, its recent decisions.
+
+The timeline is the API's (`?on=` / `from`-`to`): allowed and denied intervals, each shown with
+the change that opened it (who, when, the note), and drawn as one band.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+from flask import render_template, request
+
+from application.formats import parse_instant
+from domain.errors import GovernanceError
+from interface.console.charts import band
+from interface.console.forms import error_items
+from interface.console.instants import instant
+from interface.console.session import blueprint, caller, governance
+
+DEFAULT_DAYS = 30
+RECENT = 10
+MAX_INTERVALS = 200  # each costs a few index seeks for the change that opened it
+
+
+@blueprint.get("/packages/<language>/<path:name>")
+def package(language: str, name: str):
+    workspace, today = caller()["workspace"], datetime.now(UTC).date()
+    now = governance().package_at(workspace, language, name, datetime.now(UTC))  # 404/422 for a bad name
+    typed = period_typed(request.args, today)
+    try:
+        start = instant(typed["from"], "from", day_start=True)
+        end = instant(typed["to"], "to", day_start=True, end=True)
+        timeline = governance().package_timeline(workspace, language, now["name"], start, end)
+    except GovernanceError as error:
+        return _page(now, typed, None, error, today), 422
+    return _page(now, typed, timeline, None, today)
+
+
+def period_typed(args, today: date) -> dict:
+    """The period as typed; a `from` alone is that one day, nothing at all the last 30 days."""
+    start, end = args.get("from", "").strip(), args.get("to", "").strip()
+    if not start and not end:
+        return quick_periods(today)[2][1]
+    return {"from": start or end, "to": end or start}
+
+
+def _page(now: dict, typed: dict, timeline: dict | None, refusal, today: date):
+    workspace = caller()["workspace"]
+    drawn = []
+    if timeline:
+        drawn = band(opened_by(workspace, timeline), _at(timeline["from"]), _at(timeline["to"]))
+    recent = governance().decisions(workspace, {"language": now["language"], "name": now["name"]}, limit=RECENT)
+    return render_template(
+        "console/package.html",
+        now=now,
+        typed=typed,
+        timeline=timeline,
+        drawn=drawn,
+        recent=recent["decisions"],
+        more=recent["next_cursor"] is not None,
+        refusal=refusal,
+        problems=error_items(refusal) if refusal else [],
+        periods=quick_periods(today),
+    )
+
+
+def opened_by(workspace: str, timeline: dict) -> list[dict]:
+    """Each interval with the change that opened it: the one that decided the answer at its start."""
+    out = []
+    for interval in timeline["intervals"][:MAX_INTERVALS]:
+        start = _at(interval["from"])
+        answer = governance().package_at(workspace, timeline["language"], timeline["name"], start)
+        out.append({**interval, "from_at": start, "to_at": _at(interval["to"]), "because": answer["because"]})
+    return out
+
+
+def quick_periods(today: date) -> list[tuple[str, dict]]:
+    def days(count: int) -> dict:
+        return {"from": (today - timedelta(days=count - 1)).isoformat(), "to": today.isoformat()}
+
+    return [("Today", days(1)), ("Last 7 days", days(7)), ("Last 30 days", days(30)), ("Last 90 days", days(90))]
+
+
+def _at(text: str) -> datetime:
+    return parse_instant(text, "at")

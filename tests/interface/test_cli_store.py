@@ -1,0 +1,69 @@
+"""Where the CLI finds its store: `--data-dir` / RUNCODE_POLICY_DATA_DIR, commands that read
+never create one, and `serve` on a port already taken says so in one line. Real processes in a
+temporary directory (the default store is relative to where the command runs)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("RUNCODE_POLICY_")}
+    clean["PYTHONPATH"] = str(ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "interface.cli", *args],
+        cwd=cwd,
+        env=clean | (env or {}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("token", "list"),
+        ("policy", "show"),
+        ("decisions", "export"),
+        ("token", "create", "--role", "owner", "--name", "again"),
+        ("policy", "add", "python", "allow", "pandas"),
+    ],
+)
+def test_a_command_outside_a_store_names_the_store_it_looked_for_and_creates_none(tmp_path, command):
+    done = run(tmp_path, *command)
+    assert done.returncode == 1 and done.stdout == ""
+    assert f"no store at {tmp_path}/var/runcode-policy.sqlite" in done.stderr
+    assert "--data-dir" in done.stderr and "RUNCODE_POLICY_DATA_DIR" in done.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing was created, not even ./var
+
+
+def test_the_data_dir_option_and_variable_name_the_same_store(tmp_path):
+    created = run(tmp_path, "--data-dir", "store", "workspace", "create", "acme")
+    assert created.returncode == 0, created.stderr
+    assert (tmp_path / "store" / "runcode-policy.sqlite").exists() and not (tmp_path / "var").exists()
+    listed = run(tmp_path, "token", "list", "-w", "acme", env={"RUNCODE_POLICY_DATA_DIR": str(tmp_path / "store")})
+    assert listed.returncode == 0 and "owner" in listed.stdout
+    missing = run(tmp_path, "--data-dir", "elsewhere", "token", "list", "-w", "acme")
+    assert missing.returncode == 1 and f"no store at {tmp_path}/elsewhere/runcode-policy.sqlite" in missing.stderr
+
+
+def test_serve_on_a_port_in_use_says_so_in_one_line_and_spends_no_token(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run(tmp_path, "serve", "--port", str(port))
+    assert done.returncode == 1 and done.stdout == ""  # no owner token printed for a server that never ran
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"port {port}" in lines[0] and "PORT=" in lines[0], done.stderr
+    served = run(tmp_path, "token", "list")  # the store exists; the first real start will create `default`
+    assert served.returncode == 1 and "no workspace 'default'" in served.stderr

@@ -1,0 +1,124 @@
+"""The console's overview, package pages, versions and friendly edges over a real server, on
+SQLite and PostgreSQL (the browser tests check the same pages in Chromium)."""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from datetime import UTC, datetime
+from html import unescape
+
+from tests.interface.test_console import API, Console, api, signed_in
+
+
+def _decide(live) -> None:
+    api(live, "PUT", "/policy", {"note": "lock down", "python": {"mode": "allowlist", "allow": "pandas"}})
+    for sandbox in ("sbx-1", "sbx-2", "sbx-2"):
+        body = {"language": "python", "specs": ["pandas", "torch", "Torch"], "context": {"sandbox": sandbox}}
+        api(live, "POST", "/evaluate", body, role="sandbox")
+    api(live, "POST", "/egress/evaluate", {"target": "http://10.0.0.1/"}, role="sandbox")
+
+
+def _links(page) -> dict[str, str]:
+    """Each link's text -> its address (the last one wins)."""
+    found = re.findall(r'<a href="([^"]+)"[^>]*>(.*?)</a>', page.text, re.S)
+    return {" ".join(re.sub(r"<[^>]+>", "", unescape(text)).split()): unescape(href) for href, text in found}
+
+
+def _count(console: Console, link: str) -> int:
+    """How many decisions the audit log lists behind a link (all pages)."""
+    parts = urllib.parse.urlsplit(link)
+    page = console.get(parts.path, **dict(urllib.parse.parse_qsl(parts.query)))
+    assert page.status == 200, page.plain
+    return len(page.rows())
+
+
+def test_the_overview_counts_from_the_read_model_and_every_number_opens_its_decisions(live):
+    _decide(live)
+    console = signed_in(live, "auditor")
+    page = console.get("/console/overview")
+    assert page.status == 200
+    assert "10 decisions 3 allowed 7 denied" in page.plain  # 9 package decisions and 1 egress
+    links = _links(page)
+    assert _count(console, links["10 decisions"]) == 10 and _count(console, links["7 denied"]) == 7
+    torch = re.search(r"torch Python (\d+) sbx-2 \((\d+)\), sbx-1 \((\d+)\)", page.plain)
+    assert torch and torch.groups() == ("6", "4", "2")  # both spellings are one package
+    assert _count(console, links["6"]) == 6 and _count(console, links["sbx-2"]) == 4
+    assert "Egress denials, last 7 days Host Denied Sandboxes 10.0.0.1 1" in page.plain
+    assert "Version 2, " in page.plain and "Python: added pandas to the allow list (note: “lock down”)" in page.plain
+    assert links["torch"] == "/console/packages/python/torch" and "0 pending requests" in page.plain
+
+
+def test_the_overview_of_a_quiet_workspace_says_so(live):
+    page = signed_in(live, "auditor").get("/console/overview")
+    assert page.status == 200 and "0 decisions" in page.plain
+    assert "No package was denied in the last 7 days." in page.plain
+    assert "The policy has never been changed" in page.plain
+
+
+def test_a_package_page_shows_its_status_timeline_and_recent_decisions(live):
+    _decide(live)
+    console = signed_in(live, "auditor")
+    today = datetime.now(UTC).date().isoformat()
+    page = console.get("/console/packages/python/Torch", **{"from": today})
+    assert page.status == 200
+    assert "Now Denied: not-on-the-allow-list (allowlist mode, policy version 2)" in page.plain
+    assert "switched to allowlist mode (note: “lock down”)" in page.plain
+    intervals = [r for r in page.rows() if len(r) == 4]
+    assert [r[2].split(":")[0] for r in intervals] == ["Allowed", "Denied"]
+    assert intervals[0][3] == "the default policy" and "by owner: Python: switched to allowlist" in intervals[1][3]
+    assert "0 allowed and 6 denied installs" in page.plain
+    assert len([r for r in page.rows() if len(r) == 7]) == 6
+
+
+def test_a_package_page_refuses_what_is_no_package_in_plain_words(live):
+    console = signed_in(live, "auditor")
+    assert console.get("/console/packages/ruby/rails").status == 404
+    bad = console.get("/console/packages/python/torch", **{"from": "soon"})
+    assert bad.status == 422 and "From (UTC): “soon” is not a date or time" in bad.plain
+
+
+def test_a_version_shows_its_own_state_and_the_difference_from_the_one_before(live):
+    api(live, "PUT", "/policy", {"python": {"mode": "allowlist", "allow": "pandas, numpy"}})
+    console = signed_in(live, "auditor")
+    second = console.get("/console/time-travel", version="2")
+    assert second.status == 200 and "Differences from version 1 Python allow list: + pandas" in second.plain
+    assert "Python: allowlist Allow list pandas Deny list (empty)" in second.plain
+    first = console.get("/console/time-travel", version="1")
+    assert "Python: mode denylist → allowlist" in first.plain
+    assert "The default policy, before any change." in console.get("/console/time-travel", version="0").plain
+    assert console.get("/console/time-travel", version="9").status == 404
+    assert "That version is not a number" in console.get("/console/time-travel", version="x").plain
+
+
+def test_the_policy_api_answers_at_a_version(live):
+    api(live, "PUT", "/policy", {"python": {"mode": "allowlist", "allow": "pandas, numpy"}})
+    second = api(live, "GET", "/policy?version=2")
+    assert (second["version"], second["python"]["allow"]) == (2, ["pandas"]) and second["at"].endswith("Z")
+    assert api(live, "GET", "/policy?version=0")["python"] == {"mode": "denylist", "allow": [], "deny": []}
+    assert live.call("GET", API + "/policy?version=4", live.tokens["auditor"]).status == 404
+    both = live.call("GET", API + "/policy?version=1&at=2026-03-03T00:00:00Z", live.tokens["auditor"])
+    assert both.status == 422 and both.json["errors"][0]["field"] == "version"
+
+
+def test_the_root_url_leads_to_the_sign_in_and_unknown_console_pages_are_html(live):
+    console = Console(live)
+    root = console.request("GET", "/")
+    assert root.status == 302 and root.headers["Location"].endswith("/console/")
+    assert console.follow(root).url == "/console/sign-in"
+    console = signed_in(live, "auditor")
+    missing = console.get("/console/no-such-page")
+    assert missing.status == 404 and missing.headers["Content-Type"].startswith("text/html")
+    assert "There is no such page in the console" in missing.plain and "Back to the overview" in missing.plain
+    assert missing.headers["X-Frame-Options"] == "DENY"
+    api_missing = live.call("GET", "/api/v1/no-such-thing")
+    assert api_missing.status == 404 and api_missing.media == "application/problem+json"
+
+
+def test_the_overview_shows_pending_requests(live):
+    body = {"language": "python", "name": "Polars", "justification": "dataframes", "context": {"sandbox": "sbx-1"}}
+    api(live, "POST", "/requests", body, role="sandbox")
+    page = signed_in(live, "auditor").get("/console/overview")
+    assert "1 pending requests" in page.plain
+    assert "Pending requests polars Python: asked by 1 requester since" in page.plain and "(“dataframes”)" in page.plain
+    assert _links(page)["1 pending requests"] == "/console/requests"

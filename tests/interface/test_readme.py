@@ -1,0 +1,103 @@
+"""The README's walk-through, run verbatim against a real service on a fresh store.
+
+The commands are read from README.md itself (every ```sh block of the walk-through section), so
+the README cannot drift from what the service answers. Only what a reader fills in is filled
+in: the owner token `make run` printed and the port. Each `# → {...}` line under a command
+shows what the reader will see; every `"key": value` it shows must appear in the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.service import served
+
+ROOT = Path(__file__).resolve().parents[2]
+SECTION = "## Walk-through"
+SHOWN = re.compile(r'"(?P<key>[\w-]+)": (?P<value>"[^"]*"|true|false|null|-?\d+)')
+STUB = '#!/bin/sh\necho "(the $(basename "$0") first on PATH ran: $*)"\n'
+
+
+def walk_through_blocks(readme: str) -> list[str]:
+    start = readme.index(SECTION)
+    end = readme.find("\n## ", start + len(SECTION))
+    section = readme[start : end if end != -1 else None]
+    return re.findall(r"```sh\n(.*?)```", section, re.S)
+
+
+def shown_pairs(block: str) -> list[tuple[str, object]]:
+    """Every `"key": value` a `# →` comment of the block promises."""
+    pairs = []
+    for line in block.splitlines():
+        if line.lstrip().startswith(("# →", "#   ")):
+            pairs += [(m["key"], json.loads(m["value"])) for m in SHOWN.finditer(line)]
+    return pairs
+
+
+def shown_texts(block: str) -> list[str]:
+    """What a `# → ...` comment without JSON shows: plain output, verbatim."""
+    comments = [line.split("# →", 1)[1].strip() for line in block.splitlines() if line.lstrip().startswith("# →")]
+    return [text for text in comments if not SHOWN.search(text)]
+
+
+def answered_pairs(output: str) -> set[tuple[str, str]]:
+    """Every (key, JSON value) pair of every JSON document in the output, at any depth."""
+    found: set[tuple[str, str]] = set()
+
+    def walk(value):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                found.add((key, json.dumps(item)))
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for line in output.splitlines():
+        try:
+            walk(json.loads(line))
+        except ValueError:
+            continue
+    return found
+
+
+def answers(answered: set[tuple[str, str]], key: str, value) -> bool:
+    """The pair was answered; a shown text ending in `...` stands for any text it begins."""
+    if isinstance(value, str) and value.endswith("..."):
+        prefix = json.dumps(value[:-3])[:-1]
+        return any(k == key and v.startswith(prefix) for k, v in answered)
+    return (key, json.dumps(value)) in answered
+
+
+def test_every_walk_through_command_answers_as_the_readme_shows(tmp_path):
+    blocks = walk_through_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert len(blocks) >= 6, "the walk-through lost its examples"
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    for program in ("pip", "npm"):
+        (stubs / program).write_text(STUB)
+        (stubs / program).chmod(0o755)
+    (tmp_path / ".venv").symlink_to(Path(sys.prefix))  # the reader's `.venv/bin/...`
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNCODE_POLICY_")}
+    with served(env, cwd=tmp_path) as (url, said):  # a fresh install: the store under ./var
+        owner = next(line.rsplit(" ", 1)[1] for line in said if line.startswith("owner token for workspace"))
+        marks = [f"echo '@@block {i}@@'\n{b}" for i, b in enumerate(blocks)]
+        script = "set -euo pipefail\n" + "\n".join(marks)
+        script = script.replace("http://127.0.0.1:8000", url).replace("OWNER=rcp_...", f"OWNER={owner}")
+        shell = {**env, "PATH": f"{stubs}:{env['PATH']}"}
+        done = subprocess.run(
+            ["bash", "-c", script], cwd=tmp_path, env=shell, capture_output=True, text=True, timeout=120
+        )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    outputs = re.split(r"@@block \d+@@\n", done.stdout)[1:]
+    for block, output in zip(blocks, outputs, strict=True):
+        answered = answered_pairs(output)
+        for text in shown_texts(block):
+            assert text in output.splitlines(), f"{text!r} not in the output of\n{block}\n{output}"
+        for key, value in shown_pairs(block):
+            assert answers(answered, key, value), f"{key}: {value!r} not in the answer to\n{block}\n{output}"
