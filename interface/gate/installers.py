@@ -84,7 +84,7 @@ def resolved_argv(command: list[str], path: str) -> list[str]:
 def prepared(kind: str, argv: list[str], run: dict, workdir: str, service: str, environ, cwd: str):
     """(argv, environment) for the installer: redirects removed, pointed at the run's index."""
     env = cleared(environ)
-    hosts = [urllib.parse.urlsplit(u).netloc.rpartition("@")[2] for u in (service, run["pypi"], run["npm"])]
+    hosts = [urllib.parse.urlsplit(u).hostname for u in (service, run["pypi"], run["npm"])]
     for name in ("NO_PROXY", "no_proxy"):  # the index is reached directly, never via a proxy
         env[name] = ",".join(filter(None, [environ.get(name, ""), *dict.fromkeys(hosts)]))
     if kind == "pip":
