@@ -8,13 +8,17 @@ command `pip install alpha`, with only alpha on the allow list.
 
 from __future__ import annotations
 
+import shutil
+import sys
+from pathlib import Path
+
 import pytest
 
 from tests.support.gate import Gate
 from tests.support.indexed import allow_only, deny, index_decisions, indexed_service  # noqa: F401
 from tests.support.packages import wheels
 from tests.support.target_env import TargetEnv
-from tests.support.third_party import pypiserver
+from tests.support.third_party import pypiserver, require
 
 MARKER = "import pathlib, sys; pathlib.Path({path!r}).write_text('evil ran'); sys.exit(0)\n"
 
@@ -158,3 +162,29 @@ def test_another_pip_named_by_path_is_refused(gate, env, app, target, project, t
     evil.chmod(0o755)
     done = gate("--", "./tools/pip", "install", "alpha", env=env, cwd=project)
     assert done.returncode == 2 and not marker.exists(), done.stderr
+
+
+@pytest.fixture
+def uv(tmp_path):
+    """A bin folder holding only uv (from the [dev] extra), for the gate's trusted path."""
+    found = shutil.which("uv", path=str(Path(sys.executable).parent))
+    require("uv", found is not None, "pip install -e '.[dev]'")
+    folder = tmp_path / "uv-bin"
+    folder.mkdir()
+    (folder / "uv").symlink_to(found)
+    return folder
+
+
+@pytest.mark.parametrize("allowed", [["alpha"], ["alpha", "beta"]], ids=["alpha-only", "alpha-and-beta"])
+def test_uv_pip_install_goes_through_the_index(tmp_path, env, app, target, project, uv, allowed):
+    allow_only(app, "python", allowed)
+    gate = Gate(tmp_path / "uv-gate", installer_path=str(uv))
+    done = gate(
+        "--", "uv", "pip", "install", "alpha", env={**env, "UV_CACHE_DIR": str(tmp_path / "uv-cache")}, cwd=project
+    )
+    if allowed == ["alpha"]:
+        assert done.returncode != 0 and "beta" not in target.installed()
+        assert "denied: beta (python) \u2014 not-on-the-allow-list" in done.stderr, done.stderr
+    else:
+        assert done.returncode == 0, done.stderr
+        assert {"alpha", "beta"} <= target.installed()

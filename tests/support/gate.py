@@ -29,7 +29,7 @@ class Gate:
         self.image = root / "image"
         shutil.copytree(GATE, self.image / "gate", ignore=shutil.ignore_patterns("__pycache__"))
         self.programs = root / "bin"
-        self.programs.mkdir()
+        self.programs.mkdir(parents=True)
         for name in FAKES:  # stand-ins that record how they were run
             path = self.programs / name
             path.write_text(FAKE_PROGRAM.format(python=sys.executable))
