@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-VERDACCIO = REPO / ".ci" / "node_tools" / "node_modules" / ".bin" / "verdaccio"
+NODE_TOOLS_BIN = REPO / ".ci" / "node_tools" / "node_modules" / ".bin"  # installed by .ci/run
+VERDACCIO = NODE_TOOLS_BIN / "verdaccio"
 VERDACCIO_CONFIG = """storage: {storage}
 auth:
   htpasswd:
