@@ -20,6 +20,7 @@ from application.decision_writer import DecisionWriter
 from application.egress import EgressConfig, EgressJudge
 from application.evaluation import Evaluation
 from application.formats import iso, parse_uuid
+from application.index import PackageIndex
 from application.policies import Policies
 from application.store import SNAPSHOT_INTERVAL
 from application.store.reads import ReadModel
@@ -45,6 +46,7 @@ class Governance(Application):
         # deployment egress rules (open by default)
         self.egress = EgressJudge(egress or EgressConfig(), self.writer, self.policies)
         self.audit = Audit(self.readmodel, self.policies)
+        self.index = PackageIndex(self.policies, self.writer, self.readmodel, self.save, self.authenticate)
         self.require_workspace = self.policies.require_workspace
         self.load_policy = self.policies.load_policy
 
@@ -116,6 +118,22 @@ class Governance(Application):
 
     def package_timeline(self, workspace: str, language: str, name: str, start, end) -> dict:
         return self.audit.package_timeline(workspace, language, name, start, end)
+
+    # -- the package index (application.index) ------------------------------------------------
+    def start_run(self, workspace: str, caller: dict, context: dict | None = None, seconds: int | None = None) -> dict:
+        return self.index.runs.start(workspace, caller, context, seconds)
+
+    def run_decisions(self, workspace: str, run: str, caller: dict) -> dict:
+        return self.index.runs.decisions(workspace, run, caller)
+
+    def index_principal(self, secret: str):
+        return self.index.authenticate(secret)
+
+    def judge_index(self, principal, language: str, name: str, request: str, file=None, package_version=None) -> dict:
+        return self.index.gate.judge(principal, language, name, request, file, package_version)
+
+    def index_listing(self, workspace: str, language: str, candidates) -> list[str]:
+        return self.index.gate.listing(workspace, language, candidates)
 
     def _record(self, processing_event):
         # Hand the recorder the domain events and their workspaces, so it writes the read

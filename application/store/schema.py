@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
-TABLES = ("workspaces", "changes", "decisions", "tokens", "owner_guard")
+TABLES = ("workspaces", "changes", "decisions", "tokens", "owner_guard", "runs", "run_decisions")
 
 DDL = (
     "CREATE TABLE IF NOT EXISTS {workspaces} (workspace TEXT PRIMARY KEY, "
@@ -29,6 +29,12 @@ DDL = (
     "revoked_at {ts}, revoked_by TEXT, secret_digest TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS rcp_tokens_by_workspace ON {tokens} (workspace, issued_at)",
     "CREATE TABLE IF NOT EXISTS {owner_guard} (workspace TEXT NOT NULL, owners INTEGER NOT NULL CHECK (owners > 0))",
+    # Package-index runs (application.index): the run's token, and which decisions it made.
+    "CREATE TABLE IF NOT EXISTS {runs} (id TEXT PRIMARY KEY, workspace TEXT NOT NULL, started_at {ts} NOT NULL, "
+    "expires_at {ts} NOT NULL, started_by TEXT NOT NULL, started_by_name TEXT NOT NULL, context TEXT NOT NULL, "
+    "secret_digest TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {run_decisions} (run TEXT NOT NULL, decision TEXT NOT NULL, allowed {bool} NOT NULL, "
+    "at {ts} NOT NULL, PRIMARY KEY (run, allowed, at, decision))",
 )
 
 
