@@ -90,6 +90,9 @@ class Governance(Application):
     def judge_egress(self, target: str, resolved=()) -> dict:
         return self.egress.judge_egress(target, resolved)
 
+    def judge_upstream_egress(self, target: str, resolved=()) -> dict:
+        return self.egress.judge_upstream_egress(target, resolved)
+
     def test_egress(self, workspace: str, target: str, resolved=(), hostname_allowlist=None) -> dict:
         return self.egress.test_egress(workspace, target, resolved, hostname_allowlist)
 

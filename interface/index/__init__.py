@@ -14,7 +14,8 @@ from interface.index.upstream import Upstream
 
 def install(app: Flask) -> None:
     settings, governance = app.extensions["settings"], app.extensions["governance"]
-    app.extensions["pypi_upstream"] = Upstream(settings.pypi_upstream, governance.judge_egress)
-    app.extensions["npm_upstream"] = Upstream(settings.npm_upstream, governance.judge_egress)
+    # The service's own fetches: public registries allowed (sandboxes' egress refuses them).
+    app.extensions["pypi_upstream"] = Upstream(settings.pypi_upstream, governance.judge_upstream_egress)
+    app.extensions["npm_upstream"] = Upstream(settings.npm_upstream, governance.judge_upstream_egress)
     app.register_blueprint(pypi.blueprint)
     app.register_blueprint(npm.blueprint)

@@ -67,8 +67,10 @@ def env(service, tmp_path) -> dict:
         "RUNCODE_POLICY_WORKSPACE": "acme",
         "HOME": str(home),
         "VIRTUAL_ENV": str(tmp_path / "venv"),
+        "PATH": f"{tmp_path / 'venv' / 'bin'}:/usr/bin:/bin",  # the sandbox's own (the gate ignores it)
         "HTTP_PROXY": "http://127.0.0.1:9",
         "HTTPS_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1",
     }
 
 

@@ -9,13 +9,15 @@ another registry installed beta through the "allowed" `npm install alpha`.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from tests.support.clients import require_pnpm
 from tests.support.gate import Gate
 from tests.support.indexed import allow_only, indexed_service  # noqa: F401
 from tests.support.packages import npm_tree
-from tests.support.third_party import NODE_TOOLS_BIN, require, verdaccio
+from tests.support.third_party import verdaccio
 
 
 @pytest.fixture
@@ -38,7 +40,7 @@ def service(indexed_service, npm_upstream):  # noqa: F811 - the fixture imported
 
 @pytest.fixture
 def gate(tmp_path):
-    return Gate(tmp_path, installer_path=f"{NODE_TOOLS_BIN}:/usr/bin:/bin")
+    return Gate(tmp_path, installer_path="/usr/bin:/bin")
 
 
 @pytest.fixture
@@ -54,6 +56,7 @@ def env(service, tmp_path) -> dict:
         "PATH": "/usr/bin:/bin",
         "HTTP_PROXY": "http://127.0.0.1:9",
         "HTTPS_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1",
     }
 
 
@@ -71,7 +74,8 @@ def installed(project) -> set[str]:
 
 def install(gate, client: str, env: dict, project, package: str = "alpha"):
     if client == "pnpm":
-        require("pnpm", (NODE_TOOLS_BIN / "pnpm").exists(), "bash .ci/run installs it into .ci/node_tools")
+        pnpm = Path(require_pnpm())
+        gate.base["RUNCODE_POLICY_INSTALLER_PATH"] = f"{pnpm.parent}:/usr/bin:/bin"
         return gate("--", "pnpm", "add", package, env=env, cwd=project)
     return gate("--", "npm", "install", package, env=env, cwd=project)
 

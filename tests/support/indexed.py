@@ -28,6 +28,8 @@ def indexed_service(app, tmp_path):
     yield start
     for server in servers:
         server.close()
+        for upstream in ("pypi_upstream", "npm_upstream"):
+            server.app.extensions[upstream].close()
 
 
 def allow_only(app, language: str, names: list[str]) -> None:

@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-NODE_TOOLS_BIN = REPO / ".ci" / "node_tools" / "node_modules" / ".bin"  # installed by .ci/run
-VERDACCIO = NODE_TOOLS_BIN / "verdaccio"
+VERDACCIO = REPO / ".ci" / "node_tools" / "node_modules" / ".bin" / "verdaccio"  # installed by .ci/run
 VERDACCIO_CONFIG = """storage: {storage}
 auth:
   htpasswd:
