@@ -108,7 +108,7 @@ def pip_install(index: str, work: Path) -> float:
     started_at = time.perf_counter()
     subprocess.run(argv, check=True, env={**os.environ, "PIP_CONFIG_FILE": os.devnull})
     elapsed = time.perf_counter() - started_at
-    installed = sorted(p.name for p in target.glob("pkg*") if p.is_dir())
+    installed = sorted(p.name for p in target.glob("pkg*") if p.is_dir() and "." not in p.name)
     if len(installed) != PACKAGES:
         raise SystemExit(f"installed {len(installed)} of {PACKAGES} packages from {index}")
     return elapsed
