@@ -97,16 +97,18 @@ def test_a_denied_dependency_fails_the_install_and_the_gate_prints_its_denial(ga
     assert "denied: beta (node) \u2014 not-on-the-allow-list" in done.stderr, done.stderr
 
 
-@pytest.mark.parametrize("how", ["project .npmrc", "npm_config_registry"])
-def test_a_registry_redirect_cannot_install_a_denied_dependency(gate, env, app, project, npm_upstream, how):
+@pytest.mark.parametrize(
+    ("client", "how"),
+    [("npm", "project .npmrc"), ("npm", "npm_config_registry"), ("pnpm", "project .npmrc")],
+)
+def test_a_registry_redirect_cannot_install_a_denied_dependency(gate, env, app, project, npm_upstream, client, how):
     allow_only(app, "node", ["alpha"])
+    raw = f"{npm_upstream.url}/"
+    extra = {"npm_config_registry": raw} if how == "npm_config_registry" else {}
     if how == "project .npmrc":
-        (project / ".npmrc").write_text(f"registry={npm_upstream.url}/\n")
-        extra = {}
-    else:
-        extra = {"npm_config_registry": f"{npm_upstream.url}/"}
-    done = gate("--", "npm", "install", "alpha", env={**env, **extra}, cwd=project)
-    assert "beta" not in installed(project), done.stdout + done.stderr
+        (project / ".npmrc").write_text(f"registry={raw}\n")
+    done = install(gate, client, {**env, **extra}, project)
+    assert "beta" not in installed(project) | pnpm_store_names(project), done.stdout + done.stderr
     assert done.returncode != 0 and "denied: beta (node)" in done.stderr, done.stderr
 
 
