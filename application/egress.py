@@ -157,10 +157,25 @@ class EgressJudge:
         self.require_workspace(workspace)
         return egress_answer(self._egress_verdict(target, resolved, allowlist), None)
 
-    def _egress_verdict(self, target: str, resolved: Sequence[str], allowlist) -> EgressVerdict:
+    def judge_upstream_egress(self, target: str, resolved: Sequence[str] = ()) -> dict:
+        """The service's own fetch of a file an upstream page links to: the sandbox's rules but
+        for public package registries, which are what an upstream links to (files.pythonhosted.org)."""
+        verdict = self._egress_verdict(
+            target, _checked_resolved(resolved), self.egress_config.hostname_allowlist, refuse_registries=False
+        )
+        return egress_answer(verdict, None)
+
+    def _egress_verdict(
+        self, target: str, resolved: Sequence[str], allowlist, *, refuse_registries: bool = True
+    ) -> EgressVerdict:
         config = self.egress_config
         return evaluate_egress(
-            target, resolved, allowlist, deny_ranges=config.deny_ranges, allow_addresses=config.allow_addresses
+            target,
+            resolved,
+            allowlist,
+            deny_ranges=config.deny_ranges,
+            allow_addresses=config.allow_addresses,
+            refuse_registries=refuse_registries,
         )
 
 

@@ -24,6 +24,7 @@ from application.egress import EgressConfig, EgressJudge
 from application.evaluation import Evaluation
 from application.formats import iso, parse_uuid
 from application.impact import Impact
+from application.index import PackageIndex
 from application.overview import Overview
 from application.policies import Policies
 from application.store import SNAPSHOT_INTERVAL
@@ -59,6 +60,7 @@ class Governance(Application):
         # requests and exceptions: `gov.access.file_request(...)`, `gov.access.approve_request(...)`...
         self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts)
         self.facts = Overview(OverviewReads(self.recorder), self.readmodel, self.policies.require_workspace)
+        self.index = PackageIndex(self.policies, self.writer, self.readmodel, self.save, self.authenticate)
         self.require_workspace = self.policies.require_workspace
         self.load_policy = self.policies.load_policy
 
@@ -101,6 +103,9 @@ class Governance(Application):
 
     def judge_egress(self, target: str, resolved=()) -> dict:
         return self.egress.judge_egress(target, resolved)
+
+    def judge_upstream_egress(self, target: str, resolved=()) -> dict:
+        return self.egress.judge_upstream_egress(target, resolved)
 
     def test_egress(self, workspace: str, target: str, resolved=(), hostname_allowlist=None) -> dict:
         return self.egress.test_egress(workspace, target, resolved, hostname_allowlist)
@@ -146,6 +151,21 @@ class Governance(Application):
     def impact(self, workspace: str, draft: dict, days: int = 30) -> dict:
         """How many recorded installs of the last `days` days the draft would change: see `Impact`."""
         return self.impacts.impact(workspace, draft, days)
+    # -- the package index (application.index) ------------------------------------------------
+    def start_run(self, workspace: str, caller: dict, context: dict | None = None, seconds: int | None = None) -> dict:
+        return self.index.runs.start(workspace, caller, context, seconds)
+
+    def run_decisions(self, workspace: str, run: str, caller: dict) -> dict:
+        return self.index.runs.decisions(workspace, run, caller)
+
+    def index_principal(self, secret: str):
+        return self.index.authenticate(secret)
+
+    def judge_index(self, principal, language: str, name: str, request: str, file=None, package_version=None) -> dict:
+        return self.index.gate.judge(principal, language, name, request, file, package_version)
+
+    def index_listing(self, workspace: str, language: str, candidates) -> list[str]:
+        return self.index.gate.listing(workspace, language, candidates)
 
     def _record(self, processing_event):
         # Hand the recorder the domain events and their workspaces, so it writes the read

@@ -8,7 +8,7 @@ from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from application import Governance
-from interface import api, console, metrics, problems
+from interface import api, console, index, metrics, problems
 from interface.settings import MAX_BODY_BYTES, Settings, open_governance
 
 
@@ -24,6 +24,7 @@ def create_app(env: Mapping[str, str] | None = None, governance: Governance | No
     app.register_blueprint(api.blueprint)
     console.install(app)  # the admin console at /console: blueprint, secret key, CSRF
     app.register_blueprint(api.operations.blueprint)
+    index.install(app)  # the package index: /pypi/{ws}/simple/ and /npm/{ws}/
     if settings.proxy_hops:  # behind TLS-terminating proxies: HTTPS as the client saw it (Secure cookies)
         n = settings.proxy_hops
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n, x_port=n)

@@ -18,6 +18,21 @@ LATENCY = Histogram(
 )
 
 
+INDEX = Counter(
+    "runcode_policy_index_fetches",
+    "Package-index fetches judged, and whether a new decision was recorded or a run's earlier one reused",
+    ["language", "request", "outcome", "recorded"],
+    registry=REGISTRY,
+)
+
+
+def count_index(verdict: dict, language: str, request: str) -> None:
+    outcome = "allowed" if verdict["allowed"] else "denied"
+    INDEX.labels(language, request, outcome, "new" if verdict["recorded"] else "repeat").inc()
+    if verdict["recorded"]:
+        DECISIONS.labels("registry", outcome, verdict["reason"]).inc()
+
+
 def count_decisions(decisions: list[dict]) -> None:
     for d in decisions:
         DECISIONS.labels(d["kind"], "allowed" if d["allowed"] else "denied", d["reason"]).inc()

@@ -10,11 +10,17 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from application import EgressConfig, Governance, checked_config, default_database_url, store_env
 from domain.errors import EgressConfigError, FieldError, InvalidInputError
 
 MAX_BODY_BYTES = 1024 * 1024
+# The package index's upstreams (API.md "Package index"): trusted by the operator.
+PYPI_UPSTREAM_VAR = "RUNCODE_POLICY_PYPI_UPSTREAM"
+NPM_UPSTREAM_VAR = "RUNCODE_POLICY_NPM_UPSTREAM"
+DEFAULT_PYPI_UPSTREAM = "https://pypi.org/simple/"
+DEFAULT_NPM_UPSTREAM = "https://registry.npmjs.org/"
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,8 @@ class Settings:
     egress: EgressConfig = field(default_factory=EgressConfig)  # see egress_config_from_env
     secret_key: str | None = None  # RUNCODE_POLICY_SECRET_KEY; else see console_secret_key()
     proxy_hops: int = 0  # RUNCODE_POLICY_TRUSTED_PROXY_HOPS: reverse proxies whose X-Forwarded-* to trust
+    pypi_upstream: str = DEFAULT_PYPI_UPSTREAM  # RUNCODE_POLICY_PYPI_UPSTREAM
+    npm_upstream: str = DEFAULT_NPM_UPSTREAM  # RUNCODE_POLICY_NPM_UPSTREAM
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -37,6 +45,8 @@ class Settings:
             egress=egress_config_from_env(env),  # EgressConfigError names every bad entry
             secret_key=env.get("RUNCODE_POLICY_SECRET_KEY") or None,
             proxy_hops=proxy_hops(env.get("RUNCODE_POLICY_TRUSTED_PROXY_HOPS", "0")),
+            pypi_upstream=upstream_url(env, PYPI_UPSTREAM_VAR, DEFAULT_PYPI_UPSTREAM),
+            npm_upstream=upstream_url(env, NPM_UPSTREAM_VAR, DEFAULT_NPM_UPSTREAM),
         )
 
     def console_secret_key(self) -> str:
@@ -81,6 +91,18 @@ def proxy_hops(text: str) -> int:
             [FieldError("RUNCODE_POLICY_TRUSTED_PROXY_HOPS", "must be 0 to 10")],
         )
     return int(text)
+
+
+def upstream_url(env: Mapping[str, str], name: str, default: str) -> str:
+    """An upstream base URL: http(s) with a host; always ending in `/` (paths are joined to it)."""
+    url = (env.get(name) or default).strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise InvalidInputError(
+            f"{name} must be an http(s) URL without query or fragment, such as {default}",
+            [FieldError(name, "must be an http:// or https:// URL with a host")],
+        )
+    return url if url.endswith("/") else url + "/"
 
 
 def open_governance(settings: Settings) -> Governance:

@@ -7,12 +7,14 @@ saved (the `searchabletimestamps` pattern), so a read model can never disagree w
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 from application.store.access_projection import access_statements
 from application.store.counts import count_statements
 from application.store.schema import Dialect
 from domain.decision import Decision, DecisionRecord
 from domain.policy import Policy
+from domain.run import Run
 from domain.specs import deny_key
 from domain.token import Token
 
@@ -22,6 +24,8 @@ _INSERT = {
     "decision": "INSERT INTO {decisions} VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
     "token": "INSERT INTO {tokens} VALUES (%s, %s, %s, %s, %s, %s, NULL, NULL, %s)",
     "revoke": "UPDATE {tokens} SET revoked_at = %s, revoked_by = %s WHERE id = %s",
+    "run": "INSERT INTO {runs} VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+    "run_decision": "INSERT INTO {run_decisions} VALUES (%s, %s, %s, %s)",
 }
 
 
@@ -71,10 +75,14 @@ def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list[tuple[st
             rows.append(("change", _change_row(e, workspaces[e.originator_id], at)))
         elif isinstance(e, Decision.Recorded):
             rows.append(("decision", _decision_row(e, at)))
+            if e.record.get("run"):  # made through the package index during a run
+                rows.append(("run_decision", (e.record["run"], str(e.originator_id), bool(e.record["allowed"]), at)))
         elif isinstance(e, Token.Issued):
             rows.append(("token", (str(e.originator_id), e.workspace, e.name, e.role, at, e.by, e.secret_digest)))
         elif isinstance(e, Token.Revoked):
             rows.append(("revoke", (at, e.by, str(e.originator_id))))
+        elif isinstance(e, Run.Started):
+            rows.append(("run", _run_row(e, at, dialect)))
     return [(dialect.sql(_INSERT[kind]), params) for kind, params in rows]
 
 
@@ -93,6 +101,12 @@ def _describe_change(e) -> tuple[str, str | None, str | None, str | None]:
         return kind, None, e.name, None
     kind = "entry-added" if isinstance(e, Policy.EntryAdded) else "entry-removed"
     return kind, e.list_name, e.name, None
+
+
+def _run_row(e, at, dialect: Dialect) -> tuple:
+    expires = dialect.ts(datetime.fromisoformat(e.expires_at.replace("Z", "+00:00")))
+    context = json.dumps(e.context, sort_keys=True)
+    return (str(e.originator_id), e.workspace, at, expires, e.started_by, e.by, context, e.secret_digest)
 
 
 def _decision_row(e, at) -> tuple:

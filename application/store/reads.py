@@ -21,7 +21,7 @@ class ReadModel:
     def _rows(self, template: str, params: list | tuple = ()) -> list[dict]:
         rows = self.recorder.fetch(self.dialect.sql(template), params)
         for row in rows:
-            for column in ("at", "created_at", "issued_at", "revoked_at"):
+            for column in ("at", "created_at", "issued_at", "revoked_at", "started_at", "expires_at"):
                 if row.get(column) is not None:
                     row[column] = self.dialect.from_ts(row[column])
         return rows
@@ -173,3 +173,15 @@ class ReadModel:
 
     def tokens(self, workspace: str) -> list[dict]:
         return self._rows("SELECT * FROM {tokens} WHERE workspace = %s ORDER BY issued_at, id", (workspace,))
+
+    # -- package-index runs ---------------------------------------------------------------------
+    def run(self, run_id: str) -> dict | None:
+        return self._first("SELECT * FROM {runs} WHERE id = %s", (run_id,))
+
+    def run_decisions(self, run_id: str, limit: int = 10_000) -> list[dict]:
+        """Denied first (false sorts before true in both stores), then in the order they were made."""
+        return self._rows(
+            "SELECT d.id, d.at, d.record FROM {run_decisions} r JOIN {decisions} d ON d.id = r.decision "
+            "WHERE r.run = %s ORDER BY r.allowed, r.at, r.decision LIMIT %s",
+            (run_id, limit),
+        )

@@ -10,7 +10,17 @@ from functools import lru_cache
 from application.store.access_schema import ACCESS_DDL, ACCESS_TABLES
 from application.store.count_schema import COUNT_DDL, COUNT_TABLES
 
-TABLES = ("workspaces", "changes", "decisions", "tokens", "owner_guard", *COUNT_TABLES, *ACCESS_TABLES)
+TABLES = (
+    "workspaces",
+    "changes",
+    "decisions",
+    "tokens",
+    "owner_guard",
+    "runs",
+    "run_decisions",
+    *COUNT_TABLES,
+    *ACCESS_TABLES,
+)
 
 DDL = (
     "CREATE TABLE IF NOT EXISTS {workspaces} (workspace TEXT PRIMARY KEY, "
@@ -32,6 +42,12 @@ DDL = (
     "revoked_at {ts}, revoked_by TEXT, secret_digest TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS rcp_tokens_by_workspace ON {tokens} (workspace, issued_at)",
     "CREATE TABLE IF NOT EXISTS {owner_guard} (workspace TEXT NOT NULL, owners INTEGER NOT NULL CHECK (owners > 0))",
+    # Package-index runs (application.index): the run's token, and which decisions it made.
+    "CREATE TABLE IF NOT EXISTS {runs} (id TEXT PRIMARY KEY, workspace TEXT NOT NULL, started_at {ts} NOT NULL, "
+    "expires_at {ts} NOT NULL, started_by TEXT NOT NULL, started_by_name TEXT NOT NULL, context TEXT NOT NULL, "
+    "secret_digest TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {run_decisions} (run TEXT NOT NULL, decision TEXT NOT NULL, allowed {bool} NOT NULL, "
+    "at {ts} NOT NULL, PRIMARY KEY (run, allowed, at, decision))",
     *COUNT_DDL,
     *ACCESS_DDL,
 )

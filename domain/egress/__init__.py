@@ -2,8 +2,9 @@
 
 Order: syntax, scheme, host parse; then denial reasons from the name rules, the literal IP and
 every resolved address, the most severe winning; then the hostname allowlist; else allowed. The
-always-deny reasons therefore win over the allowlist, and allowlisting a metadata name unlocks
-nothing. The parsing, address tables and allowlist live in the `egress_*` modules beside this one.
+always-deny reasons therefore win over the allowlist, and allowlisting a metadata name (or a
+public package registry) unlocks nothing. The parsing, address tables, allowlist and registry
+names live in the modules beside this one.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from domain.egress.addresses import (
     table_finding,
 )
 from domain.egress.allowlist import host_matches, normalize_allowlist
+from domain.egress.registries import REGISTRY_HOSTS, registry_finding
 from domain.egress.target import Target, TargetError, parse_target
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "classify_address",
     "normalize_allowlist",
     "parse_deny_ranges",
+    "REGISTRY_HOSTS",
 ]
 
 REASONS = (
@@ -48,6 +51,7 @@ REASONS = (
     "reserved",
     "ipv6-transition",
     "not-on-hostname-allowlist",
+    "package-registry",
 )
 # Most severe first (EGRESS.md section 1, step 3).
 SEVERITY = (
@@ -59,6 +63,7 @@ SEVERITY = (
     "multicast",
     "reserved",
     "ipv6-transition",
+    "package-registry",
 )
 
 
@@ -78,6 +83,7 @@ class _Rules:
     deny_ranges: tuple[IPv4Network | IPv6Network, ...]
     allow_addresses: frozenset[IPv4Address | IPv6Address]
     schemes: tuple[str, ...]
+    refuse_registries: bool
 
 
 def evaluate_egress(
@@ -88,6 +94,7 @@ def evaluate_egress(
     deny_ranges: Sequence[IPv4Network | IPv6Network] = (),
     allow_addresses: Sequence[IPv4Address | IPv6Address] = (),
     schemes: Sequence[str] = ("http", "https"),
+    refuse_registries: bool = True,
 ) -> EgressVerdict:
     """Judge one egress target; never raises.
 
@@ -96,12 +103,16 @@ def evaluate_egress(
     means; the detail names the operator range. `allow_addresses` is a test-only hatch for an
     enforcing proxy's own tests: an exact listed address skips the built-in address tables, but
     never the metadata rules, the name rules or the operator's deny ranges.
+    `refuse_registries` (on: the sandbox's egress) denies public package registries by name
+    (`package-registry`): sandboxes install through the service's index. Only the service's own
+    upstream fetching, which is not sandbox egress, turns it off.
     """
     try:
         rules = _Rules(
             deny_ranges=tuple(ip_network(r) if isinstance(r, str) else r for r in deny_ranges),
             allow_addresses=frozenset(filter(None, map(parse_address, allow_addresses))),
             schemes=tuple(schemes),
+            refuse_registries=refuse_registries,
         )
         return _evaluate(target, resolved, hostname_allowlist, rules)
     except Exception as error:  # noqa: BLE001 - a gate fails closed instead of crashing its caller
@@ -133,7 +144,10 @@ def _evaluate(
 
 
 def _findings(parsed: Target, addresses: list, rules: _Rules) -> list[Finding]:
-    found = [name_finding(parsed.host)] if parsed.ip is None else [_address_finding(parsed.ip, rules, "")]
+    if parsed.ip is None:
+        found = [name_finding(parsed.host), registry_finding(parsed.host) if rules.refuse_registries else None]
+    else:
+        found = [_address_finding(parsed.ip, rules, "")]
     context = f"resolved for {parsed.host}"
     found += [_address_finding(address, rules, context) for address in addresses]
     return [finding for finding in found if finding]

@@ -40,7 +40,8 @@ def parse_command(argv: list[str]) -> tuple[str, list[Spec]]:
     """Split an install command (argv, no shell) into (language, specs), options included.
 
     Raises InvalidInputError (field `command`) for anything but pip/pip3/pip3.11 install,
-    python[3[.12]] -m pip install and npm install (or one of its aliases).
+    python[3[.12]] -m pip install, uv pip install, npm install (or one of its aliases) and
+    pnpm add/install. uv's and pnpm's own flags are not in the tables: they fail closed.
     """
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
         raise _refused("a command must be a non-empty list of strings (argv, no shell)")
@@ -49,9 +50,13 @@ def parse_command(argv: list[str]) -> tuple[str, list[Spec]]:
         return "python", _pip_specs(argv[1:], argv)
     if _PYTHON.fullmatch(program) and argv[1:3] == ["-m", "pip"]:
         return "python", _pip_specs(argv[3:], argv)
-    if program == "npm":
+    if program == "uv" and argv[1:2] == ["pip"]:
+        return "python", _pip_specs(argv[2:], argv)
+    if program in ("npm", "pnpm"):
         return "node", _npm_specs(argv[1:], argv)
-    raise _refused(f"{argv[0]!r} is not pip, python -m pip or npm; only their install commands can be judged")
+    raise _refused(
+        f"{argv[0]!r} is not pip, python -m pip, uv pip, npm or pnpm; only their install commands can be judged"
+    )
 
 
 def _refused(why: str) -> InvalidInputError:

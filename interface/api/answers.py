@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from application.index import REQUESTS as INDEX_REQUESTS
 from domain.policy import CHANGE_TYPES
 from interface.api.schemas import Instant, Kind, Language, ListName, Mode, Reason, Role
 
@@ -76,6 +77,10 @@ class DecisionView(BaseModel):
     message: str | None = None
     resolved: list[str] | None = Field(None, description="egress decisions: the addresses judged")
     port: int | None = Field(None, description="egress decisions: the port of the target")
+    request: Literal[INDEX_REQUESTS] | None = Field(None, description="package-index decisions: what was fetched")
+    run: str | None = Field(None, description="package-index decisions: the run that fetched it")
+    file: str | None = Field(None, description="package-index downloads: the file")
+    package_version: str | None = Field(None, description="package-index downloads: the file's package version")
 
 
 class EvaluateAnswer(BaseModel):

@@ -24,6 +24,7 @@ def judged(argv):
         ["python3", "-m", "pip", "install"],
         ["python3.12", "-m", "pip", "install"],
         ["pip", "-q", "install"],
+        ["uv", "pip", "install"],
     ],
 )
 def test_every_spelling_of_pip_install_is_judged_as_python(prefix):
@@ -35,12 +36,24 @@ def test_npm_install_and_its_aliases_are_judged_as_node(verb):
     assert judged(["npm", verb, "lodash@^4"]) == ("node", [("lodash@^4", "registry", "lodash")])
 
 
+def test_pnpm_add_is_judged_like_npm_install():
+    assert judged(["pnpm", "add", "-D", "lodash@^4"]) == ("node", [("lodash@^4", "registry", "lodash")])
+    assert judged(["pnpm", "add", "--registry", "http://evil/", "lodash"])[1][0][1] == "option"
+
+
+def test_uv_pip_install_is_judged_like_pip_and_unknown_uv_flags_fail_closed():
+    assert judged(["uv", "pip", "install", "-i", "http://evil/simple", "x"])[1][0][1] == "option"
+    assert judged(["uv", "pip", "install", "--system", "x"])[1][0][1] == "option"
+
+
 @pytest.mark.parametrize(
     "argv",
     [
         ["pip", "uninstall", "requests"],
         ["pip", "download", "requests"],
-        ["pnpm", "add", "lodash"],
+        ["pnpm", "update", "lodash"],
+        ["uv", "add", "lodash"],
+        ["uv", "pip", "compile", "req.in"],
         ["yarn", "add", "lodash"],
         ["npm", "ci"],
         ["npm", "uninstall", "lodash"],

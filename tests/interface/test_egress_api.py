@@ -21,11 +21,15 @@ CORPUS = CORPUS_DIR / "egress.jsonl"
 P = "/api/v1/workspaces/acme"
 RANK = ["sandbox", "auditor", "admin", "owner"]
 EVALUATE = {
-    "target": "https://pypi.org/simple/",
+    "target": "https://docs.python.org/3/",
     "resolved": ["151.101.0.223"],
     "context": {"sandbox": "sbx-42", "source": "run-code", "skill": None, "actor": "agent-7"},
 }
-TEST = {"target": "https://pypi.org/simple/", "resolved": ["151.101.0.223"], "hostname_allowlist": ["pypi.org"]}
+TEST = {
+    "target": "https://docs.python.org/3/",
+    "resolved": ["151.101.0.223"],
+    "hostname_allowlist": ["docs.python.org"],
+}
 
 
 def _corpus() -> list[dict]:
@@ -56,7 +60,7 @@ def test_an_evaluated_destination_is_recorded_in_the_audit_log_and_its_export(li
     assert answer == {
         "allowed": True,
         "reason": "allowed",
-        "host": "pypi.org",
+        "host": "docs.python.org",
         "port": 443,
         "id": answer["id"],
         "detail": None,
@@ -69,7 +73,7 @@ def test_an_evaluated_destination_is_recorded_in_the_audit_log_and_its_export(li
     listed = live.call("GET", P + "/decisions?kind=egress", live.tokens["auditor"]).json["decisions"]
     assert [d["id"] for d in listed] == [denied["id"], answer["id"]]
     first = listed[1]
-    assert first["kind"] == "egress" and first["name"] == "pypi.org" and first["language"] is None
+    assert first["kind"] == "egress" and first["name"] == "docs.python.org" and first["language"] is None
     assert first["spec"] == EVALUATE["target"] and first["resolved"] == EVALUATE["resolved"]
     assert first["context"]["sandbox"] == "sbx-42" and first["at"].endswith("Z")
     one = live.call("GET", P + f"/decisions/{denied['id']}", live.tokens["auditor"]).json
@@ -79,7 +83,7 @@ def test_an_evaluated_destination_is_recorded_in_the_audit_log_and_its_export(li
     rows = list(csv.DictReader(io.StringIO(export.body.decode())))
     assert [(r["kind"], r["name"], r["reason"]) for r in rows] == [
         ("egress", "169.254.169.254", "cloud-metadata"),
-        ("egress", "pypi.org", "allowed"),
+        ("egress", "docs.python.org", "allowed"),
     ]
     assert rows[1]["sandbox"] == "sbx-42"
 
@@ -155,7 +159,7 @@ def deployed(database_url):
     """The service built from settings, with a deployment allowlist and an extra deny range."""
     env = {
         "RUNCODE_POLICY_DATABASE_URL": database_url,
-        "RUNCODE_POLICY_EGRESS_ALLOWLIST": "pypi.org,\n*.pythonhosted.org",
+        "RUNCODE_POLICY_EGRESS_ALLOWLIST": "docs.python.org,\n*.readthedocs.io",
         "RUNCODE_POLICY_EGRESS_DENY_RANGES": "151.101.64.0/18",
     }
     flask_app = create_app(env=env)
@@ -177,10 +181,12 @@ def test_the_deployment_allowlist_and_deny_ranges_govern_evaluate(deployed):
         assert reply.status == 200, reply.body
         return reply.json["allowed"], reply.json["reason"]
 
-    assert judge("https://pypi.org/simple/", ["151.101.0.223"]) == (True, "allowed")
-    assert judge("https://files.pythonhosted.org/x", ["146.75.28.223"]) == (True, "allowed")
+    assert judge("https://docs.python.org/3/", ["151.101.0.223"]) == (True, "allowed")
+    assert judge("https://pip.readthedocs.io/x", ["104.16.253.120"]) == (True, "allowed")
+    # A public package registry stays refused, allowlist or not: sandboxes use the index.
+    assert judge("https://pypi.org/simple/", ["151.101.0.223"]) == (False, "package-registry")
     assert judge("https://github.com/", ["140.82.121.4"]) == (False, "not-on-hostname-allowlist")
-    assert judge("https://pypi.org/", ["151.101.64.223"]) == (False, "reserved")  # operator range
+    assert judge("https://docs.python.org/", ["151.101.64.223"]) == (False, "reserved")  # operator range
     # The explicit allowlist of the test endpoint replaces the deployment's, for admins' what-ifs.
     test = deployed.call(
         "POST",
@@ -266,3 +272,14 @@ def test_the_test_only_address_allowance_is_only_set_in_code():
         EgressConfig(allow_addresses=("localhost",))
     settings = Settings.from_env({"RUNCODE_POLICY_EGRESS_ALLOW_ADDRESSES": "127.0.0.1"})
     assert settings.egress.allow_addresses == ()
+
+
+def test_the_index_fetches_registry_files_its_upstream_links_to_though_sandboxes_may_not(app, tmp_path):
+    flask_app = create_app(env={"RUNCODE_POLICY_DATA_DIR": str(tmp_path)}, governance=app)
+    wheel = "https://files.pythonhosted.org/packages/aa/bb/requests-2.32.0-py3-none-any.whl"
+    assert app.judge_egress(wheel)["reason"] == "package-registry"  # a sandbox's own connection
+    assert app.judge_upstream_egress(wheel, ["146.75.28.223"])["allowed"] is True
+    assert flask_app.extensions["pypi_upstream"].allows_host(wheel)
+    assert not flask_app.extensions["pypi_upstream"].allows_host("http://169.254.169.254/latest/")
+    for upstream in ("pypi_upstream", "npm_upstream"):
+        flask_app.extensions[upstream].close()

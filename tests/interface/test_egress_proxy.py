@@ -237,6 +237,25 @@ def test_a_name_off_the_allowlist_is_refused_without_being_resolved(open_governa
     assert [d["reason"] for d in _decisions(governance)] == ["not-on-hostname-allowlist"]
 
 
+@pytest.mark.parametrize("authority", ["registry.npmjs.org:443", "files.pythonhosted.org:443", "PyPI.org.:443"])
+def test_a_public_package_registry_is_refused_by_name_pointing_at_the_index(proxy, governance, resolver, authority):
+    sock, head = _connect(proxy, authority)
+    body = _read_until_closed(sock).decode()
+    sock.close()
+    assert head.startswith("HTTP/1.1 403 ") and "X-Runcode-Policy-Reason: package-registry" in head
+    assert "public package registry" in body and "package index" in body and "runcode-policy-gate" in body
+    assert resolver.calls == []  # refused before any lookup
+    (decision,) = _decisions(governance)
+    assert (decision["allowed"], decision["reason"]) == (False, "package-registry")
+
+
+def test_plain_http_to_a_registry_is_refused_even_when_allowlisted(open_governance, start_proxy, resolver):
+    proxy = start_proxy(open_governance(EgressConfig(hostname_allowlist=("pypi.org",))))
+    response = _get(proxy, "http://pypi.org/simple/requests/")
+    assert response.status == 403 and response.getheader("X-Runcode-Policy-Reason") == "package-registry"
+    assert resolver.calls == []
+
+
 def test_the_proxy_refuses_to_dial_itself(proxy, governance):
     sock, head = _connect(proxy, f"127.0.0.1:{proxy.server_address[1]}")
     sock.close()

@@ -1,58 +1,23 @@
-"""The sandbox gate as the sandbox runs it: a copy of the one file, in a Python without the
+"""The sandbox gate as the sandbox runs it: a copy of its folder, in a Python without the
 project's packages, asking the real service on loopback (SQLite and PostgreSQL) before running a
-real program."""
+stand-in program (tests/interface/test_gate_installs.py runs real installers)."""
 
 from __future__ import annotations
 
 import ast
 import http.server
-import json
-import os
-import shutil
 import socket
-import stat
-import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
 
-GATE = Path(__file__).resolve().parents[2] / "interface" / "gate.py"
-FAKE_PROGRAM = """#!{python}
-import json, os, sys
-with open(os.environ["FAKE_RECORD"], "w") as record:
-    json.dump(sys.argv, record)
-sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
-"""
+from tests.support.gate import GATE, Gate
 
 
 @pytest.fixture
 def gate(tmp_path):
-    """Runs a copy of gate.py with -I -S: no project, no site-packages, only the standard library."""
-    image = tmp_path / "image"
-    image.mkdir()
-    shutil.copy(GATE, image / "gate.py")
-    programs = tmp_path / "bin"
-    programs.mkdir()
-    for name in ("pip", "python", "npm"):  # stand-ins that record how they were run
-        path = programs / name
-        path.write_text(FAKE_PROGRAM.format(python=sys.executable))
-        path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    record = tmp_path / "ran.json"
-    base = {"PATH": f"{programs}{os.pathsep}{os.environ.get('PATH', '')}", "FAKE_RECORD": str(record)}
-
-    def run(*command: str, env: dict) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-I", "-S", str(image / "gate.py"), *command],
-            env={**base, **env},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-
-    run.ran = lambda: json.loads(record.read_text()) if record.exists() else None
-    return run
+    return Gate(tmp_path)
 
 
 OFFLINE = {"RUNCODE_POLICY_TOKEN": "rcp_any", "RUNCODE_POLICY_WORKSPACE": "acme"}
@@ -70,14 +35,18 @@ def sandbox_env(live) -> dict:
 
 
 @pytest.mark.parametrize(
-    "command",
-    [["pip", "install", "pandas==2.1"], ["python", "-m", "pip", "install", "pandas"], ["npm", "install", "left-pad"]],
+    ("command", "runs"),
+    [
+        (["pip", "install", "pandas==2.1"], ["pip", "install", "pandas==2.1"]),
+        (["python", "-m", "pip", "install", "pandas"], ["python", "-I", "-m", "pip", "install", "pandas"]),
+        (["uv", "pip", "install", "pandas"], ["uv", "pip", "install", "pandas"]),
+    ],
 )
-def test_an_allowed_install_runs_the_real_command_with_its_exact_arguments(gate, sandbox_env, app, command):
+def test_an_allowed_install_runs_the_gates_own_program_with_the_arguments(gate, sandbox_env, app, command, runs):
     done = gate("--", *command, env=sandbox_env)
     assert done.returncode == 0, done.stderr
-    ran = gate.ran()
-    assert Path(ran[0]).name == command[0] and ran[1:] == command[1:]
+    ran = gate.ran()["argv"]
+    assert ran == [str(gate.programs / runs[0]), *runs[1:]]
     recorded = app.decisions("acme")["decisions"][0]
     assert recorded["allowed"] is True
     assert recorded["context"] == {"sandbox": "sbx-7", "source": "run-code", "actor": "agent-7", "skill": None}
@@ -85,7 +54,7 @@ def test_an_allowed_install_runs_the_real_command_with_its_exact_arguments(gate,
 
 def test_the_commands_own_exit_status_becomes_the_gates(gate, sandbox_env):
     done = gate("--", "pip", "install", "pandas", env={**sandbox_env, "FAKE_EXIT": "7"})
-    assert done.returncode == 7 and gate.ran()[1:] == ["install", "pandas"]
+    assert done.returncode == 7 and gate.ran()["argv"][1:] == ["install", "pandas"]
 
 
 def test_a_denied_package_is_not_installed_and_the_gate_exits_3(gate, sandbox_env, app):
@@ -185,16 +154,19 @@ def test_help_documents_every_exit_status(gate):
         assert f"\n  {status}" in done.stdout
 
 
-def test_the_gate_imports_only_the_standard_library():
-    tree = ast.parse(GATE.read_text())
+@pytest.mark.parametrize("module", sorted(GATE.glob("*.py")), ids=lambda path: path.name)
+def test_the_gate_imports_only_the_standard_library_and_itself(module):
+    tree = ast.parse(module.read_text())
     imported = {
         alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
     }
     imported |= {
         node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 0
     }
-    assert not any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(tree))
-    assert imported and imported <= sys.stdlib_module_names, imported - sys.stdlib_module_names
+    siblings = {path.stem for path in GATE.glob("*.py")}
+    relative = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
+    assert all(node.level == 1 and (node.module or "") in siblings | {""} for node in relative)
+    assert imported <= sys.stdlib_module_names, imported - sys.stdlib_module_names
 
 
 class canned_service:

@@ -1,0 +1,59 @@
+"""The package index's application side: who may read it, what it judges and records, and runs.
+
+`PackageIndex` is the collaborator Governance composes; the HTTP proxies in `interface.index`
+are thin views over it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from application.decision_writer import DecisionWriter
+from application.index.gate import REQUESTS, IndexGate, Principal, registry_spec
+from application.index.runs import DEFAULT_RUN_SECONDS, MAX_RUN_SECONDS, Runs
+from application.policies import Policies
+from application.store.reads import ReadModel
+from domain.run import RUN_SECRET_PREFIX
+
+__all__ = [
+    "DEFAULT_RUN_SECONDS",
+    "INDEX_ROLES",
+    "MAX_RUN_SECONDS",
+    "REQUESTS",
+    "PackageIndex",
+    "Principal",
+    "may_read",
+    "registry_spec",
+]
+
+# Roles whose tokens may read the index: those that may evaluate. An auditor's token never adds
+# to the record, and reading the index records decisions.
+INDEX_ROLES = ("sandbox", "admin", "owner")
+
+
+class PackageIndex:
+    def __init__(
+        self,
+        policies: Policies,
+        writer: DecisionWriter,
+        readmodel: ReadModel,
+        save,
+        authenticate_token: Callable[[str], dict | None],
+    ):
+        self.gate = IndexGate(policies, writer)
+        self.runs = Runs(save, readmodel)
+        self._authenticate_token = authenticate_token
+
+    def authenticate(self, secret: str) -> Principal | None:
+        """A run's token or an API token; None when unknown, revoked or expired. Whether it may
+        read the index is `may_read`: the interface answers 401 and 403 differently."""
+        if secret.startswith(RUN_SECRET_PREFIX):
+            return self.runs.authenticate(secret)
+        caller = self._authenticate_token(secret)
+        if caller is None:
+            return None
+        return Principal(workspace=caller["workspace"], token=caller["id"], name=caller["name"], role=caller["role"])
+
+
+def may_read(principal: Principal) -> bool:
+    return principal.role == "run" or principal.role in INDEX_ROLES

@@ -1,0 +1,93 @@
+"""Runs: start one (a recorded event with its expiry), authenticate its token, list its decisions."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import time
+from datetime import UTC, datetime, timedelta
+
+from application.evaluation import decision_view
+from application.formats import iso
+from application.index.gate import Principal
+from application.store.reads import ReadModel
+from domain.errors import FieldError, InvalidInputError, NotFoundError
+from domain.run import RUN_SECRET_PREFIX, Run, new_run_secret, run_id
+from domain.text import check_context
+from domain.token import digest
+
+DEFAULT_RUN_SECONDS = 30 * 60
+MAX_RUN_SECONDS = 24 * 60 * 60
+
+
+class Runs:
+    def __init__(self, save, readmodel: ReadModel):
+        self._save = save
+        self._readmodel = readmodel
+
+    def start(self, workspace: str, caller: dict, context: dict | None = None, seconds: int | None = None) -> dict:
+        """A new run and its secret (shown once); `caller` is the authenticated API token."""
+        context = check_context(context)
+        seconds = DEFAULT_RUN_SECONDS if seconds is None else seconds
+        if isinstance(seconds, bool) or not isinstance(seconds, int) or not 60 <= seconds <= MAX_RUN_SECONDS:
+            raise InvalidInputError(
+                "a run lasts 60 seconds to a day",
+                [FieldError("ttl_seconds", f"must be a whole number from 60 to {MAX_RUN_SECONDS}")],
+            )
+        secret = new_run_secret()
+        expires = datetime.now(UTC) + timedelta(seconds=seconds)
+        run = Run(
+            secret_digest=digest(secret),
+            workspace=workspace,
+            started_by=caller["id"],
+            by=caller["name"],
+            expires_at=iso(expires),
+            context=context,
+        )
+        self._save(run)
+        return {"id": str(run.id), "token": secret, "expires_at": iso(expires)}
+
+    def authenticate(self, secret: str) -> Principal | None:
+        """The run whose secret this is, unless it is unknown or expired (or its starter revoked)."""
+        if not secret.startswith(RUN_SECRET_PREFIX):
+            return None
+        secret_digest = digest(secret)
+        row = self._readmodel.run(str(run_id(secret_digest)))
+        if row is None or not hmac.compare_digest(row["secret_digest"], secret_digest):
+            return None
+        left = (row["expires_at"] - datetime.now(UTC)).total_seconds()
+        starter = self._readmodel.token(row["started_by"])
+        if left <= 0 or starter is None or starter["revoked_at"] is not None:
+            return None
+        context = json.loads(row["context"] or "{}")
+        return Principal(
+            workspace=row["workspace"],
+            token=row["started_by"],
+            name=row["started_by_name"],
+            run=row["id"],
+            sandbox=context.get("sandbox"),
+            expires=time.monotonic() + left,
+        )
+
+    def decisions(self, workspace: str, run: str, caller: dict) -> dict:
+        """That run's decisions, denied first; a sandbox token sees only the runs it started."""
+        row = self._readmodel.run(run)
+        if (
+            row is None
+            or row["workspace"] != workspace
+            or (caller["role"] == "sandbox" and row["started_by"] != caller["id"])
+        ):
+            raise NotFoundError(f"no run {run!r} in this workspace")
+        rows = self._readmodel.run_decisions(run)
+        decisions = [decision_view(r["id"], json.loads(r["record"]), r["at"]) for r in rows]
+        return {"run": run_view(row), "allowed": all(d["allowed"] for d in decisions), "decisions": decisions}
+
+
+def run_view(row: dict) -> dict:
+    return {
+        "id": row["id"],
+        "started_at": iso(row["started_at"]),
+        "expires_at": iso(row["expires_at"]),
+        "started_by": row["started_by_name"],
+        "context": json.loads(row["context"] or "{}"),
+    }

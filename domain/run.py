@@ -1,0 +1,49 @@
+"""Runs: one install through the package index, with its own short-lived, index-only token.
+
+A sandbox starts a run before it installs and hands the run's token, not its own, to pip, uv,
+npm or pnpm. The run groups that install's decisions, and its expiry is data recorded with it
+(the clock is read by the application, never here). Like API tokens, the secret is never stored:
+the run's id is derived from the secret's digest, so authenticating is one lookup by id.
+"""
+
+from __future__ import annotations
+
+import secrets
+from uuid import NAMESPACE_URL, UUID, uuid5
+
+from eventsourcing.domain import Aggregate, event
+
+RUN_SECRET_PREFIX = "rcr_"  # distinct from API tokens' prefix: one lookup decides which table
+_NAMESPACE = uuid5(NAMESPACE_URL, "https://runcode-policy/runs")
+
+
+def new_run_secret() -> str:
+    return RUN_SECRET_PREFIX + secrets.token_urlsafe(32)
+
+
+def run_id(secret_digest: str) -> UUID:
+    return uuid5(_NAMESPACE, secret_digest)
+
+
+class Run(Aggregate):
+    """Started by a token of the workspace; its token reads the package index until it expires."""
+
+    TOPIC = "runcode_policy:Run"
+
+    class Created(Aggregate.Created):
+        # Unused base "created" class; the library requires an explicit topic on it too.
+        TOPIC = "runcode_policy:Run.Created"
+
+    @staticmethod
+    def create_id(secret_digest: str, **_) -> UUID:
+        return run_id(secret_digest)
+
+    @event("Started", topic="runcode_policy:Run.Started")
+    def __init__(self, secret_digest: str, workspace: str, started_by: str, by: str, expires_at: str, context: dict):
+        # `expires_at` is an RFC 3339 instant worked out by the application: replay only assigns.
+        self.secret_digest = secret_digest
+        self.workspace = workspace
+        self.started_by = started_by  # the id of the token that started it
+        self.by = by  # that token's name
+        self.expires_at = expires_at
+        self.context = context

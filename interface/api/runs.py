@@ -1,0 +1,78 @@
+"""Runs (API.md "Package index"): one install through the index, with its own index-only token.
+
+`POST /runs` may be called by the roles that may evaluate (sandbox, admin, owner; never an
+auditor, whose token never adds to the record); `GET /runs/{id}/decisions` by auditor+, and by a
+sandbox token for the runs it started.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from flask import url_for
+from pydantic import BaseModel, Field
+
+from application.index import DEFAULT_RUN_SECONDS, INDEX_ROLES, MAX_RUN_SECONDS
+from interface.api.answers import DecisionView
+from interface.api.blueprint import W, api
+from interface.api.schemas import Body, Context, Instant
+from interface.problems import HTTPProblem
+
+
+class RunBody(Body):
+    context: Context | None = None
+    ttl_seconds: Annotated[int, Field(ge=60, le=MAX_RUN_SECONDS)] | None = Field(
+        None, description=f"how long the run's token works (default {DEFAULT_RUN_SECONDS} s)"
+    )
+
+
+class RunStarted(BaseModel):
+    id: str
+    token: str = Field(description="the run's secret, shown once: it may only read the package index")
+    expires_at: Instant
+    pypi: str = Field(description="the simple-index URL for pip (`--index-url`) and uv (`--default-index`)")
+    npm: str = Field(description="the registry URL for npm and pnpm (`--registry`)")
+
+
+class RunView(BaseModel):
+    id: str
+    started_at: Instant
+    expires_at: Instant
+    started_by: str
+    context: dict
+
+
+class RunDecisions(BaseModel):
+    run: RunView
+    allowed: bool = Field(description="true when the run has no denied decision")
+    decisions: list[DecisionView] = Field(description="denied first, then in the order they were made")
+
+
+@api.route(
+    "POST",
+    W + "/runs",
+    "Start a run: a short-lived token that may only read the package index",
+    role="sandbox",
+    body=RunBody,
+    response=RunStarted,
+    status=201,
+)
+def post_run(gov, ws, caller, body):
+    if caller["role"] not in INDEX_ROLES:
+        raise HTTPProblem(403, "Forbidden", "an auditor's token never adds to the record, so it cannot start runs")
+    context = body.context.model_dump(exclude_none=True) if body.context else {}
+    run = gov.start_run(ws, caller, context, body.ttl_seconds)
+    run["pypi"] = url_for("pypi_index.root", ws=ws, _external=True)
+    run["npm"] = url_for("npm_index.package", ws=ws, _external=True)
+    return run, 201
+
+
+@api.route(
+    "GET",
+    W + "/runs/<run_id>/decisions",
+    "One run's decisions, denied first",
+    role="sandbox",
+    response=RunDecisions,
+)
+def get_run_decisions(gov, ws, caller, run_id):
+    return gov.run_decisions(ws, run_id, caller)  # a sandbox token: only the runs it started

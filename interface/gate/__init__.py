@@ -1,0 +1,201 @@
+"""runcode-policy-gate: ask the policy service, then install through its package index.
+
+Usage:  runcode-policy-gate -- pip install pandas numpy
+        runcode-policy-gate -- python -m pip install pandas
+        runcode-policy-gate -- uv pip install pandas
+        runcode-policy-gate -- npm install left-pad
+        runcode-policy-gate -- pnpm add left-pad
+
+1. The whole command line goes to /evaluate, which parses it itself (so options that change where
+   packages come from are judged too). If anything is denied, nothing runs.
+2. The gate creates a run (POST /runs): a short-lived token that may only read the service's
+   package index. The gate's own sandbox token is never handed to the installer.
+3. It runs the installer it resolved itself on a fixed trusted PATH (never `./pip` or a path
+   given on the command line; `python -m pip` runs with -I, so no `./pip/` module can stand in),
+   with every variable that redirects installs removed and the installer's configuration files
+   replaced by its own, pointed at the index with the run token. The index then judges every
+   package the installer fetches, at any depth.
+4. If the installer fails, the gate prints that run's denials:
+   `denied: beta (python) — not-on-the-allow-list: ...` (pip, uv and pnpm do not show them).
+
+Environment:
+  RUNCODE_POLICY_URL             service base URL, e.g. http://policy:8000 (required)
+  RUNCODE_POLICY_TOKEN           a token with the sandbox role (required)
+  RUNCODE_POLICY_WORKSPACE       workspace slug (default: default)
+  RUNCODE_POLICY_TIMEOUT         seconds to wait on the service, per connect and read (default: 10)
+  RUNCODE_POLICY_SANDBOX         sandbox name recorded with the decisions (default: the hostname)
+  RUNCODE_POLICY_ACTOR           who asked, recorded with the decisions (default: none)
+  RUNCODE_POLICY_INSTALLER_PATH  where installers are looked up, set by the image (default:
+                                 /usr/local/bin:/usr/bin:/bin; relative entries are ignored)
+
+Exit status:
+  the installer's own   everything asked about was allowed, and the installer ran
+  2                     usage error: no command, or not an installer the gate runs
+  3                     denied: at least one package is not allowed; nothing ran
+  4                     cannot verify (service unreachable, timeout, error answer, bad
+                        configuration, a redirect it cannot undo): fail closed, nothing ran
+  126, 127              allowed, but the installer could not be executed / was not found
+
+A command that itself exits 3 or 4 looks like a refusal by its status alone; the gate's own
+refusals always say so on stderr, prefixed with "runcode-policy-gate:".
+
+Standard library only: this folder can be copied alone into any sandbox image with Python 3.7
+or later and run as `python3 -I /opt/gate -- ...` (so nothing from the project may be imported
+here). Its exchanges with the service are in `service`, how installers are run in `installers`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+from .installers import Unresolvable, Usage, installer_kind, prepared, resolved_argv
+from .request import is_request, request_main
+from .service import CannotVerify, ask, config_from, create_run, run_denials
+
+EXIT_USAGE, EXIT_DENIED, EXIT_UNVERIFIED = 2, 3, 4
+EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND = 126, 127
+PREFIX = "runcode-policy-gate:"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if is_request(args):  # `runcode-policy-gate request LANGUAGE NAME --why ...`
+        return request_main(args, say, EXIT_USAGE, EXIT_UNVERIFIED)
+    command, usage = parse_args(args)
+    if command is None:
+        return usage
+    try:
+        kind = installer_kind(command)
+        config = config_from(os.environ)
+        answer = ask(config, command)
+        if not allows(answer):
+            report_denials(answer, command)
+            return EXIT_DENIED
+        return install(config, kind, command)
+    except Usage as error:
+        say(str(error))
+        return EXIT_USAGE
+    except CannotVerify as error:
+        return cannot_verify(command, str(error))
+    except Exception as error:  # a bug in the gate must fail closed too, with the gate's own status
+        return cannot_verify(command, f"internal error: {error!r}")
+
+
+def cannot_verify(command: list[str], why: str) -> int:
+    say(f"cannot verify `{shown(command)}` with the policy service: {why}")
+    say("not running it (fail closed); exit status 4")
+    return EXIT_UNVERIFIED
+
+
+def parse_args(args: list[str]) -> tuple[list[str] | None, int]:
+    """The command after `--` (or the arguments as they are); None with an exit status otherwise."""
+    if args[:1] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        return None, 0
+    command = args[1:] if args[:1] == ["--"] else args
+    if not command or (command is args and command[0].startswith("-")):
+        say("usage: runcode-policy-gate -- COMMAND [ARG...]   (see --help)")
+        return None, EXIT_USAGE
+    return command, 0
+
+
+def allows(answer: dict) -> bool:
+    # Both the overall verdict and every single decision must allow: an answer that
+    # contradicts itself is treated as a denial.
+    return answer["allowed"] is True and all(d.get("allowed") is True for d in answer["decisions"])
+
+
+def report_denials(answer: dict, command: list[str]) -> None:
+    for decision in answer["decisions"]:
+        if decision.get("allowed") is not True:
+            say(f"denied: {denial_text(decision)}")
+    say(f"not running `{shown(command)}` (policy version {answer.get('policy_version')}); exit status 3")
+
+
+def denial_text(decision: dict) -> str:
+    if decision.get("message"):
+        return str(decision["message"])
+    text = f"{decision.get('spec')}: {decision.get('reason')}"
+    return f"{text} ({decision['detail']})" if decision.get("detail") else text
+
+
+def install(config: dict, kind: str, command: list[str]) -> int:
+    """Create a run, run the installer through the index, and explain a failure."""
+    try:
+        argv = resolved_argv(command, config["path"])
+    except Unresolvable as error:
+        say(f"allowed, but {error}")
+        return EXIT_NOT_FOUND
+    run = create_run(config)
+    workdir = tempfile.mkdtemp(prefix="runcode-policy-gate-")
+    try:
+        argv, env = prepared(kind, argv, run, workdir, config["url"], os.environ, os.getcwd())
+        status = run_installer(argv, env)
+    except Unresolvable as error:
+        raise CannotVerify(str(error)) from None
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if status not in (0, EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE):
+        explain_failure(config, run["id"], status)
+    return status
+
+
+def explain_failure(config: dict, run_id: str, status: int) -> None:
+    """Print the run's denials: pip, uv and pnpm do not show the index's reasons themselves."""
+    try:
+        denials = run_denials(config, run_id)
+    except CannotVerify as error:
+        say(f"the installer failed (exit status {status}); this run's decisions are unreadable: {error}")
+        return
+    for decision in denials:
+        say(f"denied: {index_denial_text(decision)}")
+    if denials:
+        say(
+            f"the installer failed (exit status {status}): the package index refused the "
+            "package(s) above; ask an admin to allow them"
+        )
+
+
+def index_denial_text(decision: dict) -> str:
+    """`beta (python) - not-on-the-allow-list: <message>` for one decision of the index."""
+    text = (
+        f"{decision.get('name') or decision.get('spec')} ({decision.get('language')}) \u2014 {decision.get('reason')}"
+    )
+    why = decision.get("message") or decision.get("detail")
+    return f"{text}: {why}" if why else text
+
+
+def run_installer(argv: list[str], env: dict) -> int:
+    """Run the installer as a child (so the gate can explain a failure); pass signals on."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        child = subprocess.Popen(argv, env=env)
+    except FileNotFoundError:
+        say(f"allowed, but {argv[0]!r} was not found")
+        return EXIT_NOT_FOUND
+    except OSError as error:
+        say(f"allowed, but {argv[0]!r} could not be executed: {error}")
+        return EXIT_NOT_EXECUTABLE
+    forwarded = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.signal(s, lambda signum, frame: child.send_signal(signum)) for s in forwarded}
+    try:
+        status = child.wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return 128 - status if status < 0 else status  # killed by a signal: the shell's convention
+
+
+def shown(command: list[str]) -> str:
+    return " ".join(shlex.quote(part) for part in command)  # shlex.join needs Python 3.8
+
+
+def say(message: str) -> None:
+    print(f"{PREFIX} {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,56 @@
+"""Who may read the package index, and the answers that refuse them.
+
+Package clients send the token as HTTP Basic (any user name, the token as password: pip's and
+uv's `https://user:TOKEN@host/...` index URLs) or as a Bearer token (npm's `_authToken`).
+
+Never an interactive prompt: pip asks for a user name and password on a 401 when it runs in a
+terminal and has no credentials, however the 401 is worded. So the PyPI routes answer a missing or
+bad token with 403 (pip reports it and stops), while the npm routes answer 401 with a Bearer
+challenge (npm and pnpm print it and stop; npm prompts only for one-time passwords, which this
+never asks for). A token of another workspace is 404, as on the API; an auditor's token, which
+never adds to the record, is 403.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+from flask import current_app, request
+
+from application.index import Principal, may_read
+from interface.problems import HTTPProblem
+
+
+def governance():
+    return current_app.extensions["governance"]
+
+
+def credentials() -> str | None:
+    scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+    value = value.strip()
+    if scheme.lower() == "bearer" and value:
+        return value
+    if scheme.lower() == "basic" and value:
+        try:
+            _, _, password = base64.b64decode(value, validate=True).decode("utf-8").partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        return password or None
+    return None
+
+
+def reader(workspace: str, unauthenticated_status: int) -> Principal:
+    """The principal reading this workspace's index, or the refusal its client expects."""
+    secret = credentials()
+    principal = governance().index_principal(secret) if secret else None
+    if principal is None:
+        detail = "a valid token is required: a run's token, or a sandbox, admin or owner token"
+        headers = {"WWW-Authenticate": 'Bearer realm="runcode-policy"'} if unauthenticated_status == 401 else {}
+        title = "Unauthorized" if unauthenticated_status == 401 else "Forbidden"
+        raise HTTPProblem(unauthenticated_status, title, detail, headers=headers)
+    if principal.workspace != workspace:
+        raise HTTPProblem(404, "Not Found", f"no workspace {workspace!r}")
+    if not may_read(principal):
+        raise HTTPProblem(403, "Forbidden", "an auditor's token never adds to the record, so it cannot read the index")
+    return principal

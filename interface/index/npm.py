@@ -1,0 +1,148 @@
+"""The npm registry proxy: `/npm/{ws}/{name}` (packuments), `/npm/{ws}/{name}/-/{file}` (tarballs).
+
+WSGI decodes `%2f` before routing, so `@scope%2fname` and `@scope/name` both arrive as
+`@scope/name`: one catch-all route splits the path itself (a scoped name is two segments).
+Tarball URLs keep the registry's own layout (`{name}/-/{file}`), so npm's rewriting of a lockfile's
+`resolved` URLs to the configured registry lands here too. Only GET and HEAD exist: publishing
+and every other write is 405.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import quote
+
+from flask import Blueprint, Response, current_app, request
+
+from domain.errors import GovernanceError
+from interface import metrics
+from interface.index import packument
+from interface.index.access import governance, reader
+from interface.index.streaming import relay
+from interface.index.upstream import Upstream, bad_gateway
+from interface.problems import HTTPProblem, problem, status_of
+
+blueprint = Blueprint("npm_index", __name__)
+UNAUTHENTICATED = 401  # npm and pnpm never prompt on it (see interface.index.access)
+FULL = "application/json"
+
+
+@blueprint.errorhandler(GovernanceError)
+def _refused(error: GovernanceError):
+    # npm prints a JSON body's `error` after the status line: say there why it was refused.
+    answer = problem(status_of(error), error.title, error.detail, error.errors, getattr(error, "headers", None))
+    body = json.loads(answer.get_data())
+    answer.set_data(json.dumps({**body, "error": error.detail}))
+    return answer
+
+
+def upstream() -> Upstream:
+    return current_app.extensions["npm_upstream"]
+
+
+@blueprint.route("/npm/<ws>/", methods=["GET", "HEAD"])
+@blueprint.route("/npm/<ws>/<path:rest>", methods=["GET", "HEAD"])
+def package(ws, rest=""):
+    principal = reader(ws, UNAUTHENTICATED)
+    if rest == "-/npm/v1/keys":  # registry signing keys: passed through for `npm audit signatures`
+        return relay(upstream(), request.method, upstream().url("-/npm/v1/keys"))
+    if rest == "-/ping":
+        return {}
+    name, remainder = split_name(rest)
+    if name is None or rest.startswith("-/"):
+        raise HTTPProblem(404, "Not Found", f"no registry resource {rest!r}")
+    if not remainder:
+        return packument_answer(principal, ws, name)
+    if len(remainder) == 2 and remainder[0] == "-":
+        return tarball(principal, name, remainder[1])
+    raise HTTPProblem(404, "Not Found", "this registry serves packuments and tarballs only")
+
+
+def split_name(rest: str) -> tuple[str | None, list[str]]:
+    parts = rest.split("/")
+    count = 2 if parts[0].startswith("@") else 1
+    if len(parts) < count or not all(parts[:count]):
+        return None, []
+    return "/".join(parts[:count]), parts[count:]
+
+
+def wanted_media() -> str:
+    accept = request.headers.get("Accept", "")
+    return packument.ABBREVIATED if packument.ABBREVIATED in accept else FULL
+
+
+def packument_answer(principal, ws: str, name: str) -> Response:
+    verdict = governance().judge_index(principal, "node", name, "page")
+    metrics.count_index(verdict, "node", "page")
+    media = wanted_media()
+    if not verdict["allowed"]:
+        return _restricted(name, verdict["message"], media)
+    document = fetch_packument(name, media)
+    base = f"{request.url_root}npm/{ws}/{name}/-/"
+
+    def ours(url: str) -> str | None:
+        return base + quote(packument.tarball_name(url)) if upstream().allows_host(url) else None
+
+    return _json(packument.rewrite(document, ours), media)
+
+
+def _restricted(name: str, message: str, media: str) -> Response:
+    try:
+        document = fetch_packument(name, media)
+    except HTTPProblem as error:
+        if error.status < 500:
+            raise
+        raise HTTPProblem(403, "Forbidden", message) from None  # upstream down: still a denial, no data
+    response = _json(packument.restricted(document, name, message), media)
+    response.headers["npm-notice"] = packument.notice(message)
+    return response
+
+
+ACCEPTS = {packument.ABBREVIATED: packument.ABBREVIATED + ", application/json;q=0.8", FULL: FULL}
+
+
+def fetch_packument(name: str, media: str, cached: bool = False) -> dict:
+    """Upstream's packument in the shape asked for; `cached`: any shape fetched moments ago will do."""
+    url = upstream().url(name.replace("/", "%2f"))
+    page = next(filter(None, (upstream().cached(url, a) for a in ACCEPTS.values())), None) if cached else None
+    page = page or upstream().page(url, ACCEPTS[media])
+    if page.status == 404:
+        raise HTTPProblem(404, "Not Found", f"the upstream registry has no package {name!r}")
+    if page.status != 200:
+        raise bad_gateway(f"the upstream registry answered {page.status} for {name!r}")
+    try:
+        document = json.loads(page.body)
+    except ValueError:
+        raise bad_gateway(f"the upstream registry's answer for {name!r} is not JSON") from None
+    if not isinstance(document, dict):
+        raise bad_gateway(f"the upstream registry's answer for {name!r} is not a packument")
+    return document
+
+
+def _json(document: dict, media: str) -> Response:
+    response = Response(json.dumps(document, separators=(",", ":")), content_type=media)
+    response.headers["Cache-Control"] = "no-store"  # the answer depends on the policy now
+    response.headers["Vary"] = "Accept"
+    return response
+
+
+def tarball(principal, name: str, filename: str) -> Response:
+    basename = name.rsplit("/", 1)[-1]
+    number = (
+        filename[len(basename) + 1 : -4] if filename.startswith(basename + "-") and filename.endswith(".tgz") else None
+    )
+    verdict = governance().judge_index(principal, "node", name, "download", filename, number or None)
+    metrics.count_index(verdict, "node", "download")
+    if not verdict["allowed"]:
+        raise HTTPProblem(403, "Forbidden", verdict["message"])
+    return relay(upstream(), request.method, tarball_url(name, filename))
+
+
+def tarball_url(name: str, filename: str) -> str:
+    """Where upstream keeps this file: the packument's word (it may be another host), not a guess."""
+    document = fetch_packument(name, packument.ABBREVIATED, cached=True)
+    for manifest in (document.get("versions") or {}).values():
+        url = (manifest.get("dist") or {}).get("tarball") if isinstance(manifest, dict) else None
+        if isinstance(url, str) and packument.tarball_name(url) == filename:
+            return url
+    raise HTTPProblem(404, "Not Found", f"the upstream registry lists no {filename!r} for {name!r}")

@@ -1,0 +1,79 @@
+"""npm packuments as the proxy answers them: tarballs rewritten, or no installable version.
+
+Everything else npm relies on passes through untouched: `time`, `dist-tags`, `hasInstallScript`,
+`dist.integrity`, `dist.shasum` and `dist.signatures` (the bytes are not changed, so they stay
+true). A denied project keeps its version numbers under `policyRestrictions`, with stub
+manifests and no tarball: npm then fails with `E403 ... due to policy violations: <message>`
+instead of "no matching version".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+ABBREVIATED = "application/vnd.npm.install-v1+json"
+_SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
+
+
+def tarball_name(url: str) -> str:
+    """The file name a tarball URL ends in (`pkg-1.0.0.tgz`)."""
+    return urlsplit(url).path.rsplit("/", 1)[-1]
+
+
+def rewrite(packument: dict, ours: Callable[[str], str | None]) -> dict:
+    """Point every version's tarball at the service; versions `ours` refuses are removed."""
+    versions = {}
+    for number, manifest in (packument.get("versions") or {}).items():
+        dist = manifest.get("dist") if isinstance(manifest, dict) else None
+        url = ours(dist["tarball"]) if isinstance(dist, dict) and isinstance(dist.get("tarball"), str) else None
+        if url is not None:
+            versions[number] = {**manifest, "dist": {**dist, "tarball": url}}
+    removed = set(packument.get("versions") or {}) - set(versions)
+    answer = {**packument, "versions": versions}
+    if removed:
+        answer["dist-tags"] = repoint(packument.get("dist-tags") or {}, versions)
+    return answer
+
+
+def repoint(tags: dict, versions: dict) -> dict:
+    """Tags on removed versions are dropped; `latest` moves to the highest remaining release."""
+    kept = {tag: v for tag, v in tags.items() if v in versions}
+    keyed = [(key, v) for v in versions if (key := _key(v)) is not None]
+    releases = [(key, v) for key, v in keyed if key[1] == 1] or keyed
+    if "latest" not in kept and releases:
+        kept["latest"] = max(releases)[1]
+    return kept
+
+
+def _key(version: str):
+    found = _SEMVER.match(version)
+    if not found:
+        return None
+    major, minor, patch, pre = found.groups()
+    parts = tuple((0, int(p)) if p.isdigit() else (1, p) for p in pre.split(".")) if pre else ()
+    return (int(major), int(minor), int(patch)), (0 if pre else 1), parts
+
+
+def restricted(packument: dict, name: str, message: str) -> dict:
+    """No installable version: the numbers npm may pick, each restricted by the policy."""
+    numbers = list((packument.get("versions") or {}).keys())
+    stubs = {number: {"name": name, "version": number} for number in numbers}
+    # dist-tags stay: `npm install x` picks `latest`, which must be a restricted version to get E403.
+    answer = {
+        "name": name,
+        "dist-tags": packument.get("dist-tags") or {},
+        "versions": {},
+        "policyRestrictions": {"message": message, "versions": stubs},
+    }
+    if "time" in packument:
+        answer["time"] = packument["time"]
+    if "modified" in packument:
+        answer["modified"] = packument["modified"]
+    return answer
+
+
+def notice(message: str) -> str:
+    """The `npm-notice` header: HTTP headers are Latin-1, and npm prints this one verbatim."""
+    return message.replace("\u203a", ">").encode("ascii", "replace").decode("ascii")

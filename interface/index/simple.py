@@ -1,0 +1,246 @@
+"""The Simple Repository API's two shapes (PEP 503 HTML, PEP 691 JSON), read and written.
+
+An upstream page, HTML or JSON, is read into one PEP 691-shaped dict with absolute file URLs;
+the proxy rewrites the URLs and writes the dict back as whichever shape its client asked for.
+Everything else a client relies on passes through: hashes, `requires-python`, yanked (PEP 592),
+core metadata (PEP 658, named per PEP 714: `core-metadata` in JSON, never `dist-info-metadata`),
+`versions`, `size`, `upload-time` (PEP 700) and project status (PEP 792).
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from html.parser import HTMLParser
+from urllib.parse import urldefrag, urljoin
+
+from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
+
+JSON_V1 = "application/vnd.pypi.simple.v1+json"
+HTML_V1 = "application/vnd.pypi.simple.v1+html"
+# Offered in this order: with equal preference (e.g. `*/*`) a client gets HTML, as from PyPI.
+OFFERS = (
+    "text/html",
+    HTML_V1,
+    JSON_V1,
+    "application/vnd.pypi.simple.latest+html",
+    "application/vnd.pypi.simple.latest+json",
+)
+ANSWERED_AS = {"application/vnd.pypi.simple.latest+html": HTML_V1, "application/vnd.pypi.simple.latest+json": JSON_V1}
+# What the proxy asks its upstream for: JSON preferred (it carries PEP 700 fields), HTML accepted.
+UPSTREAM_ACCEPT = f"{JSON_V1}, {HTML_V1};q=0.2, text/html;q=0.01"
+STATUS_API_VERSION = "1.4"  # PEP 792 project-status needs api-version 1.4
+VERSIONS_API_VERSION = "1.1"  # PEP 700
+
+
+class PageError(ValueError):
+    """Upstream sent something that is not a simple-index page."""
+
+
+def is_json(media: str) -> bool:
+    return media.split(";")[0].strip().lower() == JSON_V1
+
+
+def read_page(body: bytes, content_type: str, page_url: str) -> dict:
+    """One project page, whichever shape upstream used; file URLs made absolute."""
+    if is_json(content_type):
+        return _read_json(body, page_url)
+    return _read_html(body.decode("utf-8", "replace"), page_url)
+
+
+def read_names(body: bytes, content_type: str) -> list[str]:
+    """The project names of an index root page (PEP 691 `projects`, or the HTML anchors' text)."""
+    if is_json(content_type):
+        try:
+            return [p["name"] for p in json.loads(body)["projects"] if isinstance(p.get("name"), str)]
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise PageError(f"not a PEP 691 project list: {error}") from None
+    parser = _Anchors()
+    parser.feed(body.decode("utf-8", "replace"))
+    parser.close()
+    return [text for _, text in parser.anchors if text]
+
+
+def _read_json(body: bytes, page_url: str) -> dict:
+    try:
+        page = json.loads(body)
+        files = page["files"]
+        if not isinstance(files, list) or not all(isinstance(f, dict) and "url" in f for f in files):
+            raise TypeError("files")
+    except (ValueError, KeyError, TypeError) as error:
+        raise PageError(f"not a PEP 691 project page: {error}") from None
+    for entry in files:
+        entry["url"] = urljoin(page_url, entry["url"])
+    return page
+
+
+def _read_html(text: str, page_url: str) -> dict:
+    parser = _Anchors()
+    parser.feed(text)
+    parser.close()
+    base = urljoin(page_url, parser.base) if parser.base else page_url
+    meta = {"api-version": parser.meta.get("repository-version", ["1.0"])[0]}
+    page: dict = {"meta": meta, "name": None, "files": [_html_file(a, base) for a in parser.anchors]}
+    status = parser.meta.get("project-status")
+    if status:
+        page["project-status"] = {"status": status[0]}
+        if parser.meta.get("project-status-reason"):
+            page["project-status"]["reason"] = parser.meta["project-status-reason"][0]
+    for key in ("tracks", "alternate-locations"):  # PEP 708
+        if key in parser.meta:
+            (meta if key == "tracks" else page)[key] = parser.meta[key]
+    return page
+
+
+def _html_file(anchor: tuple[dict, str], base: str) -> dict:
+    attrs, text = anchor
+    url, fragment = urldefrag(urljoin(base, attrs["href"]))
+    algorithm, _, digest = fragment.partition("=")
+    entry: dict = {
+        "filename": text or url.rsplit("/", 1)[-1],
+        "url": url,
+        "hashes": {algorithm: digest} if digest else {},
+    }
+    if attrs.get("data-requires-python") is not None:
+        entry["requires-python"] = attrs["data-requires-python"]
+    if "data-yanked" in attrs:
+        entry["yanked"] = attrs["data-yanked"] or True
+    metadata = attrs.get("data-core-metadata", attrs.get("data-dist-info-metadata"))
+    if metadata is not None:
+        entry["core-metadata"] = _metadata_value(metadata)
+    if attrs.get("data-gpg-sig") is not None:
+        entry["gpg-sig"] = attrs["data-gpg-sig"] == "true"
+    return entry
+
+
+def _metadata_value(text: str):
+    algorithm, _, digest = text.partition("=")
+    return {algorithm: digest} if digest else text.strip().lower() == "true"
+
+
+class _Anchors(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.anchors: list[tuple[dict, str]] = []
+        self.meta: dict[str, list[str]] = {}
+        self.base: str | None = None
+        self._open: dict | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        found = {k.lower(): (v if v is not None else "") for k, v in attrs}
+        if tag == "a" and "href" in found:
+            self._open, self._text = found, []
+        elif tag == "meta" and found.get("name", "").startswith("pypi:") and "content" in found:
+            self.meta.setdefault(found["name"][5:], []).append(found["content"])
+        elif tag == "base" and "href" in found and self.base is None:
+            self.base = found["href"]
+
+    def handle_data(self, data):
+        if self._open is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "a" and self._open is not None:
+            self.anchors.append((self._open, "".join(self._text).strip()))
+            self._open = None
+
+
+# -- writing ----------------------------------------------------------------------------------
+def finish(page: dict, name: str) -> dict:
+    """What every answered page carries: the normalized name, and `versions` (PEP 700)."""
+    page["name"] = name
+    if "versions" not in page:
+        page["versions"] = sorted({v for v in map(file_version, page["files"]) if v is not None}, key=_order)
+    return page
+
+
+def file_version(entry: dict) -> str | None:
+    return version_of(entry.get("filename", ""))
+
+
+def version_of(filename: str) -> str | None:
+    """A distribution file's version, from its name (None when the name does not say)."""
+    try:
+        if filename.endswith(".whl"):
+            return str(parse_wheel_filename(filename)[1])
+        return str(parse_sdist_filename(filename)[1])
+    except (InvalidWheelFilename, InvalidSdistFilename):
+        return None
+
+
+def _order(text: str):
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (0, Version(text), text)
+    except InvalidVersion:
+        return (1, None, text)
+
+
+def quarantined(name: str, reason: str) -> dict:
+    """PEP 792: a denied project is quarantined, with no file offered."""
+    return {
+        "meta": {"api-version": STATUS_API_VERSION},
+        "name": name,
+        "versions": [],
+        "files": [],
+        "project-status": {"status": "quarantined", "reason": reason},
+    }
+
+
+def api_version(page: dict) -> str:
+    """The page's api-version, raised to what the fields it now carries require."""
+    declared = str(page.get("meta", {}).get("api-version", "1.0"))
+    needed = STATUS_API_VERSION if "project-status" in page else VERSIONS_API_VERSION
+    return max(declared, needed, key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()))
+
+
+def write_json(page: dict) -> bytes:
+    page = dict(page, meta={**page.get("meta", {}), "api-version": api_version(page)})
+    for entry in page["files"]:
+        entry.pop("dist-info-metadata", None)  # PEP 714: pip fails on this JSON key
+    return json.dumps(page, separators=(",", ":")).encode()
+
+
+def write_html(page: dict) -> bytes:
+    metas = [("repository-version", page.get("meta", {}).get("api-version", "1.0"))]
+    status = page.get("project-status")
+    if status:
+        metas.append(("project-status", status["status"]))
+        if status.get("reason"):
+            metas.append(("project-status-reason", status["reason"]))
+    metas += [("tracks", t) for t in page.get("meta", {}).get("tracks", [])]
+    metas += [("alternate-locations", t) for t in page.get("alternate-locations", [])]
+    head = "".join(f'<meta name="pypi:{k}" content="{escape(str(v))}">' for k, v in metas)
+    name = escape(page["name"])
+    links = "<br>\n".join(_html_link(entry) for entry in page["files"])
+    return (
+        f"<!DOCTYPE html>\n<html><head>{head}<title>Links for {name}</title></head>\n"
+        f"<body><h1>Links for {name}</h1>\n{links}\n</body></html>\n"
+    ).encode()
+
+
+def _html_link(entry: dict) -> str:
+    href = entry["url"]
+    if entry.get("hashes"):
+        href += "#" + _one_hash(entry["hashes"])
+    attrs = [f'href="{escape(href)}"']
+    if entry.get("requires-python"):
+        attrs.append(f'data-requires-python="{escape(entry["requires-python"])}"')
+    yanked = entry.get("yanked")
+    if yanked:
+        attrs.append(f'data-yanked="{escape(yanked) if isinstance(yanked, str) else ""}"')
+    metadata = entry.get("core-metadata", entry.get("dist-info-metadata"))
+    if metadata:
+        value = "true" if metadata is True else escape(_one_hash(metadata))
+        attrs += [f'data-core-metadata="{value}"', f'data-dist-info-metadata="{value}"']  # both in HTML (PEP 714)
+    if entry.get("gpg-sig") is not None:
+        attrs.append(f'data-gpg-sig="{"true" if entry["gpg-sig"] else "false"}"')
+    return f"<a {' '.join(attrs)}>{escape(entry['filename'])}</a>"
+
+
+def _one_hash(hashes: dict) -> str:
+    """PEP 658's attribute holds one `<algorithm>=<digest>`: sha256 when there is one."""
+    algorithm = "sha256" if "sha256" in hashes else next(iter(hashes))
+    return f"{algorithm}={hashes[algorithm]}"

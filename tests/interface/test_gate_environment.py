@@ -1,0 +1,174 @@
+"""How the gate runs an installer: its own program, an environment with nothing that redirects
+installs, its own configuration files, a run token instead of the sandbox's. Stand-in installers
+record their argv, environment and the config files they were given; the service is real."""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from tests.support.gate import Gate
+
+REDIRECTS = {  # every one of these, left in place, sends an "allowed" install elsewhere
+    "PIP_INDEX_URL": "http://evil.test/simple",
+    "PIP_EXTRA_INDEX_URL": "http://evil.test/simple",
+    "PIP_FIND_LINKS": "/tmp/evil-wheels",
+    "PIP_REQUIREMENT": "/tmp/evil-requirements.txt",
+    "PIP_CONSTRAINT": "/tmp/evil-constraints.txt",
+    "PIP_CONFIG_FILE": "/tmp/evil-pip.conf",
+    "PIP_TARGET": "/tmp/evil-target",
+    "PIP_NO_INDEX": "1",
+    "pip_index_url": "http://evil.test/simple",
+    "UV_INDEX": "http://evil.test/simple",
+    "UV_EXTRA_INDEX_URL": "http://evil.test/simple",
+    "UV_FIND_LINKS": "/tmp/evil-wheels",
+    "UV_CONFIG_FILE": "/tmp/evil-uv.toml",
+    "npm_config_registry": "http://evil.test/",
+    "NPM_CONFIG_USERCONFIG": "/tmp/evil-npmrc",
+    "npm_config_globalconfig": "/tmp/evil-npmrc",
+    "npm_config_@evil:registry": "http://evil.test/",
+    "pnpm_config_registry": "http://evil.test/",
+    "PYTHONPATH": "/tmp/evil",
+    "PYTHONSTARTUP": "/tmp/evil.py",
+    "PYTHONHOME": "/tmp/evil",
+    "PYTHONUSERBASE": "/tmp/evil",
+    "NODE_OPTIONS": "--require /tmp/evil.js",
+    "NODE_PATH": "/tmp/evil",
+    "COREPACK_NPM_REGISTRY": "http://evil.test/",
+}
+HARMLESS = {
+    "PIP_DEFAULT_TIMEOUT": "60",
+    "PYTHONUNBUFFERED": "1",
+    "NODE_EXTRA_CA_CERTS": "/etc/ssl/ca.pem",
+    "HTTPS_PROXY": "http://127.0.0.1:9",
+    "LANG": "C.UTF-8",
+}
+
+
+@pytest.fixture
+def gate(tmp_path):
+    return Gate(tmp_path)
+
+
+@pytest.fixture
+def sandbox_env(live) -> dict:
+    return {
+        "RUNCODE_POLICY_URL": live.url,
+        "RUNCODE_POLICY_TOKEN": live.tokens["sandbox"],
+        "RUNCODE_POLICY_WORKSPACE": "acme",
+        "HOME": "/nonexistent",
+    }
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+def run_ok(gate, command, env, cwd) -> dict:
+    done = gate("--", *command, env=env, cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    return gate.ran()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["pip", "install", "pandas"],
+        ["uv", "pip", "install", "pandas"],
+        ["npm", "install", "left-pad"],
+        ["pnpm", "add", "left-pad"],
+    ],
+)
+def test_nothing_that_redirects_installs_reaches_the_installer(gate, sandbox_env, project, command):
+    ran = run_ok(gate, command, {**sandbox_env, **REDIRECTS, **HARMLESS}, project)
+    leaked = {name: value for name, value in ran["env"].items() if "evil" in value}
+    assert leaked == {}
+    assert {name: ran["env"].get(name) for name in HARMLESS} == HARMLESS
+    assert "127.0.0.1" in ran["env"]["NO_PROXY"].split(",")  # the index, never via a proxy
+
+
+@pytest.mark.parametrize("command", [["pip", "install", "pandas"], ["npm", "install", "left-pad"]])
+def test_the_installer_gets_a_run_token_never_the_sandbox_token(gate, sandbox_env, project, command):
+    ran = run_ok(gate, command, sandbox_env, project)
+    given = " ".join([*ran["argv"], *ran["env"].values(), *ran["files"].values()])
+    assert sandbox_env["RUNCODE_POLICY_TOKEN"] not in given  # not even as RUNCODE_POLICY_TOKEN
+    assert not [name for name in ran["env"] if name.startswith("RUNCODE_POLICY_")]
+
+
+def test_pip_reads_no_configuration_file_and_uses_the_runs_index_with_its_token(gate, sandbox_env, project):
+    ran = run_ok(gate, ["pip", "install", "pandas"], sandbox_env, project)
+    env = ran["env"]
+    assert env["PIP_CONFIG_FILE"] == os.devnull and env["PIP_NO_INPUT"] == "1"
+    index = urllib.parse.urlsplit(env["PIP_INDEX_URL"])
+    assert index.path == "/pypi/acme/simple/" and index.username == "run" and index.password
+    assert f"{index.hostname}:{index.port}" == live_host(sandbox_env)
+    assert env["PYTHONNOUSERSITE"] == "1"
+
+
+def test_uv_reads_no_configuration_file_and_uses_the_runs_index(gate, sandbox_env, project):
+    env = run_ok(gate, ["uv", "pip", "install", "pandas"], sandbox_env, project)["env"]
+    assert env["UV_NO_CONFIG"] == "1" and env["UV_DEFAULT_INDEX"] == env["UV_INDEX_URL"]
+    assert urllib.parse.urlsplit(env["UV_DEFAULT_INDEX"]).path == "/pypi/acme/simple/"
+
+
+def test_npm_gets_the_registry_on_its_command_line_and_config_files_of_the_gates_own(gate, sandbox_env, project):
+    (project / ".npmrc").write_text("registry=http://evil.test/\n@corp:registry = http://evil.test/corp/\n")
+    ran = run_ok(gate, ["npm", "install", "left-pad"], sandbox_env, project)
+    registry = ran["env"]["npm_config_registry"]
+    assert urllib.parse.urlsplit(registry).path == "/npm/acme/"
+    assert ran["argv"][1:] == [f"--registry={registry}", f"--@corp:registry={registry}", "install", "left-pad"]
+    user, global_ = ran["env"]["npm_config_userconfig"], ran["env"]["npm_config_globalconfig"]
+    token = ran["files"]["npm_config_userconfig"].strip().rpartition("=")[2]
+    nerf = registry.replace("http:", "", 1)
+    assert ran["files"]["npm_config_userconfig"] == f"{nerf}:_authToken={token}\n"
+    assert ran["files"]["npm_config_globalconfig"] == ""
+    assert not Path(user).exists() and not Path(global_).exists()  # removed after the run
+
+
+def test_pnpm_gets_its_registry_and_every_scope_on_its_command_line(gate, sandbox_env, project):
+    (project.parent / ".npmrc").write_text('"@Corp:registry"=http://evil.test/corp/\n')  # a parent's counts too
+    ran = run_ok(gate, ["pnpm", "add", "left-pad"], sandbox_env, project)
+    registry = ran["env"]["pnpm_config_registry"]
+    assert ran["argv"][1:] == [
+        f"--registry={registry}",
+        f"--config.@corp:registry={registry}",
+        f"--config.@jsr:registry={registry}",
+        "add",
+        "left-pad",
+    ]
+    assert Path(ran["env"]["XDG_CONFIG_HOME"]).name == "xdg"  # no global pnpm config of the sandbox's
+
+
+def test_an_npmrc_key_made_of_a_variable_fails_closed(gate, sandbox_env, project):
+    (project / ".npmrc").write_text("${SCOPE}:registry=http://evil.test/\n")
+    done = gate("--", "npm", "install", "left-pad", env={**sandbox_env, "SCOPE": "@corp"}, cwd=project)
+    assert done.returncode == 4 and gate.ran() is None and "variable" in done.stderr
+
+
+@pytest.mark.parametrize("program", ["./pip", "/usr/bin/pip", "bin/npm", "..\\pip"])
+def test_an_installer_named_by_path_is_refused_before_anything_is_asked(gate, sandbox_env, project, program, app):
+    done = gate("--", program, "install", "pandas", env=sandbox_env, cwd=project)
+    assert done.returncode == 2 and gate.ran() is None and "not a path" in done.stderr
+    assert app.decisions("acme")["decisions"] == []
+
+
+def test_only_absolute_entries_of_the_trusted_path_are_searched(tmp_path, sandbox_env, project):
+    gate = Gate(tmp_path, installer_path=f".{os.pathsep}bin{os.pathsep}")
+    (project / "bin").symlink_to(gate.programs)
+    done = gate("--", "pip", "install", "pandas", env=sandbox_env, cwd=project)
+    assert done.returncode == 127 and gate.ran() is None and "trusted path" in done.stderr
+
+
+def test_a_program_that_is_not_an_installer_is_a_usage_error(gate, sandbox_env):
+    done = gate("--", "curl", "https://example.org/x.whl", env=sandbox_env)
+    assert done.returncode == 2 and gate.ran() is None and "not an installer" in done.stderr
+
+
+def live_host(env: dict) -> str:
+    return urllib.parse.urlsplit(env["RUNCODE_POLICY_URL"]).netloc

@@ -1,0 +1,128 @@
+"""Real npm and pnpm through the gate and the service's npm registry proxy, with verdaccio 6.8.0
+(a real third-party registry) as its upstream, all on 127.0.0.1.
+
+The tree: alpha depends on beta; gamma stands alone. Each npm bypass of the issue ("Why") is a
+test: before the gate ran npm through the index, an `.npmrc` or `npm_config_registry` aimed at
+another registry installed beta through the "allowed" `npm install alpha`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.clients import require_pnpm
+from tests.support.gate import Gate
+from tests.support.indexed import allow_only, indexed_service  # noqa: F401
+from tests.support.packages import npm_tree
+from tests.support.third_party import verdaccio
+
+
+@pytest.fixture
+def database_url(tmp_path) -> str:
+    """SQLite: the store is exercised elsewhere; these tests are about what installs."""
+    return f"sqlite:///{tmp_path}/store.sqlite"
+
+
+@pytest.fixture
+def npm_upstream(tmp_path):
+    server = verdaccio(npm_tree(), tmp_path / "verdaccio")
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def service(indexed_service, npm_upstream):  # noqa: F811 - the fixture imported above
+    return indexed_service(npm=f"{npm_upstream.url}/")
+
+
+@pytest.fixture
+def gate(tmp_path):
+    return Gate(tmp_path, installer_path="/usr/bin:/bin")
+
+
+@pytest.fixture
+def env(service, tmp_path) -> dict:
+    home = tmp_path / "home"
+    home.mkdir()
+    # A closed port as the proxy: whatever the gate fails to point at the index goes nowhere.
+    return {
+        "RUNCODE_POLICY_URL": service.url,
+        "RUNCODE_POLICY_TOKEN": service.tokens["sandbox"],
+        "RUNCODE_POLICY_WORKSPACE": "acme",
+        "HOME": str(home),
+        "PATH": "/usr/bin:/bin",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1",
+    }
+
+
+@pytest.fixture
+def project(tmp_path):
+    path = tmp_path / "project"
+    path.mkdir()
+    (path / "package.json").write_text(json.dumps({"name": "project", "version": "1.0.0", "private": True}))
+    return path
+
+
+def installed(project) -> set[str]:
+    return {p.name for p in (project / "node_modules").glob("[!.]*")} if (project / "node_modules").exists() else set()
+
+
+def install(gate, client: str, env: dict, project, package: str = "alpha"):
+    if client == "pnpm":
+        pnpm = Path(require_pnpm())
+        gate.base["RUNCODE_POLICY_INSTALLER_PATH"] = f"{pnpm.parent}:/usr/bin:/bin"
+        return gate("--", "pnpm", "add", package, env=env, cwd=project)
+    return gate("--", "npm", "install", package, env=env, cwd=project)
+
+
+@pytest.mark.parametrize("client", ["npm", "pnpm"])
+def test_an_allowed_tree_installs_through_the_index(gate, env, app, project, client):
+    allow_only(app, "node", ["alpha", "beta"])
+    done = install(gate, client, env, project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {"alpha", "beta"} <= installed(project) | pnpm_store_names(project)
+
+
+@pytest.mark.parametrize("client", ["npm", "pnpm"])
+def test_a_denied_dependency_fails_the_install_and_the_gate_prints_its_denial(gate, env, app, project, client):
+    allow_only(app, "node", ["alpha"])
+    done = install(gate, client, env, project)
+    assert done.returncode not in (0, 2, 3, 4), done.stdout + done.stderr
+    assert "beta" not in installed(project) | pnpm_store_names(project)
+    assert "denied: beta (node) \u2014 not-on-the-allow-list" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("client", "how"),
+    [("npm", "project .npmrc"), ("npm", "npm_config_registry"), ("pnpm", "project .npmrc")],
+)
+def test_a_registry_redirect_cannot_install_a_denied_dependency(gate, env, app, project, npm_upstream, client, how):
+    allow_only(app, "node", ["alpha"])
+    raw = f"{npm_upstream.url}/"
+    extra = {"npm_config_registry": raw} if how == "npm_config_registry" else {}
+    if how == "project .npmrc":
+        (project / ".npmrc").write_text(f"registry={raw}\n")
+    done = install(gate, client, {**env, **extra}, project)
+    assert "beta" not in installed(project) | pnpm_store_names(project), done.stdout + done.stderr
+    assert done.returncode != 0 and "denied: beta (node)" in done.stderr, done.stderr
+
+
+def test_a_package_json_override_to_a_denied_package_is_judged_at_the_index(gate, env, app, project, npm_upstream):
+    allow_only(app, "node", ["alpha", "beta"])
+    manifest = json.loads((project / "package.json").read_text())
+    manifest["overrides"] = {"beta": "npm:gamma@^1.0.0"}  # swaps the allowed beta for the denied gamma
+    (project / "package.json").write_text(json.dumps(manifest))
+    extra = {"npm_config_registry": f"{npm_upstream.url}/"}  # so that today's gate would have fetched it
+    done = gate("--", "npm", "install", "alpha", env={**env, **extra}, cwd=project)
+    assert "gamma" not in installed(project) and not (project / "node_modules" / "beta").exists()
+    assert done.returncode != 0 and "denied: gamma (node)" in done.stderr, done.stdout + done.stderr
+
+
+def pnpm_store_names(project) -> set[str]:
+    """pnpm links packages from node_modules/.pnpm/<name>@<version>/node_modules/<name>."""
+    return {p.name.rpartition("@")[0] for p in (project / "node_modules" / ".pnpm").glob("*@*")}

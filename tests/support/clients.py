@@ -1,0 +1,168 @@
+"""Real package clients (pip, uv, npm, pnpm), each isolated from this machine's configuration.
+
+Every run gets a clean environment (no `PIP_*`, `UV_*`, `npm_config_*` from the caller), its own
+caches and config files under a temporary directory, no standard input (a prompt would fail
+at once instead of hanging), and a timeout. npm and pnpm also get a dead proxy for every host
+but loopback, so a URL that escaped the index fails instead of reaching the internet.
+
+pnpm is not on the machine: `.ci/run` installs a pinned version under `.tools/` (see
+`PNPM_VERSION`). Tests that need it skip loudly locally and fail under CI=true without it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+PNPM_VERSION = "12.4.2"
+TIMEOUT = 180
+ROOT = Path(__file__).resolve().parents[2]
+_DROPPED = ("PIP_", "UV_", "NPM_CONFIG_", "PNPM_", "PYTHON", "VIRTUAL_ENV")
+
+
+@dataclass
+class Outcome:
+    code: int
+    output: str
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0
+
+
+def clean_env(home: Path, **extra: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(_DROPPED)}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_CACHE_HOME=str(home / ".cache"))
+    env.update(extra)
+    return env
+
+
+def run(argv: list[str], env: dict, cwd: Path | None = None) -> Outcome:
+    done = subprocess.run(
+        argv,
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    return Outcome(done.returncode, done.stdout)
+
+
+def with_token(index_url: str, token: str) -> str:
+    parts = urlsplit(index_url)
+    return parts._replace(netloc=f"run:{token}@{parts.netloc}").geturl()
+
+
+def pip_install(tmp: Path, index_url: str, token: str, *args: str) -> Outcome:
+    env = clean_env(tmp, PIP_CONFIG_FILE=os.devnull)
+    argv = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--no-cache-dir",
+        "--disable-pip-version-check",
+        "--target",
+        str(tmp / "site"),
+        "--index-url",
+        with_token(index_url, token),
+        *args,
+    ]
+    return run(argv, env)
+
+
+def uv_install(tmp: Path, index_url: str, token: str, *args: str) -> Outcome:
+    uv = Path(sys.executable).with_name("uv")
+    env = clean_env(tmp, UV_NO_CONFIG="1", UV_PYTHON_DOWNLOADS="never", UV_CACHE_DIR=str(tmp / "uv-cache"))
+    argv = [
+        str(uv),
+        "pip",
+        "install",
+        "--python",
+        sys.executable,
+        "--target",
+        str(tmp / "site"),
+        "--default-index",
+        with_token(index_url, token),
+        *args,
+    ]
+    return run(argv, env)
+
+
+def npmrc(tmp: Path, registry: str, token: str) -> Path:
+    """A user config naming the registry and its token, with every other host unreachable."""
+    parts = urlsplit(registry)
+    path = tmp / "npmrc"
+    path.write_text(
+        f"registry={registry}\n//{parts.netloc}{parts.path}:_authToken={token}\n"
+        "proxy=http://127.0.0.1:9/\nhttps-proxy=http://127.0.0.1:9/\nnoproxy=127.0.0.1,localhost\n"
+        "audit=false\nfund=false\nupdate-notifier=false\n"
+    )
+    return path
+
+
+def npm_project(tmp: Path, dependencies: dict | None = None) -> Path:
+    import json
+
+    project = tmp / "project"
+    project.mkdir(exist_ok=True)
+    (project / "package.json").write_text(
+        json.dumps({"name": "probe", "version": "1.0.0", "dependencies": dependencies or {}})
+    )
+    return project
+
+
+def npm(tmp: Path, registry: str, token: str, *args: str, project: Path | None = None) -> Outcome:
+    project = project or npm_project(tmp)
+    config = npmrc(tmp, registry, token)
+    env = clean_env(tmp, npm_config_userconfig=str(config))
+    argv = ["npm", *args, "--userconfig", str(config), "--cache", str(tmp / "npm-cache")]
+    return run(argv, env, cwd=project)
+
+
+def pnpm_program() -> str | None:
+    local = ROOT / ".tools" / "node_modules" / ".bin" / "pnpm"
+    return str(local) if local.exists() else shutil.which("pnpm")
+
+
+def require_pnpm() -> str:
+    found = pnpm_program()
+    if found is None:
+        message = f"pnpm {PNPM_VERSION} is not installed (.ci/run puts it under .tools/)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}: CI must run the pnpm tests", pytrace=False)
+        pytest.skip(f"SKIPPING PNPM TESTS: {message}")
+    return found
+
+
+def pnpm(tmp: Path, registry: str, token: str, *args: str, project: Path | None = None) -> Outcome:
+    program = require_pnpm()
+    project = project or npm_project(tmp)
+    config = npmrc(tmp, registry, token)
+    env = clean_env(tmp)
+    argv = [
+        program,
+        *args,
+        "--ignore-scripts",
+        "--dir",
+        str(project),
+        "--store-dir",
+        str(tmp / "pnpm-store"),
+        "--state-dir",
+        str(tmp / "pnpm-state"),
+        "--userconfig",
+        str(config),
+        "--registry",
+        registry,
+    ]
+    return run(argv, env, cwd=project)

@@ -1,0 +1,297 @@
+"""A full-fidelity PyPI simple index for tests, served on 127.0.0.1.
+
+Wheels and sdists are built here (zipfile, tarfile) with real core metadata, so real pip and uv
+can resolve and install them. The index speaks PEP 503 HTML and PEP 691 JSON by `Accept`, with
+PEP 658/714 `.metadata` files, PEP 592 yanked files, `requires-python`, PEP 700 `versions`,
+`size` and `upload-time`. HTML pages use relative file URLs (clients must resolve them); JSON
+pages use absolute ones. Every request is logged, and `outage` makes it answer 503.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import tarfile
+import threading
+import zipfile
+from dataclasses import dataclass, field
+from html import escape
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+JSON_TYPE = "application/vnd.pypi.simple.v1+json"
+HTML_TYPE = "application/vnd.pypi.simple.v1+html"
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass
+class Dist:
+    """One release of a project; `files` lists which files (wheel, sdist) it ships."""
+
+    project: str
+    version: str
+    requires: tuple[str, ...] = ()
+    requires_python: str | None = None
+    yanked: bool | str = False
+    files: tuple[str, ...] = ("wheel", "sdist")
+    upload_time: str = "2026-01-02T03:04:05.000000Z"
+
+
+@dataclass
+class File:
+    filename: str
+    project: str
+    data: bytes
+    dist: Dist
+    metadata: bytes | None = None  # the wheel's METADATA, served as <file>.metadata
+    host: str | None = None  # serve from another host name ("localhost"), not the index's
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+
+def _metadata(dist: Dist) -> bytes:
+    lines = [
+        "Metadata-Version: 2.1",
+        f"Name: {dist.project}",
+        f"Version: {dist.version}",
+        f"Summary: {dist.project} for tests",
+    ]
+    if dist.requires_python:
+        lines.append(f"Requires-Python: {dist.requires_python}")
+    lines += [f"Requires-Dist: {r}" for r in dist.requires]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def build_wheel(dist: Dist) -> tuple[str, bytes, bytes]:
+    """A pure-Python wheel whose module records its version; its RECORD has real hashes."""
+    module = dist.project.replace("-", "_")
+    info = f"{module}-{dist.version}.dist-info"
+    metadata = _metadata(dist)
+    members = {
+        f"{module}/__init__.py": f"__version__ = {dist.version!r}\n".encode(),
+        f"{info}/METADATA": metadata,
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = "".join(f"{path},sha256={_urlsafe_digest(data)},{len(data)}\n" for path, data in members.items())
+    members[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path, data in members.items():
+            archive.writestr(zipfile.ZipInfo(path, date_time=(2026, 1, 2, 3, 4, 5)), data)
+    return f"{module}-{dist.version}-py3-none-any.whl", buffer.getvalue(), metadata
+
+
+def _urlsafe_digest(data: bytes) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def build_sdist(dist: Dist) -> tuple[str, bytes]:
+    module = dist.project.replace("-", "_")
+    root = f"{module}-{dist.version}"
+    members = {
+        f"{root}/PKG-INFO": _metadata(dist),
+        f"{root}/pyproject.toml": b'[build-system]\nrequires = ["setuptools"]\n',
+    }
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for path, data in members.items():
+            info = tarfile.TarInfo(path)
+            info.size, info.mtime = len(data), 1767323045
+            archive.addfile(info, io.BytesIO(data))
+    return f"{root}.tar.gz", buffer.getvalue()
+
+
+@dataclass
+class Project:
+    name: str
+    files: list[File] = field(default_factory=list)
+    status: str | None = None  # PEP 792, as this upstream declares it
+    status_reason: str | None = None
+
+
+DEFAULT_DISTS = (
+    Dist("alpha", "1.0", requires=("beta>=1.0",)),
+    Dist("beta", "1.0"),
+    Dist("beta", "1.1", requires_python=">=3.8"),
+    Dist("beta", "9.0", yanked="broken build", files=("wheel",)),
+    Dist("gamma", "0.1", files=("sdist",), requires_python=">=3.10,<4"),
+    Dist("Delta_Pkg", "2.0", upload_time="2025-06-07T08:09:10Z"),
+    Dist("archived-thing", "1.0", yanked=True),
+)
+
+
+class PyPIUpstream:
+    """Serve `dists` as a simple index at `<url>/simple/`; files at `<url>/files/...`."""
+
+    def __init__(self, dists=DEFAULT_DISTS, statuses: dict | None = None, other_host: set[str] = frozenset()):
+        self.projects: dict[str, Project] = {}
+        for dist in dists:
+            self.add(dist, host="localhost" if normalize(dist.project) in other_host else None)
+        for name, (status, reason) in (statuses or {}).items():
+            self.projects[name].status, self.projects[name].status_reason = status, reason
+        self.requests: list[tuple[str, str, dict]] = []
+        self.outage = False
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self.port = self._server.server_port
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def add(self, dist: Dist, host: str | None = None) -> None:
+        project = self.projects.setdefault(normalize(dist.project), Project(dist.project))
+        if "wheel" in dist.files:
+            filename, data, metadata = build_wheel(dist)
+            project.files.append(File(filename, project.name, data, dist, metadata, host))
+        if "sdist" in dist.files:
+            filename, data = build_sdist(dist)
+            project.files.append(File(filename, project.name, data, dist, None, host))
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+
+    def file(self, filename: str) -> File:
+        return next(f for p in self.projects.values() for f in p.files if f.filename == filename)
+
+    def file_url(self, f: File) -> str:
+        host = f.host or "127.0.0.1"
+        return f"http://{host}:{self.port}/files/{f.sha256[:2]}/{f.sha256}/{f.filename}"
+
+    def hits(self, path_part: str) -> int:
+        return sum(1 for _, path, _ in self.requests if path_part in path)
+
+    # -- pages ----------------------------------------------------------------------------
+    def project_json(self, project: Project) -> dict:
+        files = [self._file_json(f) for f in project.files]
+        page = {
+            "meta": {"api-version": "1.4", "_last-serial": 7},
+            "name": normalize(project.name),
+            "versions": sorted({f.dist.version for f in project.files}, key=_version_key),
+            "files": files,
+        }
+        if project.status:
+            page["project-status"] = {
+                "status": project.status,
+                **({"reason": project.status_reason} if project.status_reason else {}),
+            }
+        return page
+
+    def _file_json(self, f: File) -> dict:
+        entry = {
+            "filename": f.filename,
+            "url": self.file_url(f),
+            "hashes": {"sha256": f.sha256},
+            "requires-python": f.dist.requires_python,
+            "size": len(f.data),
+            "upload-time": f.dist.upload_time,
+            "yanked": f.dist.yanked,
+        }
+        if f.metadata is not None:
+            entry["core-metadata"] = {"sha256": hashlib.sha256(f.metadata).hexdigest()}
+        return entry
+
+    def project_html(self, project: Project) -> str:
+        metas = ['<meta name="pypi:repository-version" content="1.4">']
+        if project.status:
+            metas.append(f'<meta name="pypi:project-status" content="{project.status}">')
+            if project.status_reason:
+                metas.append(f'<meta name="pypi:project-status-reason" content="{escape(project.status_reason)}">')
+        links = [self._file_html(f) for f in project.files]
+        return (
+            "<!DOCTYPE html><html><head>" + "".join(metas) + f"<title>Links for {escape(project.name)}</title>"
+            "</head><body>" + "<br>\n".join(links) + "</body></html>"
+        )
+
+    def _file_html(self, f: File) -> str:
+        href = f"../../files/{f.sha256[:2]}/{f.sha256}/{f.filename}" if f.host is None else self.file_url(f)
+        attrs = [f'href="{escape(href)}#sha256={f.sha256}"']
+        if f.dist.requires_python:
+            attrs.append(f'data-requires-python="{escape(f.dist.requires_python)}"')
+        if f.dist.yanked:
+            attrs.append(f'data-yanked="{escape(f.dist.yanked) if isinstance(f.dist.yanked, str) else ""}"')
+        if f.metadata is not None:
+            digest = hashlib.sha256(f.metadata).hexdigest()
+            attrs += [f'data-core-metadata="sha256={digest}"', f'data-dist-info-metadata="sha256={digest}"']
+        return f"<a {' '.join(attrs)}>{escape(f.filename)}</a>"
+
+    def root(self, media: str) -> tuple[str, bytes]:
+        names = sorted(self.projects)
+        if media == JSON_TYPE:
+            body = {"meta": {"api-version": "1.4"}, "projects": [{"name": n} for n in names]}
+            return media, json.dumps(body).encode()
+        links = "".join(f'<a href="{n}/">{n}</a>\n' for n in names)
+        return "text/html", (
+            f'<html><head><meta name="pypi:repository-version" content="1.4"></head><body>{links}</body></html>'
+        ).encode()
+
+    # -- HTTP -----------------------------------------------------------------------------
+    def _handler(self):
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_HEAD(self):
+                self.do_GET(head=True)
+
+            def do_GET(self, head=False):
+                upstream.requests.append((self.command, self.path, dict(self.headers)))
+                if upstream.outage:
+                    return self._send(503, "text/plain", b"down for maintenance", head)
+                status, media, body = upstream.respond(self.path, self.headers.get("Accept", ""))
+                self._send(status, media, body, head)
+
+            def _send(self, status, media, body, head):
+                self.send_response(status)
+                self.send_header("Content-Type", media)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Vary", "Accept")
+                self.end_headers()
+                if not head:
+                    self.wfile.write(body)
+
+        return Handler
+
+    def respond(self, path: str, accept: str) -> tuple[int, str, bytes]:
+        media = JSON_TYPE if "json" in accept.split(",")[0] else HTML_TYPE
+        if path == "/simple/":
+            return (200, *self.root(media))
+        found = re.fullmatch(r"/simple/([^/]+)/", path)
+        if found:
+            project = self.projects.get(found.group(1))
+            if project is None or found.group(1) != normalize(found.group(1)):
+                return 404, "text/plain", b"no such project"
+            if media == JSON_TYPE:
+                return 200, media, json.dumps(self.project_json(project)).encode()
+            return 200, media, self.project_html(project).encode()
+        found = re.fullmatch(r"/files/[0-9a-f]{2}/[0-9a-f]{64}/([^/]+)", path)
+        if found:
+            return self._file(found.group(1))
+        return 404, "text/plain", b"not found"
+
+    def _file(self, name: str) -> tuple[int, str, bytes]:
+        wanted = name[: -len(".metadata")] if name.endswith(".metadata") else name
+        for project in self.projects.values():
+            for f in project.files:
+                if f.filename == wanted:
+                    if name.endswith(".metadata"):
+                        return (200, "application/octet-stream", f.metadata) if f.metadata else (404, "text/plain", b"")
+                    return 200, "application/octet-stream", f.data
+        return 404, "text/plain", b"no such file"
+
+
+def _version_key(text: str):
+    from packaging.version import Version
+
+    return Version(text)

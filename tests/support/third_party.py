@@ -1,0 +1,157 @@
+"""Third-party upstreams for the index, run as real processes on loopback: pypiserver (a real
+PyPI server, HTML pages only) and verdaccio 6.8.0 (a real npm registry, on Node 20).
+
+pypiserver comes with the [dev] extra; verdaccio is installed by .ci/run into .ci/node_tools/
+(ignored by git). Without one of them the tests that need it skip loudly, except under CI=true,
+where they fail: CI must never pass with them skipped.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+VERDACCIO = REPO / ".ci" / "node_tools" / "node_modules" / ".bin" / "verdaccio"  # installed by .ci/run
+VERDACCIO_CONFIG = """storage: {storage}
+auth:
+  htpasswd:
+    file: {root}/htpasswd
+    max_users: -1
+uplinks: {{}}
+packages:
+  '**':
+    access: $all
+    publish: $authenticated
+listen: 127.0.0.1:{port}
+log: {{type: stdout, format: pretty, level: warn}}
+web: {{enable: false}}
+"""
+
+
+def require(tool: str, found: bool, how: str) -> None:
+    """Skip loudly (locally) or fail (under CI=true) when a third-party upstream is missing."""
+    if found:
+        return
+    message = f"{tool} is not installed ({how})"
+    if os.environ.get("CI"):
+        pytest.fail(f"{message}; CI must run the third-party upstream tests", pytrace=False)
+    pytest.skip(f"SKIPPING {tool.upper()} TESTS: {message}")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Upstream:
+    """A server process on 127.0.0.1:port, stopped (and waited for) by `close`."""
+
+    def __init__(self, argv: list[str], port: int, ready_path: str, log: Path):
+        self.port, self.url = port, f"http://127.0.0.1:{port}"
+        self._log = log.open("wb")
+        self._process = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"{argv[0]} exited: {log.read_text()[-2000:]}")
+            try:
+                urllib.request.urlopen(self.url + ready_path, timeout=2).close()
+                return
+            except OSError:
+                time.sleep(0.2)
+        self.close()
+        raise RuntimeError(f"{argv[0]} did not answer within 60 s: {log.read_text()[-2000:]}")
+
+    def close(self) -> None:
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._log.close()
+
+
+def pypiserver(packages: Path, root: Path) -> Upstream:
+    """pypiserver serving the wheels and sdists in `packages`; never falls back to a public index."""
+    require(
+        "pypiserver",
+        shutil.which("pypi-server", path=str(Path(sys.executable).parent)) is not None,
+        "pip install -e '.[dev]'",
+    )
+    port = free_port()
+    argv = [
+        str(Path(sys.executable).parent / "pypi-server"),
+        "run",
+        "-p",
+        str(port),
+        "-i",
+        "127.0.0.1",
+        "--disable-fallback",
+        "-a",
+        ".",
+        "-P",
+        ".",
+        "--backend",
+        "simple-dir",
+        str(packages),
+    ]
+    return Upstream(argv, port, "/simple/", root / "pypiserver.log")
+
+
+def verdaccio(tarballs: dict[str, dict], root: Path) -> Upstream:
+    """verdaccio serving `{name: {version: (tgz bytes, dependencies)}}` from a storage written here
+    (its own on-disk format), with no uplink: it never reaches a public registry."""
+    require("verdaccio", VERDACCIO.exists(), "bash .ci/run installs it into .ci/node_tools")
+    port, storage = free_port(), root / "storage"
+    root.mkdir(parents=True, exist_ok=True)
+    for name, versions in tarballs.items():
+        write_package(storage, name, versions, f"http://127.0.0.1:{port}")
+    config = root / "verdaccio.yaml"
+    config.write_text(VERDACCIO_CONFIG.format(storage=storage, root=root, port=port))
+    return Upstream([str(VERDACCIO), "--config", str(config)], port, "/-/ping", root / "verdaccio.log")
+
+
+def write_package(storage: Path, name: str, versions: dict, url: str) -> None:
+    """One package in verdaccio's storage layout: `<name>/package.json` and its tarballs."""
+    folder = storage / name
+    folder.mkdir(parents=True)
+    packument = {
+        "name": name,
+        "versions": {},
+        "dist-tags": {},
+        "time": {},
+        "_distfiles": {},
+        "_attachments": {},
+        "_uplinks": {},
+        "_rev": "1-0",
+        "readme": "",
+    }
+    for version, (blob, dependencies) in versions.items():
+        filename = f"{name.rpartition('/')[2]}-{version}.tgz"
+        (folder / filename).write_bytes(blob)
+        shasum = hashlib.sha1(blob).hexdigest()
+        integrity = "sha512-" + base64.b64encode(hashlib.sha512(blob).digest()).decode()
+        packument["versions"][version] = {
+            "name": name,
+            "version": version,
+            "dependencies": dependencies,
+            "dist": {"tarball": f"{url}/{name}/-/{filename}", "shasum": shasum, "integrity": integrity},
+        }
+        packument["dist-tags"]["latest"] = version
+        packument["time"][version] = "2026-01-01T00:00:00.000Z"
+        packument["_attachments"][filename] = {"shasum": shasum, "version": version}
+    (folder / "package.json").write_text(json.dumps(packument))
