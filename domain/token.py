@@ -15,6 +15,10 @@ from eventsourcing.domain import Aggregate, event
 
 ROLES = ("owner", "admin", "auditor", "sandbox")
 ROLE_RANK = {"sandbox": 0, "auditor": 1, "admin": 2, "owner": 3}
+# The right that adds to the record (evaluate, egress evaluate, and every later one): API.md's
+# "X+" except auditors, whose tokens are read-only.
+RECORDING_RIGHT = "sandbox"
+READ_ONLY_ROLES = ("auditor",)
 WORKSPACE_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 SECRET_PREFIX = "rcp_"
 _NAMESPACE = uuid5(NAMESPACE_URL, "https://runcode-policy/tokens")
@@ -33,7 +37,10 @@ def token_id(secret_digest: str) -> UUID:
 
 
 def role_allows(role: str, needed: str) -> bool:
-    """Roles are ordered except that a sandbox token may only evaluate (checked by the caller)."""
+    """Roles are ordered, except that a sandbox token may only evaluate (the rank does that) and
+    a read-only role never holds the recording right."""
+    if needed == RECORDING_RIGHT and role in READ_ONLY_ROLES:
+        return False
     return ROLE_RANK[role] >= ROLE_RANK[needed]
 
 
