@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from application.store.files import make_private_store
 from domain.errors import FieldError, InvalidInputError
 
 DEFAULT_DATA_DIR = "var"
@@ -36,7 +36,7 @@ def store_env(database_url: str, *, create_table: bool = True) -> dict[str, str]
 def _sqlite_env(path: str) -> dict[str, str]:
     path = path[1:] if path.startswith("/") else path  # sqlite:///rel, sqlite:////abs
     if path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        make_private_store(path)
     return {
         "PERSISTENCE_MODULE": "eventsourcing.sqlite",
         "SQLITE_DBNAME": path,
