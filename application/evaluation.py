@@ -15,7 +15,10 @@ from domain.specs import Spec, check_language, parse
 from domain.specs.commands import parse_command
 from domain.text import check_context
 
-MAX_SPECS = 500
+MAX_SPECS = 500  # specs per request, and decisions per request after a command's option expansion
+# What that bounds an answer to: every field a caller controls at its limit, in characters that
+# JSON escapes the most (tests/application/test_request_bounds.py builds that answer).
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
 # Parsing is linear, but hostile npm ranges cost ~4 µs a character (bench/parse_worst_case.py):
 # capping a request's total spec text bounds the CPU one request can take.
 MAX_SPEC_CHARS = 64 * 1024
@@ -96,6 +99,11 @@ def specs_of(language: str | None, specs: list[str] | None, command: list[str] |
         )
     if command is not None:
         found, parsed = parse_command(command)
+        if len(parsed) > MAX_SPECS:  # `-IIII…` is one word but one decision per letter
+            raise InvalidInputError(
+                f"the command expands to {len(parsed)} decisions",
+                [FieldError("command", f"must expand to at most {MAX_SPECS} decisions (options and specs)")],
+            )
         if language is not None and language != found:
             raise InvalidInputError(
                 f"the command installs {found} packages, not {language}",
