@@ -7,6 +7,7 @@ reads the clock or depends on a library version.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from datetime import timedelta
 from uuid import NAMESPACE_URL, UUID, uuid5
@@ -18,6 +19,9 @@ from domain.specs import LANGUAGES, deny_key
 MODES = ("allowlist", "denylist")
 LISTS = ("allow", "deny")
 DEFAULT_MODE = "denylist"
+# Entries in one list (allow or deny, per language): a Save past it is refused, naming the list.
+# It bounds what one Save writes and what every evaluate's cache refresh loads.
+MAX_LIST_ENTRIES = 10_000
 CHANGE_TYPES = ("mode-switched", "entry-added", "entry-removed")
 
 _NAMESPACE = uuid5(NAMESPACE_URL, "https://runcode-policy/workspaces")
@@ -114,14 +118,23 @@ class Policy(Aggregate):
 
     @event("EntryAdded", topic="runcode_policy:Policy.EntryAdded")
     def _add_entry(self, language: str, list_name: str, name: str, by: str, note: str) -> None:
+        # Lists stay sorted by binary search, not a re-sort per entry (which made a Save of n
+        # entries cost n² comparisons); names planned in order append at the end.
         entries = self.state[language][list_name]
-        entries.append(name)
-        entries.sort()
+        if entries and name < entries[-1]:
+            bisect.insort(entries, name)
+        else:
+            entries.append(name)
         self._touch(by)
 
     @event("EntryRemoved", topic="runcode_policy:Policy.EntryRemoved")
     def _remove_entry(self, language: str, list_name: str, name: str, by: str, note: str) -> None:
-        self.state[language][list_name].remove(name)
+        entries = self.state[language][list_name]
+        index = bisect.bisect_left(entries, name)
+        if index < len(entries) and entries[index] == name:
+            del entries[index]
+        else:
+            entries.remove(name)  # never expected: lists are kept sorted; raises like before
         self._touch(by)
 
     def _touch(self, by: str) -> None:

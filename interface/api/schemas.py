@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from domain.decision import REASONS
-from domain.policy import LANGUAGES, LISTS, MODES
+from domain.policy import LANGUAGES, LISTS, MAX_LIST_ENTRIES, MODES
 from domain.specs import KINDS
 from domain.token import ROLES
 
@@ -20,10 +20,11 @@ ListName = Literal[LISTS]
 Role = Literal[ROLES]
 Text = Annotated[str, Field(max_length=4096)]
 Entries = Annotated[
-    str | list[Text],
+    str | Annotated[list[Text], Field(max_length=MAX_LIST_ENTRIES)],
     Field(
         description="Entries separated by newlines and/or commas, or an array of entries. "
-        "Version constraints, extras and markers are stripped."
+        "Version constraints, extras and markers are stripped. "
+        f"A list holds at most {MAX_LIST_ENTRIES} entries."
     ),
 ]
 Reason = Literal[REASONS]
