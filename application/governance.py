@@ -23,6 +23,7 @@ from application.formats import iso, parse_uuid
 from application.policies import Policies
 from application.store import SNAPSHOT_INTERVAL
 from application.store.reads import ReadModel
+from application.store.sessions import ConsoleSessions
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
 from domain.policy import Policy
@@ -39,6 +40,7 @@ class Governance(Application):
     def __init__(self, env: dict | None = None, egress: EgressConfig | None = None):
         super().__init__(env)
         self.readmodel = ReadModel(self.recorder)
+        self.sessions = ConsoleSessions(self.recorder)  # console sign-ins, server-side
         self.writer = DecisionWriter(self.save)
         self.policies = Policies(self.repository, self.readmodel)
         self.evaluation = Evaluation(self.policies, self.writer)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
-TABLES = ("workspaces", "changes", "decisions", "tokens", "owner_guard")
+TABLES = ("workspaces", "changes", "decisions", "tokens", "owner_guard", "sessions")
 
 DDL = (
     "CREATE TABLE IF NOT EXISTS {workspaces} (workspace TEXT PRIMARY KEY, "
@@ -29,6 +29,10 @@ DDL = (
     "revoked_at {ts}, revoked_by TEXT, secret_digest TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS rcp_tokens_by_workspace ON {tokens} (workspace, issued_at)",
     "CREATE TABLE IF NOT EXISTS {owner_guard} (workspace TEXT NOT NULL, owners INTEGER NOT NULL CHECK (owners > 0))",
+    # Console sign-ins (application/store/sessions.py): operational state, not part of the record.
+    "CREATE TABLE IF NOT EXISTS {sessions} (id TEXT PRIMARY KEY, token_id TEXT NOT NULL, "
+    "created_at {ts} NOT NULL, expires_at {ts} NOT NULL, ended_at {ts})",
+    "CREATE INDEX IF NOT EXISTS rcp_sessions_by_expiry ON {sessions} (expires_at)",
 )
 
 
