@@ -28,7 +28,17 @@ from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
 from domain.policy import Policy
 from domain.text import check_text
-from domain.token import ROLES, WORKSPACE_PATTERN, Token, digest, new_secret, token_id
+from domain.token import (
+    RESERVED_NAME_PREFIXES,
+    ROLES,
+    WORKSPACE_PATTERN,
+    Token,
+    digest,
+    is_reserved_name,
+    name_key,
+    new_secret,
+    token_id,
+)
 
 CHANGE_ATTEMPTS = 50
 
@@ -159,12 +169,7 @@ class Governance(Application):
         if not isinstance(name, str) or not name.strip():
             raise InvalidInputError("a token needs a name", [FieldError("name", "must be 1 to 200 characters")])
         check_text(name, "name", 200)
-        if any(t["name"] == name.strip() and not t["revoked_at"] for t in self.readmodel.tokens(workspace)):
-            # Changes are recorded by token name: two live tokens with one name would blur who did what.
-            raise ConflictError(
-                f"a token named {name.strip()!r} is already active in this workspace",
-                [FieldError("name", "must differ from every active token's name")],
-            )
+        check_token_name(name, self.readmodel.tokens(workspace))
         token, secret = self._new_token(workspace, name.strip(), role, by)
         self.save(token)
         return {"id": str(token.id), "token": secret, "name": token.name, "role": role, "workspace": workspace}
@@ -235,21 +240,34 @@ class Governance(Application):
         return policy_view(self.policies.at(workspace, at), at)
 
     def save_policy(
-        self, workspace: str, desired: dict, by: str, note: str = "", expected_version: int | None = None
+        self,
+        workspace: str,
+        desired: dict,
+        by: str,
+        note: str = "",
+        expected_version: int | None = None,
+        by_token: str | None = None,
     ) -> dict:
-        """The console's Save: the complete desired state; only the differences are recorded."""
+        """The console's Save: the complete desired state; only the differences are recorded.
+        `by_token` is the id of the token that asked (None for the CLI and the service)."""
         return self._change(
-            workspace, by, note, expected_version, lambda policy: plan_desired_state(policy.state, desired)
+            workspace, by, note, expected_version, lambda policy: plan_desired_state(policy.state, desired), by_token
         )
 
     def change_policy(
-        self, workspace: str, changes: list[dict], by: str, note: str = "", expected_version: int | None = None
+        self,
+        workspace: str,
+        changes: list[dict],
+        by: str,
+        note: str = "",
+        expected_version: int | None = None,
+        by_token: str | None = None,
     ) -> dict:
         return self._change(
-            workspace, by, note, expected_version, lambda policy: plan_incremental(policy.state, changes)
+            workspace, by, note, expected_version, lambda policy: plan_incremental(policy.state, changes), by_token
         )
 
-    def _change(self, workspace, by, note, expected_version, plan) -> dict:
+    def _change(self, workspace, by, note, expected_version, plan, by_token=None) -> dict:
         """Plan against the current state and save atomically. A writer that gave no
         expected_version asked for "apply this now": when another save wins the race, its
         request is planned again against the state that won (a no-op stays a no-op)."""
@@ -258,7 +276,7 @@ class Governance(Application):
             policy = self.load_policy(workspace)
             if expected_version is not None and expected_version != policy.policy_version:
                 raise stale(expected_version, policy.policy_version)
-            policy.record(plan(policy), by, note or "")
+            policy.record(plan(policy), by, note or "", by_token=by_token)
             try:
                 self.save(policy)
                 return policy_view(policy, None)
@@ -285,6 +303,26 @@ def policy_view(policy: Policy, at) -> dict:
         "changed_at": iso(policy.changed_at),
         "changed_by": policy.changed_by,
     }
+
+
+def check_token_name(name: str, tokens: list[dict]) -> None:
+    """A name the service's own actors use is reserved; a name once given stays with its token,
+    revoked or not, so a name in the history means one token (the id says which)."""
+    if is_reserved_name(name):
+        raise InvalidInputError(
+            f"the token name {name.strip()!r} is reserved",
+            [
+                FieldError(
+                    "name",
+                    f"is reserved: names starting with {' or '.join(RESERVED_NAME_PREFIXES)} are the service's own",
+                )
+            ],
+        )
+    if any(name_key(t["name"]) == name_key(name) for t in tokens):
+        raise ConflictError(
+            f"a token named {name.strip()!r} exists or existed in this workspace",
+            [FieldError("name", "must differ from the name of every token this workspace ever had")],
+        )
 
 
 def stale(expected: int, current: int) -> ConflictError:

@@ -17,6 +17,7 @@ from domain.token import Token
 _INSERT = {
     "workspace": "INSERT INTO {workspaces} VALUES (%s, %s, %s)",
     "change": "INSERT INTO {changes} VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+    "change_token": "INSERT INTO {change_tokens} VALUES (%s, %s, %s)",
     "decision": "INSERT INTO {decisions} VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
     "token": "INSERT INTO {tokens} VALUES (%s, %s, %s, %s, %s, %s, NULL, NULL, %s)",
     "revoke": "UPDATE {tokens} SET revoked_at = %s, revoked_by = %s WHERE id = %s",
@@ -57,6 +58,8 @@ def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list[tuple[st
             rows.append(("workspace", (e.workspace, at, e.by)))
         elif isinstance(e, (Policy.ModeSwitched, Policy.EntryAdded, Policy.EntryRemoved)):
             rows.append(("change", _change_row(e, workspaces[e.originator_id], at)))
+            if getattr(e, "by_token", None):  # events recorded before attribution have none
+                rows.append(("change_token", (workspaces[e.originator_id], e.originator_version - 1, e.by_token)))
         elif isinstance(e, Decision.Recorded):
             rows.append(("decision", _decision_row(e, at)))
         elif isinstance(e, Token.Issued):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
-TABLES = ("workspaces", "changes", "decisions", "tokens", "owner_guard", "sessions")
+TABLES = ("workspaces", "changes", "decisions", "tokens", "owner_guard", "sessions", "change_tokens")
 
 DDL = (
     "CREATE TABLE IF NOT EXISTS {workspaces} (workspace TEXT PRIMARY KEY, "
@@ -29,6 +29,10 @@ DDL = (
     "revoked_at {ts}, revoked_by TEXT, secret_digest TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS rcp_tokens_by_workspace ON {tokens} (workspace, issued_at)",
     "CREATE TABLE IF NOT EXISTS {owner_guard} (workspace TEXT NOT NULL, owners INTEGER NOT NULL CHECK (owners > 0))",
+    # Which token made a change (none for the CLI and the service): a table of its own, so stores
+    # made before it need no migration.
+    "CREATE TABLE IF NOT EXISTS {change_tokens} (workspace TEXT NOT NULL, version INTEGER NOT NULL, "
+    "token_id TEXT NOT NULL, PRIMARY KEY (workspace, version))",
     # Console sign-ins (application/store/sessions.py): operational state, not part of the record.
     "CREATE TABLE IF NOT EXISTS {sessions} (id TEXT PRIMARY KEY, token_id TEXT NOT NULL, "
     "created_at {ts} NOT NULL, expires_at {ts} NOT NULL, ended_at {ts})",
