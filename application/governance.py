@@ -171,7 +171,10 @@ class Governance(Application):
         check_text(name, "name", 200)
         check_token_name(name, self.readmodel.tokens(workspace))
         token, secret = self._new_token(workspace, name.strip(), role, by)
-        self.save(token)
+        try:
+            self.save(token)
+        except IntegrityError:  # the same name, issued at the same moment by someone else
+            raise name_taken(name) from None
         return {"id": str(token.id), "token": secret, "name": token.name, "role": role, "workspace": workspace}
 
     def _new_token(self, workspace, name, role, by) -> tuple[Token, str]:
@@ -319,10 +322,14 @@ def check_token_name(name: str, tokens: list[dict]) -> None:
             ],
         )
     if any(name_key(t["name"]) == name_key(name) for t in tokens):
-        raise ConflictError(
-            f"a token named {name.strip()!r} exists or existed in this workspace",
-            [FieldError("name", "must differ from the name of every token this workspace ever had")],
-        )
+        raise name_taken(name)
+
+
+def name_taken(name: str) -> ConflictError:
+    return ConflictError(
+        f"a token named {name.strip()!r} exists or existed in this workspace",
+        [FieldError("name", "must differ from the name of every token this workspace ever had")],
+    )
 
 
 def stale(expected: int, current: int) -> ConflictError:

@@ -12,7 +12,7 @@ from application.store.schema import Dialect
 from domain.decision import Decision
 from domain.policy import Policy
 from domain.specs import deny_key
-from domain.token import Token
+from domain.token import Token, name_key
 
 _INSERT = {
     "workspace": "INSERT INTO {workspaces} VALUES (%s, %s, %s)",
@@ -20,6 +20,7 @@ _INSERT = {
     "change_token": "INSERT INTO {change_tokens} VALUES (%s, %s, %s)",
     "decision": "INSERT INTO {decisions} VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
     "token": "INSERT INTO {tokens} VALUES (%s, %s, %s, %s, %s, %s, NULL, NULL, %s)",
+    "token_name": "INSERT INTO {token_names} VALUES (%s, %s)",
     "revoke": "UPDATE {tokens} SET revoked_at = %s, revoked_by = %s WHERE id = %s",
 }
 
@@ -64,6 +65,7 @@ def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list[tuple[st
             rows.append(("decision", _decision_row(e, at)))
         elif isinstance(e, Token.Issued):
             rows.append(("token", (str(e.originator_id), e.workspace, e.name, e.role, at, e.by, e.secret_digest)))
+            rows.append(("token_name", (e.workspace, name_key(e.name))))
         elif isinstance(e, Token.Revoked):
             rows.append(("revoke", (at, e.by, str(e.originator_id))))
     return [(dialect.sql(_INSERT[kind]), params) for kind, params in rows]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
 
-TABLES = ("workspaces", "changes", "decisions", "tokens", "owner_guard", "sessions", "change_tokens")
+TABLES = ("workspaces", "changes", "decisions", "tokens", "owner_guard", "sessions", "change_tokens", "token_names")
 
 DDL = (
     "CREATE TABLE IF NOT EXISTS {workspaces} (workspace TEXT PRIMARY KEY, "
@@ -33,6 +33,10 @@ DDL = (
     # made before it need no migration.
     "CREATE TABLE IF NOT EXISTS {change_tokens} (workspace TEXT NOT NULL, version INTEGER NOT NULL, "
     "token_id TEXT NOT NULL, PRIMARY KEY (workspace, version))",
+    # Every token name a workspace ever gave (compared as domain.token.name_key): two owners
+    # issuing one name at once cannot both win.
+    "CREATE TABLE IF NOT EXISTS {token_names} (workspace TEXT NOT NULL, name_key TEXT NOT NULL, "
+    "PRIMARY KEY (workspace, name_key))",
     # Console sign-ins (application/store/sessions.py): operational state, not part of the record.
     "CREATE TABLE IF NOT EXISTS {sessions} (id TEXT PRIMARY KEY, token_id TEXT NOT NULL, "
     "created_at {ts} NOT NULL, expires_at {ts} NOT NULL, ended_at {ts})",

@@ -40,3 +40,21 @@ def test_history_names_the_token_id_and_name_of_every_change(live, app):
     app.change_policy("acme", [{"action": "add", "language": "node", "list": "deny", "entries": ["x"]}], by="cli:root")
     history = live.call("GET", P + "/history", live.tokens["auditor"]).json["changes"]
     assert [(c["by"], c["by_token"]) for c in history] == [("admin-token", tokens["admin-token"]), ("cli:root", None)]
+
+
+def test_two_owners_issuing_one_name_at_once_give_it_to_one_token(open_app, workspace):
+    from concurrent.futures import ThreadPoolExecutor
+
+    owners = [open_app() for _ in range(2)]
+
+    def issue(i):
+        try:
+            owners[i % 2].issue_token(workspace, "bob", "admin", by=f"owner-{i}")
+            return "issued"
+        except ConflictError:
+            return "conflict"
+
+    with ThreadPoolExecutor(8) as pool:
+        outcomes = list(pool.map(issue, range(8)))
+    assert sorted(outcomes) == ["conflict"] * 7 + ["issued"]
+    assert [t["name"] for t in owners[0].list_tokens(workspace)].count("bob") == 1
