@@ -3,6 +3,15 @@
 On PostgreSQL every event-inserting transaction locks the events table, so one transaction per
 decision caps throughput near a thousand a second; one `save(*many)` writes tens of thousands.
 A request enqueues its decisions and waits until the batch that holds them is durable.
+
+Two promises hold under pressure:
+- A request answered 503 is never recorded afterwards. While its decisions wait in the queue the
+  asker may withdraw them at its deadline (503, and the writer drops them); once their commit has
+  begun, only the commit's outcome can say whether they were recorded, so the asker waits for it
+  (the store's own timeouts bound that wait) and answers with what really happened.
+- Fairness: requests are committed in arrival order, and a batch holds at most MAX_BATCH_EVENTS
+  decisions, so a commit's time is bounded and a large request delays others by one bounded
+  commit, not by an unbounded one (the evaluation caps a request at MAX_SPECS decisions).
 """
 
 from __future__ import annotations
@@ -16,12 +25,13 @@ from eventsourcing.persistence import InterfaceError, OperationalError
 
 from domain.errors import GovernanceError
 
-MAX_BATCH = 1000
+MAX_BATCH_EVENTS = 1000
 # Below the gate's default timeout (10 s): answer 503 while the asker still listens.
 WAIT_SECONDS = 8
 
 log = logging.getLogger(__name__)
 STORE_DOWN = (OperationalError, InterfaceError)  # retrying a batch piecemeal would not help
+QUEUED, COMMITTING, WITHDRAWN = "queued", "committing", "withdrawn"
 
 
 class StoreUnavailableError(GovernanceError):
@@ -31,7 +41,7 @@ class StoreUnavailableError(GovernanceError):
 
 
 class _Pending:
-    __slots__ = ("events", "done", "error", "abandoned", "lock")
+    __slots__ = ("events", "done", "error", "state", "lock")
 
     def __init__(self, aggregates: tuple):
         # The events, taken out once: a failed save has already drained an aggregate's pending
@@ -39,8 +49,22 @@ class _Pending:
         self.events = tuple(e for aggregate in aggregates for e in aggregate.collect_events())
         self.done = threading.Event()
         self.error: BaseException | None = None
-        self.abandoned = False  # its asker got a 503 already: never record it afterwards
-        self.lock = threading.Lock()
+        self.state = QUEUED
+        self.lock = threading.Lock()  # guards `state`: the asker withdraws, the writer claims
+
+    def withdraw(self) -> bool:
+        """At the asker's deadline: True if the writer had not begun committing it (it never will)."""
+        with self.lock:
+            if self.state == QUEUED:
+                self.state = WITHDRAWN
+            return self.state == WITHDRAWN
+
+    def claim(self) -> bool:
+        """For the writer, just before the commit: False if its asker withdrew it."""
+        with self.lock:
+            if self.state == QUEUED:
+                self.state = COMMITTING
+            return self.state == COMMITTING
 
 
 class DecisionWriter:
@@ -56,10 +80,9 @@ class DecisionWriter:
         self._ensure_started()
         self._queue.put(pending)
         if not pending.done.wait(WAIT_SECONDS):
-            with pending.lock:
-                pending.abandoned = not pending.done.is_set()
-            if pending.abandoned:
-                raise StoreUnavailableError("timed out waiting for the decision store")
+            if pending.withdraw():
+                raise StoreUnavailableError("timed out waiting for the decision store; nothing was recorded")
+            pending.done.wait()  # its commit has begun: answer with its outcome, not a guess
         if pending.error is not None:
             log.error("decisions not recorded: %r", pending.error)
             raise StoreUnavailableError("the decisions could not be recorded") from pending.error
@@ -76,31 +99,41 @@ class DecisionWriter:
                 self._thread.start()
 
     def _run(self) -> None:
+        carried: _Pending | None = None  # the request that did not fit the last batch goes first
         while True:
-            first = self._queue.get()
+            first = carried if carried is not None else self._queue.get()
             if first is None:
                 return
-            batch = [first]
-            while len(batch) < MAX_BATCH:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    self._queue.put(None)  # finish this batch, then stop
-                    break
-                batch.append(item)
+            batch, carried = self._fill([first])
             self._commit(batch)
 
+    def _fill(self, batch: list[_Pending]) -> tuple[list[_Pending], _Pending | None]:
+        """Take queued requests in arrival order while the batch has room for all of theirs."""
+        size = len(batch[0].events)
+        while size < MAX_BATCH_EVENTS:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:
+                self._queue.put(None)  # finish this batch, then stop
+                break
+            if size + len(item.events) > MAX_BATCH_EVENTS:
+                return batch, item
+            batch.append(item)
+            size += len(item.events)
+        return batch, None
+
     def _commit(self, batch: list[_Pending]) -> None:
-        live = [p for p in batch if not p.abandoned]
+        live = [p for p in batch if p.claim()]
+        if not live:
+            return
         error = self._try(live)
         if error is None or len(live) == 1 or isinstance(error, STORE_DOWN):
             self._finish(live, error)
             return
         for pending in live:  # one bad request must not fail its neighbours: retry one by one
-            if not pending.abandoned:
-                self._finish([pending], self._try([pending]))
+            self._finish([pending], self._try([pending]))
 
     def _try(self, batch: list[_Pending]) -> Exception | None:
         try:
@@ -112,8 +145,5 @@ class DecisionWriter:
     @staticmethod
     def _finish(batch: list[_Pending], error: BaseException | None) -> None:
         for pending in batch:
-            with pending.lock:
-                pending.error = error
-                pending.done.set()
-                if pending.abandoned and error is None:
-                    log.warning("decisions recorded after their asker was answered 503")
+            pending.error = error
+            pending.done.set()

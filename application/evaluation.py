@@ -92,6 +92,11 @@ def specs_of(language: str | None, specs: list[str] | None, command: list[str] |
         )
     if command is not None:
         found, parsed = parse_command(command)
+        if len(parsed) > MAX_SPECS:  # `-IIII…` is one word but one decision per letter
+            raise InvalidInputError(
+                f"the command expands to {len(parsed)} decisions",
+                [FieldError("command", f"must expand to at most {MAX_SPECS} decisions (options and specs)")],
+            )
         if language is not None and language != found:
             raise InvalidInputError(
                 f"the command installs {found} packages, not {language}",

@@ -32,12 +32,23 @@ from application.store.access_reads import AccessReads
 from application.store.counts import CountReads
 from application.store.overview import OverviewReads
 from application.store.reads import ReadModel
+from application.store.sessions import ConsoleSessions
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
 from domain.limits import MAX_LABEL
 from domain.policy import Policy
 from domain.text import check_text
-from domain.token import ROLES, WORKSPACE_PATTERN, Token, digest, new_secret, token_id
+from domain.token import (
+    RESERVED_NAME_PREFIXES,
+    ROLES,
+    WORKSPACE_PATTERN,
+    Token,
+    digest,
+    is_reserved_name,
+    name_key,
+    new_secret,
+    token_id,
+)
 
 CHANGE_ATTEMPTS = 50
 
@@ -49,6 +60,7 @@ class Governance(Application):
     def __init__(self, env: dict | None = None, egress: EgressConfig | None = None):
         super().__init__(env)
         self.readmodel = ReadModel(self.recorder)
+        self.sessions = ConsoleSessions(self.recorder)  # console sign-ins, server-side
         self.writer = DecisionWriter(self.save)
         self.policies = Policies(self.repository, self.readmodel)
         self.evaluation = Evaluation(self.policies, self.writer)
@@ -151,6 +163,7 @@ class Governance(Application):
     def impact(self, workspace: str, draft: dict, days: int = 30) -> dict:
         """How many recorded installs of the last `days` days the draft would change: see `Impact`."""
         return self.impacts.impact(workspace, draft, days)
+
     # -- the package index (application.index) ------------------------------------------------
     def start_run(self, workspace: str, caller: dict, context: dict | None = None, seconds: int | None = None) -> dict:
         return self.index.runs.start(workspace, caller, context, seconds)
@@ -166,6 +179,15 @@ class Governance(Application):
 
     def index_listing(self, workspace: str, language: str, candidates) -> list[str]:
         return self.index.gate.listing(workspace, language, candidates)
+
+    def _take_snapshots(self, processing_event) -> None:
+        # One snapshot per Save, of the state just saved. The library takes one for every
+        # multiple of the interval a save crosses, each reloaded by replaying from the one
+        # before, so a Save of n entries cost n²/interval (200 snapshots for 10,000 entries).
+        for aggregate in processing_event.aggregates.values():
+            interval = self.snapshotting_intervals.get(type(aggregate))
+            if interval is not None and _crosses(processing_event.events, aggregate, interval):
+                self.snapshots.put([type(aggregate).Snapshot.take(aggregate)])
 
     def _record(self, processing_event):
         # Hand the recorder the domain events and their workspaces, so it writes the read
@@ -198,14 +220,12 @@ class Governance(Application):
         if not isinstance(name, str) or not name.strip():
             raise InvalidInputError("a token needs a name", [FieldError("name", "must be 1 to 200 characters")])
         check_text(name, "name", MAX_LABEL)
-        if any(t["name"] == name.strip() and not t["revoked_at"] for t in self.readmodel.tokens(workspace)):
-            # Changes are recorded by token name: two live tokens with one name would blur who did what.
-            raise ConflictError(
-                f"a token named {name.strip()!r} is already active in this workspace",
-                [FieldError("name", "must differ from every active token's name")],
-            )
+        check_token_name(name, self.readmodel.tokens(workspace))
         token, secret = self._new_token(workspace, name.strip(), role, by)
-        self.save(token)
+        try:
+            self.save(token)
+        except IntegrityError:  # the same name, issued at the same moment by someone else
+            raise name_taken(name) from None
         return {"id": str(token.id), "token": secret, "name": token.name, "role": role, "workspace": workspace}
 
     def _new_token(self, workspace, name, role, by) -> tuple[Token, str]:
@@ -284,21 +304,34 @@ class Governance(Application):
         return policy_view(self.load_policy(workspace, version), change["at"] if change else None)
 
     def save_policy(
-        self, workspace: str, desired: dict, by: str, note: str = "", expected_version: int | None = None
+        self,
+        workspace: str,
+        desired: dict,
+        by: str,
+        note: str = "",
+        expected_version: int | None = None,
+        by_token: str | None = None,
     ) -> dict:
-        """The console's Save: the complete desired state; only the differences are recorded."""
+        """The console's Save: the complete desired state; only the differences are recorded.
+        `by_token` is the id of the token that asked (None for the CLI and the service)."""
         return self._change(
-            workspace, by, note, expected_version, lambda policy: plan_desired_state(policy.state, desired)
+            workspace, by, note, expected_version, lambda policy: plan_desired_state(policy.state, desired), by_token
         )
 
     def change_policy(
-        self, workspace: str, changes: list[dict], by: str, note: str = "", expected_version: int | None = None
+        self,
+        workspace: str,
+        changes: list[dict],
+        by: str,
+        note: str = "",
+        expected_version: int | None = None,
+        by_token: str | None = None,
     ) -> dict:
         return self._change(
-            workspace, by, note, expected_version, lambda policy: plan_incremental(policy.state, changes)
+            workspace, by, note, expected_version, lambda policy: plan_incremental(policy.state, changes), by_token
         )
 
-    def _change(self, workspace, by, note, expected_version, plan) -> dict:
+    def _change(self, workspace, by, note, expected_version, plan, by_token=None) -> dict:
         """Plan against the current state and save atomically. A writer that gave no
         expected_version asked for "apply this now": when another save wins the race, its
         request is planned again against the state that won (a no-op stays a no-op)."""
@@ -307,7 +340,7 @@ class Governance(Application):
             policy = self.load_policy(workspace)
             if expected_version is not None and expected_version != policy.policy_version:
                 raise stale(expected_version, policy.policy_version)
-            policy.record(plan(policy), by, note or "")
+            policy.record(plan(policy), by, note or "", by_token=by_token)
             try:
                 self.save(policy)
                 return policy_view(policy, None)
@@ -317,6 +350,12 @@ class Governance(Application):
             "the policy is changing too fast to apply this; try again",
             [FieldError("expected_version", "the policy kept moving")],
         )
+
+
+def _crosses(events, aggregate, interval: int) -> bool:
+    """Did this save take the aggregate's version past a multiple of the snapshot interval?"""
+    first = min((e.originator_version for e in events if e.originator_id == aggregate.id), default=None)
+    return first is not None and aggregate.version // interval > (first - 1) // interval
 
 
 def policy_view(policy: Policy, at) -> dict:
@@ -329,6 +368,30 @@ def policy_view(policy: Policy, at) -> dict:
         "changed_by": policy.changed_by,
         "exceptions": exception_views(policy, at or datetime.now(UTC)),  # those in force then
     }
+
+
+def check_token_name(name: str, tokens: list[dict]) -> None:
+    """A name the service's own actors use is reserved; a name once given stays with its token,
+    revoked or not, so a name in the history means one token (the id says which)."""
+    if is_reserved_name(name):
+        raise InvalidInputError(
+            f"the token name {name.strip()!r} is reserved",
+            [
+                FieldError(
+                    "name",
+                    f"is reserved: names starting with {' or '.join(RESERVED_NAME_PREFIXES)} are the service's own",
+                )
+            ],
+        )
+    if any(name_key(t["name"]) == name_key(name) for t in tokens):
+        raise name_taken(name)
+
+
+def name_taken(name: str) -> ConflictError:
+    return ConflictError(
+        f"a token named {name.strip()!r} exists or existed in this workspace",
+        [FieldError("name", "must differ from the name of every token this workspace ever had")],
+    )
 
 
 def stale(expected: int, current: int) -> ConflictError:

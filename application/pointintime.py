@@ -164,6 +164,7 @@ def describe_change(row: dict | None) -> dict | None:
         "version": row["version"],
         "at": iso(row["at"]),
         "by": row["by_actor"],
+        **({"by_token": row["by_token"]} if "by_token" in row else {}),
         "note": row["note"],
         "type": row["type"],
         "language": row["language"],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from domain.entries import parse_entries
 from domain.errors import FieldError, InvalidEntriesError, InvalidInputError
+from domain.limits import MAX_LIST_ENTRIES
 from domain.policy import LANGUAGES, LISTS, MODES, Change
 
 ACTIONS = ("switch-mode", "add", "remove")
@@ -38,7 +39,7 @@ def _language_diff(language: str, current: dict, wanted: dict, errors: list) -> 
         if wanted.get(list_name) is None:
             continue
         names, bad = parse_entries(language, wanted[list_name], f"{language}.{list_name}")
-        errors += bad
+        errors += bad + _size_errors(len(names), f"{language}.{list_name}")
         have = set(current[list_name])
         changes += [Change("entry-removed", language, list_name, n) for n in sorted(have - set(names))]
         changes += [Change("entry-added", language, list_name, n) for n in names if n not in have]
@@ -75,6 +76,8 @@ def _plan_one(work: dict, command: dict, where: str, errors: list) -> list[Chang
     entries, adding = work[language][list_name], action == "add"
     planned = [n for n in names if (n in entries) != adding]
     entries.update(planned) if adding else entries.difference_update(planned)
+    if adding:
+        errors += _size_errors(len(entries), f"{where}.entries")
     kind = "entry-added" if adding else "entry-removed"
     return [Change(kind, language, list_name, n) for n in planned]
 
@@ -86,6 +89,12 @@ def _plan_switch(rules: dict, language: str, mode, where: str, errors: list) -> 
     return [Change("mode-switched", language, mode=mode)]
 
 
+def _size_errors(size: int, field: str) -> list[FieldError]:
+    if size <= MAX_LIST_ENTRIES:
+        return []
+    return [FieldError(field, f"a list may hold at most {MAX_LIST_ENTRIES} entries; this one would hold {size}")]
+
+
 def _check_choice(value, choices: tuple, field: str, errors: list) -> bool:
     if value in choices:
         return True
@@ -94,7 +103,7 @@ def _check_choice(value, choices: tuple, field: str, errors: list) -> bool:
 
 
 def _refusal(errors: list[FieldError]) -> InvalidInputError:
-    if all(".allow" in e.field or ".deny" in e.field or ".entries" in e.field for e in errors):
+    if all(e.field.endswith("]") for e in errors):  # every error names one bad entry
         plural = "entry" if len(errors) == 1 else "entries"
         return InvalidEntriesError(f"{len(errors)} invalid {plural}; nothing was saved", errors)
     return InvalidInputError("the request breaks the rules named in errors; nothing was saved", errors)

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-MAX_SPECS = 500  # specs, or words of a command line, judged in one request
+MAX_SPECS = 500  # specs per request, and decisions per request after a command's option expansion
+# What that bounds an answer to: every field a caller controls at its limit, in characters that
+# JSON escapes the most (tests/application/test_request_bounds.py builds that answer).
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
 # Parsing is linear, but hostile npm ranges cost ~4 µs a character (bench/parse_worst_case.py):
 # capping a request's total spec text bounds the CPU one request can take.
 MAX_SPEC_CHARS = 64 * 1024
+# Entries in one list (allow or deny, per language): a Save past it is refused, naming the list.
+# It bounds what one Save writes and what every evaluate's cache refresh loads.
+MAX_LIST_ENTRIES = 10_000
 MAX_TEXT = 4096  # one spec, entry or egress target
 MAX_PAGE = 1000  # rows in one page of history or decisions
 MAX_CHANGES = 1000  # incremental changes in one request

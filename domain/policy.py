@@ -7,6 +7,7 @@ reads the clock or depends on a library version.
 
 from __future__ import annotations
 
+import bisect
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -134,7 +135,7 @@ class Policy(Aggregate):
         """The API's version: the number of changes (the creation event is not one)."""
         return self.version - 1
 
-    def record(self, changes: list[Change], by: str, note: str) -> None:
+    def record(self, changes: list[Change], by: str, note: str, by_token: str | None = None) -> None:
         """Trigger one event per planned change; the caller saves them in one atomic write.
 
         All events of one save carry one timestamp: the save is atomic, so no instant may show
@@ -144,7 +145,7 @@ class Policy(Aggregate):
         at = max(self.Event.create_timestamp(), self.modified_on + timedelta(microseconds=1))
         for change in changes:
             event_class, fields = self._event_for(change)
-            self.trigger_event(event_class, timestamp=at, by=by, note=note, **fields)
+            self.trigger_event(event_class, timestamp=at, by=by, by_token=by_token, note=note, **fields)
 
     def _event_for(self, change: Change) -> tuple[type, dict]:
         if change.type in EXCEPTION_CHANGES:
@@ -156,20 +157,33 @@ class Policy(Aggregate):
         return event_class, {"language": change.language, "list_name": change.list, "name": change.name}
 
     @event("ModeSwitched", topic="runcode_policy:Policy.ModeSwitched")
-    def _switch_mode(self, language: str, mode: str, by: str, note: str) -> None:
+    def _switch_mode(self, language: str, mode: str, by: str, note: str, by_token: str | None = None) -> None:
         self.state[language]["mode"] = mode
         self._touch(by)
 
     @event("EntryAdded", topic="runcode_policy:Policy.EntryAdded")
-    def _add_entry(self, language: str, list_name: str, name: str, by: str, note: str) -> None:
+    def _add_entry(
+        self, language: str, list_name: str, name: str, by: str, note: str, by_token: str | None = None
+    ) -> None:
+        # Lists stay sorted by binary search, not a re-sort per entry (which made a Save of n
+        # entries cost n² comparisons); names planned in order append at the end.
         entries = self.state[language][list_name]
-        entries.append(name)
-        entries.sort()
+        if entries and name < entries[-1]:
+            bisect.insort(entries, name)
+        else:
+            entries.append(name)
         self._touch(by)
 
     @event("EntryRemoved", topic="runcode_policy:Policy.EntryRemoved")
-    def _remove_entry(self, language: str, list_name: str, name: str, by: str, note: str) -> None:
-        self.state[language][list_name].remove(name)
+    def _remove_entry(
+        self, language: str, list_name: str, name: str, by: str, note: str, by_token: str | None = None
+    ) -> None:
+        entries = self.state[language][list_name]
+        index = bisect.bisect_left(entries, name)
+        if index < len(entries) and entries[index] == name:
+            del entries[index]
+        else:
+            entries.remove(name)  # never expected: lists are kept sorted; raises like before
         self._touch(by)
 
     @event("ExceptionGranted", topic="runcode_policy:Policy.ExceptionGranted")

@@ -9,12 +9,20 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import unicodedata
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
 ROLES = ("owner", "admin", "auditor", "sandbox")
 ROLE_RANK = {"sandbox": 0, "auditor": 1, "admin": 2, "owner": 3}
+# The right that adds to the record (evaluate, egress evaluate, and every later one): API.md's
+# "X+" except auditors, whose tokens are read-only.
+RECORDING_RIGHT = "sandbox"
+# Names the service's own actors write into the record (the CLI's `cli:USER`, the server's first
+# start): no token may take one, so the history can never confuse a token with them.
+RESERVED_NAME_PREFIXES = ("cli:", "runcode-policy")
+READ_ONLY_ROLES = ("auditor",)
 WORKSPACE_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 SECRET_PREFIX = "rcp_"
 _NAMESPACE = uuid5(NAMESPACE_URL, "https://runcode-policy/tokens")
@@ -32,8 +40,20 @@ def token_id(secret_digest: str) -> UUID:
     return uuid5(_NAMESPACE, secret_digest)
 
 
+def name_key(name: str) -> str:
+    """How token names compare: look-alike forms (NFKC), case and surrounding blanks folded."""
+    return unicodedata.normalize("NFKC", name).casefold().strip()
+
+
+def is_reserved_name(name: str) -> bool:
+    return name_key(name).startswith(RESERVED_NAME_PREFIXES)
+
+
 def role_allows(role: str, needed: str) -> bool:
-    """Roles are ordered except that a sandbox token may only evaluate (checked by the caller)."""
+    """Roles are ordered, except that a sandbox token may only evaluate (the rank does that) and
+    a read-only role never holds the recording right."""
+    if needed == RECORDING_RIGHT and role in READ_ONLY_ROLES:
+        return False
     return ROLE_RANK[role] >= ROLE_RANK[needed]
 
 

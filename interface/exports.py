@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import tempfile
+import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -35,7 +36,10 @@ CSV_COLUMNS = (
 
 
 # Cells a spreadsheet would run as a formula (OWASP "CSV injection"); specs and context come from
-# the sandbox, so an agent could otherwise plant one in an auditor's export.
+# the sandbox, so an agent could otherwise plant one in an auditor's export. Spreadsheets skip
+# leading blanks before they look for the sign, so it is looked for after every leading
+# separator (Unicode category Z: spaces such as NBSP), control or format character (category C:
+# LF, VT, zero-width space) as well.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -51,7 +55,14 @@ def csv_cell(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     text = str(value)
-    return "'" + text if text.startswith(FORMULA_START) else text
+    return "'" + text if text.startswith(FORMULA_START) or _after_blanks(text).startswith(FORMULA_START) else text
+
+
+def _after_blanks(text: str) -> str:
+    for i, char in enumerate(text):
+        if not (char.isspace() or unicodedata.category(char)[0] in "ZC"):
+            return text[i:]
+    return ""
 
 
 def csv_lines(rows: Iterable[dict]) -> Iterator[str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from application import EgressConfig, Governance, checked_config, default_database_url, store_env
+from application.store.files import tighten_dir
 from domain.errors import EgressConfigError, FieldError, InvalidInputError
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -61,8 +62,8 @@ def persisted_secret_key(data_dir: str) -> str:
     """`<data_dir>/secret_key` (mode 0600), created on first use; every worker process sharing
     the data directory then signs sessions with the same key, and restarts keep users signed in."""
     path = os.path.join(data_dir, "secret_key")
+    tighten_dir(data_dir)
     if not os.path.exists(path):
-        os.makedirs(data_dir, exist_ok=True)
         _publish_once(path, secrets.token_urlsafe(48))
     with open(path, encoding="ascii") as file:
         return file.read().strip()
@@ -107,6 +108,8 @@ def upstream_url(env: Mapping[str, str], name: str, default: str) -> str:
 
 def open_governance(settings: Settings) -> Governance:
     """The Governance application on the configured store, with the deployment's egress rules."""
+    if settings.database_url == default_database_url(settings.data_dir):
+        tighten_dir(settings.data_dir)  # the store lives in the service's own data directory
     return Governance(env=store_env(settings.database_url, create_table=settings.create_tables), egress=settings.egress)
 
 

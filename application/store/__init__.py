@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from application.store.files import make_private_store
 from domain.errors import FieldError, InvalidInputError
 
 DEFAULT_DATA_DIR = "var"
@@ -45,7 +46,7 @@ def store_env(database_url: str, *, create_table: bool = True) -> dict[str, str]
 
 def _sqlite_env(file: Path | None) -> dict[str, str]:
     if file is not None:
-        file.parent.mkdir(parents=True, exist_ok=True)
+        make_private_store(str(file))
     path = str(file) if file is not None else ":memory:"
     return {
         "PERSISTENCE_MODULE": "eventsourcing.sqlite",

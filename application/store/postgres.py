@@ -42,3 +42,8 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
             curs.execute(statement, params)
             return list(curs.fetchall())
+
+    def execute(self, statement: str, params: tuple | list = ()) -> None:
+        """One statement, committed on its own (pool connections are in autocommit mode)."""
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            curs.execute(statement, params)

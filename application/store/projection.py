@@ -16,13 +16,15 @@ from domain.decision import Decision, DecisionRecord
 from domain.policy import Policy
 from domain.run import Run
 from domain.specs import deny_key
-from domain.token import Token
+from domain.token import Token, name_key
 
 _INSERT = {
     "workspace": "INSERT INTO {workspaces} VALUES (%s, %s, %s)",
     "change": "INSERT INTO {changes} VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+    "change_token": "INSERT INTO {change_tokens} VALUES (%s, %s, %s)",
     "decision": "INSERT INTO {decisions} VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
     "token": "INSERT INTO {tokens} VALUES (%s, %s, %s, %s, %s, %s, NULL, NULL, %s)",
+    "token_name": "INSERT INTO {token_names} VALUES (%s, %s)",
     "revoke": "UPDATE {tokens} SET revoked_at = %s, revoked_by = %s WHERE id = %s",
     "run": "INSERT INTO {runs} VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
     "run_decision": "INSERT INTO {run_decisions} VALUES (%s, %s, %s, %s)",
@@ -73,12 +75,15 @@ def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list[tuple[st
             rows.append(("workspace", (e.workspace, at, e.by)))
         elif isinstance(e, POLICY_CHANGES):
             rows.append(("change", _change_row(e, workspaces[e.originator_id], at)))
+            if getattr(e, "by_token", None):  # events recorded before attribution have none
+                rows.append(("change_token", (workspaces[e.originator_id], e.originator_version - 1, e.by_token)))
         elif isinstance(e, Decision.Recorded):
             rows.append(("decision", _decision_row(e, at)))
             if e.record.get("run"):  # made through the package index during a run
                 rows.append(("run_decision", (e.record["run"], str(e.originator_id), bool(e.record["allowed"]), at)))
         elif isinstance(e, Token.Issued):
             rows.append(("token", (str(e.originator_id), e.workspace, e.name, e.role, at, e.by, e.secret_digest)))
+            rows.append(("token_name", (e.workspace, name_key(e.name))))
         elif isinstance(e, Token.Revoked):
             rows.append(("revoke", (at, e.by, str(e.originator_id))))
         elif isinstance(e, Run.Started):

@@ -8,6 +8,11 @@ from datetime import datetime
 from domain.specs import deny_key
 
 CHANGE_COLUMNS = "version, at, by_actor, note, type, language, list, name, mode"
+# The token that made a change, by its primary key (a page holds at most MAX_PAGE rows).
+_BY_TOKEN = (
+    "(SELECT token_id FROM {change_tokens} a WHERE a.workspace = {changes}.workspace "
+    "AND a.version = {changes}.version) AS by_token"
+)
 DECISION_FILTERS = ("language", "name", "allowed", "reason", "source", "sandbox", "kind")
 
 
@@ -112,7 +117,8 @@ class ReadModel:
             where.append("at < %s")
             params.append(self._ts(end))
         return self._rows(
-            f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE {' AND '.join(where)} ORDER BY version LIMIT %s",
+            f"SELECT {CHANGE_COLUMNS}, {_BY_TOKEN} FROM {{changes}} WHERE {' AND '.join(where)} "
+            "ORDER BY version LIMIT %s",
             params + [limit],
         )
 

@@ -18,6 +18,9 @@ TABLES = (
     "owner_guard",
     "runs",
     "run_decisions",
+    "sessions",
+    "change_tokens",
+    "token_names",
     *COUNT_TABLES,
     *ACCESS_TABLES,
 )
@@ -50,6 +53,18 @@ DDL = (
     "at {ts} NOT NULL, PRIMARY KEY (run, allowed, at, decision))",
     *COUNT_DDL,
     *ACCESS_DDL,
+    # Which token made a change (none for the CLI and the service): a table of its own, so stores
+    # made before it need no migration.
+    "CREATE TABLE IF NOT EXISTS {change_tokens} (workspace TEXT NOT NULL, version INTEGER NOT NULL, "
+    "token_id TEXT NOT NULL, PRIMARY KEY (workspace, version))",
+    # Every token name a workspace ever gave (compared as domain.token.name_key): two owners
+    # issuing one name at once cannot both win.
+    "CREATE TABLE IF NOT EXISTS {token_names} (workspace TEXT NOT NULL, name_key TEXT NOT NULL, "
+    "PRIMARY KEY (workspace, name_key))",
+    # Console sign-ins (application/store/sessions.py): operational state, not part of the record.
+    "CREATE TABLE IF NOT EXISTS {sessions} (id TEXT PRIMARY KEY, token_id TEXT NOT NULL, "
+    "created_at {ts} NOT NULL, expires_at {ts} NOT NULL, ended_at {ts})",
+    "CREATE INDEX IF NOT EXISTS rcp_sessions_by_expiry ON {sessions} (expires_at)",
 )
 
 

@@ -28,3 +28,8 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
         with self.datastore.transaction(commit=False) as c:
             c.execute(statement, params)
             return [dict(row) for row in c.fetchall()]
+
+    def execute(self, statement: str, params: tuple | list = ()) -> None:
+        """One statement in its own write transaction (state outside the event log)."""
+        with self.datastore.transaction(commit=True) as c:
+            c.execute(statement, params)

@@ -47,6 +47,9 @@ class ChangeView(BaseModel):
     version: int
     at: Instant
     by: str
+    by_token: str | None = Field(
+        None, description="id of the token that made the change (with `by`, its name); null for the CLI and the service"
+    )
     note: str
     type: Literal[CHANGE_TYPES]
     language: Language

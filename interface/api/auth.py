@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from flask import request
 
-from domain.token import role_allows
+from domain.token import READ_ONLY_ROLES, RECORDING_RIGHT, role_allows
 from interface.problems import HTTPProblem
 
 
@@ -30,4 +30,10 @@ def authorize(caller: dict, workspace: str, role: str) -> None:
     if caller["workspace"] != workspace:
         raise HTTPProblem(404, "Not Found", f"no workspace {workspace!r}")
     if not role_allows(caller["role"], role):
-        raise HTTPProblem(403, "Forbidden", f"this needs the {role} role or above; the token is {caller['role']}")
+        raise HTTPProblem(403, "Forbidden", refusal(role, caller["role"]))
+
+
+def refusal(needed: str, role: str) -> str:
+    if needed == RECORDING_RIGHT and role in READ_ONLY_ROLES:
+        return f"an {role} token is read-only: it never adds to the record"
+    return f"this needs the {needed} role or above; the token is {role}"

@@ -14,6 +14,7 @@ from domain.limits import (
     MAX_CHANGES,
     MAX_FILTER,
     MAX_LABEL,
+    MAX_LIST_ENTRIES,
     MAX_NOTE,
     MAX_PAGE,
     MAX_RESOLVED,
@@ -30,10 +31,11 @@ ListName = Literal[LISTS]
 Role = Literal[ROLES]
 Text = Annotated[str, Field(max_length=MAX_TEXT)]
 Entries = Annotated[
-    str | list[Text],
+    str | Annotated[list[Text], Field(max_length=MAX_LIST_ENTRIES)],
     Field(
         description="Entries separated by newlines and/or commas, or an array of entries. "
-        "Version constraints, extras and markers are stripped."
+        "Version constraints, extras and markers are stripped. "
+        f"A list holds at most {MAX_LIST_ENTRIES} entries."
     ),
 ]
 Reason = Literal[REASONS]

@@ -66,7 +66,9 @@ def get_policy(gov, ws, caller, query):
 )
 def put_policy(gov, ws, caller, body):
     desired = body.model_dump(include={"python", "node"}, exclude_none=True)
-    return gov.save_policy(ws, desired, by=caller["name"], note=body.note, expected_version=body.expected_version)
+    return gov.save_policy(
+        ws, desired, by=caller["name"], note=body.note, expected_version=body.expected_version, by_token=caller["id"]
+    )
 
 
 @api.route(
@@ -80,7 +82,9 @@ def put_policy(gov, ws, caller, body):
 )
 def post_changes(gov, ws, caller, body):
     changes = [c.model_dump() for c in body.changes]
-    return gov.change_policy(ws, changes, by=caller["name"], note=body.note, expected_version=body.expected_version)
+    return gov.change_policy(
+        ws, changes, by=caller["name"], note=body.note, expected_version=body.expected_version, by_token=caller["id"]
+    )
 
 
 @api.route(

@@ -54,7 +54,12 @@ def save_packages():
     try:
         desired, expected = desired_state(form), expected_version(form)
         policy = governance().save_policy(
-            _workspace(), desired, by=caller()["name"], note=form["note"], expected_version=expected
+            _workspace(),
+            desired,
+            by=caller()["name"],
+            note=form["note"],
+            expected_version=expected,
+            by_token=caller()["id"],
         )
     except ConflictError as error:
         return _conflict(form, error)

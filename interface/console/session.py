@@ -1,16 +1,13 @@
 """The console's blueprint and who is signed in to it: sign-in, sign-out and the per-request check.
 
-The session cookie holds the pasted API token, encrypted (Flask's cookie is only signed, and a
-readable bearer token would outlive sign-out), and every request re-checks it through
-`Governance.authenticate`, so revoking the token ends its console sessions at once.
+Sessions are server-side (`application.store.sessions`): the signed cookie holds only a random
+session id, never the token, and every request looks the session up with its token, so signing
+out ends this session and revoking the token ends all of its sessions at once, for every copy
+of the cookie.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-
-from cryptography.fernet import Fernet, InvalidToken
 from flask import (
     Blueprint,
     current_app,
@@ -36,7 +33,6 @@ blueprint = Blueprint(
 )
 PUBLIC = {"console.sign_in", "console.static"}
 CONSOLE_ROLES = ("owner", "admin", "auditor")
-_SEAL_CONTEXT = b"runcode-policy console session token\x00"
 
 
 def governance():
@@ -55,35 +51,17 @@ def require(role: str) -> None:
         )
 
 
-def _fernet() -> Fernet:
-    # A key of its own, derived from the app's secret key (never the signing key itself).
-    digest = hashlib.sha256(_SEAL_CONTEXT + current_app.secret_key.encode()).digest()
-    return Fernet(base64.urlsafe_b64encode(digest))
-
-
-def _seal(secret: str) -> str:
-    return _fernet().encrypt(secret.encode()).decode()
-
-
-def _unseal(sealed: str) -> str | None:
-    try:
-        return _fernet().decrypt(sealed.encode()).decode()
-    except (InvalidToken, ValueError):
-        return None
-
-
 @blueprint.before_request
 def _check_session():
     current_app.extensions["csrf"].protect()  # every console POST, sign-in included
     if request.endpoint in PUBLIC:
         return None
-    sealed = session.get("token")
-    secret = _unseal(sealed) if isinstance(sealed, str) else None
-    found = governance().authenticate(secret) if secret else None
+    session_id = session.get("sid")
+    found = governance().sessions.caller(session_id) if isinstance(session_id, str) else None
     if found is None or found["role"] not in CONSOLE_ROLES:
         session.clear()
-        if sealed:
-            flash("Your session has ended: the token was revoked or is no longer valid. Sign in again.", "error")
+        if session_id:
+            flash("Your session has ended (signed out, expired, or its token was revoked). Sign in again.", "error")
         return redirect(url_for("console.sign_in"))
     g.console_caller = found
     return None
@@ -113,9 +91,13 @@ def sign_in():
         )
     session.clear()  # a fresh session for the new identity (no fixation)
     session.permanent = True
-    session["token"] = _seal(secret)
+    session["sid"] = governance().sessions.start(found["id"], current_app.permanent_session_lifetime)
     flash(f"Signed in to workspace {found['workspace']} as {found['name']} ({found['role']}).", "ok")
     return redirect(url_for("console.overview"))
+
+
+def caller_session() -> str:
+    return session["sid"]  # present: _check_session let this request through
 
 
 def _refuse_sign_in(status: int, message: str):
@@ -124,6 +106,7 @@ def _refuse_sign_in(status: int, message: str):
 
 @blueprint.post("/sign-out")
 def sign_out():
+    governance().sessions.end(caller_session())
     session.clear()
     flash("Signed out.", "ok")
     return redirect(url_for("console.sign_in"))

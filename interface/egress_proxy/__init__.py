@@ -54,6 +54,9 @@ class ProxyLimits:
     connect_timeout: float = 10.0  # dialling upstream, all vetted addresses together
     idle_timeout: float = 300.0  # no byte either way for this long ends a connection
     max_head_bytes: int = 64 * 1024
+    # The whole request line and headers must arrive within this: a socket that sends nothing
+    # (or drips bytes) would otherwise hold a connection slot for the idle timeout.
+    head_timeout: float = 10.0
 
 
 def system_resolver(host: str, port: int) -> list[str]:
@@ -161,7 +164,7 @@ class _Exchange:
 
     def run(self) -> None:
         try:
-            request = read_request(self.client, self.limits.max_head_bytes, self.limits.idle_timeout)
+            request = read_request(self.client, self.limits.max_head_bytes, self.limits.head_timeout)
             self.client.settimeout(self.limits.idle_timeout)
             self.context["method"] = request.method
             if request.method == "CONNECT":

@@ -34,14 +34,21 @@ def parse_listen(text: str) -> tuple[str, int]:
 @click.option("--max-connections", type=click.IntRange(1, 100_000), default=256, show_default=True)
 @click.option("--connect-timeout", type=click.FloatRange(0.1, 300), default=10.0, show_default=True)
 @click.option("--idle-timeout", type=click.FloatRange(1, 86_400), default=300.0, show_default=True)
-def egress_proxy_command(listen, workspace, sandbox, max_connections, connect_timeout, idle_timeout):
+@click.option(
+    "--head-timeout",
+    type=click.FloatRange(0.1, 300),
+    default=10.0,
+    show_default=True,
+    help="Seconds a client has to send its whole request line and headers",
+)
+def egress_proxy_command(listen, workspace, sandbox, max_connections, connect_timeout, idle_timeout, head_timeout):
     """Run the enforcing egress proxy (CONNECT and plain HTTP) for one workspace."""
     try:
         settings = Settings.from_env()
     except GovernanceError as error:
         raise click.ClickException(error.detail) from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    limits = ProxyLimits(max_connections, connect_timeout, idle_timeout)
+    limits = ProxyLimits(max_connections, connect_timeout, idle_timeout, head_timeout=head_timeout)
     governance, proxy = _open_proxy(settings, workspace, listen, limits, sandbox)
     log.info("listening on %s:%s for workspace %s; %s", *listen, workspace, settings.egress.describe())
     signal.signal(signal.SIGTERM, _interrupt)

@@ -43,7 +43,8 @@ RANK = ["sandbox", "auditor", "admin", "owner"]
 def test_every_role_against_every_endpoint(live, method, path, body, least):
     for role in RANK:
         reply = live.call(method, path, live.tokens[role], body)
-        if RANK.index(role) >= RANK.index(least):
+        read_only = role == "auditor" and least == "sandbox"  # an auditor never adds to the record
+        if RANK.index(role) >= RANK.index(least) and not read_only:
             assert reply.status < 400, (role, reply.status, reply.body)
         else:
             assert reply.status == 403 and reply.media == "application/problem+json", (role, reply.status)

@@ -306,13 +306,27 @@ def test_the_connection_limit_answers_503_beyond_it_and_frees_the_slot(start_pro
     assert head.startswith("HTTP/1.1 200 ")
 
 
-def test_a_silent_client_is_dropped_after_the_idle_timeout(start_proxy, governance):
-    proxy = start_proxy(governance, idle_timeout=0.3)
+def test_a_client_that_never_finishes_its_head_is_dropped_at_the_head_deadline(start_proxy, governance):
+    proxy = start_proxy(governance, idle_timeout=60.0, head_timeout=0.3)
     started = time.monotonic()
     with socket.create_connection(proxy.server_address[:2], timeout=WAIT) as sock:
         sock.sendall(b"GET http://upstream.test/ HTTP/1.1\r\n")  # and never finishes the head
         assert _read_until_closed(sock) == b""
     assert time.monotonic() - started < 2
+
+
+def test_silent_sockets_cannot_hold_the_connection_slots(start_proxy, governance, upstream):
+    """Finding 4 of issue 12: four sockets that never sent a request held `--max-connections 4`
+    for the whole idle timeout (300 s), so every CONNECT was answered 503. The request line and
+    headers have a deadline of their own, far shorter than the idle timeout of a tunnel."""
+    proxy = start_proxy(governance, max_connections=2, idle_timeout=60.0, head_timeout=0.3)
+    silent = [socket.create_connection(proxy.server_address[:2], timeout=WAIT) for _ in range(2)]
+    for sock in silent:
+        assert _read_until_closed(sock) == b""  # the proxy hangs up on them at the head deadline
+        sock.close()
+    tunnel, head = _connect(proxy, f"upstream.test:{upstream.server_address[1]}")
+    tunnel.close()
+    assert head.startswith("HTTP/1.1 200 "), head
 
 
 def test_a_decision_that_cannot_be_recorded_is_refused_with_503(tmp_path, open_governance, start_proxy, upstream):

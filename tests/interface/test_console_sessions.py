@@ -1,0 +1,49 @@
+"""Console sessions are server-side (finding 3 of issue 12: a cookie copied before sign-out still
+opened the audit log afterwards). The cookie carries only a session id; the store records each
+session, and signing out or revoking the token ends it at once, for every copy of the cookie."""
+
+from __future__ import annotations
+
+from tests.interface.test_console import Console, P, api, signed_in
+
+
+def copy_of(console: Console, live) -> Console:
+    """Another browser holding the same cookies (an attacker who copied them)."""
+    thief = Console(live)
+    for cookie in console.jar:
+        thief.jar.set_cookie(cookie)
+    return thief
+
+
+def test_a_cookie_copied_before_sign_out_no_longer_opens_the_audit_log(live):
+    console = signed_in(live, "auditor")
+    thief = copy_of(console, live)
+    assert thief.request("GET", "/console/audit").status == 200  # the copy works while signed in
+    page = console.get(P)
+    assert console.post("/console/sign-out", [("csrf_token", page.form().get("csrf_token"))]).status == 302
+    for path in ("/console/audit", "/console/audit/export.csv", P):
+        answer = thief.request("GET", path)
+        assert answer.status == 302 and answer.headers["Location"].endswith("/console/sign-in"), path
+
+
+def test_revoking_the_token_ends_every_session_signed_in_with_it(live):
+    first, second = signed_in(live, "admin"), signed_in(live, "admin")
+    token = next(t for t in api(live, "GET", "/tokens")["tokens"] if t["name"] == "admin-token")
+    api(live, "DELETE", f"/tokens/{token['id']}")
+    for console in (first, second, copy_of(first, live)):
+        assert console.request("GET", "/console/audit").status == 302
+
+
+def test_signing_out_one_session_leaves_the_others(live):
+    kept, ended = signed_in(live, "admin"), signed_in(live, "admin")
+    page = ended.get(P)
+    ended.post("/console/sign-out", [("csrf_token", page.form().get("csrf_token"))])
+    assert ended.request("GET", "/console/audit").status == 302
+    assert kept.request("GET", "/console/audit").status == 200
+
+
+def test_the_session_store_holds_a_digest_not_the_id_in_the_cookie(live, app):
+    console = signed_in(live, "owner")
+    value = next(c.value for c in console.jar if c.name == "runcode_console")
+    rows = app.recorder.fetch(app.readmodel.dialect.sql("SELECT id FROM {sessions}"))
+    assert len(rows) == 1 and rows[0]["id"] not in value
