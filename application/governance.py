@@ -16,6 +16,7 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.persistence import IntegrityError
 
 from application.audit import Audit
+from application.chain import AuditChain
 from application.decision_writer import DecisionWriter
 from application.egress import EgressConfig, EgressJudge
 from application.evaluation import Evaluation
@@ -47,8 +48,10 @@ class Governance(Application):
         self.audit = Audit(self.readmodel, self.policies)
         self.require_workspace = self.policies.require_workspace
         self.load_policy = self.policies.load_policy
+        self.chain = AuditChain(self.recorder, self.mapper, self.require_workspace)  # seals every stored event
 
     def close(self) -> None:
+        self.chain.stop()
         self.writer.close()
         super().close()
 

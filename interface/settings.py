@@ -27,6 +27,11 @@ class Settings:
     egress: EgressConfig = field(default_factory=EgressConfig)  # see egress_config_from_env
     secret_key: str | None = None  # RUNCODE_POLICY_SECRET_KEY; else see console_secret_key()
     proxy_hops: int = 0  # RUNCODE_POLICY_TRUSTED_PROXY_HOPS: reverse proxies whose X-Forwarded-* to trust
+    # The audit chain (interface.audit): the checkpoints' signing key, rotated-out public keys, and
+    # whether this process runs the background sealer (off only for measurements).
+    audit_key_file: str | None = None  # RUNCODE_POLICY_AUDIT_KEY_FILE; else generated into data_dir
+    audit_previous_keys: tuple[str, ...] = ()  # RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS
+    audit_sealing: bool = True  # RUNCODE_POLICY_AUDIT_SEALING
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -39,6 +44,9 @@ class Settings:
             egress=egress_config_from_env(env),  # EgressConfigError names every bad entry
             secret_key=env.get("RUNCODE_POLICY_SECRET_KEY") or None,
             proxy_hops=proxy_hops(env.get("RUNCODE_POLICY_TRUSTED_PROXY_HOPS", "0")),
+            audit_key_file=env.get("RUNCODE_POLICY_AUDIT_KEY_FILE") or None,
+            audit_previous_keys=tuple(split_entries(env.get("RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS", ""))),
+            audit_sealing=env.get("RUNCODE_POLICY_AUDIT_SEALING", "y").lower() in ("y", "yes", "1", "true"),
         )
 
     def console_secret_key(self) -> str:
