@@ -15,6 +15,8 @@ from application.chain.signing import signature_valid
 from application.store.chain import ChainStore
 
 PAGE = 2000
+# What verification can find wrong, first one named (the API publishes this closed set).
+PROBLEMS = ("altered", "deleted", "inserted", "reordered", "truncated", "signature", "checkpoint-mismatch")
 
 
 def verify(store: ChainStore, read_workspace, workspace: str, checkpoints: list[dict], keys: dict) -> dict:

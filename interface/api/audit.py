@@ -6,10 +6,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from application.chain.verify import PROBLEMS
 from interface.api.blueprint import W, api
 from interface.api.schemas import Instant, Query
 
-PROBLEMS = ("altered", "deleted", "inserted", "reordered", "truncated", "signature", "checkpoint-mismatch")
 Hash = Annotated[str, Field(pattern="^[0-9a-f]{64}$", description="SHA-256, lowercase hex")]
 
 

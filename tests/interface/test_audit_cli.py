@@ -84,3 +84,24 @@ def test_an_export_with_links_verifies_without_the_store(cli, acme, tmp_path):
     export.write_text("\n".join(edited) + "\n")
     done = cli("audit", "verify-export", str(export), "--checkpoints", str(copied), "--public-key", str(copied))
     assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "altered"
+
+
+def test_the_signing_key_is_generated_once_into_the_data_directory_readable_by_its_owner_only(tmp_path):
+    from interface.audit import signing_key
+    from interface.settings import Settings
+
+    settings = Settings.from_env({"RUNCODE_POLICY_DATA_DIR": str(tmp_path)})
+    assert signing_key(settings, create=False) is None  # verifying never writes a key
+    first = signing_key(settings)
+    assert (tmp_path / "audit-signing-key.pem").stat().st_mode & 0o777 == 0o600
+    assert signing_key(settings).key_id == first.key_id
+
+
+def test_a_configured_key_file_that_is_missing_is_refused(tmp_path):
+    from domain.errors import InvalidInputError
+    from interface.audit import signing_key
+    from interface.settings import Settings
+
+    missing = tmp_path / "nowhere.pem"
+    with pytest.raises(InvalidInputError, match="RUNCODE_POLICY_AUDIT_KEY_FILE"):
+        signing_key(Settings.from_env({"RUNCODE_POLICY_AUDIT_KEY_FILE": str(missing)}))
