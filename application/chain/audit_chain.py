@@ -136,7 +136,9 @@ class AuditChain:
     def verify(self, workspace: str, copied=(), keys: dict | None = None) -> dict:
         """Recompute the chain and hold it against the store's checkpoints and any `copied` out."""
         self.require_workspace(workspace)
-        checkpoints = self.all_checkpoints(workspace) + list(copied)
+        # A copy of a checkpoint the store still holds is one checkpoint, not two.
+        unique = {(c["seq"], c["head"], c["signature"]): c for c in self.all_checkpoints(workspace) + list(copied)}
+        checkpoints = list(unique.values())
         return verify(
             self.store, self.read_workspace, workspace, checkpoints, self.trusted_keys() if keys is None else keys
         )
