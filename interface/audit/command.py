@@ -23,22 +23,26 @@ CHECKPOINT_FIELDS = {"workspace": str, "seq": int, "head": str, "at": str, "key_
 workspace_option = click.option(
     "--workspace", "-w", default="default", show_default=True, metavar="SLUG", help="The workspace whose chain to use."
 )
-checkpoints_option = click.option(
-    "--checkpoints",
-    "checkpoint_files",
-    multiple=True,
-    metavar="FILE",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Checkpoints copied out earlier (`audit checkpoints`); repeatable.",
+
+
+def _files_option(flag: str, dest: str, help: str):
+    return click.option(
+        flag,
+        dest,
+        multiple=True,
+        metavar="FILE",
+        type=click.Path(exists=True, dir_okay=False),
+        help=help + "; repeatable.",
+    )
+
+
+checkpoints_option = _files_option(
+    "--checkpoints", "checkpoint_files", "Checkpoints copied out earlier (`audit checkpoints`)"
 )
-public_key_option = click.option(
+public_key_option = _files_option(
     "--public-key",
     "key_files",
-    multiple=True,
-    metavar="FILE",
-    type=click.Path(exists=True, dir_okay=False),
-    help="A public key to trust (PEM, base64, or a file holding the public-key "
-    "document, such as a copied checkpoints file); repeatable.",
+    "A public key to trust (PEM, base64, or a file holding the public-key document, such as a copied checkpoints file)",
 )
 
 
@@ -79,25 +83,15 @@ def verify(workspace: str, checkpoint_files: tuple[str, ...], key_files: tuple[s
 
 @audit.command("checkpoints")
 @workspace_option
-@click.option(
-    "--output",
-    "-o",
-    default="-",
-    type=click.Path(dir_okay=False, allow_dash=True),
-    help="Write to this file instead of stdout.",
-)
-def checkpoints(workspace: str, output: str) -> None:
+@click.option("--output", "-o", default="-", type=click.File("w", encoding="utf-8"), help="Write here, not stdout.")
+def checkpoints(workspace: str, output) -> None:
     """Copy WORKSPACE's signed checkpoints out (JSON, with the public key that verifies them)."""
     gov = _governance(create_key=False)
     document = {"workspace": workspace, "checkpoints": gov.chain.all_checkpoints(workspace)}
     if gov.chain.key is not None:
         document["public_key"] = gov.chain.public_keys()
-    text = json.dumps(document, indent=2) + "\n"
-    if output == "-":
-        click.echo(text, nl=False)
-    else:
-        Path(output).write_text(text, encoding="utf-8")
-        click.echo(f"wrote {len(document['checkpoints'])} checkpoints to {output}", err=True)
+    output.write(json.dumps(document, indent=2) + "\n")
+    click.echo(f"{len(document['checkpoints'])} checkpoints of {workspace} copied out", err=True)
 
 
 @audit.command("checkpoint")
