@@ -8,7 +8,8 @@ import time
 from datetime import UTC, datetime
 
 from application.chain.links import checkpoint_message
-from application.chain.sealer import Sealer, workspace_reader
+from application.chain.readmodels import check_decisions
+from application.chain.sealer import Sealer, state_reader, workspace_reader
 from application.chain.signing import AuditKey, key_id, public_document
 from application.chain.slices import with_links
 from application.chain.verify import verify
@@ -34,6 +35,7 @@ class AuditChain:
         self.store = ChainStore(recorder)
         self.sealer = Sealer(self.store, recorder, mapper)
         self.read_workspace = workspace_reader(mapper)
+        self.read_state = state_reader(mapper)
         self.require_workspace = require_workspace
         self.key = key
         self.previous_keys: list = []  # public keys of rotated-out signing keys, still trusted
@@ -64,7 +66,7 @@ class AuditChain:
             self._thread.join(timeout=10)
 
     def _run(self, poll: float, checkpoint_every: float) -> None:
-        next_checkpoint = time.monotonic() + checkpoint_every
+        next_checkpoint, failing = time.monotonic() + checkpoint_every, False
         while not self._stop.wait(poll):
             try:
                 self.seal()
@@ -72,7 +74,13 @@ class AuditChain:
                     self.checkpoint_moved_heads()
                     next_checkpoint = time.monotonic() + checkpoint_every
             except Exception:  # the store is down or busy: the next round retries from the position
-                log.warning("audit sealing failed; retrying", exc_info=True)
+                if not failing:  # once per outage, not five times a second
+                    log.warning("audit sealing failed; retrying until the store answers", exc_info=True)
+                failing = True
+            else:
+                if failing:
+                    log.warning("audit sealing resumed")
+                failing = False
 
     # -- checkpoints -------------------------------------------------------------------------
     def checkpoint(self, workspace: str) -> dict:
@@ -138,10 +146,11 @@ class AuditChain:
         self.require_workspace(workspace)
         # A copy of a checkpoint the store still holds is one checkpoint, not two.
         unique = {(c["seq"], c["head"], c["signature"]): c for c in self.all_checkpoints(workspace) + list(copied)}
-        checkpoints = list(unique.values())
-        return verify(
-            self.store, self.read_workspace, workspace, checkpoints, self.trusted_keys() if keys is None else keys
-        )
+        keys = self.trusted_keys() if keys is None else keys
+        result = verify(self.store, self.read_workspace, workspace, list(unique.values()), keys)
+        if result["ok"]:  # the chain holds: then the decisions table must agree with it
+            return check_decisions(self.store, self.read_state, workspace, result["checked"]) or result
+        return result
 
     def with_links(self, workspace: str, decisions):
         """An export's decisions, each with its chain link and stored event, then the links after

@@ -90,19 +90,30 @@ def _head(tx, workspace: str) -> tuple[int, str]:
     return (row["seq"], row["link"]) if row else (0, GENESIS)
 
 
-def workspace_reader(mapper) -> Callable[[bytes], str | None]:
-    """The `workspace` named at the top of a stored state (undoing the store's cipher and
-    compression if it is configured with them)."""
+def state_reader(mapper) -> Callable[[bytes], dict | None]:
+    """A stored state as plain JSON data (undoing the store's cipher and compression if it is
+    configured with them); None when it is not a JSON object."""
 
-    def read(state: bytes) -> str | None:
+    def read(state: bytes) -> dict | None:
         if mapper.cipher:
             state = mapper.cipher.decrypt(state)
         if mapper.compressor:
             state = mapper.compressor.decompress(state)
         try:
-            value = json.loads(state).get("workspace")
-        except (ValueError, AttributeError):
+            value = json.loads(state)
+        except ValueError:
             return None
+        return value if isinstance(value, dict) else None
+
+    return read
+
+
+def workspace_reader(mapper) -> Callable[[bytes], str | None]:
+    """The `workspace` named at the top of a stored state."""
+    read_state = state_reader(mapper)
+
+    def read(state: bytes) -> str | None:
+        value = (read_state(state) or {}).get("workspace")
         return value if isinstance(value, str) else None
 
     return read

@@ -46,7 +46,7 @@ def create_statements(dialect: Dialect) -> list[str]:
 @lru_cache(maxsize=256)
 def render(dialect: Dialect, events_table: str, template: str) -> str:
     postgres = dialect.schema is not None
-    names = {t: dialect.table(t) for t in TABLES} | {
+    names = {t: dialect.table(t) for t in (*TABLES, "decisions")} | {
         "events": f'"{dialect.schema}"."{events_table}"' if postgres else events_table,
         "nid": "notification_id" if postgres else "rowid",  # SQLite's notification id is the rowid
         "uuid": "UUID" if postgres else "TEXT",
@@ -169,6 +169,31 @@ class ChainStore:
             f"e.originator_version = c.originator_version WHERE c.originator_id IN ({marks})",
             list(originator_ids),
         )
+
+    # -- reads for the decisions read model's check ----------------------------------------------
+    def decision_rows(self, workspace: str, after: str, limit: int) -> list[dict]:
+        return self._rows(
+            "SELECT id, at, allowed, record FROM {decisions} WHERE workspace = %s AND id > %s ORDER BY id LIMIT %s",
+            (workspace, after, limit),
+        )
+
+    def decision_ids(self, ids: list[str]) -> set[str]:
+        marks = ", ".join(["%s"] * len(ids))
+        return (
+            {r["id"] for r in self._rows(f"SELECT id FROM {{decisions}} WHERE id IN ({marks})", ids)} if ids else set()
+        )
+
+    def sealed_of_topic(self, workspace: str, topic: str, after: int, limit: int) -> list[dict]:
+        return self._rows(
+            "SELECT c.seq, c.originator_id FROM {chain} c JOIN {events} e ON e.originator_id = "
+            "c.originator_id AND e.originator_version = c.originator_version WHERE c.workspace = %s "
+            "AND e.topic = %s AND c.seq > %s ORDER BY c.seq LIMIT %s",
+            (workspace, topic, after, limit),
+        )
+
+    def stored_position(self, originator_id) -> int | None:
+        rows = self._rows("SELECT {nid} AS notification_id FROM {events} WHERE originator_id = %s", (originator_id,))
+        return rows[0]["notification_id"] if rows else None
 
     def links(self, workspace: str, after: int, limit: int) -> list[dict]:
         return self._rows(

@@ -230,3 +230,35 @@ def test_a_checkpoint_signed_by_a_key_nobody_trusts_is_refused(recorded):
     assert result["problem"] == "signature" and impostor.key_id in result["detail"]
     recorded.chain.use_key(AuditKey.generate(), previous=[impostor.public])  # a rotated-out key still verifies
     assert recorded.chain.verify("acme")["ok"]
+
+
+# -- the decisions table, which /decisions answers from ----------------------------------------------
+def test_a_decision_edited_in_the_decisions_table_is_named(recorded, tamper):
+    denied = recorded.decision_ids["requests"]
+    tamper.sql(
+        "UPDATE rcp_decisions SET allowed = %s, record = replace(record, '\"allowed\": false', '\"allowed\": true') "
+        "WHERE id = %s",
+        (True, denied),
+    )
+    assert recorded.decision("acme", denied)["allowed"] is True  # what an auditor would now read
+    result = recorded.chain.verify("acme")
+    assert (result["problem"], result["record"]["originator_id"]) == ("altered", denied)
+
+
+def test_a_decision_removed_from_the_decisions_table_is_named(recorded, tamper):
+    gone = recorded.decision_ids["numpy"]
+    tamper.sql("DELETE FROM rcp_decisions WHERE id = %s", (gone,))
+    result = recorded.chain.verify("acme")
+    assert (result["problem"], result["record"]["originator_id"]) == ("deleted", gone)
+
+
+def test_a_decision_added_to_the_decisions_table_alone_is_named(recorded, tamper):
+    forged = "00000000-0000-4000-8000-000000000001"
+    tamper.sql(
+        "INSERT INTO rcp_decisions (id, workspace, at, language, name, kind, allowed, reason, source, sandbox, "
+        "record) SELECT %s, workspace, at, language, name, kind, allowed, reason, source, sandbox, record "
+        "FROM rcp_decisions WHERE id = %s",
+        (forged, recorded.decision_ids["pandas"]),
+    )
+    result = recorded.chain.verify("acme")
+    assert (result["problem"], result["record"]["originator_id"]) == ("inserted", forged)
