@@ -85,8 +85,8 @@ class Tamperer:
         self.sql("UPDATE stored_events SET {nid} = %s WHERE {nid} = -1", (b,))
 
     def truncate_chain(self, workspace: str, keep: int) -> None:
-        """Remove the workspace's records after `keep`, from the events and the chain alike, and
-        wind its head back, as someone hiding the tail would."""
+        """Remove the workspace's records after `keep` from the events, the decisions table and the
+        chain alike, and wind its head back, as someone hiding the tail would."""
         oids = self.sql(
             "SELECT originator_id, originator_version FROM rcp_chain WHERE workspace = %s AND seq > %s",
             (workspace, keep),
@@ -96,6 +96,7 @@ class Tamperer:
                 "DELETE FROM stored_events WHERE originator_id = %s AND originator_version = %s",
                 (originator_id, version),
             )
+            self.sql("DELETE FROM rcp_decisions WHERE id = %s", (str(uuid.UUID(str(originator_id))),))
         self.sql("DELETE FROM rcp_chain WHERE workspace = %s AND seq > %s", (workspace, keep))
         self.sql(
             "UPDATE rcp_chain_heads SET seq = %s, link = (SELECT link FROM rcp_chain WHERE workspace = %s "
