@@ -37,14 +37,23 @@ class AuditChain:
         self.read_workspace = workspace_reader(mapper)
         self.read_state = state_reader(mapper)
         self.require_workspace = require_workspace
-        self.key = key
+        self._key, self._key_source = key, None
         self.previous_keys: list = []  # public keys of rotated-out signing keys, still trusted
-        self._seal_lock = threading.Lock()
+        self._seal_lock, self._key_lock = threading.Lock(), threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def use_key(self, key: AuditKey | None, previous=()) -> None:
-        self.key, self.previous_keys = key, list(previous)
+    def use_key(self, key: AuditKey | None, previous=(), source=None) -> None:
+        """The signing key, or a `source` that makes it on first use (a service that never signs
+        nor verifies then never writes one)."""
+        self._key, self._key_source, self.previous_keys = key, source, list(previous)
+
+    @property
+    def key(self) -> AuditKey | None:
+        with self._key_lock:
+            if self._key is None and self._key_source is not None:
+                self._key = self._key_source()
+            return self._key
 
     # -- sealing -----------------------------------------------------------------------------
     def seal(self) -> int:
@@ -70,7 +79,7 @@ class AuditChain:
         while not self._stop.wait(poll):
             try:
                 self.seal()
-                if self.key is not None and time.monotonic() >= next_checkpoint:
+                if time.monotonic() >= next_checkpoint and self.key is not None:
                     self.checkpoint_moved_heads()
                     next_checkpoint = time.monotonic() + checkpoint_every
             except Exception:  # the store is down or busy: the next round retries from the position

@@ -17,7 +17,7 @@ PREVIOUS_VAR = "RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS"
 def install(governance, settings) -> None:
     """Give the service's application its signing key and start sealing (unless turned off)."""
     if governance.chain.key is None:
-        governance.chain.use_key(signing_key(settings), previous_keys(settings))
+        governance.chain.use_key(None, previous_keys(settings), source=lambda: signing_key(settings))
     if settings.audit_sealing:
         governance.chain.start()
 
