@@ -49,6 +49,11 @@ class AuditChain:
         self._key, self._key_source, self.previous_keys = key, source, list(previous)
 
     @property
+    def has_key(self) -> bool:
+        """A key or a source of one is set (without making the key)."""
+        return self._key is not None or self._key_source is not None
+
+    @property
     def key(self) -> AuditKey | None:
         with self._key_lock:
             if self._key is None and self._key_source is not None:

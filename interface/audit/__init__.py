@@ -8,6 +8,7 @@ from pathlib import Path
 
 from application.chain import AuditKey, parse_public_key
 from domain.errors import FieldError, InvalidInputError
+from interface.settings import _publish_once  # the one way to write a secret file once, atomically
 
 KEY_FILE = "audit-signing-key.pem"
 KEY_VAR = "RUNCODE_POLICY_AUDIT_KEY_FILE"
@@ -16,8 +17,11 @@ PREVIOUS_VAR = "RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS"
 
 def install(governance, settings) -> None:
     """Give the service's application its signing key and start sealing (unless turned off)."""
-    if governance.chain.key is None:
-        governance.chain.use_key(None, previous_keys(settings), source=lambda: signing_key(settings))
+    if not governance.chain.has_key:
+        # A configured key is read now (a wrong path stops the start); the default one is made on
+        # first use, so a service that never signs nor verifies writes nothing.
+        key = signing_key(settings) if settings.audit_key_file else None
+        governance.chain.use_key(key, previous_keys(settings), source=lambda: signing_key(settings))
     if settings.audit_sealing:
         governance.chain.start()
 
@@ -25,8 +29,6 @@ def install(governance, settings) -> None:
 def signing_key(settings, create: bool = True) -> AuditKey | None:
     """The configured key file, else `<data dir>/audit-signing-key.pem`, generated once (mode 0600)
     when `create` is set: the service creates it; verifying never writes."""
-    from interface.settings import _publish_once  # one way to write a secret file once, atomically
-
     path = settings.audit_key_file or os.path.join(settings.data_dir, KEY_FILE)
     if not os.path.exists(path):
         if settings.audit_key_file:

@@ -55,7 +55,7 @@ def _governance(create_key: bool):
     from interface.cli import governance  # the CLI's one store per invocation
 
     gov, settings = governance(), Settings.from_env()
-    if gov.chain.key is None:
+    if not gov.chain.has_key:
         gov.chain.use_key(signing_key(settings, create=create_key), previous_keys(settings))
     return gov
 
