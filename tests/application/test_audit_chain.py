@@ -12,6 +12,7 @@ from eventsourcing.domain import Aggregate, event
 
 from application.chain import AuditKey
 from application.chain.links import link_hash
+from application.chain.sealer import UNATTRIBUTED
 from tests.support.tamper import Tamperer
 
 GENEROUS = 60  # seconds: a bound on "eventually", never a timing claim
@@ -262,3 +263,23 @@ def test_a_decision_added_to_the_decisions_table_alone_is_named(recorded, tamper
     )
     result = recorded.chain.verify("acme")
     assert (result["problem"], result["record"]["originator_id"]) == ("inserted", forged)
+
+
+class Note(Aggregate):
+    """An event that names no workspace at all."""
+
+    TOPIC = "tests:Note"
+
+    class Created(Aggregate.Created):
+        TOPIC = "tests:Note.Created"
+
+    @event("Written", topic="tests:Note.Written")
+    def __init__(self, text: str):
+        self.text = text
+
+
+def test_an_event_of_no_workspace_is_still_sealed_in_the_unattributed_chain(recorded):
+    recorded.save(Note(text="hello"))
+    recorded.chain.seal()
+    assert [r["topic"] for r in chain_rows(recorded, UNATTRIBUTED)] == ["tests:Note.Written"]
+    assert caught_up(recorded) and recorded.chain.verify("acme")["ok"]
