@@ -19,6 +19,7 @@ from eventsourcing.persistence import IntegrityError
 from application.access import Access
 from application.access_views import exception_views
 from application.audit import Audit
+from application.chain import AuditChain
 from application.decision_writer import DecisionWriter
 from application.egress import EgressConfig, EgressJudge
 from application.evaluation import Evaluation
@@ -75,8 +76,10 @@ class Governance(Application):
         self.index = PackageIndex(self.policies, self.writer, self.readmodel, self.save, self.authenticate)
         self.require_workspace = self.policies.require_workspace
         self.load_policy = self.policies.load_policy
+        self.chain = AuditChain(self.recorder, self.mapper, self.require_workspace)  # seals every stored event
 
     def close(self) -> None:
+        self.chain.stop()
         self.writer.close()
         super().close()
 

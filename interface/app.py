@@ -8,7 +8,7 @@ from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from application import Governance
-from interface import api, console, index, metrics, problems
+from interface import api, audit, console, index, metrics, problems
 from interface.settings import MAX_BODY_BYTES, Settings, open_governance
 
 
@@ -19,6 +19,7 @@ def create_app(env: Mapping[str, str] | None = None, governance: Governance | No
     app.json.sort_keys = False
     app.extensions["governance"] = governance or open_governance(settings)
     app.extensions["settings"] = settings
+    audit.install(app.extensions["governance"], settings)  # the signing key; sealing in the background
     problems.install(app)
     metrics.install(app)
     app.register_blueprint(api.blueprint)

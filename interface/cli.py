@@ -22,6 +22,7 @@ from domain.errors import GovernanceError
 from domain.policy import LANGUAGES, LISTS, MODES
 from domain.token import ROLES
 from interface import exports
+from interface.audit.command import audit as audit_command
 from interface.egress_proxy.command import egress_proxy_command
 from interface.exports import Tally, output_file, progress, show_json, table
 from interface.settings import Settings, open_governance
@@ -249,12 +250,20 @@ def decisions() -> None:
     type=click.Path(dir_okay=False, allow_dash=True),
     help="File to write (default: stdout); it appears only once complete.",
 )
-def decisions_export(workspace: str, start: str | None, end: str | None, fmt: str, output: str) -> None:
+@click.option(
+    "--chain",
+    is_flag=True,
+    help="With --format jsonl: each decision with its chain link, then the "
+    "links to the head, for `audit verify-export`.",
+)
+def decisions_export(workspace: str, start: str | None, end: str | None, fmt: str, output: str, chain: bool) -> None:
     """Stream every decision in the period, newest first (constant memory, any size)."""
+    if chain and fmt != "jsonl":
+        raise click.UsageError("--chain needs --format jsonl")
     rows = Tally(governance().export_decisions(workspace, {}, optional_bound(start, "from"), optional_bound(end, "to")))
     try:
         with output_file(output) as out, progress(rows, output) as shown:
-            for line in exports.lines(shown, fmt):
+            for line in exports.lines(governance().chain.with_links(workspace, shown) if chain else shown, fmt):
                 out.write(line)
     except OSError as error:
         if error.errno == errno.EPIPE:
@@ -266,6 +275,7 @@ def decisions_export(workspace: str, start: str | None, end: str | None, fmt: st
 
 
 main.add_command(egress_proxy_command)
+main.add_command(audit_command)
 if __name__ != "__main__":
     # Requests and exceptions live in their own module, which imports this one's helpers (under
     # `python -m`, the importable copy of this module registers them, and runs below).

@@ -34,6 +34,11 @@ class Settings:
     proxy_hops: int = 0  # RUNCODE_POLICY_TRUSTED_PROXY_HOPS: reverse proxies whose X-Forwarded-* to trust
     pypi_upstream: str = DEFAULT_PYPI_UPSTREAM  # RUNCODE_POLICY_PYPI_UPSTREAM
     npm_upstream: str = DEFAULT_NPM_UPSTREAM  # RUNCODE_POLICY_NPM_UPSTREAM
+    # The audit chain (interface.audit): the checkpoints' signing key, rotated-out public keys, and
+    # whether this process runs the background sealer (off only for measurements).
+    audit_key_file: str | None = None  # RUNCODE_POLICY_AUDIT_KEY_FILE; else generated into data_dir
+    audit_previous_keys: tuple[str, ...] = ()  # RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS
+    audit_sealing: bool = True  # RUNCODE_POLICY_AUDIT_SEALING
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -48,6 +53,9 @@ class Settings:
             proxy_hops=proxy_hops(env.get("RUNCODE_POLICY_TRUSTED_PROXY_HOPS", "0")),
             pypi_upstream=upstream_url(env, PYPI_UPSTREAM_VAR, DEFAULT_PYPI_UPSTREAM),
             npm_upstream=upstream_url(env, NPM_UPSTREAM_VAR, DEFAULT_NPM_UPSTREAM),
+            audit_key_file=env.get("RUNCODE_POLICY_AUDIT_KEY_FILE") or None,
+            audit_previous_keys=tuple(split_entries(env.get("RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS", ""))),
+            audit_sealing=env.get("RUNCODE_POLICY_AUDIT_SEALING", "y").lower() in ("y", "yes", "1", "true"),
         )
 
     def console_secret_key(self) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg.sql import SQL
 
+from application.store import chain
 from application.store.projection import read_model_statements
 from application.store.schema import DDL, postgres_dialect
 
@@ -22,6 +23,7 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         super().__init__(datastore, events_table_name=events_table_name)
         self.dialect = postgres_dialect(datastore.schema)
         self.sql_create_statements.extend(SQL(self.dialect.sql(s)) for s in DDL)
+        self.sql_create_statements.extend(SQL(s) for s in chain.create_statements(self.dialect))
 
     def _insert_stored_events(self, curs, stored_events, **kwargs: Any) -> None:
         # After the library has locked the events table and queued the events' insert, in the

@@ -6,6 +6,7 @@ from typing import Any
 
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
+from application.store import chain
 from application.store.projection import read_model_statements
 from application.store.schema import DDL, SQLITE
 
@@ -14,7 +15,9 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
     dialect = SQLITE
 
     def construct_create_table_statements(self) -> list[str]:
-        return super().construct_create_table_statements() + [SQLITE.sql(s) for s in DDL]
+        return (
+            super().construct_create_table_statements() + [SQLITE.sql(s) for s in DDL] + chain.create_statements(SQLITE)
+        )
 
     def _insert_events(self, c, stored_events, **kwargs: Any):
         notification_ids = super()._insert_events(c, stored_events, **kwargs)

@@ -150,6 +150,11 @@ class DecisionsQuery(PageQuery):
     sandbox: Annotated[str, Field(max_length=MAX_LABEL)] | None = None
     kind: Kind | None = None
     format: Literal["json", "csv", "jsonl"] = "json"
+    chain: bool = Field(
+        False,
+        description="format=jsonl only: each decision with its chain link, then the "
+        "links up to the head (README: Audit integrity)",
+    )
 
 
 class PackageQuery(Query):

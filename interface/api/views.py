@@ -140,9 +140,13 @@ def post_test(gov, ws, caller, body):
 def get_decisions(gov, ws, caller, query):
     filters = {k: getattr(query, k) for k in ("language", "name", "allowed", "reason", "source", "sandbox", "kind")}
     start, end = optional_bound(query.from_, "from"), optional_bound(query.to, "to")
+    if query.chain and query.format != "jsonl":
+        raise InvalidInputError("chain links come with format=jsonl only", [FieldError("chain", "needs format=jsonl")])
     if query.format == "json":
         return gov.decisions(ws, filters, start, end, query.limit, query.cursor)
     rows = gov.export_decisions(ws, filters, start, end)
+    if query.chain:
+        rows = gov.chain.with_links(ws, rows)
     return exports.stream(rows, query.format, f"decisions-{ws}")
 
 

@@ -1,0 +1,177 @@
+"""The audit chain as the application uses it: sealing in the background, checkpoints, verification."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import UTC, datetime
+
+from application.chain.links import checkpoint_message
+from application.chain.readmodels import check_decisions
+from application.chain.sealer import Sealer, state_reader, workspace_reader
+from application.chain.signing import AuditKey, key_id, public_document
+from application.chain.slices import with_links
+from application.chain.verify import verify
+from application.formats import iso
+from application.store.chain import ChainStore
+from domain.errors import FieldError, InvalidInputError, NotFoundError
+
+POLL_SECONDS = 0.2  # the sealer's lag under load stays well under a second
+CHECKPOINT_SECONDS = 60.0
+MAX_PAGE = 1000
+
+log = logging.getLogger(__name__)
+
+
+class NoSigningKeyError(NotFoundError):
+    title = "No audit signing key"
+
+
+class AuditChain:
+    """A collaborator of the Governance application (`governance.chain`)."""
+
+    def __init__(self, recorder, mapper, require_workspace, key: AuditKey | None = None):
+        self.store = ChainStore(recorder)
+        self.sealer = Sealer(self.store, recorder, mapper)
+        self.read_workspace = workspace_reader(mapper)
+        self.read_state = state_reader(mapper)
+        self.require_workspace = require_workspace
+        self._key, self._key_source = key, None
+        self.previous_keys: list = []  # public keys of rotated-out signing keys, still trusted
+        self._seal_lock, self._key_lock = threading.Lock(), threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def use_key(self, key: AuditKey | None, previous=(), source=None) -> None:
+        """The signing key, or a `source` that makes it on first use (a service that never signs
+        nor verifies then never writes one)."""
+        self._key, self._key_source, self.previous_keys = key, source, list(previous)
+
+    @property
+    def has_key(self) -> bool:
+        """A key or a source of one is set (without making the key)."""
+        return self._key is not None or self._key_source is not None
+
+    @property
+    def key(self) -> AuditKey | None:
+        with self._key_lock:
+            if self._key is None and self._key_source is not None:
+                self._key = self._key_source()
+            return self._key
+
+    # -- sealing -----------------------------------------------------------------------------
+    def seal(self) -> int:
+        """Seal everything committed so far (the background sealer calls this; tests may too)."""
+        with self._seal_lock:
+            return self.sealer.seal()
+
+    def start(self, poll: float = POLL_SECONDS, checkpoint_every: float = CHECKPOINT_SECONDS) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._stop.clear()
+            self._thread = threading.Thread(
+                target=self._run, args=(poll, checkpoint_every), name="audit-sealer", daemon=True
+            )
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _run(self, poll: float, checkpoint_every: float) -> None:
+        next_checkpoint, failing = time.monotonic() + checkpoint_every, False
+        while not self._stop.wait(poll):
+            try:
+                self.seal()
+                if time.monotonic() >= next_checkpoint and self.key is not None:
+                    self.checkpoint_moved_heads()
+                    next_checkpoint = time.monotonic() + checkpoint_every
+            except Exception:  # the store is down or busy: the next round retries from the position
+                if not failing:  # once per outage, not five times a second
+                    log.warning("audit sealing failed; retrying until the store answers", exc_info=True)
+                failing = True
+            else:
+                if failing:
+                    log.warning("audit sealing resumed")
+                failing = False
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def checkpoint(self, workspace: str) -> dict:
+        """On demand: seal what is committed, then sign the workspace's head (or return the
+        checkpoint that already signs it)."""
+        self.require_workspace(workspace)
+        self.seal()
+        head = self.store.head(workspace)
+        if head is None:
+            raise NotFoundError(f"workspace {workspace!r} has no sealed records yet")
+        return self.store.checkpoint(workspace, head["seq"]) or self._sign(head)
+
+    def checkpoint_moved_heads(self) -> list[dict]:
+        """Every workspace whose chain moved since its last checkpoint (the once-a-minute round)."""
+        return [self._sign(head) for head in self.store.heads_without_checkpoint()]
+
+    def _sign(self, head: dict) -> dict:
+        if self.key is None:
+            raise NoSigningKeyError("this process has no audit signing key configured")
+        at = iso(datetime.now(UTC))
+        message = checkpoint_message(head["workspace"], head["seq"], head["link"], at)
+        self.store.add_checkpoint(
+            {
+                "workspace": head["workspace"],
+                "seq": head["seq"],
+                "head": head["link"],
+                "at": at,
+                "key_id": self.key.key_id,
+                "signature": self.key.sign(message),
+            }
+        )
+        # Another process may have signed the same head a moment earlier: its checkpoint stands.
+        return self.store.checkpoint(head["workspace"], head["seq"])
+
+    def checkpoints(self, workspace: str, after: int = 0, limit: int = MAX_PAGE) -> dict:
+        self.require_workspace(workspace)
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidInputError("limit out of range", [FieldError("limit", f"must be 1 to {MAX_PAGE}")])
+        rows = self.store.checkpoints(workspace, after, limit + 1)
+        more = len(rows) > limit
+        return {
+            "workspace": workspace,
+            "checkpoints": rows[:limit],
+            "next_after": rows[limit - 1]["seq"] if more else None,
+        }
+
+    def all_checkpoints(self, workspace: str) -> list[dict]:
+        found, after = [], 0
+        while True:
+            page = self.checkpoints(workspace, after)
+            found += page["checkpoints"]
+            if page["next_after"] is None:
+                return found
+            after = page["next_after"]
+
+    # -- verification ------------------------------------------------------------------------
+    def trusted_keys(self) -> dict:
+        keys = [self.key.public] if self.key is not None else []
+        return {key_id(k): k for k in keys + self.previous_keys}
+
+    def verify(self, workspace: str, copied=(), keys: dict | None = None) -> dict:
+        """Recompute the chain and hold it against the store's checkpoints and any `copied` out."""
+        self.require_workspace(workspace)
+        # A copy of a checkpoint the store still holds is one checkpoint, not two.
+        unique = {(c["seq"], c["head"], c["signature"]): c for c in self.all_checkpoints(workspace) + list(copied)}
+        keys = self.trusted_keys() if keys is None else keys
+        result = verify(self.store, self.read_workspace, workspace, list(unique.values()), keys)
+        if result["ok"]:  # the chain holds: then the decisions table must agree with it
+            return check_decisions(self.store, self.read_state, workspace, result["checked"]) or result
+        return result
+
+    def with_links(self, workspace: str, decisions):
+        """An export's decisions, each with its chain link and stored event, then the links after
+        them (`application.chain.slices`)."""
+        return with_links(self.store, workspace, decisions)
+
+    def public_keys(self) -> dict:
+        if self.key is None:
+            raise NoSigningKeyError("this service has no audit signing key configured")
+        return self.key.public_document() | {"previous": [public_document(k) for k in self.previous_keys]}

@@ -1,0 +1,149 @@
+"""Exported slices: decisions carrying their chain links, and the check of such an export
+against signed checkpoints, without the store.
+
+An export with links holds, for each decision, its sequence number, its link and the stored event
+it was sealed from (the bytes that were hashed); after the decisions come `chain_links` lines with
+the event hash of every record from the oldest exported one to the head, so the verifier can walk
+the chain across the records it was not given (policy changes, tokens, other decisions) and reach
+a signed head. Each decision is checked three ways: its line equals what its stored event says,
+the event hashes to the value in the chain, and the chain through it meets a checkpoint.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from itertools import islice
+from uuid import UUID
+
+from application.chain.links import GENESIS, as_uuid, event_hash, link_hash
+from application.chain.verify import signature_problem
+from application.evaluation import decision_view
+from application.store.chain import ChainStore
+
+PAGE = 1000
+
+
+def with_links(store: ChainStore, workspace: str, decisions: Iterable[dict]) -> Iterator[dict]:
+    lowest = None
+    rows = iter(decisions)
+    while page := list(islice(rows, PAGE)):
+        sealed = {
+            str(as_uuid(r["originator_id"])): r for r in store.sealed_events([store.oid(UUID(d["id"])) for d in page])
+        }
+        for decision in page:
+            row = sealed.get(decision["id"])
+            if row is not None and row["workspace"] == workspace:
+                lowest = row["seq"] if lowest is None else min(lowest, row["seq"])
+            yield decision | {"chain": _chain_field(row, workspace)}
+    if lowest is not None:
+        yield from _link_lines(store, workspace, lowest)
+
+
+def _chain_field(row: dict | None, workspace: str) -> dict | None:
+    if row is None or row["workspace"] != workspace:
+        return None  # not sealed yet
+    return {
+        "seq": row["seq"],
+        "link": row["link"],
+        "event": {
+            "originator_id": str(as_uuid(row["originator_id"])),
+            "originator_version": row["originator_version"],
+            "topic": row["topic"],
+            "state": base64.b64encode(bytes(row["state"])).decode("ascii"),
+        },
+    }
+
+
+def _link_lines(store: ChainStore, workspace: str, lowest: int) -> Iterator[dict]:
+    previous = store.links(workspace, lowest - 2, 1)[0]["link"] if lowest > 1 else GENESIS
+    after, first = lowest - 1, True
+    while rows := store.links(workspace, after, PAGE):
+        line = {"workspace": workspace, "from_seq": rows[0]["seq"], "event_hashes": [r["event_hash"] for r in rows]}
+        if first:
+            line["previous"] = previous
+        yield {"chain_links": line}
+        after, first = rows[-1]["seq"], False
+
+
+def verify_slice(lines: Iterable[dict], checkpoints: list[dict], keys: dict) -> dict:
+    """Hold an export with links against checkpoints (each signature checked with `keys`)."""
+    decisions, links = [], []
+    for line in lines:
+        if "chain_links" in line:
+            links.append(line["chain_links"])
+        else:
+            decisions.append(line)
+    if not decisions:
+        return {"ok": True, "checked": 0, "checkpoint": None}
+    if not links:
+        return _failure(0, "unsealed", "the export carries no chain links (export with chain=true)")
+    workspace = links[0]["workspace"]
+    for checkpoint in checkpoints:
+        problem = signature_problem(checkpoint, workspace, keys)
+        if problem:
+            return _failure(0, "signature", problem)
+    by_seq = {}
+    for decision in decisions:
+        problem = _sealed_record_problem(decision)
+        if problem:
+            return _failure(len(by_seq), *problem)
+        by_seq[decision["chain"]["seq"]] = decision
+    return _walk(links, by_seq, {c["seq"]: c for c in checkpoints}, workspace)
+
+
+def _sealed_record_problem(decision: dict) -> tuple[str, str] | None:
+    chain = decision.get("chain")
+    if not chain:
+        return "unsealed", f"decision {decision.get('id')} is not sealed yet: export again later"
+    event = chain["event"]
+    try:
+        state = base64.b64decode(event["state"], validate=True)
+        stored = json.loads(state)
+        at = datetime.fromisoformat(stored["timestamp"]["_data_"])
+        expected = decision_view(event["originator_id"], stored["record"], at)
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        return "altered", f"decision {decision.get('id')}: its stored event cannot be read"
+    shown = {k: v for k, v in decision.items() if k != "chain"}
+    if expected != shown or event["originator_id"] != decision.get("id"):
+        return "altered", f"decision {decision.get('id')} (record {chain['seq']}) differs from its sealed event"
+    chain["event_hash"] = event_hash(event["originator_id"], event["originator_version"], event["topic"], state)
+    return None
+
+
+def _walk(links: list[dict], by_seq: dict, checkpoints: dict, workspace: str) -> dict:
+    seq, link, covered = links[0]["from_seq"] - 1, links[0].get("previous", GENESIS), 0
+    for line in links:
+        for digest in line["event_hashes"]:
+            seq += 1
+            decision = by_seq.get(seq)
+            if decision is not None and decision["chain"]["event_hash"] != digest:
+                return _failure(
+                    0, "altered", f"decision {decision['id']} (record {seq}) hashes differently from the chain's record"
+                )
+            link = link_hash(workspace, seq, link, digest)
+            checkpoint = checkpoints.get(seq)
+            if checkpoint is not None:
+                if checkpoint["head"] != link:
+                    return _failure(
+                        0,
+                        "checkpoint-mismatch",
+                        f"the exported chain does not reach checkpoint {seq} signed at {checkpoint['at']}",
+                    )
+                covered = seq
+    uncovered = [s for s in by_seq if s > covered]
+    if uncovered:
+        return _failure(
+            len(by_seq) - len(uncovered),
+            "uncovered",
+            f"{len(uncovered)} exported decision(s) after record {covered} are covered by no "
+            "checkpoint given: copy out a newer checkpoint, or export up to an older instant",
+        )
+    return {"ok": True, "checked": len(by_seq), "checkpoint": covered}
+
+
+def _failure(checked: int, problem: str, detail: str) -> dict:
+    return {"ok": False, "checked": checked, "problem": problem, "detail": detail}

@@ -1,0 +1,236 @@
+"""The audit chain's tables and every SQL statement that reads or writes them (both stores).
+
+- `chain`: one row per sealed event, (workspace, seq) unique so a chain cannot fork, and
+  (originator_id, originator_version) unique so no event is sealed twice, whichever process
+  seals it.
+- `chain_heads`: each workspace's last (seq, link), so sealing and checkpointing never scan.
+- `chain_position`: one row, the last notification id sealed. Every sealing transaction starts
+  by updating it, which takes the store's write lock on SQLite and a row lock on PostgreSQL: two
+  sealers (threads or server processes) take turns and the second sees what the first sealed.
+- `checkpoints`: the signed heads.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from functools import lru_cache
+from uuid import UUID
+
+from application.store.schema import Dialect
+
+TABLES = ("chain", "chain_heads", "chain_position", "checkpoints")
+
+DDL = (
+    "CREATE TABLE IF NOT EXISTS {chain} (workspace TEXT NOT NULL, seq BIGINT NOT NULL, "
+    "notification_id BIGINT NOT NULL, originator_id {uuid} NOT NULL, originator_version BIGINT NOT NULL, "
+    "event_hash TEXT NOT NULL, link TEXT NOT NULL, PRIMARY KEY (workspace, seq), "
+    "UNIQUE (originator_id, originator_version))",
+    "CREATE INDEX IF NOT EXISTS rcp_chain_by_notification ON {chain} (notification_id)",
+    "CREATE TABLE IF NOT EXISTS {chain_heads} (workspace TEXT PRIMARY KEY, seq BIGINT NOT NULL, link TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {chain_position} (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), "
+    "notification_id BIGINT NOT NULL)",
+    "INSERT INTO {chain_position} VALUES (1, 0) ON CONFLICT DO NOTHING",
+    "CREATE TABLE IF NOT EXISTS {checkpoints} (workspace TEXT NOT NULL, seq BIGINT NOT NULL, "
+    "head TEXT NOT NULL, at TEXT NOT NULL, key_id TEXT NOT NULL, signature TEXT NOT NULL, "
+    "PRIMARY KEY (workspace, seq))",
+)
+
+CHAIN_COLUMNS = "workspace, seq, notification_id, originator_id, originator_version, event_hash, link"
+CHECKPOINT_COLUMNS = "workspace, seq, head, at, key_id, signature"
+
+
+def create_statements(dialect: Dialect) -> list[str]:
+    return [render(dialect, "", s) for s in DDL]
+
+
+@lru_cache(maxsize=256)
+def render(dialect: Dialect, events_table: str, template: str) -> str:
+    postgres = dialect.schema is not None
+    names = {t: dialect.table(t) for t in (*TABLES, "decisions")} | {
+        "events": f'"{dialect.schema}"."{events_table}"' if postgres else events_table,
+        "nid": "notification_id" if postgres else "rowid",  # SQLite's notification id is the rowid
+        "uuid": "UUID" if postgres else "TEXT",
+    }
+    text = template.format(**names)
+    return text if postgres else text.replace("%s", "?")
+
+
+class ChainStore:
+    """Queries over one of our recorders (it knows its dialect, its connection and its events)."""
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self.dialect: Dialect = recorder.dialect
+        self.postgres = self.dialect.schema is not None
+        self.events_table = recorder.events_table_name
+
+    def oid(self, originator_id: UUID):
+        """An originator id as this store spells it (PostgreSQL uuid; SQLite hex text)."""
+        return originator_id if self.postgres else originator_id.hex
+
+    def _rows(self, template: str, params=()) -> list[dict]:
+        return self.recorder.fetch(render(self.dialect, self.events_table, template), params)
+
+    @contextmanager
+    def sealing(self):
+        """A write transaction holding the sealing lock; yields it and the sealed position."""
+        with self.recorder.datastore.transaction(commit=True) as cursor:
+            tx = _Transaction(cursor, self.dialect, self.events_table)
+            tx.run("UPDATE {chain_position} SET notification_id = notification_id WHERE singleton = 1")
+            rows = tx.rows("SELECT notification_id FROM {chain_position} WHERE singleton = 1")
+            yield tx, rows[0]["notification_id"] if rows else None
+
+    # -- reads for the sealer and the checkpointer ---------------------------------------------
+    def position(self) -> int:
+        rows = self._rows("SELECT notification_id FROM {chain_position} WHERE singleton = 1")
+        return rows[0]["notification_id"] if rows else 0
+
+    def head(self, workspace: str) -> dict | None:
+        rows = self._rows("SELECT workspace, seq, link FROM {chain_heads} WHERE workspace = %s", (workspace,))
+        return rows[0] if rows else None
+
+    def heads_without_checkpoint(self) -> list[dict]:
+        return self._rows(
+            "SELECT h.workspace, h.seq, h.link FROM {chain_heads} h WHERE h.seq > "
+            "COALESCE((SELECT MAX(k.seq) FROM {checkpoints} k WHERE k.workspace = h.workspace), 0)"
+        )
+
+    # -- checkpoints -----------------------------------------------------------------------------
+    def add_checkpoint(self, checkpoint: dict) -> None:
+        with self.recorder.datastore.transaction(commit=True) as cursor:
+            _Transaction(cursor, self.dialect, self.events_table).run(
+                f"INSERT INTO {{checkpoints}} ({CHECKPOINT_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                tuple(checkpoint[c] for c in CHECKPOINT_COLUMNS.split(", ")),
+            )
+
+    def checkpoint(self, workspace: str, seq: int) -> dict | None:
+        rows = self._rows(
+            f"SELECT {CHECKPOINT_COLUMNS} FROM {{checkpoints}} WHERE workspace = %s AND seq = %s", (workspace, seq)
+        )
+        return rows[0] if rows else None
+
+    def checkpoints(self, workspace: str, after: int, limit: int) -> list[dict]:
+        return self._rows(
+            f"SELECT {CHECKPOINT_COLUMNS} FROM {{checkpoints}} WHERE workspace = %s AND seq > %s ORDER BY seq LIMIT %s",
+            (workspace, after, limit),
+        )
+
+    # -- reads for verification ------------------------------------------------------------------
+    def walk(self, workspace: str, after: int, limit: int) -> list[dict]:
+        """Chain rows in order, each with the stored event it sealed (None where it is gone)."""
+        return self._rows(
+            "SELECT c.seq, c.notification_id, c.originator_id, c.originator_version, c.event_hash, c.link, "
+            "e.{nid} AS stored_notification_id, e.topic, e.state FROM {chain} c LEFT JOIN {events} e "
+            "ON e.originator_id = c.originator_id AND e.originator_version = c.originator_version "
+            "WHERE c.workspace = %s AND c.seq > %s ORDER BY c.seq LIMIT %s",
+            (workspace, after, limit),
+        )
+
+    def event_at(self, notification_id: int) -> dict | None:
+        rows = self._rows(
+            "SELECT {nid} AS notification_id, originator_id, originator_version, topic FROM {events} WHERE {nid} = %s",
+            (notification_id,),
+        )
+        return rows[0] if rows else None
+
+    def sealed_as(self, originator_id, originator_version: int) -> dict | None:
+        rows = self._rows(
+            "SELECT workspace, seq FROM {chain} WHERE originator_id = %s AND originator_version = %s",
+            (originator_id, originator_version),
+        )
+        return rows[0] if rows else None
+
+    def origin_workspace(self, originator_id) -> str | None:
+        rows = self._rows("SELECT workspace FROM {chain} WHERE originator_id = %s LIMIT 1", (originator_id,))
+        return rows[0]["workspace"] if rows else None
+
+    def unsealed(self, after: int, up_to: int, limit: int) -> list[dict]:
+        """Stored events at sealed positions that no chain holds: inserted behind the sealer."""
+        return self._rows(
+            "SELECT e.{nid} AS notification_id, e.originator_id, e.originator_version, e.topic, e.state "
+            "FROM {events} e WHERE e.{nid} > %s AND e.{nid} <= %s AND NOT EXISTS (SELECT 1 FROM {chain} c "
+            "WHERE c.originator_id = e.originator_id AND c.originator_version = e.originator_version) "
+            "ORDER BY e.{nid} LIMIT %s",
+            (after, up_to, limit),
+        )
+
+    def pending(self, position: int) -> int:
+        return self._rows("SELECT COUNT(*) AS n FROM {events} WHERE {nid} > %s", (position,))[0]["n"]
+
+    # -- reads for exports with links ------------------------------------------------------------
+    def sealed_events(self, originator_ids: list) -> list[dict]:
+        if not originator_ids:
+            return []
+        marks = ", ".join(["%s"] * len(originator_ids))
+        return self._rows(
+            "SELECT c.workspace, c.seq, c.originator_id, c.originator_version, c.event_hash, c.link, e.topic, "
+            f"e.state FROM {{chain}} c JOIN {{events}} e ON e.originator_id = c.originator_id AND "
+            f"e.originator_version = c.originator_version WHERE c.originator_id IN ({marks})",
+            list(originator_ids),
+        )
+
+    # -- reads for the decisions read model's check ----------------------------------------------
+    def decision_rows(self, workspace: str, after: str, limit: int) -> list[dict]:
+        return self._rows(
+            "SELECT id, at, allowed, record FROM {decisions} WHERE workspace = %s AND id > %s ORDER BY id LIMIT %s",
+            (workspace, after, limit),
+        )
+
+    def decision_ids(self, ids: list[str]) -> set[str]:
+        marks = ", ".join(["%s"] * len(ids))
+        return (
+            {r["id"] for r in self._rows(f"SELECT id FROM {{decisions}} WHERE id IN ({marks})", ids)} if ids else set()
+        )
+
+    def sealed_of_topic(self, workspace: str, topic: str, after: int, limit: int) -> list[dict]:
+        return self._rows(
+            "SELECT c.seq, c.originator_id FROM {chain} c JOIN {events} e ON e.originator_id = "
+            "c.originator_id AND e.originator_version = c.originator_version WHERE c.workspace = %s "
+            "AND e.topic = %s AND c.seq > %s ORDER BY c.seq LIMIT %s",
+            (workspace, topic, after, limit),
+        )
+
+    def stored_position(self, originator_id) -> int | None:
+        rows = self._rows("SELECT {nid} AS notification_id FROM {events} WHERE originator_id = %s", (originator_id,))
+        return rows[0]["notification_id"] if rows else None
+
+    def links(self, workspace: str, after: int, limit: int) -> list[dict]:
+        return self._rows(
+            "SELECT seq, event_hash, link FROM {chain} WHERE workspace = %s AND seq > %s ORDER BY seq LIMIT %s",
+            (workspace, after, limit),
+        )
+
+
+class _Transaction:
+    def __init__(self, cursor, dialect: Dialect, events_table: str):
+        self.cursor = cursor
+        self.render = lambda template: render(dialect, events_table, template)
+
+    def run(self, template: str, params=()) -> None:
+        self.cursor.execute(self.render(template), params)
+
+    def rows(self, template: str, params=()) -> list[dict]:
+        self.run(template, params)
+        return [dict(row) for row in self.cursor.fetchall()]
+
+    def many(self, template: str, params: list) -> None:
+        if params:
+            self.cursor.executemany(self.render(template), params)
+
+    def head(self, workspace: str) -> dict | None:
+        rows = self.rows("SELECT seq, link FROM {chain_heads} WHERE workspace = %s", (workspace,))
+        return rows[0] if rows else None
+
+    def origin_workspace(self, originator_id) -> str | None:
+        rows = self.rows("SELECT workspace FROM {chain} WHERE originator_id = %s LIMIT 1", (originator_id,))
+        return rows[0]["workspace"] if rows else None
+
+    def seal(self, rows: list[tuple], heads: dict[str, tuple[int, str]], position: int) -> None:
+        self.many(f"INSERT INTO {{chain}} ({CHAIN_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)", rows)
+        self.many(
+            "INSERT INTO {chain_heads} (workspace, seq, link) VALUES (%s, %s, %s) ON CONFLICT (workspace) "
+            "DO UPDATE SET seq = excluded.seq, link = excluded.link",
+            [(ws, seq, link) for ws, (seq, link) in heads.items()],
+        )
+        self.run("UPDATE {chain_position} SET notification_id = %s WHERE singleton = 1", (position,))

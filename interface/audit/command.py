@@ -1,0 +1,156 @@
+"""`runcode-policy audit ...`: copy checkpoints out, verify the store (or an export) against them.
+
+Verification trusts only public keys given to it: the service's own (when this machine holds its
+key), the rotated-out keys of RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS, and every `--public-key` file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from application.chain import parse_public_key
+from application.chain.signing import key_id
+from application.chain.slices import verify_slice
+from domain.errors import FieldError, InvalidInputError
+from interface.audit import previous_keys, signing_key
+from interface.settings import Settings
+
+CHECKPOINT_FIELDS = {"workspace": str, "seq": int, "head": str, "at": str, "key_id": str, "signature": str}
+
+workspace_option = click.option(
+    "--workspace", "-w", default="default", show_default=True, metavar="SLUG", help="The workspace whose chain to use."
+)
+
+
+def _files_option(flag: str, dest: str, help: str):
+    return click.option(
+        flag,
+        dest,
+        multiple=True,
+        metavar="FILE",
+        type=click.Path(exists=True, dir_okay=False),
+        help=help + "; repeatable.",
+    )
+
+
+checkpoints_option = _files_option(
+    "--checkpoints", "checkpoint_files", "Checkpoints copied out earlier (`audit checkpoints`)"
+)
+public_key_option = _files_option(
+    "--public-key",
+    "key_files",
+    "A public key to trust (PEM, base64, or a file holding the public-key document, such as a copied checkpoints file)",
+)
+
+
+@click.group()
+def audit() -> None:
+    """The tamper-evident record: copy checkpoints out, verify against them (README: Audit integrity)."""
+
+
+def _governance(create_key: bool):
+    from interface.cli import governance  # the CLI's one store per invocation
+
+    gov, settings = governance(), Settings.from_env()
+    if not gov.chain.has_key:
+        gov.chain.use_key(signing_key(settings, create=create_key), previous_keys(settings))
+    return gov
+
+
+def _echo_json(value) -> None:
+    click.echo(json.dumps(value, indent=2))
+
+
+@audit.command("verify")
+@workspace_option
+@checkpoints_option
+@public_key_option
+def verify(workspace: str, checkpoint_files: tuple[str, ...], key_files: tuple[str, ...]) -> None:
+    """Recompute WORKSPACE's chain from the store and check every checkpoint; exit 1 on any mismatch."""
+    gov = _governance(create_key=False)
+    copied = [c for path in checkpoint_files for c in read_checkpoints(path)]
+    result = gov.chain.verify(workspace, copied, keys=trusted(gov.chain.trusted_keys(), key_files))
+    _echo_json(result)
+    if not result["ok"]:
+        raise click.ClickException(f"audit verification FAILED: {result['detail']}")
+    click.echo(
+        f"verified {result['checked']} records of {workspace} against {result['checkpoints']} checkpoints", err=True
+    )
+
+
+@audit.command("checkpoints")
+@workspace_option
+@click.option("--output", "-o", default="-", type=click.File("w", encoding="utf-8"), help="Write here, not stdout.")
+def checkpoints(workspace: str, output) -> None:
+    """Copy WORKSPACE's signed checkpoints out (JSON, with the public key that verifies them)."""
+    gov = _governance(create_key=False)
+    document = {"workspace": workspace, "checkpoints": gov.chain.all_checkpoints(workspace)}
+    if gov.chain.key is not None:
+        document["public_key"] = gov.chain.public_keys()
+    output.write(json.dumps(document, indent=2) + "\n")
+    click.echo(f"{len(document['checkpoints'])} checkpoints of {workspace} copied out", err=True)
+
+
+@audit.command("checkpoint")
+@workspace_option
+def checkpoint(workspace: str) -> None:
+    """Seal what is recorded and sign WORKSPACE's head now."""
+    _echo_json(_governance(create_key=True).chain.checkpoint(workspace))
+
+
+@audit.command("public-key")
+def public_key() -> None:
+    """The public key that verifies this service's checkpoints (also GET /api/v1/audit/public-key)."""
+    _echo_json(_governance(create_key=False).chain.public_keys())
+
+
+@audit.command("verify-export")
+@click.argument("export", type=click.Path(exists=True, dir_okay=False))
+@checkpoints_option
+@public_key_option
+def verify_export(export: str, checkpoint_files: tuple[str, ...], key_files: tuple[str, ...]) -> None:
+    """Check a decisions export made with chain=true against checkpoints, without the store."""
+    keys = trusted({}, key_files)
+    if not keys:
+        raise click.UsageError("give the public key to trust with --public-key")
+    copied = [c for path in checkpoint_files for c in read_checkpoints(path)]
+    with open(export, encoding="utf-8") as lines:
+        result = verify_slice((json.loads(line) for line in lines if line.strip()), copied, keys)
+    _echo_json(result)
+    if not result["ok"]:
+        raise click.ClickException(f"export verification FAILED: {result['detail']}")
+
+
+def trusted(keys: dict, key_files: tuple[str, ...]) -> dict:
+    parsed = [parse_public_key(Path(path).read_text(encoding="utf-8"), path) for path in key_files]
+    return keys | {key_id(k): k for k in parsed}
+
+
+def read_checkpoints(path: str) -> list[dict]:
+    """A file written by `audit checkpoints`, the API's checkpoints answer, a JSON array of
+    checkpoints, or one checkpoint per line."""
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        try:
+            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except ValueError:
+            raise _bad_file(path, "is neither JSON nor JSON lines") from None
+    found = data.get("checkpoints") if isinstance(data, dict) else data
+    if not isinstance(found, list) or not all(_is_checkpoint(c) for c in found):
+        raise _bad_file(path, f"must hold checkpoints with {', '.join(CHECKPOINT_FIELDS)}")
+    return found
+
+
+def _is_checkpoint(value) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(value.get(k), t) and not isinstance(value.get(k), bool) for k, t in CHECKPOINT_FIELDS.items()
+    )
+
+
+def _bad_file(path: str, message: str) -> InvalidInputError:
+    return InvalidInputError(f"{path} {message}", [FieldError("--checkpoints", message)])

@@ -1,0 +1,285 @@
+"""The audit chain against real stores (SQLite file and PostgreSQL): sealing every recorded fact in
+commit order, signed checkpoints, and verification that names what someone with write access to
+the database altered, deleted, inserted, reordered or truncated."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from eventsourcing.domain import Aggregate, event
+
+from application.chain import AuditKey
+from application.chain.links import link_hash
+from application.chain.sealer import UNATTRIBUTED
+from tests.support.tamper import Tamperer
+
+GENEROUS = 60  # seconds: a bound on "eventually", never a timing claim
+
+
+@pytest.fixture
+def recorded(app):
+    """Two workspaces with every kind of fact, sealed, and a checkpoint of acme's head."""
+    app.chain.use_key(AuditKey.generate())
+    app.create_workspace("acme", by="founder")
+    app.create_workspace("other", by="someone")
+    app.save_policy("acme", {"python": {"mode": "allowlist", "allow": "pandas"}}, by="alice", note="data team")
+    first = app.evaluate("acme", "python", ["pandas", "requests", "numpy"], None, {"sandbox": "s1"})
+    app.evaluate("other", "python", ["left-pad"], None, {})
+    token = app.issue_token("acme", "ci", "sandbox", by="alice")
+    app.revoke_token("acme", token["id"], by="alice")
+    app.evaluate("acme", "python", ["scipy"], None, {})
+    app.chain.checkpoint("acme")
+    app.decision_ids = {d["name"]: d["id"] for d in first["decisions"]}
+    return app
+
+
+@pytest.fixture
+def tamper(database_url):
+    tamperer = Tamperer(database_url)
+    yield tamperer
+    tamperer.close()
+
+
+def chain_rows(app, workspace: str) -> list[dict]:
+    return app.chain.store.walk(workspace, 0, 10_000)
+
+
+def caught_up(app) -> bool:
+    return app.chain.store.position() == (app.recorder.max_notification_id() or 0)
+
+
+def eventually(condition, what: str) -> None:
+    deadline = time.monotonic() + GENEROUS
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {GENEROUS} s: {what}")
+        time.sleep(0.05)
+
+
+# -- sealing ---------------------------------------------------------------------------------------
+def test_every_recorded_fact_is_sealed_in_its_workspace_chain_in_commit_order(recorded):
+    notes = recorded.recorder.select_notifications(start=None, limit=1000)
+    sealed = {ws: chain_rows(recorded, ws) for ws in ("acme", "other")}
+    assert sum(len(rows) for rows in sealed.values()) == len(notes)  # every event, none twice
+    for rows in sealed.values():
+        assert [r["seq"] for r in rows] == list(range(1, len(rows) + 1))
+        assert [r["notification_id"] for r in rows] == sorted(r["notification_id"] for r in rows)
+    topics = [r["topic"] for r in sealed["acme"]]
+    for topic in ("Policy.Created", "Token.Issued", "ModeSwitched", "EntryAdded", "Decision.Recorded", "Token.Revoked"):
+        assert any(t.endswith(topic) for t in topics), topic
+    assert [r["topic"] for r in sealed["other"]].count("runcode_policy:Decision.Recorded") == 1
+
+
+class Survey(Aggregate):
+    """A kind of event the sealer was never told about."""
+
+    TOPIC = "tests:Survey"
+
+    class Created(Aggregate.Created):
+        TOPIC = "tests:Survey.Created"
+
+    @event("Opened", topic="tests:Survey.Opened")
+    def __init__(self, workspace: str):
+        self.workspace = workspace
+
+    @event("Answered", topic="tests:Survey.Answered")
+    def answer(self, text: str):
+        self.text = text
+
+
+def test_an_event_kind_added_later_is_sealed_into_its_workspace_chain(recorded):
+    survey = Survey(workspace="acme")
+    survey.answer("yes")
+    recorded.save(survey)
+    recorded.chain.seal()
+    topics = [r["topic"] for r in chain_rows(recorded, "acme")]
+    assert topics[-2:] == ["tests:Survey.Opened", "tests:Survey.Answered"]
+    assert recorded.chain.verify("acme")["ok"]
+
+
+def test_the_background_sealer_keeps_up_with_concurrent_evaluates(app):
+    app.create_workspace("acme", by="founder")
+    app.chain.start(poll=0.02)
+    threads = [
+        threading.Thread(target=app.evaluate, args=("acme", "python", [f"pkg{i}", "numpy"], None, {}))
+        for i in range(16)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    eventually(lambda: caught_up(app), "the sealer reaches the last committed event")
+    assert len(chain_rows(app, "acme")) == 2 + 16 * 2
+
+
+def test_two_applications_on_one_store_seal_one_chain_without_forks_or_duplicates(open_app):
+    first, second = open_app(), open_app()
+    first.create_workspace("acme", by="founder")
+    for app in (first, second):
+        app.chain.start(poll=0.005)
+
+    def work(app, n):
+        for i in range(10):
+            app.evaluate("acme", "python", [f"p{n}-{i}"], None, {})
+
+    threads = [threading.Thread(target=work, args=(app, n)) for n, app in enumerate((first, second, first, second))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    eventually(lambda: caught_up(first), "the two sealers reach the last committed event")
+    rows = chain_rows(first, "acme")
+    assert [r["seq"] for r in rows] == list(range(1, 2 + 40 + 1))
+    assert len({(r["originator_id"], r["originator_version"]) for r in rows}) == len(rows)
+    first.chain.use_key(AuditKey.generate())
+    first.chain.checkpoint("acme")
+    assert second.chain.verify("acme", keys=first.chain.trusted_keys())["ok"]
+
+
+def test_checkpoints_are_signed_by_themselves_while_the_chain_moves(app):
+    app.chain.use_key(AuditKey.generate())
+    app.create_workspace("acme", by="founder")
+    app.chain.start(poll=0.01, checkpoint_every=0.05)
+    app.evaluate("acme", "python", ["pandas"], None, {})
+    eventually(
+        lambda: (
+            app.chain.store.head("acme") is not None
+            and app.chain.store.checkpoint("acme", app.chain.store.head("acme")["seq"]) is not None
+        ),
+        "a checkpoint of the moved head",
+    )
+    assert app.chain.verify("acme")["ok"]
+
+
+# -- verification ----------------------------------------------------------------------------------
+def test_an_untouched_store_verifies(recorded):
+    result = recorded.chain.verify("acme")
+    assert result["ok"], result
+    assert result["checked"] == len(chain_rows(recorded, "acme")) and result["checkpoints"] == 1
+    assert recorded.chain.verify("other")["ok"]
+
+
+def test_a_decision_whose_outcome_was_changed_in_the_store_is_named(recorded, tamper):
+    denied = recorded.decision_ids["requests"]
+    tamper.replace_in_state(denied, '"allowed":false', '"allowed":true')
+    result = recorded.chain.verify("acme")
+    assert (result["ok"], result["problem"], result["record"]["originator_id"]) == (False, "altered", denied)
+    assert recorded.chain.verify("other")["ok"]  # the other workspace's chain is untouched
+
+
+def test_a_deleted_decision_is_named(recorded, tamper):
+    gone = recorded.decision_ids["numpy"]
+    tamper.delete_event(gone)
+    result = recorded.chain.verify("acme")
+    assert (result["problem"], result["record"]["originator_id"]) == ("deleted", gone)
+
+
+def test_a_forged_decision_slipped_in_between_is_named(recorded, tamper):
+    forged = tamper.insert_forged_copy(recorded.decision_ids["pandas"], '"name":"pandas"', '"name":"evil"')
+    result = recorded.chain.verify("acme")
+    assert (result["problem"], result["record"]["originator_id"]) == ("inserted", forged)
+
+
+def test_two_swapped_records_are_named(recorded, tamper):
+    tamper.swap(recorded.decision_ids["pandas"], recorded.decision_ids["numpy"])
+    result = recorded.chain.verify("acme")
+    assert result["problem"] == "reordered"
+    assert result["record"]["originator_id"] in (recorded.decision_ids["pandas"], recorded.decision_ids["numpy"])
+
+
+def test_a_tail_truncated_after_a_checkpoint_is_named(recorded, tamper):
+    length = len(chain_rows(recorded, "acme"))
+    tamper.truncate_chain("acme", keep=length - 2)
+    result = recorded.chain.verify("acme")
+    assert (result["problem"], result["record"]["seq"]) == ("truncated", length - 1)
+
+
+def test_a_chain_rewritten_to_hide_an_alteration_fails_at_the_signed_checkpoint(recorded, tamper):
+    denied = recorded.decision_ids["requests"]
+    tamper.replace_in_state(denied, '"allowed":false', '"allowed":true')
+    rewrite_chain(recorded, tamper, "acme")
+    result = recorded.chain.verify("acme")
+    assert result["problem"] == "checkpoint-mismatch", result
+
+
+def rewrite_chain(app, tamper, workspace: str) -> None:
+    """What an attacker who knows the chain's rules does: recompute every hash and link."""
+    from application.chain.links import GENESIS, event_hash
+
+    previous = GENESIS
+    for row in chain_rows(app, workspace):
+        digest = event_hash(row["originator_id"], row["originator_version"], row["topic"], row["state"])
+        previous = link_hash(workspace, row["seq"], previous, digest)
+        tamper.sql(
+            "UPDATE rcp_chain SET event_hash = %s, link = %s WHERE workspace = %s AND seq = %s",
+            (digest, previous, workspace, row["seq"]),
+        )
+
+
+def test_a_forged_checkpoint_signature_is_refused(recorded, tamper):
+    tamper.sql("UPDATE rcp_checkpoints SET head = %s WHERE workspace = 'acme'", ("0" * 64,))
+    result = recorded.chain.verify("acme")
+    assert result["problem"] == "signature" and "does not verify" in result["detail"]
+
+
+def test_a_checkpoint_signed_by_a_key_nobody_trusts_is_refused(recorded):
+    impostor = recorded.chain.key
+    recorded.chain.use_key(AuditKey.generate())
+    result = recorded.chain.verify("acme")
+    assert result["problem"] == "signature" and impostor.key_id in result["detail"]
+    recorded.chain.use_key(AuditKey.generate(), previous=[impostor.public])  # a rotated-out key still verifies
+    assert recorded.chain.verify("acme")["ok"]
+
+
+# -- the decisions table, which /decisions answers from ----------------------------------------------
+def test_a_decision_edited_in_the_decisions_table_is_named(recorded, tamper):
+    denied = recorded.decision_ids["requests"]
+    tamper.sql(
+        "UPDATE rcp_decisions SET allowed = %s, record = replace(record, '\"allowed\": false', '\"allowed\": true') "
+        "WHERE id = %s",
+        (True, denied),
+    )
+    assert recorded.decision("acme", denied)["allowed"] is True  # what an auditor would now read
+    result = recorded.chain.verify("acme")
+    assert (result["problem"], result["record"]["originator_id"]) == ("altered", denied)
+
+
+def test_a_decision_removed_from_the_decisions_table_is_named(recorded, tamper):
+    gone = recorded.decision_ids["numpy"]
+    tamper.sql("DELETE FROM rcp_decisions WHERE id = %s", (gone,))
+    result = recorded.chain.verify("acme")
+    assert (result["problem"], result["record"]["originator_id"]) == ("deleted", gone)
+
+
+def test_a_decision_added_to_the_decisions_table_alone_is_named(recorded, tamper):
+    forged = "00000000-0000-4000-8000-000000000001"
+    tamper.sql(
+        "INSERT INTO rcp_decisions (id, workspace, at, language, name, kind, allowed, reason, source, sandbox, "
+        "record) SELECT %s, workspace, at, language, name, kind, allowed, reason, source, sandbox, record "
+        "FROM rcp_decisions WHERE id = %s",
+        (forged, recorded.decision_ids["pandas"]),
+    )
+    result = recorded.chain.verify("acme")
+    assert (result["problem"], result["record"]["originator_id"]) == ("inserted", forged)
+
+
+class Note(Aggregate):
+    """An event that names no workspace at all."""
+
+    TOPIC = "tests:Note"
+
+    class Created(Aggregate.Created):
+        TOPIC = "tests:Note.Created"
+
+    @event("Written", topic="tests:Note.Written")
+    def __init__(self, text: str):
+        self.text = text
+
+
+def test_an_event_of_no_workspace_is_still_sealed_in_the_unattributed_chain(recorded):
+    recorded.save(Note(text="hello"))
+    recorded.chain.seal()
+    assert [r["topic"] for r in chain_rows(recorded, UNATTRIBUTED)] == ["tests:Note.Written"]
+    assert caught_up(recorded) and recorded.chain.verify("acme")["ok"]

@@ -1,0 +1,56 @@
+"""An export of decisions that carries its chain links, checked against signed checkpoints without
+the store: the slice verifies, and an edited line, a dropped link or a missing checkpoint does not."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from application.chain import AuditKey
+from application.chain.slices import verify_slice
+
+
+@pytest.fixture
+def exported(app):
+    app.chain.use_key(AuditKey.generate())
+    app.create_workspace("acme", by="founder")
+    app.save_policy("acme", {"python": {"mode": "allowlist", "allow": "pandas"}}, by="alice")
+    app.evaluate("acme", "python", ["pandas", "requests"], None, {"sandbox": "s1"})
+    app.issue_token("acme", "ci", "sandbox", by="alice")
+    app.evaluate("acme", "python", ["numpy"], None, {})
+    app.chain.checkpoint("acme")
+    lines = list(app.chain.with_links("acme", app.export_decisions("acme")))
+    return app, json.loads(json.dumps(lines)), app.chain.all_checkpoints("acme")
+
+
+def test_an_exported_slice_verifies_against_a_checkpoint(exported):
+    app, lines, checkpoints = exported
+    assert all(line["chain"]["seq"] > 0 for line in lines if "id" in line)
+    result = verify_slice(lines, checkpoints, app.chain.trusted_keys())
+    assert result == {"ok": True, "checked": 3, "checkpoint": checkpoints[-1]["seq"]}
+
+
+def test_a_slice_with_an_edited_outcome_fails(exported):
+    app, lines, checkpoints = exported
+    edited = copy.deepcopy(lines)
+    denied = next(line for line in edited if line.get("name") == "requests")
+    denied["allowed"] = True
+    result = verify_slice(edited, checkpoints, app.chain.trusted_keys())
+    assert (result["ok"], result["problem"]) == (False, "altered") and denied["id"] in result["detail"]
+
+
+def test_a_slice_whose_links_were_tampered_with_misses_the_checkpoint(exported):
+    app, lines, checkpoints = exported
+    edited = copy.deepcopy(lines)
+    links = next(line["chain_links"] for line in edited if "chain_links" in line)
+    links["previous"] = "0" * 64  # the link before the oldest exported record, which nothing else vouches for
+    result = verify_slice(edited, checkpoints, app.chain.trusted_keys())
+    assert result["problem"] == "checkpoint-mismatch"
+
+
+def test_a_slice_newer_than_every_checkpoint_is_not_vouched_for(exported):
+    app, lines, checkpoints = exported
+    result = verify_slice(lines, [], app.chain.trusted_keys())
+    assert result["problem"] == "uncovered"

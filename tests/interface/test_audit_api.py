@@ -1,0 +1,72 @@
+"""The audit-integrity routes on the real service: the public key without authentication,
+checkpoints and verification for auditors and above, on-demand checkpoints for admins, and an
+export with chain links that verifies against what the API publishes."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from application.chain.signing import key_id, parse_public_key
+from application.chain.slices import verify_slice
+
+
+def sealed(live, token) -> dict:
+    """An on-demand checkpoint: seals everything committed first, so no waiting on the sealer."""
+    reply = live.call("POST", "/api/v1/workspaces/acme/audit/checkpoints", live.tokens["admin"])
+    assert reply.status == 201, reply.body
+    return reply.json
+
+
+def test_the_public_key_is_published_without_authentication(live):
+    reply = live.call("GET", "/api/v1/audit/public-key")
+    assert reply.status == 200
+    assert reply.json["algorithm"] == "Ed25519"
+    assert key_id(parse_public_key(reply.json["pem"], "pem")) == reply.json["key_id"]
+
+
+def test_auditors_read_checkpoints_and_verify_but_cannot_sign(live):
+    live.call(
+        "POST", "/api/v1/workspaces/acme/evaluate", live.tokens["sandbox"], {"language": "python", "specs": ["pandas"]}
+    )
+    checkpoint = sealed(live, live.tokens["admin"])
+    auditor = live.tokens["auditor"]
+    page = live.call("GET", "/api/v1/workspaces/acme/audit/checkpoints", auditor).json
+    assert page["checkpoints"][-1] == checkpoint and page["next_after"] is None
+    verdict = live.call("GET", "/api/v1/workspaces/acme/audit/verify", auditor).json
+    assert verdict["ok"] is True and verdict["checked"] == checkpoint["seq"]
+    assert live.call("POST", "/api/v1/workspaces/acme/audit/checkpoints", auditor).status == 403
+    assert live.call("GET", "/api/v1/workspaces/acme/audit/verify", live.tokens["sandbox"]).status == 403
+    assert live.call("GET", "/api/v1/workspaces/acme/audit/verify", live.tokens["other-workspace"]).status == 404
+
+
+def test_the_service_seals_by_itself(live):
+    live.call(
+        "POST", "/api/v1/workspaces/acme/evaluate", live.tokens["sandbox"], {"language": "python", "specs": ["numpy"]}
+    )
+    deadline = time.monotonic() + 60
+    while live.call("GET", "/api/v1/workspaces/acme/audit/verify", live.tokens["auditor"]).json["unsealed"]:
+        assert time.monotonic() < deadline, "the background sealer did not catch up within 60 s"
+        time.sleep(0.05)
+
+
+def test_an_export_with_chain_links_verifies_against_the_published_checkpoints(live):
+    live.call(
+        "POST",
+        "/api/v1/workspaces/acme/evaluate",
+        live.tokens["sandbox"],
+        {"language": "python", "specs": ["pandas", "left-pad"]},
+    )
+    sealed(live, live.tokens["admin"])
+    auditor = live.tokens["auditor"]
+    export = live.call("GET", "/api/v1/workspaces/acme/decisions?format=jsonl&chain=true", auditor)
+    lines = [json.loads(line) for line in export.body.decode().splitlines()]
+    checkpoints = live.call("GET", "/api/v1/workspaces/acme/audit/checkpoints", auditor).json["checkpoints"]
+    public = parse_public_key(live.call("GET", "/api/v1/audit/public-key").body.decode(), "key")
+    result = verify_slice(lines, checkpoints, {key_id(public): public})
+    assert result["ok"] is True and result["checked"] == 2
+
+
+def test_chain_links_come_with_jsonl_exports_only(live):
+    reply = live.call("GET", "/api/v1/workspaces/acme/decisions?format=csv&chain=true", live.tokens["auditor"])
+    assert reply.status == 422 and "chain" in reply.body.decode()

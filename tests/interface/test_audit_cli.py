@@ -1,0 +1,107 @@
+"""`runcode-policy audit ...` against real stores: checkpoints copied out, verification that exits
+non-zero and names the record, and an exported slice checked without the store."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from interface.cli import main
+from tests.support.tamper import Tamperer
+
+
+@pytest.fixture
+def cli(database_url, tmp_path):
+    runner = CliRunner()
+    env = {"RUNCODE_POLICY_DATABASE_URL": database_url, "RUNCODE_POLICY_DATA_DIR": str(tmp_path / "data")}
+
+    def run(*args: str):
+        return runner.invoke(main, list(args), env=env, catch_exceptions=False)
+
+    return run
+
+
+@pytest.fixture
+def acme(cli, open_app):
+    """Workspace acme with decisions, a checkpoint signed by the CLI, and its ids."""
+    cli("workspace", "create", "acme")
+    app = open_app()
+    answer = app.evaluate("acme", "python", ["pandas", "left-pad"], None, {})
+    done = cli("audit", "checkpoint", "-w", "acme")
+    assert done.exit_code == 0, done.output
+    return [d["id"] for d in answer["decisions"]]
+
+
+def test_an_untouched_store_verifies_and_the_command_says_so(cli, acme):
+    done = cli("audit", "verify", "-w", "acme")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["ok"] is True
+    assert "verified 4 records of acme against 1 checkpoints" in done.stderr
+
+
+def test_verify_exits_non_zero_and_names_the_altered_decision(cli, acme, database_url):
+    tamper = Tamperer(database_url)
+    tamper.replace_in_state(acme[1], '"reason":"not-on-the-deny-list"', '"reason":"matches-the-allow-list"')
+    tamper.close()
+    done = cli("audit", "verify", "-w", "acme")
+    assert done.exit_code == 1
+    assert json.loads(done.stdout)["problem"] == "altered"
+    assert f"FAILED: record 4 (runcode_policy:Decision.Recorded {acme[1]} v1) was altered" in done.stderr
+
+
+def test_checkpoints_copied_out_catch_a_truncation_the_store_no_longer_shows(cli, acme, database_url, tmp_path):
+    copied = tmp_path / "checkpoints.json"
+    assert cli("audit", "checkpoints", "-w", "acme", "-o", str(copied)).exit_code == 0
+    tamper = Tamperer(database_url)
+    tamper.truncate_chain("acme", keep=3)
+    tamper.sql("DELETE FROM rcp_checkpoints")  # and cover the tracks inside the store
+    tamper.close()
+    assert cli("audit", "verify", "-w", "acme").exit_code == 0  # the store alone cannot tell
+    done = cli("audit", "verify", "-w", "acme", "--checkpoints", str(copied), "--public-key", str(copied))
+    assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "truncated"
+
+
+def test_a_copied_checkpoint_with_a_forged_signature_is_refused(cli, acme, tmp_path):
+    document = json.loads(cli("audit", "checkpoints", "-w", "acme").stdout)
+    document["checkpoints"][0]["seq"] += 1
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(document))
+    done = cli("audit", "verify", "-w", "acme", "--checkpoints", str(forged))
+    assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "signature"
+
+
+def test_an_export_with_links_verifies_without_the_store(cli, acme, tmp_path):
+    export, copied = tmp_path / "decisions.jsonl", tmp_path / "checkpoints.json"
+    assert cli("decisions", "export", "-w", "acme", "--format", "jsonl", "--chain", "-o", str(export)).exit_code == 0
+    cli("audit", "checkpoints", "-w", "acme", "-o", str(copied))
+    done = cli("audit", "verify-export", str(export), "--checkpoints", str(copied), "--public-key", str(copied))
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["checked"] == 2
+    lines = export.read_text().splitlines()
+    edited = [line.replace('"allowed": true', '"allowed": false') for line in lines]
+    export.write_text("\n".join(edited) + "\n")
+    done = cli("audit", "verify-export", str(export), "--checkpoints", str(copied), "--public-key", str(copied))
+    assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "altered"
+
+
+def test_the_signing_key_is_generated_once_into_the_data_directory_readable_by_its_owner_only(tmp_path):
+    from interface.audit import signing_key
+    from interface.settings import Settings
+
+    settings = Settings.from_env({"RUNCODE_POLICY_DATA_DIR": str(tmp_path)})
+    assert signing_key(settings, create=False) is None  # verifying never writes a key
+    first = signing_key(settings)
+    assert (tmp_path / "audit-signing-key.pem").stat().st_mode & 0o777 == 0o600
+    assert signing_key(settings).key_id == first.key_id
+
+
+def test_a_configured_key_file_that_is_missing_is_refused(tmp_path):
+    from domain.errors import InvalidInputError
+    from interface.audit import signing_key
+    from interface.settings import Settings
+
+    missing = tmp_path / "nowhere.pem"
+    with pytest.raises(InvalidInputError, match="RUNCODE_POLICY_AUDIT_KEY_FILE"):
+        signing_key(Settings.from_env({"RUNCODE_POLICY_AUDIT_KEY_FILE": str(missing)}))
