@@ -64,8 +64,9 @@ class Governance(Application):
         specs: list[str] | None = None,
         command: list[str] | None = None,
         context: dict | None = None,
+        head: int | None = None,
     ) -> dict:
-        return self.evaluation.evaluate(workspace, language, specs, command, context)
+        return self.evaluation.evaluate(workspace, language, specs, command, context, head)
 
     def test(
         self,
@@ -164,14 +165,22 @@ class Governance(Application):
 
     def authenticate(self, secret: str) -> dict | None:
         """The token's workspace and role, or None for unknown or revoked secrets. One indexed
-        read of the token table (written with the token's events), so revocation is immediate."""
+        read of the token table (written with the token's events), so revocation is immediate in
+        every process. The same query brings the workspace's head version (`head_version`), so
+        the evaluate hot path needs no second round trip to see the latest Save."""
         secret_digest = digest(secret)
-        row = self.readmodel.token(str(token_id(secret_digest)))
+        row = self.readmodel.caller(str(token_id(secret_digest)))
         if row is None or row["revoked_at"] is not None:
             return None
         if not hmac.compare_digest(row["secret_digest"], secret_digest):
             return None
-        return {"id": row["id"], "workspace": row["workspace"], "role": row["role"], "name": row["name"]}
+        return {
+            "id": row["id"],
+            "workspace": row["workspace"],
+            "role": row["role"],
+            "name": row["name"],
+            "head_version": row["head"],
+        }
 
     def list_tokens(self, workspace: str) -> list[dict]:
         self.require_workspace(workspace)

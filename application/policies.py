@@ -44,9 +44,11 @@ class Policies:
         """The policy exactly as it stood at instant `at`."""
         return self.load_policy(workspace, self.version_at(workspace, at))
 
-    def current(self, workspace: str) -> tuple[int, dict[str, LanguageRules]]:
-        """The head version's rules, from the cache while the head has not moved."""
-        head = self.readmodel.head_version(workspace)
+    def current(self, workspace: str, head: int | None = None) -> tuple[int, dict[str, LanguageRules]]:
+        """The head version's rules, from the cache while the head has not moved. `head` is the
+        head version if the caller read it during this request (with its token), else read here."""
+        if head is None:
+            head = self.readmodel.head_version(workspace)
         cached = self._entries.get(workspace)
         if cached is not None and cached[0] == head:
             return cached

@@ -6,6 +6,7 @@ saved (the `searchabletimestamps` pattern), so a read model can never disagree w
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from application.store.schema import Dialect
@@ -63,7 +64,32 @@ def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list[tuple[st
             rows.append(("token", (str(e.originator_id), e.workspace, e.name, e.role, at, e.by, e.secret_digest)))
         elif isinstance(e, Token.Revoked):
             rows.append(("revoke", (at, e.by, str(e.originator_id))))
-    return [(dialect.sql(_INSERT[kind]), params) for kind, params in rows]
+    return batched(dialect, rows)
+
+
+# Rows per INSERT: 500 decision rows bind 5,500 parameters, well within SQLite's 32,766.
+BATCH_ROWS = 500
+
+
+def batched(dialect: Dialect, rows: list[tuple[str, tuple]]) -> list[tuple[str, tuple]]:
+    """Consecutive rows of one kind become one multi-row INSERT: a group commit's decisions are
+    one statement beside their events, parsed and planned once, not one statement per decision.
+    Order is kept (a token issued and revoked in one save stays in that order)."""
+    statements = []
+    for kind, group in itertools.groupby(rows, key=lambda row: row[0]):
+        params = [p for _, p in group]
+        if kind == "revoke":  # an UPDATE: one per row
+            statements += [(dialect.sql(_INSERT[kind]), p) for p in params]
+            continue
+        for i in range(0, len(params), BATCH_ROWS):
+            chunk = params[i : i + BATCH_ROWS]
+            statements.append((_multi_row(dialect, kind, len(chunk)), tuple(v for p in chunk for v in p)))
+    return statements
+
+
+def _multi_row(dialect: Dialect, kind: str, count: int) -> str:
+    head, values = dialect.sql(_INSERT[kind]).split(" VALUES ", 1)
+    return f"{head} VALUES {', '.join([values] * count)}"
 
 
 def _change_row(e, workspace: str, at) -> tuple:
