@@ -25,7 +25,7 @@ test-fast: install
 	$(BIN)/python -m pytest tests/domain tests/application $(PYTEST_ARGS)
 
 bench: install
-	$(BIN)/python bench/evaluate.py
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 lint: install
 	$(BIN)/ruff check domain application interface tests bench

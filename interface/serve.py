@@ -116,7 +116,7 @@ def run_server(factory: str, host: str, port: int, workers: int, threads: int) -
         factory=True,
         workers=workers,
         blocking_threads=threads,
-        log_level="warning",
+        log_level="error",
         workers_kill_timeout=30,
     )
     shown = f"[{address}]" if ":" in address else address
