@@ -12,7 +12,7 @@ import hmac
 import random
 import time
 
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.persistence import IntegrityError
 
 from application.audit import Audit
@@ -39,7 +39,7 @@ class Governance(Application):
     def __init__(self, env: dict | None = None, egress: EgressConfig | None = None):
         super().__init__(env)
         self.readmodel = ReadModel(self.recorder)
-        self.writer = DecisionWriter(self.save)
+        self.writer = DecisionWriter(self.record_events)
         self.policies = Policies(self.repository, self.readmodel)
         self.evaluation = Evaluation(self.policies, self.writer)
         # deployment egress rules (open by default)
@@ -117,6 +117,17 @@ class Governance(Application):
 
     def package_timeline(self, workspace: str, language: str, name: str, start, end) -> dict:
         return self.audit.package_timeline(workspace, language, name, start, end)
+
+    def record_events(self, *events) -> list:
+        """The group-commit writer's save: events already taken out of new aggregates (decisions).
+        What `save` does for them, without its per-object runtime Protocol checks (tens of µs an
+        event on Python 3.11, the largest library cost per decision) and without snapshots
+        (decisions have none)."""
+        processing_event = ProcessingEvent()
+        processing_event.events.extend(events)
+        recordings = self._record(processing_event)
+        self._notify(recordings)
+        return recordings
 
     def _record(self, processing_event):
         # Hand the recorder the domain events and their workspaces, so it writes the read
