@@ -7,7 +7,6 @@ method takes and returns plain data, so the HTTP API, the console and the CLI ar
 
 from __future__ import annotations
 
-import copy
 import hmac
 import random
 import time
@@ -284,9 +283,18 @@ def policy_view(policy: Policy, at) -> dict:
         "workspace": policy.workspace,
         "version": policy.policy_version,
         "at": iso(at),
-        **copy.deepcopy(policy.state),
+        **state_copy(policy.state),
         "changed_at": iso(policy.changed_at),
         "changed_by": policy.changed_by,
+    }
+
+
+def state_copy(state: dict[str, dict]) -> dict[str, dict]:
+    """The policy's state for an answer: its own lists (the aggregate's stay untouched), without
+    deepcopy's per-string bookkeeping (which cost ~50 ms for a few thousand entries)."""
+    return {
+        language: {k: list(v) if isinstance(v, list) else v for k, v in rules.items()}
+        for language, rules in state.items()
     }
 
 
