@@ -17,7 +17,7 @@ SAMPLES = 200
 
 def _sizes(run) -> tuple[int, int]:
     """(policy events, decisions): the issue's sizes, or smaller ones in --quick (said in the unit)."""
-    return (10_000, 100_000) if run.quick else (100_000, 1_000_000)
+    return (10_000, 50_000) if run.quick else (100_000, 1_000_000)
 
 
 def _point_in_time(run, events: int) -> Result:
@@ -30,7 +30,7 @@ def _point_in_time(run, events: int) -> Result:
         last = datetime.now(UTC)
         rng = random.Random(7)
         samples = []
-        for _ in range(SAMPLES if not run.quick else SAMPLES // 2):
+        for _ in range(SAMPLES // 4 if run.quick else SAMPLES):
             at = first + (last - first) * rng.random()
             name = rng.choice(history.NAMES)
             samples.append(_timed(governance.package_at, "bench", "python", name, at))
@@ -69,7 +69,7 @@ def decisions_query(run) -> Result:
                     "bench", {"language": "python", "name": rng.choice(history.NAMES)}, start, end, limit=100
                 )
             )
-            for _ in range(SAMPLES)
+            for _ in range(SAMPLES // 4 if run.quick else SAMPLES)
         ]
     finally:
         governance.close()
