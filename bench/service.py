@@ -25,37 +25,17 @@ POLICY = {"python": {"mode": "allowlist", "allow": ", ".join(ALLOWED), "deny": [
 
 register(LoadFigure("hello", "ceiling", lambda run: Request("/hello"), "req/s"))
 register(LoadFigure("naive_durable_pg", "ceiling", lambda run: Request("/naive", ONE_SPEC), "req/s", ceiling="hello"))
-register(
-    LoadFigure(
-        "evaluate_1spec_pg",
-        "service-pg",
-        lambda run: Request(EVALUATE, ONE_SPEC, run.token("service-pg")),
-        "req/s",
-        ceiling="naive_durable_pg",
-        recorded_specs=1,
-    )
-)
-register(
-    LoadFigure(
-        "evaluate_1spec_sqlite",
-        "service-sqlite",
-        lambda run: Request(EVALUATE, ONE_SPEC, run.token("service-sqlite")),
-        "req/s",
-        ceiling="hello",
-        recorded_specs=1,
-    )
-)
-register(
-    LoadFigure(
-        "evaluate_10spec_pg",
-        "service-pg",
-        lambda run: Request(EVALUATE, TEN_SPECS, run.token("service-pg")),
-        "decisions/s",
-        per_request=10,
-        ceiling="naive_durable_pg",
-        recorded_specs=10,
-    )
-)
+
+
+def _evaluate(name: str, server: str, body: str, specs: int, ceiling: str) -> None:
+    unit = "req/s" if specs == 1 else "decisions/s"
+    request = lambda run: Request(EVALUATE, body, run.token(server))  # noqa: E731 - built once the token exists
+    register(LoadFigure(name, server, request, unit, specs, ceiling, recorded_specs=specs))
+
+
+_evaluate("evaluate_1spec_pg", "service-pg", ONE_SPEC, 1, "naive_durable_pg")
+_evaluate("evaluate_1spec_sqlite", "service-sqlite", ONE_SPEC, 1, "hello")
+_evaluate("evaluate_10spec_pg", "service-pg", TEN_SPECS, 10, "naive_durable_pg")
 
 
 def prepare_workspace(governance) -> str:
