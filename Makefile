@@ -29,7 +29,7 @@ screenshots: install
 	$(BIN)/python -m tests.support.screenshots docs
 
 bench: install
-	$(BIN)/python bench/evaluate.py
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 lint: install
 	$(BIN)/ruff check domain application interface tests bench

@@ -31,11 +31,13 @@ class Evaluation:
         specs: list[str] | None = None,
         command: list[str] | None = None,
         context: dict | None = None,
+        head: int | None = None,
     ) -> dict:
-        """Judge and durably record every decision before answering (fail closed otherwise)."""
+        """Judge and durably record every decision before answering (fail closed otherwise).
+        `head`: the workspace's head version when the caller has just read it (with the token)."""
         language, parsed = specs_of(language, specs, command)
         context = check_context(context)
-        version, rules = self.policies.current(workspace)
+        version, rules = self.policies.current(workspace, head=head)
         records = decision_records(parsed, rules, workspace, version, context)
         decisions = [Decision(workspace=workspace, record=r) for r in records]
         self.writer.record(*decisions)

@@ -45,14 +45,18 @@ class Policies:
         """The policy exactly as it stood at instant `at`."""
         return self.load_policy(workspace, self.version_at(workspace, at))
 
-    def current(self, workspace: str, at: datetime | None = None) -> tuple[int, dict[str, LanguageRules]]:
+    def current(
+        self, workspace: str, at: datetime | None = None, head: int | None = None
+    ) -> tuple[int, dict[str, LanguageRules]]:
         """The head version's rules (from the cache while the head has not moved), judged at `at`
-        (default now): an exception's expiry needs no event, only the instant of judging."""
-        version, rules = self._head(workspace)
+        (default now): an exception's expiry needs no event, only the instant of judging. `head` is
+        the head version if the caller read it during this request (with its token), else read here."""
+        version, rules = self._head(workspace, head)
         return version, bind_rules(rules, at or datetime.now(UTC))
 
-    def _head(self, workspace: str) -> tuple[int, dict[str, LanguageRules]]:
-        head = self.readmodel.head_version(workspace)
+    def _head(self, workspace: str, head: int | None = None) -> tuple[int, dict[str, LanguageRules]]:
+        if head is None:
+            head = self.readmodel.head_version(workspace)
         cached = self._entries.get(workspace)
         if cached is not None and cached[0] == head:
             return cached

@@ -5,18 +5,14 @@ length whatever its shape. For each hostile shape this prints its parse time per
 ratio to a benign spec of the same length (the ceiling: the cheapest thing of that size).
 A ratio that grows with the length means a super-linear path has come back.
 
-    .venv/bin/python bench/parse_worst_case.py
+    .venv/bin/python -m bench.parse_worst_case
 """
 
 from __future__ import annotations
 
-import sys
 import timeit
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from domain.specs import parse  # noqa: E402
+from domain.specs import parse
 
 HOSTILE = {
     "node range '=v '": lambda n: ("node", "lodash@" + "=v " * (n // 3)),

@@ -25,6 +25,7 @@ from interface import exports
 from interface.audit.command import audit as audit_command
 from interface.egress_proxy.command import egress_proxy_command
 from interface.exports import Tally, output_file, progress, show_json, table
+from interface.serve import server_options
 from interface.settings import Settings, open_governance
 
 
@@ -98,20 +99,12 @@ def main(data_dir: str) -> None:
 
 
 @main.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option(
-    "--port",
-    default=8000,
-    show_default=True,
-    type=click.IntRange(0, 65535),
-    help="Port to listen on (0: any free port).",
-)
-@click.option("--threads", default=8, show_default=True, type=click.IntRange(1, 1024), help="Request threads.")
-def serve(host: str, port: int, threads: int) -> None:
-    """Run the service with waitress; on an empty store, create workspace `default` first."""
-    from interface.serve import serve as run_server  # waitress is only needed here
+@server_options
+def serve(host: str, port: int, workers: int, threads: int) -> None:
+    """Run the service (granian, several worker processes); on an empty store, create workspace `default` first."""
+    from interface.serve import serve as run_server
 
-    run_server(Settings.from_env(), host, port, threads)
+    run_server(Settings.from_env(), host, port, workers, threads)
 
 
 # -- workspaces and tokens ---------------------------------------------------------------------

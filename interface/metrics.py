@@ -1,12 +1,23 @@
-"""Prometheus metrics: decisions by outcome and reason, request latency by endpoint."""
+"""Prometheus metrics: decisions by outcome and reason, request latency by endpoint.
+
+Every label takes values from a closed set (methods, route rules, status codes the app sends):
+an unauthenticated caller must not be able to grow /metrics with a made-up method token. Under
+several worker processes (`serve`) the values live in PROMETHEUS_MULTIPROC_DIR, one file per
+process, and a scrape sums them all: one scrape sees the whole service.
+"""
 
 from __future__ import annotations
 
+import os
 import time
 
 from flask import Flask, g, request
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.multiprocess import MultiProcessCollector
 
+# Every method a route here answers, and the ones HTTP clients commonly send; anything else is
+# counted as "other".
+METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"))
 REGISTRY = CollectorRegistry()
 DECISIONS = Counter("runcode_policy_decisions", "Recorded decisions", ["kind", "outcome", "reason"], registry=REGISTRY)
 LATENCY = Histogram(
@@ -38,6 +49,20 @@ def count_decisions(decisions: list[dict]) -> None:
         DECISIONS.labels(d["kind"], "allowed" if d["allowed"] else "denied", d["reason"]).inc()
 
 
+def method_label(method: str) -> str:
+    return method if method in METHODS else "other"
+
+
+def scrape_registry() -> CollectorRegistry:
+    """This process's registry, or every worker's values when serving several processes
+    (prometheus_client chose multiprocess values from the same variable when it was imported)."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return REGISTRY
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry)
+    return registry
+
+
 def install(app: Flask) -> None:
     @app.before_request
     def _start():
@@ -47,5 +72,7 @@ def install(app: Flask) -> None:
     def _observe(response):
         if "started" in g:
             endpoint = request.url_rule.rule if request.url_rule else "unmatched"
-            LATENCY.labels(request.method, endpoint, str(response.status_code)).observe(time.perf_counter() - g.started)
+            LATENCY.labels(method_label(request.method), endpoint, str(response.status_code)).observe(
+                time.perf_counter() - g.started
+            )
         return response

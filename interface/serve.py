@@ -1,66 +1,114 @@
-"""The production server: the Flask app under waitress, after the store is made ready.
+"""The production server: granian running several worker processes (chosen by measurement:
+README "Performance"), after the store is made ready once.
 
-`make run` must lead straight to a usable service, so on an empty store the first start creates
-the workspace `default` and prints its owner token (once: the store keeps only its digest).
+- Tables are created here, in the parent, before any worker exists: several workers creating
+  them at once race (ARCHITECTURE.md). Workers then open the store with table creation off.
+- Each worker is its own process with its own Governance: its own group-commit writer, policy
+  cache and connection pool. They need no messages to agree: every request reads the token and
+  the workspace's head version from the store in one indexed query.
+- Workers are spawned, not forked: each starts clean (no inherited pool connections or writer
+  threads), and prometheus_client sees PROMETHEUS_MULTIPROC_DIR from its first import, so one
+  scrape of /metrics sums every worker.
+- On an empty store the first start creates the workspace `default` and prints its owner token
+  (once: the store keeps only its digest), so `make run` leads straight to a usable service.
 """
 
 from __future__ import annotations
 
 import errno
-import signal
+import multiprocessing
+import os
+import shutil
+import socket
+import tempfile
 
 import click
-from waitress.server import create_server
 
-from application import Governance
 from domain.errors import ConflictError
-from interface.app import create_app
 from interface.settings import Settings, open_governance
 
 DEFAULT_WORKSPACE = "default"
+APP_FACTORY = "interface.app:create_app"
+# Group commit needs several requests in flight per process; past ~8 threads a 2-core machine
+# only adds GIL contention (README "Performance").
+DEFAULT_THREADS = 8
+MAX_DEFAULT_WORKERS = 4  # each worker holds its own PostgreSQL pool (up to 16 connections)
+METRICS_DIR = "PROMETHEUS_MULTIPROC_DIR"
 
 
-def serve(settings: Settings, host: str, port: int, threads: int) -> None:
-    """Serve until Ctrl-C or SIGTERM, then finish requests in flight and close the store."""
-    governance = open_governance(settings)  # tables are created here, before any request thread
-    try:
-        server = listen(create_app(governance=governance), host, port, threads)
-        first_start(governance)  # after the port is ours: a refused start must not spend the token
-        for url in listen_urls(server):
-            click.echo(f"runcode-policy listening on {url}  (Ctrl-C to stop)")
-        _stop_on_sigterm()
-        server.run()  # returns on KeyboardInterrupt/SystemExit, after stopping its threads
-        server.close()
-    finally:
-        governance.close()
+def default_workers() -> int:
+    """One worker per core, at most MAX_DEFAULT_WORKERS: several on any multi-core machine."""
+    return max(1, min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS))
+
+
+def server_options(command):
+    """The options of every command that serves (the service's `serve`, the bench's ceiling)."""
+    options = (
+        click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on."),
+        click.option(
+            "--port",
+            default=8000,
+            show_default=True,
+            type=click.IntRange(0, 65535),
+            help="Port to listen on (0: any free port).",
+        ),
+        click.option(
+            "--workers",
+            default=default_workers,
+            show_default=f"one per core, at most {MAX_DEFAULT_WORKERS}",
+            type=click.IntRange(1, 64),
+            help="Worker processes.",
+        ),
+        click.option(
+            "--threads",
+            default=DEFAULT_THREADS,
+            show_default=True,
+            type=click.IntRange(1, 1024),
+            help="Request threads per worker.",
+        ),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def serve(settings: Settings, host: str, port: int, workers: int, threads: int) -> None:
+    """Serve until Ctrl-C or SIGTERM; workers finish the requests in flight, then exit."""
+    check_port_free(host, port)  # before the store: a refused start must not spend the first token
+    prepare_store(settings).close()  # before any worker exists; no connection is inherited
+    os.environ["RUNCODE_POLICY_CREATE_TABLES"] = "n"  # what the workers read: the tables exist now
+    run_server(APP_FACTORY, host, port, workers, threads)
     click.echo("runcode-policy stopped", err=True)
 
 
-def listen(app, host: str, port: int, threads: int):
-    """The waitress server bound to host:port; a port in use is one line saying what to do."""
-    try:
-        return create_server(app, host=host, port=port, threads=threads)
-    except OSError as error:
-        if error.errno != errno.EADDRINUSE:
-            raise
-        raise click.ClickException(
-            f"port {port} on {host} is already in use (is runcode-policy already running?); "
-            f"choose another with PORT={port + 1 if port < 65535 else 8000} make run, or --port"
-        ) from None
+def check_port_free(host: str, port: int) -> None:
+    """A port in use is one line saying what to do. The workers bind with SO_REUSEPORT, which would
+    let a second server share a port another one holds the same way; a plain bind here refuses."""
+    if port == 0:
+        return
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    with socket.socket(family, kind, proto) as probe:
+        try:
+            probe.bind(address)
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE:
+                raise
+            raise click.ClickException(
+                f"port {port} on {host} is already in use (is runcode-policy already running?); "
+                f"choose another with PORT={port + 1 if port < 65535 else 8000} make run, or --port"
+            ) from None
 
 
-def first_start(governance: Governance) -> None:
-    """On an empty store, create the workspace `default` and print its owner token once.
-
-    The store was opened with table creation on before any request thread existed: creating
-    tables from several workers at once races (ARCHITECTURE.md). An operator who turned it off
-    (RUNCODE_POLICY_CREATE_TABLES=n: the schema is managed elsewhere) is obeyed.
-    """
+def prepare_store(settings: Settings):
+    """Open the store with table creation on (unless the operator turned it off:
+    RUNCODE_POLICY_CREATE_TABLES=n, the schema is managed elsewhere)."""
+    governance = open_governance(settings)
     if not governance.has_workspaces():
         try:
             announce_first_token(governance.create_workspace(DEFAULT_WORKSPACE, by="runcode-policy serve"))
         except ConflictError:
             pass  # another server process on the same store created it first: its token was printed there
+    return governance
 
 
 def announce_first_token(created: dict) -> None:
@@ -72,16 +120,49 @@ def announce_first_token(created: dict) -> None:
     click.echo(f'owner token for workspace "{created["workspace"]}": {created["token"]}')
 
 
-def listen_urls(server) -> list[str]:
-    # One socket gives a TcpWSGIServer, several (e.g. `localhost` on IPv4 and IPv6) a
-    # MultiSocketServer; both know the ports really bound (so --port 0 works).
-    listening = getattr(server, "effective_listen", None) or [(server.effective_host, server.effective_port)]
-    return [f"http://[{h}]:{p}" if ":" in str(h) else f"http://{h}:{p}" for h, p in listening]
+def run_server(factory: str, host: str, port: int, workers: int, threads: int) -> None:
+    """Serve the WSGI app that `factory` ("module:function") builds in each worker process."""
+    from granian import Granian
+    from granian.constants import Interfaces
+
+    (address, bound), holder = _reserve(host, port)
+    metrics_dir, own_dir = _metrics_dir()
+    multiprocessing.set_start_method("spawn", force=True)
+    server = Granian(
+        factory,
+        address=address,
+        port=bound,
+        interface=Interfaces.WSGI,
+        factory=True,
+        workers=workers,
+        blocking_threads=threads,
+        log_level="error",
+        workers_kill_timeout=30,
+    )
+    shown = f"[{address}]" if ":" in address else address
+    click.echo(f"runcode-policy listening on http://{shown}:{bound}  (Ctrl-C to stop)")
+    try:
+        server.serve()  # returns after SIGTERM/Ctrl-C, once the workers finished their requests
+    finally:
+        holder.close()
+        if own_dir:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
-def _stop_on_sigterm() -> None:
-    # waitress stops cleanly on SystemExit as on Ctrl-C; a supervisor's SIGTERM should too.
-    def _exit(signum, frame):
-        raise SystemExit(0)
+def _reserve(host: str, port: int) -> tuple[tuple[str, int], socket.socket]:
+    """Bind (never listen) the address with SO_REUSEPORT. On Linux each granian worker binds its
+    own listener to the same port; holding it here makes `--port 0` one port for all of them."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    holder = socket.socket(family, kind, proto)
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    holder.bind(address)
+    return holder.getsockname()[:2], holder
 
-    signal.signal(signal.SIGTERM, _exit)
+
+def _metrics_dir() -> tuple[str, bool]:
+    """Prometheus multiprocess mode: the operator's directory, else a fresh one for this run
+    (counters start from zero with the service, as they would in a single process)."""
+    if os.environ.get(METRICS_DIR):
+        return os.environ[METRICS_DIR], False
+    os.environ[METRICS_DIR] = tempfile.mkdtemp(prefix="runcode-policy-metrics-")
+    return os.environ[METRICS_DIR], True

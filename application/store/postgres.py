@@ -38,11 +38,12 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
             for statement, params in statements:
                 read_models.execute(statement, params)
 
-    def fetch(self, statement: str, params: tuple | list = ()) -> list[dict]:
+    def fetch(self, statement: str, params: tuple | list = (), prepare: bool = False) -> list[dict]:
         # Pool connections are in autocommit mode: a lone SELECT needs no BEGIN/ROLLBACK round
-        # trips.
+        # trips. `prepare`: a server-side prepared statement, made here outside any pipeline
+        # (so the failed-pipeline case above cannot leave it unprepared).
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
-            curs.execute(statement, params)
+            curs.execute(statement, params, prepare=prepare or None)
             return list(curs.fetchall())
 
     def execute(self, statement: str, params: tuple | list = ()) -> None:

@@ -6,6 +6,7 @@ saved (the `searchabletimestamps` pattern), so a read model can never disagree w
 
 from __future__ import annotations
 
+import itertools
 import json
 from datetime import datetime
 
@@ -88,7 +89,46 @@ def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list[tuple[st
             rows.append(("revoke", (at, e.by, str(e.originator_id))))
         elif isinstance(e, Run.Started):
             rows.append(("run", _run_row(e, at, dialect)))
-    return [(dialect.sql(_INSERT[kind]), params) for kind, params in rows]
+    return batched(dialect, rows)
+
+
+# Rows per INSERT on SQLite: 500 decision rows bind 5,500 parameters, within SQLite's 32,766.
+BATCH_ROWS = 500
+# On PostgreSQL the rows of one kind go as one array per column through unnest(): a fixed,
+# small statement whatever the batch size (psycopg's placeholder parsing of a statement with
+# thousands of placeholders is slower than the insert itself). Column types, in table order:
+_ARRAY_TYPES = {
+    "decision": ("text", "text", "timestamptz", "text", "text", "text", "boolean", "text", "text", "text", "text"),
+    "change": ("text", "integer", "timestamptz", *["text"] * 8),
+}
+
+
+def batched(dialect: Dialect, rows: list[tuple[str, tuple]]) -> list[tuple[str, tuple]]:
+    """Consecutive rows of one kind become one INSERT: a group commit's decisions are one
+    statement beside their events, parsed and planned once, not one statement per decision.
+    Order is kept (a token issued and revoked in one save stays in that order)."""
+    statements = []
+    for kind, group in itertools.groupby(rows, key=lambda row: row[0]):
+        params = [p for _, p in group]
+        if kind in _ARRAY_TYPES and dialect.schema:
+            statements.append((_unnest(dialect, kind), tuple(list(column) for column in zip(*params, strict=True))))
+        elif kind in _ARRAY_TYPES:
+            for i in range(0, len(params), BATCH_ROWS):
+                chunk = params[i : i + BATCH_ROWS]
+                statements.append((_multi_row(dialect, kind, len(chunk)), tuple(v for p in chunk for v in p)))
+        else:  # workspaces, tokens, revocations: rare, one statement each
+            statements += [(dialect.sql(_INSERT[kind]), p) for p in params]
+    return statements
+
+
+def _multi_row(dialect: Dialect, kind: str, count: int) -> str:
+    head, values = dialect.sql(_INSERT[kind]).split(" VALUES ", 1)
+    return f"{head} VALUES {', '.join([values] * count)}"
+
+
+def _unnest(dialect: Dialect, kind: str) -> str:
+    head = dialect.sql(_INSERT[kind]).split(" VALUES ", 1)[0]
+    return f"{head} SELECT * FROM unnest({', '.join(f'%b::{t}[]' for t in _ARRAY_TYPES[kind])})"
 
 
 def _change_row(e, workspace: str, at) -> tuple:

@@ -32,14 +32,18 @@ DDL = (
     "at {ts} NOT NULL, by_actor TEXT NOT NULL, note TEXT NOT NULL, type TEXT NOT NULL, "
     "language TEXT NOT NULL, list TEXT, name TEXT, name_key TEXT, mode TEXT, "
     "PRIMARY KEY (workspace, version))",
-    "CREATE INDEX IF NOT EXISTS rcp_changes_by_time ON {changes} (workspace, at)",
+    # Instants to versions: "the version at T" and "the first version from T" are one seek each.
+    "CREATE INDEX IF NOT EXISTS rcp_changes_by_instant ON {changes} (workspace, at, version)",
+    "DROP INDEX IF EXISTS {in_schema}rcp_changes_by_time",  # superseded by rcp_changes_by_instant
     "CREATE INDEX IF NOT EXISTS rcp_changes_by_name ON {changes} (workspace, language, name_key, list, version)",
     "CREATE INDEX IF NOT EXISTS rcp_changes_by_type ON {changes} (workspace, language, type, version)",
     "CREATE TABLE IF NOT EXISTS {decisions} (id TEXT PRIMARY KEY, workspace TEXT NOT NULL, "
     "at {ts} NOT NULL, language TEXT, name TEXT, kind TEXT NOT NULL, allowed {bool} NOT NULL, "
     "reason TEXT NOT NULL, source TEXT, sandbox TEXT, record TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS rcp_decisions_by_time ON {decisions} (workspace, at, id)",
-    "CREATE INDEX IF NOT EXISTS rcp_decisions_by_name ON {decisions} (workspace, language, name, at)",
+    # One package's decisions, newest first, keyset-paged on (at, id): one index range per page.
+    "CREATE INDEX IF NOT EXISTS rcp_decisions_by_package ON {decisions} (workspace, language, name, at, id)",
+    "DROP INDEX IF EXISTS {in_schema}rcp_decisions_by_name",  # superseded by rcp_decisions_by_package
     "CREATE TABLE IF NOT EXISTS {tokens} (id TEXT PRIMARY KEY, workspace TEXT NOT NULL, "
     "name TEXT NOT NULL, role TEXT NOT NULL, issued_at {ts} NOT NULL, issued_by TEXT NOT NULL, "
     "revoked_at {ts}, revoked_by TEXT, secret_digest TEXT NOT NULL)",
@@ -105,8 +109,10 @@ def _render(dialect: Dialect, template: str) -> str:
     return text if dialect.schema else text.replace("%s", "?")
 
 
-SQLITE = Dialect("sqlite", None, {"ts": "TEXT", "bool": "INTEGER", "norowid": " WITHOUT ROWID"})
+SQLITE = Dialect("sqlite", None, {"ts": "TEXT", "bool": "INTEGER", "norowid": " WITHOUT ROWID", "in_schema": ""})
 
 
 def postgres_dialect(schema: str) -> Dialect:
-    return Dialect("postgres", schema, {"ts": "TIMESTAMPTZ", "bool": "BOOLEAN", "norowid": ""})
+    return Dialect(
+        "postgres", schema, {"ts": "TIMESTAMPTZ", "bool": "BOOLEAN", "norowid": "", "in_schema": f'"{schema}".'}
+    )

@@ -27,7 +27,8 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
             c.execute(statement, params)
         return notification_ids
 
-    def fetch(self, statement: str, params: tuple | list = ()) -> list[dict]:
+    def fetch(self, statement: str, params: tuple | list = (), prepare: bool = False) -> list[dict]:
+        # sqlite3 keeps its own statement cache: `prepare` has nothing to add here.
         with self.datastore.transaction(commit=False) as c:
             c.execute(statement, params)
             return [dict(row) for row in c.fetchall()]

@@ -42,12 +42,12 @@ def readyz(gov):
 @ops.route(
     "GET",
     "/metrics",
-    "Prometheus metrics: decisions by outcome and reason, request latency",
+    "Prometheus metrics of the whole service (every worker): decisions by outcome and reason, request latency",
     role=None,
     media=("text/plain",),
 )
 def prometheus(gov):
-    return Response(generate_latest(metrics.REGISTRY), headers={"Content-Type": CONTENT_TYPE_LATEST})
+    return Response(generate_latest(metrics.scrape_registry()), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
 @ops.route("GET", "/api/v1/openapi.json", "This document (OpenAPI 3.1)", role=None, media=("application/json",))

@@ -106,7 +106,8 @@ def get_history(gov, ws, caller, query):
 )
 def post_evaluate(gov, ws, caller, body):
     context = body.context.model_dump() if body.context else {}
-    answer = gov.evaluate(ws, body.language, body.specs, body.command, context)
+    # The head version came with the token (one query): in force as of this request's start.
+    answer = gov.evaluate(ws, body.language, body.specs, body.command, context, head=caller["head_version"])
     metrics.count_decisions(answer["decisions"])
     return answer
 

@@ -42,7 +42,16 @@ SECURITY_HEADERS = {
 
 
 class ConsoleSessions(SecureCookieSessionInterface):
-    """Marks the cookie Secure whenever the console is served over HTTPS."""
+    """The console's cookie sessions, marked Secure whenever the console is served over HTTPS.
+
+    Only the console has sessions: the API takes bearer tokens, so its requests get Flask's
+    null session without reading a cookie or building a signer (per-request work saved on the
+    hot path)."""
+
+    def open_session(self, app: Flask, request):
+        if not request.path.startswith(app.config["SESSION_COOKIE_PATH"]):
+            return None  # Flask then uses its null session, and saves nothing
+        return super().open_session(app, request)
 
     def get_cookie_secure(self, app: Flask) -> bool:
         return bool(app.config["SESSION_COOKIE_SECURE"] or request.is_secure)

@@ -135,6 +135,14 @@ def test_a_policy_reads_back_identically_after_a_restart(open_app, app, workspac
     assert open_app().policy(workspace) == before
 
 
+def test_authenticating_brings_the_workspace_head_version_so_a_save_is_seen_at_once(app, workspace):
+    token = app.issue_token(workspace, "ci-sandbox", "sandbox", by="owner")["token"]
+    saved = app.save_policy(workspace, {"python": {"mode": "allowlist", "allow": ["pandas"]}}, by="alice")
+    assert app.authenticate(token)["head_version"] == saved["version"] == 2
+    head = app.authenticate(token)["head_version"]
+    assert app.evaluate(workspace, "python", ["pandas"], head=head)["policy_version"] == 2
+
+
 def test_tokens_are_issued_listed_and_revoked_at_once(app, workspace):
     issued = app.issue_token(workspace, "ci-sandbox", "sandbox", by="owner")
     assert app.authenticate(issued["token"]) == {
@@ -142,6 +150,7 @@ def test_tokens_are_issued_listed_and_revoked_at_once(app, workspace):
         "workspace": workspace,
         "role": "sandbox",
         "name": "ci-sandbox",
+        "head_version": 0,
     }
     assert app.authenticate(issued["token"] + "x") is None
     listed = {t["name"]: t for t in app.list_tokens(workspace)}

@@ -1,0 +1,88 @@
+"""Auditor queries at size, in-process on PostgreSQL with the statistics a fresh deployment has
+(nothing here runs ANALYZE): "was X allowed at T" and "the policy at T" over a long policy
+history, and one package's month of decisions among many."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from datetime import UTC, datetime, timedelta
+
+from bench import history
+from bench.figures import Result, figure
+
+SAMPLES = 200
+
+
+def _sizes(run) -> tuple[int, int]:
+    """(policy events, decisions): the issue's sizes, or smaller ones in --quick (said in the unit)."""
+    return (10_000, 50_000) if run.quick else (100_000, 1_000_000)
+
+
+def _point_in_time(run, events: int) -> Result:
+    governance = run.governance(run.postgres(f"pit{events}"))
+    try:
+        governance.create_workspace("bench", by="bench")
+        first = datetime.now(UTC)
+        run.say(f"  writing {events:,} policy events …")
+        history.policy_history(governance, "bench", events)
+        last = datetime.now(UTC)
+        rng = random.Random(7)
+        samples = []
+        for _ in range(SAMPLES // 4 if run.quick else SAMPLES):
+            at = first + (last - first) * rng.random()
+            name = rng.choice(history.NAMES)
+            samples.append(_timed(governance.package_at, "bench", "python", name, at))
+            samples.append(_timed(governance.policy, "bench", at))
+    finally:
+        governance.close()
+    return _latency(samples, f"ms p50 (package at T and policy at T, {events // 1000}k policy events)")
+
+
+@figure("point_in_time", ceiling="point_in_time_1k")
+def point_in_time(run) -> Result:
+    return _point_in_time(run, _sizes(run)[0])
+
+
+@figure("point_in_time_1k")
+def point_in_time_1k(run) -> Result:
+    return _point_in_time(run, 1_000)
+
+
+@figure("decisions_query")
+def decisions_query(run) -> Result:
+    count = _sizes(run)[1]
+    governance = run.governance(run.postgres("decisions"))
+    try:
+        governance.create_workspace("bench", by="bench")
+        run.say(f"  recording {count:,} decisions through the batched save …")
+        started = time.perf_counter()
+        history.decisions(governance, "bench", count, say=run.say)
+        run.say(f"  … in {time.perf_counter() - started:.0f} s")
+        end = datetime.now(UTC) + timedelta(seconds=1)
+        start = end - timedelta(days=30)
+        rng = random.Random(7)
+        samples = [
+            _timed(
+                lambda: governance.decisions(
+                    "bench", {"language": "python", "name": rng.choice(history.NAMES)}, start, end, limit=100
+                )
+            )
+            for _ in range(SAMPLES // 4 if run.quick else SAMPLES)
+        ]
+    finally:
+        governance.close()
+    return _latency(samples, f"ms p50 (first page of one package's month among {count // 1000}k decisions)")
+
+
+def _timed(call, *args, **kwargs) -> float:
+    started = time.perf_counter()
+    call(*args, **kwargs)
+    return (time.perf_counter() - started) * 1e3
+
+
+def _latency(samples: list[float], unit: str) -> Result:
+    p50 = statistics.median(samples)
+    p99 = statistics.quantiles(samples, n=100)[98]
+    return Result(round(p50, 3), unit, round(p50, 3), round(p99, 3))

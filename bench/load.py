@@ -1,0 +1,94 @@
+"""Load generation with wrk (Debian's package): a C client, so the 2 cores go to the server.
+
+Every run is bounded in time (wrk's own duration, and a hard timeout around it), targets only
+127.0.0.1, and fails loudly when an answer was not 2xx: a figure must never count refusals.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+CONNECTIONS = 16
+THREADS = 2
+INSTALL_HINT = "wrk is required: apt-get install wrk (Debian's package)"
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+@dataclass(frozen=True)
+class Request:
+    """What wrk sends: a GET, or a POST of a JSON body with a bearer token."""
+
+    path: str
+    body: str | None = None
+    token: str | None = None
+
+    def script(self) -> str:
+        lines = []
+        if self.body is not None:
+            lines += [
+                'wrk.method = "POST"',
+                'wrk.headers["Content-Type"] = "application/json"',
+                f"wrk.body = [==[{self.body}]==]",
+            ]
+        if self.token is not None:
+            lines.append(f'wrk.headers["Authorization"] = "Bearer {self.token}"')
+        return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Load:
+    rate: float  # requests per second
+    answered: int  # 2xx answers
+    p50_ms: float
+    p99_ms: float
+
+
+def require_wrk() -> None:
+    if shutil.which("wrk") is None:
+        raise SystemExit(INSTALL_HINT)
+
+
+def drive(base_url: str, request: Request, seconds: float, connections: int = CONNECTIONS) -> Load:
+    """Run wrk for `seconds` against base_url + request.path; refuse any non-2xx answer."""
+    if not base_url.startswith("http://127.0.0.1:"):
+        raise ValueError("benchmarks only ever target 127.0.0.1")
+    with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
+        script.write(request.script())
+        script.flush()
+        command = [
+            "wrk",
+            f"-t{THREADS}",
+            f"-c{connections}",
+            f"-d{max(1, round(seconds))}s",
+            "--timeout",
+            "10s",
+            "--latency",
+            "-s",
+            script.name,
+            base_url + request.path,
+        ]
+        out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=seconds + 30).stdout
+    return parse_wrk(out)
+
+
+def parse_wrk(out: str) -> Load:
+    done = int(re.search(r"(\d+) requests in", out).group(1))
+    refused = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    timeouts = re.search(r"Socket errors:.*timeout (\d+)", out)
+    if refused or (timeouts and int(timeouts.group(1))):
+        raise RuntimeError(f"the server refused or dropped requests under load:\n{out}")
+    return Load(
+        rate=float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+        answered=done,
+        p50_ms=_percentile(out, "50"),
+        p99_ms=_percentile(out, "99"),
+    )
+
+
+def _percentile(out: str, which: str) -> float:
+    value, unit = re.search(rf"^\s+{which}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M).groups()
+    return float(value) * _UNITS[unit]

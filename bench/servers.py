@@ -1,0 +1,89 @@
+"""The servers a run drives: the real service (the production `serve` command) on PostgreSQL
+and on SQLite, and the ceiling app under the same server configuration.
+
+Each is a process started here on a free 127.0.0.1 port, awaited on /healthz, and stopped with
+SIGTERM (a graceful stop) at the end of the run, whatever happens.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+START_SECONDS = 60
+
+
+@dataclass
+class Server:
+    name: str
+    command: list[str]
+    env: dict[str, str]
+    process: subprocess.Popen | None = None
+    url: str = ""
+    log: list[str] = field(default_factory=list)
+
+    def start(self) -> Server:
+        self.process = subprocess.Popen(
+            [sys.executable, *self.command, "--host", "127.0.0.1", "--port", "0"],
+            cwd=ROOT,
+            env=os.environ | self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + START_SECONDS
+        for line in self.process.stdout:  # the URL it really listens on (it chose a free port)
+            self.log.append(line.rstrip())
+            if line.startswith("runcode-policy listening on "):
+                self.url = line.split()[3]
+                break
+            if time.monotonic() > deadline:
+                break
+        if not self.url:
+            self.stop()
+            raise RuntimeError(f"{self.name} did not start: {self.log}")
+        _await_health(self.url, deadline)
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
+
+
+def service(name: str, database_url: str, data_dir: str) -> Server:
+    """`runcode-policy serve` exactly as production runs it (its defaults for workers/threads)."""
+    return Server(
+        name,
+        ["-m", "interface.cli", "serve"],
+        {"RUNCODE_POLICY_DATABASE_URL": database_url, "RUNCODE_POLICY_DATA_DIR": data_dir},
+    )
+
+
+def ceiling(database_url: str) -> Server:
+    """The ceiling app (bench.ceiling), served by the same server runner with the same defaults."""
+    return Server("ceiling", ["-m", "bench.ceiling"], {"BENCH_CEILING_DATABASE_URL": database_url})
+
+
+def _await_health(url: str, deadline: float) -> None:
+    while True:
+        try:
+            with urllib.request.urlopen(url + "/healthz", timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{url} never became healthy") from None
+        time.sleep(0.1)

@@ -1,0 +1,161 @@
+"""`runcode-policy serve` with several worker processes over one PostgreSQL, for real: each
+worker has its own group-commit writer and policy cache, yet a Save or a revocation through one
+is in force for the very next request through every other, no decision is lost or doubled, and
+one scrape of /metrics sees every worker's decisions."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.support.sockets import children, server_side_owner
+
+pytestmark = pytest.mark.postgres
+ROOT = Path(__file__).resolve().parents[2]
+WORKERS = 3
+W = "/api/v1/workspaces/default"
+
+
+class Client:
+    """One keep-alive connection, so every request on it reaches the same worker."""
+
+    def __init__(self, port: int):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+
+    def call(self, method: str, path: str, token: str | None = None, body=None) -> tuple[int, dict | str]:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        self.conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+        reply = self.conn.getresponse()
+        text = reply.read().decode()
+        is_json = reply.getheader("Content-Type", "").endswith("json")
+        return reply.status, json.loads(text) if is_json and text else text
+
+
+class Service:
+    """The running `serve` process; every client opened through it is closed at teardown."""
+
+    def __init__(self, process, port: int, owner: str, database_url: str):
+        self.process, self.port, self.owner, self.database_url = process, port, owner, database_url
+        self.opened: list[Client] = []
+
+    def client(self) -> Client:
+        self.opened.append(Client(self.port))
+        return self.opened[-1]
+
+    def one_client_per_worker(self) -> list[Client]:
+        """Open connections until each of the WORKERS processes holds one (bounded)."""
+        found: dict[int, Client] = {}
+        deadline = time.monotonic() + 60
+        while len(found) < WORKERS and time.monotonic() < deadline:
+            client = self.client()
+            try:
+                client.call("GET", "/healthz")
+            except ConnectionError:
+                time.sleep(0.2)  # workers still starting
+                continue
+            owner = server_side_owner(self.port, client.conn.sock.getsockname()[1], children(self.process.pid))
+            if owner is not None and owner not in found:
+                found[owner] = client
+        assert len(found) == WORKERS, f"reached only workers {sorted(found)}"
+        return list(found.values())
+
+    def issue(self, client: Client, name: str, role: str) -> str:
+        status, body = client.call("POST", W + "/tokens", self.owner, {"name": name, "role": role})
+        assert status == 201, body
+        return body["token"]
+
+    def stored_decision_ids(self) -> list[str]:
+        url, schema = self.database_url.split("?schema=")
+        with psycopg.connect(url) as conn:
+            return [r[0] for r in conn.execute(f'SELECT id FROM "{schema}".rcp_decisions')]
+
+
+@pytest.fixture
+def service(postgres_schema_url):
+    """The production command with 3 workers on an empty schema (tables made before they start)."""
+    env = {**os.environ, "RUNCODE_POLICY_DATABASE_URL": postgres_schema_url}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    command = ["-m", "interface.cli", "serve", "--port", "0", "--workers", str(WORKERS), "--threads", "4"]
+    process = subprocess.Popen(
+        [sys.executable, *command], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    said: list[str] = []
+    running = None
+    try:
+        while not said or not said[-1].startswith("runcode-policy listening on "):
+            line = process.stdout.readline()
+            assert line, f"serve exited: {said}"
+            said.append(line.strip())
+        owner = next(s for s in said if s.startswith("owner token")).rsplit(" ", 1)[1]
+        running = Service(process, int(said[-1].split()[3].rsplit(":", 1)[1]), owner, postgres_schema_url)
+        yield running
+    finally:
+        for client in running.opened if running else ():
+            client.conn.close()
+        process.terminate()
+        process.wait(timeout=60)
+        process.stdout.close()
+
+
+def test_a_save_is_in_force_for_the_next_evaluate_through_every_other_worker(service):
+    clients = service.one_client_per_worker()
+    admin = service.issue(clients[0], "admin", "admin")
+    sandbox = service.issue(clients[0], "sandbox", "sandbox")
+    for i, saver in enumerate(clients):
+        mode = "allowlist" if i % 2 == 0 else "denylist"  # pandas: denied in allowlist mode, else allowed
+        status, saved = saver.call("PUT", W + "/policy", admin, {"python": {"mode": mode, "allow": []}})
+        assert status == 200, saved
+        for other in clients:
+            status, answer = other.call("POST", W + "/evaluate", sandbox, {"language": "python", "specs": ["pandas"]})
+            assert status == 200, answer
+            assert (answer["policy_version"], answer["allowed"]) == (saved["version"], mode == "denylist")
+
+
+def test_a_token_revoked_through_one_worker_is_refused_by_every_worker_at_once(service):
+    clients = service.one_client_per_worker()
+    doomed = clients[0].call("POST", W + "/tokens", service.owner, {"name": "doomed", "role": "auditor"})[1]
+    for client in clients:  # every worker has seen it valid (and may have cached whatever it caches)
+        assert client.call("GET", W + "/policy", doomed["token"])[0] == 200
+    assert clients[-1].call("DELETE", W + f"/tokens/{doomed['id']}", service.owner)[0] == 204
+    assert [c.call("GET", W + "/policy", doomed["token"])[0] for c in clients] == [401] * WORKERS
+
+
+def test_no_decision_is_lost_or_doubled_across_workers_and_one_scrape_counts_them_all(service):
+    clients = service.one_client_per_worker()
+    sandbox = service.issue(clients[0], "sandbox", "sandbox")
+    answered: list[str] = []
+    lock = threading.Lock()
+
+    def hammer(client: Client) -> None:
+        for _ in range(40):
+            body = {"language": "python", "specs": ["pandas", "numpy==1.0"]}
+            status, answer = client.call("POST", W + "/evaluate", sandbox, body)
+            assert status == 200, answer
+            with lock:
+                answered.extend(d["id"] for d in answer["decisions"])
+
+    connections = clients + [service.client() for _ in range(3)]  # several requests at once per worker
+    threads = [threading.Thread(target=hammer, args=(c,)) for c in connections]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert len(answered) == 2 * 40 * len(threads) == len(set(answered))
+    assert sorted(service.stored_decision_ids()) == sorted(answered)  # none lost, doubled or unanswered
+    for client in clients:  # whichever worker answers the scrape, it counts every worker's decisions
+        text = client.call("GET", "/metrics")[1]
+        totals = [
+            float(x.rsplit(" ", 1)[1]) for x in text.splitlines() if x.startswith("runcode_policy_decisions_total{")
+        ]
+        assert sum(totals) == len(answered)
