@@ -196,6 +196,7 @@ class Policy(Aggregate):
         request_id: str | None,
         by: str,
         note: str,
+        by_token: str | None = None,
     ) -> None:
         # `version`: the policy version this grant makes (the aggregate's is bumped after).
         self.grants()[exception_id] = {
@@ -211,7 +212,9 @@ class Policy(Aggregate):
         self._touch(by)
 
     @event("ExceptionRevoked", topic="runcode_policy:Policy.ExceptionRevoked")
-    def _revoke_exception(self, language: str, name: str, exception_id: str, by: str, note: str) -> None:
+    def _revoke_exception(
+        self, language: str, name: str, exception_id: str, by: str, note: str, by_token: str | None = None
+    ) -> None:
         self.grants().pop(exception_id, None)
         self._touch(by)
 

@@ -23,6 +23,9 @@ RECORDING_RIGHT = "sandbox"
 # start): no token may take one, so the history can never confuse a token with them.
 RESERVED_NAME_PREFIXES = ("cli:", "runcode-policy")
 READ_ONLY_ROLES = ("auditor",)
+# Reads a sandbox may make of what it filed or started (its requests, its runs' decisions), which
+# every other role of the workspace may read too (a sandbox token sees only its own).
+ANY_ROLE = "any"
 WORKSPACE_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 SECRET_PREFIX = "rcp_"
 _NAMESPACE = uuid5(NAMESPACE_URL, "https://runcode-policy/tokens")
@@ -52,6 +55,8 @@ def is_reserved_name(name: str) -> bool:
 def role_allows(role: str, needed: str) -> bool:
     """Roles are ordered, except that a sandbox token may only evaluate (the rank does that) and
     a read-only role never holds the recording right."""
+    if needed == ANY_ROLE:
+        return True
     if needed == RECORDING_RIGHT and role in READ_ONLY_ROLES:
         return False
     return ROLE_RANK[role] >= ROLE_RANK[needed]

@@ -27,8 +27,8 @@ _STATUS_WHERE = {
 
 
 class AccessReads(ReadModel):
-    def _rows(self, template: str, params: list | tuple = ()) -> list[dict]:
-        rows = super()._rows(template, params)
+    def _rows(self, template: str, params: list | tuple = (), prepare: bool = False) -> list[dict]:
+        rows = super()._rows(template, params, prepare)
         for row in rows:
             for column in _TIMES:
                 if row.get(column) is not None:

@@ -59,8 +59,8 @@ def count_statements(dialect, events) -> list[tuple[str, tuple]]:
 class CountReads(ReadModel):
     """Queries over the count tables (plain rows, no timestamps to convert)."""
 
-    def _rows(self, template: str, params: list | tuple = ()) -> list[dict]:
-        return self.recorder.fetch(self.dialect.sql(template), params)
+    def _rows(self, template: str, params: list | tuple = (), prepare: bool = False) -> list[dict]:
+        return self.recorder.fetch(self.dialect.sql(template), params, prepare)
 
     def decision_counts(
         self, workspace: str, start_day: str, end_day: str, language: str | None, allowed: bool | None

@@ -52,7 +52,7 @@ def audit() -> None:
 
 
 def _governance(create_key: bool):
-    from interface.cli import governance  # the CLI's one store per invocation
+    from interface.cli.common import governance  # the CLI's one store per invocation
 
     gov, settings = governance(), Settings.from_env()
     if not gov.chain.has_key:

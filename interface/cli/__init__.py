@@ -10,77 +10,22 @@ stderr. Refusals exit 1 with their detail.
 from __future__ import annotations
 
 import errno
-import getpass
 import os
 
 import click
-from eventsourcing.persistence import InterfaceError, OperationalError
 
-from application import Governance, optional_bound, optional_instant
-from application.store import DEFAULT_DATA_DIR, sqlite_path
-from domain.errors import GovernanceError
+from application import optional_bound, optional_instant
+from application.store import DEFAULT_DATA_DIR
 from domain.policy import LANGUAGES, LISTS, MODES
 from domain.token import ROLES
 from interface import exports
 from interface.audit.command import audit as audit_command
+from interface.cli.access import exceptions_group, requests_group
+from interface.cli.common import GovernanceGroup, actor, governance, note_option, workspace_option
 from interface.egress_proxy.command import egress_proxy_command
 from interface.exports import Tally, output_file, progress, show_json, table
 from interface.serve import server_options
-from interface.settings import Settings, open_governance
-
-
-class GovernanceGroup(click.Group):
-    """The one place where refusals become `ClickException`s, for every command below it."""
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except GovernanceError as error:
-            raise click.ClickException(describe(error)) from None
-        except (OperationalError, InterfaceError) as error:
-            raise click.ClickException(f"the store is not reachable: {error}") from None
-
-
-def describe(error: GovernanceError) -> str:
-    return "\n".join([error.detail, *(f"  {e.field}: {e.message}" for e in error.errors)])
-
-
-def governance(create: bool = False) -> Governance:
-    """The store for this invocation: opened on first use, closed when the command ends."""
-    root = click.get_current_context().find_root()
-    state = root.ensure_object(dict)
-    if "governance" not in state:
-        settings = Settings.from_env()
-        if not create:
-            require_store(settings)
-        state["governance"] = open_governance(settings)
-        root.call_on_close(state["governance"].close)
-    return state["governance"]
-
-
-def require_store(settings: Settings) -> None:
-    """Opening a SQLite file that is not there would create an empty store (and answer "no
-    workspace"): refuse instead, naming the file looked for and how to point elsewhere."""
-    path = sqlite_path(settings.database_url)
-    if path is not None and not path.exists():
-        raise click.ClickException(
-            f"no store at {path.resolve()}: start the service here once (make run), or point at the store "
-            "with --data-dir DIR, RUNCODE_POLICY_DATA_DIR or RUNCODE_POLICY_DATABASE_URL"
-        )
-
-
-def actor() -> str:
-    try:
-        user = getpass.getuser()
-    except (OSError, KeyError):  # a container user with no name in /etc/passwd
-        user = "unknown"
-    return f"cli:{user}"
-
-
-workspace_option = click.option(
-    "--workspace", "-w", default="default", show_default=True, metavar="SLUG", help="The workspace to act on."
-)
-note_option = click.option("--note", default="", help="Why: recorded with the change.")
+from interface.settings import Settings
 
 
 @click.group(cls=GovernanceGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -269,15 +214,5 @@ def decisions_export(workspace: str, start: str | None, end: str | None, fmt: st
 
 main.add_command(egress_proxy_command)
 main.add_command(audit_command)
-if __name__ != "__main__":
-    # Requests and exceptions live in their own module, which imports this one's helpers (under
-    # `python -m`, the importable copy of this module registers them, and runs below).
-    from interface.access_cli import exceptions_group, requests_group
-
-    main.add_command(requests_group)
-    main.add_command(exceptions_group)
-
-if __name__ == "__main__":
-    from interface.cli import main as registered
-
-    registered(prog_name="runcode-policy")
+main.add_command(requests_group)
+main.add_command(exceptions_group)

@@ -10,7 +10,8 @@ import click
 from application.formats import optional_instant
 from domain.access import STATUS_FILTERS
 from domain.policy import LANGUAGES
-from interface.cli import actor, governance, note_option, show_json, table, workspace_option
+from interface.cli.common import actor, governance, note_option, workspace_option
+from interface.exports import show_json, table
 
 json_option = click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
 expiry_options = (
