@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -56,6 +57,34 @@ def run(argv: list[str], env: dict, cwd: Path | None = None) -> Outcome:
         timeout=TIMEOUT,
     )
     return Outcome(done.returncode, done.stdout)
+
+
+def run_in_terminal(argv: list[str], env: dict, seconds: float = 60) -> Outcome:
+    """Run with a terminal as stdin/stdout, as an agent's shell would: a client that prompts
+    (pip asks "User for host:" on a 401) is caught waiting and killed, and code 124 says so."""
+    import pty
+    import select
+
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(argv, env=env, stdin=terminal, stdout=terminal, stderr=terminal, close_fds=True)
+    os.close(terminal)
+    output, deadline = b"", time.monotonic() + seconds
+    try:
+        while process.poll() is None and time.monotonic() < deadline:
+            if select.select([controller], [], [], 0.2)[0]:
+                try:
+                    output += os.read(controller, 65536)
+                except OSError:  # the terminal closed: the process is ending
+                    break
+        try:  # the terminal closed: wait for the exit status (briefly, if the process hung up early)
+            code = process.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            code = 124
+        return Outcome(code, output.decode(errors="replace"))
+    finally:
+        os.close(controller)
 
 
 def with_token(index_url: str, token: str) -> str:

@@ -21,6 +21,7 @@ from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
+OTHER_HOST = "127.0.0.2"  # another loopback address: a second file host for projects in `other_host`
 HTML_TYPE = "application/vnd.pypi.simple.v1+html"
 
 
@@ -134,17 +135,21 @@ class PyPIUpstream:
     def __init__(self, dists=DEFAULT_DISTS, statuses: dict | None = None, other_host: set[str] = frozenset()):
         self.projects: dict[str, Project] = {}
         for dist in dists:
-            self.add(dist, host="localhost" if normalize(dist.project) in other_host else None)
+            self.add(dist, host=OTHER_HOST if normalize(dist.project) in other_host else None)
         for name, (status, reason) in (statuses or {}).items():
             self.projects[name].status, self.projects[name].status_reason = status, reason
         self.requests: list[tuple[str, str, dict]] = []
         self.outage = False
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
         self.port = self._server.server_port
         self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._servers = [self._server]
+        if other_host:
+            self._servers.append(ThreadingHTTPServer((OTHER_HOST, 0), self._handler()))
+        self.other_port = self._servers[-1].server_port
+        for server in self._servers:
+            server.daemon_threads = True
+            threading.Thread(target=server.serve_forever, daemon=True).start()
 
     def add(self, dist: Dist, host: str | None = None) -> None:
         project = self.projects.setdefault(normalize(dist.project), Project(dist.project))
@@ -156,16 +161,16 @@ class PyPIUpstream:
             project.files.append(File(filename, project.name, data, dist, None, host))
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
+        for server in self._servers:
+            server.shutdown()
+            server.server_close()
 
     def file(self, filename: str) -> File:
         return next(f for p in self.projects.values() for f in p.files if f.filename == filename)
 
     def file_url(self, f: File) -> str:
-        host = f.host or "127.0.0.1"
-        return f"http://{host}:{self.port}/files/{f.sha256[:2]}/{f.sha256}/{f.filename}"
+        netloc = f"{f.host}:{self.other_port}" if f.host else f"127.0.0.1:{self.port}"
+        return f"http://{netloc}/files/{f.sha256[:2]}/{f.sha256}/{f.filename}"
 
     def hits(self, path_part: str) -> int:
         return sum(1 for _, path, _ in self.requests if path_part in path)
