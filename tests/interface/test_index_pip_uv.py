@@ -14,16 +14,14 @@ import sys
 import pytest
 
 from tests.support import clients
-from tests.support.index_fixtures import (  # noqa: F401 - fixtures
-    live_env,
-    npm_upstream,
-    pypi_upstream,
-    run_decisions,
-    set_policy,
-    start_run,
-)
+from tests.support.index_fixtures import index_env, run_decisions, set_policy, start_run
 
 INSTALLERS = {"pip": clients.pip_install, "uv": clients.uv_install}
+
+
+@pytest.fixture
+def live_env(pypi_upstream, npm_upstream) -> dict:
+    return index_env(pypi_upstream, npm_upstream)
 
 
 @pytest.fixture

@@ -9,17 +9,16 @@ import pytest
 from pypi_simple import PyPISimple
 
 from application.egress import EgressConfig
-from tests.support.index_fixtures import (  # noqa: F401 - fixtures
-    live_env,
-    npm_upstream,
-    pypi_upstream,
-    set_policy,
-    start_run,
-)
+from tests.support.index_fixtures import index_env, set_policy, start_run
 from tests.support.pypi_upstream import HTML_TYPE, JSON_TYPE, Dist, PyPIUpstream
 
 JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
 PIP_ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01"
+
+
+@pytest.fixture
+def live_env(pypi_upstream, npm_upstream) -> dict:
+    return index_env(pypi_upstream, npm_upstream)
 
 
 @pytest.fixture
@@ -79,7 +78,7 @@ def test_every_field_but_urls_agrees_with_upstream(live, app, pypi_upstream, acc
             assert all(p.url.startswith(f"{live.url}/pypi/acme/files/{name}/") for p in proxied_page.packages)
 
 
-def _without_urls(page: ProjectPage) -> dict:
+def _without_urls(page) -> dict:
     packages = [{**vars(p), "url": None} for p in page.packages]
     return {**vars(page), "packages": packages}
 

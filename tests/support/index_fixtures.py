@@ -1,8 +1,9 @@
-"""Fixtures for the package-index tests: fixture upstreams, the live service pointed at them, runs.
+"""Fixtures for the package-index tests: the fixture upstreams (a pytest plugin of the root
+conftest), and helpers. A test module points `live` at the upstreams by overriding `live_env`:
 
-A test module imports the fixtures it uses (`from tests.support.index_fixtures import ...`), and
-`live_env` here overrides the root conftest's, so `live` is the real service with its PyPI and
-npm upstreams set to the fixture servers.
+    @pytest.fixture
+    def live_env(pypi_upstream, npm_upstream):
+        return index_env(pypi_upstream, npm_upstream)
 """
 
 from __future__ import annotations
@@ -27,8 +28,7 @@ def npm_upstream():
     upstream.close()
 
 
-@pytest.fixture
-def live_env(pypi_upstream, npm_upstream) -> dict:
+def index_env(pypi_upstream, npm_upstream) -> dict:
     return {
         "RUNCODE_POLICY_PYPI_UPSTREAM": pypi_upstream.url + "/simple/",
         "RUNCODE_POLICY_NPM_UPSTREAM": npm_upstream.url + "/",

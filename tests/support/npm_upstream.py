@@ -77,35 +77,41 @@ DEFAULT_RELEASES = (
 )
 
 
+OTHER_HOST = "127.0.0.2"  # another loopback address: a second tarball host for `tarball_host` releases
+
+
 class NpmUpstream:
     def __init__(self, releases=DEFAULT_RELEASES):
         self.releases: dict[str, dict[str, Release]] = {}
         self.tarballs: dict[str, bytes] = {}
         self.requests: list[tuple[str, str, dict]] = []
         self.outage = False
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self.port = self._server.server_port
+        self._servers = [ThreadingHTTPServer(("127.0.0.1", 0), self._handler())]
+        if any(r.tarball_host for r in releases):
+            self._servers.append(ThreadingHTTPServer((OTHER_HOST, 0), self._handler()))
+        self.port, self.other_port = self._servers[0].server_port, self._servers[-1].server_port
         self.url = f"http://127.0.0.1:{self.port}"
         for release in releases:
             self.add(release)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        for server in self._servers:
+            server.daemon_threads = True
+            threading.Thread(target=server.serve_forever, daemon=True).start()
 
     def add(self, release: Release) -> None:
         self.releases.setdefault(release.name, {})[release.version] = release
         self.tarballs[self.tarball_path(release)] = build_tarball(release)
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
+        for server in self._servers:
+            server.shutdown()
+            server.server_close()
 
     def tarball_path(self, release: Release) -> str:
         return f"/{release.name}/-/{release.basename}-{release.version}.tgz"
 
     def tarball_url(self, release: Release) -> str:
-        return f"http://{release.tarball_host or '127.0.0.1'}:{self.port}{self.tarball_path(release)}"
+        netloc = f"{release.tarball_host}:{self.other_port}" if release.tarball_host else f"127.0.0.1:{self.port}"
+        return f"http://{netloc}{self.tarball_path(release)}"
 
     def hits(self, path_part: str) -> int:
         return sum(1 for _, path, _ in self.requests if path_part in path)
