@@ -5,12 +5,13 @@ caches and config files under a temporary directory, no standard input (a prompt
 at once instead of hanging), and a timeout. npm and pnpm also get a dead proxy for every host
 but loopback, so a URL that escaped the index fails instead of reaching the internet.
 
-pnpm is not on the machine: `.ci/run` installs a pinned version under `.tools/` (see
-`PNPM_VERSION`). Tests that need it skip loudly locally and fail under CI=true without it.
+pnpm is not on the machine: `.ci/run` installs the version pinned in `node-tools/package.json`
+beside this file. Tests that need it skip loudly locally and fail under CI=true without it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -22,9 +23,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-PNPM_VERSION = "12.4.2"
+NODE_TOOLS = Path(__file__).resolve().parent / "node-tools"
+PNPM_VERSION = json.loads((NODE_TOOLS / "package.json").read_text())["dependencies"]["pnpm"]
 TIMEOUT = 180
-ROOT = Path(__file__).resolve().parents[2]
 _DROPPED = ("PIP_", "UV_", "NPM_CONFIG_", "PNPM_", "PYTHON", "VIRTUAL_ENV")
 
 
@@ -141,8 +142,6 @@ def npmrc(tmp: Path, registry: str, token: str) -> Path:
 
 
 def npm_project(tmp: Path, dependencies: dict | None = None) -> Path:
-    import json
-
     project = tmp / "project"
     project.mkdir(exist_ok=True)
     (project / "package.json").write_text(
@@ -160,14 +159,14 @@ def npm(tmp: Path, registry: str, token: str, *args: str, project: Path | None =
 
 
 def pnpm_program() -> str | None:
-    local = ROOT / ".tools" / "node_modules" / ".bin" / "pnpm"
+    local = NODE_TOOLS / "node_modules" / ".bin" / "pnpm"
     return str(local) if local.exists() else shutil.which("pnpm")
 
 
 def require_pnpm() -> str:
     found = pnpm_program()
     if found is None:
-        message = f"pnpm {PNPM_VERSION} is not installed (.ci/run puts it under .tools/)"
+        message = f"pnpm {PNPM_VERSION} is not installed (.ci/run: npm install --prefix {NODE_TOOLS})"
         if os.environ.get("CI"):
             pytest.fail(f"{message}: CI must run the pnpm tests", pytrace=False)
         pytest.skip(f"SKIPPING PNPM TESTS: {message}")
