@@ -3,8 +3,8 @@
 Wheels and sdists are built here (zipfile, tarfile) with real core metadata, so real pip and uv
 can resolve and install them. The index speaks PEP 503 HTML and PEP 691 JSON by `Accept`, with
 PEP 658/714 `.metadata` files, PEP 592 yanked files, `requires-python`, PEP 700 `versions`,
-`size` and `upload-time`. HTML pages use relative file URLs (clients must resolve them); JSON
-pages use absolute ones. Every request is logged, and `outage` makes it answer 503.
+`size` and `upload-time`. Pages link files by relative URLs (clients must resolve them), except
+files on another host. Every request is logged, and `outage` makes it answer 503.
 """
 
 from __future__ import annotations
@@ -172,6 +172,10 @@ class PyPIUpstream:
         netloc = f"{f.host}:{self.other_port}" if f.host else f"127.0.0.1:{self.port}"
         return f"http://{netloc}/files/{f.sha256[:2]}/{f.sha256}/{f.filename}"
 
+    def page_relative_url(self, f: File) -> str:
+        """As a project page links it: relative (clients resolve it), unless it is on another host."""
+        return f"../../files/{f.sha256[:2]}/{f.sha256}/{f.filename}" if f.host is None else self.file_url(f)
+
     def hits(self, path_part: str) -> int:
         return sum(1 for _, path, _ in self.requests if path_part in path)
 
@@ -194,7 +198,7 @@ class PyPIUpstream:
     def _file_json(self, f: File) -> dict:
         entry = {
             "filename": f.filename,
-            "url": self.file_url(f),
+            "url": self.page_relative_url(f),
             "hashes": {"sha256": f.sha256},
             "requires-python": f.dist.requires_python,
             "size": len(f.data),
@@ -218,8 +222,7 @@ class PyPIUpstream:
         )
 
     def _file_html(self, f: File) -> str:
-        href = f"../../files/{f.sha256[:2]}/{f.sha256}/{f.filename}" if f.host is None else self.file_url(f)
-        attrs = [f'href="{escape(href)}#sha256={f.sha256}"']
+        attrs = [f'href="{escape(self.page_relative_url(f))}#sha256={f.sha256}"']
         if f.dist.requires_python:
             attrs.append(f'data-requires-python="{escape(f.dist.requires_python)}"')
         if f.dist.yanked:
