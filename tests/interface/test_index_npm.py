@@ -10,20 +10,12 @@ import json
 import pytest
 
 from tests.support import clients
-from tests.support.index_fixtures import index_env, run_decisions, set_policy, start_run
-from tests.support.npm_upstream import ABBREVIATED, OTHER_HOST, NpmUpstream, Release
+from tests.support.fixture_server import OTHER_HOST
+from tests.support.index_fixtures import run_decisions, set_policy, start_run
+from tests.support.index_live import index_live_env, sqlite_store  # noqa: F401 - fixtures live_env, database_url
+from tests.support.npm_upstream import ABBREVIATED, NpmUpstream, Release
 
 CLIENTS = {"npm": (clients.npm, "install"), "pnpm": (clients.pnpm, "add")}
-
-
-@pytest.fixture
-def live_env(pypi_upstream, npm_upstream) -> dict:
-    return index_env(pypi_upstream, npm_upstream)
-
-
-@pytest.fixture
-def database_url(tmp_path) -> str:
-    return f"sqlite:///{tmp_path}/store.sqlite"
 
 
 def install(live, tmp_path, client: str, *packages: str):

@@ -14,19 +14,10 @@ import sys
 import pytest
 
 from tests.support import clients
-from tests.support.index_fixtures import index_env, run_decisions, set_policy, start_run
+from tests.support.index_fixtures import run_decisions, set_policy, start_run
+from tests.support.index_live import index_live_env, sqlite_store  # noqa: F401 - fixtures live_env, database_url
 
 INSTALLERS = {"pip": clients.pip_install, "uv": clients.uv_install}
-
-
-@pytest.fixture
-def live_env(pypi_upstream, npm_upstream) -> dict:
-    return index_env(pypi_upstream, npm_upstream)
-
-
-@pytest.fixture
-def database_url(tmp_path) -> str:
-    return f"sqlite:///{tmp_path}/store.sqlite"
 
 
 def install(live, tmp_path, installer: str, *args: str):

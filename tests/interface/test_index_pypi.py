@@ -9,21 +9,12 @@ import pytest
 from pypi_simple import PyPISimple
 
 from application.egress import EgressConfig
-from tests.support.index_fixtures import index_env, set_policy, start_run
+from tests.support.index_fixtures import set_policy, start_run
+from tests.support.index_live import index_live_env, sqlite_store  # noqa: F401 - fixtures live_env, database_url
 from tests.support.pypi_upstream import HTML_TYPE, JSON_TYPE, Dist, PyPIUpstream
 
 JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
 PIP_ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01"
-
-
-@pytest.fixture
-def live_env(pypi_upstream, npm_upstream) -> dict:
-    return index_env(pypi_upstream, npm_upstream)
-
-
-@pytest.fixture
-def database_url(tmp_path) -> str:
-    return f"sqlite:///{tmp_path}/store.sqlite"
 
 
 def basic(token: str) -> dict:

@@ -7,17 +7,11 @@ import base64
 import csv
 import io
 
-import pytest
-
-from tests.support.index_fixtures import index_env, run_decisions, set_policy, start_run
+from tests.support.index_fixtures import run_decisions, set_policy, start_run
+from tests.support.index_live import index_live_env  # noqa: F401 - the live_env fixture
 
 JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
 RUNS = "/api/v1/workspaces/acme/runs"
-
-
-@pytest.fixture
-def live_env(pypi_upstream, npm_upstream) -> dict:
-    return index_env(pypi_upstream, npm_upstream)
 
 
 def fetch(live, path: str, token: str, method: str = "GET"):

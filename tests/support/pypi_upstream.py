@@ -14,14 +14,13 @@ import io
 import json
 import re
 import tarfile
-import threading
 import zipfile
 from dataclasses import dataclass, field
 from html import escape
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.support.fixture_server import OTHER_HOST, FixtureServer
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
-OTHER_HOST = "127.0.0.2"  # another loopback address: a second file host for projects in `other_host`
 HTML_TYPE = "application/vnd.pypi.simple.v1+html"
 
 
@@ -129,27 +128,17 @@ DEFAULT_DISTS = (
 )
 
 
-class PyPIUpstream:
+class PyPIUpstream(FixtureServer):
     """Serve `dists` as a simple index at `<url>/simple/`; files at `<url>/files/...`."""
 
     def __init__(self, dists=DEFAULT_DISTS, statuses: dict | None = None, other_host: set[str] = frozenset()):
+        super().__init__(other_host=bool(other_host))
         self.projects: dict[str, Project] = {}
         for dist in dists:
             self.add(dist, host=OTHER_HOST if normalize(dist.project) in other_host else None)
         for name, (status, reason) in (statuses or {}).items():
             self.projects[name].status, self.projects[name].status_reason = status, reason
-        self.requests: list[tuple[str, str, dict]] = []
-        self.outage = False
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.port = self._server.server_port
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._servers = [self._server]
-        if other_host:
-            self._servers.append(ThreadingHTTPServer((OTHER_HOST, 0), self._handler()))
-        self.other_port = self._servers[-1].server_port
-        for server in self._servers:
-            server.daemon_threads = True
-            threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.start()
 
     def add(self, dist: Dist, host: str | None = None) -> None:
         project = self.projects.setdefault(normalize(dist.project), Project(dist.project))
@@ -159,11 +148,6 @@ class PyPIUpstream:
         if "sdist" in dist.files:
             filename, data = build_sdist(dist)
             project.files.append(File(filename, project.name, data, dist, None, host))
-
-    def close(self) -> None:
-        for server in self._servers:
-            server.shutdown()
-            server.server_close()
 
     def file(self, filename: str) -> File:
         return next(f for p in self.projects.values() for f in p.files if f.filename == filename)
@@ -175,9 +159,6 @@ class PyPIUpstream:
     def page_relative_url(self, f: File) -> str:
         """As a project page links it: relative (clients resolve it), unless it is on another host."""
         return f"../../files/{f.sha256[:2]}/{f.sha256}/{f.filename}" if f.host is None else self.file_url(f)
-
-    def hits(self, path_part: str) -> int:
-        return sum(1 for _, path, _ in self.requests if path_part in path)
 
     # -- pages ----------------------------------------------------------------------------
     def project_json(self, project: Project) -> dict:
@@ -241,35 +222,6 @@ class PyPIUpstream:
         return "text/html", (
             f'<html><head><meta name="pypi:repository-version" content="1.4"></head><body>{links}</body></html>'
         ).encode()
-
-    # -- HTTP -----------------------------------------------------------------------------
-    def _handler(self):
-        upstream = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep test output clean
-                pass
-
-            def do_HEAD(self):
-                self.do_GET(head=True)
-
-            def do_GET(self, head=False):
-                upstream.requests.append((self.command, self.path, dict(self.headers)))
-                if upstream.outage:
-                    return self._send(503, "text/plain", b"down for maintenance", head)
-                status, media, body = upstream.respond(self.path, self.headers.get("Accept", ""))
-                self._send(status, media, body, head)
-
-            def _send(self, status, media, body, head):
-                self.send_response(status)
-                self.send_header("Content-Type", media)
-                self.send_header("Content-Length", str(len(body)))
-                self.send_header("Vary", "Accept")
-                self.end_headers()
-                if not head:
-                    self.wfile.write(body)
-
-        return Handler
 
     def respond(self, path: str, accept: str) -> tuple[int, str, bytes]:
         media = JSON_TYPE if "json" in accept.split(",")[0] else HTML_TYPE
