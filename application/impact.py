@@ -128,7 +128,8 @@ class _Union:
         self.past, self.new = past, new
 
     def get(self, key, default=frozenset()):
-        return self.past.get(key, default) | self.new.get(key, default)
+        new = self.new.get(key)
+        return self.past.get(key, default) | new if new else self.past.get(key, default)
 
 
 @lru_cache(maxsize=65536)
