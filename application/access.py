@@ -21,10 +21,9 @@ from application.formats import iso, parse_uuid
 from application.impact import Impact
 from application.policies import Policies
 from application.store.access_reads import AccessReads
-from domain.access import STATUS_FILTERS, AccessRequest, expiry
+from domain.access import STATUS_FILTERS, AccessRequest, expiry, plan_grant, requested_package
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
-from domain.policy import Change, Policy
-from domain.specs import check_language, deny_key, parse
+from domain.policy import Change
 from domain.text import check_context, check_text
 
 ATTEMPTS = 50
@@ -115,7 +114,9 @@ class Access:
             exception_id, until = str(uuid4()), expiry(datetime.now(UTC), expires_at, duration)
             request.approve(by, note or "", exception_id, iso(until), bool(lift_deny))  # 409 if decided
             policy.record(
-                grant_changes(policy, request.language, request.name, exception_id, until, request_id, lift_deny),
+                plan_grant(
+                    policy.state, request.language, request.name, _grant(exception_id, until, request_id), lift_deny
+                ),
                 by,
                 note or "",
             )
@@ -171,7 +172,9 @@ class Access:
         for _ in range(ATTEMPTS):
             policy = self.load_policy(workspace)
             exception_id, until = str(uuid4()), expiry(datetime.now(UTC), expires_at, duration)
-            policy.record(grant_changes(policy, language, name, exception_id, until, None, lift_deny), by, note or "")
+            policy.record(
+                plan_grant(policy.state, language, name, _grant(exception_id, until, None), lift_deny), by, note or ""
+            )
             if self._saved(policy):
                 return next(e for e in exception_views(policy) if e["id"] == exception_id)
         raise _too_fast()
@@ -203,42 +206,8 @@ class Access:
         return {"exceptions": exception_views(policy, at or datetime.now(UTC))}
 
 
-def requested_package(language: str, text: str) -> tuple[str, str]:
-    """The canonical registry name a request or grant is about: any spelling, or a spec."""
-    check_language(language)
-    check_text(text, "name", 500)
-    spec = parse(language, text)
-    if spec.kind not in ("registry", "alias") or not spec.name:
-        raise InvalidInputError(
-            f"{text!r} does not name a {language} registry package",
-            [FieldError("name", "must be a package name or a registry spec such as pandas==2.1")],
-        )
-    return language, spec.name
-
-
-def grant_changes(
-    policy: Policy,
-    language: str,
-    name: str,
-    exception_id: str,
-    until: datetime | None,
-    request_id: str | None,
-    lift_deny: bool,
-) -> list[Change]:
-    """The grant, after the removal of every deny entry that matches the name when asked to:
-    the deny list wins over exceptions, so granting one for a denied name alone would be a lie."""
-    key = deny_key(language, name)
-    denied = [n for n in policy.state[language]["deny"] if deny_key(language, n) == key]
-    if denied and not lift_deny:
-        raise ConflictError(
-            f"{name} is on the {language} deny list, which wins over exceptions; "
-            "send lift_deny: true to remove the deny entry in the same save",
-            [FieldError("lift_deny", "must be true to grant an exception for a deny-listed name")],
-        )
-    grant = {"exception_id": exception_id, "expires_at": iso(until), "request_id": request_id}
-    return [Change("entry-removed", language, "deny", n) for n in denied] + [
-        Change("exception-granted", language, name=name, exception=grant)
-    ]
+def _grant(exception_id: str, until: datetime | None, request_id: str | None) -> dict:
+    return {"exception_id": exception_id, "expires_at": iso(until), "request_id": request_id}
 
 
 def _pause() -> None:

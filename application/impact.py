@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
 
 from application.policies import Policies
 from application.store.counts import CountReads
@@ -63,7 +64,7 @@ class Impact:
         unchanged = 0
         verdicts = self._saved_verdicts(workspace, version)
         for (language, name), n in installs.items():
-            spec = Spec(name, language, "registry", name)
+            spec = _registry_spec(language, name)
             before = verdicts.get((language, name)) if name not in saved[language].exceptions else None
             if before is None:  # an exception's answer depends on the instant: never kept
                 before = verdicts.setdefault((language, name), judge(saved[language], spec, workspace).allowed)
@@ -127,7 +128,14 @@ class _Union:
         self.past, self.new = past, new
 
     def get(self, key, default=frozenset()):
-        return self.past.get(key, default) | self.new.get(key, default)
+        new = self.new.get(key)
+        return self.past.get(key, default) | new if new else self.past.get(key, default)
+
+
+@lru_cache(maxsize=65536)
+def _registry_spec(language: str, name: str) -> Spec:
+    """The spec of a plain registry install of `name` (what a named install is judged as)."""
+    return Spec(name, language, "registry", name)
 
 
 def _summed(rows: list[dict]) -> dict[tuple[str, str], int]:

@@ -14,6 +14,9 @@ from datetime import datetime, timedelta
 from eventsourcing.domain import Aggregate, event
 
 from domain.errors import ConflictError, FieldError, InvalidInputError
+from domain.policy import Change
+from domain.specs import check_language, deny_key, parse
+from domain.text import check_text
 
 STATUSES = ("open", "approved", "rejected", "expired")
 STATUS_FILTERS = (*STATUSES, "all")
@@ -56,6 +59,36 @@ def expiry(now: datetime, expires_at: datetime | None, duration: str | None) -> 
     if expires_at is not None and expires_at <= now:
         raise InvalidInputError("expires_at is not in the future", [FieldError("expires_at", "must be in the future")])
     return expires_at
+
+
+def requested_package(language: str, text: str) -> tuple[str, str]:
+    """The canonical registry name a request or grant is about: any spelling, or a spec."""
+    check_language(language)
+    check_text(text, "name", 500)
+    spec = parse(language, text)
+    if spec.kind not in ("registry", "alias") or not spec.name:
+        raise InvalidInputError(
+            f"{text!r} does not name a {language} registry package",
+            [FieldError("name", "must be a package name or a registry spec such as pandas==2.1")],
+        )
+    return language, spec.name
+
+
+def plan_grant(state: dict, language: str, name: str, grant: dict, lift_deny: bool) -> list[Change]:
+    """The grant, after the removal of every deny entry that matches the name when asked to:
+    the deny list wins over exceptions, so granting one for a denied name alone would be a lie."""
+    key = deny_key(language, name)
+    denied = [n for n in state[language]["deny"] if deny_key(language, n) == key]
+    if denied and not lift_deny:
+        raise ConflictError(
+            f"{name} is on the {language} deny list, which wins over exceptions; "
+            "send lift_deny: true to remove the deny entry in the same save",
+            [FieldError("lift_deny", "must be true to grant an exception for a deny-listed name")],
+        )
+    # `grant`: exception_id, expires_at (RFC 3339 or None), request_id (or None).
+    return [Change("entry-removed", language, "deny", n) for n in denied] + [
+        Change("exception-granted", language, name=name, exception=grant)
+    ]
 
 
 class AccessRequest(Aggregate):

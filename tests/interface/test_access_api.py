@@ -267,3 +267,21 @@ def test_a_sandbox_reads_only_the_requests_it_asked_for(live):
     assert (
         joined.status == 200 and live.call("GET", f"{P}/requests/{theirs['id']}", live.tokens["sandbox"]).status == 200
     )
+
+
+def test_the_openapi_document_describes_the_new_endpoints(live):
+    document = live.call("GET", "/api/v1/openapi.json").json
+    for path, method in (
+        ("/requests", "post"),
+        ("/requests", "get"),
+        ("/requests/{request_id}", "get"),
+        ("/requests/{request_id}/approve", "post"),
+        ("/requests/{request_id}/reject", "post"),
+        ("/exceptions", "post"),
+        ("/exceptions", "get"),
+        ("/exceptions/{exception_id}", "delete"),
+        ("/impact", "post"),
+    ):
+        assert method in document["paths"]["/api/v1/workspaces/{ws}" + path], (path, method)
+    filed = document["paths"]["/api/v1/workspaces/{ws}/requests"]["post"]["responses"]
+    assert {"200", "201", "403"} <= set(filed)  # joined: 200; filed: 201; auditors: 403

@@ -83,3 +83,11 @@ def _forms(page):
     reader = FormReader()
     reader.feed(page.text)
     return reader.forms.items()
+
+
+def test_the_change_history_names_exceptions(live):
+    granted = api(live, "POST", "/exceptions", {"language": "python", "name": "beta"}, role="admin")
+    api(live, "DELETE", f"/exceptions/{granted['id']}", role="admin")
+    page = signed_in(live, "auditor").get("/console/history")
+    assert "Python: granted an exception for beta" in page.plain
+    assert "Python: revoked the exception for beta" in page.plain
