@@ -270,3 +270,24 @@ def test_an_event_of_no_workspace_is_still_sealed_in_the_unattributed_chain(reco
     recorded.chain.seal()
     assert [r["topic"] for r in chain_rows(recorded, UNATTRIBUTED)] == ["tests:Survey.Opened"]
     assert caught_up(recorded) and recorded.chain.verify("acme")["ok"]
+
+
+# -- the tokens table, which authentication reads ------------------------------------------------------
+@pytest.mark.parametrize(
+    ("statement", "problem"),
+    [
+        ("UPDATE rcp_tokens SET role = 'owner' WHERE name = 'ci'", "altered"),  # a role raised
+        ("UPDATE rcp_tokens SET revoked_at = NULL, revoked_by = NULL WHERE name = 'ci'", "altered"),  # un-revoked
+        ("DELETE FROM rcp_tokens WHERE name = 'ci'", "deleted"),
+        (
+            "INSERT INTO rcp_tokens (id, workspace, name, role, issued_at, issued_by, secret_digest) "
+            "SELECT '00000000-0000-4000-8000-000000000002', workspace, 'backdoor', 'owner', issued_at, issued_by, "
+            "'00' FROM rcp_tokens WHERE name = 'ci'",
+            "inserted",
+        ),
+    ],
+)
+def test_a_token_changed_in_the_tokens_table_alone_is_named(recorded, tamper, statement, problem):
+    tamper.sql(statement)
+    result = recorded.chain.verify("acme")
+    assert result["problem"] == problem and result["detail"].startswith("the tokens table"), result
