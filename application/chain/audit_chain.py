@@ -36,6 +36,7 @@ class AuditChain:
         self.sealer = Sealer(self.store, recorder, mapper)
         self.read_workspace = workspace_reader(mapper)
         self.read_state = state_reader(mapper)
+        self.to_domain_event = mapper.to_domain_event
         self.require_workspace = require_workspace
         self._key, self._key_source = key, None
         self.previous_keys: list = []  # public keys of rotated-out signing keys, still trusted
@@ -163,7 +164,8 @@ class AuditChain:
         keys = self.trusted_keys() if keys is None else keys
         result = verify(self.store, self.read_workspace, workspace, list(unique.values()), keys)
         if result["ok"]:  # the chain holds: then the tables the service answers from must agree with it
-            return check_read_models(self.store, self.read_state, workspace, result["checked"]) or result
+            checked = result["checked"]
+            return check_read_models(self.store, self.read_state, self.to_domain_event, workspace, checked) or result
         return result
 
     def with_links(self, workspace: str, decisions):

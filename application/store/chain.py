@@ -46,7 +46,7 @@ def create_statements(dialect: Dialect) -> list[str]:
 @lru_cache(maxsize=256)
 def render(dialect: Dialect, events_table: str, template: str) -> str:
     postgres = dialect.schema is not None
-    names = {t: dialect.table(t) for t in (*TABLES, "decisions", "tokens")} | {
+    names = {t: dialect.table(t) for t in (*TABLES, "decisions", "tokens", "changes")} | {
         "events": f'"{dialect.schema}"."{events_table}"' if postgres else events_table,
         "nid": "notification_id" if postgres else "rowid",  # SQLite's notification id is the rowid
         "uuid": "UUID" if postgres else "TEXT",
@@ -197,6 +197,9 @@ class ChainStore:
             (originator_id, version),
         )
         return rows[0]["notification_id"] if rows else None
+
+    def change_rows(self, workspace: str) -> list[dict]:
+        return self._rows("SELECT * FROM {changes} WHERE workspace = %s ORDER BY version", (workspace,))
 
     def token_rows(self, workspace: str) -> list[dict]:
         return self._rows(

@@ -291,3 +291,23 @@ def test_a_token_changed_in_the_tokens_table_alone_is_named(recorded, tamper, st
     tamper.sql(statement)
     result = recorded.chain.verify("acme")
     assert result["problem"] == problem and result["detail"].startswith("the tokens table"), result
+
+
+# -- the change index, which /history and point-in-time answers read ----------------------------------
+@pytest.mark.parametrize(
+    ("statement", "problem"),
+    [
+        ("UPDATE rcp_changes SET name = 'evil', name_key = 'evil' WHERE type = 'entry-added'", "altered"),
+        ("UPDATE rcp_changes SET by_actor = 'mallory' WHERE type = 'mode-switched'", "altered"),
+        ("DELETE FROM rcp_changes WHERE type = 'entry-added'", "deleted"),
+        (
+            "INSERT INTO rcp_changes SELECT workspace, 99, at, by_actor, note, type, language, list, 'evil', 'evil', "
+            "mode FROM rcp_changes WHERE type = 'entry-added'",
+            "inserted",
+        ),
+    ],
+)
+def test_a_change_edited_in_the_change_index_alone_is_named(recorded, tamper, statement, problem):
+    tamper.sql(statement)
+    result = recorded.chain.verify("acme")
+    assert result["problem"] == problem and result["detail"].startswith("the changes table"), result
