@@ -272,42 +272,32 @@ def test_an_event_of_no_workspace_is_still_sealed_in_the_unattributed_chain(reco
     assert caught_up(recorded) and recorded.chain.verify("acme")["ok"]
 
 
-# -- the tokens table, which authentication reads ------------------------------------------------------
-@pytest.mark.parametrize(
-    ("statement", "problem"),
-    [
-        ("UPDATE rcp_tokens SET role = 'owner' WHERE name = 'ci'", "altered"),  # a role raised
-        ("UPDATE rcp_tokens SET revoked_at = NULL, revoked_by = NULL WHERE name = 'ci'", "altered"),  # un-revoked
-        ("DELETE FROM rcp_tokens WHERE name = 'ci'", "deleted"),
-        (
-            "INSERT INTO rcp_tokens (id, workspace, name, role, issued_at, issued_by, secret_digest) "
-            "SELECT '00000000-0000-4000-8000-000000000002', workspace, 'backdoor', 'owner', issued_at, issued_by, "
-            "'00' FROM rcp_tokens WHERE name = 'ci'",
-            "inserted",
-        ),
-    ],
-)
-def test_a_token_changed_in_the_tokens_table_alone_is_named(recorded, tamper, statement, problem):
-    tamper.sql(statement)
-    result = recorded.chain.verify("acme")
-    assert result["problem"] == problem and result["detail"].startswith("the tokens table"), result
+# -- the tokens table (what authentication reads) and the change index (/history, point in time) --------
+ROW_TAMPERING = [
+    ("tokens", "UPDATE rcp_tokens SET role = 'owner' WHERE name = 'ci'", "altered"),  # a role raised
+    ("tokens", "UPDATE rcp_tokens SET revoked_at = NULL, revoked_by = NULL WHERE name = 'ci'", "altered"),
+    ("tokens", "DELETE FROM rcp_tokens WHERE name = 'ci'", "deleted"),
+    (
+        "tokens",
+        "INSERT INTO rcp_tokens (id, workspace, name, role, issued_at, issued_by, secret_digest) "
+        "SELECT '00000000-0000-4000-8000-000000000002', workspace, 'backdoor', 'owner', issued_at, issued_by, "
+        "'00' FROM rcp_tokens WHERE name = 'ci'",
+        "inserted",
+    ),
+    ("changes", "UPDATE rcp_changes SET name = 'evil', name_key = 'evil' WHERE type = 'entry-added'", "altered"),
+    ("changes", "UPDATE rcp_changes SET by_actor = 'mallory' WHERE type = 'mode-switched'", "altered"),
+    ("changes", "DELETE FROM rcp_changes WHERE type = 'entry-added'", "deleted"),
+    (
+        "changes",
+        "INSERT INTO rcp_changes SELECT workspace, 99, at, by_actor, note, type, language, list, 'evil', 'evil', "
+        "mode FROM rcp_changes WHERE type = 'entry-added'",
+        "inserted",
+    ),
+]
 
 
-# -- the change index, which /history and point-in-time answers read ----------------------------------
-@pytest.mark.parametrize(
-    ("statement", "problem"),
-    [
-        ("UPDATE rcp_changes SET name = 'evil', name_key = 'evil' WHERE type = 'entry-added'", "altered"),
-        ("UPDATE rcp_changes SET by_actor = 'mallory' WHERE type = 'mode-switched'", "altered"),
-        ("DELETE FROM rcp_changes WHERE type = 'entry-added'", "deleted"),
-        (
-            "INSERT INTO rcp_changes SELECT workspace, 99, at, by_actor, note, type, language, list, 'evil', 'evil', "
-            "mode FROM rcp_changes WHERE type = 'entry-added'",
-            "inserted",
-        ),
-    ],
-)
-def test_a_change_edited_in_the_change_index_alone_is_named(recorded, tamper, statement, problem):
+@pytest.mark.parametrize(("table", "statement", "problem"), ROW_TAMPERING)
+def test_a_row_changed_in_a_read_model_alone_is_named(recorded, tamper, table, statement, problem):
     tamper.sql(statement)
     result = recorded.chain.verify("acme")
-    assert result["problem"] == problem and result["detail"].startswith("the changes table"), result
+    assert result["problem"] == problem and result["detail"].startswith(f"the {table} table"), result
