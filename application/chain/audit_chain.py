@@ -8,7 +8,7 @@ import time
 from datetime import UTC, datetime
 
 from application.chain.links import checkpoint_message
-from application.chain.readmodels import check_decisions
+from application.chain.readmodels import check_read_models
 from application.chain.sealer import Sealer, state_reader, workspace_reader
 from application.chain.signing import AuditKey, key_id, public_document
 from application.chain.slices import with_links
@@ -36,6 +36,7 @@ class AuditChain:
         self.sealer = Sealer(self.store, recorder, mapper)
         self.read_workspace = workspace_reader(mapper)
         self.read_state = state_reader(mapper)
+        self.to_domain_event = mapper.to_domain_event
         self.require_workspace = require_workspace
         self._key, self._key_source = key, None
         self.previous_keys: list = []  # public keys of rotated-out signing keys, still trusted
@@ -162,8 +163,9 @@ class AuditChain:
         unique = {(c["seq"], c["head"], c["signature"]): c for c in self.all_checkpoints(workspace) + list(copied)}
         keys = self.trusted_keys() if keys is None else keys
         result = verify(self.store, self.read_workspace, workspace, list(unique.values()), keys)
-        if result["ok"]:  # the chain holds: then the decisions table must agree with it
-            return check_decisions(self.store, self.read_state, workspace, result["checked"]) or result
+        if result["ok"]:  # the chain holds: then the tables the service answers from must agree with it
+            checked = result["checked"]
+            return check_read_models(self.store, self.read_state, self.to_domain_event, workspace, checked) or result
         return result
 
     def with_links(self, workspace: str, decisions):

@@ -46,7 +46,7 @@ def create_statements(dialect: Dialect) -> list[str]:
 @lru_cache(maxsize=256)
 def render(dialect: Dialect, events_table: str, template: str) -> str:
     postgres = dialect.schema is not None
-    names = {t: dialect.table(t) for t in (*TABLES, "decisions")} | {
+    names = {t: dialect.table(t) for t in (*TABLES, "decisions", "tokens", "changes")} | {
         "events": f'"{dialect.schema}"."{events_table}"' if postgres else events_table,
         "nid": "notification_id" if postgres else "rowid",  # SQLite's notification id is the rowid
         "uuid": "UUID" if postgres else "TEXT",
@@ -191,9 +191,22 @@ class ChainStore:
             (workspace, topic, after, limit),
         )
 
-    def stored_position(self, originator_id) -> int | None:
-        rows = self._rows("SELECT {nid} AS notification_id FROM {events} WHERE originator_id = %s", (originator_id,))
+    def stored_position(self, originator_id, version: int = 1) -> int | None:
+        rows = self._rows(
+            "SELECT {nid} AS notification_id FROM {events} WHERE originator_id = %s AND originator_version = %s",
+            (originator_id, version),
+        )
         return rows[0]["notification_id"] if rows else None
+
+    def change_rows(self, workspace: str) -> list[dict]:
+        return self._rows("SELECT * FROM {changes} WHERE workspace = %s ORDER BY version", (workspace,))
+
+    def token_rows(self, workspace: str) -> list[dict]:
+        return self._rows(
+            "SELECT id, workspace, name, role, issued_at, issued_by, revoked_at, revoked_by, "
+            "secret_digest FROM {tokens} WHERE workspace = %s ORDER BY id",
+            (workspace,),
+        )
 
     def links(self, workspace: str, after: int, limit: int) -> list[dict]:
         return self._rows(

@@ -81,7 +81,7 @@ class Survey(Aggregate):
         TOPIC = "tests:Survey.Created"
 
     @event("Opened", topic="tests:Survey.Opened")
-    def __init__(self, workspace: str):
+    def __init__(self, workspace: str | None):
         self.workspace = workspace
 
     @event("Answered", topic="tests:Survey.Answered")
@@ -265,21 +265,39 @@ def test_a_decision_added_to_the_decisions_table_alone_is_named(recorded, tamper
     assert (result["problem"], result["record"]["originator_id"]) == ("inserted", forged)
 
 
-class Note(Aggregate):
-    """An event that names no workspace at all."""
-
-    TOPIC = "tests:Note"
-
-    class Created(Aggregate.Created):
-        TOPIC = "tests:Note.Created"
-
-    @event("Written", topic="tests:Note.Written")
-    def __init__(self, text: str):
-        self.text = text
-
-
 def test_an_event_of_no_workspace_is_still_sealed_in_the_unattributed_chain(recorded):
-    recorded.save(Note(text="hello"))
+    recorded.save(Survey(workspace=None))
     recorded.chain.seal()
-    assert [r["topic"] for r in chain_rows(recorded, UNATTRIBUTED)] == ["tests:Note.Written"]
+    assert [r["topic"] for r in chain_rows(recorded, UNATTRIBUTED)] == ["tests:Survey.Opened"]
     assert caught_up(recorded) and recorded.chain.verify("acme")["ok"]
+
+
+# -- the tokens table (what authentication reads) and the change index (/history, point in time) --------
+ROW_TAMPERING = [
+    ("tokens", "UPDATE rcp_tokens SET role = 'owner' WHERE name = 'ci'", "altered"),  # a role raised
+    ("tokens", "UPDATE rcp_tokens SET revoked_at = NULL, revoked_by = NULL WHERE name = 'ci'", "altered"),
+    ("tokens", "DELETE FROM rcp_tokens WHERE name = 'ci'", "deleted"),
+    (
+        "tokens",
+        "INSERT INTO rcp_tokens (id, workspace, name, role, issued_at, issued_by, secret_digest) "
+        "SELECT '00000000-0000-4000-8000-000000000002', workspace, 'backdoor', 'owner', issued_at, issued_by, "
+        "'00' FROM rcp_tokens WHERE name = 'ci'",
+        "inserted",
+    ),
+    ("changes", "UPDATE rcp_changes SET name = 'evil', name_key = 'evil' WHERE type = 'entry-added'", "altered"),
+    ("changes", "UPDATE rcp_changes SET by_actor = 'mallory' WHERE type = 'mode-switched'", "altered"),
+    ("changes", "DELETE FROM rcp_changes WHERE type = 'entry-added'", "deleted"),
+    (
+        "changes",
+        "INSERT INTO rcp_changes SELECT workspace, 99, at, by_actor, note, type, language, list, 'evil', 'evil', "
+        "mode FROM rcp_changes WHERE type = 'entry-added'",
+        "inserted",
+    ),
+]
+
+
+@pytest.mark.parametrize(("table", "statement", "problem"), ROW_TAMPERING)
+def test_a_row_changed_in_a_read_model_alone_is_named(recorded, tamper, table, statement, problem):
+    tamper.sql(statement)
+    result = recorded.chain.verify("acme")
+    assert result["problem"] == problem and result["detail"].startswith(f"the {table} table"), result

@@ -105,3 +105,26 @@ def test_a_configured_key_file_that_is_missing_is_refused(tmp_path):
     missing = tmp_path / "nowhere.pem"
     with pytest.raises(InvalidInputError, match="RUNCODE_POLICY_AUDIT_KEY_FILE"):
         signing_key(Settings.from_env({"RUNCODE_POLICY_AUDIT_KEY_FILE": str(missing)}))
+
+
+def test_a_rotated_key_keeps_verifying_old_checkpoints_once_listed_as_previous(
+    cli, acme, tmp_path, database_url, open_app
+):
+    """The README's rotation: save the public key, move the key aside, list the old public key."""
+    old_public = tmp_path / "old-key.json"
+    old_public.write_text(cli("audit", "public-key").stdout)
+    key_file = tmp_path / "data" / "audit-signing-key.pem"
+    key_file.rename(tmp_path / "retired.pem")
+    open_app().evaluate("acme", "python", ["numpy"], None, {})
+    assert cli("audit", "checkpoint", "-w", "acme").exit_code == 0  # signed by a new key, made on first use
+    done = cli("audit", "verify", "-w", "acme")
+    assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "signature"  # the old one is unknown
+    runner = CliRunner()
+    env = {
+        "RUNCODE_POLICY_DATABASE_URL": database_url,
+        "RUNCODE_POLICY_DATA_DIR": str(tmp_path / "data"),
+        "RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS": str(old_public),
+    }
+    done = runner.invoke(main, ["audit", "verify", "-w", "acme"], env=env, catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["checkpoints"] == 2

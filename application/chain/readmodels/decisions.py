@@ -1,4 +1,4 @@
-"""The decisions table held against the sealed events it was written from.
+"""The decisions table (what `/decisions` answers from) held against the sealed events it was written from.
 
 The chain seals the event log; the API answers `/decisions` from the decisions read model. So that
 a row edited, deleted or added there (the outcome an auditor actually reads) is caught too, every
@@ -13,6 +13,7 @@ from datetime import datetime
 from uuid import UUID
 
 from application.chain.links import as_uuid
+from application.chain.readmodels.failures import table_failure
 from application.store.chain import ChainStore
 from domain.decision import Decision
 
@@ -69,10 +70,4 @@ def _oid(store: ChainStore, row: dict):
 
 def _failure(checked: int, problem: str, decision_id: str, seq: int | None, what: str) -> dict:
     record = {"seq": seq, "originator_id": decision_id, "originator_version": 1, "topic": TOPIC}
-    return {
-        "ok": False,
-        "checked": checked,
-        "problem": problem,
-        "record": record,
-        "detail": f"the decisions table {what}: decision {decision_id}",
-    }
+    return table_failure(checked, problem, "decisions", f"decision {decision_id}", what, record)
