@@ -126,14 +126,15 @@ class DecisionWriter:
 
     def _commit(self, batch: list[_Pending]) -> None:
         live = [p for p in batch if p.claim()]
-        if not live:
-            return
-        error = self._try(live)
-        if error is None or len(live) == 1 or isinstance(error, STORE_DOWN):
-            self._finish(live, error)
-            return
-        for pending in live:  # one bad request must not fail its neighbours: retry one by one
-            self._finish([pending], self._try([pending]))
+        try:
+            error = self._try(live) if live else None
+            if error is None or len(live) == 1 or isinstance(error, STORE_DOWN):
+                self._finish(live, error)
+                return
+            for pending in live:  # one bad request must not fail its neighbours: retry one by one
+                self._finish([pending], self._try([pending]))
+        finally:  # whatever escaped (the thread is stopping), no asker waits for an outcome forever
+            self._finish([p for p in live if not p.done.is_set()], StoreUnavailableError("the writer stopped"))
 
     def _try(self, batch: list[_Pending]) -> Exception | None:
         try:

@@ -30,7 +30,7 @@ class ConsoleSessions:
     def start(self, token_id: str, lifetime: timedelta) -> str:
         """A new session for this (already authenticated) token; returns the id for the cookie."""
         session_id, now = secrets.token_urlsafe(32), datetime.now(UTC)
-        self._run(_PURGE, (self.dialect.ts(now - lifetime),))  # keep the table to live sessions
+        self._run(_PURGE, (self.dialect.ts(now),))  # keep the table to sessions not yet expired
         self._run(_START, (_digest(session_id), token_id, self.dialect.ts(now), self.dialect.ts(now + lifetime)))
         return session_id
 

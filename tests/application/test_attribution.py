@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from domain.errors import ConflictError, InvalidInputError
+from tests.interface.test_console import signed_in
 
 P = "/api/v1/workspaces/acme"
 
@@ -40,6 +41,8 @@ def test_history_names_the_token_id_and_name_of_every_change(live, app):
     app.change_policy("acme", [{"action": "add", "language": "node", "list": "deny", "entries": ["x"]}], by="cli:root")
     history = live.call("GET", P + "/history", live.tokens["auditor"]).json["changes"]
     assert [(c["by"], c["by_token"]) for c in history] == [("admin-token", tokens["admin-token"]), ("cli:root", None)]
+    rows = signed_in(live, "auditor").get("/console/history").rows()  # the console shows both too
+    assert [(r[2], r[-1]) for r in rows] == [("admin-token", tokens["admin-token"]), ("cli:root", "—")]
 
 
 def test_two_owners_issuing_one_name_at_once_give_it_to_one_token(open_app, workspace):

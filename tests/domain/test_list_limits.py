@@ -39,21 +39,17 @@ class Counted(str):
 
     comparisons = 0
 
-    def __lt__(self, other):
-        Counted.comparisons += 1
-        return str.__lt__(self, other)
 
-    def __gt__(self, other):
+def _counting(operator: str):
+    def compare(self, other):
         Counted.comparisons += 1
-        return str.__gt__(self, other)
+        return getattr(str, operator)(self, other)
 
-    def __le__(self, other):
-        Counted.comparisons += 1
-        return str.__le__(self, other)
+    return compare
 
-    def __ge__(self, other):
-        Counted.comparisons += 1
-        return str.__ge__(self, other)
+
+for _operator in ("__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(Counted, _operator, _counting(_operator))
 
 
 def change_comparisons(changes: list[Change]) -> int:
