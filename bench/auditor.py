@@ -37,7 +37,7 @@ def _point_in_time(run, events: int) -> Result:
             samples.append(_timed(governance.policy, "bench", at))
     finally:
         governance.close()
-    return _latency(samples, f"ms p50 (package at T and policy at T, {events // 1000}k policy events)")
+    return _latency(samples, f"ms p50 (package at T and policy at T, {_size(events)} policy events)")
 
 
 @figure("point_in_time", ceiling="point_in_time_1k")
@@ -73,7 +73,11 @@ def decisions_query(run) -> Result:
         ]
     finally:
         governance.close()
-    return _latency(samples, f"ms p50 (first page of one package's month among {count // 1000}k decisions)")
+    return _latency(samples, f"ms p50 (first page of one package's month among {_size(count)} decisions)")
+
+
+def _size(n: int) -> str:
+    return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}k"
 
 
 def _timed(call, *args, **kwargs) -> float:

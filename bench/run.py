@@ -72,11 +72,14 @@ class Run:
         """Every load figure once per round, interleaved, then the median of each."""
         loads: dict[str, list] = {f.name: [] for f in figures}
         requests = {f.name: f.request(self) for f in figures}
-        for f in figures:  # warm every server and path once (caches, pools, JIT-free but lazy imports)
-            drive(self.server(f.server).url, requests[f.name], 1)
-        for _ in range(self.rounds):
-            for f in figures:
-                loads[f.name].append(self._load_once(f, requests[f.name]))
+        try:
+            for f in figures:  # warm every server and path once (pools, caches, lazy imports)
+                drive(self.server(f.server).url, requests[f.name], 1)
+            for _ in range(self.rounds):
+                for f in figures:
+                    loads[f.name].append(self._load_once(f, requests[f.name]))
+        finally:
+            self.stop_servers()  # they hold pool connections the other figures' stores need
         return {f.name: _median(f, loads[f.name]) for f in figures}
 
     def _load_once(self, f: LoadFigure, request):
@@ -92,13 +95,17 @@ class Run:
                 )
         return load
 
-    def close(self) -> None:
-        import psycopg
-
+    def stop_servers(self) -> None:
         for server, governance, _ in self.started.values():
             server.stop()
             if governance is not None:
                 governance.close()
+        self.started.clear()
+
+    def close(self) -> None:
+        import psycopg
+
+        self.stop_servers()
         if self.schemas:
             with psycopg.connect(self.postgres_url, autocommit=True) as conn:
                 for schema in self.schemas:

@@ -12,14 +12,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from application.governance import Governance
+from application.store import store_env
+
 pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
-def pg_app(open_app, database_url):
-    if not database_url.startswith("postgresql"):
-        pytest.skip("query plans are PostgreSQL's")
-    return open_app()
+def pg_app(postgres_schema_url):
+    app = Governance(env=store_env(postgres_schema_url))
+    yield app
+    app.close()
 
 
 class Statements:
