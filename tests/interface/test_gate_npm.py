@@ -126,3 +126,41 @@ def test_a_package_json_override_to_a_denied_package_is_judged_at_the_index(gate
 def pnpm_store_names(project) -> set[str]:
     """pnpm links packages from node_modules/.pnpm/<name>@<version>/node_modules/<name>."""
     return {p.name.rpartition("@")[0] for p in (project / "node_modules" / ".pnpm").glob("*@*")}
+
+
+@pytest.fixture
+def scoped_upstream(tmp_path):
+    server = verdaccio(npm_tree({"@corp/alpha": ["@corp/beta"], "@corp/beta": []}), tmp_path / "scoped")
+    yield server
+    server.close()
+
+
+@pytest.mark.parametrize("client", ["npm", "pnpm"])
+def test_a_scoped_registry_in_a_project_npmrc_cannot_redirect_a_scope(
+    indexed_service,  # noqa: F811 - the fixture imported above
+    scoped_upstream,
+    gate,
+    tmp_path,
+    app,
+    project,
+    client,
+):
+    service = indexed_service(npm=f"{scoped_upstream.url}/")
+    allow_only(app, "node", ["@corp/alpha"])
+    # pnpm reads a project's scoped registry over its environment: only its command line wins.
+    (project / ".npmrc").write_text(f"@corp:registry={scoped_upstream.url}/\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        "RUNCODE_POLICY_URL": service.url,
+        "RUNCODE_POLICY_TOKEN": service.tokens["sandbox"],
+        "RUNCODE_POLICY_WORKSPACE": "acme",
+        "HOME": str(home),
+        "PATH": "/usr/bin:/bin",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1",
+    }
+    done = install(gate, client, env, project, "@corp/alpha")
+    assert not (project / "node_modules" / "@corp" / "beta").exists(), done.stdout + done.stderr
+    assert done.returncode != 0 and "denied: @corp/beta (node)" in done.stderr, done.stdout + done.stderr
