@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.gate import Gate
+from tests.support.gate import Gate, sandbox_env
 from tests.support.indexed import allow_only, deny, index_decisions, indexed_service  # noqa: F401
 from tests.support.packages import wheels
 from tests.support.target_env import TargetEnv
@@ -60,18 +60,8 @@ def gate(tmp_path, target):
 def env(service, tmp_path) -> dict:
     home = tmp_path / "home"
     home.mkdir()
-    # A closed port as the proxy: whatever the gate fails to point at the index goes nowhere.
-    return {
-        "RUNCODE_POLICY_URL": service.url,
-        "RUNCODE_POLICY_TOKEN": service.tokens["sandbox"],
-        "RUNCODE_POLICY_WORKSPACE": "acme",
-        "HOME": str(home),
-        "VIRTUAL_ENV": str(tmp_path / "venv"),
-        "PATH": f"{tmp_path / 'venv' / 'bin'}:/usr/bin:/bin",  # the sandbox's own (the gate ignores it)
-        "HTTP_PROXY": "http://127.0.0.1:9",
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "NO_PROXY": "127.0.0.1",
-    }
+    venv = tmp_path / "venv"  # the sandbox's own PATH and environment (the gate ignores its PATH)
+    return sandbox_env(service, home, VIRTUAL_ENV=str(venv), PATH=f"{venv / 'bin'}:/usr/bin:/bin")
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.clients import require_pnpm
-from tests.support.gate import Gate
+from tests.support.gate import Gate, sandbox_env
 from tests.support.indexed import allow_only, indexed_service  # noqa: F401
 from tests.support.packages import npm_tree
 from tests.support.third_party import verdaccio
@@ -47,17 +47,7 @@ def gate(tmp_path):
 def env(service, tmp_path) -> dict:
     home = tmp_path / "home"
     home.mkdir()
-    # A closed port as the proxy: whatever the gate fails to point at the index goes nowhere.
-    return {
-        "RUNCODE_POLICY_URL": service.url,
-        "RUNCODE_POLICY_TOKEN": service.tokens["sandbox"],
-        "RUNCODE_POLICY_WORKSPACE": "acme",
-        "HOME": str(home),
-        "PATH": "/usr/bin:/bin",
-        "HTTP_PROXY": "http://127.0.0.1:9",
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "NO_PROXY": "127.0.0.1",
-    }
+    return sandbox_env(service, home)
 
 
 @pytest.fixture
@@ -151,16 +141,7 @@ def test_a_scoped_registry_in_a_project_npmrc_cannot_redirect_a_scope(
     (project / ".npmrc").write_text(f"@corp:registry={scoped_upstream.url}/\n")
     home = tmp_path / "home"
     home.mkdir()
-    env = {
-        "RUNCODE_POLICY_URL": service.url,
-        "RUNCODE_POLICY_TOKEN": service.tokens["sandbox"],
-        "RUNCODE_POLICY_WORKSPACE": "acme",
-        "HOME": str(home),
-        "PATH": "/usr/bin:/bin",
-        "HTTP_PROXY": "http://127.0.0.1:9",
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "NO_PROXY": "127.0.0.1",
-    }
+    env = sandbox_env(service, home)
     done = install(gate, client, env, project, "@corp/alpha")
     assert not (project / "node_modules" / "@corp" / "beta").exists(), done.stdout + done.stderr
     assert done.returncode != 0 and "denied: @corp/beta (node)" in done.stderr, done.stdout + done.stderr

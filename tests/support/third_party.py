@@ -59,10 +59,10 @@ def free_port() -> int:
 class Upstream:
     """A server process on 127.0.0.1:port, stopped (and waited for) by `close`."""
 
-    def __init__(self, argv: list[str], port: int, ready_path: str, log: Path):
+    def __init__(self, argv: list[str], port: int, ready_path: str, log: Path, env: dict | None = None):
         self.port, self.url = port, f"http://127.0.0.1:{port}"
         self._log = log.open("wb")
-        self._process = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT)
+        self._process = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
