@@ -24,6 +24,10 @@ CSV_COLUMNS = (
     "skill",
     "actor",
     "detail",
+    "request",  # package-index decisions: page, metadata or download
+    "file",
+    "package_version",
+    "run",
 )
 
 

@@ -17,6 +17,8 @@ import pytest
 from application.governance import Governance
 from application.store import store_env
 
+pytest_plugins = ("tests.support.index_fixtures",)  # the package index's fixture upstreams
+
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/runcode_policy_test"
 
 
@@ -99,7 +101,13 @@ def workspace(app) -> str:
 
 
 @pytest.fixture
-def live(app, tmp_path):
+def live_env() -> dict:
+    """Extra settings for the `live` service; a test module overrides it (e.g. index upstreams)."""
+    return {}
+
+
+@pytest.fixture
+def live(app, tmp_path, live_env):
     """The real service on a loopback port, with workspace `acme` and a token per role."""
     from interface import create_app
     from tests.support.http_client import LiveServer
@@ -110,7 +118,7 @@ def live(app, tmp_path):
         tokens[role] = app.issue_token("acme", f"{role}-token", role, by="founder")["token"]
     app.create_workspace("other", by="someone")
     tokens["other-workspace"] = app.issue_token("other", "intruder", "owner", by="someone")["token"]
-    server = LiveServer(create_app(env={"RUNCODE_POLICY_DATA_DIR": str(tmp_path)}, governance=app))
+    server = LiveServer(create_app(env={"RUNCODE_POLICY_DATA_DIR": str(tmp_path), **live_env}, governance=app))
     server.tokens = tokens
     yield server
     server.close()

@@ -15,7 +15,9 @@ from interface.index.upstream import Upstream
 def install(app: Flask) -> None:
     settings, governance = app.extensions["settings"], app.extensions["governance"]
     # The service's own fetches: public registries allowed (sandboxes' egress refuses them).
-    app.extensions["pypi_upstream"] = Upstream(settings.pypi_upstream, governance.judge_upstream_egress)
-    app.extensions["npm_upstream"] = Upstream(settings.npm_upstream, governance.judge_upstream_egress)
+    for key, base in (("pypi_upstream", settings.pypi_upstream), ("npm_upstream", settings.npm_upstream)):
+        app.extensions[key] = Upstream(base, governance.judge_upstream_egress)
+        # Whoever stops serving this app closes these (their pooled upstream connections).
+        app.extensions.setdefault("on_close", []).append(app.extensions[key].close)
     app.register_blueprint(pypi.blueprint)
     app.register_blueprint(npm.blueprint)

@@ -35,6 +35,8 @@ def test_the_document_is_openapi_3_1_and_covers_the_contract(live):
         "/packages/{language}/{name}",
         "/tokens",
         "/tokens/{token_id}",
+        "/runs",
+        "/runs/{run_id}/decisions",
     ):
         assert "/api/v1/workspaces/{ws}" + path in paths
 

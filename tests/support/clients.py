@@ -5,25 +5,27 @@ caches and config files under a temporary directory, no standard input (a prompt
 at once instead of hanging), and a timeout. npm and pnpm also get a dead proxy for every host
 but loopback, so a URL that escaped the index fails instead of reaching the internet.
 
-pnpm is not on the machine: `.ci/run` installs a pinned version under `.tools/` (see
-`PNPM_VERSION`). Tests that need it skip loudly locally and fail under CI=true without it.
+pnpm is not on the machine: `.ci/run` installs the version pinned in `node-tools/package.json`
+beside this file. Tests that need it skip loudly locally and fail under CI=true without it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-PNPM_VERSION = "12.4.2"
+NODE_TOOLS = Path(__file__).resolve().parent / "node-tools"
+PNPM_VERSION = json.loads((NODE_TOOLS / "package.json").read_text())["dependencies"]["pnpm"]
 TIMEOUT = 180
-ROOT = Path(__file__).resolve().parents[2]
 _DROPPED = ("PIP_", "UV_", "NPM_CONFIG_", "PNPM_", "PYTHON", "VIRTUAL_ENV")
 
 
@@ -56,6 +58,34 @@ def run(argv: list[str], env: dict, cwd: Path | None = None) -> Outcome:
         timeout=TIMEOUT,
     )
     return Outcome(done.returncode, done.stdout)
+
+
+def run_in_terminal(argv: list[str], env: dict, seconds: float = 60) -> Outcome:
+    """Run with a terminal as stdin/stdout, as an agent's shell would: a client that prompts
+    (pip asks "User for host:" on a 401) is caught waiting and killed, and code 124 says so."""
+    import pty
+    import select
+
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(argv, env=env, stdin=terminal, stdout=terminal, stderr=terminal, close_fds=True)
+    os.close(terminal)
+    output, deadline = b"", time.monotonic() + seconds
+    try:
+        while process.poll() is None and time.monotonic() < deadline:
+            if select.select([controller], [], [], 0.2)[0]:
+                try:
+                    output += os.read(controller, 65536)
+                except OSError:  # the terminal closed: the process is ending
+                    break
+        try:  # the terminal closed: wait for the exit status (briefly, if the process hung up early)
+            code = process.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            code = 124
+        return Outcome(code, output.decode(errors="replace"))
+    finally:
+        os.close(controller)
 
 
 def with_token(index_url: str, token: str) -> str:
@@ -112,8 +142,6 @@ def npmrc(tmp: Path, registry: str, token: str) -> Path:
 
 
 def npm_project(tmp: Path, dependencies: dict | None = None) -> Path:
-    import json
-
     project = tmp / "project"
     project.mkdir(exist_ok=True)
     (project / "package.json").write_text(
@@ -131,14 +159,14 @@ def npm(tmp: Path, registry: str, token: str, *args: str, project: Path | None =
 
 
 def pnpm_program() -> str | None:
-    local = ROOT / ".tools" / "node_modules" / ".bin" / "pnpm"
+    local = NODE_TOOLS / "node_modules" / ".bin" / "pnpm"
     return str(local) if local.exists() else shutil.which("pnpm")
 
 
 def require_pnpm() -> str:
     found = pnpm_program()
     if found is None:
-        message = f"pnpm {PNPM_VERSION} is not installed (.ci/run puts it under .tools/)"
+        message = f"pnpm {PNPM_VERSION} is not installed (.ci/run: npm install --prefix {NODE_TOOLS})"
         if os.environ.get("CI"):
             pytest.fail(f"{message}: CI must run the pnpm tests", pytrace=False)
         pytest.skip(f"SKIPPING PNPM TESTS: {message}")

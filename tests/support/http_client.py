@@ -40,6 +40,8 @@ class LiveServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=10)
+        for close in getattr(self.app, "extensions", {}).get("on_close", ()):
+            close()
 
     def call(
         self,

@@ -14,10 +14,10 @@ import io
 import json
 import re
 import tarfile
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote
+
+from tests.support.fixture_server import FixtureServer
 
 ABBREVIATED = "application/vnd.npm.install-v1+json"
 KEYS = {
@@ -77,38 +77,25 @@ DEFAULT_RELEASES = (
 )
 
 
-class NpmUpstream:
+class NpmUpstream(FixtureServer):
     def __init__(self, releases=DEFAULT_RELEASES):
         self.releases: dict[str, dict[str, Release]] = {}
         self.tarballs: dict[str, bytes] = {}
-        self.requests: list[tuple[str, str, dict]] = []
-        self.outage = False
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self.port = self._server.server_port
-        self.url = f"http://127.0.0.1:{self.port}"
+        super().__init__(other_host=any(r.tarball_host for r in releases))
         for release in releases:
             self.add(release)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self.start()
 
     def add(self, release: Release) -> None:
         self.releases.setdefault(release.name, {})[release.version] = release
         self.tarballs[self.tarball_path(release)] = build_tarball(release)
 
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
-
     def tarball_path(self, release: Release) -> str:
         return f"/{release.name}/-/{release.basename}-{release.version}.tgz"
 
     def tarball_url(self, release: Release) -> str:
-        return f"http://{release.tarball_host or '127.0.0.1'}:{self.port}{self.tarball_path(release)}"
-
-    def hits(self, path_part: str) -> int:
-        return sum(1 for _, path, _ in self.requests if path_part in path)
+        netloc = f"{release.tarball_host}:{self.other_port}" if release.tarball_host else f"127.0.0.1:{self.port}"
+        return f"http://{netloc}{self.tarball_path(release)}"
 
     def dist(self, release: Release) -> dict:
         data = self.tarballs[self.tarball_path(release)]
@@ -154,32 +141,6 @@ class NpmUpstream:
                 }
             )
         return document
-
-    def _handler(self):
-        upstream = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_HEAD(self):
-                self.do_GET(head=True)
-
-            def do_GET(self, head=False):
-                upstream.requests.append((self.command, self.path, dict(self.headers)))
-                if upstream.outage:
-                    return self._send(503, "text/plain", b"down", head)
-                self._send(*upstream.respond(self.path, self.headers.get("Accept", "")), head=head)
-
-            def _send(self, status, media, body, head=False):
-                self.send_response(status)
-                self.send_header("Content-Type", media)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                if not head:
-                    self.wfile.write(body)
-
-        return Handler
 
     def respond(self, raw_path: str, accept: str) -> tuple[int, str, bytes]:
         path = unquote(raw_path.split("?")[0])

@@ -3,8 +3,8 @@
 Wheels and sdists are built here (zipfile, tarfile) with real core metadata, so real pip and uv
 can resolve and install them. The index speaks PEP 503 HTML and PEP 691 JSON by `Accept`, with
 PEP 658/714 `.metadata` files, PEP 592 yanked files, `requires-python`, PEP 700 `versions`,
-`size` and `upload-time`. HTML pages use relative file URLs (clients must resolve them); JSON
-pages use absolute ones. Every request is logged, and `outage` makes it answer 503.
+`size` and `upload-time`. Pages link files by relative URLs (clients must resolve them), except
+files on another host. Every request is logged, and `outage` makes it answer 503.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import io
 import json
 import re
 import tarfile
-import threading
 import zipfile
 from dataclasses import dataclass, field
 from html import escape
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.support.fixture_server import OTHER_HOST, FixtureServer
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 HTML_TYPE = "application/vnd.pypi.simple.v1+html"
@@ -128,23 +128,17 @@ DEFAULT_DISTS = (
 )
 
 
-class PyPIUpstream:
+class PyPIUpstream(FixtureServer):
     """Serve `dists` as a simple index at `<url>/simple/`; files at `<url>/files/...`."""
 
     def __init__(self, dists=DEFAULT_DISTS, statuses: dict | None = None, other_host: set[str] = frozenset()):
+        super().__init__(other_host=bool(other_host))
         self.projects: dict[str, Project] = {}
         for dist in dists:
-            self.add(dist, host="localhost" if normalize(dist.project) in other_host else None)
+            self.add(dist, host=OTHER_HOST if normalize(dist.project) in other_host else None)
         for name, (status, reason) in (statuses or {}).items():
             self.projects[name].status, self.projects[name].status_reason = status, reason
-        self.requests: list[tuple[str, str, dict]] = []
-        self.outage = False
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self.port = self._server.server_port
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self.start()
 
     def add(self, dist: Dist, host: str | None = None) -> None:
         project = self.projects.setdefault(normalize(dist.project), Project(dist.project))
@@ -155,20 +149,16 @@ class PyPIUpstream:
             filename, data = build_sdist(dist)
             project.files.append(File(filename, project.name, data, dist, None, host))
 
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
-
     def file(self, filename: str) -> File:
         return next(f for p in self.projects.values() for f in p.files if f.filename == filename)
 
     def file_url(self, f: File) -> str:
-        host = f.host or "127.0.0.1"
-        return f"http://{host}:{self.port}/files/{f.sha256[:2]}/{f.sha256}/{f.filename}"
+        netloc = f"{f.host}:{self.other_port}" if f.host else f"127.0.0.1:{self.port}"
+        return f"http://{netloc}/files/{f.sha256[:2]}/{f.sha256}/{f.filename}"
 
-    def hits(self, path_part: str) -> int:
-        return sum(1 for _, path, _ in self.requests if path_part in path)
+    def page_relative_url(self, f: File) -> str:
+        """As a project page links it: relative (clients resolve it), unless it is on another host."""
+        return f"../../files/{f.sha256[:2]}/{f.sha256}/{f.filename}" if f.host is None else self.file_url(f)
 
     # -- pages ----------------------------------------------------------------------------
     def project_json(self, project: Project) -> dict:
@@ -189,7 +179,7 @@ class PyPIUpstream:
     def _file_json(self, f: File) -> dict:
         entry = {
             "filename": f.filename,
-            "url": self.file_url(f),
+            "url": self.page_relative_url(f),
             "hashes": {"sha256": f.sha256},
             "requires-python": f.dist.requires_python,
             "size": len(f.data),
@@ -213,8 +203,7 @@ class PyPIUpstream:
         )
 
     def _file_html(self, f: File) -> str:
-        href = f"../../files/{f.sha256[:2]}/{f.sha256}/{f.filename}" if f.host is None else self.file_url(f)
-        attrs = [f'href="{escape(href)}#sha256={f.sha256}"']
+        attrs = [f'href="{escape(self.page_relative_url(f))}#sha256={f.sha256}"']
         if f.dist.requires_python:
             attrs.append(f'data-requires-python="{escape(f.dist.requires_python)}"')
         if f.dist.yanked:
@@ -233,35 +222,6 @@ class PyPIUpstream:
         return "text/html", (
             f'<html><head><meta name="pypi:repository-version" content="1.4"></head><body>{links}</body></html>'
         ).encode()
-
-    # -- HTTP -----------------------------------------------------------------------------
-    def _handler(self):
-        upstream = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep test output clean
-                pass
-
-            def do_HEAD(self):
-                self.do_GET(head=True)
-
-            def do_GET(self, head=False):
-                upstream.requests.append((self.command, self.path, dict(self.headers)))
-                if upstream.outage:
-                    return self._send(503, "text/plain", b"down for maintenance", head)
-                status, media, body = upstream.respond(self.path, self.headers.get("Accept", ""))
-                self._send(status, media, body, head)
-
-            def _send(self, status, media, body, head):
-                self.send_response(status)
-                self.send_header("Content-Type", media)
-                self.send_header("Content-Length", str(len(body)))
-                self.send_header("Vary", "Accept")
-                self.end_headers()
-                if not head:
-                    self.wfile.write(body)
-
-        return Handler
 
     def respond(self, path: str, accept: str) -> tuple[int, str, bytes]:
         media = JSON_TYPE if "json" in accept.split(",")[0] else HTML_TYPE

@@ -1,0 +1,100 @@
+"""The package index's application side on SQLite and PostgreSQL: the same verdicts as
+`/evaluate`, one decision per fetch kind within a run, runs that expire, root listings."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from application.formats import iso
+from domain.errors import InvalidInputError, NotFoundError
+from domain.run import Run, new_run_secret
+from domain.token import digest
+
+
+@pytest.fixture
+def sandbox(app, workspace) -> dict:
+    secret = app.issue_token(workspace, "sbx", "sandbox", by="founder")["token"]
+    return app.authenticate(secret)
+
+
+def policy(app, python_mode="allowlist", allow=(), deny=()):
+    app.save_policy("acme", {"python": {"mode": python_mode, "allow": list(allow), "deny": list(deny)}}, by="x")
+
+
+def test_the_index_judges_exactly_as_evaluate_does(app, sandbox):
+    policy(app, "allowlist", allow=["alpha"], deny=["gamma"])
+    run = app.start_run("acme", sandbox)
+    principal = app.index_principal(run["token"])
+    for name in ("alpha", "beta", "gamma"):
+        index = app.judge_index(principal, "python", name, "page")
+        (evaluated,) = app.evaluate("acme", "python", [name])["decisions"]
+        assert (index["allowed"], index["reason"], index["message"], index["policy_version"]) == (
+            evaluated["allowed"],
+            evaluated["reason"],
+            evaluated.get("message"),
+            evaluated["policy_version"],
+        )
+
+
+def test_one_decision_per_run_project_and_request_kind(app, sandbox):
+    policy(app, "denylist")
+    principal = app.index_principal(app.start_run("acme", sandbox)["token"])
+    first = app.judge_index(principal, "python", "alpha", "page")
+    again = app.judge_index(principal, "python", "alpha", "page")
+    assert first["recorded"] and not again["recorded"] and again["id"] == first["id"]
+    wheel = app.judge_index(principal, "python", "alpha", "download", "alpha-1.0-py3-none-any.whl", "1.0")
+    sdist = app.judge_index(principal, "python", "alpha", "download", "alpha-1.0.tar.gz", "1.0")
+    assert wheel["recorded"] and sdist["recorded"] and wheel["id"] != sdist["id"]
+    other_run = app.index_principal(app.start_run("acme", sandbox)["token"])
+    assert app.judge_index(other_run, "python", "alpha", "page")["recorded"]
+    assert len(app.decisions("acme", {"source": "index"})["decisions"]) == 4
+
+
+def test_a_plain_sandbox_token_may_read_the_index_and_an_auditor_may_not(app, workspace):
+    from application.index import may_read
+
+    for role, allowed in (("sandbox", True), ("admin", True), ("owner", True), ("auditor", False)):
+        secret = app.issue_token(workspace, f"{role}-x", role, by="founder")["token"]
+        principal = app.index_principal(secret)
+        assert principal.run is None and may_read(principal) is allowed
+    assert app.index_principal("rcp_unknown") is None and app.index_principal("rcr_unknown") is None
+
+
+def test_an_expired_run_token_no_longer_reads_the_index(app, sandbox):
+    secret = new_run_secret()
+    expired = iso(datetime.now(UTC) - timedelta(seconds=1))
+    app.save(
+        Run(
+            secret_digest=digest(secret),
+            workspace="acme",
+            started_by=sandbox["id"],
+            by=sandbox["name"],
+            expires_at=expired,
+            context={},
+        )
+    )
+    assert app.index_principal(secret) is None
+    live = app.start_run("acme", sandbox, seconds=60)
+    assert app.index_principal(live["token"]).run == live["id"]
+
+
+def test_a_run_lasts_between_a_minute_and_a_day(app, sandbox):
+    for seconds in (59, 86_401, True, "60"):
+        with pytest.raises(InvalidInputError):
+            app.start_run("acme", sandbox, seconds=seconds)
+
+
+def test_a_path_that_names_no_project_is_not_found(app, sandbox):
+    principal = app.index_principal(app.start_run("acme", sandbox)["token"])
+    for language, name in (("python", "alpha==1.0"), ("python", "../etc"), ("node", "alpha@1"), ("node", "")):
+        with pytest.raises(NotFoundError):
+            app.judge_index(principal, language, name, "page")
+
+
+def test_the_root_lists_allowed_names_only(app, workspace):
+    policy(app, "allowlist", allow=["alpha", "beta"], deny=["beta"])
+    assert app.index_listing("acme", "python", lambda: pytest.fail("allowlist mode needs no upstream")) == ["alpha"]
+    policy(app, "denylist", deny=["beta"])
+    assert app.index_listing("acme", "python", lambda: ["alpha", "beta", "gamma"]) == ["alpha", "gamma"]

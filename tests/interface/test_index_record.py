@@ -1,0 +1,140 @@
+"""What the package index records, on SQLite and PostgreSQL: runs, one decision per fetch kind,
+point-in-time answers that match, and the audit log and exports that show index decisions."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+
+from tests.support.index_fixtures import run_decisions, set_policy, start_run
+from tests.support.index_live import index_live_env  # noqa: F401 - the live_env fixture
+
+JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
+RUNS = "/api/v1/workspaces/acme/runs"
+
+
+def fetch(live, path: str, token: str, method: str = "GET"):
+    auth = "Basic " + base64.b64encode(f"pip:{token}".encode()).decode()
+    return live.call(method, path, headers={"Authorization": auth, "Accept": JSON_ACCEPT})
+
+
+def test_runs_are_started_by_the_roles_that_may_evaluate_and_never_by_an_auditor(live):
+    for role in ("sandbox", "admin", "owner"):
+        reply = live.call("POST", RUNS, live.tokens[role], {})
+        assert reply.status == 201, role
+        assert reply.json["token"].startswith("rcr_") and reply.json["expires_at"].endswith("Z")
+        assert reply.json["pypi"] == f"{live.url}/pypi/acme/simple/" and reply.json["npm"] == f"{live.url}/npm/acme/"
+    assert live.call("POST", RUNS, live.tokens["auditor"], {}).status == 403
+    assert live.call("POST", RUNS, None, {}).status == 401
+    assert live.call("POST", RUNS, live.tokens["sandbox"], {"ttl_seconds": 5}).status == 422
+
+
+def test_repeated_fetches_in_a_run_are_one_decision_and_each_file_is_one_more(live, app):
+    set_policy(app, "allowlist", python=["alpha"])
+    run = start_run(live)
+    for _ in range(3):  # a resolver backtracking asks again and again
+        assert fetch(live, "/pypi/acme/simple/alpha/", run["token"]).status == 200
+        assert fetch(live, "/pypi/acme/simple/beta/", run["token"]).status == 200
+    wheel = "/pypi/acme/files/alpha/alpha-1.0-py3-none-any.whl"
+    for method in ("HEAD", "GET", "GET"):
+        assert fetch(live, wheel, run["token"], method).status == 200
+    assert fetch(live, "/pypi/acme/files/alpha/alpha-1.0.tar.gz", run["token"]).status == 200
+    decisions = run_decisions(live, run)
+    kinds = [(d["name"], d["request"], d.get("file")) for d in decisions]
+    assert kinds == [
+        ("beta", "page", None),  # denied first
+        ("alpha", "page", None),
+        ("alpha", "download", "alpha-1.0-py3-none-any.whl"),
+        ("alpha", "download", "alpha-1.0.tar.gz"),
+    ]
+    another = start_run(live)  # a new run records afresh
+    fetch(live, "/pypi/acme/simple/alpha/", another["token"])
+    assert len(run_decisions(live, another)) == 1
+
+
+def test_a_policy_change_during_a_run_records_the_new_verdict(live, app):
+    before = set_policy(app, "allowlist", python=["alpha"])
+    run = start_run(live)
+    fetch(live, "/pypi/acme/simple/alpha/", run["token"])
+    after = set_policy(app, "allowlist", python=[])
+    fetch(live, "/pypi/acme/simple/alpha/", run["token"])
+    outcomes = [(d["allowed"], d["policy_version"]) for d in run_decisions(live, run)]
+    assert outcomes == [(False, after), (True, before)]
+
+
+def test_a_sandbox_reads_only_the_runs_it_started(live, app):
+    set_policy(app, "denylist")
+    run = start_run(live)
+    fetch(live, "/pypi/acme/simple/alpha/", run["token"])
+    other = app.issue_token("acme", "second-sandbox", "sandbox", by="founder")["token"]
+    path = f"{RUNS}/{run['id']}/decisions"
+    assert live.call("GET", path, other).status == 404
+    mine = live.call("GET", path, live.tokens["sandbox"])
+    assert mine.status == 200 and mine.json["run"]["context"] == {"sandbox": "sbx-1"}
+    assert live.call("GET", path, live.tokens["auditor"]).json == mine.json
+    assert live.call("GET", path, live.tokens["other-workspace"]).status == 404
+    assert live.call("GET", f"{RUNS}/not-a-run/decisions", live.tokens["auditor"]).status == 404
+
+
+def test_a_revoked_starter_ends_its_runs_at_once(live, app):
+    set_policy(app, "denylist")
+    issued = app.issue_token("acme", "short-lived", "sandbox", by="founder")
+    run = live.call("POST", RUNS, issued["token"], {}).json
+    assert fetch(live, "/pypi/acme/simple/alpha/", run["token"]).status == 200
+    app.revoke_token("acme", issued["id"], by="founder")
+    assert fetch(live, "/pypi/acme/simple/alpha/", run["token"]).status == 403
+
+
+def test_the_point_in_time_answer_for_an_index_decision_equals_the_decision(live, app):
+    set_policy(app, "allowlist", python=["alpha"])
+    run = start_run(live)
+    fetch(live, "/pypi/acme/simple/alpha/", run["token"])
+    fetch(live, "/pypi/acme/simple/beta/", run["token"])
+    fetch(live, "/npm/acme/beta", run["token"])
+    decisions = run_decisions(live, run)
+    assert len(decisions) == 3
+    for d in decisions:
+        answer = live.call(
+            "GET", f"/api/v1/workspaces/acme/packages/{d['language']}/{d['name']}?at={d['at']}", live.tokens["auditor"]
+        ).json
+        assert (answer["allowed"], answer["reason"], answer["policy_version"]) == (
+            d["allowed"],
+            d["reason"],
+            d["policy_version"],
+        )
+
+
+def test_index_decisions_appear_in_the_decisions_api_and_its_exports_with_file_and_version(live, app):
+    set_policy(app, "allowlist", python=["alpha"])
+    run = start_run(live)
+    fetch(live, "/pypi/acme/files/alpha/alpha-1.0-py3-none-any.whl", run["token"])
+    listed = live.call("GET", "/api/v1/workspaces/acme/decisions?source=index", live.tokens["auditor"]).json
+    (decision,) = listed["decisions"]
+    assert (decision["file"], decision["package_version"], decision["run"]) == (
+        "alpha-1.0-py3-none-any.whl",
+        "1.0",
+        run["id"],
+    )
+    exported = live.call("GET", "/api/v1/workspaces/acme/decisions?source=index&format=csv", live.tokens["auditor"])
+    (row,) = list(csv.DictReader(io.StringIO(exported.body.decode())))
+    assert (row["file"], row["package_version"], row["request"], row["source"]) == (
+        "alpha-1.0-py3-none-any.whl",
+        "1.0",
+        "download",
+        "index",
+    )
+
+
+def test_the_console_audit_log_shows_index_downloads_with_file_and_version(live, app):
+    from tests.interface.test_console import signed_in
+
+    set_policy(app, "allowlist", python=["alpha"])
+    run = start_run(live)
+    fetch(live, "/pypi/acme/files/alpha/alpha-1.0-py3-none-any.whl", run["token"])
+    fetch(live, "/pypi/acme/simple/beta/", run["token"])
+    rows = signed_in(live, "auditor").get("/console/audit", source="index").rows()
+    assert [(r[2], r[5], r[8]) for r in rows] == [
+        ("beta", "Denied", "index (page)"),
+        ("alphaalpha-1.0-py3-none-any.whl · version 1.0", "Allowed", "index (download)"),  # <br> between
+    ]

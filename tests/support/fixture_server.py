@@ -1,0 +1,67 @@
+"""The HTTP side the fixture upstreams share: threaded servers on loopback, a request log, an
+outage switch. A subclass answers `respond(path, accept) -> (status, media, body)`.
+
+`OTHER_HOST` is a second loopback address: a fixture can keep some files there, which the
+egress rules refuse unless a test's hatch lets exactly that address through.
+"""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+OTHER_HOST = "127.0.0.2"
+
+
+class FixtureServer:
+    def __init__(self, other_host: bool = False):
+        self.requests: list[tuple[str, str, dict]] = []
+        self.outage = False  # when set, every request is answered 503
+        self._servers = [ThreadingHTTPServer(("127.0.0.1", 0), self._handler())]
+        if other_host:
+            self._servers.append(ThreadingHTTPServer((OTHER_HOST, 0), self._handler()))
+        self.port, self.other_port = self._servers[0].server_port, self._servers[-1].server_port
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        for server in self._servers:
+            server.daemon_threads = True
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        for server in self._servers:
+            server.shutdown()
+            server.server_close()
+
+    def hits(self, path_part: str) -> int:
+        return sum(1 for _, path, _ in self.requests if path_part in path)
+
+    def respond(self, path: str, accept: str) -> tuple[int, str, bytes]:
+        raise NotImplementedError
+
+    def _handler(self):
+        fixture = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_HEAD(self):
+                self.do_GET(head=True)
+
+            def do_GET(self, head=False):
+                fixture.requests.append((self.command, self.path, dict(self.headers)))
+                if fixture.outage:
+                    return self._send(503, "text/plain", b"down for maintenance", head)
+                self._send(*fixture.respond(self.path, self.headers.get("Accept", "")), head)
+
+            def _send(self, status, media, body, head):
+                self.send_response(status)
+                self.send_header("Content-Type", media)
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Vary", "Accept")
+                self.end_headers()
+                if not head:
+                    self.wfile.write(body)
+
+        return Handler
