@@ -15,8 +15,8 @@ import pytest
 
 from tests.support.clients import require_pnpm
 from tests.support.gate import Gate, sandbox_env
-from tests.support.indexed import allow_only, indexed_service  # noqa: F401
-from tests.support.packages import npm_tree
+from tests.support.index_fixtures import set_policy
+from tests.support.packages import TREE, npm_tree
 from tests.support.third_party import verdaccio
 
 
@@ -26,16 +26,20 @@ def database_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path}/store.sqlite"
 
 
+SCOPED = {"@corp/alpha": ["@corp/beta"], "@corp/beta": []}
+
+
 @pytest.fixture
-def npm_upstream(tmp_path):
-    server = verdaccio(npm_tree(), tmp_path / "verdaccio")
+def verdaccio_upstream(tmp_path):
+    server = verdaccio(npm_tree({**TREE, **SCOPED}), tmp_path / "verdaccio")
     yield server
     server.close()
 
 
 @pytest.fixture
-def service(indexed_service, npm_upstream):  # noqa: F811 - the fixture imported above
-    return indexed_service(npm=f"{npm_upstream.url}/")
+def live_env(verdaccio_upstream) -> dict:
+    """`live` (the real service) with verdaccio behind its npm registry proxy."""
+    return {"RUNCODE_POLICY_NPM_UPSTREAM": f"{verdaccio_upstream.url}/"}
 
 
 @pytest.fixture
@@ -44,10 +48,10 @@ def gate(tmp_path):
 
 
 @pytest.fixture
-def env(service, tmp_path) -> dict:
+def env(live, tmp_path) -> dict:
     home = tmp_path / "home"
     home.mkdir()
-    return sandbox_env(service, home)
+    return sandbox_env(live, home)
 
 
 @pytest.fixture
@@ -72,7 +76,7 @@ def install(gate, client: str, env: dict, project, package: str = "alpha"):
 
 @pytest.mark.parametrize("client", ["npm", "pnpm"])
 def test_an_allowed_tree_installs_through_the_index(gate, env, app, project, client):
-    allow_only(app, "node", ["alpha", "beta"])
+    set_policy(app, "allowlist", node=["alpha", "beta"])
     done = install(gate, client, env, project)
     assert done.returncode == 0, done.stdout + done.stderr
     assert {"alpha", "beta"} <= installed(project) | pnpm_store_names(project)
@@ -80,7 +84,7 @@ def test_an_allowed_tree_installs_through_the_index(gate, env, app, project, cli
 
 @pytest.mark.parametrize("client", ["npm", "pnpm"])
 def test_a_denied_dependency_fails_the_install_and_the_gate_prints_its_denial(gate, env, app, project, client):
-    allow_only(app, "node", ["alpha"])
+    set_policy(app, "allowlist", node=["alpha"])
     done = install(gate, client, env, project)
     assert done.returncode not in (0, 2, 3, 4), done.stdout + done.stderr
     assert "beta" not in installed(project) | pnpm_store_names(project)
@@ -91,9 +95,11 @@ def test_a_denied_dependency_fails_the_install_and_the_gate_prints_its_denial(ga
     ("client", "how"),
     [("npm", "project .npmrc"), ("npm", "npm_config_registry"), ("pnpm", "project .npmrc")],
 )
-def test_a_registry_redirect_cannot_install_a_denied_dependency(gate, env, app, project, npm_upstream, client, how):
-    allow_only(app, "node", ["alpha"])
-    raw = f"{npm_upstream.url}/"
+def test_a_registry_redirect_cannot_install_a_denied_dependency(
+    gate, env, app, project, verdaccio_upstream, client, how
+):
+    set_policy(app, "allowlist", node=["alpha"])
+    raw = f"{verdaccio_upstream.url}/"
     extra = {"npm_config_registry": raw} if how == "npm_config_registry" else {}
     if how == "project .npmrc":
         (project / ".npmrc").write_text(f"registry={raw}\n")
@@ -102,12 +108,14 @@ def test_a_registry_redirect_cannot_install_a_denied_dependency(gate, env, app, 
     assert done.returncode != 0 and "denied: beta (node)" in done.stderr, done.stderr
 
 
-def test_a_package_json_override_to_a_denied_package_is_judged_at_the_index(gate, env, app, project, npm_upstream):
-    allow_only(app, "node", ["alpha", "beta"])
+def test_a_package_json_override_to_a_denied_package_is_judged_at_the_index(
+    gate, env, app, project, verdaccio_upstream
+):
+    set_policy(app, "allowlist", node=["alpha", "beta"])
     manifest = json.loads((project / "package.json").read_text())
     manifest["overrides"] = {"beta": "npm:gamma@^1.0.0"}  # swaps the allowed beta for the denied gamma
     (project / "package.json").write_text(json.dumps(manifest))
-    extra = {"npm_config_registry": f"{npm_upstream.url}/"}  # so that today's gate would have fetched it
+    extra = {"npm_config_registry": f"{verdaccio_upstream.url}/"}  # so that today's gate would have fetched it
     done = gate("--", "npm", "install", "alpha", env={**env, **extra}, cwd=project)
     assert "gamma" not in installed(project) and not (project / "node_modules" / "beta").exists()
     assert done.returncode != 0 and "denied: gamma (node)" in done.stderr, done.stdout + done.stderr
@@ -118,30 +126,13 @@ def pnpm_store_names(project) -> set[str]:
     return {p.name.rpartition("@")[0] for p in (project / "node_modules" / ".pnpm").glob("*@*")}
 
 
-@pytest.fixture
-def scoped_upstream(tmp_path):
-    server = verdaccio(npm_tree({"@corp/alpha": ["@corp/beta"], "@corp/beta": []}), tmp_path / "scoped")
-    yield server
-    server.close()
-
-
 @pytest.mark.parametrize("client", ["npm", "pnpm"])
 def test_a_scoped_registry_in_a_project_npmrc_cannot_redirect_a_scope(
-    indexed_service,  # noqa: F811 - the fixture imported above
-    scoped_upstream,
-    gate,
-    tmp_path,
-    app,
-    project,
-    client,
+    verdaccio_upstream, gate, env, app, project, client
 ):
-    service = indexed_service(npm=f"{scoped_upstream.url}/")
-    allow_only(app, "node", ["@corp/alpha"])
+    set_policy(app, "allowlist", node=["@corp/alpha"])
     # pnpm reads a project's scoped registry over its environment: only its command line wins.
-    (project / ".npmrc").write_text(f"@corp:registry={scoped_upstream.url}/\n")
-    home = tmp_path / "home"
-    home.mkdir()
-    env = sandbox_env(service, home)
+    (project / ".npmrc").write_text(f"@corp:registry={verdaccio_upstream.url}/\n")
     done = install(gate, client, env, project, "@corp/alpha")
     assert not (project / "node_modules" / "@corp" / "beta").exists(), done.stdout + done.stderr
     assert done.returncode != 0 and "denied: @corp/beta (node)" in done.stderr, done.stdout + done.stderr
