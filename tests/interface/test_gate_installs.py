@@ -16,9 +16,8 @@ import pytest
 
 from tests.support.gate import Gate, sandbox_env
 from tests.support.index_fixtures import set_policy
-from tests.support.packages import wheels
 from tests.support.target_env import TargetEnv
-from tests.support.third_party import pypiserver, require
+from tests.support.third_party import require
 
 MARKER = "import pathlib, sys; pathlib.Path({path!r}).write_text('evil ran'); sys.exit(0)\n"
 
@@ -30,15 +29,8 @@ def database_url(tmp_path) -> str:
 
 
 @pytest.fixture
-def wheelhouse(tmp_path):
-    return wheels(tmp_path / "wheels")
-
-
-@pytest.fixture
-def pypiserver_upstream(tmp_path, wheelhouse):
-    server = pypiserver(wheelhouse, tmp_path)
-    yield server
-    server.close()
+def wheelhouse(tmp_path, pypiserver_upstream):
+    return tmp_path / "wheels"  # the wheels pypiserver serves
 
 
 @pytest.fixture

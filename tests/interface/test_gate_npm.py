@@ -16,24 +16,12 @@ import pytest
 from tests.support.clients import require_pnpm
 from tests.support.gate import Gate, sandbox_env
 from tests.support.index_fixtures import set_policy
-from tests.support.packages import TREE, npm_tree
-from tests.support.third_party import verdaccio
 
 
 @pytest.fixture
 def database_url(tmp_path) -> str:
     """SQLite: the store is exercised elsewhere; these tests are about what installs."""
     return f"sqlite:///{tmp_path}/store.sqlite"
-
-
-SCOPED = {"@corp/alpha": ["@corp/beta"], "@corp/beta": []}
-
-
-@pytest.fixture
-def verdaccio_upstream(tmp_path):
-    server = verdaccio(npm_tree({**TREE, **SCOPED}), tmp_path / "verdaccio")
-    yield server
-    server.close()
 
 
 @pytest.fixture

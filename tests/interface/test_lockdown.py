@@ -15,9 +15,7 @@ from interface.egress_proxy import EgressProxy, ProxyLimits
 from tests.support.gate import Gate
 from tests.support.index_fixtures import set_policy
 from tests.support.netns import Sandbox, namespaces_or_skip
-from tests.support.packages import wheels
 from tests.support.target_env import TargetEnv
-from tests.support.third_party import pypiserver
 
 
 def no_dns(host: str, port: int) -> list[str]:
@@ -28,13 +26,6 @@ def no_dns(host: str, port: int) -> list[str]:
 def database_url(tmp_path) -> str:
     """SQLite only: the store is not what these tests are about."""
     return f"sqlite:///{tmp_path}/store.sqlite"
-
-
-@pytest.fixture
-def pypiserver_upstream(tmp_path):
-    upstream = pypiserver(wheels(tmp_path / "wheels"), tmp_path)
-    yield upstream
-    upstream.close()
 
 
 @pytest.fixture
