@@ -16,16 +16,11 @@ import pytest
 
 from tests.support.gate import Gate, sandbox_env
 from tests.support.index_fixtures import set_policy
+from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url: SQLite only
 from tests.support.target_env import TargetEnv
 from tests.support.third_party import require
 
 MARKER = "import pathlib, sys; pathlib.Path({path!r}).write_text('evil ran'); sys.exit(0)\n"
-
-
-@pytest.fixture
-def database_url(tmp_path) -> str:
-    """SQLite: the store is exercised elsewhere; these tests are about what installs."""
-    return f"sqlite:///{tmp_path}/store.sqlite"
 
 
 @pytest.fixture

@@ -16,12 +16,7 @@ import pytest
 from tests.support.clients import require_pnpm
 from tests.support.gate import Gate, sandbox_env
 from tests.support.index_fixtures import set_policy
-
-
-@pytest.fixture
-def database_url(tmp_path) -> str:
-    """SQLite: the store is exercised elsewhere; these tests are about what installs."""
-    return f"sqlite:///{tmp_path}/store.sqlite"
+from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url: SQLite only
 
 
 @pytest.fixture

@@ -14,18 +14,13 @@ import pytest
 from interface.egress_proxy import EgressProxy, ProxyLimits
 from tests.support.gate import Gate
 from tests.support.index_fixtures import set_policy
+from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url: SQLite only
 from tests.support.netns import Sandbox, namespaces_or_skip
 from tests.support.target_env import TargetEnv
 
 
 def no_dns(host: str, port: int) -> list[str]:
     raise socket.gaierror(socket.EAI_NONAME, "the test resolves nothing")
-
-
-@pytest.fixture
-def database_url(tmp_path) -> str:
-    """SQLite only: the store is not what these tests are about."""
-    return f"sqlite:///{tmp_path}/store.sqlite"
 
 
 @pytest.fixture
