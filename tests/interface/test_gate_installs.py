@@ -169,3 +169,14 @@ def test_uv_pip_install_goes_through_the_index(tmp_path, env, app, target, proje
     else:
         assert done.returncode == 0, done.stderr
         assert {"alpha", "beta"} <= target.installed()
+
+
+def test_a_uv_toml_cannot_add_an_index(tmp_path, env, app, target, project, uv, pypiserver_upstream):
+    set_policy(app, "allowlist", python=["alpha"])
+    (project / "uv.toml").write_text(f'extra-index-url = ["{pypiserver_upstream.url}/simple/"]\n')
+    gate = Gate(tmp_path / "uv-gate", installer_path=str(uv))
+    done = gate(
+        "--", "uv", "pip", "install", "alpha", env={**env, "UV_CACHE_DIR": str(tmp_path / "uv-cache")}, cwd=project
+    )
+    assert "beta" not in target.installed(), done.stderr
+    assert done.returncode != 0 and "denied: beta (python)" in done.stderr, done.stderr
