@@ -24,10 +24,12 @@ from domain.decision import Decision, judge
 from domain.errors import NotFoundError
 from domain.specs import Spec, parse
 from domain.specs.pip import NAME_RE
+from domain.text import check_text
 
 REQUESTS = ("page", "metadata", "download")
 TOKEN_WINDOW_SECONDS = 15 * 60
 MAX_REMEMBERED = 100_000
+MAX_FILE_NAME = 255
 
 
 @dataclass(frozen=True)
@@ -60,9 +62,13 @@ class IndexGate:
         file: str | None = None,
         package_version: str | None = None,
     ) -> dict:
-        """The verdict for one fetch; recorded unless this run already recorded the same one."""
+        """The verdict for one fetch; recorded unless this run already recorded the same one.
+        (Two concurrent first fetches of one thing may both be recorded: the memory is not a lock.)"""
         version, rules = self._policies.current(principal.workspace)
         spec = registry_spec(language, name)
+        for field, value in (("file", file), ("package_version", package_version)):
+            if value is not None:
+                check_text(value, field, MAX_FILE_NAME)  # from the URL: bounded and printable before it is stored
         verdict = judge(rules[language], spec, principal.workspace)
         key = (principal.run or principal.token, language, spec.name, request, file if request == "download" else None)
         earlier = self._earlier(key, (verdict.allowed, verdict.reason, version))

@@ -73,7 +73,9 @@ def root(ws):
 
 
 def _upstream_names() -> list[str]:
-    page = upstream().page(upstream().base, simple.UPSTREAM_ACCEPT)
+    # Upstream's whole project list is large (PyPI's is tens of MiB): a recent copy will do.
+    found = upstream().cached(upstream().base, simple.UPSTREAM_ACCEPT)
+    page = found or upstream().page(upstream().base, simple.UPSTREAM_ACCEPT)
     if page.status != 200:
         raise bad_gateway(f"the upstream index answered {page.status} for its project list")
     return [canonical(n) for n in simple.read_names(page.body, page.content_type)]

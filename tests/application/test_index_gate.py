@@ -98,3 +98,11 @@ def test_the_root_lists_allowed_names_only(app, workspace):
     assert app.index_listing("acme", "python", lambda: pytest.fail("allowlist mode needs no upstream")) == ["alpha"]
     policy(app, "denylist", deny=["beta"])
     assert app.index_listing("acme", "python", lambda: ["alpha", "beta", "gamma"]) == ["alpha", "gamma"]
+
+
+def test_a_file_name_from_the_url_is_bounded_and_printable_before_it_is_stored(app, sandbox):
+    principal = app.index_principal(app.start_run("acme", sandbox)["token"])
+    for file in ("a" * 256 + ".whl", "alpha\x00.whl"):
+        with pytest.raises(InvalidInputError):
+            app.judge_index(principal, "python", "alpha", "download", file, None)
+    assert app.decisions("acme", {"source": "index"})["decisions"] == []
