@@ -18,13 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -33,7 +30,9 @@ sys.path.insert(0, str(ROOT))
 
 from application.governance import Governance  # noqa: E402
 from application.store import store_env  # noqa: E402
+from tests.support.clients import pip_install  # noqa: E402
 from tests.support.packages import wheel  # noqa: E402
+from tests.support.third_party import Upstream, free_port, pypiserver  # noqa: E402
 
 PACKAGES = 20
 WORKSPACE = "bench"
@@ -47,25 +46,6 @@ def tree(directory: Path) -> None:
         wheel(directory, f"pkg{index:02d}", children)
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def started(argv: list[str], url: str, env: dict | None = None) -> subprocess.Popen:
-    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(url, timeout=2).close()
-            return process
-        except OSError:
-            time.sleep(0.2)
-    process.kill()
-    raise SystemExit(f"{argv[0]} did not start")
-
-
 def sandbox_token(database_url: str) -> str:
     app = Governance(env=store_env(database_url))
     try:
@@ -75,8 +55,8 @@ def sandbox_token(database_url: str) -> str:
         app.close()
 
 
-def run_index(service: str, token: str) -> str:
-    """POST /runs: the run's index URL with its token as the Basic password."""
+def start_run(service: str, token: str) -> dict:
+    """POST /runs: the run's index URL and its token."""
     request = urllib.request.Request(
         f"{service}/api/v1/workspaces/{WORKSPACE}/runs",
         data=b"{}",
@@ -84,81 +64,44 @@ def run_index(service: str, token: str) -> str:
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
     )
     with urllib.request.urlopen(request, timeout=10) as response:
-        run = json.load(response)
-    parts = urllib.parse.urlsplit(run["pypi"])
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"run:{run['token']}@{parts.netloc}"))
+        return json.load(response)
 
 
-def pip_install(index: str, work: Path) -> float:
+def timed_install(index: str, token: str, work: Path) -> float:
+    """One cold install (fresh target, no cache) of the whole tree; its wall time."""
     target = Path(tempfile.mkdtemp(dir=work))
-    argv = [
-        sys.executable,
-        "-m",
-        "pip",
-        "install",
-        "--no-cache-dir",
-        "--disable-pip-version-check",
-        "-q",
-        "--target",
-        str(target),
-        "--index-url",
-        index,
-        "pkg00",
-    ]
     started_at = time.perf_counter()
-    subprocess.run(argv, check=True, env={**os.environ, "PIP_CONFIG_FILE": os.devnull})
+    outcome = pip_install(target, index, token, "-q", "pkg00")
     elapsed = time.perf_counter() - started_at
-    installed = sorted(p.name for p in target.glob("pkg*") if p.is_dir() and "." not in p.name)
-    if len(installed) != PACKAGES:
-        raise SystemExit(f"installed {len(installed)} of {PACKAGES} packages from {index}")
+    installed = [p for p in (target / "site").glob("pkg*") if p.is_dir() and "." not in p.name]
+    if not outcome.ok or len(installed) != PACKAGES:
+        raise SystemExit(f"installed {len(installed)} of {PACKAGES} packages from {index}: {outcome.output}")
     return elapsed
 
 
 def measure(rounds: int, work: Path) -> tuple[float, float]:
     packages, database = work / "packages", f"sqlite:///{work}/store.sqlite"
     tree(packages)
-    upstream_port, service_port = free_port(), free_port()
-    upstream = f"http://127.0.0.1:{upstream_port}/simple/"
-    pypiserver = started(
-        [
-            str(Path(sys.executable).parent / "pypi-server"),
-            "run",
-            "-p",
-            str(upstream_port),
-            "-i",
-            "127.0.0.1",
-            "--disable-fallback",
-            "-a",
-            ".",
-            "-P",
-            ".",
-            str(packages),
-        ],
-        upstream,
-    )
-    token = sandbox_token(database)
+    upstream = pypiserver(packages, work)
+    simple, token, port = f"{upstream.url}/simple/", sandbox_token(database), free_port()
     env = {
         **os.environ,
         "RUNCODE_POLICY_DATABASE_URL": database,
         "RUNCODE_POLICY_DATA_DIR": str(work),
-        "RUNCODE_POLICY_PYPI_UPSTREAM": upstream,
+        "RUNCODE_POLICY_PYPI_UPSTREAM": simple,
     }
-    service = f"http://127.0.0.1:{service_port}"
-    server = started(
-        [str(Path(sys.executable).parent / "runcode-policy"), "serve", "--port", str(service_port)],
-        f"{service}/healthz",
-        env,
-    )
+    serve = [str(Path(sys.executable).parent / "runcode-policy"), "serve", "--port", str(port)]
+    service = Upstream(serve, port, "/healthz", work / "serve.log", env)
     try:
         direct, proxied = [], []
         for _ in range(rounds):
-            direct.append(pip_install(upstream, work))
-            proxied.append(pip_install(run_index(service, token), work))
+            direct.append(timed_install(simple, "unused", work))  # pypiserver ignores the password
+            run = start_run(service.url, token)
+            proxied.append(timed_install(run["pypi"], run["token"], work))
         return statistics.median(direct), statistics.median(proxied)
     finally:
-        for process in (server, pypiserver):
-            process.terminate()
-            process.wait(timeout=10)
+        service.close()
+        upstream.close()
 
 
 def main() -> None:

@@ -17,7 +17,8 @@ from hypothesis import settings
 
 from application import Governance, store_env
 
-pytest_plugins = ("tests.support.index_fixtures",)  # the package index's fixture upstreams
+# The package index's fixture upstreams; pypiserver and verdaccio as real third-party upstreams.
+pytest_plugins = ("tests.support.index_fixtures", "tests.support.third_party")
 
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/runcode_policy_test"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.gate import Gate
+from tests.support.gate import Gate, sandbox_env
 
 REDIRECTS = {  # every one of these, left in place, sends an "allowed" install elsewhere
     "PIP_INDEX_URL": "http://evil.test/simple",
@@ -54,13 +54,8 @@ def gate(tmp_path):
 
 
 @pytest.fixture
-def sandbox_env(live) -> dict:
-    return {
-        "RUNCODE_POLICY_URL": live.url,
-        "RUNCODE_POLICY_TOKEN": live.tokens["sandbox"],
-        "RUNCODE_POLICY_WORKSPACE": "acme",
-        "HOME": "/nonexistent",
-    }
+def env(live) -> dict:
+    return sandbox_env(live, "/nonexistent")
 
 
 @pytest.fixture
@@ -85,8 +80,8 @@ def run_ok(gate, command, env, cwd) -> dict:
         ["pnpm", "add", "left-pad"],
     ],
 )
-def test_nothing_that_redirects_installs_reaches_the_installer(gate, sandbox_env, project, command):
-    ran = run_ok(gate, command, {**sandbox_env, **REDIRECTS, **HARMLESS}, project)
+def test_nothing_that_redirects_installs_reaches_the_installer(gate, env, project, command):
+    ran = run_ok(gate, command, {**env, **REDIRECTS, **HARMLESS}, project)
     leaked = {name: value for name, value in ran["env"].items() if "evil" in value}
     assert leaked == {}
     assert {name: ran["env"].get(name) for name in HARMLESS} == HARMLESS
@@ -94,32 +89,32 @@ def test_nothing_that_redirects_installs_reaches_the_installer(gate, sandbox_env
 
 
 @pytest.mark.parametrize("command", [["pip", "install", "pandas"], ["npm", "install", "left-pad"]])
-def test_the_installer_gets_a_run_token_never_the_sandbox_token(gate, sandbox_env, project, command):
-    ran = run_ok(gate, command, sandbox_env, project)
+def test_the_installer_gets_a_run_token_never_the_sandbox_token(gate, env, project, command):
+    ran = run_ok(gate, command, env, project)
     given = " ".join([*ran["argv"], *ran["env"].values(), *ran["files"].values()])
-    assert sandbox_env["RUNCODE_POLICY_TOKEN"] not in given  # not even as RUNCODE_POLICY_TOKEN
+    assert env["RUNCODE_POLICY_TOKEN"] not in given  # not even as RUNCODE_POLICY_TOKEN
     assert not [name for name in ran["env"] if name.startswith("RUNCODE_POLICY_")]
 
 
-def test_pip_reads_no_configuration_file_and_uses_the_runs_index_with_its_token(gate, sandbox_env, project):
-    ran = run_ok(gate, ["pip", "install", "pandas"], sandbox_env, project)
-    env = ran["env"]
-    assert env["PIP_CONFIG_FILE"] == os.devnull and env["PIP_NO_INPUT"] == "1"
-    index = urllib.parse.urlsplit(env["PIP_INDEX_URL"])
+def test_pip_reads_no_configuration_file_and_uses_the_runs_index_with_its_token(gate, env, project):
+    ran = run_ok(gate, ["pip", "install", "pandas"], env, project)
+    given = ran["env"]
+    assert given["PIP_CONFIG_FILE"] == os.devnull and given["PIP_NO_INPUT"] == "1"
+    index = urllib.parse.urlsplit(given["PIP_INDEX_URL"])
     assert index.path == "/pypi/acme/simple/" and index.username == "run" and index.password
-    assert f"{index.hostname}:{index.port}" == live_host(sandbox_env)
-    assert env["PYTHONNOUSERSITE"] == "1"
+    assert f"{index.hostname}:{index.port}" == live_host(env)
+    assert given["PYTHONNOUSERSITE"] == "1"
 
 
-def test_uv_reads_no_configuration_file_and_uses_the_runs_index(gate, sandbox_env, project):
-    env = run_ok(gate, ["uv", "pip", "install", "pandas"], sandbox_env, project)["env"]
+def test_uv_reads_no_configuration_file_and_uses_the_runs_index(gate, env, project):
+    env = run_ok(gate, ["uv", "pip", "install", "pandas"], env, project)["env"]
     assert env["UV_NO_CONFIG"] == "1" and env["UV_DEFAULT_INDEX"] == env["UV_INDEX_URL"]
     assert urllib.parse.urlsplit(env["UV_DEFAULT_INDEX"]).path == "/pypi/acme/simple/"
 
 
-def test_npm_gets_the_registry_on_its_command_line_and_config_files_of_the_gates_own(gate, sandbox_env, project):
+def test_npm_gets_the_registry_on_its_command_line_and_config_files_of_the_gates_own(gate, env, project):
     (project / ".npmrc").write_text("registry=http://evil.test/\n@corp:registry = http://evil.test/corp/\n")
-    ran = run_ok(gate, ["npm", "install", "left-pad"], sandbox_env, project)
+    ran = run_ok(gate, ["npm", "install", "left-pad"], env, project)
     registry = ran["env"]["npm_config_registry"]
     assert urllib.parse.urlsplit(registry).path == "/npm/acme/"
     assert ran["argv"][1:] == [f"--registry={registry}", f"--@corp:registry={registry}", "install", "left-pad"]
@@ -131,9 +126,9 @@ def test_npm_gets_the_registry_on_its_command_line_and_config_files_of_the_gates
     assert not Path(user).exists() and not Path(global_).exists()  # removed after the run
 
 
-def test_pnpm_gets_its_registry_and_every_scope_on_its_command_line(gate, sandbox_env, project):
+def test_pnpm_gets_its_registry_and_every_scope_on_its_command_line(gate, env, project):
     (project.parent / ".npmrc").write_text('"@Corp:registry"=http://evil.test/corp/\n')  # a parent's counts too
-    ran = run_ok(gate, ["pnpm", "add", "left-pad"], sandbox_env, project)
+    ran = run_ok(gate, ["pnpm", "add", "left-pad"], env, project)
     registry = ran["env"]["pnpm_config_registry"]
     assert ran["argv"][1:] == [
         f"--registry={registry}",
@@ -145,28 +140,28 @@ def test_pnpm_gets_its_registry_and_every_scope_on_its_command_line(gate, sandbo
     assert Path(ran["env"]["XDG_CONFIG_HOME"]).name == "xdg"  # no global pnpm config of the sandbox's
 
 
-def test_an_npmrc_key_made_of_a_variable_fails_closed(gate, sandbox_env, project):
+def test_an_npmrc_key_made_of_a_variable_fails_closed(gate, env, project):
     (project / ".npmrc").write_text("${SCOPE}:registry=http://evil.test/\n")
-    done = gate("--", "npm", "install", "left-pad", env={**sandbox_env, "SCOPE": "@corp"}, cwd=project)
+    done = gate("--", "npm", "install", "left-pad", env={**env, "SCOPE": "@corp"}, cwd=project)
     assert done.returncode == 4 and gate.ran() is None and "variable" in done.stderr
 
 
 @pytest.mark.parametrize("program", ["./pip", "/usr/bin/pip", "bin/npm", "..\\pip"])
-def test_an_installer_named_by_path_is_refused_before_anything_is_asked(gate, sandbox_env, project, program, app):
-    done = gate("--", program, "install", "pandas", env=sandbox_env, cwd=project)
+def test_an_installer_named_by_path_is_refused_before_anything_is_asked(gate, env, project, program, app):
+    done = gate("--", program, "install", "pandas", env=env, cwd=project)
     assert done.returncode == 2 and gate.ran() is None and "not a path" in done.stderr
     assert app.decisions("acme")["decisions"] == []
 
 
-def test_only_absolute_entries_of_the_trusted_path_are_searched(tmp_path, sandbox_env, project):
+def test_only_absolute_entries_of_the_trusted_path_are_searched(tmp_path, env, project):
     gate = Gate(tmp_path, installer_path=f".{os.pathsep}bin{os.pathsep}")
     (project / "bin").symlink_to(gate.programs)
-    done = gate("--", "pip", "install", "pandas", env=sandbox_env, cwd=project)
+    done = gate("--", "pip", "install", "pandas", env=env, cwd=project)
     assert done.returncode == 127 and gate.ran() is None and "trusted path" in done.stderr
 
 
-def test_a_program_that_is_not_an_installer_is_a_usage_error(gate, sandbox_env):
-    done = gate("--", "curl", "https://example.org/x.whl", env=sandbox_env)
+def test_a_program_that_is_not_an_installer_is_a_usage_error(gate, env):
+    done = gate("--", "curl", "https://example.org/x.whl", env=env)
     assert done.returncode == 2 and gate.ran() is None and "not an installer" in done.stderr
 
 

@@ -14,36 +14,24 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.gate import Gate
-from tests.support.indexed import allow_only, deny, index_decisions, indexed_service  # noqa: F401
-from tests.support.packages import wheels
+from tests.support.gate import Gate, sandbox_env
+from tests.support.index_fixtures import set_policy
+from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url: SQLite only
 from tests.support.target_env import TargetEnv
-from tests.support.third_party import pypiserver, require
+from tests.support.third_party import require
 
 MARKER = "import pathlib, sys; pathlib.Path({path!r}).write_text('evil ran'); sys.exit(0)\n"
 
 
 @pytest.fixture
-def database_url(tmp_path) -> str:
-    """SQLite: the store is exercised elsewhere; these tests are about what installs."""
-    return f"sqlite:///{tmp_path}/store.sqlite"
+def wheelhouse(tmp_path, pypiserver_upstream):
+    return tmp_path / "wheels"  # the wheels pypiserver serves
 
 
 @pytest.fixture
-def wheelhouse(tmp_path):
-    return wheels(tmp_path / "wheels")
-
-
-@pytest.fixture
-def pypi_upstream(tmp_path, wheelhouse):
-    server = pypiserver(wheelhouse, tmp_path)
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def service(indexed_service, pypi_upstream):  # noqa: F811 - the fixture imported above
-    return indexed_service(pypi=f"{pypi_upstream.url}/simple/")
+def live_env(pypiserver_upstream) -> dict:
+    """`live` (the real service) with pypiserver behind its index."""
+    return {"RUNCODE_POLICY_PYPI_UPSTREAM": f"{pypiserver_upstream.url}/simple/"}
 
 
 @pytest.fixture
@@ -57,21 +45,11 @@ def gate(tmp_path, target):
 
 
 @pytest.fixture
-def env(service, tmp_path) -> dict:
+def env(live, tmp_path) -> dict:
     home = tmp_path / "home"
     home.mkdir()
-    # A closed port as the proxy: whatever the gate fails to point at the index goes nowhere.
-    return {
-        "RUNCODE_POLICY_URL": service.url,
-        "RUNCODE_POLICY_TOKEN": service.tokens["sandbox"],
-        "RUNCODE_POLICY_WORKSPACE": "acme",
-        "HOME": str(home),
-        "VIRTUAL_ENV": str(tmp_path / "venv"),
-        "PATH": f"{tmp_path / 'venv' / 'bin'}:/usr/bin:/bin",  # the sandbox's own (the gate ignores it)
-        "HTTP_PROXY": "http://127.0.0.1:9",
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "NO_PROXY": "127.0.0.1",
-    }
+    venv = tmp_path / "venv"  # the sandbox's own PATH and environment (the gate ignores its PATH)
+    return sandbox_env(live, home, VIRTUAL_ENV=str(venv), PATH=f"{venv / 'bin'}:/usr/bin:/bin")
 
 
 @pytest.fixture
@@ -82,17 +60,18 @@ def project(tmp_path):
 
 
 def test_an_allowed_tree_installs_through_the_index(gate, env, app, target, project):
-    allow_only(app, "python", ["alpha", "beta"])
+    set_policy(app, "allowlist", python=["alpha", "beta"])
     done = gate("--", "pip", "install", "alpha", env=env, cwd=project)
     assert done.returncode == 0, done.stderr
     assert {"alpha", "beta"} <= target.installed()
-    judged = {(d["name"], d["allowed"]) for d in index_decisions(app)}
+    index = [d for d in app.decisions("acme")["decisions"] if d["context"].get("source") == "index"]
+    judged = {(d["name"], d["allowed"]) for d in index}
     assert {("alpha", True), ("beta", True)} <= judged
 
 
 @pytest.mark.parametrize("rule", ["allowlist", "denylist"])
 def test_a_denied_dependency_fails_the_install_and_the_gate_prints_its_denial(gate, env, app, target, project, rule):
-    allow_only(app, "python", ["alpha"]) if rule == "allowlist" else deny(app, "python", ["beta"])
+    set_policy(app, rule, python=["alpha"] if rule == "allowlist" else ["beta"])
     done = gate("--", "pip", "install", "alpha", env=env, cwd=project)
     assert done.returncode not in (0, 2, 3, 4), done.stderr
     assert "beta" not in target.installed() and "alpha" not in target.installed()
@@ -123,17 +102,17 @@ def redirect(kind: str, upstream: str, wheelhouse, tmp_path, target) -> dict:
     "kind", ["PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_REQUIREMENT", "PIP_CONFIG_FILE", "pip.conf"]
 )
 def test_a_redirecting_variable_or_config_file_cannot_install_a_denied_package(
-    gate, env, app, target, project, pypi_upstream, wheelhouse, tmp_path, kind
+    gate, env, app, target, project, pypiserver_upstream, wheelhouse, tmp_path, kind
 ):
-    allow_only(app, "python", ["alpha"])
-    extra = redirect(kind, pypi_upstream.url, wheelhouse, tmp_path, target)
+    set_policy(app, "allowlist", python=["alpha"])
+    extra = redirect(kind, pypiserver_upstream.url, wheelhouse, tmp_path, target)
     done = gate("--", "pip", "install", "alpha", env={**env, **extra}, cwd=project)
     assert "beta" not in target.installed(), done.stderr
     assert done.returncode != 0 and "denied: beta (python)" in done.stderr, done.stderr
 
 
 def test_a_pip_module_in_the_working_directory_cannot_stand_in_for_pip(gate, env, app, target, project, tmp_path):
-    allow_only(app, "python", ["alpha", "beta"])
+    set_policy(app, "allowlist", python=["alpha", "beta"])
     marker = tmp_path / "evil-ran"
     (project / "pip").mkdir()
     (project / "pip" / "__init__.py").write_text("")
@@ -144,7 +123,7 @@ def test_a_pip_module_in_the_working_directory_cannot_stand_in_for_pip(gate, env
 
 
 def test_a_pip_package_on_pythonpath_cannot_stand_in_for_pip(gate, env, app, target, project, tmp_path):
-    allow_only(app, "python", ["alpha", "beta"])
+    set_policy(app, "allowlist", python=["alpha", "beta"])
     marker, shadow = tmp_path / "evil-ran", tmp_path / "shadow"
     (shadow / "pip" / "_internal" / "cli").mkdir(parents=True)
     for folder in ("pip", "pip/_internal", "pip/_internal/cli"):
@@ -156,7 +135,7 @@ def test_a_pip_package_on_pythonpath_cannot_stand_in_for_pip(gate, env, app, tar
 
 
 def test_another_pip_named_by_path_is_refused(gate, env, app, target, project, tmp_path):
-    allow_only(app, "python", ["alpha"])
+    set_policy(app, "allowlist", python=["alpha"])
     marker = tmp_path / "evil-ran"
     evil = project / "tools" / "pip"
     evil.parent.mkdir()
@@ -179,7 +158,7 @@ def uv(tmp_path):
 
 @pytest.mark.parametrize("allowed", [["alpha"], ["alpha", "beta"]], ids=["alpha-only", "alpha-and-beta"])
 def test_uv_pip_install_goes_through_the_index(tmp_path, env, app, target, project, uv, allowed):
-    allow_only(app, "python", allowed)
+    set_policy(app, "allowlist", python=allowed)
     gate = Gate(tmp_path / "uv-gate", installer_path=str(uv))
     done = gate(
         "--", "uv", "pip", "install", "alpha", env={**env, "UV_CACHE_DIR": str(tmp_path / "uv-cache")}, cwd=project
@@ -190,3 +169,14 @@ def test_uv_pip_install_goes_through_the_index(tmp_path, env, app, target, proje
     else:
         assert done.returncode == 0, done.stderr
         assert {"alpha", "beta"} <= target.installed()
+
+
+def test_a_uv_toml_cannot_add_an_index(tmp_path, env, app, target, project, uv, pypiserver_upstream):
+    set_policy(app, "allowlist", python=["alpha"])
+    (project / "uv.toml").write_text(f'extra-index-url = ["{pypiserver_upstream.url}/simple/"]\n')
+    gate = Gate(tmp_path / "uv-gate", installer_path=str(uv))
+    done = gate(
+        "--", "uv", "pip", "install", "alpha", env={**env, "UV_CACHE_DIR": str(tmp_path / "uv-cache")}, cwd=project
+    )
+    assert "beta" not in target.installed(), done.stderr
+    assert done.returncode != 0 and "denied: beta (python)" in done.stderr, done.stderr

@@ -14,28 +14,15 @@ from pathlib import Path
 import pytest
 
 from tests.support.clients import require_pnpm
-from tests.support.gate import Gate
-from tests.support.indexed import allow_only, indexed_service  # noqa: F401
-from tests.support.packages import npm_tree
-from tests.support.third_party import verdaccio
+from tests.support.gate import Gate, sandbox_env
+from tests.support.index_fixtures import set_policy
+from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url: SQLite only
 
 
 @pytest.fixture
-def database_url(tmp_path) -> str:
-    """SQLite: the store is exercised elsewhere; these tests are about what installs."""
-    return f"sqlite:///{tmp_path}/store.sqlite"
-
-
-@pytest.fixture
-def npm_upstream(tmp_path):
-    server = verdaccio(npm_tree(), tmp_path / "verdaccio")
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def service(indexed_service, npm_upstream):  # noqa: F811 - the fixture imported above
-    return indexed_service(npm=f"{npm_upstream.url}/")
+def live_env(verdaccio_upstream) -> dict:
+    """`live` (the real service) with verdaccio behind its npm registry proxy."""
+    return {"RUNCODE_POLICY_NPM_UPSTREAM": f"{verdaccio_upstream.url}/"}
 
 
 @pytest.fixture
@@ -44,20 +31,10 @@ def gate(tmp_path):
 
 
 @pytest.fixture
-def env(service, tmp_path) -> dict:
+def env(live, tmp_path) -> dict:
     home = tmp_path / "home"
     home.mkdir()
-    # A closed port as the proxy: whatever the gate fails to point at the index goes nowhere.
-    return {
-        "RUNCODE_POLICY_URL": service.url,
-        "RUNCODE_POLICY_TOKEN": service.tokens["sandbox"],
-        "RUNCODE_POLICY_WORKSPACE": "acme",
-        "HOME": str(home),
-        "PATH": "/usr/bin:/bin",
-        "HTTP_PROXY": "http://127.0.0.1:9",
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "NO_PROXY": "127.0.0.1",
-    }
+    return sandbox_env(live, home)
 
 
 @pytest.fixture
@@ -82,7 +59,7 @@ def install(gate, client: str, env: dict, project, package: str = "alpha"):
 
 @pytest.mark.parametrize("client", ["npm", "pnpm"])
 def test_an_allowed_tree_installs_through_the_index(gate, env, app, project, client):
-    allow_only(app, "node", ["alpha", "beta"])
+    set_policy(app, "allowlist", node=["alpha", "beta"])
     done = install(gate, client, env, project)
     assert done.returncode == 0, done.stdout + done.stderr
     assert {"alpha", "beta"} <= installed(project) | pnpm_store_names(project)
@@ -90,7 +67,7 @@ def test_an_allowed_tree_installs_through_the_index(gate, env, app, project, cli
 
 @pytest.mark.parametrize("client", ["npm", "pnpm"])
 def test_a_denied_dependency_fails_the_install_and_the_gate_prints_its_denial(gate, env, app, project, client):
-    allow_only(app, "node", ["alpha"])
+    set_policy(app, "allowlist", node=["alpha"])
     done = install(gate, client, env, project)
     assert done.returncode not in (0, 2, 3, 4), done.stdout + done.stderr
     assert "beta" not in installed(project) | pnpm_store_names(project)
@@ -101,9 +78,11 @@ def test_a_denied_dependency_fails_the_install_and_the_gate_prints_its_denial(ga
     ("client", "how"),
     [("npm", "project .npmrc"), ("npm", "npm_config_registry"), ("pnpm", "project .npmrc")],
 )
-def test_a_registry_redirect_cannot_install_a_denied_dependency(gate, env, app, project, npm_upstream, client, how):
-    allow_only(app, "node", ["alpha"])
-    raw = f"{npm_upstream.url}/"
+def test_a_registry_redirect_cannot_install_a_denied_dependency(
+    gate, env, app, project, verdaccio_upstream, client, how
+):
+    set_policy(app, "allowlist", node=["alpha"])
+    raw = f"{verdaccio_upstream.url}/"
     extra = {"npm_config_registry": raw} if how == "npm_config_registry" else {}
     if how == "project .npmrc":
         (project / ".npmrc").write_text(f"registry={raw}\n")
@@ -112,12 +91,14 @@ def test_a_registry_redirect_cannot_install_a_denied_dependency(gate, env, app, 
     assert done.returncode != 0 and "denied: beta (node)" in done.stderr, done.stderr
 
 
-def test_a_package_json_override_to_a_denied_package_is_judged_at_the_index(gate, env, app, project, npm_upstream):
-    allow_only(app, "node", ["alpha", "beta"])
+def test_a_package_json_override_to_a_denied_package_is_judged_at_the_index(
+    gate, env, app, project, verdaccio_upstream
+):
+    set_policy(app, "allowlist", node=["alpha", "beta"])
     manifest = json.loads((project / "package.json").read_text())
     manifest["overrides"] = {"beta": "npm:gamma@^1.0.0"}  # swaps the allowed beta for the denied gamma
     (project / "package.json").write_text(json.dumps(manifest))
-    extra = {"npm_config_registry": f"{npm_upstream.url}/"}  # so that today's gate would have fetched it
+    extra = {"npm_config_registry": f"{verdaccio_upstream.url}/"}  # so that today's gate would have fetched it
     done = gate("--", "npm", "install", "alpha", env={**env, **extra}, cwd=project)
     assert "gamma" not in installed(project) and not (project / "node_modules" / "beta").exists()
     assert done.returncode != 0 and "denied: gamma (node)" in done.stderr, done.stdout + done.stderr
@@ -126,3 +107,15 @@ def test_a_package_json_override_to_a_denied_package_is_judged_at_the_index(gate
 def pnpm_store_names(project) -> set[str]:
     """pnpm links packages from node_modules/.pnpm/<name>@<version>/node_modules/<name>."""
     return {p.name.rpartition("@")[0] for p in (project / "node_modules" / ".pnpm").glob("*@*")}
+
+
+@pytest.mark.parametrize("client", ["npm", "pnpm"])
+def test_a_scoped_registry_in_a_project_npmrc_cannot_redirect_a_scope(
+    verdaccio_upstream, gate, env, app, project, client
+):
+    set_policy(app, "allowlist", node=["@corp/alpha"])
+    # pnpm reads a project's scoped registry over its environment: only its command line wins.
+    (project / ".npmrc").write_text(f"@corp:registry={verdaccio_upstream.url}/\n")
+    done = install(gate, client, env, project, "@corp/alpha")
+    assert not (project / "node_modules" / "@corp" / "beta").exists(), done.stdout + done.stderr
+    assert done.returncode != 0 and "denied: @corp/beta (node)" in done.stderr, done.stdout + done.stderr

@@ -13,11 +13,10 @@ import pytest
 
 from interface.egress_proxy import EgressProxy, ProxyLimits
 from tests.support.gate import Gate
-from tests.support.indexed import allow_only, indexed_service  # noqa: F401
+from tests.support.index_fixtures import set_policy
+from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url: SQLite only
 from tests.support.netns import Sandbox, namespaces_or_skip
-from tests.support.packages import wheels
 from tests.support.target_env import TargetEnv
-from tests.support.third_party import pypiserver
 
 
 def no_dns(host: str, port: int) -> list[str]:
@@ -25,20 +24,13 @@ def no_dns(host: str, port: int) -> list[str]:
 
 
 @pytest.fixture
-def database_url(tmp_path) -> str:
-    """SQLite only: the store is not what these tests are about."""
-    return f"sqlite:///{tmp_path}/store.sqlite"
+def live_env(pypiserver_upstream) -> dict:
+    """`live` (the real service) with pypiserver behind its index."""
+    return {"RUNCODE_POLICY_PYPI_UPSTREAM": f"{pypiserver_upstream.url}/simple/"}
 
 
 @pytest.fixture
-def service(indexed_service, tmp_path):  # noqa: F811 - the fixture imported above
-    upstream = pypiserver(wheels(tmp_path / "wheels"), tmp_path)
-    yield indexed_service(pypi=f"{upstream.url}/simple/")
-    upstream.close()
-
-
-@pytest.fixture
-def egress_proxy(app, service):
+def egress_proxy(app, live):
     proxy = EgressProxy(
         app, "acme", ("127.0.0.1", 0), resolver=no_dns, limits=ProxyLimits(connect_timeout=2.0), sandbox="sbx-locked"
     ).start(poll_interval=0.05)
@@ -86,12 +78,12 @@ def test_pip_aimed_straight_at_a_public_registry_is_refused_by_the_egress_proxy(
 
 @pytest.mark.parametrize("allowed", [["alpha", "beta"], ["alpha"]], ids=["alpha-and-beta", "alpha-only"])
 def test_an_allowed_tree_installs_through_the_index_and_only_through_it(
-    tmp_path, app, service, egress_proxy, target, allowed
+    tmp_path, app, live, egress_proxy, target, allowed
 ):
     namespaces_or_skip()
-    allow_only(app, "python", allowed)
+    set_policy(app, "allowlist", python=allowed)
     gate = Gate(tmp_path / "sandbox", installer_path=str(target.bin))
-    service_port, proxy_port = int(service.url.rpartition(":")[2]), egress_proxy.server_address[1]
+    service_port, proxy_port = int(live.url.rpartition(":")[2]), egress_proxy.server_address[1]
     sandbox = Sandbox(tmp_path / "bridges", [service_port, proxy_port])
     proxy = f"http://127.0.0.1:{proxy_port}"
     env = {
@@ -99,8 +91,8 @@ def test_an_allowed_tree_installs_through_the_index_and_only_through_it(
         "HOME": str(tmp_path),
         "HTTPS_PROXY": proxy,
         "HTTP_PROXY": proxy,
-        "RUNCODE_POLICY_URL": service.url,
-        "RUNCODE_POLICY_TOKEN": service.tokens["sandbox"],
+        "RUNCODE_POLICY_URL": live.url,
+        "RUNCODE_POLICY_TOKEN": live.tokens["sandbox"],
         "RUNCODE_POLICY_WORKSPACE": "acme",
         "RUNCODE_POLICY_INSTALLER_PATH": str(target.bin),
     }

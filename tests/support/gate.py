@@ -51,3 +51,22 @@ class Gate:
 
     def ran(self) -> dict | None:
         return json.loads(self.record.read_text()) if self.record.exists() else None
+
+
+DEAD_PROXY = "http://127.0.0.1:9"  # nothing listens: whatever is not sent to loopback goes nowhere
+
+
+def sandbox_env(service, home: Path | str, **extra: str) -> dict:
+    """What a sandbox sets for the gate (workspace acme, its sandbox token), and a closed port as
+    its proxy with loopback exempt, so whatever the gate fails to point at the index goes nowhere."""
+    return {
+        "RUNCODE_POLICY_URL": service.url,
+        "RUNCODE_POLICY_TOKEN": service.tokens["sandbox"],
+        "RUNCODE_POLICY_WORKSPACE": "acme",
+        "HOME": str(home),
+        "PATH": "/usr/bin:/bin",
+        "HTTP_PROXY": DEAD_PROXY,
+        "HTTPS_PROXY": DEAD_PROXY,
+        "NO_PROXY": "127.0.0.1",
+        **extra,
+    }

@@ -1,7 +1,7 @@
 """Tiny real packages for install tests: wheels (zipfile) and npm tarballs (tarfile).
 
 `TREE` is the dependency tree the gate and lockdown tests install: alpha depends on beta;
-gamma stands alone (the package an attacker wants in).
+gamma stands alone (the package an attacker wants in). `SCOPED` is the same shape in a scope.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 TREE = {"alpha": ["beta"], "beta": [], "gamma": []}
+SCOPED = {"@corp/alpha": ["@corp/beta"], "@corp/beta": []}  # npm only
 
 
 def wheel(directory: Path, name: str, requires: list[str], version: str = "1.0") -> Path:

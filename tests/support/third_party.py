@@ -1,5 +1,7 @@
 """Third-party upstreams for the index, run as real processes on loopback: pypiserver (a real
-PyPI server, HTML pages only) and verdaccio 6.8.0 (a real npm registry, on Node 20).
+PyPI server, HTML pages only) and verdaccio 6.8.0 (a real npm registry, on Node 20). The
+fixtures `pypiserver_upstream` and `verdaccio_upstream` (a pytest plugin of the root conftest)
+serve tests/support/packages.py's TREE, verdaccio also a scoped pair (SCOPED).
 
 pypiserver comes with the [dev] extra; verdaccio is installed by .ci/run into .ci/node_tools/
 (ignored by git). Without one of them the tests that need it skip loudly, except under CI=true,
@@ -22,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.packages import SCOPED, TREE, npm_tree, wheels
+
 REPO = Path(__file__).resolve().parents[2]
 VERDACCIO = REPO / ".ci" / "node_tools" / "node_modules" / ".bin" / "verdaccio"  # installed by .ci/run
 VERDACCIO_CONFIG = """storage: {storage}
@@ -38,6 +42,20 @@ listen: 127.0.0.1:{port}
 log: {{type: stdout, format: pretty, level: warn}}
 web: {{enable: false}}
 """
+
+
+@pytest.fixture
+def pypiserver_upstream(tmp_path):
+    server = pypiserver(wheels(tmp_path / "wheels"), tmp_path)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def verdaccio_upstream(tmp_path):
+    server = verdaccio(npm_tree({**TREE, **SCOPED}), tmp_path / "verdaccio")
+    yield server
+    server.close()
 
 
 def require(tool: str, found: bool, how: str) -> None:
@@ -59,10 +77,10 @@ def free_port() -> int:
 class Upstream:
     """A server process on 127.0.0.1:port, stopped (and waited for) by `close`."""
 
-    def __init__(self, argv: list[str], port: int, ready_path: str, log: Path):
+    def __init__(self, argv: list[str], port: int, ready_path: str, log: Path, env: dict | None = None):
         self.port, self.url = port, f"http://127.0.0.1:{port}"
         self._log = log.open("wb")
-        self._process = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT)
+        self._process = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
