@@ -7,7 +7,7 @@ otherwise conflict on the Policy's version.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from eventsourcing.domain import Aggregate, event
 
@@ -120,6 +120,12 @@ class DecisionRecord:
     message: str | None = None
     resolved: tuple[str, ...] | None = None
     port: int | None = None
+    # Made by the package index: what was fetched (page, metadata, download), in which run, and
+    # for downloads the file and its package version.
+    request: str | None = None
+    run: str | None = None
+    file: str | None = None
+    package_version: str | None = None
 
     @classmethod
     def for_spec(cls, spec: Spec, verdict: Verdict, policy_version: int, context: dict | None) -> DecisionRecord:
@@ -154,6 +160,10 @@ class DecisionRecord:
             verdict.port,
         )
 
+    def fetched(self, request: str, run: str | None, file: str | None, package_version: str | None) -> DecisionRecord:
+        """This decision as the package index made it, for one fetch."""
+        return replace(self, request=request, run=run, file=file, package_version=package_version)
+
     @property
     def source(self) -> str | None:
         return (self.context or {}).get("source")
@@ -175,7 +185,14 @@ class DecisionRecord:
         }
         if self.kind == "egress":
             return {**record, "detail": self.detail, "resolved": list(self.resolved or ()), "port": self.port}
-        extra = {"detail": self.detail, "message": self.message}
+        extra = {
+            "detail": self.detail,
+            "message": self.message,
+            "request": self.request,
+            "run": self.run,
+            "file": self.file,
+            "package_version": self.package_version,
+        }
         return {**record, **{k: v for k, v in extra.items() if v is not None}}
 
     @classmethod
@@ -194,6 +211,10 @@ class DecisionRecord:
             record.get("message"),
             None if resolved is None else tuple(resolved),
             record.get("port"),
+            record.get("request"),
+            record.get("run"),
+            record.get("file"),
+            record.get("package_version"),
         )
 
 

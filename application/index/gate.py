@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from application.decision_writer import DecisionWriter
 from application.policies import Policies
-from domain.decision import Decision, judge
+from domain.decision import Decision, DecisionRecord, judge
 from domain.errors import NotFoundError
 from domain.specs import Spec, parse
 from domain.specs.pip import NAME_RE
@@ -74,24 +74,9 @@ class IndexGate:
         earlier = self._earlier(key, (verdict.allowed, verdict.reason, version))
         if earlier is not None:
             return _answer(verdict, version, earlier, recorded=False)
-        record = {
-            "spec": name,
-            "language": language,
-            "name": spec.name,
-            "kind": "registry",
-            "allowed": verdict.allowed,
-            "reason": verdict.reason,
-            "policy_version": version,
-            "context": _context(principal),
-            "request": request,
-            "run": principal.run,
-        }
-        if file is not None:
-            record["file"] = file
-            record["package_version"] = package_version
-        if verdict.message:
-            record["message"] = verdict.message
-        decision = Decision(workspace=principal.workspace, record=record)
+        made = DecisionRecord.for_spec(spec, verdict, version, _context(principal))
+        record = made.fetched(request, principal.run, file, package_version if file is not None else None)
+        decision = Decision(workspace=principal.workspace, record=record.to_dict())
         self._writer.record(decision)  # StoreUnavailableError: the client gets a 503
         self._remember(key, (verdict.allowed, verdict.reason, version), str(decision.id), principal)
         return _answer(verdict, version, str(decision.id), recorded=True)

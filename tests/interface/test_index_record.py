@@ -134,7 +134,12 @@ def test_the_console_audit_log_shows_index_downloads_with_file_and_version(live,
     fetch(live, "/pypi/acme/files/alpha/alpha-1.0-py3-none-any.whl", run["token"])
     fetch(live, "/pypi/acme/simple/beta/", run["token"])
     rows = signed_in(live, "auditor").get("/console/audit", source="index").rows()
-    assert [(r[2], r[5], r[8]) for r in rows] == [
-        ("beta", "Denied", "index (page)"),
-        ("alphaalpha-1.0-py3-none-any.whl · version 1.0", "Allowed", "index (download)"),  # <br> between
-    ]
+    assert [(r[2], r[3], r[5], r[7]) for r in rows] == [
+        ("beta", "beta", "Denied not-on-the-allow-list", "index (page)"),
+        (
+            "alpha",
+            "alphaalpha-1.0-py3-none-any.whl · version 1.0",
+            "Allowed matches-the-allow-list",
+            "index (download)",
+        ),
+    ]  # the spec cell holds the file and version under the spec (a <br> between)
