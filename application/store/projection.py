@@ -69,6 +69,12 @@ POLICY_CHANGES = (
 def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list[tuple[str, tuple]]:
     """The read-model statements for the domain events of one atomic save. `workspaces` maps
     each saved aggregate's id to its workspace (policy events don't repeat it)."""
+    return batched(dialect, read_model_rows(events, workspaces, dialect))
+
+
+def read_model_rows(events, workspaces: dict, dialect: Dialect) -> list[tuple[str, tuple]]:
+    """(kind, row) for each read-model row the events make, before batching: what the audit
+    chain's read-model check compares a table with."""
     rows = []
     for e in events:
         at = dialect.ts(e.timestamp)
@@ -89,7 +95,7 @@ def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list[tuple[st
             rows.append(("revoke", (at, e.by, str(e.originator_id))))
         elif isinstance(e, Run.Started):
             rows.append(("run", _run_row(e, at, dialect)))
-    return batched(dialect, rows)
+    return rows
 
 
 # Rows per INSERT on SQLite: 500 decision rows bind 5,500 parameters, within SQLite's 32,766.

@@ -8,7 +8,7 @@ from eventsourcing.persistence import StoredEvent
 
 from application.chain.readmodels.failures import table_failure
 from application.store.chain import ChainStore
-from application.store.projection import rows_for_events
+from application.store.projection import read_model_rows
 from domain.policy import policy_id
 
 COLUMNS = ("workspace", "version", "at", "by_actor", "note", "type", "language", "list", "name", "name_key", "mode")
@@ -32,12 +32,12 @@ def check_changes(store: ChainStore, to_domain_event, workspace: str, checked: i
 
 
 def _expected_rows(store: ChainStore, to_domain_event, workspace: str) -> dict[int, tuple[tuple, int]]:
-    policy, changes = policy_id(workspace), f"INSERT INTO {store.dialect.table('changes')} "
+    policy = policy_id(workspace)
     expected = {}
     for row in store.sealed_events([store.oid(policy)]):
         stored = StoredEvent(policy, row["originator_version"], row["topic"], bytes(row["state"]))
-        for statement, params in rows_for_events([to_domain_event(stored)], {policy: workspace}, store.dialect):
-            if statement.startswith(changes):
+        for kind, params in read_model_rows([to_domain_event(stored)], {policy: workspace}, store.dialect):
+            if kind == "change":
                 expected[params[1]] = (params, row["seq"])
     return expected
 
