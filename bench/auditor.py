@@ -13,6 +13,7 @@ from bench import history
 from bench.figures import Result, figure
 
 SAMPLES = 200
+DENIED = {"python": {"deny": "pkg-7, pkg-70"}}  # so that the overview's top lists have rows
 
 
 def _sizes(run) -> tuple[int, int]:
@@ -30,14 +31,14 @@ def _point_in_time(run, events: int) -> Result:
         last = datetime.now(UTC)
         rng = random.Random(7)
         samples = []
-        for _ in range(SAMPLES // 4 if run.quick else SAMPLES):
+        for _ in range(samples_for(run)):
             at = first + (last - first) * rng.random()
             name = rng.choice(history.NAMES)
-            samples.append(_timed(governance.package_at, "bench", "python", name, at))
-            samples.append(_timed(governance.policy, "bench", at))
+            samples.append(timed(governance.package_at, "bench", "python", name, at))
+            samples.append(timed(governance.policy, "bench", at))
     finally:
         governance.close()
-    return _latency(samples, f"ms p50 (package at T and policy at T, {_size(events)} policy events)")
+    return latency(samples, f"ms p50 (package at T and policy at T, {_size(events)} policy events)")
 
 
 @figure("point_in_time", ceiling="point_in_time_1k")
@@ -50,43 +51,64 @@ def point_in_time_1k(run) -> Result:
     return _point_in_time(run, 1_000)
 
 
+def decision_history(run):
+    """The Governance over the run's decision history, written once and shared by every figure
+    that reads decisions (decisions_query, impact, overview); its size is in `history_size`."""
+
+    def build():
+        count = _sizes(run)[1]
+        governance = run.governance(run.postgres("decisions"))
+        try:
+            governance.create_workspace("bench", by="bench")
+            governance.save_policy("bench", DENIED, by="bench", note="bench")
+            run.say(f"  recording {count:,} decisions through the batched save …")
+            started = time.perf_counter()
+            history.decisions(governance, "bench", count, say=run.say)
+            run.say(f"  … in {time.perf_counter() - started:.0f} s")
+        except BaseException:
+            governance.close()
+            raise
+        return governance
+
+    return run.keep("decision_history", build)
+
+
+def history_size(run) -> str:
+    return _size(_sizes(run)[1])
+
+
 @figure("decisions_query")
 def decisions_query(run) -> Result:
-    count = _sizes(run)[1]
-    governance = run.governance(run.postgres("decisions"))
-    try:
-        governance.create_workspace("bench", by="bench")
-        run.say(f"  recording {count:,} decisions through the batched save …")
-        started = time.perf_counter()
-        history.decisions(governance, "bench", count, say=run.say)
-        run.say(f"  … in {time.perf_counter() - started:.0f} s")
-        end = datetime.now(UTC) + timedelta(seconds=1)
-        start = end - timedelta(days=30)
-        rng = random.Random(7)
-        samples = [
-            _timed(
-                lambda: governance.decisions(
-                    "bench", {"language": "python", "name": rng.choice(history.NAMES)}, start, end, limit=100
-                )
+    governance = decision_history(run)
+    end = datetime.now(UTC) + timedelta(seconds=1)
+    start = end - timedelta(days=30)
+    rng = random.Random(7)
+    samples = [
+        timed(
+            lambda: governance.decisions(
+                "bench", {"language": "python", "name": rng.choice(history.NAMES)}, start, end, limit=100
             )
-            for _ in range(SAMPLES // 4 if run.quick else SAMPLES)
-        ]
-    finally:
-        governance.close()
-    return _latency(samples, f"ms p50 (first page of one package's month among {_size(count)} decisions)")
+        )
+        for _ in range(samples_for(run))
+    ]
+    return latency(samples, f"ms p50 (first page of one package's month among {history_size(run)} decisions)")
+
+
+def samples_for(run) -> int:
+    return SAMPLES // 4 if run.quick else SAMPLES
 
 
 def _size(n: int) -> str:
     return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}k"
 
 
-def _timed(call, *args, **kwargs) -> float:
+def timed(call, *args, **kwargs) -> float:
     started = time.perf_counter()
     call(*args, **kwargs)
     return (time.perf_counter() - started) * 1e3
 
 
-def _latency(samples: list[float], unit: str) -> Result:
+def latency(samples: list[float], unit: str) -> Result:
     p50 = statistics.median(samples)
     p99 = statistics.quantiles(samples, n=100)[98]
     return Result(round(p50, 3), unit, round(p50, 3), round(p99, 3))

@@ -48,7 +48,7 @@ class Figure:
 @dataclass(frozen=True)
 class LoadFigure:
     name: str
-    server: str  # a key of bench.servers.SERVERS
+    server: str  # ceiling, service-pg, service-sqlite, or a key of bench.servers.STARTERS
     request: Callable  # (run) -> Request, built once the run's store is prepared
     unit: str
     per_request: int = 1  # decisions per request, for figures counted in decisions/s

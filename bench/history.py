@@ -1,13 +1,19 @@
-"""Histories to measure auditor queries against, written through the application's own paths:
-policy changes through `change_policy` (snapshots and change rows as production writes them),
-decisions through the group-commit writer itself, a batch of DECISIONS_PER_SAVE at a time.
+"""Histories to measure auditor queries and read models against, written through the application's
+own paths: policy changes through `change_policy` (snapshots and change rows as production writes
+them), decisions through the group-commit writer itself, a batch of DECISIONS_PER_SAVE at a time
+(each batch one transaction with its read-model rows and decision counts).
 
-Timestamps are the real ones (now): the history is a few minutes long, so "a month" of one
-package's decisions holds all of that package's decisions in it."""
+Decisions are spread over the last DAYS UTC days, oldest first (as history is written), over
+NAMES and SANDBOXES, both Zipf-distributed as real use is: the decision counts then hold a row
+per package and day, and "a month" of one package's decisions spans the whole history.
+"""
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import random
+from datetime import UTC, datetime, timedelta
 
 from application.evaluation import decision_records
 from domain.decision import Decision
@@ -17,6 +23,7 @@ NAMES = [f"pkg-{i}" for i in range(2000)]
 LANGUAGES = ("python", "node")
 CHANGES_PER_SAVE = 50
 DECISIONS_PER_SAVE = 500  # the most decisions one request may carry
+DAYS, SANDBOXES = 30, 50
 
 
 def policy_history(governance, workspace: str, events: int, seed: int = 13) -> None:
@@ -43,17 +50,41 @@ def _one_change(rng, lists: dict, modes: dict) -> dict:
 
 
 def decisions(governance, workspace: str, count: int, say=print, seed: int = 13) -> None:
-    """`count` recorded decisions over NAMES, judged on the workspace's policy."""
+    """`count` recorded decisions judged on the workspace's policy, stamped across DAYS days."""
     rng = random.Random(seed)
     version, rules = governance.policies.current(workspace)
-    context = {"sandbox": "bench", "source": "bench"}
+    names, sandboxes = _zipf(len(NAMES), 1.1), _zipf(SANDBOXES, 1.0)
     parsed = [parse("python", name) for name in NAMES]  # parsing is measured elsewhere
+    now, real = datetime.now(UTC), Decision.Recorded.create_timestamp
     done = 0
     while done < count:
         n = min(DECISIONS_PER_SAVE, count - done)
-        specs = [parsed[rng.randrange(len(NAMES))] for _ in range(n)]
-        records = decision_records(specs, rules, workspace, version, context)
-        governance.writer.record(*(Decision(workspace=workspace, record=r) for r in records))
+        specs = [parsed[_pick(rng, names)] for _ in range(n)]
+        records = decision_records(specs, rules, workspace, version, {"source": "bench"})
+        stamp = now - timedelta(days=DAYS - 1 - done * DAYS // count, seconds=rng.randint(0, 3600))
+        # Decisions are stamped when made: back-date this batch's as it is built (a day of history
+        # cannot be waited for), and restore the clock before the writer sees them.
+        Decision.Recorded.create_timestamp = staticmethod(lambda stamp=stamp: stamp)
+        try:
+            batch = [
+                Decision(
+                    workspace=workspace,
+                    record={**r, "context": {**r["context"], "sandbox": f"sbx-{_pick(rng, sandboxes)}"}},
+                )
+                for r in records
+            ]
+        finally:
+            Decision.Recorded.create_timestamp = real
+        governance.writer.record(*batch)
         done += n
         if done % 100_000 == 0:
             say(f"  … {done:,} decisions recorded")
+
+
+def _zipf(n: int, s: float) -> list[float]:
+    """Cumulative weights of ranks 1..n."""
+    return list(itertools.accumulate(1 / (i + 1) ** s for i in range(n)))
+
+
+def _pick(rng: random.Random, cumulative: list[float]) -> int:
+    return bisect.bisect(cumulative, rng.random() * cumulative[-1])

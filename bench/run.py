@@ -28,6 +28,7 @@ class Run:
     schemas: list[str] = field(default_factory=list)
     started: dict = field(default_factory=dict)  # server key -> (Server, Governance | None, token)
     workdir: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="rcp-bench-"))
+    kept: dict = field(default_factory=dict)  # what figures share within the run, closed at its end
 
     # -- stores --------------------------------------------------------------------------------
     def postgres(self, label: str) -> str:
@@ -47,6 +48,12 @@ class Run:
     def governance(self, database_url: str) -> Governance:
         return Governance(env=store_env(database_url))
 
+    def keep(self, key: str, build):
+        """`build()` once per run, shared by every figure asking for `key`; closed at the end."""
+        if key not in self.kept:
+            self.kept[key] = build()
+        return self.kept[key]
+
     # -- servers -------------------------------------------------------------------------------
     def server(self, key: str):
         if key not in self.started:
@@ -58,6 +65,8 @@ class Run:
         return self.started[key][2]
 
     def _start(self, key: str):
+        if key in servers.STARTERS:
+            return servers.STARTERS[key](self)
         if key == "ceiling":
             url = self.postgres("ceiling")
             ceiling.create_tables(url)
@@ -106,6 +115,8 @@ class Run:
         import psycopg
 
         self.stop_servers()
+        for kept in self.kept.values():
+            kept.close()
         if self.schemas:
             with psycopg.connect(self.postgres_url, autocommit=True) as conn:
                 for schema in self.schemas:

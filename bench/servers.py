@@ -18,6 +18,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 START_SECONDS = 60
+# Servers a figure module brings (key -> start(run) -> (server, governance or None, token)): e.g.
+# the service in front of a package upstream. Anything with `.url` and `.stop()` is a server.
+STARTERS: dict = {}
 
 
 @dataclass
@@ -63,12 +66,12 @@ class Server:
                 self.process.wait(timeout=10)
 
 
-def service(name: str, database_url: str, data_dir: str) -> Server:
+def service(name: str, database_url: str, data_dir: str, **env: str) -> Server:
     """`runcode-policy serve` exactly as production runs it (its defaults for workers/threads)."""
     return Server(
         name,
         ["-m", "interface.cli", "serve"],
-        {"RUNCODE_POLICY_DATABASE_URL": database_url, "RUNCODE_POLICY_DATA_DIR": data_dir},
+        {"RUNCODE_POLICY_DATABASE_URL": database_url, "RUNCODE_POLICY_DATA_DIR": data_dir, **env},
     )
 
 

@@ -1,0 +1,99 @@
+"""The package index's figures: `index_page`, the PyPI project page through the real service under
+wrk, and `pip_install_ratio`, a cold `pip install` of a 20-package tree through the index against
+the same install straight from the same upstream (bench/pip_install.py).
+
+The upstream is pypiserver (a real PyPI server, [dev] extra) over the wheels of
+`pip_install.tree`; the service is the production `serve` on PostgreSQL with that upstream. Every
+page request authenticates the token, judges the project on the current policy and fetches the
+page from upstream; the gate records a run's fetch of a page once (it remembers what a token was
+told), so under wrk only the first fetch is recorded and the figure is the judged, re-fetched path.
+Its ceiling is `index_upstream`, the same page served by the same upstream directly, under the
+same load in the same rounds: the proxy fetches it on every request, so it cannot go faster (and
+pypiserver, ~300 req/s here, is slower than the service's own `hello`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import pip_install, servers
+from bench.figures import LoadFigure, Result, figure, register
+from bench.load import Request
+
+SERVER, UPSTREAM = "service-index", "index-upstream"
+PROJECT = "pkg00"  # has two requirements: a page of one wheel, as the tree's others are
+
+
+@dataclass
+class _Proxied:
+    """The service and its upstream: stopped together."""
+
+    service: servers.Server
+    upstream: object
+
+    @property
+    def url(self) -> str:
+        return self.service.url
+
+    def stop(self) -> None:
+        self.service.stop()
+        self.upstream.close()
+
+
+def _start(run):
+    work = Path(tempfile.mkdtemp(dir=run.workdir, prefix="index-"))
+    pip_install.tree(work / "packages")
+    upstream = pip_install.pypiserver(work / "packages", work)
+    database = run.postgres("index")
+    token = pip_install.sandbox_token(database)  # the default policy: every package allowed
+    governance = run.governance(database)
+    try:
+        service = servers.service(
+            SERVER, database, str(work), RUNCODE_POLICY_PYPI_UPSTREAM=f"{upstream.url}/simple/"
+        ).start()
+    except BaseException:
+        governance.close()
+        upstream.close()
+        raise
+    return _Proxied(service, upstream), governance, token
+
+
+@dataclass
+class _Direct:
+    """The service's own upstream, driven directly: stopped with the service."""
+
+    url: str
+
+    def stop(self) -> None:
+        pass
+
+
+servers.STARTERS[SERVER] = _start
+servers.STARTERS[UPSTREAM] = lambda run: (_Direct(run.server(SERVER).upstream.url), None, None)
+register(
+    LoadFigure("index_upstream", UPSTREAM, lambda run: Request(f"/simple/{PROJECT}/"), "req/s (the same page, direct)")
+)
+register(
+    LoadFigure(
+        "index_page",
+        SERVER,
+        lambda run: Request(f"/pypi/{pip_install.WORKSPACE}/simple/{PROJECT}/", token=run.token(SERVER)),
+        "req/s (PyPI project page via a pypiserver upstream, PostgreSQL)",
+        ceiling="index_upstream",
+    )
+)
+
+
+@figure("pip_install_ratio", ceiling="direct")  # its own ceiling: the same install, direct
+def pip_install_ratio(run) -> Result:
+    work = Path(tempfile.mkdtemp(dir=run.workdir, prefix="pip-"))
+    direct, proxied = pip_install.measure(1 if run.quick else 3, work)
+    run.say(
+        f"  pip install of {pip_install.PACKAGES} packages, cold: direct {direct:.2f} s, via the index {proxied:.2f} s"
+    )
+    rounds = "1 round" if run.quick else "median of 3 rounds"
+    unit = f"× direct (cold pip install of {pip_install.PACKAGES} packages via the index, {rounds})"
+    ratio = round(proxied / direct, 3)
+    return Result(ratio, unit, ratio=ratio)
