@@ -2,14 +2,15 @@
 wrk, and `pip_install_ratio`, a cold `pip install` of a 20-package tree through the index against
 the same install straight from the same upstream (bench/pip_install.py).
 
-The upstream is pypiserver (a real PyPI server, [dev] extra) over the wheels of
-`pip_install.tree`; the service is the production `serve` on PostgreSQL with that upstream. Every
+For `index_page` the upstream is the tests' fixture PyPI index (tests/support/pypi_upstream.py,
+PEP 503/691 pages on a threaded server in this process): pypiserver, which `pip_install_ratio`
+installs from, answers ~300 req/s here with seconds-long tails, and under the proxy's 16
+connections some requests came back non-2xx. The service is the production `serve` on PostgreSQL. Every
 page request authenticates the token, judges the project on the current policy and fetches the
 page from upstream; the gate records a run's fetch of a page once (it remembers what a token was
 told), so under wrk only the first fetch is recorded and the figure is the judged, re-fetched path.
 Its ceiling is `index_upstream`, the same page served by the same upstream directly, under the
-same load in the same rounds: the proxy fetches it on every request, so it cannot go faster (and
-pypiserver, ~300 req/s here, is slower than the service's own `hello`).
+same load in the same rounds: the proxy fetches it on every request, so it cannot go faster.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from pathlib import Path
 from bench import pip_install, servers
 from bench.figures import LoadFigure, Result, figure, register
 from bench.load import Request
+from tests.support.pypi_upstream import PyPIUpstream
 
 SERVER, UPSTREAM = "service-index", "index-upstream"
-PROJECT = "pkg00"  # has two requirements: a page of one wheel, as the tree's others are
+PROJECT = "beta"  # three releases, five files (one yanked, one requires-python)
 
 
 @dataclass
@@ -44,8 +46,7 @@ class _Proxied:
 
 def _start(run):
     work = Path(tempfile.mkdtemp(dir=run.workdir, prefix="index-"))
-    pip_install.tree(work / "packages")
-    upstream = pip_install.pypiserver(work / "packages", work)
+    upstream = PyPIUpstream()  # threads of this process, idle while wrk runs
     database = run.postgres("index")
     token = pip_install.sandbox_token(database)  # the default policy: every package allowed
     governance = run.governance(database)
@@ -80,7 +81,7 @@ register(
         "index_page",
         SERVER,
         lambda run: Request(f"/pypi/{pip_install.WORKSPACE}/simple/{PROJECT}/", token=run.token(SERVER)),
-        "req/s (PyPI project page via a pypiserver upstream, PostgreSQL)",
+        "req/s (PyPI project page via the fixture upstream, PostgreSQL)",
         ceiling="index_upstream",
     )
 )

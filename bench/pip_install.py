@@ -11,6 +11,8 @@ fetched. Direct and proxied installs alternate; the medians are compared. Prints
 where X is proxied / direct wall time (1.0 = no cost; the issue's budget is 1.3).
 
     .venv/bin/python bench/pip_install.py [--rounds 3]
+
+`python -m bench` reports the same measure as its `pip_install_ratio` figure (bench/index.py).
 """
 
 from __future__ import annotations
