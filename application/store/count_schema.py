@@ -6,7 +6,7 @@ impact. Kept apart from `schema` so the tables of this read model are defined in
 
 from __future__ import annotations
 
-COUNT_TABLES = ("decision_counts", "impact_names", "impact_sandboxes", "impact_days")
+COUNT_TABLES = ("decision_counts", "impact_names", "impact_sandboxes", "impact_days", "outcome_days")
 
 COUNT_DDL = (
     # One row per (workspace, UTC day, language, name, outcome, sandbox); see
@@ -30,4 +30,8 @@ COUNT_DDL = (
     # cached sum over them is trusted (see `application.impact`).
     "CREATE TABLE IF NOT EXISTS {impact_days} (workspace TEXT NOT NULL, day TEXT NOT NULL, "
     "installs INTEGER NOT NULL, PRIMARY KEY (workspace, day)){norowid}",
+    # Every decision (egress included) per workspace, day and outcome: the overview's day bars
+    # read two rows a day, not every (name, sandbox) key of the period.
+    "CREATE TABLE IF NOT EXISTS {outcome_days} (workspace TEXT NOT NULL, day TEXT NOT NULL, "
+    "allowed {bool} NOT NULL, installs INTEGER NOT NULL, PRIMARY KEY (workspace, day, allowed)){norowid}",
 )

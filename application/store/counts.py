@@ -27,6 +27,8 @@ _UPSERT = {
     "last_day = CASE WHEN excluded.last_day > c.last_day THEN excluded.last_day ELSE c.last_day END",
     "day": "INSERT INTO {impact_days} AS c VALUES (%s, %s, %s) "
     "ON CONFLICT (workspace, day) DO UPDATE SET installs = c.installs + excluded.installs",
+    "outcome_day": "INSERT INTO {outcome_days} AS c VALUES (%s, %s, %s, %s) "
+    "ON CONFLICT (workspace, day, allowed) DO UPDATE SET installs = c.installs + excluded.installs",
 }
 
 
@@ -42,9 +44,10 @@ def count_key(e) -> tuple:
 def count_statements(dialect, events) -> list[tuple[str, tuple]]:
     counts: Counter = Counter(count_key(e) for e in events if isinstance(e, Decision.Recorded))
     rows = [("count", (*key, n)) for key, n in counts.items()]
-    names, days = Counter(), Counter()
+    names, days, outcomes = Counter(), Counter(), Counter()
     sandboxes: dict = {}
-    for (workspace, day, language, name, _, sandbox), n in counts.items():
+    for (workspace, day, language, name, allowed, sandbox), n in counts.items():
+        outcomes[(workspace, day, allowed)] += n
         if language in LANGUAGES and name:
             names[(workspace, day, language, name)] += n
             days[(workspace, day)] += n
@@ -53,6 +56,7 @@ def count_statements(dialect, events) -> list[tuple[str, tuple]]:
     rows += [("name_day", (*key, n)) for key, n in names.items()]
     rows += [("name_sandbox", (*key, day)) for key, day in sandboxes.items()]
     rows += [("day", (*key, n)) for key, n in days.items()]
+    rows += [("outcome_day", (*key, n)) for key, n in outcomes.items()]
     return [(dialect.sql(_UPSERT[kind]), params) for kind, params in rows]
 
 

@@ -12,8 +12,7 @@ from application.store.reads import ReadModel
 class OverviewReads(ReadModel):
     def counts_per_day(self, workspace: str, first_day: date, last_day: date) -> list[dict]:
         rows = self._rows(
-            "SELECT day, allowed, SUM(installs) AS installs FROM {decision_counts} "
-            "WHERE workspace = %s AND day >= %s AND day <= %s GROUP BY day, allowed",
+            "SELECT day, allowed, installs FROM {outcome_days} WHERE workspace = %s AND day >= %s AND day <= %s",
             (workspace, first_day.isoformat(), last_day.isoformat()),
         )
         return [
