@@ -20,6 +20,7 @@ from application.access_views import exception_views, request_view
 from application.formats import iso, parse_uuid
 from application.impact import Impact
 from application.policies import Policies
+from application.races import SAVE_ERRORS, lost_race
 from application.store.access_reads import AccessReads
 from domain.access import STATUS_FILTERS, AccessRequest, expiry, plan_grant, requested_package
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
@@ -146,8 +147,10 @@ class Access:
     def _saved(self, *aggregates) -> bool:
         try:
             self.save(*aggregates)
-        except IntegrityError:  # someone else saved first: plan again against what won
-            _pause()
+        except SAVE_ERRORS as error:
+            if not lost_race(error):
+                raise
+            _pause()  # someone else saved first: plan again against what won
             return False
         return True
 

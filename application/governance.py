@@ -13,7 +13,7 @@ import time
 from datetime import UTC, datetime
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
-from eventsourcing.persistence import IntegrityError, OperationalError
+from eventsourcing.persistence import IntegrityError
 
 from application.access import Access
 from application.access_views import exception_views
@@ -27,6 +27,7 @@ from application.impact import Impact
 from application.index import PackageIndex
 from application.overview import Overview
 from application.policies import Policies
+from application.races import SAVE_ERRORS, lost_race
 from application.store import SNAPSHOT_INTERVAL
 from application.store.access_reads import AccessReads
 from application.store.counts import CountReads
@@ -366,21 +367,14 @@ class Governance(Application):
             try:
                 self.save(policy)
                 return policy_view(policy, None)
-            except (IntegrityError, OperationalError) as error:
-                if not isinstance(error, IntegrityError) and not _lost_race(error):
+            except SAVE_ERRORS as error:
+                if not lost_race(error):
                     raise
                 time.sleep(random.uniform(0, 0.005))  # let the winner's readers through
         raise ConflictError(
             "the policy is changing too fast to apply this; try again",
             [FieldError("expected_version", "the policy kept moving")],
         )
-
-
-def _lost_race(error: Exception) -> bool:
-    """On PostgreSQL a Save that lost the race can also surface as an aborted pipeline (its
-    version conflict seen at the pipeline's end, not on the events' insert). Nothing was
-    written, so it is planned again like any lost race, within CHANGE_ATTEMPTS."""
-    return "pipeline aborted" in str(error)
 
 
 def _crosses(events, aggregate, interval: int) -> bool:
