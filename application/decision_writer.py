@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from eventsourcing.persistence import InterfaceError, OperationalError
 
+from application.callers import Guard, StaleCaller, is_stale
 from domain.errors import GovernanceError
 
 MAX_BATCH_EVENTS = 1000
@@ -41,12 +42,13 @@ class StoreUnavailableError(GovernanceError):
 
 
 class _Pending:
-    __slots__ = ("events", "done", "error", "state", "lock")
+    __slots__ = ("events", "guard", "done", "error", "state", "lock")
 
-    def __init__(self, aggregates: tuple):
+    def __init__(self, aggregates: tuple, guard: Guard | None):
         # The events, taken out once: a failed save has already drained an aggregate's pending
         # events, so a retry must save these again, not the (now empty) aggregates.
         self.events = tuple(e for aggregate in aggregates for e in aggregate.collect_events())
+        self.guard = guard  # what the transaction must find still true to record these
         self.done = threading.Event()
         self.error: BaseException | None = None
         self.state = QUEUED
@@ -74,15 +76,18 @@ class DecisionWriter:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def record(self, *aggregates) -> None:
-        """Block until these aggregates are durable; raise StoreUnavailableError otherwise."""
-        pending = _Pending(aggregates)
+    def record(self, *aggregates, guard: Guard | None = None) -> None:
+        """Block until these aggregates are durable; raise StoreUnavailableError otherwise, or
+        StaleCaller when `guard` no longer held (nothing recorded either way)."""
+        pending = _Pending(aggregates, guard)
         self._ensure_started()
         self._queue.put(pending)
         if not pending.done.wait(WAIT_SECONDS):
             if pending.withdraw():
                 raise StoreUnavailableError("timed out waiting for the decision store; nothing was recorded")
             pending.done.wait()  # its commit has begun: answer with its outcome, not a guess
+        if is_stale(pending.error):
+            raise StaleCaller(str(pending.error)) from pending.error
         if pending.error is not None:
             log.error("decisions not recorded: %r", pending.error)
             raise StoreUnavailableError("the decisions could not be recorded") from pending.error
@@ -131,14 +136,16 @@ class DecisionWriter:
             if error is None or len(live) == 1 or isinstance(error, STORE_DOWN):
                 self._finish(live, error)
                 return
-            for pending in live:  # one bad request must not fail its neighbours: retry one by one
+            # One bad request (or one out-of-date guard) must not fail its neighbours: one by one.
+            for pending in live:
                 self._finish([pending], self._try([pending]))
         finally:  # whatever escaped (the thread is stopping), no asker waits for an outcome forever
             self._finish([p for p in live if not p.done.is_set()], StoreUnavailableError("the writer stopped"))
 
     def _try(self, batch: list[_Pending]) -> Exception | None:
         try:
-            self._save(*(e for pending in batch for e in pending.events))
+            guards = tuple(p.guard for p in batch if p.guard is not None)
+            self._save(*(e for pending in batch for e in pending.events), guards=guards)
         except Exception as error:  # any failure means "not recorded": the asker must know
             return error
         return None

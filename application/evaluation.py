@@ -5,6 +5,7 @@ The hot path reads the rules from the per-process cache in `Policies`.
 
 from __future__ import annotations
 
+from application.callers import Guard
 from application.decision_writer import DecisionWriter
 from application.formats import iso
 from application.policies import Policies
@@ -32,15 +33,18 @@ class Evaluation:
         command: list[str] | None = None,
         context: dict | None = None,
         head: int | None = None,
+        remembered: str | None = None,
     ) -> dict:
         """Judge and durably record every decision before answering (fail closed otherwise).
-        `head`: the workspace's head version when the caller has just read it (with the token)."""
+        `head`: the workspace's head version when the caller has just read it (with the token).
+        `remembered`: the token's id when the caller came from the process's memory: the cached
+        rules are used as they are, and the recording checks both (StaleCaller if either moved)."""
         language, parsed = specs_of(language, specs, command)
         context = check_context(context)
-        version, rules = self.policies.current(workspace, head=head)
+        version, rules = self.policies.current(workspace, head=head, cached=remembered is not None)
         records = decision_records(parsed, rules, workspace, version, context)
         decisions = [Decision(workspace=workspace, record=r) for r in records]
-        self.writer.record(*decisions)
+        self.writer.record(*decisions, guard=Guard(remembered, workspace, version) if remembered else None)
         return answer(version, [decision_view(str(d.id), d.record, d.created_on) for d in decisions])
 
     def test(

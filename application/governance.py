@@ -18,6 +18,7 @@ from eventsourcing.persistence import IntegrityError
 from application.access import Access
 from application.access_views import exception_views
 from application.audit import Audit
+from application.callers import Callers
 from application.chain import AuditChain
 from application.decision_writer import DecisionWriter
 from application.egress import EgressConfig, EgressJudge
@@ -62,6 +63,7 @@ class Governance(Application):
         super().__init__(env)
         self.readmodel = ReadModel(self.recorder)
         self.sessions = ConsoleSessions(self.recorder)  # console sign-ins, server-side
+        self.callers = Callers()  # for the evaluate hot path, checked again where it records
         self.writer = DecisionWriter(self.record_events)
         self.policies = Policies(self.repository, self.readmodel)
         self.evaluation = Evaluation(self.policies, self.writer)
@@ -96,8 +98,9 @@ class Governance(Application):
         command: list[str] | None = None,
         context: dict | None = None,
         head: int | None = None,
+        remembered: str | None = None,
     ) -> dict:
-        return self.evaluation.evaluate(workspace, language, specs, command, context, head)
+        return self.evaluation.evaluate(workspace, language, specs, command, context, head, remembered)
 
     def test(
         self,
@@ -193,13 +196,14 @@ class Governance(Application):
             if interval is not None and _crosses(processing_event.events, aggregate, interval):
                 self.snapshots.put([type(aggregate).Snapshot.take(aggregate)])
 
-    def record_events(self, *events) -> list:
+    def record_events(self, *events, guards=()) -> list:
         """The group-commit writer's save: events already taken out of new aggregates (decisions).
         What `save` does for them, without its per-object runtime Protocol checks (tens of µs an
         event on Python 3.11, the largest library cost per decision) and without snapshots
-        (decisions have none)."""
+        (decisions have none). `guards`: what the transaction must find true (application.callers)."""
         processing_event = ProcessingEvent()
         processing_event.events.extend(events)
+        processing_event.saved_kwargs["guards"] = guards
         recordings = self._record(processing_event)
         self._notify(recordings)
         return recordings
@@ -247,24 +251,25 @@ class Governance(Application):
         secret = new_secret()
         return Token(secret_digest=digest(secret), workspace=workspace, name=name, role=role, by=by), secret
 
-    def authenticate(self, secret: str) -> dict | None:
+    def authenticate(self, secret: str, remembered: bool = False) -> dict | None:
         """The token's workspace and role, or None for unknown or revoked secrets. One indexed
         read of the token table (written with the token's events), so revocation is immediate in
         every process. The same query brings the workspace's head version (`head_version`), so
-        the evaluate hot path needs no second round trip to see the latest Save."""
+        the evaluate hot path needs no second round trip to see the latest Save.
+
+        `remembered=True` (only for a request whose one effect is a guarded recording, see
+        application.callers): the caller this process last read for the secret, unread, with
+        `remembered` set and no head version."""
         secret_digest = digest(secret)
+        if remembered and (known := self.callers.get(secret_digest)) is not None:
+            return {**known, "head_version": None, "remembered": True}
         row = self.readmodel.caller(str(token_id(secret_digest)))
-        if row is None or row["revoked_at"] is not None:
+        if row is None or row["revoked_at"] is not None or not hmac.compare_digest(row["secret_digest"], secret_digest):
+            self.callers.forget(secret_digest)
             return None
-        if not hmac.compare_digest(row["secret_digest"], secret_digest):
-            return None
-        return {
-            "id": row["id"],
-            "workspace": row["workspace"],
-            "role": row["role"],
-            "name": row["name"],
-            "head_version": row["head"],
-        }
+        caller = {"id": row["id"], "workspace": row["workspace"], "role": row["role"], "name": row["name"]}
+        self.callers.remember(secret_digest, caller)
+        return {**caller, "head_version": row["head"], "remembered": False}
 
     def list_tokens(self, workspace: str) -> list[dict]:
         self.require_workspace(workspace)

@@ -46,12 +46,14 @@ class Policies:
         return self.load_policy(workspace, self.version_at(workspace, at))
 
     def current(
-        self, workspace: str, at: datetime | None = None, head: int | None = None
+        self, workspace: str, at: datetime | None = None, head: int | None = None, cached: bool = False
     ) -> tuple[int, dict[str, LanguageRules]]:
         """The head version's rules (from the cache while the head has not moved), judged at `at`
         (default now): an exception's expiry needs no event, only the instant of judging. `head` is
-        the head version if the caller read it during this request (with its token), else read here."""
-        version, rules = self._head(workspace, head)
+        the head version if the caller read it during this request (with its token), else read here.
+        `cached`: the cached version as it is, unread (its recording checks it: application.callers)."""
+        entry = self._entries.get(workspace) if cached else None
+        version, rules = entry if entry is not None else self._head(workspace, head)
         return version, bind_rules(rules, at or datetime.now(UTC))
 
     def _head(self, workspace: str, head: int | None = None) -> tuple[int, dict[str, LanguageRules]]:

@@ -6,6 +6,7 @@ from typing import Any
 
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
+from application.callers import StaleCaller, guards_statement
 from application.store import chain
 from application.store.projection import read_model_statements
 from application.store.schema import DDL, SQLITE
@@ -21,6 +22,10 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
 
     def _insert_events(self, c, stored_events, **kwargs: Any):
         notification_ids = super()._insert_events(c, stored_events, **kwargs)
+        if guards := kwargs.get("guards"):  # remembered callers (application.callers)
+            c.execute(*guards_statement(SQLITE, guards))
+            if c.fetchone()[0]:
+                raise StaleCaller("a remembered caller is out of date")  # rolls the transaction back
         for statement, params in read_model_statements(
             SQLITE, kwargs.get("saved_events", ()), kwargs.get("workspaces", {})
         ):

@@ -12,10 +12,12 @@ from domain.token import READ_ONLY_ROLES, RECORDING_RIGHT, role_allows
 from interface.problems import HTTPProblem
 
 
-def authenticate(governance) -> dict:
+def authenticate(governance, remembered: bool = False) -> dict:
     header = request.headers.get("Authorization", "")
     scheme, _, secret = header.partition(" ")
-    caller = governance.authenticate(secret.strip()) if scheme.lower() == "bearer" and secret.strip() else None
+    caller = (
+        governance.authenticate(secret.strip(), remembered) if scheme.lower() == "bearer" and secret.strip() else None
+    )
     if caller is None:
         raise HTTPProblem(
             401,

@@ -11,6 +11,7 @@ from functools import wraps
 from flask import Blueprint, current_app, request
 from pydantic import BaseModel
 
+from application import StaleCaller
 from interface.api.auth import authenticate, authorize
 from interface.problems import HTTPProblem
 
@@ -28,6 +29,9 @@ class Endpoint:
     media: tuple[str, ...] = ()  # extra response media types (exports)
     errors: tuple[int, ...] = field(default_factory=tuple)
     also: tuple[int, ...] = ()  # other success statuses with the same answer (a joined request: 200)
+    # The caller may come from the process's memory: the view's one effect is a recording that
+    # checks it again (application.callers); when it no longer holds, the view runs once more.
+    remembered: bool = False
 
 
 class Api:
@@ -50,22 +54,29 @@ class Api:
         media=(),
         errors=(),
         also=(),
+        remembered=False,
     ):
-        endpoint = Endpoint(method, rule, summary, role, body, query, response, status, media, errors, also)
+        endpoint = Endpoint(method, rule, summary, role, body, query, response, status, media, errors, also, remembered)
         self.endpoints.append(endpoint)
 
         def decorate(view):
-            @wraps(view)
-            def handle(**params):
-                governance = current_app.extensions["governance"]
+            def dispatch(governance, params: dict, remembered: bool):
                 if role is not None:
-                    params["caller"] = authenticate(governance)
+                    params["caller"] = authenticate(governance, remembered)
                     authorize(params["caller"], params["ws"], role)
                 if body is not None:
                     params["body"] = body.model_validate(json_body())
                 if query is not None:
                     params["query"] = query.model_validate(request.args.to_dict(flat=True))
                 return view(governance, **params)
+
+            @wraps(view)
+            def handle(**params):
+                governance = current_app.extensions["governance"]
+                try:
+                    return dispatch(governance, dict(params), remembered)
+                except StaleCaller:  # nothing was recorded: read the token and the head this time
+                    return dispatch(governance, dict(params), False)
 
             self.blueprint.add_url_rule(rule, view.__name__, handle, methods=[method])
             return handle

@@ -103,11 +103,14 @@ def get_history(gov, ws, caller, query):
     body=EvaluateBody,
     response=EvaluateAnswer,
     errors=(503,),
+    remembered=True,
 )
 def post_evaluate(gov, ws, caller, body):
     context = body.context.model_dump() if body.context else {}
-    # The head version came with the token (one query): in force as of this request's start.
-    answer = gov.evaluate(ws, body.language, body.specs, body.command, context, head=caller["head_version"])
+    # The head version came with the token (one query), or the caller was remembered and the
+    # recording checks that the cached version is still the head (application.callers).
+    remembered = caller["id"] if caller["remembered"] else None
+    answer = gov.evaluate(ws, body.language, body.specs, body.command, context, caller["head_version"], remembered)
     metrics.count_decisions(answer["decisions"])
     return answer
 

@@ -151,6 +151,7 @@ def test_tokens_are_issued_listed_and_revoked_at_once(app, workspace):
         "role": "sandbox",
         "name": "ci-sandbox",
         "head_version": 0,
+        "remembered": False,
     }
     assert app.authenticate(issued["token"] + "x") is None
     listed = {t["name"]: t for t in app.list_tokens(workspace)}

@@ -29,10 +29,10 @@ def decision(workspace: str, spec: str) -> Decision:
 def test_a_bad_request_in_a_batch_fails_alone_and_its_neighbours_are_recorded(app, workspace):
     hold, batches = threading.Event(), []
 
-    def held_save(*aggregates):  # the real save, held until every request has queued
+    def held_save(*aggregates, guards=()):  # the real save, held until every request has queued
         hold.wait(10)
         batches.append(len(aggregates))
-        return app.save(*aggregates)
+        return app.save(*aggregates, guards=guards)
 
     writer = DecisionWriter(held_save)
     outcomes: dict[str, str] = {}

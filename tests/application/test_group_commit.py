@@ -30,12 +30,12 @@ class HeldSave:
         self.entered = [threading.Event() for _ in range(8)]
         self.released = [threading.Event() for _ in range(8)]
 
-    def __call__(self, *events):
+    def __call__(self, *events, guards=()):
         number, self.calls = self.calls, self.calls + 1
         self.entered[number].set()
         self.released[number].wait(10)
         self.sizes.append(len(events))
-        return self.save(*events)
+        return self.save(*events, guards=guards)
 
     def release(self, number: int) -> None:
         self.released[number].set()

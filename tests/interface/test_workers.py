@@ -131,6 +131,18 @@ def test_a_token_revoked_through_one_worker_is_refused_by_every_worker_at_once(s
     assert [c.call("GET", W + "/policy", doomed["token"])[0] for c in clients] == [401] * WORKERS
 
 
+def test_a_sandbox_revoked_through_one_worker_is_refused_by_every_worker_at_once(service):
+    # Evaluate remembers its callers per worker (application.callers): the recording checks them.
+    clients = service.one_client_per_worker()
+    doomed = clients[0].call("POST", W + "/tokens", service.owner, {"name": "doomed-sandbox", "role": "sandbox"})[1]
+    ask = {"language": "python", "specs": ["pandas"]}
+    for client in clients:
+        for _ in range(2):  # seen valid twice: the second time it is the remembered caller
+            assert client.call("POST", W + "/evaluate", doomed["token"], ask)[0] == 200
+    assert clients[-1].call("DELETE", W + f"/tokens/{doomed['id']}", service.owner)[0] == 204
+    assert [c.call("POST", W + "/evaluate", doomed["token"], ask)[0] for c in clients] == [401] * WORKERS
+
+
 def test_no_decision_is_lost_or_doubled_across_workers_and_one_scrape_counts_them_all(service):
     clients = service.one_client_per_worker()
     sandbox = service.issue(clients[0], "sandbox", "sandbox")

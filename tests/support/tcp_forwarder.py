@@ -21,6 +21,9 @@ class Forwarder:
                 client, _ = self._listener.accept()
             except OSError:
                 return
+            if not self._open:  # closing the listener does not wake an accept() already waiting
+                client.close()
+                return
             upstream = socket.create_connection(self._target, timeout=5)
             self._sockets += [client, upstream]
             for a, b in ((client, upstream), (upstream, client)):
