@@ -35,8 +35,8 @@ _INSERT = {
 def read_model_statements(dialect: Dialect, saved_events, workspaces: dict) -> list[tuple[str, tuple]]:
     """Everything to run in the events' own transaction, worked out before anything is sent.
 
-    Every refusal must be the database's: on PostgreSQL the library commits the transaction when
-    a Python exception interrupts it after statements were sent."""
+    Every refusal must be the database's (a constraint, the owner guard): a Python exception here
+    would only stop the save before anything is sent."""
     statements = rows_for_events(saved_events, workspaces, dialect) + count_statements(dialect, saved_events)
     statements += access_statements(dialect, saved_events, workspaces)
     for e in saved_events:
@@ -134,7 +134,7 @@ def _multi_row(dialect: Dialect, kind: str, count: int) -> str:
 
 def _unnest(dialect: Dialect, kind: str) -> str:
     head = dialect.sql(_INSERT[kind]).split(" VALUES ", 1)[0]
-    return f"{head} SELECT * FROM unnest({', '.join(f'%b::{t}[]' for t in _ARRAY_TYPES[kind])})"
+    return f"{head} SELECT * FROM unnest({', '.join(f'%s::{t}[]' for t in _ARRAY_TYPES[kind])})"
 
 
 def _change_row(e, workspace: str, at) -> tuple:
