@@ -27,7 +27,7 @@ _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # two letters at least: C:
 _EGG_RE = re.compile(r"[#&]egg=([^&]*)")
 _COMMENT_RE = re.compile(r"(^|\s+)#.*$")  # pip's req_file.COMMENT_RE: '#' after blanks only
 _EXTRAS_RE = re.compile(r"^(.+)(\[[^\]]+\])$", re.DOTALL)
-_ARCHIVES = (
+ARCHIVES = (  # what pip reads as a local archive, wheel or sdist, when no URL
     ".whl",
     ".zip",
     ".tar",
@@ -227,7 +227,7 @@ def _strip_extras(text: str) -> str:
 
 def _path_or_pep508(text: str) -> Parsed:
     bare = _strip_extras(text)
-    local = _looks_like_path(text) or bare.lower().endswith(_ARCHIVES)
+    local = _looks_like_path(text) or bare.lower().endswith(ARCHIVES)
     before_at, at, _ = text.partition("@")
     if local and not (at and not _looks_like_path(before_at)):
         return _local_path(bare)
