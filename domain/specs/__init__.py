@@ -9,7 +9,6 @@ gate built on it fails closed.
 from __future__ import annotations
 
 import functools
-import re
 from functools import lru_cache
 
 from domain.errors import FieldError, InvalidInputError
@@ -100,6 +99,4 @@ def deny_key(language: str, name: str) -> str:
         return name.lower()
     if language != "python":
         raise ValueError(f"unknown language {language!r}; expected one of {LANGUAGES}")
-    if pip.NAME_RE.fullmatch(name):
-        return re.sub(r"[-_.]+", "-", name).lower()
-    return name
+    return pip.canonical(name) or name

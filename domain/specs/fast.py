@@ -24,7 +24,6 @@ _PIP_SIMPLE = re.compile(
     rf"(?:[ \t]*{_PIP_CLAUSE}(?:[ \t]*,[ \t]*{_PIP_CLAUSE})*)?[ \t]*",
     re.ASCII,
 )
-_PIP_SEPARATORS = re.compile(r"[-_.]+")
 
 # npm: an unscoped or scoped name (always valid for validate-npm-package-name) and an optional
 # spec. Without ':', '/', '@', '#', blanks or a leading '.', npa sees neither a URL, an scp or
@@ -45,7 +44,7 @@ def pip_line(text: str) -> Parsed | None:
     match = _PIP_SIMPLE.fullmatch(text)
     if match is None or match.group(1).lower().endswith(pip.ARCHIVES):  # a bare `x.zip` is a local file
         return None
-    return ("registry", _PIP_SEPARATORS.sub("-", match.group(1)).lower(), None)
+    return ("registry", pip.canonical(match.group(1)), None)
 
 
 def npm_arg(text: str) -> Parsed | None:

@@ -37,6 +37,7 @@ _GTE0 = re.compile(rf"{_WS}?>={_WS}?0\.0\.0{_WS}?")
 _BUILD_ANYWHERE = re.compile(r"\+[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*")
 _BLANKS = re.compile(f"{_WS}+")
 _PREFIX_RUN = re.compile(_V)
+_FIRST_BUILD = re.compile(_BUILD)
 _MAX_SAFE = 2**53 - 1
 
 
@@ -97,7 +98,7 @@ def _trim_comparators(text: str) -> str:
         if match is None:
             pos += 1
             continue
-        out += [text[done:pos], match.expand(r"\1\2\3")]
+        out += [text[done:pos], match.group(1), match.group(2), match.group(3)]
         pos = done = match.end()
     return "".join(out) + text[done:]
 
@@ -107,7 +108,7 @@ def _gte0(comp: str) -> str:
 
 
 def _parse_comparator(comp: str) -> str:
-    comp = re.sub(_BUILD, "", comp, count=1)
+    comp = _FIRST_BUILD.sub("", comp, count=1)
     comp = " ".join(_caret(c) for c in _BLANKS.split(comp.strip(JS_BLANK_CHARS)))
     comp = " ".join(_tilde(c) for c in _BLANKS.split(comp.strip(JS_BLANK_CHARS)))
     comp = " ".join(_xrange(c.strip(JS_BLANK_CHARS)) for c in _BLANKS.split(comp))
