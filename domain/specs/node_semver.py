@@ -37,6 +37,7 @@ _GTE0 = re.compile(rf"{_WS}?>={_WS}?0\.0\.0{_WS}?")
 _BUILD_ANYWHERE = re.compile(r"\+[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*")
 _BLANKS = re.compile(f"{_WS}+")
 _PREFIX_RUN = re.compile(_V)
+_LONG_PREFIX_RUN = re.compile(f"[v={re.escape(JS_BLANK_CHARS)}]{{16}}")
 _FIRST_BUILD = re.compile(_BUILD)
 _MAX_SAFE = 2**53 - 1
 
@@ -75,7 +76,11 @@ def _parse_range(part: str) -> list[str]:
     hyphen = _HYPHEN.fullmatch(part)
     part = _hyphen_replace(hyphen.groups()) if hyphen else part
     part = _trim_comparators(part)
-    part = _TRIM_CARET.sub(r"\1^", _TRIM_TILDE.sub(r"\1~", part))
+    # callables, not r"\1~" templates: Python 3.11 re-parses a template on every call
+    if "~" in part:
+        part = _TRIM_TILDE.sub(lambda m: m.group(1) + "~", part)
+    if "^" in part:
+        part = _TRIM_CARET.sub(lambda m: m.group(1) + "^", part)
     part = " ".join(_parse_comparator(comp) for comp in part.split(" "))
     comps = [_gte0(comp.strip(JS_BLANK_CHARS)) for comp in _BLANKS.split(part)]
     comps = [comp for comp in comps if _COMPARATOR.fullmatch(comp)]
@@ -88,7 +93,10 @@ def _parse_range(part: str) -> list[str]:
 def _trim_comparators(text: str) -> str:
     """COMPARATORTRIM's global replace (`> 1.2` to `>1.2`). A v/=/blank run that no version
     follows can only start a match at its last character (a blank before `<`), so the rest is
-    skipped: long runs stay linear instead of quadratic."""
+    skipped: long runs stay linear instead of quadratic. Without a long run, `sub` does the same
+    leftmost, non-overlapping scan at C speed."""
+    if _LONG_PREFIX_RUN.search(text) is None:
+        return _TRIM_COMPARATOR.sub(_trimmed, text)
     out, pos, done = [], 0, 0
     while pos < len(text):
         run_end = _PREFIX_RUN.match(text, pos).end()
@@ -98,9 +106,13 @@ def _trim_comparators(text: str) -> str:
         if match is None:
             pos += 1
             continue
-        out += [text[done:pos], match.group(1), match.group(2), match.group(3)]
+        out += [text[done:pos], _trimmed(match)]
         pos = done = match.end()
     return "".join(out) + text[done:]
+
+
+def _trimmed(match: re.Match) -> str:
+    return match.group(1) + match.group(2) + match.group(3)  # r"\1\2\3", all three always match
 
 
 def _gte0(comp: str) -> str:

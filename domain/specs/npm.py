@@ -96,7 +96,7 @@ def _resolve(name: str | None, spec: str) -> Parsed:
     if "/" in spec or _TARBALL.search(spec):
         return _PATH
     spec = spec.strip(JS_BLANK_CHARS)
-    if valid_version(spec) or valid_range(spec) or _URL_SAFE.fullmatch(spec):
+    if _URL_SAFE.fullmatch(spec) or valid_version(spec) or valid_range(spec):  # the cheap test first
         return ("registry", name, None)
     return ("invalid", None, f"{spec!r} is neither a version range nor a valid dist-tag")
 
