@@ -83,11 +83,13 @@ def _parse_range(part: str) -> list[str]:
         part = _TRIM_CARET.sub(lambda m: m.group(1) + "^", part)
     part = " ".join(_parse_comparator(comp) for comp in part.split(" "))
     comps = [_gte0(comp.strip(JS_BLANK_CHARS)) for comp in _BLANKS.split(part)]
-    comps = [comp for comp in comps if _COMPARATOR.fullmatch(comp)]
-    for comp in comps:  # new Comparator(): its version must construct
-        if version := _COMPARATOR.fullmatch(comp).group(2):
-            _semver(version)
-    return comps
+    kept = []
+    for comp in comps:  # the loose filter, then new Comparator(): its version must construct
+        if match := _COMPARATOR.fullmatch(comp):
+            kept.append(comp)
+            if version := match.group(2):
+                _semver(version)
+    return kept
 
 
 def _trim_comparators(text: str) -> str:
@@ -121,9 +123,14 @@ def _gte0(comp: str) -> str:
 
 def _parse_comparator(comp: str) -> str:
     comp = _FIRST_BUILD.sub("", comp, count=1)
-    comp = " ".join(_caret(c) for c in _BLANKS.split(comp.strip(JS_BLANK_CHARS)))
-    comp = " ".join(_tilde(c) for c in _BLANKS.split(comp.strip(JS_BLANK_CHARS)))
-    comp = " ".join(_xrange(c.strip(JS_BLANK_CHARS)) for c in _BLANKS.split(comp))
+    pieces = _BLANKS.split(comp.strip(JS_BLANK_CHARS))
+    # the caret and tilde passes split, replace and join; without their operator they would give
+    # back the same pieces, so they are skipped
+    if "^" in comp:
+        pieces = _BLANKS.split(" ".join(map(_caret, pieces)).strip(JS_BLANK_CHARS))
+    if "~" in comp:
+        pieces = _BLANKS.split(" ".join(map(_tilde, pieces)))
+    comp = " ".join(_xrange(c.strip(JS_BLANK_CHARS)) for c in pieces)
     return _STAR.sub("", comp.strip(JS_BLANK_CHARS), count=1)
 
 
