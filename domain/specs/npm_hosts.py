@@ -51,7 +51,9 @@ Url = tuple[str, str, str, str]  # (scheme, host, path, fragment)
 
 def hosted(spec: str) -> str | None:
     """The committish when hosted-git-info recognises a hosted repo, else None."""
-    if not spec:
+    if not spec or not any(c in spec for c in ":/@"):
+        # no scheme, scp address or owner/repo: _correct_protocol gives `//spec`, which neither
+        # parse_url nor _correct_url can read
         return None
     url = _correct_protocol(f"github:{spec}" if _github_shorthand(spec) else spec)
     parsed = parse_url(url) or parse_url(_correct_url(url))
