@@ -81,14 +81,15 @@ FRAGMENTED = st.lists(ANY_PIECE, min_size=1, max_size=7).map("".join)
 
 
 @st.composite
-def shaped(draw, ops: list[str], separator: str) -> str:
+def shaped(draw, ops: list[str], separator: str, joiners: list[str]) -> str:
     """Text in or next to a shortcut's shape: a name, operator-version clauses, with a piece of
     anything spliced in at a random place now and then."""
     name = draw(NAMES)
     clauses = draw(st.lists(st.tuples(WHITE, st.sampled_from(ops), WHITE, VERSIONS), max_size=3))
     text = draw(WHITE) + name
     if clauses:
-        text += separator + ",".join(f"{w1}{op}{w2}{version}" for w1, op, w2, version in clauses)
+        joiner = draw(st.sampled_from(joiners))
+        text += separator + joiner.join(f"{w1}{op}{w2}{version}" for w1, op, w2, version in clauses)
     text += draw(WHITE)
     if draw(st.booleans()):
         at = draw(st.integers(0, len(text)))
@@ -97,7 +98,7 @@ def shaped(draw, ops: list[str], separator: str) -> str:
 
 
 @settings(max_examples=1500, deadline=None)
-@given(st.one_of(FRAGMENTED, shaped(PYTHON_OPS, ""), st.text(max_size=12)))
+@given(st.one_of(FRAGMENTED, shaped(PYTHON_OPS, "", [",", " , ", ";"]), st.text(max_size=12)))
 @example("foo.zip")
 @example("foo.zip==1")
 @example("requests ==1 , >=2")
@@ -109,7 +110,7 @@ def test_the_pip_shortcut_declines_or_agrees(text):
 
 
 @settings(max_examples=1500, deadline=None)
-@given(st.one_of(FRAGMENTED, shaped(NODE_OPS, "@"), st.text(max_size=12)))
+@given(st.one_of(FRAGMENTED, shaped(NODE_OPS, "@", [" ", " || ", "||", " - "]), st.text(max_size=12)))
 @example("node_modules")
 @example("@scope/node_modules")
 @example("foo.tgz@1")
