@@ -37,6 +37,8 @@ _GTE0 = re.compile(rf"{_WS}?>={_WS}?0\.0\.0{_WS}?")
 _BUILD_ANYWHERE = re.compile(r"\+[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*")
 _BLANKS = re.compile(f"{_WS}+")
 _PREFIX_RUN = re.compile(_V)
+_LONG_PREFIX_RUN = re.compile(f"[v={re.escape(JS_BLANK_CHARS)}]{{16}}")
+_FIRST_BUILD = re.compile(_BUILD)
 _MAX_SAFE = 2**53 - 1
 
 
@@ -74,20 +76,29 @@ def _parse_range(part: str) -> list[str]:
     hyphen = _HYPHEN.fullmatch(part)
     part = _hyphen_replace(hyphen.groups()) if hyphen else part
     part = _trim_comparators(part)
-    part = _TRIM_CARET.sub(r"\1^", _TRIM_TILDE.sub(r"\1~", part))
+    # callables, not r"\1~" templates: Python 3.11 re-parses a template on every call
+    if "~" in part:
+        part = _TRIM_TILDE.sub(lambda m: m.group(1) + "~", part)
+    if "^" in part:
+        part = _TRIM_CARET.sub(lambda m: m.group(1) + "^", part)
     part = " ".join(_parse_comparator(comp) for comp in part.split(" "))
     comps = [_gte0(comp.strip(JS_BLANK_CHARS)) for comp in _BLANKS.split(part)]
-    comps = [comp for comp in comps if _COMPARATOR.fullmatch(comp)]
-    for comp in comps:  # new Comparator(): its version must construct
-        if version := _COMPARATOR.fullmatch(comp).group(2):
-            _semver(version)
-    return comps
+    kept = []
+    for comp in comps:  # the loose filter, then new Comparator(): its version must construct
+        if match := _COMPARATOR.fullmatch(comp):
+            kept.append(comp)
+            if version := match.group(2):
+                _semver(version)
+    return kept
 
 
 def _trim_comparators(text: str) -> str:
     """COMPARATORTRIM's global replace (`> 1.2` to `>1.2`). A v/=/blank run that no version
     follows can only start a match at its last character (a blank before `<`), so the rest is
-    skipped: long runs stay linear instead of quadratic."""
+    skipped: long runs stay linear instead of quadratic. Without a long run, `sub` does the same
+    leftmost, non-overlapping scan at C speed."""
+    if _LONG_PREFIX_RUN.search(text) is None:
+        return _TRIM_COMPARATOR.sub(_trimmed, text)
     out, pos, done = [], 0, 0
     while pos < len(text):
         run_end = _PREFIX_RUN.match(text, pos).end()
@@ -97,9 +108,13 @@ def _trim_comparators(text: str) -> str:
         if match is None:
             pos += 1
             continue
-        out += [text[done:pos], match.expand(r"\1\2\3")]
+        out += [text[done:pos], _trimmed(match)]
         pos = done = match.end()
     return "".join(out) + text[done:]
+
+
+def _trimmed(match: re.Match) -> str:
+    return match.group(1) + match.group(2) + match.group(3)  # r"\1\2\3", all three always match
 
 
 def _gte0(comp: str) -> str:
@@ -107,10 +122,15 @@ def _gte0(comp: str) -> str:
 
 
 def _parse_comparator(comp: str) -> str:
-    comp = re.sub(_BUILD, "", comp, count=1)
-    comp = " ".join(_caret(c) for c in _BLANKS.split(comp.strip(JS_BLANK_CHARS)))
-    comp = " ".join(_tilde(c) for c in _BLANKS.split(comp.strip(JS_BLANK_CHARS)))
-    comp = " ".join(_xrange(c.strip(JS_BLANK_CHARS)) for c in _BLANKS.split(comp))
+    comp = _FIRST_BUILD.sub("", comp, count=1)
+    pieces = _BLANKS.split(comp.strip(JS_BLANK_CHARS))
+    # the caret and tilde passes split, replace and join; without their operator they would give
+    # back the same pieces, so they are skipped
+    if "^" in comp:
+        pieces = _BLANKS.split(" ".join(map(_caret, pieces)).strip(JS_BLANK_CHARS))
+    if "~" in comp:
+        pieces = _BLANKS.split(" ".join(map(_tilde, pieces)))
+    comp = " ".join(_xrange(c.strip(JS_BLANK_CHARS)) for c in pieces)
     return _STAR.sub("", comp.strip(JS_BLANK_CHARS), count=1)
 
 

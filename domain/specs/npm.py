@@ -23,6 +23,7 @@ _IS_URL = re.compile(r"(?:git\+)?[a-z]+:", re.I | re.A)
 _IS_SCP = re.compile(r"[^@]+@[^:.]+\.[^:]+:.+", re.I | re.A)
 _TARBALL = re.compile(r"\.(?:tgz|tar\.gz|tar)\Z", re.I | re.A)
 _LOCAL = re.compile(r"(?:\.|~/|/|[a-zA-Z]:)")
+RESERVED_NAMES = ("node_modules", "favicon.ico")  # validate-npm-package-name's blacklist
 _PATH = ("path", None, "a local file or directory; its name cannot be known before it is read")
 
 
@@ -46,7 +47,7 @@ def valid_name(name: str) -> bool:
     """validate-npm-package-name's validForOldPackages (warnings such as capitals are fine)."""
     if not name or name[0] in "._-" or name.strip(JS_BLANK_CHARS) != name:
         return False
-    if name.lower() in ("node_modules", "favicon.ico"):
+    if name.lower() in RESERVED_NAMES:
         return False
     if _URL_SAFE.fullmatch(name):
         return True
@@ -95,7 +96,7 @@ def _resolve(name: str | None, spec: str) -> Parsed:
     if "/" in spec or _TARBALL.search(spec):
         return _PATH
     spec = spec.strip(JS_BLANK_CHARS)
-    if valid_version(spec) or valid_range(spec) or _URL_SAFE.fullmatch(spec):
+    if _URL_SAFE.fullmatch(spec) or valid_version(spec) or valid_range(spec):  # the cheap test first
         return ("registry", name, None)
     return ("invalid", None, f"{spec!r} is neither a version range nor a valid dist-tag")
 

@@ -37,13 +37,23 @@ _DOMAIN_BAD = re.compile(r"[\x00-\x20#%/:<>?@\[\\\]^|\x7f]")
 
 _GIT_SCHEMES = {"git", "git+http", "git+https", "git+rsync", "git+ftp", "git+file", "git+ssh"}
 _GIT_SSH_SCP = re.compile(r"git\+ssh://([^:#]+:[^#]+(?:\.git)?)(?:#(.*))?", re.I | re.A | re.S)
+_SCP_PORT = re.compile(r":[0-9]+(/|$)")
+_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_TAB_OR_NEWLINE = re.compile("[\t\n\r]")
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(.*)", re.DOTALL)
+_QUERY_OR_FRAGMENT = re.compile(r"[?#]|\Z")
+_URL_PARTS = re.compile(r"(//([^/?#]*))?([^?#]*)(?:\?[^#]*)?(?:#(.*))?", re.DOTALL)
+_HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]*\]|[^\[\]:]*)(?::(.*))?", re.DOTALL)
 
 Url = tuple[str, str, str, str]  # (scheme, host, path, fragment)
 
 
 def hosted(spec: str) -> str | None:
     """The committish when hosted-git-info recognises a hosted repo, else None."""
-    if not spec:
+    if not spec or not any(c in spec for c in ":/@"):
+        # no scheme, scp address or owner/repo: _correct_protocol gives `//spec`, which neither
+        # parse_url nor _correct_url can read
         return None
     url = _correct_protocol(f"github:{spec}" if _github_shorthand(spec) else spec)
     parsed = parse_url(url) or parse_url(_correct_url(url))
@@ -97,7 +107,7 @@ def url_spec(spec: str) -> Parsed:
     """npa `fromURL`: git schemes are git, http(s) a tarball, others EUNSUPPORTEDPROTOCOL."""
     if spec.startswith("git+ssh:"):  # case-sensitive in npa; scp-style is git unless a port
         scp = _GIT_SSH_SCP.fullmatch(spec)
-        if scp and not re.search(r":[0-9]+(/|$)", scp.group(1)):
+        if scp and not _SCP_PORT.search(scp.group(1)):
             return git_spec(scp.group(2) or "")
     elif spec.startswith("git+file://"):
         spec = spec.replace("\\", "/")
@@ -192,10 +202,10 @@ def _extract(host: str, path: str, fragment: str) -> tuple[str | None, ...] | No
 def js_decodable(text: str) -> bool:
     """decodeURIComponent would not throw: every '%' starts a %XX escape, and the escapes decode
     as UTF-8 (no overlong forms, surrogates or stray continuation bytes)."""
-    if re.search(r"%(?![0-9A-Fa-f]{2})", text):
+    if _BAD_PERCENT.search(text):
         return False
     try:
-        for run in re.findall(r"(?:%[0-9A-Fa-f]{2})+", text):
+        for run in _PERCENT_RUN.findall(text):
             bytes.fromhex(run.replace("%", "")).decode("utf-8")
     except UnicodeDecodeError:
         return False
@@ -205,16 +215,16 @@ def js_decodable(text: str) -> bool:
 def parse_url(text: str) -> Url | None:
     """Just enough of WHATWG URL parsing: (scheme, host, path, fragment), or None where
     `new URL()` throws."""
-    text = re.sub("[\t\n\r]", "", text.strip(_C0_AND_SPACE))
-    match = re.fullmatch(r"([A-Za-z][A-Za-z0-9+.-]*):(.*)", text, re.DOTALL)
+    text = _TAB_OR_NEWLINE.sub("", text.strip(_C0_AND_SPACE))
+    match = _SCHEME.fullmatch(text)
     if match is None:
         return None
     scheme, rest = match.group(1).lower(), match.group(2)
     if scheme in _SPECIAL:  # `https:x` and `https:/\\x` mean https://x; `\\` is `/` before ?/#
         rest = rest.lstrip("/\\")
-        end = re.search(r"[?#]|\Z", rest).start()
+        end = _QUERY_OR_FRAGMENT.search(rest).start()
         rest = "//" + rest[:end].replace("\\", "/") + rest[end:]
-    match = re.fullmatch(r"(//([^/?#]*))?([^?#]*)(?:\?[^#]*)?(?:#(.*))?", rest, re.DOTALL)
+    match = _URL_PARTS.fullmatch(rest)
     authority, path, fragment = match.group(2), match.group(3), match.group(4) or ""
     host = _host(scheme, authority)
     return None if host is None else (scheme, host, path, fragment)
@@ -225,7 +235,7 @@ def _host(scheme: str, authority: str | None) -> str | None:
     if authority is None:
         return ""
     at, host_port = authority.rpartition("@")[1:]
-    match = re.fullmatch(r"(\[[0-9A-Fa-f:.]*\]|[^\[\]:]*)(?::(.*))?", host_port, re.DOTALL)
+    match = _HOST_PORT.fullmatch(host_port)
     if match is None:
         return None
     host, port = match.group(1), match.group(2) or ""

@@ -27,7 +27,11 @@ _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # two letters at least: C:
 _EGG_RE = re.compile(r"[#&]egg=([^&]*)")
 _COMMENT_RE = re.compile(r"(^|\s+)#.*$")  # pip's req_file.COMMENT_RE: '#' after blanks only
 _EXTRAS_RE = re.compile(r"^(.+)(\[[^\]]+\])$", re.DOTALL)
-_ARCHIVES = (
+_SEPARATORS = re.compile(r"[-_.]+")
+# printable ASCII and tabs without quotes or backslashes: shlex splits them at blanks only
+_PLAIN_WORDS = re.compile(r"[\t !#-&(-\[\]-~]*")
+_PATH_SEPARATOR = re.compile(r"[/\\]")
+ARCHIVES = (  # what pip reads as a local archive, wheel or sdist, when no URL
     ".whl",
     ".zip",
     ".tar",
@@ -65,7 +69,7 @@ def canonical(name: str) -> str | None:
     """PEP 503 form of an ASCII PEP 508 name, or None when the name is not one."""
     if not NAME_RE.fullmatch(name):
         return None
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return _SEPARATORS.sub("-", name).lower()
 
 
 def _invalid(why: str) -> Parsed:
@@ -119,6 +123,8 @@ def _ascii_only(parsed: Parsed, text: str) -> Parsed:
 
 
 def _shlex(options: str) -> list[str] | None:
+    if _PLAIN_WORDS.fullmatch(options):  # nothing shlex treats specially: its split is str.split's
+        return options.split()
     try:
         return shlex.split(options)
     except ValueError:
@@ -227,7 +233,7 @@ def _strip_extras(text: str) -> str:
 
 def _path_or_pep508(text: str) -> Parsed:
     bare = _strip_extras(text)
-    local = _looks_like_path(text) or bare.lower().endswith(_ARCHIVES)
+    local = _looks_like_path(text) or bare.lower().endswith(ARCHIVES)
     before_at, at, _ = text.partition("@")
     if local and not (at and not _looks_like_path(before_at)):
         return _local_path(bare)
@@ -239,7 +245,7 @@ def _path_or_pep508(text: str) -> Parsed:
 
 
 def _local_path(path: str) -> Parsed:
-    filename = re.split(r"[/\\]", path.rstrip("/\\"))[-1]
+    filename = _PATH_SEPARATOR.split(path.rstrip("/\\"))[-1]
     if filename.endswith(".whl"):
         return _wheel("path", filename)
     return _sourced("path", None)

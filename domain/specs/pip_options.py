@@ -7,7 +7,9 @@ misspelt flag fails closed.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 ARG = "<arg>"
@@ -122,11 +124,23 @@ class OptionTable:
     def takes_value(self, name: str) -> bool:
         return self.options[name][0]
 
+    @cached_property
+    def _long_words(self) -> tuple[str, ...]:
+        """Every long spelling, sorted: the ones a prefix abbreviates are then one run."""
+        return tuple(sorted(w for w in (*self.options, *self.aliases) if w.startswith("--")))
+
     def match_long(self, spelled: str) -> str | None:
         """optparse `_match_abbrev`: an exact spelling, else the one spelling it prefixes."""
-        words = [w for w in (*self.options, *self.aliases) if w.startswith("--")]
-        hits = [spelled] if spelled in words else [w for w in words if w.startswith(spelled)]
-        return self.aliases.get(hits[0], hits[0]) if len(hits) == 1 else None
+        if spelled in self.options or spelled in self.aliases:
+            hit = spelled if spelled.startswith("--") else None
+        else:
+            words = self._long_words
+            at = bisect_left(words, spelled)
+            unique = at < len(words) and words[at].startswith(spelled)
+            if unique and at + 1 < len(words) and words[at + 1].startswith(spelled):
+                unique = False
+            hit = words[at] if unique else None
+        return None if hit is None else self.aliases.get(hit, hit)
 
 
 def _subset(names: tuple[str, ...]) -> OptionTable:
