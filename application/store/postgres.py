@@ -13,8 +13,10 @@ from psycopg.sql import SQL, Identifier
 
 from application.callers import GUARD_FAILED, guards_statement
 from application.store import chain
-from application.store.projection import read_model_statements
+from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, postgres_dialect
+
+EVENT_COLUMNS = "originator_id, originator_version, topic, state"
 
 
 class PostgresGovernanceRecorder(PostgresApplicationRecorder):
@@ -39,6 +41,7 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
             )
         ]
         self.dialect = postgres_dialect(datastore.schema)
+        self._events_head = f'INSERT INTO "{datastore.schema}"."{events_table_name}" ({EVENT_COLUMNS})'
         self.sql_create_statements.extend(SQL(self.dialect.sql(s)) for s in DDL)
         self.sql_create_statements.extend(SQL(s) for s in chain.create_statements(self.dialect))
         self.sql_create_statements.append(SQL(_ASSERT_FUNCTION.format(name=self.dialect.table("assert"))))
@@ -64,7 +67,7 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         with self.datastore.get_connection() as conn:
             curs = psycopg.ClientCursor(conn)
             text = "; ".join(
-                ["BEGIN", *(curs.mogrify(q, p) for q, p in self._statements(stored_events, kwargs)), "COMMIT"]
+                ["BEGIN", *(self._bound(curs, s) for s in self._statements(stored_events, kwargs)), "COMMIT"]
             )
             try:
                 curs.execute(text)  # no parameters: the simple query protocol, several statements
@@ -76,21 +79,30 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
             curs.nextset()
             return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
 
-    def _statements(self, stored_events, kwargs: dict) -> list[tuple]:
+    def _statements(self, stored_events, kwargs: dict) -> list:
         """In order: the lock (before anything is read or written), the events (so a version
-        conflict is their own IntegrityError), the guards, then the read models."""
-        events = [
-            self.construct_pg_stored_event(e.originator_id, e.originator_version, e.topic, e.state)
-            for e in stored_events
-        ]
-        statements = [(self.lock_table_statements[0], None), (self.insert_events_statement, (events,))]
+        conflict is their own IntegrityError), the guards, then the read models (after the lock:
+        the last-owner check sees every committed revocation)."""
+        events = ManyRows(
+            self._events_head,
+            "(%s, %s, %s, %s)",
+            tuple((e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events),
+            " RETURNING notification_id",
+        )
+        statements = [(self.lock_table_statements[0], None), events]
         if guards := kwargs.get("guards"):  # remembered callers (application.callers)
             check, params = guards_statement(self.dialect, guards)
             statements.append((f"SELECT {self.dialect.table('assert')}(({check}) = 0, %s)", (*params, GUARD_FAILED)))
-        # After the lock: the last-owner check sees every committed revocation.
         return statements + read_model_statements(
             self.dialect, kwargs.get("saved_events", ()), kwargs.get("workspaces", {})
         )
+
+    @staticmethod
+    def _bound(curs, statement) -> str:
+        if isinstance(statement, ManyRows):
+            rows = ", ".join(curs.mogrify(statement.values, row) for row in statement.rows)
+            return f"{statement.head} VALUES {rows}{statement.tail}"
+        return curs.mogrify(*statement)
 
     def fetch(self, statement: str, params: tuple | list = (), prepare: bool = False) -> list[dict]:
         # Pool connections are in autocommit mode: a lone SELECT needs no BEGIN/ROLLBACK round

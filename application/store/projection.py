@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import dataclass
 from datetime import datetime
 
 from application.store.access_projection import access_statements
@@ -32,7 +33,7 @@ _INSERT = {
 }
 
 
-def read_model_statements(dialect: Dialect, saved_events, workspaces: dict) -> list[tuple[str, tuple]]:
+def read_model_statements(dialect: Dialect, saved_events, workspaces: dict) -> list:
     """Everything to run in the events' own transaction, worked out before anything is sent.
 
     Every refusal must be the database's (a constraint, the owner guard): a Python exception here
@@ -66,7 +67,7 @@ POLICY_CHANGES = (
 )
 
 
-def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list[tuple[str, tuple]]:
+def rows_for_events(events, workspaces: dict, dialect: Dialect) -> list:
     """The read-model statements for the domain events of one atomic save. `workspaces` maps
     each saved aggregate's id to its workspace (policy events don't repeat it)."""
     return batched(dialect, read_model_rows(events, workspaces, dialect))
@@ -100,41 +101,43 @@ def read_model_rows(events, workspaces: dict, dialect: Dialect) -> list[tuple[st
 
 # Rows per INSERT on SQLite: 500 decision rows bind 5,500 parameters, within SQLite's 32,766.
 BATCH_ROWS = 500
-# On PostgreSQL the rows of one kind go as one array per column through unnest(): a fixed,
-# small statement whatever the batch size (psycopg's placeholder parsing of a statement with
-# thousands of placeholders is slower than the insert itself). Column types, in table order:
-_ARRAY_TYPES = {
-    "decision": ("text", "text", "timestamptz", "text", "text", "text", "boolean", "text", "text", "text", "text"),
-    "change": ("text", "integer", "timestamptz", *["text"] * 8),
-}
+# Kinds that come many to a save (a group commit's decisions, a Save's changes): one INSERT each.
+_MANY = frozenset(("decision", "change"))
 
 
-def batched(dialect: Dialect, rows: list[tuple[str, tuple]]) -> list[tuple[str, tuple]]:
-    """Consecutive rows of one kind become one INSERT: a group commit's decisions are one
-    statement beside their events, parsed and planned once, not one statement per decision.
-    Order is kept (a token issued and revoked in one save stays in that order)."""
+@dataclass(frozen=True)
+class ManyRows:
+    """One INSERT of many rows of one kind, bound as suits each store: SQLite as statements of
+    BATCH_ROWS rows with every value a parameter; PostgreSQL (application.store.postgres) with
+    each row bound on its own through its short `values` template, whose parse psycopg caches
+    (it re-parses a long statement of thousands of placeholders on every call)."""
+
+    head: str  # INSERT INTO t (columns)
+    values: str  # (%s, %s, ...)
+    rows: tuple[tuple, ...]
+    tail: str = ""  # RETURNING ...
+
+    def statements(self) -> list[tuple[str, tuple]]:
+        chunks = [self.rows[i : i + BATCH_ROWS] for i in range(0, len(self.rows), BATCH_ROWS)]
+        return [
+            (f"{self.head} VALUES {', '.join([self.values] * len(c))}{self.tail}", tuple(v for r in c for v in r))
+            for c in chunks
+        ]
+
+
+def batched(dialect: Dialect, rows: list[tuple[str, tuple]]) -> list:
+    """Consecutive rows of one kind become one INSERT (`ManyRows`): a group commit's decisions
+    are one statement beside their events, not one statement per decision. Order is kept (a
+    token issued and revoked in one save stays in that order)."""
     statements = []
     for kind, group in itertools.groupby(rows, key=lambda row: row[0]):
         params = [p for _, p in group]
-        if kind in _ARRAY_TYPES and dialect.schema:
-            statements.append((_unnest(dialect, kind), tuple(list(column) for column in zip(*params, strict=True))))
-        elif kind in _ARRAY_TYPES:
-            for i in range(0, len(params), BATCH_ROWS):
-                chunk = params[i : i + BATCH_ROWS]
-                statements.append((_multi_row(dialect, kind, len(chunk)), tuple(v for p in chunk for v in p)))
+        if kind in _MANY:
+            head, values = dialect.sql(_INSERT[kind]).split(" VALUES ", 1)
+            statements.append(ManyRows(head, values, tuple(params)))
         else:  # workspaces, tokens, revocations: rare, one statement each
             statements += [(dialect.sql(_INSERT[kind]), p) for p in params]
     return statements
-
-
-def _multi_row(dialect: Dialect, kind: str, count: int) -> str:
-    head, values = dialect.sql(_INSERT[kind]).split(" VALUES ", 1)
-    return f"{head} VALUES {', '.join([values] * count)}"
-
-
-def _unnest(dialect: Dialect, kind: str) -> str:
-    head = dialect.sql(_INSERT[kind]).split(" VALUES ", 1)[0]
-    return f"{head} SELECT * FROM unnest({', '.join(f'%s::{t}[]' for t in _ARRAY_TYPES[kind])})"
 
 
 def _change_row(e, workspace: str, at) -> tuple:

@@ -8,7 +8,7 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder
 
 from application.callers import StaleCaller, guards_statement
 from application.store import chain
-from application.store.projection import read_model_statements
+from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, SQLITE
 
 
@@ -26,10 +26,9 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
             c.execute(*guards_statement(SQLITE, guards))
             if c.fetchone()[0]:
                 raise StaleCaller("a remembered caller is out of date")  # rolls the transaction back
-        for statement, params in read_model_statements(
-            SQLITE, kwargs.get("saved_events", ()), kwargs.get("workspaces", {})
-        ):
-            c.execute(statement, params)
+        for item in read_model_statements(SQLITE, kwargs.get("saved_events", ()), kwargs.get("workspaces", {})):
+            for statement, params in item.statements() if isinstance(item, ManyRows) else (item,):
+                c.execute(statement, params)
         return notification_ids
 
     def fetch(self, statement: str, params: tuple | list = (), prepare: bool = False) -> list[dict]:
