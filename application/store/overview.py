@@ -1,6 +1,7 @@
 """The Overview's aggregates over the decision-count read model (`count_schema`): sums per day,
 and the most denied names with their sandboxes. Each reads one row per (day, name, outcome,
-sandbox) key of the period, never the decisions themselves."""
+sandbox) key of the period, never the decisions themselves; the most-denied lists read only the
+denied keys (the partial index `rcp_denied_counts`)."""
 
 from __future__ import annotations
 
@@ -25,9 +26,9 @@ class OverviewReads(ReadModel):
         languages = "language = 'egress'" if egress else "language <> 'egress'"
         rows = self._rows(
             "SELECT language, name, SUM(installs) AS installs FROM {decision_counts} "
-            f"WHERE workspace = %s AND day >= %s AND day <= %s AND allowed = %s AND {languages} AND name <> '' "
+            f"WHERE workspace = %s AND day >= %s AND day <= %s AND allowed = FALSE AND {languages} AND name <> '' "
             "GROUP BY language, name ORDER BY SUM(installs) DESC, name LIMIT %s",
-            (workspace, first_day.isoformat(), last_day.isoformat(), False, limit),
+            (workspace, first_day.isoformat(), last_day.isoformat(), limit),
         )
         return [{**r, "installs": int(r["installs"])} for r in rows]
 
@@ -38,8 +39,8 @@ class OverviewReads(ReadModel):
         pairs = " OR ".join(["(language = %s AND name = %s)"] * len(names))
         rows = self._rows(
             "SELECT language, name, sandbox, SUM(installs) AS installs FROM {decision_counts} "
-            f"WHERE workspace = %s AND day >= %s AND day <= %s AND allowed = %s AND sandbox <> '' AND ({pairs}) "
+            f"WHERE workspace = %s AND day >= %s AND day <= %s AND allowed = FALSE AND sandbox <> '' AND ({pairs}) "
             "GROUP BY language, name, sandbox",
-            (workspace, first_day.isoformat(), last_day.isoformat(), False, *[v for pair in names for v in pair]),
+            (workspace, first_day.isoformat(), last_day.isoformat(), *[v for pair in names for v in pair]),
         )
         return [{**r, "installs": int(r["installs"])} for r in rows]

@@ -87,3 +87,15 @@ def test_was_it_allowed_at_t_is_index_seeks_only(pg_app):
     plans = spy.plans()
     assert plans and not any("Seq Scan" in p for p in plans)
     assert any("rcp_changes_by_name" in p for p in plans) and any("rcp_changes_by_instant" in p for p in plans)
+
+
+def test_the_overviews_most_denied_lists_read_only_the_denied_counts(pg_app):
+    pg_app.create_workspace("acme", by="founder")
+    pg_app.save_policy("acme", {"python": {"mode": "allowlist", "allow": ["p1"]}}, by="a")
+    pg_app.evaluate("acme", "python", ["p1", "torch"], context={"sandbox": "s1"})
+    spy = Statements(pg_app.recorder)
+    today = datetime.now(UTC).date()
+    answer = pg_app.overview("acme", today - timedelta(days=29), today, today - timedelta(days=6))
+    assert answer["top_denied"][0]["name"] == "torch"
+    denied = [p for p, (statement, _) in zip(spy.plans(), spy.seen, strict=True) if "allowed = FALSE" in statement]
+    assert len(denied) == 3 and all("rcp_denied_counts" in p for p in denied)
