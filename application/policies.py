@@ -1,8 +1,9 @@
 """The Policy aggregates as the other collaborators need them: loaded now or at a version, the
 per-process cache of their rules, and drafts (unsaved edits) applied to a copy.
 
-The cache is refreshed whenever the workspace's head version moves (one indexed lookup), so a
-Save is in force for the next evaluate in every worker process.
+The cache is refreshed whenever the workspace's head version moves (one indexed lookup, or the
+guard of a remembered caller failing: application.callers), so a Save is in force for the next
+evaluate in every worker process.
 """
 
 from __future__ import annotations

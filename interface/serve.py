@@ -5,7 +5,8 @@ README "Performance"), after the store is made ready once.
   them at once race (ARCHITECTURE.md). Workers then open the store with table creation off.
 - Each worker is its own process with its own Governance: its own group-commit writer, policy
   cache and connection pool. They need no messages to agree: every request reads the token and
-  the workspace's head version from the store in one indexed query.
+  the workspace's head version from the store in one indexed query, or (`/evaluate`) has its
+  recording check them inside the transaction (application.callers).
 - Workers are spawned, not forked: each starts clean (no inherited pool connections or writer
   threads), and prometheus_client sees PROMETHEUS_MULTIPROC_DIR from its first import, so one
   scrape of /metrics sums every worker.
