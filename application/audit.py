@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from application.evaluation import decision_view
 from application.formats import cursor_refusal, decode_cursor, encode_cursor, iso, parse_instant, parse_uuid
 from application.pointintime import describe_change, package_at, timeline
-from application.policies import Policies
+from application.policies import Policies, no_workspace
 from application.store.access_reads import AccessReads
-from application.store.reads import ReadModel
+from application.store.reads import NameRows, ReadModel
 from domain.decision import DECISION_KINDS, DECISION_REASONS
 from domain.errors import FieldError, InvalidInputError, NotFoundError
 from domain.limits import MAX_FILTER, MAX_PAGE
@@ -80,18 +80,31 @@ class Audit:
         return _row_view(row)
 
     def package_at(self, workspace: str, language: str, name: str, at) -> dict:
-        self.require_workspace(workspace)
-        name = package_name(language, name)
-        grants = self.exceptions.exceptions_for_name(workspace, language, name)
-        return package_at(self.readmodel, grants, workspace, language, name, at)
+        name = self._package_name(workspace, language, name)
+        found, grants = self._name_at(workspace, language, name, at)
+        return package_at(found, grants, workspace, language, name, at)
 
     def package_timeline(self, workspace: str, language: str, name: str, start, end) -> dict:
-        self.require_workspace(workspace)
         if end <= start:
+            self.require_workspace(workspace)  # an unknown workspace is refused first
             raise InvalidInputError("the period is empty", [FieldError("to", "must be after from")])
-        name = package_name(language, name)
-        grants = self.exceptions.exceptions_for_name(workspace, language, name)
-        return timeline(self.readmodel, grants, workspace, language, name, start, end)
+        name = self._package_name(workspace, language, name)
+        found, grants = self._name_at(workspace, language, name, start)
+        return timeline(self.readmodel, found, grants, workspace, language, name, start, end)
+
+    def _package_name(self, workspace: str, language: str, text: str) -> str:
+        try:
+            return package_name(language, text)
+        except (InvalidInputError, NotFoundError):
+            self.require_workspace(workspace)  # an unknown workspace is refused first
+            raise
+
+    def _name_at(self, workspace: str, language: str, name: str, at) -> tuple[NameRows, list[dict]]:
+        """What decides `name` at `at`, and its exceptions: one round trip unless it ever had one."""
+        found = self.readmodel.name_at(workspace, language, name, at)
+        if found is None:
+            raise no_workspace(workspace)
+        return found, self.exceptions.exceptions_for_name(workspace, language, name) if found.grants else []
 
 
 def decision_filters(filters: dict | None) -> dict:

@@ -12,7 +12,7 @@ from datetime import datetime
 from itertools import groupby
 
 from application.formats import iso
-from application.store.reads import ReadModel
+from application.store.reads import NameRows, ReadModel
 from domain.decision import EXCEPTION_REASON, judge
 from domain.policy import DEFAULT_MODE, LanguageRules
 from domain.specs import Spec
@@ -62,17 +62,10 @@ class NameState:
         return max(rows, key=lambda r: r["version"], default=None)
 
 
-def state_at(q: ReadModel, workspace: str, language: str, name: str, version: int) -> NameState:
+def state_at(name: str, rows: list[dict]) -> NameState:
+    """The state that `ReadModel.name_at`'s rows (oldest first) leave."""
     state = NameState()
-    mode_row = q.last_mode_switch(workspace, language, version)
-    if mode_row:
-        state.apply(mode_row, name)
-    found = [q.last_entry_change(workspace, language, "allow", name, version)]
-    found += [
-        q.last_entry_change(workspace, language, "deny", spelling, version)
-        for spelling in q.spellings(workspace, language, "deny", name)
-    ]
-    for row in sorted(filter(None, found), key=lambda r: r["version"]):
+    for row in rows:
         state.apply(row, name)
     return state
 
@@ -89,10 +82,10 @@ def grant_in_force(grants: list[dict], version: int, at: datetime) -> dict | Non
     return max(standing, key=lambda g: g["granted_version"], default=None)
 
 
-def package_at(q: ReadModel, grants: list[dict], workspace: str, language: str, name: str, at: datetime) -> dict:
-    """`grants`: every exception ever granted for this name (see `exceptions_for_name`)."""
-    version = q.version_at(workspace, at)
-    state = state_at(q, workspace, language, name, version)
+def package_at(found: NameRows, grants: list[dict], workspace: str, language: str, name: str, at: datetime) -> dict:
+    """`found`: `ReadModel.name_at` at `at`; `grants`: every exception ever granted for this name
+    (see `exceptions_for_name`)."""
+    version, state = found.version, state_at(name, found.changes)
     grant = grant_in_force(grants, version, at)
     verdict = state.verdict(workspace, language, name, grant, at)
     because = (
@@ -111,10 +104,17 @@ def package_at(q: ReadModel, grants: list[dict], workspace: str, language: str, 
 
 
 def timeline(
-    q: ReadModel, grants: list[dict], workspace: str, language: str, name: str, start: datetime, end: datetime
+    q: ReadModel,
+    found: NameRows,
+    grants: list[dict],
+    workspace: str,
+    language: str,
+    name: str,
+    start: datetime,
+    end: datetime,
 ) -> dict:
-    version = q.version_at(workspace, start)
-    state = state_at(q, workspace, language, name, version)
+    """`found`: `ReadModel.name_at` at `start`; `grants` as for `package_at`."""
+    version, state = found.version, state_at(name, found.changes)
     intervals = [
         _interval(
             state.verdict(workspace, language, name, grant_in_force(grants, version, start), start), start, version

@@ -3,6 +3,7 @@ scan of history; the point-in-time logic built on them lives in `application.poi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from domain.specs import deny_key
@@ -14,6 +15,62 @@ _BY_TOKEN = (
     "AND a.version = {changes}.version) AS by_token"
 )
 DECISION_FILTERS = ("language", "name", "allowed", "reason", "source", "sandbox", "kind")
+
+
+# "The version at T": the last change made at or before T (one seek of rcp_changes_by_instant).
+VERSION_AT = "SELECT version FROM {changes} WHERE workspace = %s AND at <= %s ORDER BY at DESC, version DESC LIMIT 1"
+
+# One name's rules at the version at T, as one statement of index seeks (both stores): the
+# version (no row: no such workspace) with whether the name ever had an exception, then the
+# language's last mode switch, the name's last allow-list change, and the last deny-list change
+# of each spelling under its deny key (Node deny lists ignore case). Each arm binds all the
+# leading columns of its index and reads it backwards from the version, so its cost follows
+# the answer and not the history; the deny arm walks one key's changes, a seek for each.
+_UNTIL = "version <= (SELECT version FROM v)"
+
+
+def _arm(part: str, where: str) -> str:
+    return (
+        f" UNION ALL SELECT * FROM (SELECT '{part}', {CHANGE_COLUMNS}, FALSE AS grants FROM {{changes}} c "
+        f"WHERE workspace = %s AND language = %s AND {where}) AS {part}_rows"
+    )
+
+
+NAME_AT = (
+    f"WITH v AS (SELECT COALESCE(({VERSION_AT}), 0) AS version, EXISTS (SELECT 1 FROM {{exceptions}} "
+    "WHERE workspace = %s AND language = %s AND name = %s) AS grants FROM {workspaces} WHERE workspace = %s) "
+    "SELECT 'version' AS part, version, NULL AS at, NULL AS by_actor, NULL AS note, NULL AS type, "
+    "NULL AS language, NULL AS list, NULL AS name, NULL AS mode, grants FROM v"
+    + _arm("mode", f"type = 'mode-switched' AND {_UNTIL} ORDER BY version DESC LIMIT 1")
+    + _arm("allow", f"name_key = %s AND list = 'allow' AND name = %s AND {_UNTIL} ORDER BY version DESC LIMIT 1")
+    + _arm(
+        "deny",
+        f"name_key = %s AND list = 'deny' AND {_UNTIL} AND version = (SELECT d.version FROM {{changes}} d "
+        "WHERE d.workspace = c.workspace AND d.language = c.language AND d.name_key = c.name_key "
+        f"AND d.list = 'deny' AND d.name = c.name AND d.{_UNTIL} ORDER BY d.version DESC LIMIT 1) ORDER BY version",
+    )
+)
+
+
+# The policy's stored events at the version at T, as `Repository.get(version=...)` reads them in
+# two round trips (its last snapshot there, then the events after it), with the version in
+# the same statement. The policy version p is the aggregate's version p + 1 (its creation is
+# version 1). No row: no such workspace. {snapshots} and {events} are the library's tables.
+POLICY_AT = (
+    f"WITH v AS (SELECT COALESCE(({VERSION_AT}), 0) + 1 AS version FROM {{workspaces}} WHERE workspace = %s), "
+    "s AS (SELECT originator_version, topic, state FROM {snapshots} WHERE originator_id = %s "
+    "AND originator_version <= (SELECT version FROM v) ORDER BY originator_version DESC LIMIT 1) "
+    "SELECT originator_version, topic, state FROM s UNION ALL SELECT originator_version, topic, state "
+    "FROM {events} WHERE originator_id = %s AND originator_version > COALESCE((SELECT originator_version FROM s), 0) "
+    "AND originator_version <= (SELECT version FROM v)"
+)
+
+
+@dataclass(frozen=True)
+class NameRows:
+    version: int  # the version at T
+    grants: bool  # whether an exception was ever granted for the name (then read them)
+    changes: list[dict]  # the rows that decide it, oldest first
 
 
 class ReadModel:
@@ -55,11 +112,16 @@ class ReadModel:
         return row["version"] if row else 0
 
     def version_at(self, workspace: str, at: datetime) -> int:
-        row = self._first(
-            "SELECT version FROM {changes} WHERE workspace = %s AND at <= %s ORDER BY at DESC, version DESC LIMIT 1",
-            (workspace, self._ts(at)),
-        )
-        return row["version"] if row else 0
+        row = self._first(f"SELECT COALESCE(({VERSION_AT}), 0) AS version", (workspace, self._ts(at)))
+        return row["version"]
+
+    def policy_events_at(self, workspace: str, at: datetime, originator_id, snapshots: str, events: str) -> list[dict]:
+        """The stored snapshot and events that make the policy at `at` (see POLICY_AT), oldest
+        first; `originator_id` as this store spells it, the tables as the library names them."""
+        template = POLICY_AT.replace("{snapshots}", self.dialect.library_table(snapshots))
+        template = template.replace("{events}", self.dialect.library_table(events))
+        rows = self._rows(template, (workspace, self._ts(at), workspace, originator_id, originator_id), prepare=True)
+        return sorted(rows, key=lambda r: r["originator_version"])
 
     def change(self, workspace: str, version: int) -> dict | None:
         return self._first(
@@ -67,29 +129,23 @@ class ReadModel:
         )
 
     # -- what decided one name ------------------------------------------------------------
-    def last_mode_switch(self, workspace: str, language: str, version: int) -> dict | None:
-        return self._first(
-            f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE workspace = %s AND language = %s "
-            "AND type = 'mode-switched' AND version <= %s ORDER BY version DESC LIMIT 1",
-            (workspace, language, version),
-        )
-
-    def last_entry_change(self, workspace: str, language: str, list_name: str, name: str, version: int) -> dict | None:
-        return self._first(
-            f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE workspace = %s AND language = %s "
-            "AND name_key = %s AND list = %s AND name = %s AND version <= %s "
-            "ORDER BY version DESC LIMIT 1",
-            (workspace, language, deny_key(language, name), list_name, name, version),
-        )
-
-    def spellings(self, workspace: str, language: str, list_name: str, name: str) -> list[str]:
-        """Every entry ever listed under the same deny key (Node deny lists ignore case)."""
+    def name_at(self, workspace: str, language: str, name: str, at: datetime) -> NameRows | None:
+        """Everything that can decide `name` at instant `at`, in one round trip of index seeks (see
+        NAME_AT); None when there is no such workspace."""
+        key, ws_lang = deny_key(language, name), (workspace, language)
         rows = self._rows(
-            "SELECT DISTINCT name FROM {changes} WHERE workspace = %s AND "
-            "language = %s AND name_key = %s AND list = %s",
-            (workspace, language, deny_key(language, name), list_name),
+            NAME_AT,
+            (workspace, self._ts(at), workspace, language, name, workspace)
+            + ws_lang
+            + (*ws_lang, key, name)
+            + (*ws_lang, key),
+            prepare=True,  # on PostgreSQL, planning it costs more than running it (so for POLICY_AT)
         )
-        return sorted(r["name"] for r in rows)
+        head = next((r for r in rows if r["part"] == "version"), None)
+        if head is None:
+            return None
+        changes = sorted((r for r in rows if r is not head), key=lambda r: r["version"])
+        return NameRows(head["version"], bool(head["grants"]), changes)
 
     def changes_for_name(self, workspace: str, language: str, name: str, after: int, until: datetime) -> list[dict]:
         """Mode switches and entry changes of this name's key, after a version, before an instant."""

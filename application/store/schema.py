@@ -83,6 +83,10 @@ class Dialect:
     def table(self, short: str) -> str:
         return f'"{self.schema}".rcp_{short}' if self.schema else f"rcp_{short}"
 
+    def library_table(self, name: str) -> str:
+        """A table of the eventsourcing library's (its events, its snapshots), qualified."""
+        return f'"{self.schema}"."{name}"' if self.schema else name
+
     def sql(self, template: str) -> str:
         return _render(self, template)
 

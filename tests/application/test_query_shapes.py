@@ -79,14 +79,68 @@ def test_history_from_an_instant_pages_on_version_after_one_seek_of_the_time_ind
     assert "rcp_changes_pkey" in page and "version >" in page and "Sort" not in page
 
 
-def test_was_it_allowed_at_t_is_index_seeks_only(pg_app):
-    # (the spellings of a name are sorted for DISTINCT: that sort holds one name's changes only)
+# The leading columns each index of the changes must have bound (with `version` or `at` a range
+# after them) for its scan to follow the answer: an index scan filtering the rest walks history.
+LEADING = {
+    "rcp_changes_by_instant": ("workspace =", "at <="),
+    "rcp_changes_by_name": ("workspace =", "language =", "name_key =", "list =", "version <="),
+    "rcp_changes_by_type": ("workspace =", "language =", "type =", "version <="),
+    "governance_snapshots_pkey": ("originator_id =", "originator_version <="),
+    "governance_events_pkey": ("originator_id =", "originator_version >", "originator_version <="),
+}
+
+
+def scans(plan: str) -> list[dict]:
+    """Every scan of a table in a plan, with its subplans'."""
+    found, todo = [], [json.loads(plan)[0]["Plan"]]
+    while todo:
+        node = todo.pop()
+        todo.extend(node.get("Plans", ()))
+        if "Relation Name" in node or "Index Name" in node:
+            found.append(node)
+    return found
+
+
+def assert_seeks_only(plan: str, tables: tuple[str, ...]) -> set[str]:
+    """Every scan of `tables` is an index scan with all its index's leading columns bound; the
+    indexes used."""
+    used = set()
+    for node in scans(plan):
+        table = node.get("Relation Name")
+        if table is not None and table not in tables:
+            continue
+        assert node["Node Type"] in ("Index Scan", "Index Only Scan", "Bitmap Index Scan"), node
+        condition = node["Index Cond"].replace("(", "").replace(")", "")
+        name = node["Index Name"]
+        assert all(bound in condition for bound in LEADING[name]), (name, condition)
+        used.add(name)
+    return used
+
+
+def test_was_it_allowed_at_t_is_one_statement_of_index_seeks(pg_app):
+    history_with_decisions(pg_app)
+    changes = [{"action": "add", "language": "node", "list": "deny", "entries": [n]} for n in ("Left-Pad", "left-pad")]
+    pg_app.change_policy("acme", changes + [{"action": "switch-mode", "language": "node", "mode": "allowlist"}], by="a")
+    pg_app.change_policy("acme", [{**changes[0], "action": "remove"}], by="a")
+    spy = Statements(pg_app.recorder)
+    answer = pg_app.package_at("acme", "node", "left-pad", datetime.now(UTC))
+    assert answer["reason"] == "matches-the-deny-list"
+    assert len(spy.seen) == 1  # the version, the mode, the name's entries, each spelling's: one round trip
+    (plan,) = spy.plans()
+    assert "Seq Scan" not in plan and "Sort" not in plan
+    used = assert_seeks_only(plan, ("rcp_changes",))
+    assert used == {"rcp_changes_by_instant", "rcp_changes_by_name", "rcp_changes_by_type"}
+
+
+def test_the_policy_at_t_is_one_statement_of_index_seeks(pg_app):
     history_with_decisions(pg_app)
     spy = Statements(pg_app.recorder)
-    pg_app.package_at("acme", "python", "p1", datetime.now(UTC))
-    plans = spy.plans()
-    assert plans and not any("Seq Scan" in p for p in plans)
-    assert any("rcp_changes_by_name" in p for p in plans) and any("rcp_changes_by_instant" in p for p in plans)
+    assert pg_app.policy("acme", at=datetime.now(UTC))["version"] == 3
+    assert len(spy.seen) == 1  # the version, the snapshot and the events after it
+    (plan,) = spy.plans()
+    assert "Seq Scan" not in plan
+    used = assert_seeks_only(plan, ("rcp_changes", "governance_events", "governance_snapshots"))
+    assert {"rcp_changes_by_instant", "governance_snapshots_pkey", "governance_events_pkey"} <= used
 
 
 def test_the_overviews_most_denied_lists_read_only_the_denied_counts(pg_app):
