@@ -21,10 +21,11 @@ EVENT_COLUMNS = "originator_id, originator_version, topic, state"
 
 class PostgresGovernanceRecorder(PostgresApplicationRecorder):
     def __init__(self, datastore, *, events_table_name: str = "stored_events"):
-        # No server-side prepared statements: when a pipelined save fails (a version conflict
-        # between two Saves), psycopg's cache can keep statements the server never prepared,
-        # and the connection's next use fails with 'prepared statement "_pg3_N" does not exist'
-        # (reproduced here with concurrent Saves and evaluates). The pool opens lazily, so every
+        # No automatic server-side prepared statements: when a pipelined transaction fails
+        # (reproduced with Saves when they were pipelined; psycopg's executemany, which the audit
+        # chain's sealing uses, still pipelines), psycopg's cache can keep statements the server
+        # never prepared, and the connection's next use fails with 'prepared statement "_pg3_N"
+        # does not exist'. The pool opens lazily, so every
         # connection it makes gets this setting.
         datastore.pool.kwargs["prepare_threshold"] = None
         super().__init__(datastore, events_table_name=events_table_name)
@@ -99,10 +100,7 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
 
     @staticmethod
     def _bound(curs, statement) -> str:
-        if isinstance(statement, ManyRows):
-            rows = ", ".join(curs.mogrify(statement.values, row) for row in statement.rows)
-            return f"{statement.head} VALUES {rows}{statement.tail}"
-        return curs.mogrify(*statement)
+        return statement.bound(curs.mogrify) if isinstance(statement, ManyRows) else curs.mogrify(*statement)
 
     def fetch(self, statement: str, params: tuple | list = (), prepare: bool = False) -> list[dict]:
         # Pool connections are in autocommit mode: a lone SELECT needs no BEGIN/ROLLBACK round
@@ -118,8 +116,8 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
             curs.execute(statement, params)
 
 
-# Refuses (aborting its transaction) when `ok` is false: how a plain statement in a pipelined
-# transaction says "do not commit this". Created once; a concurrent creator's copy is the same.
+# Refuses (aborting its transaction) when `ok` is false: how a plain statement in the one-message
+# transaction (insert_events) says "do not commit this". Created once; a concurrent creator's copy is the same.
 _ASSERT_FUNCTION = (
     "DO $do$ BEGIN CREATE FUNCTION {name}(ok boolean, message text) RETURNS boolean LANGUAGE plpgsql AS $f$ "
     "BEGIN IF NOT ok THEN RAISE EXCEPTION USING MESSAGE = message; END IF; RETURN ok; END $f$; "

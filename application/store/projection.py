@@ -118,11 +118,16 @@ class ManyRows:
     tail: str = ""  # RETURNING ...
 
     def statements(self) -> list[tuple[str, tuple]]:
+        """SQLite: statements of at most BATCH_ROWS rows, every value a parameter."""
         chunks = [self.rows[i : i + BATCH_ROWS] for i in range(0, len(self.rows), BATCH_ROWS)]
-        return [
-            (f"{self.head} VALUES {', '.join([self.values] * len(c))}{self.tail}", tuple(v for r in c for v in r))
-            for c in chunks
-        ]
+        return [(self._text([self.values] * len(c)), tuple(v for r in c for v in r)) for c in chunks]
+
+    def bound(self, mogrify) -> str:
+        """PostgreSQL: one statement, each row bound on its own by `mogrify(values, row)`."""
+        return self._text([mogrify(self.values, row) for row in self.rows])
+
+    def _text(self, rows: list[str]) -> str:
+        return f"{self.head} VALUES {', '.join(rows)}{self.tail}"
 
 
 def batched(dialect: Dialect, rows: list[tuple[str, tuple]]) -> list:

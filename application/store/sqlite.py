@@ -6,7 +6,7 @@ from typing import Any
 
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
-from application.callers import StaleCaller, guards_statement
+from application.callers import GUARD_FAILED, StaleCaller, guards_statement
 from application.store import chain
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, SQLITE
@@ -25,7 +25,7 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
         if guards := kwargs.get("guards"):  # remembered callers (application.callers)
             c.execute(*guards_statement(SQLITE, guards))
             if c.fetchone()[0]:
-                raise StaleCaller("a remembered caller is out of date")  # rolls the transaction back
+                raise StaleCaller(GUARD_FAILED)  # rolls the transaction back
         for item in read_model_statements(SQLITE, kwargs.get("saved_events", ()), kwargs.get("workspaces", {})):
             for statement, params in item.statements() if isinstance(item, ManyRows) else (item,):
                 c.execute(statement, params)
