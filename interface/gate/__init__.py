@@ -41,7 +41,8 @@ refusals always say so on stderr, prefixed with "runcode-policy-gate:".
 
 Standard library only: this folder can be copied alone into any sandbox image with Python 3.7
 or later and run as `python3 -I /opt/gate -- ...` (so nothing from the project may be imported
-here). Its exchanges with the service are in `service`, how installers are run in `installers`.
+here). Its exchanges with the service are in `service`; how each installer is run, in `clients`
+(and what they all share, in `installers`).
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ import subprocess
 import sys
 import tempfile
 
-from .installers import Unresolvable, Usage, installer_kind, prepared, resolved_argv
+from .clients import Plan, plan, prepare
+from .installers import Unresolvable, Usage, resolved_argv
 from .request import is_request, request_main
 from .service import CannotVerify, ask, config_from, create_run, run_denials
 
@@ -71,13 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     if command is None:
         return usage
     try:
-        kind = installer_kind(command)
+        found = plan(command, os.getcwd())
         config = config_from(os.environ)
-        answer = ask(config, command)
-        if not allows(answer):
-            report_denials(answer, command)
-            return EXIT_DENIED
-        return install(config, kind, command)
+        if found.evaluate is not None:
+            answer = ask(config, found.evaluate)
+            if not allows(answer):
+                report_denials(answer, command)
+                return EXIT_DENIED
+        return install(config, found, command)
     except Usage as error:
         say(str(error))
         return EXIT_USAGE
@@ -125,7 +128,7 @@ def denial_text(decision: dict) -> str:
     return f"{text} ({decision['detail']})" if decision.get("detail") else text
 
 
-def install(config: dict, kind: str, command: list[str]) -> int:
+def install(config: dict, found: Plan, command: list[str]) -> int:
     """Create a run, run the installer through the index, and explain a failure."""
     try:
         argv = resolved_argv(command, config["path"])
@@ -135,7 +138,7 @@ def install(config: dict, kind: str, command: list[str]) -> int:
     run = create_run(config)
     workdir = tempfile.mkdtemp(prefix="runcode-policy-gate-")
     try:
-        argv, env = prepared(kind, argv, run, workdir, config["url"], os.environ, os.getcwd())
+        argv, env = prepare(found, argv, run, workdir, config["url"], os.environ, os.getcwd())
         status = run_installer(argv, env)
     except Unresolvable as error:
         raise CannotVerify(str(error)) from None

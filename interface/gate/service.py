@@ -60,9 +60,10 @@ def timeout_from(env) -> float:
     return timeout
 
 
-def ask(config: dict, command: list[str]) -> dict:
-    """POST the command to /evaluate; the parsed answer, or CannotVerify for anything else."""
-    answer = call(config, "POST", "/evaluate", {"command": command, "context": context_of(config)})
+def ask(config: dict, question: dict) -> dict:
+    """POST the question (`{"command": argv}` or `{"language", "specs"}`) to /evaluate; the parsed
+    answer, or CannotVerify for anything else."""
+    answer = call(config, "POST", "/evaluate", {**question, "context": context_of(config)})
     if not (
         isinstance(answer.get("allowed"), bool)
         and isinstance(answer.get("decisions"), list)

@@ -154,7 +154,7 @@ def test_help_documents_every_exit_status(gate):
         assert f"\n  {status}" in done.stdout
 
 
-@pytest.mark.parametrize("module", sorted(GATE.glob("*.py")), ids=lambda path: path.name)
+@pytest.mark.parametrize("module", sorted(GATE.rglob("*.py")), ids=lambda path: str(path.relative_to(GATE)))
 def test_the_gate_imports_only_the_standard_library_and_itself(module):
     tree = ast.parse(module.read_text())
     imported = {
@@ -163,9 +163,14 @@ def test_the_gate_imports_only_the_standard_library_and_itself(module):
     imported |= {
         node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 0
     }
-    siblings = {path.stem for path in GATE.glob("*.py")}
-    relative = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
-    assert all(node.level == 1 and (node.module or "") in siblings | {""} for node in relative)
+    for node in ast.walk(tree):  # a relative import names a module of the gate's own folder
+        if isinstance(node, ast.ImportFrom) and node.level:
+            package = module.parent
+            for _ in range(node.level - 1):
+                package = package.parent
+            target = package.joinpath(*(node.module or "").split(".")) if node.module else package
+            assert GATE in (target, *target.parents), ast.unparse(node)
+            assert target.with_suffix(".py").is_file() or (target / "__init__.py").is_file(), ast.unparse(node)
     assert imported <= sys.stdlib_module_names, imported - sys.stdlib_module_names
 
 
