@@ -2,7 +2,7 @@
 README "Performance"), after the store is made ready once.
 
 - Tables are created here, in the parent, before any worker exists: several workers creating
-  them at once race (ARCHITECTURE.md). Workers then open the store with table creation off.
+  them at once race (`tuple concurrently updated`). Workers then open the store with table creation off.
 - Each worker is its own process with its own Governance: its own group-commit writer, policy
   cache and connection pool. They need no messages to agree: every request reads the token and
   the workspace's head version from the store in one indexed query, or (`/evaluate`) has its
@@ -22,6 +22,8 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
+import time
 
 import click
 
@@ -84,11 +86,14 @@ def serve(settings: Settings, host: str, port: int, workers: int, threads: int) 
 
 def check_port_free(host: str, port: int) -> None:
     """A port in use is one line saying what to do. The workers bind with SO_REUSEPORT, which would
-    let a second server share a port another one holds the same way; a plain bind here refuses."""
+    let a second server share a port another one holds the same way; a bind without it refuses.
+    SO_REUSEADDR, as every server sets it: the TIME_WAIT sockets a stopped server leaves behind
+    must not refuse a restart on the same port (a listener still does)."""
     if port == 0:
         return
     family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(address)
         except OSError as error:
@@ -141,13 +146,28 @@ def run_server(factory: str, host: str, port: int, workers: int, threads: int) -
         workers_kill_timeout=30,
     )
     shown = f"[{address}]" if ":" in address else address
-    click.echo(f"runcode-policy listening on http://{shown}:{bound}  (Ctrl-C to stop)")
+    announce = f"runcode-policy listening on http://{shown}:{bound}  (Ctrl-C to stop)"
+    threading.Thread(target=announce_when_accepting, args=(address, bound, announce), daemon=True).start()
     try:
         server.serve()  # returns after SIGTERM/Ctrl-C, once the workers finished their requests
     finally:
         holder.close()
         if own_dir:
             shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def announce_when_accepting(address: str, port: int, line: str, seconds: float = 120) -> None:
+    """Say "listening" once a worker accepts connections, not before: scripts wait for the line."""
+    target = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(address, address)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((target, port), timeout=1).close()
+        except OSError:
+            time.sleep(0.02)
+            continue
+        click.echo(line)
+        return
 
 
 def _reserve(host: str, port: int) -> tuple[tuple[str, int], socket.socket]:

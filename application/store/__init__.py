@@ -73,3 +73,29 @@ def _postgres_env(parts) -> dict[str, str]:
         "POSTGRES_ENABLE_DB_FUNCTIONS": "n",  # on, it would skip our read-model writes
         "APPLICATION_RECORDER_TOPIC": "application.store.postgres:PostgresGovernanceRecorder",
     }
+
+
+def why_unreachable(database_url: str) -> str | None:
+    """The server's own words for a PostgreSQL store that cannot be opened (`database "x" does not
+    exist`, `password authentication failed`, ...), from one direct connection attempt: the pool
+    only says it timed out. None for other stores, or when a connection now succeeds."""
+    parts = urlsplit(database_url)
+    if parts.scheme not in ("postgresql", "postgres"):
+        return None
+    import psycopg  # only PostgreSQL deployments need it loaded
+
+    env = _postgres_env(parts)
+    try:
+        psycopg.connect(
+            dbname=env["POSTGRES_DBNAME"],
+            host=env["POSTGRES_HOST"],
+            port=env["POSTGRES_PORT"],
+            user=env["POSTGRES_USER"],
+            password=env["POSTGRES_PASSWORD"],
+            connect_timeout=min(int(env["POSTGRES_CONNECT_TIMEOUT"]), 5),
+        ).close()
+    except psycopg.Error as error:
+        said = " ".join(str(error).split())
+        said = said.rpartition("FATAL:")[2].strip() or said
+        return f"{said} (PostgreSQL at {env['POSTGRES_HOST']}:{env['POSTGRES_PORT']})"
+    return None

@@ -9,7 +9,7 @@ import click
 from eventsourcing.persistence import InterfaceError, OperationalError
 
 from application import Governance
-from application.store import sqlite_path
+from application.store import sqlite_path, why_unreachable
 from domain.errors import GovernanceError
 from interface.settings import Settings, open_governance
 
@@ -23,7 +23,8 @@ class GovernanceGroup(click.Group):
         except GovernanceError as error:
             raise click.ClickException(describe(error)) from None
         except (OperationalError, InterfaceError) as error:
-            raise click.ClickException(f"the store is not reachable: {error}") from None
+            why = why_unreachable(Settings.from_env().database_url) or error
+            raise click.ClickException(f"the store is not reachable: {why}") from None
 
 
 def describe(error: GovernanceError) -> str:

@@ -67,3 +67,72 @@ def test_serve_on_a_port_in_use_says_so_in_one_line_and_spends_no_token(tmp_path
     assert len(lines) == 1 and f"port {port}" in lines[0] and "PORT=" in lines[0], done.stderr
     served = run(tmp_path, "token", "list")  # nothing was made: the first real start will create `default`
     assert served.returncode == 1 and "no store at" in served.stderr
+
+
+def start_serve(cwd: Path, port: int) -> tuple[subprocess.Popen, str]:
+    """`serve` on a fixed port; (the process, the line it said last: "listening ..." once it does)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("RUNCODE_POLICY_")}
+    clean.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "interface.cli", "serve", "--port", str(port), "--workers", "1", "--threads", "2"],
+        cwd=cwd,
+        env=clean | {"PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    line = ""
+    for line in process.stdout:  # the owner token on the first start, then "listening"
+        if line.startswith("runcode-policy listening on "):
+            break
+    return process, line
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    process.wait(timeout=60)
+    process.stdout.close()
+    process.stderr.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_serve_starts_again_on_the_same_port_right_after_it_served_a_client(tmp_path):
+    port = free_port()
+    process, line = start_serve(tmp_path, port)
+    try:
+        assert line.startswith("runcode-policy listening on "), process.stderr.read()
+        client = socket.create_connection(("127.0.0.1", port))  # kept alive: the server closes it on stop
+        client.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert client.recv(100).startswith(b"HTTP/1.1 200")
+    finally:
+        stop(process)
+    client.close()  # the server closed first: its side of the connection is in TIME_WAIT now
+    again, line = start_serve(tmp_path, port)
+    try:
+        assert line.startswith("runcode-policy listening on "), again.stderr.read()
+    finally:
+        stop(again)
+
+
+def test_serve_says_listening_only_once_the_port_accepts_connections(tmp_path):
+    process, line = start_serve(tmp_path, free_port())
+    try:
+        assert line.startswith("runcode-policy listening on "), process.stderr.read()
+        url = line.split()[3]
+        host, _, port = url.removeprefix("http://").rpartition(":")
+        socket.create_connection((host, int(port)), timeout=5).close()  # at once: no retry, no wait
+    finally:
+        stop(process)
+
+
+@pytest.mark.postgres
+def test_a_postgres_database_that_does_not_exist_is_named_as_such(tmp_path, postgres_database):
+    missing = postgres_database.rsplit("/", 1)[0] + "/runcode_policy_no_such_database"
+    done = run(tmp_path, "serve", "--port", "0", env={"RUNCODE_POLICY_DATABASE_URL": missing})
+    assert done.returncode == 1
+    assert 'database "runcode_policy_no_such_database" does not exist' in done.stderr, done.stderr
