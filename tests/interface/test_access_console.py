@@ -91,3 +91,16 @@ def test_the_change_history_names_exceptions(live):
     page = signed_in(live, "auditor").get("/console/history")
     assert "Python: granted an exception for beta" in page.plain
     assert "Python: revoked the exception for beta" in page.plain
+
+
+def test_the_overview_counts_pending_requests_in_good_english(live):
+    console = signed_in(live)
+    ask(live, "beta")
+    assert "1 pending request " in console.get("/console/overview").plain + " "
+    ask(live, "gamma")
+    assert "2 pending requests" in console.get("/console/overview").plain
+
+
+def test_the_sign_in_page_says_what_the_browser_really_keeps(live):
+    hint = signed_in(live).get("/console/sign-in").plain
+    assert "only a random session id" in hint and "encrypted" not in hint
