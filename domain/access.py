@@ -23,12 +23,18 @@ STATUS_FILTERS = (*STATUSES, "all")
 MAX_DURATION = timedelta(days=3660)
 # ISO 8601 durations of fixed length only: months and years have no fixed length, so "P1M"
 # would expire at a different instant depending on when it was approved.
+_CALENDAR = re.compile(r"P(?=\d+[YM])(?:\d+Y)?(?:\d+M)?(?:\d+W)?(?:\d+D)?(?:T[\d.HMS]*)?")
 _DURATION = re.compile(r"P(?!$)(?:(\d+)W)?(?:(\d+)D)?(?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d{1,6})?)S)?)?")
 
 
 def parse_duration(text: str, field: str = "duration") -> timedelta:
     """`P7D`, `PT12H`, `P1W`, `P1DT6H`: weeks, days, hours, minutes, seconds."""
     found = _DURATION.fullmatch(text.strip().upper()) if isinstance(text, str) else None
+    if found is None and isinstance(text, str) and _CALENDAR.fullmatch(text.strip().upper()):
+        raise InvalidInputError(
+            f"{field}: {text!r}: months and years are not accepted, use days (such as P30D or P365D)",
+            [FieldError(field, "months and years are not accepted (their length varies): use days, such as P30D")],
+        )
     if found is None:
         raise InvalidInputError(
             f"{field}: {text!r} is not an ISO 8601 duration such as P7D",

@@ -14,7 +14,7 @@ import os
 
 import click
 
-from application import optional_bound, optional_instant
+from application import optional_bound
 from application.store import DEFAULT_DATA_DIR
 from domain.policy import LANGUAGES, LISTS, MODES
 from domain.token import ROLES
@@ -122,10 +122,12 @@ def policy() -> None:
 
 @policy.command("show")
 @workspace_option
-@click.option("--at", metavar="T", help="The policy as it stood at this RFC 3339 instant.")
+@click.option(
+    "--at", metavar="T", help="The policy as it stood at this instant: RFC 3339, or a date (its first instant, UTC)."
+)
 def policy_show(workspace: str, at: str | None) -> None:
     """Print the policy as JSON (now, or at an instant)."""
-    show_json(governance().policy(workspace, optional_instant(at, "at")))
+    show_json(governance().policy(workspace, optional_bound(at, "at")))
 
 
 @policy.command("switch-mode")

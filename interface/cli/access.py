@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from application.formats import optional_instant
+from application.formats import optional_bound, optional_instant
 from domain.access import STATUS_FILTERS
 from domain.policy import LANGUAGES
 from interface.cli.common import actor, governance, note_option, workspace_option
@@ -95,11 +95,15 @@ def exceptions_group() -> None:
 
 @exceptions_group.command("list")
 @workspace_option
-@click.option("--at", metavar="T", help="Those in force at this RFC 3339 instant (default: now).")
+@click.option(
+    "--at",
+    metavar="T",
+    help="Those in force at this instant: RFC 3339, or a date (its first instant, UTC); default now.",
+)
 @json_option
 def exceptions_list(workspace: str, at: str | None, as_json: bool) -> None:
     """List the exceptions in force, soonest expiry first."""
-    found = governance().access.exceptions(workspace, optional_instant(at, "at"))["exceptions"]
+    found = governance().access.exceptions(workspace, optional_bound(at, "at"))["exceptions"]
     if as_json:
         return show_json(found)
     rows = [

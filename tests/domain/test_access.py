@@ -40,6 +40,14 @@ def test_durations_without_a_fixed_length_or_out_of_range_are_refused(text):
     assert refused.value.errors[0].field == "duration"
 
 
+@pytest.mark.parametrize("text", ["P1M", "p2m", "P1Y", "P1Y2M3D", "P1MT2H"])
+def test_months_and_years_are_refused_with_the_advice_to_use_days(text):
+    with pytest.raises(InvalidInputError) as refused:
+        parse_duration(text)
+    assert "months and years are not accepted" in refused.value.errors[0].message
+    assert "use days" in str(refused.value)
+
+
 def test_an_exception_allows_its_name_until_it_ends():
     assert judge(rules(), parse("python", "Beta==1"), "acme").reason == "matches-an-exception"
     ends = T + timedelta(days=7)

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from click.testing import CliRunner
@@ -117,6 +117,15 @@ def test_policy_changes_from_the_cli_are_recorded_and_shown(cli):
     past = json.loads(cli("policy", "show", "--at", before_switch.isoformat()).stdout)
     assert (past["version"], past["python"]["mode"]) == (3, "denylist") and past["at"].endswith("Z")
     assert past["python"]["allow"] == ["numpy", "pandas", "scipy"]
+
+
+def test_policy_show_at_a_date_is_the_policy_at_that_days_first_instant(cli, acme):
+    cli("policy", "add", "-w", "acme", "node", "deny", "left-pad")
+    today = datetime.now(UTC).date()
+    morning = json.loads(cli("policy", "show", "-w", "acme", "--at", today.isoformat()).stdout)
+    assert (morning["version"], morning["at"]) == (0, f"{today.isoformat()}T00:00:00.000000Z")
+    tomorrow = (today + timedelta(days=1)).isoformat()
+    assert json.loads(cli("policy", "show", "-w", "acme", "--at", tomorrow).stdout)["version"] == 1
 
 
 def test_adding_a_present_entry_records_nothing(cli, acme):
