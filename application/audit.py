@@ -89,8 +89,10 @@ class Audit:
             self.require_workspace(workspace)  # an unknown workspace is refused first
             raise InvalidInputError("the period is empty", [FieldError("to", "must be after from")])
         name = self._package_name(workspace, language, name)
-        found, grants = self._name_at(workspace, language, name, start)
-        return timeline(self.readmodel, found, grants, workspace, language, name, start, end)
+        # No policy answered anything before the workspace existed: its timeline starts then.
+        created = self.readmodel.workspace(workspace)["created_at"]
+        found, grants = self._name_at(workspace, language, name, max(start, created))
+        return timeline(self.readmodel, found, grants, workspace, language, name, start, end, created)
 
     def _package_name(self, workspace: str, language: str, text: str) -> str:
         try:

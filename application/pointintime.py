@@ -112,10 +112,18 @@ def timeline(
     name: str,
     start: datetime,
     end: datetime,
+    created: datetime,
 ) -> dict:
-    """`found`: `ReadModel.name_at` at `start`; `grants` as for `package_at`."""
+    """`found`: `ReadModel.name_at` at the later of `start` and `created` (when the workspace was
+    made: its intervals begin then, and a period that ends before it has none); `grants` as for
+    `package_at`."""
+    answer = {"language": language, "name": name, "from": iso(start), "to": iso(end), "intervals": []}
+    answer["decisions"] = q.decision_counts(workspace, language, name, start, end)
+    if created >= end:
+        return answer
+    start = max(start, created)
     version, state = found.version, state_at(name, found.changes)
-    intervals = [
+    intervals = answer["intervals"] = [
         _interval(
             state.verdict(workspace, language, name, grant_in_force(grants, version, start), start), start, version
         )
@@ -136,14 +144,7 @@ def timeline(
             current["to"] = iso(at)
             intervals.append(_interval(verdict, at, now_version))
     intervals[-1]["to"] = iso(end)
-    return {
-        "language": language,
-        "name": name,
-        "from": iso(start),
-        "to": iso(end),
-        "intervals": intervals,
-        "decisions": q.decision_counts(workspace, language, name, start, end),
-    }
+    return answer
 
 
 def _interval(verdict, start: datetime, version: int) -> dict:

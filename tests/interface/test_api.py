@@ -263,3 +263,13 @@ def test_a_bare_date_as_to_includes_that_whole_day(live):
     today = live.call("GET", P + "/history", live.tokens["auditor"]).json["changes"][0]["at"][:10]
     reply = live.call("GET", f"{P}/history?from={today}&to={today}", live.tokens["auditor"]).json
     assert len(reply["changes"]) == 5
+
+
+def test_a_timeline_claims_no_policy_before_the_workspace_existed(live):
+    token = live.tokens["auditor"]
+    created = live.call("GET", P + "/history", token).json
+    year_before = live.call("GET", P + "/packages/python/pandas?from=2020-01-01&to=2021-01-01", token).json
+    assert year_before["intervals"] == [] and year_before["from"] == "2020-01-01T00:00:00.000000Z"
+    since = live.call("GET", P + "/packages/python/pandas?from=2020-01-01&to=2099-01-01", token).json
+    first = since["intervals"][0]
+    assert first["from"] > "2026" and first["reason"] == "not-on-the-deny-list", (since, created)

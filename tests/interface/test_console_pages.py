@@ -119,6 +119,6 @@ def test_the_overview_shows_pending_requests(live):
     body = {"language": "python", "name": "Polars", "justification": "dataframes", "context": {"sandbox": "sbx-1"}}
     api(live, "POST", "/requests", body, role="sandbox")
     page = signed_in(live, "auditor").get("/console/overview")
-    assert "1 pending requests" in page.plain
+    assert "1 pending request" in page.plain
     assert "Pending requests polars Python: asked by 1 requester since" in page.plain and "(“dataframes”)" in page.plain
-    assert _links(page)["1 pending requests"] == "/console/requests"
+    assert _links(page)["1 pending request"] == "/console/requests"
