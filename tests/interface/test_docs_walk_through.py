@@ -1,8 +1,8 @@
-"""The README's walk-through, run verbatim against a real service on a fresh store.
+"""The docs' walk-through, run verbatim against a real service on a fresh store.
 
-The commands are read from README.md itself (every ```sh block of the walk-through section), so
-the README cannot drift from what the service answers. Only what a reader fills in is filled
-in: the owner token `make run` printed and the port. Each `# → {...}` line under a command
+The commands are read from docs/walk-through.md itself (every ```sh block of the page), so the
+page cannot drift from what the service answers. Only what a reader fills in is filled in: the
+owner token `make run` printed and the port. Each `# → {...}` line under a command
 shows what the reader will see; every `"key": value` it shows must appear in the answer.
 """
 
@@ -18,16 +18,13 @@ from pathlib import Path
 from tests.support.service import served
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTION = "## Walk-through"
+WALK_THROUGH = ROOT / "docs" / "walk-through.md"
 SHOWN = re.compile(r'"(?P<key>[\w-]+)": (?P<value>"[^"]*"|true|false|null|-?\d+)')
 STUB = '#!/bin/sh\necho "(the $(basename "$0") first on PATH ran: $*)"\n'
 
 
-def walk_through_blocks(readme: str) -> list[str]:
-    start = readme.index(SECTION)
-    end = readme.find("\n## ", start + len(SECTION))
-    section = readme[start : end if end != -1 else None]
-    return re.findall(r"```sh\n(.*?)```", section, re.S)
+def walk_through_blocks(page: str) -> list[str]:
+    return re.findall(r"```sh\n(.*?)```", page, re.S)
 
 
 def shown_pairs(block: str) -> list[tuple[str, object]]:
@@ -74,9 +71,20 @@ def answers(answered: set[tuple[str, str]], key: str, value) -> bool:
     return (key, json.dumps(value)) in answered
 
 
-def test_every_walk_through_command_answers_as_the_readme_shows(tmp_path):
-    blocks = walk_through_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
+def test_every_walk_through_command_answers_as_the_docs_show(tmp_path):
+    blocks = walk_through_blocks(WALK_THROUGH.read_text(encoding="utf-8"))
     assert len(blocks) >= 6, "the walk-through lost its examples"
+    run_as_shown(blocks, tmp_path)
+
+
+def test_the_readmes_tour_answers_as_it_shows(tmp_path):
+    blocks = walk_through_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert len(blocks) == 1, "the tour's runnable block (the others are marked `sh norun`, with why)"
+    run_as_shown(blocks, tmp_path)
+
+
+def run_as_shown(blocks: list[str], tmp_path: Path) -> None:
+    """Run the blocks in order in one shell against a fresh service; each shown output must appear."""
     stubs = tmp_path / "bin"
     stubs.mkdir()
     for program in ("pip", "npm"):
