@@ -11,7 +11,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-.PHONY: install run test test-fast bench lint format screenshots
+.PHONY: install run test test-deps test-fast bench lint format screenshots
 install: $(BIN)/.installed
 
 run: install
@@ -19,6 +19,11 @@ run: install
 
 test: install
 	$(BIN)/python -m pytest -n 4 $(PYTEST_ARGS)
+
+# What `make test` skips without (Chromium, PostgreSQL, verdaccio, the package clients), installed
+# as CI installs it (apt-get needs root).
+test-deps:
+	bash tests/support/install-test-deps
 
 # The inner loop: the domain and application layers only (seconds, no server, no browser).
 test-fast: install

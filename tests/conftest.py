@@ -137,3 +137,9 @@ def live(app, tmp_path, live_env):
     server.tokens = tokens
     yield server
     server.close()
+
+
+def pytest_report_header(config) -> list[str]:
+    from tests.support.optional import report
+
+    return report()
