@@ -16,7 +16,7 @@ repositories too and carry PyPI or npm under a path (`mirrors.aliyun.com`,
 `mirrors.tuna.tsinghua.edu.cn`, `mirrors.cloud.tencent.com`), which a name rule cannot separate
 and which no setting could unlock once refused; and hosted registry services whose names serve
 every format (`*.jfrog.io`, `dl.cloudsmith.io`, `gitlab.com`). Those, an unknown mirror, a
-tarball on any web host and any IP literal are reached under open egress; only a hostname
+tarball on any web host and a public IP literal are reached under open egress; only a hostname
 allowlist refuses them.
 """
 
@@ -29,8 +29,8 @@ REGISTRIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     # PyPI
     ("PyPI's index, its uploads and TestPyPI", ("pypi.org", "*.pypi.org")),
     ("PyPI under its older names, which still answer", ("pypi.python.org", "pypi.io", "*.pypi.io")),
-    ("PyPI's file host (files., test-files.) and its apex", ("pythonhosted.org", "*.pythonhosted.org")),
-    ("the Tsinghua University (TUNA) PyPI mirror", ("pypi.tuna.tsinghua.edu.cn",)),
+    ("PyPI's file host, files. and test-files., and its apex", ("pythonhosted.org", "*.pythonhosted.org")),
+    ("Tsinghua University's PyPI mirror, TUNA", ("pypi.tuna.tsinghua.edu.cn",)),
     ("the USTC PyPI mirror", ("pypi.mirrors.ustc.edu.cn",)),
     ("Douban's PyPI mirror", ("pypi.doubanio.com", "pypi.douban.com")),
     ("Gemfury's hosted PyPI registries", ("pypi.fury.io",)),
@@ -51,16 +51,19 @@ REGISTRIES: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("npm.pkg.github.com", "pkg-npm.githubusercontent.com"),
     ),
     ("Gemfury's hosted npm registries", ("npm.fury.io",)),
-    ("Alibaba's npm mirror (npmmirror): its registry, CDN and binary mirrors", ("npmmirror.com", "*.npmmirror.com")),
+    ("Alibaba's npm mirror npmmirror, with its registry, CDN and binary mirrors", ("npmmirror.com", "*.npmmirror.com")),
     (
         "npmmirror under its former Taobao and cnpm names",
         ("npm.taobao.org", "*.npm.taobao.org", "r.cnpmjs.org", "registry.cnpmjs.org"),
     ),
-    ("jsDelivr, a CDN serving any npm package's files (cdn., fastly., gcore.)", ("jsdelivr.net", "*.jsdelivr.net")),
+    (
+        "jsDelivr, a CDN serving any npm package's files, under cdn., fastly., gcore. and others",
+        ("jsdelivr.net", "*.jsdelivr.net"),
+    ),
     ("unpkg, a CDN serving any npm package's files", ("unpkg.com", "*.unpkg.com")),
     ("esm.sh, a CDN serving npm packages as ES modules", ("esm.sh", "*.esm.sh")),
     ("Skypack's CDN of npm packages", ("cdn.skypack.dev",)),
-    ("jspm's CDNs of npm packages (ga.jspm.io, jspm.dev)", ("jspm.io", "*.jspm.io", "jspm.dev", "*.jspm.dev")),
+    ("jspm's CDNs of npm packages, ga.jspm.io and jspm.dev", ("jspm.io", "*.jspm.io", "jspm.dev", "*.jspm.dev")),
 )
 
 REGISTRY_HOSTS = tuple(entry for _, entries in REGISTRIES for entry in entries)
