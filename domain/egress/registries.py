@@ -10,14 +10,9 @@ judge nothing.
 
 What is listed: names whose every use from a sandbox is fetching Python or npm packages (or the
 installers themselves) from outside the index, so refusing them costs a sandbox nothing it should
-do. What is not: websites and documentation beside a registry (`npmjs.com`, `www.npmjs.com`,
-`docs.npmjs.com`, `yarnpkg.com`, `skypack.dev`); general mirror hosts that serve operating-system
-repositories too and carry PyPI or npm under a path (`mirrors.aliyun.com`,
-`mirrors.tuna.tsinghua.edu.cn`, `mirrors.cloud.tencent.com`), which a name rule cannot separate
-and which no setting could unlock once refused; and hosted registry services whose names serve
-every format (`*.jfrog.io`, `dl.cloudsmith.io`, `gitlab.com`). Those, an unknown mirror, a
-tarball on any web host and a public IP literal are reached under open egress; only a hostname
-allowlist refuses them.
+do. Websites beside a registry, general mirror hosts that carry PyPI or npm under a path beside
+operating-system repositories, and any mirror not listed here pass unless a hostname allowlist is set; what is
+left out and why, and which deployment catches it, is in docs/threat-model.md.
 """
 
 from __future__ import annotations
