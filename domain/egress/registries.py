@@ -11,8 +11,8 @@ judge nothing.
 What is listed: names whose every use from a sandbox is fetching Python or npm packages (or the
 installers themselves) from outside the index, so refusing them costs a sandbox nothing it should
 do. Websites beside a registry, general mirror hosts that carry PyPI or npm under a path beside
-operating-system repositories, and any mirror not listed here pass unless a hostname allowlist is set; what is
-left out and why, and which deployment catches it, is in docs/threat-model.md.
+operating-system repositories, and any mirror not listed here pass unless a hostname allowlist
+is set; what is left out and why, and which deployment catches it, is in docs/threat-model.md.
 """
 
 from __future__ import annotations
