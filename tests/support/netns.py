@@ -8,6 +8,10 @@ address other than loopback is ever used, on either side; anything not bridged i
 
 Needs root (or user namespaces) and `unshare` from util-linux. `namespaces_or_skip()` skips
 loudly where they are missing, and fails under CI=true, where the lockdown test must run.
+
+The outside end (the bridges, and a proxy a test runs in-process) is in the test's own namespace,
+which may have a route out; `connects()` records every address this process connects to, so a
+test can show that nothing but loopback was dialled.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -41,6 +47,35 @@ def namespaces_or_skip() -> None:
     if os.environ.get("CI"):
         pytest.fail(f"{problem} (CI runs as root and must run the network-namespace tests)", pytrace=False)
     pytest.skip(f"SKIPPING NETWORK-NAMESPACE TESTS: {problem}")
+
+
+_RECORDERS: list[list] = []
+_HOOKED: list[bool] = []
+
+
+def _on_audit(event: str, args: tuple) -> None:
+    if event == "socket.connect" and _RECORDERS:
+        for seen in _RECORDERS:
+            seen.append(args[1])
+
+
+@contextmanager
+def connects() -> Iterator[list]:
+    """The address of every `connect` this process makes (any thread) while the block runs.
+
+    Read from Python's audit events ("socket.connect", raised before the system call), so even a
+    connection attempt that fails is seen. An audit hook cannot be removed: one is added per
+    process, and it records only while a block is running.
+    """
+    if not _HOOKED:
+        sys.addaudithook(_on_audit)
+        _HOOKED.append(True)
+    seen: list = []
+    _RECORDERS.append(seen)
+    try:
+        yield seen
+    finally:
+        _RECORDERS.remove(seen)
 
 
 class UnixBridge:
