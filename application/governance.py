@@ -184,6 +184,9 @@ class Governance(Application):
     def judge_index(self, principal, language: str, name: str, request: str, file=None, package_version=None) -> dict:
         return self.index.gate.judge(principal, language, name, request, file, package_version)
 
+    def index_hidden_versions(self, principal, language: str, name: str, declarations: dict, request: str, file=None):
+        return self.index.gate.hidden_versions(principal, language, name, declarations, request, file)
+
     def index_listing(self, workspace: str, language: str, candidates) -> list[str]:
         return self.index.gate.listing(workspace, language, candidates)
 

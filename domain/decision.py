@@ -126,6 +126,9 @@ class DecisionRecord:
     run: str | None = None
     file: str | None = None
     package_version: str | None = None
+    # A declared dependency the index judged (`domain.declared`): the version that declares it
+    # (`alpha@1.1.0`, `alpha==1.1`), hidden when the dependency is refused; never a project denial.
+    declared_by: str | None = None
 
     @classmethod
     def for_spec(cls, spec: Spec, verdict: Verdict, policy_version: int, context: dict | None) -> DecisionRecord:
@@ -192,6 +195,7 @@ class DecisionRecord:
             "run": self.run,
             "file": self.file,
             "package_version": self.package_version,
+            "declared_by": self.declared_by,
         }
         return {**record, **{k: v for k, v in extra.items() if v is not None}}
 
@@ -215,6 +219,7 @@ class DecisionRecord:
             record.get("run"),
             record.get("file"),
             record.get("package_version"),
+            record.get("declared_by"),
         )
 
 

@@ -36,6 +36,7 @@ CSV_COLUMNS = (
     "file",
     "package_version",
     "run",
+    "declared_by",
 )
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from application.decision_writer import DecisionWriter
 from application.policies import Policies
 from domain.decision import Decision, DecisionRecord, judge
+from domain.declared import declared_record, declared_specs, hidden_message, judge_declared, version_label
 from domain.errors import NotFoundError
 from domain.specs import Spec, parse
 from domain.specs.pip import NAME_RE
@@ -80,6 +81,35 @@ class IndexGate:
         self._writer.record(decision)  # StoreUnavailableError: the client gets a 503
         self._remember(key, (verdict.allowed, verdict.reason, version), str(decision.id), principal)
         return _answer(verdict, version, str(decision.id), recorded=True)
+
+    def hidden_versions(
+        self, principal: Principal, language: str, name: str, declarations: dict, request: str, file: str | None = None
+    ) -> dict[str, str]:
+        """Judge what each version declares (`{version: npm manifest or Requires-Dist list}`):
+        {version: message} for the versions a refused non-registry dependency hides. Each such
+        dependency is recorded once per run, allowed or not, all in one commit."""
+        policy_version, rules = self._policies.current(principal.workspace)
+        if file is not None:
+            check_text(file, "file", MAX_FILE_NAME)
+        hidden: dict[str, str] = {}
+        made = []
+        for version, metadata in declarations.items():
+            label = version_label(language, name, version)
+            for found in judge_declared(rules[language], declared_specs(language, metadata), principal.workspace):
+                if not found.verdict.allowed:
+                    hidden.setdefault(version, hidden_message(label, found))
+                key = (principal.run or principal.token, language, name, request, label, found.spec.text, file)
+                outcome = (found.verdict.allowed, found.verdict.reason, policy_version)
+                if self._earlier(key, outcome) is None:
+                    record = declared_record(
+                        found, label, policy_version, _context(principal), request, principal.run, file, version
+                    )
+                    made.append((key, outcome, Decision(workspace=principal.workspace, record=record.to_dict())))
+        if made:
+            self._writer.record(*(decision for _, _, decision in made))  # StoreUnavailableError: a 503
+            for key, outcome, decision in made:
+                self._remember(key, outcome, str(decision.id), principal)
+        return hidden
 
     def listing(self, workspace: str, language: str, candidates) -> list[str]:
         """The projects an index root lists: the allow list (allowlist mode), or `candidates()`

@@ -84,6 +84,11 @@ class DecisionView(BaseModel):
     run: str | None = Field(None, description="package-index decisions: the run that fetched it")
     file: str | None = Field(None, description="package-index downloads: the file")
     package_version: str | None = Field(None, description="package-index downloads: the file's package version")
+    declared_by: str | None = Field(
+        None,
+        description="package-index decisions on a declared dependency that is not a registry package: "
+        "the version that declares it (hidden when the dependency is refused; not a denial of the project)",
+    )
 
 
 class EvaluateAnswer(BaseModel):

@@ -83,7 +83,8 @@ def packument_answer(principal, ws: str, name: str) -> Response:
     def ours(url: str) -> str | None:
         return base + quote(packument.tarball_name(url)) if upstream().allows_host(url) else None
 
-    return _json(packument.rewrite(document, ours), media)
+    hidden = governance().index_hidden_versions(principal, "node", name, packument.manifests(document), "page")
+    return _json(packument.rewrite(document, ours, hidden), media)
 
 
 def _restricted(name: str, message: str, media: str) -> Response:
@@ -135,14 +136,21 @@ def tarball(principal, name: str, filename: str) -> Response:
     metrics.count_index(verdict, "node", "download")
     if not verdict["allowed"]:
         raise HTTPProblem(403, "Forbidden", verdict["message"])
-    return relay(upstream(), request.method, tarball_url(name, filename))
+    version, manifest, url = tarball_source(name, filename)
+    # A lockfile or a hand-made URL must not fetch a version the packument hides.
+    hidden = governance().index_hidden_versions(principal, "node", name, {version: manifest}, "download", filename)
+    if hidden:
+        raise HTTPProblem(403, "Forbidden", hidden[version])
+    return relay(upstream(), request.method, url)
 
 
-def tarball_url(name: str, filename: str) -> str:
-    """Where upstream keeps this file: the packument's word (it may be another host), not a guess."""
+def tarball_source(name: str, filename: str) -> tuple[str, dict, str]:
+    """The version, its manifest and where upstream keeps this file: the packument's word (it
+    may be another host), not a guess."""
     document = fetch_packument(name, packument.ABBREVIATED, cached=True)
-    for manifest in (document.get("versions") or {}).values():
-        url = (manifest.get("dist") or {}).get("tarball") if isinstance(manifest, dict) else None
+    for version, manifest in packument.manifests(document).items():
+        dist = manifest.get("dist")
+        url = dist.get("tarball") if isinstance(dist, dict) else None
         if isinstance(url, str) and packument.tarball_name(url) == filename:
-            return url
+            return version, manifest, url
     raise HTTPProblem(404, "Not Found", f"the upstream registry lists no {filename!r} for {name!r}")

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 ABBREVIATED = "application/vnd.npm.install-v1+json"
+MAX_REASONS = 3  # reasons for hidden versions told in one packument's policyRestrictions
 _SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
 
 
@@ -22,10 +23,21 @@ def tarball_name(url: str) -> str:
     return urlsplit(url).path.rsplit("/", 1)[-1]
 
 
-def rewrite(packument: dict, ours: Callable[[str], str | None]) -> dict:
-    """Point every version's tarball at the service; versions `ours` refuses are removed."""
+def manifests(packument: dict) -> dict:
+    """{version: manifest} of every version that has a manifest to read."""
+    return {n: m for n, m in (packument.get("versions") or {}).items() if isinstance(m, dict)}
+
+
+def rewrite(packument: dict, ours: Callable[[str], str | None], hidden: dict[str, str] | None = None) -> dict:
+    """Point every version's tarball at the service; versions `ours` refuses are removed, and so
+    are the `hidden` ones ({version: why}), which npm is told about in `policyRestrictions`: a
+    client that asks for exactly such a version then fails with the reason (E403) instead of
+    "no matching version"."""
+    hidden = hidden or {}
     versions = {}
     for number, manifest in (packument.get("versions") or {}).items():
+        if number in hidden:
+            continue
         dist = manifest.get("dist") if isinstance(manifest, dict) else None
         url = ours(dist["tarball"]) if isinstance(dist, dict) and isinstance(dist.get("tarball"), str) else None
         if url is not None:
@@ -34,6 +46,13 @@ def rewrite(packument: dict, ours: Callable[[str], str | None]) -> dict:
     answer = {**packument, "versions": versions}
     if removed:
         answer["dist-tags"] = repoint(packument.get("dist-tags") or {}, versions)
+    if hidden and "policyRestrictions" not in packument:
+        reasons = list(dict.fromkeys(hidden.values()))
+        more = f" (and {len(reasons) - MAX_REASONS} other reasons)" if len(reasons) > MAX_REASONS else ""
+        answer["policyRestrictions"] = {
+            "message": "\n".join(reasons[:MAX_REASONS]) + more,
+            "versions": {n: {"name": packument.get("name"), "version": n} for n in hidden},
+        }
     return answer
 
 

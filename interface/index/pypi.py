@@ -17,9 +17,9 @@ from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header
 
 from interface import metrics
-from interface.index import simple
+from interface.index import core_metadata, simple
 from interface.index.access import governance, reader
-from interface.index.streaming import relay
+from interface.index.streaming import relay, spool
 from interface.index.upstream import Upstream, bad_gateway
 from interface.problems import HTTPProblem
 
@@ -141,7 +141,34 @@ def file(ws, project, filename):
     entry = next((f for f in _upstream_page(project, cached=True)["files"] if f.get("filename") == dist), None)
     if entry is None or (is_metadata and not entry.get("core-metadata", entry.get("dist-info-metadata"))):
         raise HTTPProblem(404, "Not Found", f"the upstream index lists no {filename!r} for {project!r}")
-    return relay(upstream(), request.method, entry["url"] + (".metadata" if is_metadata else ""))
+    if is_metadata:
+        metadata = core_metadata.fetch(upstream(), entry["url"] + ".metadata")
+        _judge_declared(principal, project, dist, metadata, "metadata")
+        return _served(metadata)
+    if dist.endswith(".whl") and request.method != "HEAD":
+        spooled = spool(upstream(), entry["url"], core_metadata.MAX_WHEEL_BYTES, core_metadata.too_large)
+        try:
+            _judge_declared(principal, project, dist, core_metadata.wheel_metadata(spooled.file, dist), "download")
+        except BaseException:
+            spooled.file.close()
+            raise
+        return spooled.response()
+    return relay(upstream(), request.method, entry["url"])
+
+
+def _judge_declared(principal, project: str, dist: str, metadata: bytes, request_kind: str) -> None:
+    """403 when the version declares a refused `name @ URL` (or other non-registry) requirement."""
+    version = simple.version_of(dist) or dist
+    declarations = {version: core_metadata.requires_dist(metadata)}
+    hidden = governance().index_hidden_versions(principal, "python", project, declarations, request_kind, dist)
+    if hidden:
+        raise HTTPProblem(403, "Forbidden", hidden[version])
+
+
+def _served(metadata: bytes) -> Response:
+    response = Response(metadata, content_type="application/octet-stream")
+    response.headers["Cache-Control"] = "no-store"  # judged per fetch
+    return response
 
 
 @blueprint.route("/pypi/<ws>/", methods=READ)

@@ -4,10 +4,16 @@ The file is asked for with `Accept-Encoding: identity` and relayed raw, so what 
 client is byte for byte what upstream stored: `--require-hashes`, `#sha256=` fragments and npm's
 `integrity` stay true. HEAD answers with upstream's `Content-Length` (uv probes files with HEAD).
 If upstream breaks off mid-file, the client gets a short body, which its hash check refuses.
+
+A file the index must read before it is relayed (a wheel's declared dependencies) is `spool`ed
+whole to an anonymous temporary file of bounded size first, then served from there.
 """
 
 from __future__ import annotations
 
+import tempfile
+
+import httpx
 from flask import Response
 
 from interface.index.upstream import Upstream, bad_gateway, unavailable
@@ -18,6 +24,15 @@ _KEPT = {k.lower(): k for k in ("Content-Type", "Content-Length", "Last-Modified
 
 
 def relay(upstream: Upstream, method: str, url: str) -> Response:
+    response, headers, content_type = _open(upstream, method, url)
+    if method == "HEAD":
+        response.close()
+        return Response(status=200, headers=headers, content_type=content_type)
+    return Response(_chunks(response), status=200, headers=headers, content_type=content_type, direct_passthrough=True)
+
+
+def _open(upstream: Upstream, method: str, url: str):
+    """Upstream's answer for a file, its status checked, and the headers relayed with it."""
     response = upstream.open("HEAD" if method == "HEAD" else "GET", url, {"Accept-Encoding": "identity"})
     if response.status_code != 200:
         response.close()
@@ -31,10 +46,52 @@ def relay(upstream: Upstream, method: str, url: str) -> Response:
     headers["Cache-Control"] = "no-store"  # judged per fetch: a shared cache must not answer for us
     if "content-encoding" in response.headers and response.headers["content-encoding"] != "identity":
         headers["Content-Encoding"] = response.headers["content-encoding"]  # relayed as stored
-    if method == "HEAD":
+    return response, headers, content_type
+
+
+class Spooled:
+    """A file upstream sent, whole, in an anonymous temporary file (gone when closed)."""
+
+    def __init__(self, file, headers: dict, content_type: str):
+        self.file, self.headers, self.content_type = file, headers, content_type
+
+    def response(self) -> Response:
+        """Serve it (the temporary file is closed once served)."""
+        self.file.seek(0)
+        return Response(_spooled_chunks(self.file), status=200, headers=self.headers, content_type=self.content_type)
+
+
+def spool(upstream: Upstream, url: str, limit: int, refuse) -> Spooled:
+    """Fetch the whole file into a temporary file; `refuse(limit)` is raised past `limit` bytes."""
+    response, headers, content_type = _open(upstream, "GET", url)
+    file = tempfile.TemporaryFile()
+    try:
+        try:
+            if int(response.headers.get("content-length") or 0) > limit:
+                raise refuse(limit)
+            size = 0
+            for chunk in response.iter_raw(CHUNK):
+                size += len(chunk)
+                if size > limit:
+                    raise refuse(limit)
+                file.write(chunk)
+        except httpx.HTTPError as error:
+            raise unavailable(f"the upstream stopped sending the file: {type(error).__name__}") from None
+    except BaseException:
+        file.close()
+        raise
+    finally:
         response.close()
-        return Response(status=200, headers=headers, content_type=content_type)
-    return Response(_chunks(response), status=200, headers=headers, content_type=content_type, direct_passthrough=True)
+    headers["Content-Length"] = str(size)
+    return Spooled(file, headers, content_type)
+
+
+def _spooled_chunks(file):
+    try:
+        while chunk := file.read(CHUNK):
+            yield chunk
+    finally:
+        file.close()
 
 
 def _chunks(response):

@@ -65,3 +65,16 @@ class FixtureServer:
                     self.wfile.write(body)
 
         return Handler
+
+
+class FileHost(FixtureServer):
+    """A plain web server holding `files` ({path: bytes}): the host a URL dependency points at."""
+
+    def __init__(self, files: dict[str, bytes]):
+        super().__init__()
+        self.files = files
+        self.start()
+
+    def respond(self, path: str, accept: str) -> tuple[int, str, bytes]:
+        found = self.files.get(path.split("?")[0])
+        return (200, "application/octet-stream", found) if found is not None else (404, "text/plain", b"")

@@ -1,0 +1,108 @@
+"""What a version declares beyond the registry: its dependencies that are not registry packages,
+each judged exactly as the same spec is judged on the command line.
+
+A package manager fetches a URL, git, path or tarball dependency itself, never through the
+index, so a deny-listed package could ride in on an allowed one's metadata. The index reads a
+version's declared dependencies where it has them (an npm manifest; a wheel's core metadata),
+and a version that declares a refused one is hidden. Hiding a version is not a denial of its
+project: a resolver may still pick another version that declares nothing of the kind.
+
+Registry dependencies (ranges, dist-tags, npm aliases of registry packages) are not judged
+here: the client fetches them through the index, which judges them then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from domain.decision import DecisionRecord, Verdict, judge
+from domain.limits import MAX_TEXT
+from domain.policy import LanguageRules
+from domain.specs import Spec, make_spec, parse
+
+# The manifest fields npm and pnpm install from (devDependencies are the root project's only;
+# bundled dependencies come inside the tarball and are never fetched).
+NPM_FIELDS = ("dependencies", "optionalDependencies", "peerDependencies")
+PYTHON_FIELD = "Requires-Dist"
+FETCHED_THROUGH_THE_INDEX = ("registry", "alias")
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One declared dependency that is not a registry package, and its verdict."""
+
+    field: str  # where the version declares it: an npm manifest field, or Requires-Dist
+    spec: Spec
+    verdict: Verdict
+
+
+def declared_specs(language: str, metadata) -> list[tuple[str, Spec]]:
+    """Every dependency a version declares, as the spec a command line would carry: npm
+    `name@<spec>` from the manifest's fields, python each Requires-Dist string. Environment
+    markers are not evaluated: the index knows neither the installer's Python and platform nor
+    the extras asked for, so a dependency is judged whatever its marker says."""
+    if language == "python":
+        return [(PYTHON_FIELD, _spec("python", text)) for text in metadata]
+    found = []
+    for field in NPM_FIELDS:
+        dependencies = metadata.get(field) if isinstance(metadata, dict) else None
+        if dependencies is None:
+            continue
+        if not isinstance(dependencies, dict):
+            found.append((field, _unreadable("node", f"{field}: {dependencies!r}", "not a map of names to specs")))
+            continue
+        for name, value in dependencies.items():
+            if isinstance(value, str):
+                found.append((field, _spec("node", f"{name}@{value}")))
+            else:
+                found.append((field, _unreadable("node", f"{name}@{value!r}", "its spec is not a string")))
+    return found
+
+
+def _spec(language: str, text) -> Spec:
+    if not isinstance(text, str):
+        return _unreadable(language, repr(text), "not a string")
+    if len(text) > MAX_TEXT:
+        return _unreadable(language, text[:MAX_TEXT], f"longer than {MAX_TEXT} characters")
+    return parse(language, text)
+
+
+def _unreadable(language: str, text: str, why: str) -> Spec:
+    return make_spec(language, text[:MAX_TEXT], ("invalid", None, f"a declared dependency {why}"))
+
+
+def judge_declared(rules: LanguageRules, declared: Iterable[tuple[str, Spec]], workspace: str) -> list[Declared]:
+    """Each declared dependency the index does not fetch itself, with its command-line verdict."""
+    return [
+        Declared(field, spec, judge(rules, spec, workspace))
+        for field, spec in declared
+        if spec.kind not in FETCHED_THROUGH_THE_INDEX
+    ]
+
+
+def version_label(language: str, name: str, version: str) -> str:
+    """A version as its language writes it: `alpha@1.1.0` (npm), `alpha==1.1` (python)."""
+    return f"{name}=={version}" if language == "python" else f"{name}@{version}"
+
+
+def hidden_message(label: str, found: Declared) -> str:
+    """What a client that fetched a hidden version's file or metadata is told, and the record keeps."""
+    return (
+        f"{label} is not offered because of a dependency it declares in {found.field}: {found.verdict.message} "
+        "An older or newer version that does not declare it may still be installed."
+    )
+
+
+def declared_record(
+    found: Declared, label: str, policy_version: int, context: dict | None, request: str, run, file, version: str
+) -> DecisionRecord:
+    """The decision the index records for one declared dependency of one version: the spec,
+    kind, reason and verdict are the dependency's; `declared_by` names the version, and
+    `package_version` its number. A refused one hides that version, which is not a denial of
+    the project."""
+    made = DecisionRecord.for_spec(found.spec, found.verdict, policy_version, context)
+    detail = f"{label} declares {found.spec.text} in {found.field} ({found.spec.kind}): {found.spec.detail}"
+    message = hidden_message(label, found) if not found.verdict.allowed else None
+    made = replace(made, detail=detail, message=message, declared_by=label)
+    return made.fetched(request, run, file, version)

@@ -1,0 +1,85 @@
+"""A Python distribution's core metadata as the index reads it to judge what a version declares:
+a PEP 658 `.metadata` file fetched whole, or the `METADATA` inside a wheel that was spooled.
+
+Only `Requires-Dist` is read. An sdist's dependencies are only known after a build, so sdists
+are not read here (the locked-down profile is what stops a build from fetching a URL).
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import zipfile
+import zlib
+
+import httpx
+
+from interface.index.upstream import Upstream, bad_gateway, unavailable
+from interface.problems import HTTPProblem
+
+MAX_METADATA_BYTES = 16 * 1024 * 1024  # a METADATA file with a long description is a few MiB at most
+# The largest wheel the index reads before relaying it (the biggest on PyPI, CUDA builds, are
+# around 2 GiB); one in flight holds this much temporary disk at most.
+MAX_WHEEL_BYTES = 4 * 1024 * 1024 * 1024
+
+
+def requires_dist(metadata: bytes) -> list[str]:
+    """Every Requires-Dist value of a core metadata file (an email-header document)."""
+    parsed = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(metadata, headersonly=True)
+    return [str(value) for value in parsed.get_all("Requires-Dist") or []]
+
+
+def fetch(upstream: Upstream, url: str) -> bytes:
+    """A `.metadata` file, whole and bounded."""
+    response = upstream.open("GET", url, {"Accept-Encoding": "identity"})
+    try:
+        if response.status_code != 200:
+            if response.status_code == 404:
+                raise HTTPProblem(404, "Not Found", "the upstream has no such file")
+            raise (unavailable if response.status_code >= 500 else bad_gateway)(
+                f"the upstream answered {response.status_code} for the metadata file"
+            )
+        body = bytearray()
+        for chunk in response.iter_bytes():
+            body += chunk
+            if len(body) > MAX_METADATA_BYTES:
+                raise bad_gateway(f"the upstream metadata file is larger than {MAX_METADATA_BYTES} bytes")
+        return bytes(body)
+    except httpx.HTTPError as error:
+        raise unavailable(f"the upstream stopped sending the metadata: {type(error).__name__}") from None
+    finally:
+        response.close()
+
+
+def wheel_metadata(file, filename: str) -> bytes:
+    """The METADATA of a wheel's one `.dist-info` directory; a wheel that has none, several, or
+    is no zip is refused (502): what cannot be read cannot be judged."""
+    file.seek(0)
+    try:
+        with zipfile.ZipFile(file) as archive:
+            found = [n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+            if len(found) != 1:
+                raise bad_gateway(f"{filename} has {len(found)} .dist-info/METADATA files, so it cannot be judged")
+            info = archive.getinfo(found[0])
+            if info.file_size > MAX_METADATA_BYTES:
+                raise bad_gateway(f"the METADATA of {filename} is larger than {MAX_METADATA_BYTES} bytes")
+            return archive.read(info)
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        OSError,
+        EOFError,
+        NotImplementedError,
+        ValueError,
+        zlib.error,
+    ) as error:
+        raise bad_gateway(f"{filename} is not a readable wheel ({error}), so it cannot be judged") from None
+
+
+def too_large(limit: int) -> HTTPProblem:
+    return HTTPProblem(
+        403,
+        "Forbidden",
+        f"the wheel is larger than {limit} bytes, the most the index reads to judge the dependencies "
+        "a version declares, so it is refused",
+    )

@@ -1,0 +1,197 @@
+"""Dependencies a version declares that are not registry packages, with real npm, pnpm, pip and uv.
+
+The fixture registries offer `alpha` twice: 1.0 declares nothing, the newer ones declare `beta`
+at a URL (or a git repository) on a plain web server of the test's own, which the index never
+sees. `beta` is deny-listed, `alpha` is not. Whatever the client does, beta's bytes must never be
+fetched from that server: the index hides the versions that declare it, refuses their files, and
+records which dependency hid them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import clients
+from tests.support.fixture_server import FileHost
+from tests.support.index_fixtures import run_decisions, set_policy, start_run
+from tests.support.index_live import index_live_env, sqlite_store  # noqa: F401 - fixtures live_env, database_url
+from tests.support.npm_upstream import NpmUpstream, Release, build_tarball
+from tests.support.pypi_upstream import Dist, PyPIUpstream, build_wheel
+
+BETA_TGZ = "/beta-1.0.0.tgz"
+BETA_WHEEL = "/beta-1.0-py3-none-any.whl"
+
+
+@pytest.fixture
+def url_host():
+    host = FileHost(
+        {BETA_TGZ: build_tarball(Release("beta", "1.0.0")), BETA_WHEEL: build_wheel(Dist("beta", "1.0"))[1]}
+    )
+    yield host
+    host.close()
+
+
+@pytest.fixture
+def npm_upstream(url_host):
+    upstream = NpmUpstream(
+        [
+            Release("alpha", "1.0.0"),
+            Release("alpha", "1.1.0", dependencies={"beta": url_host.url + BETA_TGZ}),
+            Release("alpha", "1.2.0", dependencies={"beta": f"git+{url_host.url}/beta.git"}),
+            Release("beta", "1.0.0"),
+        ]
+    )
+    yield upstream
+    upstream.close()
+
+
+@pytest.fixture
+def pypi_upstream(url_host):
+    dists = [Dist("alpha", "1.0"), Dist("alpha", "1.1", requires=(f"beta @ {url_host.url}{BETA_WHEEL}",))]
+    upstream = PyPIUpstream([*dists, Dist("beta", "1.0")])
+    yield upstream
+    upstream.close()
+
+
+def hiding(decisions: list[dict]) -> dict[str, dict]:
+    """The run's decisions on declared dependencies, by the version that declares them."""
+    return {d["declared_by"]: d for d in decisions if d.get("declared_by")}
+
+
+def installed_node(tmp_path) -> dict[str, str]:
+    import json
+
+    modules = tmp_path / "project" / "node_modules"
+    found = {}
+    for package in [*modules.glob("*/package.json"), *modules.glob(".pnpm/*/node_modules/*/package.json")]:
+        manifest = json.loads(package.read_text())
+        found[manifest["name"]] = manifest["version"]
+    return found
+
+
+NODE_CLIENTS = {"npm": (clients.npm, "install"), "pnpm": (clients.pnpm, "add")}
+
+
+@pytest.mark.parametrize("client", NODE_CLIENTS)
+def test_an_npm_url_dependency_hides_its_version_and_an_older_one_installs(live, app, tmp_path, url_host, client):
+    set_policy(app, "denylist", node=["beta"])
+    run = start_run(live)
+    command, verb = NODE_CLIENTS[client]
+    outcome = command(tmp_path, run["npm"], run["token"], verb, "alpha")
+    assert outcome.ok, outcome.output
+    assert installed_node(tmp_path) == {"alpha": "1.0.0"}
+    assert url_host.requests == []  # beta was never fetched from the URL it was declared at
+    declared = hiding(run_decisions(live, run))
+    assert set(declared) == {"alpha@1.1.0", "alpha@1.2.0"}
+    url = declared["alpha@1.1.0"]
+    assert (url["spec"], url["kind"], url["reason"], url["allowed"]) == (
+        f"beta@{url_host.url}{BETA_TGZ}",
+        "url",
+        "direct-reference",
+        False,
+    )
+    assert url["package_version"] == "1.1.0" and url["request"] == "page" and url["run"] == run["id"]
+    assert url["message"].startswith("alpha@1.1.0 is not offered because of a dependency it declares in dependencies:")
+    assert declared["alpha@1.2.0"]["kind"] == "vcs"
+
+
+def test_npm_asked_for_exactly_a_hidden_version_fails_with_the_reason(live, app, tmp_path, url_host):
+    set_policy(app, "denylist", node=["beta"])
+    run = start_run(live)
+    outcome = clients.npm(tmp_path, run["npm"], run["token"], "install", "alpha@1.1.0")
+    assert not outcome.ok
+    assert "E403" in outcome.output and "alpha@1.1.0 is not offered because of a dependency" in outcome.output
+    assert installed_node(tmp_path) == {} and url_host.requests == []
+
+
+def test_the_packument_hides_the_versions_and_moves_latest(live, app, url_host):
+    set_policy(app, "denylist", node=["beta"])
+    document = live.call("GET", "/npm/acme/alpha", live.tokens["sandbox"]).json
+    assert list(document["versions"]) == ["1.0.0"] and document["dist-tags"] == {"latest": "1.0.0"}
+    assert set(document["policyRestrictions"]["versions"]) == {"1.1.0", "1.2.0"}
+
+
+def test_a_hidden_versions_tarball_fetched_directly_is_403_and_recorded(live, app, url_host):
+    set_policy(app, "denylist", node=["beta"])
+    run = start_run(live)
+    reply = live.call("GET", "/npm/acme/alpha/-/alpha-1.1.0.tgz", run["token"])
+    assert reply.status == 403 and "alpha@1.1.0 is not offered" in reply.json["error"]
+    assert "installs from a url source" in reply.json["detail"]
+    declared = hiding(run_decisions(live, run))
+    assert declared["alpha@1.1.0"]["request"] == "download" and declared["alpha@1.1.0"]["file"] == "alpha-1.1.0.tgz"
+    assert live.call("GET", "/npm/acme/alpha/-/alpha-1.0.0.tgz", run["token"]).status == 200
+    assert url_host.requests == []
+
+
+def test_hidden_versions_are_in_the_workspace_decisions_and_no_denial_of_the_project(live, app, url_host):
+    set_policy(app, "denylist", node=["beta"])
+    run = start_run(live)
+    assert live.call("GET", "/npm/acme/alpha", run["token"]).status == 200
+    decisions = live.call("GET", "/api/v1/workspaces/acme/decisions", live.tokens["auditor"]).json["decisions"]
+    declared = hiding(decisions)
+    assert set(declared) == {"alpha@1.1.0", "alpha@1.2.0"}
+    project = [d for d in decisions if d["name"] == "alpha" and not d.get("declared_by")]
+    assert [d["allowed"] for d in project] == [True]
+
+
+PYTHON_CLIENTS = {"pip": clients.pip_install, "uv": clients.uv_install}
+
+
+@pytest.mark.parametrize("installer", PYTHON_CLIENTS)
+def test_a_wheel_requiring_a_refused_url_stops_the_install_and_nothing_is_fetched_from_the_url(
+    live, app, tmp_path, url_host, installer
+):
+    set_policy(app, "denylist", python=["beta"])
+    run = start_run(live)
+    outcome = PYTHON_CLIENTS[installer](tmp_path, run["pypi"], run["token"], "alpha")
+    site = tmp_path / "site"
+    assert not list(site.glob("beta*")), outcome.output
+    assert url_host.requests == []
+    declared = hiding(run_decisions(live, run))["alpha==1.1"]
+    assert (declared["spec"], declared["name"], declared["kind"], declared["reason"], declared["allowed"]) == (
+        f"beta @ {url_host.url}{BETA_WHEEL}",
+        "beta",
+        "url",
+        "direct-reference",
+        False,
+    )
+    assert "alpha==1.1 is not offered because of a dependency it declares in Requires-Dist" in declared["message"]
+    # Neither falls back to alpha 1.0 on a refused .metadata: both stop, uv with the reason.
+    assert not outcome.ok and not list(site.glob("*.dist-info")), outcome.output
+    said = " ".join(outcome.output.split())  # uv wraps its lines
+    assert "403" in said and "alpha-1.1-py3-none-any.whl.metadata" in said
+    if installer == "uv":
+        assert "alpha==1.1 is not offered because of a dependency" in said
+
+
+def test_a_hidden_versions_metadata_and_wheel_fetched_directly_are_403(live, app, pypi_upstream, url_host):
+    set_policy(app, "denylist", python=["beta"])
+    run = start_run(live)
+    base = "/pypi/acme/files/alpha/alpha-1.1-py3-none-any.whl"
+    for path in (base + ".metadata", base):
+        reply = live.call("GET", path, run["token"])
+        assert reply.status == 403, reply.body
+        assert "alpha==1.1 is not offered because of a dependency it declares in Requires-Dist" in reply.json["detail"]
+    recorded = [d for d in run_decisions(live, run) if d.get("declared_by") == "alpha==1.1"]
+    assert {d["request"] for d in recorded} == {"metadata", "download"}
+    plain = live.call("GET", "/pypi/acme/files/alpha/alpha-1.0-py3-none-any.whl", run["token"])
+    assert plain.status == 200 and plain.body == pypi_upstream.file("alpha-1.0-py3-none-any.whl").data
+    assert url_host.requests == []
+
+
+def test_a_url_requirement_on_a_name_the_policy_allows_is_served_and_recorded(live, app, url_host):
+    set_policy(app, "denylist", python=["gamma"])  # as `pip install "beta @ URL"` is, in denylist mode
+    run = start_run(live)
+    reply = live.call("GET", "/pypi/acme/files/alpha/alpha-1.1-py3-none-any.whl.metadata", run["token"])
+    assert reply.status == 200 and b"Requires-Dist: beta @ " in reply.body
+    declared = hiding(run_decisions(live, run))["alpha==1.1"]
+    assert declared["allowed"] is True and declared["reason"] == "direct-reference"
+
+
+def test_a_wheel_larger_than_the_bound_is_refused_clearly(live, app, url_host, monkeypatch):
+    from interface.index import core_metadata
+
+    monkeypatch.setattr(core_metadata, "MAX_WHEEL_BYTES", 100)
+    set_policy(app, "denylist")
+    reply = live.call("GET", "/pypi/acme/files/alpha/alpha-1.0-py3-none-any.whl", live.tokens["sandbox"])
+    assert reply.status == 403 and "the wheel is larger than 100 bytes" in reply.json["detail"]
