@@ -95,7 +95,15 @@ def hidden_message(label: str, found: Declared) -> str:
 
 
 def declared_record(
-    found: Declared, label: str, policy_version: int, context: dict | None, request: str, run, file, version: str
+    found: Declared,
+    label: str,
+    policy_version: int,
+    context: dict | None,
+    request: str,
+    run,
+    file,
+    version: str,
+    token: str | None = None,
 ) -> DecisionRecord:
     """The decision the index records for one declared dependency of one version: the spec,
     kind, reason and verdict are the dependency's; `declared_by` names the version, and
@@ -105,4 +113,4 @@ def declared_record(
     detail = f"{label} declares {found.spec.text} in {found.field} ({found.spec.kind}): {found.spec.detail}"
     message = hidden_message(label, found) if not found.verdict.allowed else None
     made = replace(made, detail=detail, message=message, declared_by=label)
-    return made.fetched(request, run, file, version)
+    return made.fetched(request, run, file, version, token)

@@ -89,6 +89,7 @@ class DecisionView(BaseModel):
         description="package-index decisions on a declared dependency that is not a registry package: "
         "the version that declares it (hidden when the dependency is refused; not a denial of the project)",
     )
+    token: str | None = Field(None, description="package-index decisions without a run: the API token's id")
 
 
 class EvaluateAnswer(BaseModel):

@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from interface.problems import status_line_text
+
 ABBREVIATED = "application/vnd.npm.install-v1+json"
 MAX_REASONS = 3  # reasons for hidden versions told in one packument's policyRestrictions
 _SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
@@ -95,4 +97,4 @@ def restricted(packument: dict, name: str, message: str) -> dict:
 
 def notice(message: str) -> str:
     """The `npm-notice` header: HTTP headers are Latin-1, and npm prints this one verbatim."""
-    return message.replace("\u203a", ">").encode("ascii", "replace").decode("ascii")
+    return status_line_text(message)
