@@ -75,11 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         found = plan(command, os.getcwd())
         config = config_from(os.environ)
-        if found.evaluate is not None:
-            answer = ask(config, found.evaluate)
-            if not allows(answer):
-                report_denials(answer, command)
-                return EXIT_DENIED
+        refused = [a for a in (ask(config, q) for q in found.questions()) if not allows(a)]
+        if refused:
+            report_denials(refused, command)
+            return EXIT_DENIED
         return install(config, found, command)
     except Usage as error:
         say(str(error))
@@ -114,11 +113,12 @@ def allows(answer: dict) -> bool:
     return answer["allowed"] is True and all(d.get("allowed") is True for d in answer["decisions"])
 
 
-def report_denials(answer: dict, command: list[str]) -> None:
-    for decision in answer["decisions"]:
-        if decision.get("allowed") is not True:
-            say(f"denied: {denial_text(decision)}")
-    say(f"not running `{shown(command)}` (policy version {answer.get('policy_version')}); exit status 3")
+def report_denials(answers: list[dict], command: list[str]) -> None:
+    for answer in answers:
+        for decision in answer["decisions"]:
+            if decision.get("allowed") is not True:
+                say(f"denied: {denial_text(decision)}")
+    say(f"not running `{shown(command)}` (policy version {answers[0].get('policy_version')}); exit status 3")
 
 
 def denial_text(decision: dict) -> str:

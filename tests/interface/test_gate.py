@@ -12,6 +12,7 @@ import threading
 
 import pytest
 
+from interface.gate.clients.python.settings import PIP_BOOTSTRAP
 from tests.support.gate import GATE, Gate
 
 
@@ -38,7 +39,10 @@ def sandbox_env(live) -> dict:
     ("command", "runs"),
     [
         (["pip", "install", "pandas==2.1"], ["pip", "install", "pandas==2.1"]),
-        (["python", "-m", "pip", "install", "pandas"], ["python", "-I", "-m", "pip", "install", "pandas"]),
+        (
+            ["python", "-m", "pip", "install", "pandas"],
+            ["python", "-I", "-S", "-c", PIP_BOOTSTRAP, "-m", "pip", "install", "pandas"],
+        ),
         (["uv", "pip", "install", "pandas"], ["uv", "pip", "install", "pandas"]),
     ],
 )
@@ -100,10 +104,10 @@ def test_a_refused_token_fails_closed_with_exit_4_and_the_problem_detail(gate, s
     assert "HTTP 401" in done.stderr
 
 
-def test_a_command_the_service_cannot_judge_fails_closed_with_exit_4(gate, sandbox_env):
+def test_a_pip_command_the_gate_does_not_run_is_a_usage_error_with_exit_2(gate, sandbox_env):
     done = gate("--", "pip", "frobnicate", env=sandbox_env)
-    assert done.returncode == 4 and gate.ran() is None
-    assert "HTTP 422" in done.stderr
+    assert done.returncode == 2 and gate.ran() is None
+    assert "the gate runs pip install and pip download only" in done.stderr
 
 
 @pytest.mark.parametrize("variable", ["RUNCODE_POLICY_URL", "RUNCODE_POLICY_TOKEN"])

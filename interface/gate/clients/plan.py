@@ -13,3 +13,9 @@ class Plan:
     # {"language": ..., "specs": [...]}; None when the command names nothing and the index alone
     # judges what the installer fetches.
     evaluate: dict | None
+    # Further questions asked the same way, all before running: the lines of the requirement
+    # files and project files the command reads, as `{"language": ..., "specs": [...]}`.
+    also: tuple = ()
+
+    def questions(self) -> list:
+        return [q for q in (self.evaluate, *self.also) if q is not None]

@@ -1,0 +1,173 @@
+"""How each Python client is run so that the service's index is its only source.
+
+- pip: no configuration file (PIP_CONFIG_FILE=/dev/null), the index in PIP_INDEX_URL, and the
+  interpreter started with -I -S: no site processing, so no `.pth` file of the environment runs
+  before pip (one could re-set PIP_EXTRA_INDEX_URL after the gate's scrub). The environment's
+  site-packages are put on sys.path by the gate's own bootstrap instead.
+- uv: no configuration file (UV_NO_CONFIG, which also drops pyproject.toml's [tool.uv] indexes),
+  no `tool.uv.sources` (UV_NO_SOURCES: a source may be a URL or another index), the index as the
+  default one, no Python downloads. A uv.lock made against another index is re-resolved against
+  this one (and rewritten), since the index is not the lock's.
+- pdm: PDM_PYPI_URL replaces its default source, PDM_CONFIG_FILE its global configuration; no uv.
+- pipenv: PIPENV_PYPI_MIRROR replaces every pypi.org source (Pipfile and Pipfile.lock) with the index.
+- poetry: no setting replaces PyPI; the project must name the index as its only source (checked).
+- pip-compile: pip's settings, and its own configuration files ignored (--no-config); the index
+  URL (with the run token) is not written into the output (--no-emit-index-url).
+
+Every index a project file names that is not the service's is refused, with what to do instead.
+Standard library only, like the whole gate.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import urllib.parse
+
+from ...installers import PYTHON, Unresolvable, with_password, write_private
+from . import projects
+
+PIP = re.compile(r"pip(\d+(\.\d+)*)?\Z")
+# pip started without site processing: the environment's site-packages (a virtual environment's
+# own, as site.venv() would set them) on sys.path, no .pth file executed; then the `pip` script
+# (or `-m pip`) runs as it would have.
+PIP_BOOTSTRAP = (
+    "import os, runpy, site, sys\n"
+    "cfg = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(sys.executable))), 'pyvenv.cfg')\n"
+    "if os.path.isfile(cfg):\n"
+    "    sys.prefix = sys.exec_prefix = os.path.dirname(cfg)\n"
+    "sys.path.extend(site.getsitepackages([sys.prefix]))\n"
+    "del sys.argv[0]\n"
+    "if sys.argv[0] == '-m':\n"
+    "    del sys.argv[0]\n"
+    "    runpy.run_module('pip', run_name='__main__', alter_sys=True)\n"
+    "else:\n"
+    "    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+)
+SERVICE_SOURCE = (
+    'name it as the only source instead: [[tool.poetry.source]] name = "policy", url = "{index}", '
+    'priority = "primary" (or remove the source and run through the gate)'
+)
+
+
+def settings_for(kind: str, run: dict, workdir: str, cwd: str) -> dict:
+    index = run["pypi"]
+    check_sources(kind, index, cwd)
+    with_token = with_password(index, run["token"])
+    pip = {
+        "PIP_INDEX_URL": with_token,
+        "PIP_CONFIG_FILE": os.devnull,  # pip then reads no configuration file at all
+        "PIP_NO_INPUT": "1",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONSAFEPATH": "1",
+    }
+    uv = {
+        "UV_DEFAULT_INDEX": with_token,
+        "UV_INDEX_URL": with_token,
+        "UV_NO_CONFIG": "1",
+        "UV_KEYRING_PROVIDER": "disabled",
+        "UV_PYTHON_DOWNLOADS": "never",
+    }
+    if kind in ("pip", "pip-compile"):
+        return pip
+    if kind == "uv":
+        return uv
+    if kind == "uv-project":
+        return {**uv, "UV_NO_SOURCES": "1"}
+    if kind == "pdm":
+        config = os.path.join(workdir, "pdm-config.toml")
+        write_private(config, "")
+        return {
+            **pip,
+            "PDM_PYPI_URL": index,
+            "PDM_PYPI_USERNAME": "run",
+            "PDM_PYPI_PASSWORD": run["token"],
+            "PDM_CONFIG_FILE": config,
+            "PDM_USE_UV": "false",
+            "PDM_CHECK_UPDATE": "false",
+            "PDM_NON_INTERACTIVE": "1",
+        }
+    if kind == "pipenv":
+        return {**pip, "PIPENV_PYPI_MIRROR": with_token, "PIPENV_YES": "1", "PIPENV_NOSPIN": "1"}
+    if kind == "poetry":
+        config = os.path.join(workdir, "poetry")
+        os.mkdir(config, 0o700)
+        name = poetry_source_name(cwd)
+        return {
+            **pip,
+            "POETRY_CONFIG_DIR": config,
+            "POETRY_NO_INTERACTION": "1",
+            f"POETRY_HTTP_BASIC_{name}_USERNAME": "run",
+            f"POETRY_HTTP_BASIC_{name}_PASSWORD": run["token"],
+        }
+    raise Unresolvable(f"no settings for {kind}")
+
+
+def check_sources(kind: str, index: str, cwd: str) -> None:
+    """Refuse every index the project's files name that is not the service's (uv's are dropped
+    by UV_NO_CONFIG; pip and pip-compile read none of these files)."""
+    if kind not in ("pdm", "pipenv", "poetry"):
+        return
+    mine = "Pipfile" if kind == "pipenv" else f"tool.{kind}."
+    declared = [(w, u) for w, u in projects.declared_sources(cwd) if mine in w]
+    if kind == "pipenv":  # PIPENV_PYPI_MIRROR stands in for pypi.org wherever it is named
+        declared += [("Pipfile.lock _meta.sources", u) for u in projects.pipfile_lock_sources(cwd)]
+        declared = [(w, u) for w, u in declared if urllib.parse.urlsplit(u).hostname != "pypi.org"]
+    if kind == "poetry":
+        declared += [("poetry.lock", u) for u in poetry_lock_sources(cwd)]
+    if kind == "pdm":  # a lock with static URLs: their files must be the index's
+        files = index.rstrip("/").rpartition("/")[0] + "/"
+        declared += [("pdm.lock", u) for u in pdm_lock_urls(cwd) if not projects.same_index(u[: len(files)], files)]
+    for where, url in declared:
+        if not projects.same_index(url, index):
+            advice = SERVICE_SOURCE if kind == "poetry" else "remove it: the gate points {kind} at the policy index"
+            raise Unresolvable(
+                f"{where} names the index {url!r}, which is not the policy index {index!r}; "
+                + advice.format(index=index, kind=kind)
+            )
+    if kind == "poetry" and not declared:
+        raise Unresolvable(
+            "poetry has no setting that replaces PyPI, and pyproject.toml names no source: "
+            + SERVICE_SOURCE.format(index=index)
+        )
+
+
+def poetry_source_name(cwd: str) -> str:
+    sources = projects.toml(os.path.join(cwd, "pyproject.toml")).get("tool", {}).get("poetry", {}).get("source", ())
+    name = str(sources[0].get("name", "")) if sources else ""
+    return re.sub(r"[^A-Z0-9]", "_", name.upper())
+
+
+def poetry_lock_sources(cwd: str) -> list[str]:
+    packages = projects.toml(os.path.join(cwd, "poetry.lock")).get("package", ())
+    return [str(p["source"].get("url", "")) for p in packages if isinstance(p.get("source"), dict)]
+
+
+def pdm_lock_urls(cwd: str) -> list[str]:
+    """pdm.lock's file URLs (written only with static URLs)."""
+    packages = projects.toml(os.path.join(cwd, "pdm.lock")).get("package", ())
+    return [str(f["url"]) for p in packages for f in p.get("files", ()) if isinstance(f, dict) and f.get("url")]
+
+
+def prepare_argv(kind: str, argv: list[str]) -> list[str]:
+    if kind == "pip":
+        if PYTHON.match(os.path.basename(argv[0])) and argv[1:4] == ["-I", "-m", "pip"]:
+            return [argv[0], "-I", "-S", "-c", PIP_BOOTSTRAP, "-m", "pip", *argv[4:]]
+        return [interpreter_of(argv[0]), "-I", "-S", "-c", PIP_BOOTSTRAP, *argv]
+    if kind == "pip-compile":
+        return [argv[0], "--no-config", "--no-emit-index-url", "--no-emit-trusted-host", *argv[1:]]
+    return argv
+
+
+def interpreter_of(script: str) -> str:
+    """The Python a `pip` script runs on (its `#!` line), to start it without site processing."""
+    try:
+        with open(script, "rb") as handle:
+            first = handle.readline(4096).decode("utf-8", "replace").strip()
+    except OSError as error:
+        raise Unresolvable(f"cannot read {script}: {error}") from None
+    python = first[2:].strip() if first.startswith("#!") else ""
+    if not (os.path.isabs(python) and PYTHON.match(os.path.basename(python))):
+        raise Unresolvable(f"{script} does not start with `#!/path/to/python`; run `python -m pip` instead")
+    return python

@@ -1,0 +1,148 @@
+"""pip-compile, pdm, pipenv and poetry through the gate, for real (installed from the pins in
+tests/support/python-tools/): an allowed tree locks or installs through the index; a denied
+dependency fails with the gate's denial; an index a project names besides the service's is
+refused before the client runs. pypiserver stands behind the index; a second fixture index
+stands for public PyPI and must see no request.
+
+The tree: alpha depends on beta.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from tests.support.gate import Gate, sandbox_env
+from tests.support.index_fixtures import set_policy
+from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url: SQLite only
+from tests.support.pypi_upstream import Dist, PyPIUpstream
+from tests.support.python_tools import tool_bin
+
+PYPROJECT = '[project]\nname = "app"\nversion = "0"\nrequires-python = ">=3.8"\ndependencies = ["alpha"]\n'
+DENIAL = "denied: beta (python) \u2014 not-on-the-allow-list"
+
+
+@pytest.fixture
+def live_env(pypiserver_upstream) -> dict:
+    return {"RUNCODE_POLICY_PYPI_UPSTREAM": f"{pypiserver_upstream.url}/simple/"}
+
+
+@pytest.fixture
+def public():
+    server = PyPIUpstream((Dist("alpha", "1.0", requires=("beta",)), Dist("beta", "1.0")))
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def env(live, tmp_path) -> dict:
+    home = tmp_path / "home"
+    home.mkdir()
+    return sandbox_env(live, home, PIPENV_VENV_IN_PROJECT="1", PIPENV_PYTHON=sys.executable)
+
+
+@pytest.fixture
+def project(tmp_path):
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+def gate_for(tmp_path, tool: str) -> Gate:
+    return Gate(tmp_path / f"gate-{tool}", installer_path=f"{tool_bin(tool)}:/usr/bin:/bin")
+
+
+def index_decisions(app) -> set:
+    return {
+        (d["name"], d["allowed"]) for d in app.decisions("acme")["decisions"] if d["context"].get("source") == "index"
+    }
+
+
+@pytest.mark.parametrize("allowed", [["alpha", "beta"], ["alpha"]], ids=["allowed", "beta-denied"])
+def test_pip_compile_resolves_through_the_index(tmp_path, env, app, project, allowed):
+    set_policy(app, "allowlist", python=allowed)
+    (project / "requirements.in").write_text("alpha\n")
+    done = gate_for(tmp_path, "pip-compile")("--", "pip-compile", "requirements.in", env=env, cwd=project)
+    if allowed == ["alpha"]:
+        assert done.returncode not in (0, 2, 3, 4) and DENIAL in done.stderr, done.stderr
+        return
+    assert done.returncode == 0, done.stderr
+    pinned = (project / "requirements.txt").read_text()
+    assert "alpha==1.0" in pinned and "beta==1.0" in pinned and "run:" not in pinned
+    assert {("alpha", True), ("beta", True)} <= index_decisions(app)
+
+
+@pytest.mark.parametrize("allowed", [["alpha", "beta"], ["alpha"]], ids=["allowed", "beta-denied"])
+def test_pdm_lock_resolves_through_the_index(tmp_path, env, app, project, allowed):
+    set_policy(app, "allowlist", python=allowed)
+    (project / "pyproject.toml").write_text(PYPROJECT)
+    done = gate_for(tmp_path, "pdm")("--", "pdm", "lock", env=env, cwd=project)
+    if allowed == ["alpha"]:
+        assert done.returncode not in (0, 2, 3, 4) and DENIAL in done.stderr, done.stderr
+        return
+    assert done.returncode == 0, done.stderr
+    assert 'name = "beta"' in (project / "pdm.lock").read_text()
+    assert {("alpha", True), ("beta", True)} <= index_decisions(app)
+
+
+@pytest.mark.parametrize(
+    ("tool", "command", "source"),
+    [
+        ("pdm", ["pdm", "lock"], '[[tool.pdm.source]]\nname = "pub"\nurl = "{url}/simple/"\n'),
+        ("poetry", ["poetry", "lock"], '[[tool.poetry.source]]\nname = "pub"\nurl = "{url}/simple/"\n'),
+    ],
+)
+def test_a_source_in_pyproject_that_is_not_the_index_is_refused(
+    tmp_path, env, app, project, public, tool, command, source
+):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "pyproject.toml").write_text(PYPROJECT + "\n" + source.format(url=public.url))
+    done = gate_for(tmp_path, tool)("--", *command, env=env, cwd=project)
+    assert done.returncode == 4, done.stderr
+    assert f"names the index '{public.url}/simple/', which is not the policy index" in done.stderr
+    assert public.requests == []
+
+
+def test_poetry_without_a_source_is_refused_with_what_to_configure(tmp_path, env, app, project):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "pyproject.toml").write_text(PYPROJECT)
+    done = gate_for(tmp_path, "poetry")("--", "poetry", "lock", env=env, cwd=project)
+    assert done.returncode == 4 and "poetry has no setting that replaces PyPI" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("allowed", [["alpha", "beta"], ["alpha"]], ids=["allowed", "beta-denied"])
+def test_poetry_lock_with_the_index_as_its_source_resolves_through_it(tmp_path, env, app, live, project, allowed):
+    set_policy(app, "allowlist", python=allowed)
+    source = f'[[tool.poetry.source]]\nname = "policy"\nurl = "{live.url}/pypi/acme/simple/"\npriority = "primary"\n'
+    (project / "pyproject.toml").write_text(PYPROJECT + "\n" + source)
+    done = gate_for(tmp_path, "poetry")("--", "poetry", "lock", env=env, cwd=project)
+    if allowed == ["alpha"]:
+        assert done.returncode not in (0, 2, 3, 4) and DENIAL in done.stderr, done.stderr
+        return
+    assert done.returncode == 0, done.stderr
+    assert 'name = "beta"' in (project / "poetry.lock").read_text()
+    assert {("alpha", True), ("beta", True)} <= index_decisions(app)
+
+
+PIPFILE = '[[source]]\nname = "pypi"\nurl = "{url}"\nverify_ssl = true\n\n[packages]\nalpha = "*"\n'
+
+
+@pytest.mark.parametrize("allowed", [["alpha", "beta"], ["alpha"]], ids=["allowed", "beta-denied"])
+def test_pipenv_install_replaces_pypi_by_the_index(tmp_path, env, app, project, allowed):
+    set_policy(app, "allowlist", python=allowed)
+    (project / "Pipfile").write_text(PIPFILE.format(url="https://pypi.org/simple"))
+    done = gate_for(tmp_path, "pipenv")("--", "pipenv", "install", env=env, cwd=project, timeout=300)
+    if allowed == ["alpha"]:
+        assert done.returncode not in (0, 2, 3, 4) and DENIAL in done.stderr, done.stderr
+        return
+    assert done.returncode == 0, done.stderr
+    assert {("alpha", True), ("beta", True)} <= index_decisions(app)
+
+
+def test_a_pipfile_source_that_is_not_pypi_or_the_index_is_refused(tmp_path, env, app, project, public):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "Pipfile").write_text(PIPFILE.format(url=f"{public.url}/simple/"))
+    done = gate_for(tmp_path, "pipenv")("--", "pipenv", "install", env=env, cwd=project)
+    assert done.returncode == 4 and "not the policy index" in done.stderr, done.stderr
+    assert public.requests == []

@@ -1,0 +1,286 @@
+"""Python project installs through the gate, with real clients: requirement files (nested),
+`pip download`, a local project, `uv pip sync`, `uv sync|lock|add`, and a `.pth` file that tries
+to redirect pip. pypiserver stands behind the service's index; a second fixture index on another
+port stands for public PyPI, and its request log must stay empty during every gated install.
+
+The tree: alpha depends on beta.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.gate import Gate, sandbox_env
+from tests.support.index_fixtures import set_policy
+from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url: SQLite only
+from tests.support.pypi_upstream import Dist, PyPIUpstream
+from tests.support.target_env import TargetEnv
+from tests.support.third_party import require
+
+PYPROJECT = '[project]\nname = "app"\nversion = "0"\nrequires-python = ">=3.8"\ndependencies = {deps}\n'
+
+
+@pytest.fixture
+def live_env(pypiserver_upstream) -> dict:
+    return {"RUNCODE_POLICY_PYPI_UPSTREAM": f"{pypiserver_upstream.url}/simple/"}
+
+
+@pytest.fixture
+def public():
+    """Stands for public PyPI: the same tree, on another port, every request logged."""
+    server = PyPIUpstream((Dist("alpha", "1.0", requires=("beta",)), Dist("beta", "1.0")))
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def target(tmp_path) -> TargetEnv:
+    return TargetEnv(tmp_path / "venv")
+
+
+@pytest.fixture
+def uv_bin() -> str:
+    found = shutil.which("uv", path=str(Path(sys.executable).parent))
+    require("uv", found is not None, "pip install -e '.[dev]'")
+    return found
+
+
+@pytest.fixture
+def gate(tmp_path, target, uv_bin):
+    folder = tmp_path / "tools"
+    folder.mkdir()
+    (folder / "uv").symlink_to(uv_bin)
+    return Gate(tmp_path, installer_path=f"{target.bin}:{folder}:/usr/bin:/bin")
+
+
+@pytest.fixture
+def env(live, tmp_path) -> dict:
+    home = tmp_path / "home"
+    home.mkdir()
+    venv = tmp_path / "venv"
+    return sandbox_env(
+        live,
+        home,
+        VIRTUAL_ENV=str(venv),
+        PATH=f"{venv / 'bin'}:/usr/bin:/bin",
+        UV_CACHE_DIR=str(tmp_path / "uv-cache"),
+        UV_PYTHON=sys.executable,
+    )
+
+
+@pytest.fixture
+def project(tmp_path):
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+def index_decisions(app) -> set:
+    return {
+        (d["name"], d["allowed"]) for d in app.decisions("acme")["decisions"] if d["context"].get("source") == "index"
+    }
+
+
+def installed_by_uv(project: Path) -> set:
+    site = next((project / ".venv" / "lib").glob("python*/site-packages"))
+    return {p.name.split("-")[0].lower() for p in site.glob("*.dist-info")}
+
+
+# --- pip: requirement files, download, local projects, .pth --------------------------------
+
+
+def test_a_nested_requirement_file_installs_its_tree_through_the_index(gate, env, app, target, project):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "base.txt").write_text("alpha  # the app\n")
+    (project / "requirements.txt").write_text("-r base.txt\n")
+    done = gate("--", "pip", "install", "-r", "requirements.txt", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert {"alpha", "beta"} <= target.installed()
+    assert {("alpha", True), ("beta", True)} <= index_decisions(app)
+
+
+@pytest.mark.parametrize("line", ["--extra-index-url {url}/simple/", "-i {url}/simple/", "-f {url}/files/"])
+def test_an_index_named_in_a_nested_requirement_file_is_refused_before_running(
+    gate, env, app, target, project, public, line
+):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "more.txt").write_text(line.format(url=public.url) + "\nalpha\n")
+    (project / "requirements.txt").write_text("-r more.txt\n")
+    done = gate("--", "pip", "install", "-r", "requirements.txt", env=env, cwd=project)
+    assert done.returncode == 3, done.stderr
+    assert "runcode-policy-gate: denied:" in done.stderr and "not running" in done.stderr
+    assert public.requests == [] and "alpha" not in target.installed()
+
+
+def test_a_variable_in_a_requirement_file_is_refused(gate, env, app, target, project):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "requirements.txt").write_text("alpha\n--extra-index-url ${MIRROR}\n")
+    done = gate("--", "pip", "install", "-r", "requirements.txt", env=env, cwd=project)
+    assert done.returncode == 4 and "uses an environment variable" in done.stderr, done.stderr
+    assert "alpha" not in target.installed()
+
+
+def test_a_requirement_file_with_a_denied_dependency_fails_with_the_denial_printed(gate, env, app, target, project):
+    set_policy(app, "allowlist", python=["alpha"])
+    (project / "requirements.txt").write_text("alpha\n")
+    done = gate("--", "pip", "install", "-r", "requirements.txt", env=env, cwd=project)
+    assert done.returncode not in (0, 2, 3, 4), done.stderr
+    assert "denied: beta (python) \u2014 not-on-the-allow-list" in done.stderr
+    assert not {"alpha", "beta"} & target.installed()
+
+
+def test_pip_download_fetches_through_the_index(gate, env, app, project):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    done = gate("--", "pip", "download", "-d", "wheels", "alpha", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name.split("-")[0] for p in (project / "wheels").iterdir()) == ["alpha", "beta"]
+    assert {("alpha", True), ("beta", True)} <= index_decisions(app)
+
+
+def test_a_local_project_with_a_url_requirement_is_refused_before_running(gate, env, app, target, project, public):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "pyproject.toml").write_text(PYPROJECT.format(deps=f'["beta @ {public.url}/files/beta.whl"]'))
+    done = gate("--", "pip", "install", ".", env=env, cwd=project)
+    assert done.returncode == 3 and "denied:" in done.stderr, done.stderr
+    assert public.requests == [] and "beta" not in target.installed()
+
+
+BACKEND = '''"""A build backend inside the project (backend-path), so building it fetches nothing."""
+import base64, hashlib, os, zipfile
+META = "Metadata-Version: 2.1\\nName: app\\nVersion: 0\\nRequires-Dist: alpha\\n"
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    name = "app-0-py3-none-any.whl"
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as wheel:
+        wheel.writestr("app.py", "")
+        wheel.writestr("app-0.dist-info/METADATA", META)
+        wheel.writestr("app-0.dist-info/WHEEL", "Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n")
+        wheel.writestr("app-0.dist-info/RECORD", "")
+    return name
+'''
+
+
+def test_a_local_project_installs_with_its_dependencies_judged_by_the_index(gate, env, app, target, project):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "backend.py").write_text(BACKEND)
+    (project / "pyproject.toml").write_text(
+        PYPROJECT.format(deps='["alpha"]')
+        + '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+    )
+    done = gate("--", "pip", "install", ".", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert {"app", "alpha", "beta"} <= target.installed()
+    assert {("alpha", True), ("beta", True)} <= index_decisions(app)
+
+
+def test_a_pth_file_that_redirects_pip_after_the_scrub_does_not_run(gate, env, app, target, project, public, tmp_path):
+    set_policy(app, "allowlist", python=["alpha"])
+    marker = tmp_path / "pth-ran"
+    (target.site / "redirect.pth").write_text(
+        f"import os, pathlib; pathlib.Path({str(marker)!r}).touch(); "
+        f"os.environ['PIP_INDEX_URL'] = os.environ['PIP_EXTRA_INDEX_URL'] = {public.url + '/simple/'!r}\n"
+    )
+    done = gate("--", "pip", "install", "alpha", env=env, cwd=project)
+    assert not marker.exists() and public.requests == [], done.stderr
+    assert done.returncode != 0 and "denied: beta (python)" in done.stderr, done.stderr
+    assert "beta" not in target.installed()
+
+
+# --- uv ------------------------------------------------------------------------------------
+
+
+def test_uv_pip_sync_installs_a_requirement_file_through_the_index(gate, env, app, target, project):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "requirements.txt").write_text("alpha==1.0\nbeta==1.0\n")
+    done = gate("--", "uv", "pip", "sync", "requirements.txt", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert {"alpha", "beta"} <= target.installed()
+
+
+def test_uv_pip_install_r_refuses_an_extra_index_in_the_file(gate, env, app, target, project, public):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "requirements.txt").write_text(f"--extra-index-url {public.url}/simple/\nalpha\n")
+    done = gate("--", "uv", "pip", "install", "-r", "requirements.txt", env=env, cwd=project)
+    assert done.returncode == 3 and "denied:" in done.stderr, done.stderr
+    assert public.requests == []
+
+
+def public_lock(project: Path, public, uv_bin: str, env: dict) -> None:
+    """uv.lock made by real uv against the "public" index, as an agent would bring it."""
+    made = subprocess.run(
+        [uv_bin, "lock", "--default-index", f"{public.url}/simple/"],
+        cwd=project,
+        env={**env, "NO_PROXY": "127.0.0.1", "HTTP_PROXY": "", "HTTPS_PROXY": ""},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stderr
+    assert f'registry = "{public.url}/simple/"' in (project / "uv.lock").read_text()
+    public.requests.clear()
+
+
+def test_uv_sync_re_resolves_a_lock_made_against_another_index_through_the_index(
+    gate, env, app, project, public, uv_bin
+):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "pyproject.toml").write_text(PYPROJECT.format(deps='["alpha"]'))
+    public_lock(project, public, uv_bin, env)
+    done = gate("--", "uv", "sync", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert public.requests == []  # nothing fetched from the lock's own index
+    assert {"alpha", "beta"} <= installed_by_uv(project)
+    assert {("alpha", True), ("beta", True)} <= index_decisions(app)
+    assert public.url not in (project / "uv.lock").read_text()
+
+
+def test_uv_sync_with_a_denied_dependency_fails_with_the_denial_printed(gate, env, app, project, public, uv_bin):
+    set_policy(app, "allowlist", python=["alpha"])
+    (project / "pyproject.toml").write_text(PYPROJECT.format(deps='["alpha"]'))
+    public_lock(project, public, uv_bin, env)
+    done = gate("--", "uv", "sync", env=env, cwd=project)
+    assert done.returncode not in (0, 2, 3, 4), done.stderr
+    assert "denied: beta (python) \u2014 not-on-the-allow-list" in done.stderr
+    assert public.requests == []
+
+
+def test_uv_sync_frozen_is_refused_with_what_to_run_instead(gate, env, app, project, public, uv_bin):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "pyproject.toml").write_text(PYPROJECT.format(deps='["alpha"]'))
+    public_lock(project, public, uv_bin, env)
+    done = gate("--", "uv", "sync", "--frozen", env=env, cwd=project)
+    assert done.returncode == 2 and "Run it without --frozen" in done.stderr, done.stderr
+    assert public.requests == [] and not (project / ".venv").exists()
+
+
+def test_uv_lock_and_uv_add_resolve_through_the_index(gate, env, app, project):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "pyproject.toml").write_text(PYPROJECT.format(deps="[]"))
+    done = gate("--", "uv", "add", "alpha", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert {"alpha", "beta"} <= installed_by_uv(project)
+    done = gate("--", "uv", "lock", "--upgrade", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "/pypi/acme/simple" in (project / "uv.lock").read_text()
+
+
+def test_uv_add_of_a_denied_name_is_refused_before_running(gate, env, app, project):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "pyproject.toml").write_text(PYPROJECT.format(deps="[]"))
+    done = gate("--", "uv", "add", "gamma", env=env, cwd=project)
+    assert done.returncode == 3 and "denied:" in done.stderr and "gamma" in done.stderr, done.stderr
+    assert "gamma" not in (project / "pyproject.toml").read_text()
+
+
+def test_a_uv_index_in_pyproject_is_not_used(gate, env, app, project, public):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "pyproject.toml").write_text(
+        PYPROJECT.format(deps='["alpha"]') + f'[[tool.uv.index]]\nname = "pub"\nurl = "{public.url}/simple/"\n'
+    )
+    done = gate("--", "uv", "sync", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert public.requests == [] and {"alpha", "beta"} <= installed_by_uv(project)
