@@ -13,6 +13,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_BIN = REPO / "tests" / "support" / "node-tools" / "node_modules" / ".bin"
+PY_BIN = REPO / "tests" / "support" / "python-tools" / "bin"
 
 
 def _postgres() -> bool:
@@ -43,6 +44,11 @@ PARTS = (
         lambda: (REPO / ".ci/node_tools/node_modules/.bin/verdaccio").exists(),
     ),
     ("pnpm", "pnpm through the index and the gate", lambda: (NODE_BIN / "pnpm").exists()),
+    (
+        "Python package clients",
+        "poetry, pdm, pipenv and pip-compile through the gate",
+        lambda: (PY_BIN / "poetry").exists(),
+    ),
     ("network namespaces", "the locked-down sandbox (root, unshare --net)", _namespaces),
 )
 
