@@ -31,7 +31,9 @@ def plan(command: list[str], cwd: str) -> Plan:
         found = module.plan_for(command, cwd)
         if found is not None:
             return found
-    raise Usage(f"{program!r} is not an installer the gate runs: use pip, python -m pip, uv pip, npm or pnpm")
+    raise Usage(
+        f"{program!r} is not an installer the gate runs: use pip, python -m pip, uv pip, npm, pnpm, yarn or bun"
+    )
 
 
 def prepare(found: Plan, argv: list[str], run: dict, workdir: str, service: str, environ, cwd: str):

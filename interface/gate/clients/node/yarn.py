@@ -1,0 +1,96 @@
+"""yarn through the gate: `yarn install` (or plain `yarn`), yarn 1.x and yarn 4.x alike.
+
+Which yarn it is, the gate asks the program it found (`yarn --version`); a project's own yarn
+(`yarn-path`, `yarnPath`) never runs in its place (YARN_IGNORE_PATH).
+
+- yarn 1 reads no rc file of the project or the user (`--no-default-rc`), only the gate's own
+  (`--use-yarnrc`: the registry and the run token); its own view (`yarn config list --json`)
+  must then name no other registry. It fetches a yarn.lock `resolved` URL as it is, so a
+  yarn.lock that names anything but the index is refused.
+- yarn 4 takes the registry and the token from the environment, which beats .yarnrc.yml; a
+  scope that .yarnrc.yml sends to another registry (`npmScopes`) cannot be overridden that way,
+  so it is refused, as is a yarn.lock URL anywhere but the index.
+
+Both get a cache of the run's own (yarn 1) or are asked to fetch again whatever the lockfile
+names but the cache lacks (yarn 4 keeps its cache: see docs/clients-node.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.parse
+
+from ...installers import Unresolvable, write_private
+from .npmrc import nerf_dart
+from .project import check_lockfiles, project_plan
+from .query import client_json, client_output, mismatched
+
+PROJECT_FLAGS = frozenset(
+    "--frozen-lockfile --immutable --pure-lockfile --ignore-scripts --production --silent "
+    "--non-interactive --no-progress --inline-builds --mode".split()
+)
+LOCKFILES = ("yarn.lock",)
+
+
+def plan(command: list[str], cwd: str):
+    return project_plan(command, cwd, {"install", ""}, set(), PROJECT_FLAGS)
+
+
+def prepare(argv: list[str], run: dict, workdir: str, env: dict, cwd: str):
+    registry = run["npm"]
+    check_lockfiles(cwd, LOCKFILES, registry, "yarn")
+    env["YARN_IGNORE_PATH"] = "1"
+    version = client_output([argv[0], "--version"], env, cwd).strip()
+    if version.startswith("1."):
+        return yarn1(argv, run, workdir, env, cwd)
+    if version.split(".")[0].isdigit() and int(version.split(".")[0]) >= 2:
+        return yarn_berry(argv, run, env, cwd)
+    raise Unresolvable(f"yarn {version!r} is not a yarn the gate knows (1.x or 2.x and later)")
+
+
+def yarn1(argv: list[str], run: dict, workdir: str, env: dict, cwd: str):
+    registry = run["npm"]
+    rc = os.path.join(workdir, "yarnrc")
+    token_key = json.dumps(nerf_dart(registry) + ":_authToken")
+    write_private(rc, f"registry {json.dumps(registry)}\n{token_key} {json.dumps(run['token'])}\n")
+    options = ["--no-default-rc", "--use-yarnrc", rc, "--registry", registry]
+    lines = client_output([argv[0], "config", "list", "--json", *options], env, cwd).splitlines()
+    seen: dict = {}
+    for line in lines:
+        event = json.loads(line) if line.startswith("{") else {}
+        if event.get("type") == "inspect" and isinstance(event.get("data"), dict):
+            seen.update({k: str(v) for k, v in event["data"].items() if k == "registry" or k.endswith(":registry")})
+    wrong = mismatched(seen, registry)
+    if wrong or "registry" not in seen:
+        raise Unresolvable(f"yarn would still fetch from outside the package index: {wrong or 'no registry set'}")
+    cache = ["--cache-folder", os.path.join(workdir, "cache"), "--non-interactive"]
+    return [argv[0], *argv[1:], *options, *cache], env
+
+
+def yarn_berry(argv: list[str], run: dict, env: dict, cwd: str):
+    registry = run["npm"]
+    env.update(
+        {
+            "YARN_NPM_REGISTRY_SERVER": registry,
+            "YARN_NPM_AUTH_TOKEN": run["token"],
+            "YARN_NPM_ALWAYS_AUTH": "true",
+            "YARN_UNSAFE_HTTP_WHITELIST": urllib.parse.urlsplit(registry).hostname or "",
+            "YARN_ENABLE_TELEMETRY": "0",
+            "YARN_ENABLE_GLOBAL_CACHE": "0",
+        }
+    )
+    server = client_output([argv[0], "config", "get", "npmRegistryServer"], env, cwd).strip()
+    scopes = client_json([argv[0], "config", "get", "npmScopes", "--json"], env, cwd)
+    seen = {"npmRegistryServer": server}
+    for scope, entry in (scopes or {}).items():
+        if isinstance(entry, dict) and entry.get("npmRegistryServer") is not None:
+            seen[f"npmScopes.{scope}.npmRegistryServer"] = str(entry["npmRegistryServer"])
+    wrong = mismatched(seen, registry)
+    if wrong:
+        listed = ", ".join(f"{key} = {url}" for key, url in sorted(wrong.items()))
+        raise Unresolvable(
+            f"yarn would still fetch from outside the package index ({listed}); the gate cannot point a "
+            "yarn scope at the index: remove it from .yarnrc.yml"
+        )
+    return list(argv), env
