@@ -22,11 +22,12 @@ from .query import client_json, mismatched
 SCOPE_SUFFIX = ":registry"
 
 
-def settings(run: dict, workdir: str, no_proxy: str) -> dict:
-    """The registry, and user and global configuration files of the gate's own."""
+def settings(run: dict, workdir: str, no_proxy: str, more: str = "") -> dict:
+    """The registry, and user and global configuration files of the gate's own (the user file
+    holds the run token, and `more` lines)."""
     registry = run["npm"]
     userconfig, globalconfig = os.path.join(workdir, "npmrc"), os.path.join(workdir, "global-npmrc")
-    write_private(userconfig, f"{nerf_dart(registry)}:_authToken={run['token']}\n")
+    write_private(userconfig, f"{nerf_dart(registry)}:_authToken={run['token']}\n{more}")
     write_private(globalconfig, "")
     return {
         "npm_config_registry": registry,

@@ -3,16 +3,16 @@
 Which yarn it is, the gate asks the program it found (`yarn --version`); a project's own yarn
 (`yarn-path`, `yarnPath`) never runs in its place (YARN_IGNORE_PATH).
 
-- yarn 1 reads no rc file of the project or the user (`--no-default-rc`), only the gate's own
-  (`--use-yarnrc`: the registry and the run token); its own view (`yarn config list --json`)
-  must then name no other registry. It fetches a yarn.lock `resolved` URL as it is, so a
+- yarn 1 gets the registry on its command line and the run token in an npmrc of the gate's own
+  (as npm does); its own view (`yarn config list --json`, both its yarn and its npm settings)
+  must then name no other registry or scope registry, or the install is refused: yarn 1 has no
+  command-line override for a scope. It fetches a yarn.lock `resolved` URL as it is, so a
   yarn.lock that names anything but the index is refused.
 - yarn 4 takes the registry and the token from the environment, which beats .yarnrc.yml; a
   scope that .yarnrc.yml sends to another registry (`npmScopes`) cannot be overridden that way,
   so it is refused, as is a yarn.lock URL anywhere but the index.
 
-Both get a cache of the run's own (yarn 1) or are asked to fetch again whatever the lockfile
-names but the cache lacks (yarn 4 keeps its cache: see docs/clients-node.md).
+yarn 1 gets a cache of the run's own; yarn 4 keeps its cache in the project (.yarn/cache).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import json
 import os
 import urllib.parse
 
-from ...installers import Unresolvable, write_private
-from .npmrc import nerf_dart
+from ...installers import Unresolvable
+from . import npmrc
 from .project import check_lockfiles, project_plan
-from .query import client_json, client_output, mismatched
+from .query import client_output, mismatched
 
 PROJECT_FLAGS = frozenset(
     "--frozen-lockfile --immutable --pure-lockfile --ignore-scripts --production --silent "
@@ -51,19 +51,23 @@ def prepare(argv: list[str], run: dict, workdir: str, env: dict, cwd: str):
 
 def yarn1(argv: list[str], run: dict, workdir: str, env: dict, cwd: str):
     registry = run["npm"]
-    rc = os.path.join(workdir, "yarnrc")
-    token_key = json.dumps(nerf_dart(registry) + ":_authToken")
-    write_private(rc, f"registry {json.dumps(registry)}\n{token_key} {json.dumps(run['token'])}\n")
-    options = ["--no-default-rc", "--use-yarnrc", rc, "--registry", registry]
+    # yarn 1 sends the token only with always-auth, and reads it only from an npmrc
+    env.update(npmrc.settings(run, workdir, env["no_proxy"], more="always-auth=true\n"))
+    options = ["--registry", registry]
     lines = client_output([argv[0], "config", "list", "--json", *options], env, cwd).splitlines()
     seen: dict = {}
     for line in lines:
         event = json.loads(line) if line.startswith("{") else {}
         if event.get("type") == "inspect" and isinstance(event.get("data"), dict):
-            seen.update({k: str(v) for k, v in event["data"].items() if k == "registry" or k.endswith(":registry")})
+            data = event["data"]
+            seen.update({k: str(v) for k, v in data.items() if k == "registry" or k.endswith(npmrc.SCOPE_SUFFIX)})
     wrong = mismatched(seen, registry)
     if wrong or "registry" not in seen:
-        raise Unresolvable(f"yarn would still fetch from outside the package index: {wrong or 'no registry set'}")
+        listed = ", ".join(f"{key} = {url}" for key, url in sorted(wrong.items())) or "no registry set"
+        raise Unresolvable(
+            f"yarn would still fetch from outside the package index ({listed}); yarn 1 cannot be told "
+            "otherwise on its command line: remove it from .npmrc / .yarnrc"
+        )
     cache = ["--cache-folder", os.path.join(workdir, "cache"), "--non-interactive"]
     return [argv[0], *argv[1:], *options, *cache], env
 
@@ -81,7 +85,8 @@ def yarn_berry(argv: list[str], run: dict, env: dict, cwd: str):
         }
     )
     server = client_output([argv[0], "config", "get", "npmRegistryServer"], env, cwd).strip()
-    scopes = client_json([argv[0], "config", "get", "npmScopes", "--json"], env, cwd)
+    scopes = client_output([argv[0], "config", "get", "npmScopes", "--json"], env, cwd).strip()
+    scopes = {} if scopes == "undefined" else json.loads(scopes)  # yarn prints `undefined` for none
     seen = {"npmRegistryServer": server}
     for scope, entry in (scopes or {}).items():
         if isinstance(entry, dict) and entry.get("npmRegistryServer") is not None:
