@@ -52,8 +52,9 @@ def upstream():
 
 
 @pytest.fixture
-def public():
+def public(upstream):
     server = NpmUpstream(RELEASES)
+    server.tarballs.update(upstream.tarballs)  # the same bytes (gzip stamps the time it ran)
     yield server
     server.close()
 
@@ -210,12 +211,11 @@ def test_a_lockfile_made_against_the_public_registry_is_rerouted_or_refused_and_
     if PUBLIC_LOCK[client] == "rerouted":
         assert done.returncode == 0, done.stdout + done.stderr
         assert {"alpha": "1.0.0", "beta": "1.0.0"}.items() <= versions(path).items()
-        assert {"alpha-1.0.0.tgz", "beta-1.0.0.tgz"} <= {d["file"] for d in decisions(live) if d["file"]}
+        assert {"alpha-1.0.0.tgz", "beta-1.0.0.tgz"} <= {d.get("file") for d in decisions(live)}
     else:
         assert done.returncode == 4 and not versions(path), done.stdout + done.stderr
-        assert f"fetches http://127.0.0.1:{public.port}/alpha/-/alpha-1.0.0.tgz, which is not the package index" in (
-            done.stderr
-        )
+        assert f"fetches http://127.0.0.1:{public.port}/alpha/-/alpha-1.0.0.tgz" in done.stderr
+        assert "which is not the package index" in done.stderr
         assert f"delete {path / LOCKFILES[client]} and run `runcode-policy-gate --" in done.stderr
 
 
