@@ -16,6 +16,8 @@ from domain.egress import EgressVerdict
 from domain.policy import LanguageRules
 from domain.specs import KINDS, Spec
 
+# The package index refuses everything to a run after its first project denial (see `run_failed`).
+RUN_FAILED = "run-failed"
 REASONS = (
     "matches-the-allow-list",
     "not-on-the-allow-list",
@@ -24,6 +26,7 @@ REASONS = (
     "direct-reference",
     "invalid-spec",
     "matches-an-exception",
+    RUN_FAILED,
 )
 EXCEPTION_REASON = "matches-an-exception"
 # Every reason a decision can carry: the package rules', then the egress rules'.
@@ -99,6 +102,17 @@ def denial_message(reason: str, spec: Spec, workspace: str, mode: str = "") -> s
     return f"{spec.text!r} cannot be judged, so it is refused: {detail}."
 
 
+def run_failed(first: dict, who: str) -> Verdict:
+    """Every fetch after a run's first project denial (`first`, a decision as recorded): refused,
+    naming that denial, so no resolver can back-track to an old release that lacks the denied
+    dependency. `who` says whose reads failed ("run", or a token and for how long)."""
+    denied = (
+        f"{first.get('name') or first.get('spec')} ({first.get('language')}) was denied \u2014 {first.get('reason')}"
+    )
+    why = f": {first['message']}" if first.get("message") else ""
+    return Verdict(False, RUN_FAILED, f"this {who} already failed: {denied}{why}; nothing more is served to it")
+
+
 @dataclass(frozen=True)
 class DecisionRecord:
     """One decision as it is recorded and answered: the one definition of its shape.
@@ -120,12 +134,13 @@ class DecisionRecord:
     message: str | None = None
     resolved: tuple[str, ...] | None = None
     port: int | None = None
-    # Made by the package index: what was fetched (page, metadata, download), in which run, and
-    # for downloads the file and its package version.
+    # Made by the package index: what was fetched (page, metadata, download), in which run (or,
+    # without a run, by which API token: its id), and for downloads the file and its package version.
     request: str | None = None
     run: str | None = None
     file: str | None = None
     package_version: str | None = None
+    token: str | None = None
 
     @classmethod
     def for_spec(cls, spec: Spec, verdict: Verdict, policy_version: int, context: dict | None) -> DecisionRecord:
@@ -160,9 +175,11 @@ class DecisionRecord:
             verdict.port,
         )
 
-    def fetched(self, request: str, run: str | None, file: str | None, package_version: str | None) -> DecisionRecord:
-        """This decision as the package index made it, for one fetch."""
-        return replace(self, request=request, run=run, file=file, package_version=package_version)
+    def fetched(
+        self, request: str, run: str | None, file: str | None, package_version: str | None, token: str | None = None
+    ) -> DecisionRecord:
+        """This decision as the package index made it, for one fetch (`token`: only without a run)."""
+        return replace(self, request=request, run=run, file=file, package_version=package_version, token=token)
 
     @property
     def source(self) -> str | None:
@@ -192,6 +209,7 @@ class DecisionRecord:
             "run": self.run,
             "file": self.file,
             "package_version": self.package_version,
+            "token": self.token,
         }
         return {**record, **{k: v for k, v in extra.items() if v is not None}}
 
@@ -215,6 +233,7 @@ class DecisionRecord:
             record.get("run"),
             record.get("file"),
             record.get("package_version"),
+            record.get("token"),
         )
 
 

@@ -17,6 +17,12 @@ RUN_SECRET_PREFIX = "rcr_"  # distinct from API tokens' prefix: one lookup decid
 _NAMESPACE = uuid5(NAMESPACE_URL, "https://runcode-policy/runs")
 
 
+def reader_key(run: str | None, token: str | None) -> str | None:
+    """Whose index reads a decision belongs to, as the read model groups them: its run, or, for an
+    API token reading the index without one, `token:<id>` (no run id has that shape)."""
+    return run or (f"token:{token}" if token else None)
+
+
 def new_run_secret() -> str:
     return RUN_SECRET_PREFIX + secrets.token_urlsafe(32)
 

@@ -26,12 +26,13 @@ _UNION_TAGS = {"str", "int", "bool", "list[str]", "switch-mode", "add", "remove"
 class HTTPProblem(GovernanceError):
     """A refusal that only HTTP knows: authentication, authorisation, media type."""
 
-    def __init__(self, status: int, title: str, detail: str, errors=(), headers=None):
+    def __init__(self, status: int, title: str, detail: str, errors=(), headers=None, phrase: str | None = None):
         super().__init__(detail, errors)
         self.status, self.title, self.headers = status, title, headers or {}
+        self.phrase = phrase  # the status line's reason phrase, for clients that print only that
 
 
-def problem(status: int, title: str, detail: str, errors=(), headers=None) -> Response:
+def problem(status: int, title: str, detail: str, errors=(), headers=None, phrase: str | None = None) -> Response:
     body = {
         "type": PROBLEM_TYPE + title.lower().replace(" ", "-"),
         "title": title,
@@ -39,7 +40,14 @@ def problem(status: int, title: str, detail: str, errors=(), headers=None) -> Re
         "detail": detail,
         "errors": [{"field": e.field, "message": e.message} for e in errors],
     }
-    return Response(json.dumps(body), status=status, mimetype="application/problem+json", headers=headers)
+    line = f"{status} {status_line_text(phrase)}" if phrase else status
+    return Response(json.dumps(body), status=line, mimetype="application/problem+json", headers=headers)
+
+
+def status_line_text(text: str) -> str:
+    """Text a status line (or a header) can carry: Latin-1 at most, here ASCII, on one line."""
+    text = " ".join(text.replace("\u2014", "-").replace("\u203a", ">").split())
+    return text.encode("ascii", "replace").decode("ascii")
 
 
 def status_of(error: GovernanceError) -> int:
@@ -65,8 +73,8 @@ def field_errors(error: ValidationError) -> list[FieldError]:
 def install(app: Flask) -> None:
     @app.errorhandler(GovernanceError)
     def _governance(error: GovernanceError):
-        headers = getattr(error, "headers", None)
-        return problem(status_of(error), error.title, error.detail, error.errors, headers)
+        headers, phrase = getattr(error, "headers", None), getattr(error, "phrase", None)
+        return problem(status_of(error), error.title, error.detail, error.errors, headers, phrase)
 
     @app.errorhandler(ValidationError)
     def _validation(error: ValidationError):

@@ -40,7 +40,7 @@ class PackageIndex:
         save,
         authenticate_token: Callable[[str], dict | None],
     ):
-        self.gate = IndexGate(policies, writer)
+        self.gate = IndexGate(policies, writer, readmodel)
         self.runs = Runs(save, readmodel)
         self._authenticate_token = authenticate_token
 

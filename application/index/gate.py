@@ -9,19 +9,33 @@ Within a run (or, for a plain token, a window of `TOKEN_WINDOW_SECONDS`) one dec
 per (principal, language, project, request) - where a download's request includes its file
 name - as long as the verdict and policy version stay the same. Repeats are counted, not
 recorded again; a policy change in the middle of a run records the new verdict.
+
+A run fails closed at its first project denial: once a page, metadata or file of a project was
+refused to a run, every later fetch of that run - of any project - is refused with reason
+`run-failed`, naming that first denial. Otherwise a resolver reads the denial as "no versions of
+that dependency" and back-tracks to an older release of its parent that lacks it. An API token
+reading the index without a run fails the same way for `TOKEN_WINDOW_SECONDS` after its denial.
+Root listings are not judged per project, so they fail nothing. Several workers share one
+store, so "this run failed" is read from the store: the reader's first denied decision, one seek
+of the run_decisions primary key per fetch until it is known; a failed run never un-fails, so a
+worker then remembers it and asks the store no more (a token's failure until its window ends).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from application.decision_writer import DecisionWriter
 from application.policies import Policies
-from domain.decision import Decision, DecisionRecord, judge
+from application.store.reads import ReadModel
+from domain.decision import RUN_FAILED, Decision, DecisionRecord, Verdict, judge, run_failed
 from domain.errors import NotFoundError
+from domain.run import reader_key
 from domain.specs import Spec, parse
 from domain.specs.pip import NAME_RE
 from domain.text import check_text
@@ -30,6 +44,7 @@ REQUESTS = ("page", "metadata", "download")
 TOKEN_WINDOW_SECONDS = 15 * 60
 MAX_REMEMBERED = 100_000
 MAX_FILE_NAME = 255
+FOREVER = datetime.max.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -45,11 +60,18 @@ class Principal:
     expires: float | None = None  # monotonic deadline for a run's memory of its decisions
 
 
+# Refusals that are not project denials, so they fail no run: `run-failed` itself.
+NOT_PROJECT_DENIALS = (RUN_FAILED,)
+
+
 class IndexGate:
-    def __init__(self, policies: Policies, writer: DecisionWriter):
+    def __init__(self, policies: Policies, writer: DecisionWriter, readmodel: ReadModel):
         self._policies = policies
         self._writer = writer
+        self._readmodel = readmodel
         self._seen: OrderedDict[tuple, tuple] = OrderedDict()
+        # reader (domain.run.reader_key) -> (its first project denial, until when it holds: wall clock)
+        self._failed: OrderedDict[str, tuple[dict, datetime]] = OrderedDict()
         self._lock = threading.Lock()
         self.repeats = 0  # fetches answered from an earlier decision of the same run
 
@@ -69,17 +91,50 @@ class IndexGate:
         for field, value in (("file", file), ("package_version", package_version)):
             if value is not None:
                 check_text(value, field, MAX_FILE_NAME)  # from the URL: bounded and printable before it is stored
-        verdict = judge(rules[language], spec, principal.workspace)
-        key = (principal.run or principal.token, language, spec.name, request, file if request == "download" else None)
+        reader = reader_key(principal.run, principal.token)
+        failed = self.failure(principal)
+        verdict = judge(rules[language], spec, principal.workspace) if failed is None else failed
+        key = (reader, language, spec.name, request, file if request == "download" else None)
         earlier = self._earlier(key, (verdict.allowed, verdict.reason, version))
         if earlier is not None:
             return _answer(verdict, version, earlier, recorded=False)
         made = DecisionRecord.for_spec(spec, verdict, version, _context(principal))
-        record = made.fetched(request, principal.run, file, package_version if file is not None else None)
+        token = None if principal.run else principal.token
+        record = made.fetched(request, principal.run, file, package_version if file is not None else None, token)
         decision = Decision(workspace=principal.workspace, record=record.to_dict())
         self._writer.record(decision)  # StoreUnavailableError: the client gets a 503
         self._remember(key, (verdict.allowed, verdict.reason, version), str(decision.id), principal)
+        if not verdict.allowed and verdict.reason not in NOT_PROJECT_DENIALS:
+            self._fail(reader, record.to_dict(), datetime.now(UTC), principal)
         return _answer(verdict, version, str(decision.id), recorded=True)
+
+    def failure(self, principal: Principal) -> Verdict | None:
+        """The `run-failed` refusal when this run (or token, within its window) was already
+        refused a project; None otherwise. Remembered here once known, else one indexed read."""
+        reader = reader_key(principal.run, principal.token)
+        now = datetime.now(UTC)
+        with self._lock:
+            known = self._failed.get(reader)
+        if known is None or known[1] <= now:
+            since = None if principal.run else now - timedelta(seconds=TOKEN_WINDOW_SECONDS)
+            row = self._readmodel.first_project_denial(reader, since, NOT_PROJECT_DENIALS)
+            if row is None:
+                return None
+            known = self._fail(reader, json.loads(row["record"]), row["at"], principal)
+        return run_failed(known[0], _whose(principal))
+
+    def _fail(self, reader: str, first: dict, at: datetime, principal: Principal) -> tuple[dict, datetime]:
+        # A failed run never un-fails (its token stops working when it expires); a token's failure
+        # lasts its window from the denial. The earliest denial known stays the one named.
+        until = FOREVER if principal.run else at + timedelta(seconds=TOKEN_WINDOW_SECONDS)
+        with self._lock:
+            known = self._failed.get(reader)
+            if known is None or known[1] <= at:
+                known = self._failed[reader] = (first, until)
+            self._failed.move_to_end(reader)
+            while len(self._failed) > MAX_REMEMBERED:
+                self._failed.popitem(last=False)
+        return known
 
     def listing(self, workspace: str, language: str, candidates) -> list[str]:
         """The projects an index root lists: the allow list (allowlist mode), or `candidates()`
@@ -115,6 +170,12 @@ def registry_spec(language: str, name: str) -> Spec:
     if spec.kind != "registry" or spec.name is None or not bare:
         raise NotFoundError(f"{name!r} is not a {language} package name")
     return spec
+
+
+def _whose(principal: Principal) -> str:
+    if principal.run is not None:
+        return "run"
+    return f"token (reading the index without a run, for {TOKEN_WINDOW_SECONDS // 60} minutes after a denial)"
 
 
 def _context(principal: Principal) -> dict:

@@ -16,7 +16,7 @@ from application.store.counts import count_statements
 from application.store.schema import Dialect
 from domain.decision import Decision, DecisionRecord
 from domain.policy import Policy
-from domain.run import Run
+from domain.run import Run, reader_key
 from domain.specs import deny_key
 from domain.token import Token, name_key
 
@@ -87,8 +87,9 @@ def read_model_rows(events, workspaces: dict, dialect: Dialect) -> list[tuple[st
                 rows.append(("change_token", (workspaces[e.originator_id], e.originator_version - 1, e.by_token)))
         elif isinstance(e, Decision.Recorded):
             rows.append(("decision", _decision_row(e, at)))
-            if e.record.get("run"):  # made through the package index during a run
-                rows.append(("run_decision", (e.record["run"], str(e.originator_id), bool(e.record["allowed"]), at)))
+            reader = reader_key(e.record.get("run"), e.record.get("token"))
+            if reader:  # made through the package index, during a run or for a token without one
+                rows.append(("run_decision", (reader, str(e.originator_id), bool(e.record["allowed"]), at)))
         elif isinstance(e, Token.Issued):
             rows.append(("token", (str(e.originator_id), e.workspace, e.name, e.role, at, e.by, e.secret_digest)))
             rows.append(("token_name", (e.workspace, name_key(e.name))))

@@ -4,7 +4,7 @@ scan of history; the point-in-time logic built on them lives in `application.poi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from domain.specs import deny_key
 
@@ -268,6 +268,17 @@ class ReadModel:
     # -- package-index runs ---------------------------------------------------------------------
     def run(self, run_id: str) -> dict | None:
         return self._first("SELECT * FROM {runs} WHERE id = %s", (run_id,))
+
+    def first_project_denial(self, reader: str, since: datetime | None, passing: tuple[str, ...]) -> dict | None:
+        """The first denied decision of one reader (domain.run.reader_key) made at or after `since`,
+        skipping the reasons in `passing` (refusals that are not project denials): one seek of
+        run_decisions' primary key (reader, allowed, at, ...), each row's decision by its own key."""
+        skip = "".join(" AND d.reason <> %s" for _ in passing)
+        return self._first(
+            "SELECT d.at, d.record FROM {run_decisions} r JOIN {decisions} d ON d.id = r.decision "
+            f"WHERE r.run = %s AND r.allowed = %s AND r.at >= %s{skip} ORDER BY r.at, r.decision LIMIT 1",
+            (reader, False, self._ts(since or datetime.min.replace(tzinfo=UTC)), *passing),
+        )
 
     def run_decisions(self, run_id: str, limit: int = 10_000) -> list[dict]:
         """Denied first (false sorts before true in both stores), then in the order they were made."""

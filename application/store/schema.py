@@ -49,7 +49,8 @@ DDL = (
     "revoked_at {ts}, revoked_by TEXT, secret_digest TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS rcp_tokens_by_workspace ON {tokens} (workspace, issued_at)",
     "CREATE TABLE IF NOT EXISTS {owner_guard} (workspace TEXT NOT NULL, owners INTEGER NOT NULL CHECK (owners > 0))",
-    # Package-index runs (application.index): the run's token, and which decisions it made.
+    # Package-index runs (application.index): the run's token, and which decisions it made (an API
+    # token's index reads without a run are grouped the same way, under domain.run.reader_key).
     "CREATE TABLE IF NOT EXISTS {runs} (id TEXT PRIMARY KEY, workspace TEXT NOT NULL, started_at {ts} NOT NULL, "
     "expires_at {ts} NOT NULL, started_by TEXT NOT NULL, started_by_name TEXT NOT NULL, context TEXT NOT NULL, "
     "secret_digest TEXT NOT NULL)",

@@ -84,6 +84,7 @@ class DecisionView(BaseModel):
     run: str | None = Field(None, description="package-index decisions: the run that fetched it")
     file: str | None = Field(None, description="package-index downloads: the file")
     package_version: str | None = Field(None, description="package-index downloads: the file's package version")
+    token: str | None = Field(None, description="package-index decisions without a run: the API token's id")
 
 
 class EvaluateAnswer(BaseModel):

@@ -19,6 +19,7 @@ import binascii
 from flask import current_app, request
 
 from application.index import Principal, may_read
+from domain.decision import RUN_FAILED
 from interface.problems import HTTPProblem
 
 
@@ -54,3 +55,11 @@ def reader(workspace: str, unauthenticated_status: int) -> Principal:
     if not may_read(principal):
         raise HTTPProblem(403, "Forbidden", "an auditor's token never adds to the record, so it cannot read the index")
     return principal
+
+
+def refuse_a_failed_run(verdict: dict) -> None:
+    """A run that failed gets no page, packument or file, only the 403 that names its first denial
+    (a denied project's page, quarantined or restricted, is for that first denial alone). The
+    message is the status line's reason phrase too: pip prints only that (`403 Client Error: ...`)."""
+    if verdict["reason"] == RUN_FAILED:
+        raise HTTPProblem(403, "Forbidden", verdict["message"], phrase=f"Forbidden: {verdict['message']}")

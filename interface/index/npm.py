@@ -17,7 +17,7 @@ from flask import Blueprint, Response, current_app, request
 from domain.errors import GovernanceError
 from interface import metrics
 from interface.index import packument
-from interface.index.access import governance, reader
+from interface.index.access import governance, reader, refuse_a_failed_run
 from interface.index.streaming import relay
 from interface.index.upstream import Upstream, bad_gateway
 from interface.problems import HTTPProblem, problem, status_of
@@ -74,6 +74,7 @@ def wanted_media() -> str:
 def packument_answer(principal, ws: str, name: str) -> Response:
     verdict = governance().judge_index(principal, "node", name, "page")
     metrics.count_index(verdict, "node", "page")
+    refuse_a_failed_run(verdict)
     media = wanted_media()
     if not verdict["allowed"]:
         return _restricted(name, verdict["message"], media)
@@ -133,6 +134,7 @@ def tarball(principal, name: str, filename: str) -> Response:
     )
     verdict = governance().judge_index(principal, "node", name, "download", filename, number or None)
     metrics.count_index(verdict, "node", "download")
+    refuse_a_failed_run(verdict)
     if not verdict["allowed"]:
         raise HTTPProblem(403, "Forbidden", verdict["message"])
     return relay(upstream(), request.method, tarball_url(name, filename))

@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from interface.problems import status_line_text
+
 ABBREVIATED = "application/vnd.npm.install-v1+json"
 _SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
 
@@ -76,4 +78,4 @@ def restricted(packument: dict, name: str, message: str) -> dict:
 
 def notice(message: str) -> str:
     """The `npm-notice` header: HTTP headers are Latin-1, and npm prints this one verbatim."""
-    return message.replace("\u203a", ">").encode("ascii", "replace").decode("ascii")
+    return status_line_text(message)

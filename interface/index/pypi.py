@@ -18,7 +18,7 @@ from werkzeug.http import parse_accept_header
 
 from interface import metrics
 from interface.index import simple
-from interface.index.access import governance, reader
+from interface.index.access import governance, reader, refuse_a_failed_run
 from interface.index.streaming import relay
 from interface.index.upstream import Upstream, bad_gateway
 from interface.problems import HTTPProblem
@@ -96,6 +96,7 @@ def project_page(ws, project):
         return redirect(url_for(".project_page", ws=ws, project=name), 301)
     verdict = governance().judge_index(principal, "python", name, "page")
     metrics.count_index(verdict, "python", "page")
+    refuse_a_failed_run(verdict)
     if not verdict["allowed"]:
         return answer(simple.quarantined(name, verdict["message"]), media)
     return answer(_allowed_page(ws, name), media)
@@ -136,6 +137,7 @@ def file(ws, project, filename):
     request_kind = "metadata" if is_metadata else "download"
     verdict = governance().judge_index(principal, "python", project, request_kind, dist, simple.version_of(dist))
     metrics.count_index(verdict, "python", request_kind)
+    refuse_a_failed_run(verdict)
     if not verdict["allowed"]:
         raise HTTPProblem(403, "Forbidden", verdict["message"])
     entry = next((f for f in _upstream_page(project, cached=True)["files"] if f.get("filename") == dist), None)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -25,9 +26,8 @@ def policy(app, python_mode="allowlist", allow=(), deny=()):
 
 def test_the_index_judges_exactly_as_evaluate_does(app, sandbox):
     policy(app, "allowlist", allow=["alpha"], deny=["gamma"])
-    run = app.start_run("acme", sandbox)
-    principal = app.index_principal(run["token"])
-    for name in ("alpha", "beta", "gamma"):
+    for name in ("alpha", "beta", "gamma"):  # a run each: a run's first denial fails the rest of it
+        principal = app.index_principal(app.start_run("acme", sandbox)["token"])
         index = app.judge_index(principal, "python", name, "page")
         (evaluated,) = app.evaluate("acme", "python", [name])["decisions"]
         assert (index["allowed"], index["reason"], index["message"], index["policy_version"]) == (
@@ -106,3 +106,50 @@ def test_a_file_name_from_the_url_is_bounded_and_printable_before_it_is_stored(a
         with pytest.raises(InvalidInputError):
             app.judge_index(principal, "python", "alpha", "download", file, None)
     assert app.decisions("acme", {"source": "index"})["decisions"] == []
+
+
+def test_a_run_fails_closed_at_its_first_project_denial(app, sandbox):
+    policy(app, "allowlist", allow=["alpha"])
+    principal = app.index_principal(app.start_run("acme", sandbox)["token"])
+    assert app.judge_index(principal, "python", "alpha", "page")["allowed"]
+    denied = app.judge_index(principal, "python", "beta", "page")
+    assert (denied["allowed"], denied["reason"]) == (False, "not-on-the-allow-list")
+    for request, file in (("page", None), ("metadata", "alpha-0.9-py3-none-any.whl"), ("download", "alpha-0.9.tar.gz")):
+        refused = app.judge_index(principal, "python", "alpha", request, file, "0.9" if file else None)
+        assert (refused["allowed"], refused["reason"]) == (False, "run-failed")
+        assert refused["message"].startswith(
+            "this run already failed: beta (python) was denied \u2014 not-on-the-allow-list: beta is not on the"
+        )
+        assert refused["message"].endswith("; nothing more is served to it")
+    other_run = app.index_principal(app.start_run("acme", sandbox)["token"])
+    assert app.judge_index(other_run, "python", "alpha", "page")["allowed"]  # one run's failure is its own
+
+
+def test_a_run_failed_in_another_worker_fails_here_too(app, open_app, sandbox):
+    policy(app, "allowlist", allow=["alpha"])
+    secret = app.start_run("acme", sandbox)["token"]
+    other_worker = open_app()  # a second process's application on the same store
+    try:
+        here, there = app.index_principal(secret), other_worker.index_principal(secret)
+        assert app.judge_index(here, "python", "alpha", "page")["allowed"]  # not failed yet: known to no one
+        assert not other_worker.judge_index(there, "python", "beta", "page")["allowed"]
+        refused = app.judge_index(here, "python", "alpha", "download", "alpha-1.0-py3-none-any.whl", "1.0")
+        assert refused["reason"] == "run-failed" and "beta (python) was denied" in refused["message"]
+    finally:
+        other_worker.close()
+
+
+def test_a_plain_token_fails_closed_for_its_window_after_a_project_denial(app, workspace, monkeypatch):
+    import application.index.gate
+
+    monkeypatch.setattr(application.index.gate, "TOKEN_WINDOW_SECONDS", 2)  # the real clock, a shorter window
+    policy(app, "allowlist", allow=["alpha"])
+    tokens = [app.issue_token(workspace, f"sbx-{n}", "sandbox", by="founder")["token"] for n in (1, 2)]
+    principal, another = (app.index_principal(t) for t in tokens)
+    assert not app.judge_index(principal, "python", "beta", "page")["allowed"]
+    refused = app.judge_index(principal, "python", "alpha", "page")
+    assert refused["reason"] == "run-failed"
+    assert refused["message"].startswith("this token (reading the index without a run, for 0 minutes after")
+    assert app.judge_index(another, "python", "alpha", "page")["allowed"]  # one token's failure is its own
+    time.sleep(2.1)
+    assert app.judge_index(principal, "python", "alpha", "page")["allowed"]  # the window is over

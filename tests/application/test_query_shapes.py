@@ -153,3 +153,21 @@ def test_the_overviews_most_denied_lists_read_only_the_denied_counts(pg_app):
     assert answer["top_denied"][0]["name"] == "torch"
     denied = [p for p, (statement, _) in zip(spy.plans(), spy.seen, strict=True) if "allowed = FALSE" in statement]
     assert len(denied) == 3 and all("rcp_denied_counts" in p for p in denied)
+
+
+def test_whether_a_run_already_failed_is_one_seek_of_its_decisions_primary_key(pg_app):
+    pg_app.create_workspace("acme", by="founder")
+    pg_app.save_policy("acme", {"python": {"mode": "allowlist", "allow": ["p1"]}}, by="a")
+    sandbox = pg_app.authenticate(pg_app.issue_token("acme", "sbx", "sandbox", by="a")["token"])
+    for _ in range(3):  # other runs' decisions, failed and not, to walk past
+        other = pg_app.index_principal(pg_app.start_run("acme", sandbox)["token"])
+        pg_app.judge_index(other, "python", "p1", "page")
+        pg_app.judge_index(other, "python", "torch", "page")
+    principal = pg_app.index_principal(pg_app.start_run("acme", sandbox)["token"])
+    spy = Statements(pg_app.recorder)
+    assert pg_app.judge_index(principal, "python", "p1", "page")["allowed"]
+    (lookup,) = [p for p, (statement, _) in zip(spy.plans(), spy.seen, strict=True) if "run_decisions" in statement]
+    assert "Seq Scan" not in lookup and "Sort" not in lookup
+    (seek,) = [n for n in scans(lookup) if n.get("Relation Name", "").endswith("run_decisions")]
+    assert seek["Index Name"].endswith("run_decisions_pkey")
+    assert all(bound in seek["Index Cond"] for bound in ("run =", "allowed =", "at >="))

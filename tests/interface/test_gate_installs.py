@@ -70,7 +70,9 @@ def test_an_allowed_tree_installs_through_the_index(gate, env, app, target, proj
 
 
 @pytest.mark.parametrize("rule", ["allowlist", "denylist"])
-def test_a_denied_dependency_fails_the_install_and_the_gate_prints_its_denial(gate, env, app, target, project, rule):
+def test_a_denied_dependency_fails_the_install_though_an_older_parent_lacks_it_and_the_gate_prints_it(
+    gate, env, app, target, project, rule
+):
     set_policy(app, rule, python=["alpha"] if rule == "allowlist" else ["beta"])
     done = gate("--", "pip", "install", "alpha", env=env, cwd=project)
     assert done.returncode not in (0, 2, 3, 4), done.stderr

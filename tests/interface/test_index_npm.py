@@ -39,9 +39,11 @@ def test_a_denied_dependency_fails_the_install_and_its_denial_is_recorded(live, 
     run, outcome = install(live, tmp_path, client, "alpha")
     assert not outcome.ok, outcome.output
     assert not {"alpha", "beta"} & installed(tmp_path)
-    # pnpm 12 may also look its own package up (an update check): judged like any other name.
-    denied = [d for d in run_decisions(live, run) if not d["allowed"] and d["name"] != "pnpm"]
+    decisions = run_decisions(live, run)
+    denied = [d for d in decisions if not d["allowed"] and d["reason"] != "run-failed"]
     assert {d["name"] for d in denied} == {"beta"} and all(d["context"]["source"] == "index" for d in denied)
+    assert all("beta (node) was denied" in d["message"] for d in decisions if d["reason"] == "run-failed")
+    assert not [d for d in decisions if d["allowed"] and d["request"] == "download" and "0.9" in d["file"]]
     if client == "npm":  # npm shows the policy's reason (pnpm reports the package as having no versions)
         assert "E403" in outcome.output and "due to policy violations" in outcome.output
         assert "beta is not on the Node" in outcome.output or "beta is on the Node deny list" in outcome.output

@@ -38,10 +38,15 @@ def test_a_denied_dependency_fails_the_install_and_its_denial_is_recorded(live, 
     run, outcome = install(live, tmp_path, installer, "alpha")
     assert not outcome.ok, outcome.output
     assert "beta" in outcome.output
-    assert installed(tmp_path) == set()
-    denied = [d for d in run_decisions(live, run) if not d["allowed"]]
+    assert installed(tmp_path) == set()  # neither alpha 1.0 nor the older alpha 0.9, which lacks beta
+    decisions = run_decisions(live, run)
+    denied = [d for d in decisions if not d["allowed"] and d["reason"] != "run-failed"]
     assert denied and {d["name"] for d in denied} == {"beta"}
     assert all(d["context"]["source"] == "index" and d["run"] == run["id"] for d in denied)
+    # The resolver back-tracked to alpha 0.9: refused, because the run had already failed.
+    refused = [d for d in decisions if d["reason"] == "run-failed"]
+    assert refused and all("beta (python) was denied" in d["message"] for d in refused)
+    assert not [d for d in decisions if d["allowed"] and "0.9" in (d.get("file") or "")]
 
 
 @pytest.mark.parametrize("installer", INSTALLERS)

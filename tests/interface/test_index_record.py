@@ -35,18 +35,20 @@ def test_repeated_fetches_in_a_run_are_one_decision_and_each_file_is_one_more(li
     run = start_run(live)
     for _ in range(3):  # a resolver backtracking asks again and again
         assert fetch(live, "/pypi/acme/simple/alpha/", run["token"]).status == 200
-        assert fetch(live, "/pypi/acme/simple/beta/", run["token"]).status == 200
     wheel = "/pypi/acme/files/alpha/alpha-1.0-py3-none-any.whl"
     for method in ("HEAD", "GET", "GET"):
         assert fetch(live, wheel, run["token"], method).status == 200
     assert fetch(live, "/pypi/acme/files/alpha/alpha-1.0.tar.gz", run["token"]).status == 200
+    # The denied page once (quarantined), then the failed run's refusals: one more decision.
+    assert [fetch(live, "/pypi/acme/simple/beta/", run["token"]).status for _ in range(3)] == [200, 403, 403]
     decisions = run_decisions(live, run)
-    kinds = [(d["name"], d["request"], d.get("file")) for d in decisions]
+    kinds = [(d["name"], d["request"], d.get("file"), d["reason"]) for d in decisions]
     assert kinds == [
-        ("beta", "page", None),  # denied first
-        ("alpha", "page", None),
-        ("alpha", "download", "alpha-1.0-py3-none-any.whl"),
-        ("alpha", "download", "alpha-1.0.tar.gz"),
+        ("beta", "page", None, "not-on-the-allow-list"),  # denied first
+        ("beta", "page", None, "run-failed"),
+        ("alpha", "page", None, "matches-the-allow-list"),
+        ("alpha", "download", "alpha-1.0-py3-none-any.whl", "matches-the-allow-list"),
+        ("alpha", "download", "alpha-1.0.tar.gz", "matches-the-allow-list"),
     ]
     another = start_run(live)  # a new run records afresh
     fetch(live, "/pypi/acme/simple/alpha/", another["token"])
@@ -88,11 +90,11 @@ def test_a_revoked_starter_ends_its_runs_at_once(live, app):
 
 def test_the_point_in_time_answer_for_an_index_decision_equals_the_decision(live, app):
     set_policy(app, "allowlist", python=["alpha"])
-    run = start_run(live)
-    fetch(live, "/pypi/acme/simple/alpha/", run["token"])
-    fetch(live, "/pypi/acme/simple/beta/", run["token"])
-    fetch(live, "/npm/acme/beta", run["token"])
-    decisions = run_decisions(live, run)
+    decisions = []
+    for path in ("/pypi/acme/simple/alpha/", "/pypi/acme/simple/beta/", "/npm/acme/beta"):
+        run = start_run(live)  # a run each: after its first denial, a run's answers are run-failed
+        fetch(live, path, run["token"])
+        decisions += run_decisions(live, run)
     assert len(decisions) == 3
     for d in decisions:
         answer = live.call(

@@ -82,9 +82,14 @@ class Service:
 
 
 @pytest.fixture
-def service(postgres_schema_url):
-    """The production command with 3 workers on an empty schema (tables made before they start)."""
-    env = {**os.environ, "RUNCODE_POLICY_DATABASE_URL": postgres_schema_url}
+def service(postgres_schema_url, pypi_upstream):
+    """The production command with 3 workers on an empty schema (tables made before they start),
+    its package index in front of the fixture upstream."""
+    env = {
+        **os.environ,
+        "RUNCODE_POLICY_DATABASE_URL": postgres_schema_url,
+        "RUNCODE_POLICY_PYPI_UPSTREAM": pypi_upstream.url + "/simple/",
+    }
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     command = ["-m", "interface.cli", "serve", "--port", "0", "--workers", str(WORKERS), "--threads", "4"]
     process = subprocess.Popen(
@@ -141,6 +146,20 @@ def test_a_sandbox_revoked_through_one_worker_is_refused_by_every_worker_at_once
             assert client.call("POST", W + "/evaluate", doomed["token"], ask)[0] == 200
     assert clients[-1].call("DELETE", W + f"/tokens/{doomed['id']}", service.owner)[0] == 204
     assert [c.call("POST", W + "/evaluate", doomed["token"], ask)[0] for c in clients] == [401] * WORKERS
+
+
+def test_a_run_refused_a_project_through_one_worker_is_refused_everything_by_every_worker(service):
+    clients = service.one_client_per_worker()
+    admin, sandbox = service.issue(clients[0], "admin", "admin"), service.issue(clients[0], "sandbox", "sandbox")
+    assert clients[0].call("PUT", W + "/policy", admin, {"python": {"mode": "allowlist", "allow": ["alpha"]}})[0] == 200
+    status, run = clients[0].call("POST", W + "/runs", sandbox, {})
+    assert status == 201, run
+    page = "/pypi/default/simple/alpha/"
+    assert [c.call("GET", page, run["token"])[0] for c in clients] == [200] * WORKERS  # each: not failed yet
+    assert clients[-1].call("GET", "/pypi/default/simple/beta/", run["token"])[0] == 200  # quarantined: denied
+    for client in clients:
+        status, refused = client.call("GET", page, run["token"])
+        assert status == 403 and refused["detail"].startswith("this run already failed: beta (python) was denied")
 
 
 def test_no_decision_is_lost_or_doubled_across_workers_and_one_scrape_counts_them_all(service):

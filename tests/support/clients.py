@@ -177,7 +177,9 @@ def pnpm(tmp: Path, registry: str, token: str, *args: str, project: Path | None 
     program = require_pnpm()
     project = project or npm_project(tmp)
     config = npmrc(tmp, registry, token)
-    env = clean_env(tmp)
+    # pnpm 12 looks itself up at start unless this is set in its environment (it ignores the
+    # npmrc's update-notifier): a denial of `pnpm` that would fail the run.
+    env = clean_env(tmp, pnpm_config_update_notifier="false")
     argv = [
         program,
         *args,

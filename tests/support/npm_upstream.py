@@ -68,7 +68,9 @@ def build_tarball(release: Release) -> bytes:
     return buffer.getvalue()
 
 
+# alpha 0.9.0, older and without beta, is what a resolver refused beta could fall back to.
 DEFAULT_RELEASES = (
+    Release("alpha", "0.9.0"),
     Release("alpha", "1.0.0", dependencies={"beta": "^1.0.0"}),
     Release("beta", "1.0.0"),
     Release("beta", "1.2.0", scripts={"install": "node -e 0"}),

@@ -1,7 +1,8 @@
 """Tiny real packages for install tests: wheels (zipfile) and npm tarballs (tarfile).
 
-`TREE` is the dependency tree the gate and lockdown tests install: alpha depends on beta;
-gamma stands alone (the package an attacker wants in). `SCOPED` is the same shape in a scope.
+`TREE` is the dependency tree the gate and lockdown tests install: alpha 1.0 depends on beta,
+alpha 0.9 (older) on nothing; gamma stands alone (the package an attacker wants in). `SCOPED`
+is the same shape in a scope.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-TREE = {"alpha": ["beta"], "beta": [], "gamma": []}
-SCOPED = {"@corp/alpha": ["@corp/beta"], "@corp/beta": []}  # npm only
+# {name: {version: [its dependencies]}}. alpha 0.9 is an older release without beta: a resolver
+# refused beta may back-track to it, so a denied-dependency test proves the index refuses that too.
+TREE = {"alpha": {"0.9": [], "1.0": ["beta"]}, "beta": {"1.0": []}, "gamma": {"1.0": []}}
+SCOPED = {"@corp/alpha": {"0.9": [], "1.0": ["@corp/beta"]}, "@corp/beta": {"1.0": []}}  # npm only
 
 
 def wheel(directory: Path, name: str, requires: list[str], version: str = "1.0") -> Path:
@@ -31,10 +34,11 @@ def wheel(directory: Path, name: str, requires: list[str], version: str = "1.0")
     return path
 
 
-def wheels(directory: Path, tree: dict[str, list[str]] = TREE) -> Path:
+def wheels(directory: Path, tree: dict[str, dict[str, list[str]]] = TREE) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    for name, requires in tree.items():
-        wheel(directory, name, requires)
+    for name, releases in tree.items():
+        for version, requires in releases.items():
+            wheel(directory, name, requires, version)
     return directory
 
 
@@ -48,9 +52,11 @@ def npm_tarball(name: str, version: str, dependencies: dict[str, str]) -> bytes:
     return buffer.getvalue()
 
 
-def npm_tree(tree: dict[str, list[str]] = TREE) -> dict[str, dict]:
-    """`{name: {"1.0.0": (tarball, dependencies)}}` for a registry to serve."""
-    return {
-        name: {"1.0.0": (npm_tarball(name, "1.0.0", {d: "^1.0.0" for d in deps}), {d: "^1.0.0" for d in deps})}
-        for name, deps in tree.items()
-    }
+def npm_tree(tree: dict[str, dict[str, list[str]]] = TREE) -> dict[str, dict]:
+    """`{name: {"1.0.0": (tarball, dependencies)}}` for a registry to serve, oldest version first."""
+    found: dict[str, dict] = {}
+    for name, releases in tree.items():
+        for version, deps in releases.items():
+            dependencies = {d: "^1.0.0" for d in deps}
+            found.setdefault(name, {})[f"{version}.0"] = (npm_tarball(name, f"{version}.0", dependencies), dependencies)
+    return found

@@ -117,7 +117,9 @@ class Project:
     status_reason: str | None = None
 
 
+# alpha 0.9, older and without beta, is what a resolver refused beta would back-track to.
 DEFAULT_DISTS = (
+    Dist("alpha", "0.9"),
     Dist("alpha", "1.0", requires=("beta>=1.0",)),
     Dist("beta", "1.0"),
     Dist("beta", "1.1", requires_python=">=3.8"),
