@@ -34,6 +34,8 @@ CLEARED = (
     ("NPM_CONFIG_", "CACHE LOGLEVEL COLOR PROGRESS FUND"),
     ("PNPM_CONFIG_", ""),
     ("COREPACK_", ""),  # a corepack shim downloads the package manager itself
+    ("YARN_", ""),  # yarn 1 and 4 read any setting from YARN_* (registries, scopes, yarnPath)
+    ("BUN_CONFIG_", ""),  # bun's registry and token
     ("RUNCODE_POLICY_", ""),  # the gate's own: its sandbox token never reaches the installer
 )
 

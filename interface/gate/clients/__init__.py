@@ -33,7 +33,7 @@ def plan(command: list[str], cwd: str) -> Plan:
             return found
     raise Usage(
         f"{program!r} is not an installer the gate runs: use pip, python -m pip, uv, pdm, pipenv, "
-        "poetry, pip-compile, npm or pnpm"
+        "poetry, pip-compile, npm, pnpm, yarn or bun"
     )
 
 

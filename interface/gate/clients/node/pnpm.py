@@ -1,0 +1,42 @@
+"""pnpm through the gate: `pnpm add NAMES` and `pnpm install`.
+
+pnpm reads its registries from .npmrc and pnpm-workspace.yaml (`registries:`); its own view
+(`pnpm config list --json`) names them all, and each scope is pointed at the index on the
+command line (see `npmrc`), then checked. pnpm-lock.yaml records no registry for registry
+packages (they come from the configured one); a `tarball:` URL anywhere but the index is refused.
+pnpm's update notifier asks the registry for pnpm itself in every run: it is turned off.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import npmrc
+from .project import check_lockfiles, project_plan
+
+PROJECT_FLAGS = frozenset(
+    "--frozen-lockfile --prefer-frozen-lockfile --ignore-scripts --prod -P --dev -D --no-optional "
+    "--silent --reporter --lockfile-only".split()
+)
+LOCKFILES = ("pnpm-lock.yaml",)
+BUILT_IN_SCOPES = ("@jsr",)  # pnpm's own scope registry (npm.jsr.io), not listed as a key
+
+
+def plan(command: list[str], cwd: str):
+    return project_plan(command, cwd, {"install", "i"}, {"add"}, PROJECT_FLAGS)
+
+
+def prepare(argv: list[str], run: dict, workdir: str, env: dict, cwd: str):
+    registry = run["npm"]
+    check_lockfiles(cwd, LOCKFILES, registry, "pnpm")
+    env.update(npmrc.settings(run, workdir, env["no_proxy"]))
+    xdg = os.path.join(workdir, "xdg")  # pnpm's global config.yaml lives there
+    os.mkdir(xdg, 0o700)
+    env.update({"pnpm_config_registry": registry, "pnpm_config_update_notifier": "false", "XDG_CONFIG_HOME": xdg})
+    fixed = [
+        f"--registry={registry}",
+        "--config.update-notifier=false",
+        *(f"--config.{scope}:registry={registry}" for scope in BUILT_IN_SCOPES),
+    ]
+    options = npmrc.pointed_at_index(argv[0], fixed, "--config.{}={}", registry, env, cwd)
+    return [argv[0], *options, *argv[1:]], env

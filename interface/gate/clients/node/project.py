@@ -1,0 +1,197 @@
+"""What a Node project install brings besides the registry: its manifests' non-registry
+dependencies, its lockfile's URLs, and the flags a project install may carry.
+
+A project install (`npm ci`, `pnpm install`, `yarn install`, `bun install`) names nothing on the
+command line; the index judges every registry package the client fetches. What the index never
+sees is judged here before the client runs:
+
+- every dependency, override or resolution in a package.json (the project's and each one below
+  it, outside node_modules) whose spec is not a registry range or tag (a URL, git, `file:`,
+  `github:`, `link:`, an alias...) goes to /evaluate as `name@spec`, so a denied or unknown
+  one is refused with the service's reason before anything runs;
+- a lockfile that would fetch from anywhere but the run's registry is refused, with what to run
+  instead (npm's is rerouted instead: see `npm`).
+
+Standard library only, like the whole gate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from ...installers import Unresolvable, Usage
+from ..plan import Plan
+
+# package.json fields that declare what gets installed; overrides nest (npm) or name a path
+# (`alpha>beta`, `**/beta`, `beta@1`): the package installed is the last name in the key.
+DEPENDENCY_FIELDS = ("dependencies", "devDependencies", "optionalDependencies", "peerDependencies")
+OVERRIDE_FIELDS = (("overrides",), ("resolutions",), ("pnpm", "overrides"))
+# A registry spec is a semver range or a dist-tag: neither has a colon or a slash, and a tarball
+# file name ends in one of these. `workspace:` names a package of this very project.
+TARBALL_ENDINGS = (".tgz", ".tar.gz", ".tar")
+LOCAL_PROTOCOL = "workspace:"
+SKIPPED_DIRECTORIES = ("node_modules", ".git")
+MAX_MANIFESTS = 2000  # package.json files read below the project: a bound on a hostile tree
+# Anything a lockfile could fetch: a scheme and an authority. A backslash could hide one behind
+# an escape (JSON, YAML and yarn's format all unescape), so a lockfile with one is refused.
+URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"',}\]]*")
+LOCKFILE_HELP = (
+    "delete {lockfile} and run `runcode-policy-gate -- {client} install` to resolve the project "
+    "again through the package index"
+)
+
+
+def is_registry_spec(spec: str) -> bool:
+    spec = spec.strip()
+    return ":" not in spec and "/" not in spec and not spec.lower().endswith(TARBALL_ENDINGS)
+
+
+def declared_specs(cwd: str) -> list[str]:
+    """`name@spec` for every non-registry dependency, override or resolution of the project."""
+    specs: list[str] = []
+    for manifest in manifests(cwd):
+        for field in DEPENDENCY_FIELDS:
+            for name, spec in _mapping(manifest.get(field)).items():
+                specs += _judged(name, spec)
+        for path in OVERRIDE_FIELDS:
+            specs += _override_specs(_mapping(_field(manifest, path)))
+    return list(dict.fromkeys(specs))
+
+
+def manifests(cwd: str) -> list[dict]:
+    """The package.json of the project, of every folder below it but node_modules, and of every
+    folder above it (a workspace root installs its whole workspace from any of its folders)."""
+    found = [_manifest(os.path.join(d, "package.json")) for d in ancestors(cwd)[1:] if _is_file(d, "package.json")]
+    for directory, folders, files in os.walk(cwd):
+        folders[:] = sorted(f for f in folders if f not in SKIPPED_DIRECTORIES)
+        if "package.json" in files:
+            found.append(_manifest(os.path.join(directory, "package.json")))
+        if len(found) > MAX_MANIFESTS:
+            raise Unresolvable(f"more than {MAX_MANIFESTS} package.json files below {cwd}")
+    return found
+
+
+def ancestors(cwd: str) -> list[str]:
+    """The working directory and every directory above it, nearest first."""
+    found = [os.path.abspath(cwd)]
+    while os.path.dirname(found[-1]) != found[-1]:
+        found.append(os.path.dirname(found[-1]))
+    return found
+
+
+def _is_file(directory: str, name: str) -> bool:
+    return os.path.isfile(os.path.join(directory, name))
+
+
+def _manifest(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            document = json.load(handle)
+    except (OSError, ValueError) as error:
+        raise Unresolvable(f"cannot read {path}: {error}") from None
+    if not isinstance(document, dict):
+        raise Unresolvable(f"{path} is not a JSON object")
+    return document
+
+
+def _field(manifest: dict, path: tuple) -> object:
+    for key in path:
+        manifest = manifest.get(key) if isinstance(manifest, dict) else None
+    return manifest
+
+
+def _mapping(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _judged(name: str, spec: object) -> list[str]:
+    if not isinstance(spec, str):
+        raise Unresolvable(f"the dependency {name!r} has a spec that is not a string: {spec!r}")
+    if is_registry_spec(spec) or spec.startswith(LOCAL_PROTOCOL) or spec.startswith("$"):
+        return []  # `$name` (npm overrides) is the project's own spec for name, judged there
+    return [f"{name}@{spec}"]
+
+
+def _override_specs(overrides: dict) -> list[str]:
+    specs: list[str] = []
+    for key, value in overrides.items():
+        name = override_target(key)
+        if isinstance(value, dict):  # npm: {"alpha": {".": "1.0.0", "beta": "..."}}
+            specs += _judged(name, value["."]) if "." in value else []
+            specs += _override_specs({k: v for k, v in value.items() if k != "."})
+        else:
+            specs += _judged(name, value)
+    return specs
+
+
+def override_target(key: str) -> str:
+    """The package an override key replaces: `alpha>beta@1` and `**/alpha/beta` name beta."""
+    last = key.rsplit(">", 1)[-1]
+    parts = last.split("/")
+    name = "/".join(parts[-2:]) if len(parts) > 1 and parts[-2].startswith("@") else parts[-1]
+    at = name.find("@", 1)
+    return name if at < 0 else name[:at]
+
+
+def checked_flags(client: str, flags: list[str], allowed: frozenset) -> None:
+    """A project install may carry only flags that change neither sources nor caches."""
+    for flag in flags:
+        if flag.partition("=")[0] not in allowed and flag not in allowed:
+            raise Usage(
+                f"`{client}` flag {flag!r} is not one the gate passes to a project install "
+                f"(it passes: {', '.join(sorted(allowed))})"
+            )
+
+
+def check_lockfiles(cwd: str, lockfiles: tuple, registry: str, client: str) -> None:
+    """Refuse a lockfile, in the working directory or above it (a workspace root's), that would
+    fetch anything from outside the run's registry."""
+    for directory in ancestors(cwd):
+        for lockfile in lockfiles:
+            _check_lockfile(os.path.join(directory, lockfile), registry, client)
+
+
+def _check_lockfile(path: str, registry: str, client: str) -> None:
+    lockfile = path
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise Unresolvable(f"cannot read {lockfile}: {error}") from None
+    then = LOCKFILE_HELP.format(lockfile=lockfile, client=client)
+    if "\\" in text:
+        raise Unresolvable(f"{lockfile} holds an escape sequence that could hide a URL; {then}")
+    for url in URL.findall(text):
+        if not url.startswith(registry):
+            raise Unresolvable(f"{lockfile} fetches {url}, which is not the package index; {then}")
+
+
+def project_plan(command: list[str], cwd: str, project_verbs, named_verbs, flags: frozenset) -> Plan:
+    """What to ask /evaluate before a Node client runs `command`.
+
+    A verb of `named_verbs` with package names goes to the service whole (it parses npm and
+    pnpm command lines itself, options included), with the project's own non-registry specs
+    appended: the client installs package.json too. A verb of `project_verbs` naming no
+    package is a project install: only `flags` may come with it, and the project's specs are
+    asked about (None when there are none: the index alone judges what is fetched).
+    """
+    client, args = command[0], command[1:]
+    verb = next((a for a in args if not a.startswith("-")), None)
+    rest = [a for a in args if a != verb] if verb is not None else args
+    names = [a for a in rest if not a.startswith("-")]
+    if verb in named_verbs and names:
+        return Plan(client, "node", {"command": [*command, *declared_specs(cwd)]})
+    if verb not in project_verbs and not (verb is None and "" in project_verbs):
+        every = sorted(v for v in {*project_verbs, *named_verbs} if v)
+        raise Usage(f"the gate runs `{client}` only as: {', '.join(f'{client} {v}' for v in every)}")
+    if names:
+        raise Usage(
+            f"`{client} {verb}` names packages, which the gate judges only as `npm install NAME` or `pnpm add NAME`"
+        )
+    checked_flags(client, rest, flags)
+    specs = declared_specs(cwd)
+    return Plan(client, "node", {"language": "node", "specs": specs} if specs else None)

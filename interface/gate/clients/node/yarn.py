@@ -1,0 +1,101 @@
+"""yarn through the gate: `yarn install` (or plain `yarn`), yarn 1.x and yarn 4.x alike.
+
+Which yarn it is, the gate asks the program it found (`yarn --version`); a project's own yarn
+(`yarn-path`, `yarnPath`) never runs in its place (YARN_IGNORE_PATH).
+
+- yarn 1 gets the registry on its command line and the run token in an npmrc of the gate's own
+  (as npm does); its own view (`yarn config list --json`, both its yarn and its npm settings)
+  must then name no other registry or scope registry, or the install is refused: yarn 1 has no
+  command-line override for a scope. It fetches a yarn.lock `resolved` URL as it is, so a
+  yarn.lock that names anything but the index is refused.
+- yarn 4 takes the registry and the token from the environment, which beats .yarnrc.yml; a
+  scope that .yarnrc.yml sends to another registry (`npmScopes`) cannot be overridden that way,
+  so it is refused, as is a yarn.lock URL anywhere but the index.
+
+yarn 1 gets a cache of the run's own; yarn 4 keeps its cache in the project (.yarn/cache).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.parse
+
+from ...installers import Unresolvable
+from . import npmrc
+from .project import check_lockfiles, project_plan
+from .query import client_output, mismatched
+
+PROJECT_FLAGS = frozenset(
+    "--frozen-lockfile --immutable --pure-lockfile --ignore-scripts --production --silent "
+    "--non-interactive --no-progress --inline-builds --mode".split()
+)
+LOCKFILES = ("yarn.lock",)
+
+
+def plan(command: list[str], cwd: str):
+    return project_plan(command, cwd, {"install", ""}, set(), PROJECT_FLAGS)
+
+
+def prepare(argv: list[str], run: dict, workdir: str, env: dict, cwd: str):
+    registry = run["npm"]
+    check_lockfiles(cwd, LOCKFILES, registry, "yarn")
+    env["YARN_IGNORE_PATH"] = "1"
+    version = client_output([argv[0], "--version"], env, cwd).strip()
+    if version.startswith("1."):
+        return yarn1(argv, run, workdir, env, cwd)
+    if version.split(".")[0].isdigit() and int(version.split(".")[0]) >= 2:
+        return yarn_berry(argv, run, env, cwd)
+    raise Unresolvable(f"yarn {version!r} is not a yarn the gate knows (1.x or 2.x and later)")
+
+
+def yarn1(argv: list[str], run: dict, workdir: str, env: dict, cwd: str):
+    registry = run["npm"]
+    # yarn 1 sends the token only with always-auth, and reads it only from an npmrc
+    env.update(npmrc.settings(run, workdir, env["no_proxy"], more="always-auth=true\n"))
+    options = ["--registry", registry]
+    lines = client_output([argv[0], "config", "list", "--json", *options], env, cwd).splitlines()
+    seen: dict = {}
+    for line in lines:
+        event = json.loads(line) if line.startswith("{") else {}
+        if event.get("type") == "inspect" and isinstance(event.get("data"), dict):
+            data = event["data"]
+            seen.update({k: str(v) for k, v in data.items() if k == "registry" or k.endswith(npmrc.SCOPE_SUFFIX)})
+    wrong = mismatched(seen, registry)
+    if wrong or "registry" not in seen:
+        listed = ", ".join(f"{key} = {url}" for key, url in sorted(wrong.items())) or "no registry set"
+        raise Unresolvable(
+            f"yarn would still fetch from outside the package index ({listed}); yarn 1 cannot be told "
+            "otherwise on its command line: remove it from .npmrc / .yarnrc"
+        )
+    cache = ["--cache-folder", os.path.join(workdir, "cache"), "--non-interactive"]
+    return [argv[0], *argv[1:], *options, *cache], env
+
+
+def yarn_berry(argv: list[str], run: dict, env: dict, cwd: str):
+    registry = run["npm"]
+    env.update(
+        {
+            "YARN_NPM_REGISTRY_SERVER": registry,
+            "YARN_NPM_AUTH_TOKEN": run["token"],
+            "YARN_NPM_ALWAYS_AUTH": "true",
+            "YARN_UNSAFE_HTTP_WHITELIST": urllib.parse.urlsplit(registry).hostname or "",
+            "YARN_ENABLE_TELEMETRY": "0",
+            "YARN_ENABLE_GLOBAL_CACHE": "0",
+        }
+    )
+    server = client_output([argv[0], "config", "get", "npmRegistryServer"], env, cwd).strip()
+    scopes = client_output([argv[0], "config", "get", "npmScopes", "--json"], env, cwd).strip()
+    scopes = {} if scopes == "undefined" else json.loads(scopes)  # yarn prints `undefined` for none
+    seen = {"npmRegistryServer": server}
+    for scope, entry in (scopes or {}).items():
+        if isinstance(entry, dict) and entry.get("npmRegistryServer") is not None:
+            seen[f"npmScopes.{scope}.npmRegistryServer"] = str(entry["npmRegistryServer"])
+    wrong = mismatched(seen, registry)
+    if wrong:
+        listed = ", ".join(f"{key} = {url}" for key, url in sorted(wrong.items()))
+        raise Unresolvable(
+            f"yarn would still fetch from outside the package index ({listed}); the gate cannot point a "
+            "yarn scope at the index: remove it from .yarnrc.yml"
+        )
+    return list(argv), env

@@ -1,0 +1,292 @@
+"""Every Node client for real through the gate and the service's npm registry: npm (`install
+NAME`, `install`, `ci`), pnpm, yarn 1, yarn 4 and bun, project installs above all.
+
+Two fixture registries on loopback: the index's upstream, and a "public" one on another port
+that stands for the public registry an agent's lockfile or .npmrc may name. Its request log must
+stay empty during every gated run. Both serve alpha 1.0.0 (depends on beta), alpha 0.9.0 (no
+dependencies: the older release a resolver could fall back to), beta, gamma and @evil/x.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from tests.support.gate import Gate, sandbox_env
+from tests.support.index_fixtures import set_policy
+from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url: SQLite only
+from tests.support.node_clients import bin_dir, program
+from tests.support.npm_upstream import NpmUpstream, Release
+
+RELEASES = (
+    Release("alpha", "0.9.0"),
+    Release("alpha", "1.0.0", dependencies={"beta": "^1.0.0"}),
+    Release("beta", "1.0.0"),
+    Release("gamma", "1.0.0"),
+    Release("@evil/x", "1.0.0"),
+)
+PROJECT_INSTALLS = {  # client -> the project install the gate runs
+    "npm": ("npm", "install"),
+    "npm-ci": ("npm", "ci"),
+    "pnpm": ("pnpm", "install"),
+    "yarn1": ("yarn", "install"),
+    "yarn4": ("yarn", "install"),
+    "bun": ("bun", "install"),
+}
+CLIENTS = list(PROJECT_INSTALLS)
+LOCKFILES = {"npm": "package-lock.json", "pnpm": "pnpm-lock.yaml", "yarn1": "yarn.lock", "yarn4": "yarn.lock"}
+LOCKFILES.update({"npm-ci": LOCKFILES["npm"], "bun": "bun.lock"})
+# A lockfile made against the public registry: rerouted through the index, or refused.
+PUBLIC_LOCK = {"npm": "rerouted", "npm-ci": "rerouted", "pnpm": "rerouted", "yarn4": "rerouted"}
+PUBLIC_LOCK.update({"yarn1": "refused", "bun": "refused"})
+
+
+@pytest.fixture
+def upstream():
+    server = NpmUpstream(RELEASES)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def public(upstream):
+    server = NpmUpstream(RELEASES)
+    server.tarballs.update(upstream.tarballs)  # the same bytes (gzip stamps the time it ran)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def live_env(upstream) -> dict:
+    return {"RUNCODE_POLICY_NPM_UPSTREAM": f"{upstream.url}/"}
+
+
+@pytest.fixture
+def env(live, tmp_path) -> dict:
+    home = tmp_path / "home"
+    home.mkdir()
+    return sandbox_env(live, home)
+
+
+def project(tmp_path, client: str, dependencies: dict, **fields) -> object:
+    path = tmp_path / "project"
+    path.mkdir(exist_ok=True)
+    manifest = {"name": "project", "version": "1.0.0", "private": True, "dependencies": dependencies, **fields}
+    (path / "package.json").write_text(json.dumps(manifest))
+    if client == "yarn4":  # node_modules rather than Plug'n'Play, so that the tests can look
+        (path / ".yarnrc.yml").write_text("nodeLinker: node-modules\n")
+    return path
+
+
+def gated(tmp_path, client: str, env: dict, path, *command: str):
+    """`runcode-policy-gate -- <the client's project install>` (or `command`) in `path`."""
+    gate = Gate(
+        tmp_path / f"gate-{len(list(tmp_path.glob('gate-*')))}",
+        installer_path=str(bin_dir(tmp_path, client.removesuffix("-ci"))),
+    )
+    return gate("--", *(command or PROJECT_INSTALLS[client]), env=env, cwd=path, timeout=300)
+
+
+def prepared(tmp_path, client: str, env: dict, path):
+    """The project as the client needs it before its install: npm ci needs a lockfile."""
+    if client == "npm-ci":
+        done = gated(tmp_path, "npm", env, path, "npm", "install")
+        assert done.returncode == 0, done.stdout + done.stderr
+        shutil.rmtree(path / "node_modules")
+    return path
+
+
+def versions(path) -> dict:
+    """{name: version} of what the client put in node_modules (pnpm's links included)."""
+    found = {}
+    for manifest in (path / "node_modules").glob("**/package.json"):
+        try:
+            data = json.loads(manifest.read_text())
+        except ValueError:
+            continue
+        if manifest.parent.name == data.get("name", "").rsplit("/", 1)[-1]:
+            found[data["name"]] = data.get("version")
+    return found
+
+
+def decisions(live) -> list[dict]:
+    reply = live.call("GET", "/api/v1/workspaces/acme/decisions?limit=1000", live.tokens["auditor"])
+    assert reply.status == 200, reply.body
+    return reply.json["decisions"]
+
+
+def fetched_tarballs(server) -> set[str]:
+    return {path.rsplit("/", 1)[-1] for _, path, _ in server.requests if path.endswith(".tgz")}
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_an_allowed_tree_installs_through_the_index_with_a_decision_for_every_fetched_package(
+    live, app, env, tmp_path, upstream, client
+):
+    set_policy(app, "allowlist", node=["alpha", "beta"])
+    path = prepared(tmp_path, client, env, project(tmp_path, client, {"alpha": "^1.0.0"}))
+    upstream.requests.clear()
+    done = gated(tmp_path, client, env, path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {"alpha": "1.0.0", "beta": "1.0.0"}.items() <= versions(path).items()
+    downloads = {d["file"] for d in decisions(live) if d["request"] == "download"}
+    assert fetched_tarballs(upstream) == {"alpha-1.0.0.tgz", "beta-1.0.0.tgz"} <= downloads
+
+
+def test_npm_install_with_names_installs_an_allowed_tree_through_the_index(live, app, env, tmp_path, upstream):
+    set_policy(app, "allowlist", node=["alpha", "beta"])
+    path = project(tmp_path, "npm", {})
+    done = gated(tmp_path, "npm", env, path, "npm", "install", "alpha")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {"alpha": "1.0.0", "beta": "1.0.0"}.items() <= versions(path).items()
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_denied_transitive_dependency_fails_the_install_and_nothing_older_is_installed(
+    live, app, env, tmp_path, client
+):
+    set_policy(app, "allowlist", node=["alpha", "beta"])
+    path = prepared(tmp_path, client, env, project(tmp_path, client, {"alpha": ">=0.9.0"}))
+    set_policy(app, "allowlist", node=["alpha"])  # beta denied; alpha 0.9.0 would do without it
+    done = gated(tmp_path, client, env, path)
+    assert done.returncode not in (0, 2, 3, 4), done.stdout + done.stderr
+    assert "denied: beta (node) \u2014 not-on-the-allow-list" in done.stderr, done.stdout + done.stderr
+    assert "beta" not in versions(path) and versions(path).get("alpha") != "0.9.0"
+
+
+def test_npm_install_with_names_fails_on_a_denied_transitive_dependency(live, app, env, tmp_path):
+    set_policy(app, "allowlist", node=["alpha"])
+    path = project(tmp_path, "npm", {})
+    done = gated(tmp_path, "npm", env, path, "npm", "install", "alpha@>=0.9.0")
+    assert done.returncode not in (0, 2, 3, 4), done.stdout + done.stderr
+    assert "denied: beta (node) \u2014 not-on-the-allow-list" in done.stderr
+    assert "beta" not in versions(path) and versions(path).get("alpha") != "0.9.0"
+
+
+def lock_against(tmp_path, client: str, path, registry: str) -> None:
+    """Make the client's lockfile with the real client against `registry`, as an agent would
+    outside the gate, then remove what it installed."""
+    home, tools = tmp_path / "lock-home", tmp_path / "lock-tools"
+    home.mkdir(exist_ok=True)
+    base = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    name = client.removesuffix("-ci")
+    tool = str(program(name))
+    argv = {
+        "npm": [tool, "install", f"--registry={registry}", f"--cache={tools}"],
+        "pnpm": [tool, "install", f"--registry={registry}", f"--store-dir={tools}"],
+        "yarn1": [tool, "install", "--no-default-rc", "--registry", registry, "--cache-folder", str(tools)],
+        "yarn4": [tool, "install"],
+        "bun": [tool, "install", f"--config={tmp_path / 'lock-bunfig.toml'}"],
+    }[name]
+    extra = {
+        "YARN_NPM_REGISTRY_SERVER": registry,
+        "YARN_UNSAFE_HTTP_WHITELIST": "127.0.0.1",
+        "YARN_ENABLE_GLOBAL_CACHE": "0",
+        "YARN_ENABLE_TELEMETRY": "0",
+    }
+    (tmp_path / "lock-bunfig.toml").write_text(
+        f'[install]\nregistry = "{registry}"\n[install.cache]\ndir = "{tools}"\n'
+    )
+    done = subprocess.run(argv, env={**base, **extra}, cwd=path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (path / LOCKFILES[client]).exists()
+    for made in ("node_modules", ".yarn", ".pnp.cjs"):
+        shutil.rmtree(path / made, ignore_errors=True)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_lockfile_made_against_the_public_registry_is_rerouted_or_refused_and_public_sees_nothing(
+    live, app, env, tmp_path, public, upstream, client
+):
+    set_policy(app, "allowlist", node=["alpha", "beta"])
+    path = project(tmp_path, client, {"alpha": "^1.0.0"})
+    lock_against(tmp_path, client, path, f"{public.url}/")
+    assert f"127.0.0.1:{public.port}" in (path / LOCKFILES[client]).read_text() or client in ("pnpm", "yarn4")
+    public.requests.clear()
+    done = gated(tmp_path, client, env, path)
+    assert public.requests == [], public.requests
+    if PUBLIC_LOCK[client] == "rerouted":
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert {"alpha": "1.0.0", "beta": "1.0.0"}.items() <= versions(path).items()
+        assert {"alpha-1.0.0.tgz", "beta-1.0.0.tgz"} <= {d.get("file") for d in decisions(live)}
+    else:
+        assert done.returncode == 4 and not versions(path), done.stdout + done.stderr
+        assert f"fetches http://127.0.0.1:{public.port}/alpha/-/alpha-1.0.0.tgz" in done.stderr
+        assert "which is not the package index" in done.stderr
+        assert f"delete {path / LOCKFILES[client]} and run `runcode-policy-gate --" in done.stderr
+
+
+TRICKS = {
+    "escaped scope": '"\\u0040evil:registry"={url}/\n',
+    "byte-order mark": "\ufeff@evil:registry={url}/\n",
+    "upper-case scope": "@EVIL:registry={url}/\n@evil:registry={url}/\n",
+}
+
+
+@pytest.mark.parametrize("trick", TRICKS)
+@pytest.mark.parametrize("client", CLIENTS)
+def test_an_npmrc_scope_trick_installs_nothing_unjudged(live, app, env, tmp_path, public, client, trick):
+    set_policy(app, "denylist", node=["gamma"])
+    path = prepared(tmp_path, client, env, project(tmp_path, client, {"@evil/x": "1.0.0"}))
+    (path / ".npmrc").write_text(TRICKS[trick].format(url=public.url), encoding="utf-8")
+    public.requests.clear()
+    done = gated(tmp_path, client, env, path)
+    assert public.requests == [], public.requests
+    judged = {d["name"] for d in decisions(live) if d["context"].get("source") == "index"}
+    if done.returncode == 0:
+        assert versions(path).get("@evil/x") == "1.0.0" and "@evil/x" in judged
+    else:  # refused before anything ran
+        assert done.returncode == 4 and not versions(path), done.stdout + done.stderr
+
+
+def test_a_pnpm_workspace_registries_entry_cannot_send_a_scope_elsewhere(live, app, env, tmp_path, public):
+    set_policy(app, "denylist", node=["gamma"])
+    path = project(tmp_path, "pnpm", {"@evil/x": "1.0.0"})
+    (path / "pnpm-workspace.yaml").write_text(f'registries:\n  {public.url}/:\n    scopes: ["@evil"]\n')
+    done = gated(tmp_path, "pnpm", env, path)
+    assert public.requests == []
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "@evil/x" in {d["name"] for d in decisions(live)}
+
+
+def test_a_yarn4_scope_registry_is_refused(live, app, env, tmp_path, public):
+    set_policy(app, "denylist", node=["gamma"])
+    path = project(tmp_path, "yarn4", {"@evil/x": "1.0.0"})
+    rc = f'nodeLinker: node-modules\nnpmScopes:\n  evil:\n    npmRegistryServer: "{public.url}/"\n'
+    (path / ".yarnrc.yml").write_text(rc)
+    done = gated(tmp_path, "yarn4", env, path)
+    assert public.requests == [] and done.returncode == 4, done.stdout + done.stderr
+    assert f"npmScopes.evil.npmRegistryServer = {public.url}/" in done.stderr
+
+
+def test_a_pnpm_run_asks_nothing_about_pnpm_itself(live, app, env, tmp_path):
+    set_policy(app, "allowlist", node=["alpha", "beta"])
+    path = project(tmp_path, "pnpm", {"alpha": "^1.0.0"})
+    done = gated(tmp_path, "pnpm", env, path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    names = {d["name"] for d in decisions(live)}
+    assert "alpha" in names and "pnpm" not in names
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"dependencies": {"gamma": "http://127.0.0.1:9/gamma-1.0.0.tgz"}},
+        {"dependencies": {"alpha": "^1.0.0"}, "overrides": {"beta": "github:evil/beta"}},
+        {"dependencies": {"alpha": "^1.0.0"}, "resolutions": {"**/beta": "file:../beta"}},
+        {"dependencies": {"alpha": "^1.0.0"}, "pnpm": {"overrides": {"alpha>beta": "git+https://127.0.0.1:9/b.git"}}},
+    ],
+    ids=["url dependency", "npm override", "yarn resolution", "pnpm override"],
+)
+def test_a_non_registry_spec_in_package_json_is_refused_before_the_client_runs(live, app, env, tmp_path, client, field):
+    set_policy(app, "allowlist", node=["alpha", "beta", "gamma"])
+    path = project(tmp_path, client, {})
+    manifest = {**json.loads((path / "package.json").read_text()), **field}
+    (path / "package.json").write_text(json.dumps(manifest))
+    done = gated(tmp_path, client, env, path)
+    assert done.returncode == 3 and not versions(path), done.stdout + done.stderr
+    assert "direct-reference" in done.stderr or "not allowed" in done.stderr or "denied:" in done.stderr
