@@ -43,7 +43,7 @@ PARTS = (
         "a real npm registry as the index's upstream",
         lambda: (REPO / ".ci/node_tools/node_modules/.bin/verdaccio").exists(),
     ),
-    ("pnpm", "pnpm through the index and the gate", lambda: (NODE_BIN / "pnpm").exists()),
+    ("Node package clients", "pnpm, yarn and bun through the index and the gate", lambda: (NODE_BIN / "bun").exists()),
     (
         "Python package clients",
         "poetry, pdm, pipenv and pip-compile through the gate",
