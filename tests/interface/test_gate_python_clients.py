@@ -130,7 +130,9 @@ PIPFILE = '[[source]]\nname = "pypi"\nurl = "{url}"\nverify_ssl = true\n\n[packa
 
 @pytest.mark.parametrize("allowed", [["alpha", "beta"], ["alpha"]], ids=["allowed", "beta-denied"])
 def test_pipenv_install_replaces_pypi_by_the_index(tmp_path, env, app, project, allowed):
-    set_policy(app, "allowlist", python=allowed)
+    # pipenv looks up pip and setuptools for the project's environment after locking: in an
+    # allowlist they must be allowed, or that lookup is the run's first denial.
+    set_policy(app, "allowlist", python=[*allowed, "pip", "setuptools"])
     (project / "Pipfile").write_text(PIPFILE.format(url="https://pypi.org/simple"))
     done = gate_for(tmp_path, "pipenv")("--", "pipenv", "install", env=env, cwd=project, timeout=300)
     if allowed == ["alpha"]:
