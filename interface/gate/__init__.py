@@ -15,7 +15,10 @@ Usage:  runcode-policy-gate -- pip install pandas numpy
    with every variable that redirects installs removed and the installer's configuration files
    replaced by its own, pointed at the index with the run token. The index then judges every
    package the installer fetches, at any depth.
-4. If the installer fails, the gate prints that run's denials:
+4. After the installer exits, the gate reads the run's decisions. The index refuses a run
+   everything after its first denied package (so no resolver can fall back to an older release
+   without it); whenever the run recorded a denial, the gate prints each one and how to ask for
+   it, and exits 3 even if the installer exited 0:
    `denied: beta (python) — not-on-the-allow-list: ...` (pip, uv and pnpm do not show them).
 
 Environment:
@@ -29,11 +32,15 @@ Environment:
                                  /usr/local/bin:/usr/bin:/bin; relative entries are ignored)
 
 Exit status:
-  the installer's own   everything asked about was allowed, and the installer ran
-  2                     usage error: no command, or not an installer the gate runs
-  3                     denied: at least one package is not allowed; nothing ran
+  the installer's own   everything asked about was allowed, the installer ran, and the
+                        package index refused it nothing
+  2                     usage error: no command, not an installer the gate runs, or a command
+                        the service refuses to parse (its reason is printed); nothing ran
+  3                     denied: at least one package is not allowed (nothing ran), or the
+                        package index refused the installer a package (its denials are printed)
   4                     cannot verify (service unreachable, timeout, error answer, bad
-                        configuration, a redirect it cannot undo): fail closed, nothing ran
+                        configuration, a redirect it cannot undo): fail closed, nothing ran; or
+                        the run's decisions could not be read after the installer ran
   126, 127              allowed, but the installer could not be executed / was not found
 
 A command that itself exits 3 or 4 looks like a refusal by its status alone; the gate's own
@@ -58,11 +65,12 @@ import tempfile
 from .clients import Plan, plan, prepare
 from .installers import Unresolvable, Usage, resolved_argv
 from .request import is_request, request_main
-from .service import CannotVerify, ask, config_from, create_run, run_denials
+from .service import CannotVerify, CommandRefused, ask, config_from, create_run, run_denials
 
 EXIT_USAGE, EXIT_DENIED, EXIT_UNVERIFIED = 2, 3, 4
 EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND = 126, 127
 PREFIX = "runcode-policy-gate:"
+RUN_FAILED = "run-failed"  # the index's reason for everything it refuses a run after its first denial
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         return install(config, found, command)
     except Usage as error:
         say(str(error))
+        return EXIT_USAGE
+    except CommandRefused as error:
+        say(f"the policy service refuses `{shown(command)}`: {error}")
+        say("not running it; exit status 2")
         return EXIT_USAGE
     except CannotVerify as error:
         return cannot_verify(command, str(error))
@@ -144,25 +156,41 @@ def install(config: dict, found: Plan, command: list[str]) -> int:
         raise CannotVerify(str(error)) from None
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    if status not in (0, EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE):
-        explain_failure(config, run["id"], status)
-    return status
+    if status in (EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE):
+        return status  # nothing ran, so nothing was fetched
+    return report_run(config, run["id"], status)
 
 
-def explain_failure(config: dict, run_id: str, status: int) -> None:
-    """Print the run's denials: pip, uv and pnpm do not show the index's reasons themselves."""
+def report_run(config: dict, run_id: str, status: int) -> int:
+    """The gate's status once the installer exited with `status`: 3 and every denial printed when
+    the run recorded one (pip, uv and pnpm do not show the index's reasons, and a resolver may
+    even succeed around a denial), 4 when the run's decisions cannot be read (fail closed)."""
     try:
         denials = run_denials(config, run_id)
     except CannotVerify as error:
-        say(f"the installer failed (exit status {status}); this run's decisions are unreadable: {error}")
-        return
-    for decision in denials:
+        say(f"the installer exited {status}, but this run's decisions cannot be read: {error}")
+        say("what it installed cannot be verified (fail closed); exit status 4")
+        return EXIT_UNVERIFIED
+    if not denials:
+        return status
+    refused = [d for d in denials if d.get("reason") == RUN_FAILED]
+    firsts = {(d.get("language"), d.get("name") or d.get("spec")): d for d in denials if d not in refused}
+    for decision in firsts.values():
         say(f"denied: {index_denial_text(decision)}")
-    if denials:
-        say(
-            f"the installer failed (exit status {status}): the package index refused the "
-            "package(s) above; ask an admin to allow them"
-        )
+        hint = request_hint(decision)
+        if hint and hint not in str(decision.get("message")):
+            say(f"  to ask for it: {hint}")
+    if refused:
+        say(f"after that denial the package index refused this run {len(refused)} more fetch(es) ({RUN_FAILED})")
+    say(f"the package index refused this install the package(s) above (the installer exited {status}); exit status 3")
+    return EXIT_DENIED
+
+
+def request_hint(decision: dict) -> str | None:
+    name, language = decision.get("name"), decision.get("language")
+    if not name or not language:
+        return None
+    return f'runcode-policy-gate request {language} {name} --why "..."'
 
 
 def index_denial_text(decision: dict) -> str:

@@ -21,8 +21,9 @@ import urllib.parse
 PYTHON = re.compile(r"python(\d+(\.\d+)*)?\Z")
 
 # Variable families that steer installers: cleared from the installer's environment, but for
-# the few beside each that only change output, timeouts or caches. Compared upper-cased (npm
-# reads its variables in any case; clearing too much is the safe side).
+# the few named beside each that only change output, timeouts or caches, kept by exact name
+# (`npm_config_ca`, a CA to trust, is not `npm_config_cache`). Compared upper-cased (npm reads
+# its variables in any case; clearing too much is the safe side).
 CLEARED = (
     (
         "PIP_",
@@ -65,7 +66,7 @@ def cleared(environ) -> dict:
     for name, value in environ.items():
         upper = name.upper()
         family = next((f for f in CLEARED if upper.startswith(f[0])), None)
-        if family is None or upper[len(family[0]) :] in family[1]:
+        if family is None or upper[len(family[0]) :] in family[1].split():
             env[name] = value
     return env
 

@@ -22,6 +22,18 @@ class CannotVerify(Exception):
     """No trustworthy answer: the gate must not run the command (fail closed)."""
 
 
+class ErrorAnswer(CannotVerify):
+    """The service answered with an error status; `errors` are its problem's field errors."""
+
+    def __init__(self, text: str, status: int, errors: list):
+        super().__init__(text)
+        self.status, self.errors = status, errors
+
+
+class CommandRefused(Exception):
+    """The service will not parse the command (422 about `command`): a usage error, not a doubt."""
+
+
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
     # Following a redirect would re-send the bearer token to wherever it points, and turn the
     # POST into a GET: treat any redirect as an error answer instead.
@@ -63,7 +75,12 @@ def timeout_from(env) -> float:
 def ask(config: dict, question: dict) -> dict:
     """POST the question (`{"command": argv}` or `{"language", "specs"}`) to /evaluate; the parsed
     answer, or CannotVerify for anything else."""
-    answer = call(config, "POST", "/evaluate", {**question, "context": context_of(config)})
+    try:
+        answer = call(config, "POST", "/evaluate", {**question, "context": context_of(config)})
+    except ErrorAnswer as error:
+        if error.status == 422 and any(str(e.get("field", "")).startswith("command") for e in error.errors):
+            raise CommandRefused(str(error)) from None
+        raise
     if not (
         isinstance(answer.get("allowed"), bool)
         and isinstance(answer.get("decisions"), list)
@@ -114,7 +131,7 @@ def call(config: dict, method: str, path: str, body: dict | None = None) -> dict
         with opener.open(request, timeout=config["timeout"]) as response:
             return parse_answer(response.read(MAX_ANSWER_BYTES + 1))
     except urllib.error.HTTPError as error:
-        raise CannotVerify(describe_error_answer(error)) from None
+        raise error_answer(error) from None
     except urllib.error.URLError as error:
         if isinstance(error.reason, (TimeoutError, socket.timeout)):  # noqa: UP041 - as below
             raise CannotVerify(f"no answer within {config['timeout']:g} s") from None
@@ -137,17 +154,17 @@ def parse_answer(raw: bytes) -> dict:
     return answer
 
 
-def describe_error_answer(error: urllib.error.HTTPError) -> str:
+def error_answer(error: urllib.error.HTTPError) -> ErrorAnswer:
     """`HTTP 422 Invalid input: detail (field: message; ...)` from a problem+json body if any."""
     try:
         problem = json.loads(error.read(MAX_ANSWER_BYTES))
     except (OSError, ValueError):
         problem = None
     if not isinstance(problem, dict):
-        return f"HTTP {error.code} {error.reason}"
+        return ErrorAnswer(f"HTTP {error.code} {error.reason}", error.code, [])
     title, detail = problem.get("title") or error.reason, problem.get("detail") or ""
     text = f"HTTP {error.code} {title}: {detail}".rstrip(": ")
     errors = [e for e in problem.get("errors") or [] if isinstance(e, dict)]
     if errors:
         text += " (" + "; ".join(f"{e.get('field')}: {e.get('message')}" for e in errors) + ")"
-    return text
+    return ErrorAnswer(text, error.code, errors)

@@ -14,6 +14,7 @@ import pytest
 
 from interface.gate.clients.python.settings import PIP_BOOTSTRAP
 from tests.support.gate import GATE, Gate
+from tests.support.index_live import index_live_env  # noqa: F401 - fixture live_env: the index's upstreams local
 
 
 @pytest.fixture
@@ -110,6 +111,87 @@ def test_a_pip_command_the_gate_does_not_run_is_a_usage_error_with_exit_2(gate, 
     assert "the gate runs pip install and pip download only" in done.stderr
 
 
+def test_a_command_the_service_refuses_to_parse_is_a_usage_error_with_its_reason(gate):
+    body = b'{"title": "Not an install command", "status": 422, "detail": "no", '
+    body += b'"errors": [{"field": "command", "message": "only pip install"}]}'
+    with canned_service(422, body) as url:
+        done = gate("--", "pip", "install", "pandas", env={**OFFLINE, "RUNCODE_POLICY_URL": url})
+    assert done.returncode == 2 and gate.ran() is None, done.stderr
+    assert "the policy service refuses `pip install pandas`: HTTP 422" in done.stderr
+    assert "(command: only pip install)" in done.stderr and "cannot verify" not in done.stderr
+
+
+def test_another_invalid_input_answer_still_fails_closed_with_exit_4(gate):
+    body = (
+        b'{"title": "Invalid input", "status": 422, "detail": "no", "errors": [{"field": "context", "message": "x"}]}'
+    )
+    with canned_service(422, body) as url:
+        done = gate("--", "pip", "install", "pandas", env={**OFFLINE, "RUNCODE_POLICY_URL": url})
+    assert done.returncode == 4 and gate.ran() is None and "HTTP 422 Invalid input: no (context: x)" in done.stderr
+
+
+# An installer that fetches what it is told from the index with the run's token, then exits 0:
+# like a resolver that got around a denial, or an optional dependency it did without.
+FETCHING_PIP = """#!{python}
+import base64, os, sys, urllib.error, urllib.parse, urllib.request
+index = urllib.parse.urlsplit(os.environ["PIP_INDEX_URL"])
+auth = base64.b64encode(urllib.parse.unquote(index.netloc.rpartition("@")[0]).encode()).decode()
+base = index._replace(netloc=index.netloc.rpartition("@")[2]).geturl()
+basic = {{"Authorization": "Basic " + auth}}
+for project in os.environ["FETCH"].split():
+    try:
+        urllib.request.urlopen(urllib.request.Request(base + project + "/", headers=basic))
+    except urllib.error.HTTPError:
+        pass
+if os.environ.get("THEN_REVOKE"):  # the gate's own token, revoked while the installer runs
+    owner = {{"Authorization": "Bearer " + os.environ["OWNER"]}}
+    urllib.request.urlopen(urllib.request.Request(os.environ["THEN_REVOKE"], method="DELETE", headers=owner))
+sys.exit(0)
+"""
+
+
+@pytest.fixture
+def fetching_pip(gate):
+    (gate.programs / "pip").write_text(FETCHING_PIP.format(python=sys.executable))
+    return gate
+
+
+def test_a_denial_during_the_install_exits_3_with_every_denial_even_when_the_installer_exits_0(
+    fetching_pip, sandbox_env, app
+):
+    app.save_policy("acme", {"python": {"mode": "allowlist", "allow": ["alpha", "pandas"]}}, by="x")
+    done = fetching_pip("--", "pip", "install", "pandas", env={**sandbox_env, "FETCH": "beta alpha gamma"})
+    assert done.returncode == 3, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("runcode-policy-gate: denied:")]
+    assert len(lines) == 1 and "denied: beta (python) \u2014 not-on-the-allow-list: beta is not on" in lines[0]
+    assert 'runcode-policy-gate request python beta --why "..."' in lines[0]  # how to ask for it
+    assert "refused this run 2 more fetch(es) (run-failed)" in done.stderr  # alpha, gamma: the run had failed
+    assert "(the installer exited 0); exit status 3" in done.stderr
+
+
+def test_an_install_whose_run_recorded_no_denial_keeps_the_installers_status(fetching_pip, sandbox_env, app):
+    app.save_policy("acme", {"python": {"mode": "allowlist", "allow": ["alpha", "pandas"]}}, by="x")
+    done = fetching_pip("--", "pip", "install", "pandas", env={**sandbox_env, "FETCH": "alpha"})
+    assert done.returncode == 0 and "denied" not in done.stderr, done.stderr
+
+
+def test_when_the_runs_decisions_cannot_be_read_after_the_install_the_gate_fails_closed(
+    fetching_pip, sandbox_env, app, live
+):
+    issued = app.issue_token("acme", "revoked-mid-install", "sandbox", by="founder")
+    env = {
+        **sandbox_env,
+        "RUNCODE_POLICY_TOKEN": issued["token"],
+        "FETCH": "alpha",
+        "THEN_REVOKE": f"{live.url}/api/v1/workspaces/acme/tokens/{issued['id']}",
+        "OWNER": live.tokens["owner"],
+    }
+    done = fetching_pip("--", "pip", "install", "pandas", env=env)
+    assert done.returncode == 4, done.stderr
+    assert "the installer exited 0, but this run's decisions cannot be read: HTTP 401" in done.stderr
+    assert "cannot be verified (fail closed); exit status 4" in done.stderr
+
+
 @pytest.mark.parametrize("variable", ["RUNCODE_POLICY_URL", "RUNCODE_POLICY_TOKEN"])
 def test_missing_configuration_fails_closed_with_exit_4(gate, variable):
     env = {k: v for k, v in {**OFFLINE, "RUNCODE_POLICY_URL": "http://127.0.0.1:9"}.items() if k != variable}
@@ -156,6 +238,9 @@ def test_help_documents_every_exit_status(gate):
     assert done.returncode == 0
     for status in ("2 ", "3 ", "4 ", "126, 127"):
         assert f"\n  {status}" in done.stdout
+    assert "refuses to parse" in done.stdout  # 2: a command the service will not parse
+    assert "package index refused the installer a package" in done.stdout  # 3: a denial during the install
+    assert "decisions could not be read after the installer ran" in done.stdout  # 4: fail closed after it
 
 
 @pytest.mark.parametrize("module", sorted(GATE.rglob("*.py")), ids=lambda path: str(path.relative_to(GATE)))

@@ -38,6 +38,7 @@ REDIRECTS = {  # every one of these, left in place, sends an "allowed" install e
     "NODE_OPTIONS": "--require /tmp/evil.js",
     "NODE_PATH": "/tmp/evil",
     "COREPACK_NPM_REGISTRY": "http://evil.test/",
+    "npm_config_ca": "-----BEGIN CERTIFICATE-----evil",  # part of the kept CACHE's name, not it
 }
 HARMLESS = {
     "PIP_DEFAULT_TIMEOUT": "60",
@@ -86,6 +87,13 @@ def test_nothing_that_redirects_installs_reaches_the_installer(gate, env, projec
     assert leaked == {}
     assert {name: ran["env"].get(name) for name in HARMLESS} == HARMLESS
     assert "127.0.0.1" in ran["env"]["NO_PROXY"].split(",")  # the index, never via a proxy
+
+
+def test_a_family_keeps_only_its_harmless_names_exactly_never_a_part_of_one(gate, env, project):
+    given = {"npm_config_ca": "evil-ca", "npm_config_c": "evil", "PIP_CERT": "/etc/ssl/ca.pem", "PIP_": "evil"}
+    ran = run_ok(gate, ["pip", "install", "pandas"], {**env, **given}, project)
+    assert ran["env"].get("PIP_CERT") == "/etc/ssl/ca.pem"
+    assert not {"npm_config_ca", "npm_config_c", "PIP_"} & set(ran["env"]), ran["env"]
 
 
 @pytest.mark.parametrize("command", [["pip", "install", "pandas"], ["npm", "install", "left-pad"]])
