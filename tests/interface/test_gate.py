@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import http.server
+import json
 import socket
 import sys
 import threading
@@ -302,3 +303,32 @@ class CannedURL(str):
         made = super().__new__(cls, url)
         made.requests = requests
         return made
+
+
+HIDDEN = {
+    "allowed": False,
+    "name": "beta",
+    "language": "python",
+    "reason": "direct-reference",
+    "declared_by": "alpha==1.1",
+    "message": "alpha==1.1 is not offered because of a dependency it declares: beta @ http://host/beta.whl",
+}
+
+
+def test_a_hidden_version_is_said_but_is_no_denial_of_the_install():
+    from interface.gate import report_run
+
+    body = json.dumps({"run": {}, "allowed": False, "decisions": [HIDDEN]}).encode()
+    with canned_service(200, body) as url:
+        config = {"base": url, "token": "rcp_x", "timeout": 5.0}
+        assert report_run(config, "r-1", 0) == 0
+        assert report_run(config, "r-1", 1) == 1  # the installer's own failure stands, not a denial's 3
+
+
+def test_a_project_denial_beside_a_hidden_version_is_still_exit_3():
+    from interface.gate import report_run
+
+    denied = {**HIDDEN, "declared_by": None, "reason": "not-on-the-allow-list", "message": "beta is not allowed"}
+    body = json.dumps({"run": {}, "allowed": False, "decisions": [HIDDEN, denied]}).encode()
+    with canned_service(200, body) as url:
+        assert report_run({"base": url, "token": "rcp_x", "timeout": 5.0}, "r-1", 0) == 3
