@@ -109,7 +109,7 @@ def run_failed(first: dict, who: str) -> Verdict:
     denied = (
         f"{first.get('name') or first.get('spec')} ({first.get('language')}) was denied \u2014 {first.get('reason')}"
     )
-    why = f": {first['message']}" if first.get("message") else ""
+    why = f": {first['message'].rstrip('.')}" if first.get("message") else ""
     return Verdict(False, RUN_FAILED, f"this {who} already failed: {denied}{why}; nothing more is served to it")
 
 
