@@ -41,7 +41,4 @@ def prepare(found: Plan, argv: list[str], run: dict, workdir: str, service: str,
     """(argv, environment) for the installer: redirects removed, pointed at the run's index."""
     env = cleared(environ)
     env.update(no_proxy_for(environ, service, run))
-    # pnpm 12 looks itself up at start (its update check) unless its environment says not to: a
-    # denial of `pnpm` that would fail the run before it resolves anything.
-    env["pnpm_config_update_notifier"] = "false"
     return ECOSYSTEMS[found.language].prepare(found.kind, argv, run, workdir, env, cwd)
