@@ -269,19 +269,7 @@ def test_a_sandbox_reads_only_the_requests_it_asked_for(live):
     )
 
 
-def test_the_openapi_document_describes_the_new_endpoints(live):
+def test_the_openapi_document_says_a_request_may_be_joined_filed_or_refused(live):
     document = live.call("GET", "/api/v1/openapi.json").json
-    for path, method in (
-        ("/requests", "post"),
-        ("/requests", "get"),
-        ("/requests/{request_id}", "get"),
-        ("/requests/{request_id}/approve", "post"),
-        ("/requests/{request_id}/reject", "post"),
-        ("/exceptions", "post"),
-        ("/exceptions", "get"),
-        ("/exceptions/{exception_id}", "delete"),
-        ("/impact", "post"),
-    ):
-        assert method in document["paths"]["/api/v1/workspaces/{ws}" + path], (path, method)
     filed = document["paths"]["/api/v1/workspaces/{ws}/requests"]["post"]["responses"]
     assert {"200", "201", "403"} <= set(filed)  # joined: 200; filed: 201; auditors: 403
