@@ -11,7 +11,6 @@ from application.formats import iso
 
 P = "/api/v1/workspaces/acme"
 LOCK = {"python": {"mode": "allowlist", "allow": ["pandas"]}}
-RANK = ["sandbox", "auditor", "admin", "owner"]
 
 
 def call(live, method, path, role, body=None, expect=None):
@@ -221,38 +220,6 @@ def test_impact_of_a_draft_over_http(locked):
     assert answer["unchanged"] == 0 and answer["days"] == 30
     bad = live.call("POST", P + "/impact", live.tokens["admin"], {"draft": {"python": {"allow": ["-r x"]}}})
     assert bad.status == 422 and bad.json["errors"][0]["field"] == "draft.python.allow[0]"
-
-
-# (method, path, body, roles that may call it); the paths use ids made by the fixture below.
-ENDPOINTS = [
-    ("POST", "/requests", {"language": "python", "name": "zeta"}, {"sandbox", "admin", "owner"}),
-    ("GET", "/requests", None, set(RANK)),
-    ("GET", "/requests/{request}", None, set(RANK)),
-    ("POST", "/requests/{request}/reject", {}, {"admin", "owner"}),
-    ("POST", "/requests/{request}/approve", {}, {"admin", "owner"}),
-    ("GET", "/exceptions", None, {"auditor", "admin", "owner"}),
-    ("POST", "/exceptions", {"language": "python", "name": "omega"}, {"admin", "owner"}),
-    ("DELETE", "/exceptions/{exception}", None, {"admin", "owner"}),
-    ("POST", "/impact", {"draft": {}}, {"admin", "owner"}),
-]
-
-
-@pytest.mark.parametrize("method,path,body,allowed", ENDPOINTS, ids=lambda v: v if isinstance(v, str) else None)
-def test_the_role_matrix_of_every_new_endpoint(live, method, path, body, allowed):
-    for role in RANK:  # a fresh request and exception per role, so each may be decided once
-        request = ask(live, "beta").json
-        exception = call(live, "POST", "/exceptions", "admin", {"language": "python", "name": "beta"})
-        reply = live.call(
-            method, P + path.format(request=request["id"], exception=exception["id"]), live.tokens[role], body
-        )
-        if role in allowed:
-            assert reply.status < 400, (role, reply.status, reply.body)
-        else:
-            assert reply.status == 403 and reply.media == "application/problem+json", (role, reply.status)
-        live.call("POST", f"{P}/requests/{request['id']}/reject", live.tokens["admin"], {})  # 409 if decided
-    target = P + path.format(request="x", exception="y")
-    assert live.call(method, target, None, body).status == 401
-    assert live.call(method, target, live.tokens["other-workspace"], body).status == 404
 
 
 def test_a_sandbox_reads_only_the_requests_it_asked_for(live):
