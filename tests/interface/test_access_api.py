@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -177,27 +176,29 @@ def test_grant_without_a_request_and_revoke(locked):
     assert call(live, "GET", "/history", "auditor")["changes"][-1]["type"] == "exception-revoked"
 
 
-def test_an_exception_that_expires_answers_differently_before_and_after(locked):
+def test_an_exception_that_expires_answers_differently_before_and_after(locked, clock):
     live = locked
     granted = call(
-        live, "POST", "/exceptions", "admin", {"language": "python", "name": "beta", "duration": "PT2S"}, expect=201
+        live, "POST", "/exceptions", "admin", {"language": "python", "name": "beta", "duration": "PT1H"}, expect=201
     )
     ends = datetime.fromisoformat(granted["expires_at"])
     before = call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": ["beta"]})["decisions"][0]
-    while datetime.now(UTC) <= ends:  # wait for the instant itself: no clock-driven event happens
-        time.sleep(0.2)
+    judged_before = iso(clock())  # an instant after that judgement, and before the expiry
+    clock.step(ends - clock() + timedelta(seconds=1))  # past the instant itself: no clock-driven event happens
     after = call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": ["beta"]})["decisions"][0]
+    judged_after = iso(clock())
     assert (before["allowed"], before["reason"]) == (True, "matches-an-exception")
     assert (after["allowed"], after["reason"]) == (False, "not-on-the-allow-list")
-    for decision in (before, after):  # the point-in-time answers agree with what evaluate said then
-        at = decision["at"]
+    # The point-in-time answers agree with what evaluate said then (the application's instants:
+    # the store stamps the decisions with the real time, which the test clock moved past).
+    for decision, at in ((before, judged_before), (after, judged_after)):
         package = call(live, "GET", f"/packages/python/beta?at={at}", "auditor")
         assert (package["allowed"], package["reason"]) == (decision["allowed"], decision["reason"])
         policy = call(live, "GET", f"/policy?at={at}", "auditor")
         assert bool(policy["exceptions"]) == decision["allowed"]
         tested = call(live, "POST", "/test", "auditor", {"language": "python", "specs": ["beta"], "at": at})
         assert tested["decisions"][0]["reason"] == decision["reason"]
-    line = call(live, "GET", f"/packages/python/beta?from={before['at']}&to={iso(datetime.now(UTC))}", "auditor")
+    line = call(live, "GET", f"/packages/python/beta?from={before['at']}&to={iso(clock())}", "auditor")
     assert [i["reason"] for i in line["intervals"]] == ["matches-an-exception", "not-on-the-allow-list"]
     assert line["intervals"][0]["to"] == granted["expires_at"]
     assert call(live, "GET", "/requests?status=expired", "auditor")["requests"] == []
