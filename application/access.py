@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import random
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from uuid import uuid4
 
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 
 from application.access_views import exception_views, request_view
+from application.clock import Clock, system_clock
 from application.formats import iso, parse_uuid
 from application.impact import Impact
 from application.policies import Policies
@@ -34,8 +35,11 @@ DENIALS_WINDOW_DAYS = 30
 class Access:
     """Requests and exceptions. `save` is the application's atomic save of several aggregates."""
 
-    def __init__(self, repository, save, policies: Policies, reads: AccessReads, impacts: Impact):
+    def __init__(
+        self, repository, save, policies: Policies, reads: AccessReads, impacts: Impact, clock: Clock = system_clock
+    ):
         self.repository = repository
+        self.clock = clock
         self.save = save
         self.policies = policies
         self.access_reads = reads
@@ -80,7 +84,7 @@ class Access:
         asked = self.access_reads.askers([request_id]) if row else []
         if row is None or (token_id is not None and token_id not in {a["token_id"] for a in asked}):
             raise NotFoundError(f"no request {request_id!r} in this workspace")
-        return request_view(row, asked, datetime.now(UTC), self._denials(row))
+        return request_view(row, asked, self.clock(), self._denials(row))
 
     def requests(self, workspace: str, status: str = "open", token_id: str | None = None, limit: int = 100) -> dict:
         self.require_workspace(workspace)
@@ -88,7 +92,7 @@ class Access:
             raise InvalidInputError(
                 f"unknown status {status!r}", [FieldError("status", f"must be one of {', '.join(STATUS_FILTERS)}")]
             )
-        now = datetime.now(UTC)
+        now = self.clock()
         rows = self.access_reads.requests(workspace, status, now, token_id, limit)
         askers = self.access_reads.askers([r["id"] for r in rows])
         return {
@@ -112,7 +116,7 @@ class Access:
         for _ in range(ATTEMPTS):
             request = self._get_request(workspace, request_id)
             policy = self.load_policy(workspace)
-            exception_id, until = str(uuid4()), expiry(datetime.now(UTC), expires_at, duration)
+            exception_id, until = str(uuid4()), expiry(self.clock(), expires_at, duration)
             request.approve(by, note or "", exception_id, iso(until), bool(lift_deny))  # 409 if decided
             policy.record(
                 plan_grant(
@@ -174,7 +178,7 @@ class Access:
         language, name = requested_package(language, name)
         for _ in range(ATTEMPTS):
             policy = self.load_policy(workspace)
-            exception_id, until = str(uuid4()), expiry(datetime.now(UTC), expires_at, duration)
+            exception_id, until = str(uuid4()), expiry(self.clock(), expires_at, duration)
             policy.record(
                 plan_grant(policy.state, language, name, _grant(exception_id, until, None), lift_deny), by, note or ""
             )
@@ -206,7 +210,7 @@ class Access:
     def exceptions(self, workspace: str, at: datetime | None = None) -> dict:
         """The exceptions in force at `at` (default now), soonest expiry first."""
         policy = self.load_policy(workspace) if at is None else self.policies.at(workspace, at)
-        return {"exceptions": exception_views(policy, at or datetime.now(UTC))}
+        return {"exceptions": exception_views(policy, at or self.clock())}
 
 
 def _grant(exception_id: str, until: datetime | None, request_id: str | None) -> dict:

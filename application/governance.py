@@ -10,7 +10,7 @@ from __future__ import annotations
 import hmac
 import random
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.persistence import IntegrityError
@@ -20,6 +20,7 @@ from application.access_views import exception_views
 from application.audit import Audit
 from application.callers import Callers
 from application.chain import AuditChain
+from application.clock import Clock, system_clock
 from application.decision_writer import DecisionWriter
 from application.egress import EgressConfig, EgressJudge
 from application.evaluation import Evaluation
@@ -59,21 +60,22 @@ class Governance(Application):
     name = "governance"
     snapshotting_intervals = {Policy: SNAPSHOT_INTERVAL}
 
-    def __init__(self, env: dict | None = None, egress: EgressConfig | None = None):
+    def __init__(self, env: dict | None = None, egress: EgressConfig | None = None, clock: Clock = system_clock):
         super().__init__(env)
+        self.clock = clock  # "now" for every collaborator that reads the time (tests give their own)
         self.readmodel = ReadModel(self.recorder)
         self.sessions = ConsoleSessions(self.recorder)  # console sign-ins, server-side
         self.callers = Callers()  # for the evaluate hot path, checked again where it records
         self.writer = DecisionWriter(self.record_events)
-        self.policies = Policies(self.repository, self.readmodel)
+        self.policies = Policies(self.repository, self.readmodel, clock)
         self.evaluation = Evaluation(self.policies, self.writer)
         # deployment egress rules (open by default)
         self.egress = EgressJudge(egress or EgressConfig(), self.writer, self.policies)
         access_reads = AccessReads(self.recorder)
         self.audit = Audit(self.readmodel, self.policies, access_reads)
-        self.impacts = Impact(self.policies, CountReads(self.recorder))  # decision counts, impact
+        self.impacts = Impact(self.policies, CountReads(self.recorder), clock)  # decision counts, impact
         # requests and exceptions: `gov.access.file_request(...)`, `gov.access.approve_request(...)`...
-        self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts)
+        self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts, clock)
         self.facts = Overview(OverviewReads(self.recorder), self.readmodel, self.policies.require_workspace)
         self.index = PackageIndex(self.policies, self.writer, self.readmodel, self.save, self.authenticate)
         self.require_workspace = self.policies.require_workspace
@@ -321,8 +323,8 @@ class Governance(Application):
     # -- the policy ---------------------------------------------------------------------------
     def policy(self, workspace: str, at=None) -> dict:
         if at is None:
-            return policy_view(self.load_policy(workspace), None)
-        return policy_view(self.policies.at(workspace, at), at)
+            return policy_view(self.load_policy(workspace), None, self.clock())
+        return policy_view(self.policies.at(workspace, at), at, self.clock())
 
     def policy_version(self, workspace: str, version: int) -> dict:
         """The policy right after change `version` (0: the default), `at` being when it was made.
@@ -332,7 +334,7 @@ class Governance(Application):
         if not 0 <= version <= head:
             raise NotFoundError(f"no version {version} of this policy (its latest is version {head})")
         change = self.readmodel.change(workspace, version) if version else None
-        return policy_view(self.load_policy(workspace, version), change["at"] if change else None)
+        return policy_view(self.load_policy(workspace, version), change["at"] if change else None, self.clock())
 
     def save_policy(
         self,
@@ -374,7 +376,7 @@ class Governance(Application):
             policy.record(plan(policy), by, note or "", by_token=by_token)
             try:
                 self.save(policy)
-                return policy_view(policy, None)
+                return policy_view(policy, None, self.clock())
             except SAVE_ERRORS as error:
                 if not lost_race(error):
                     raise
@@ -391,7 +393,9 @@ def _crosses(events, aggregate, interval: int) -> bool:
     return first is not None and aggregate.version // interval > (first - 1) // interval
 
 
-def policy_view(policy: Policy, at) -> dict:
+def policy_view(policy: Policy, at, now: datetime) -> dict:
+    """The policy as it stood at `at` (None: the head), with the exceptions in force then (at
+    `at`, else `now`)."""
     return {
         "workspace": policy.workspace,
         "version": policy.policy_version,
@@ -399,7 +403,7 @@ def policy_view(policy: Policy, at) -> dict:
         **state_copy(policy.state),
         "changed_at": iso(policy.changed_at),
         "changed_by": policy.changed_by,
-        "exceptions": exception_views(policy, at or datetime.now(UTC)),  # those in force then
+        "exceptions": exception_views(policy, at or now),
     }
 
 

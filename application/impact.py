@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from functools import lru_cache
 
+from application.clock import Clock, system_clock
 from application.policies import Policies
 from application.store.counts import CountReads
 from domain.decision import judge
@@ -25,9 +26,10 @@ MAX_DAYS = 366
 
 
 class Impact:
-    def __init__(self, policies: Policies, counts: CountReads):
+    def __init__(self, policies: Policies, counts: CountReads, clock: Clock = system_clock):
         self.policies = policies
         self.counts = counts
+        self.clock = clock
         self._periods: dict[tuple[str, str, str], _Period] = {}  # (workspace, first day, today)
         self._verdicts: dict[str, tuple[int, dict]] = {}  # workspace -> (version, answers by name)
         self._lock = threading.Lock()
@@ -55,7 +57,7 @@ class Impact:
         "would_allow": [...], "unchanged": N}` over the installs of the last `days` UTC days."""
         if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
             raise InvalidInputError("days out of range", [FieldError("days", f"must be 1 to {MAX_DAYS}")])
-        now = datetime.now(UTC)
+        now = self.clock()
         version, saved = self.policies.current(workspace, now)
         _, drafted = self.policies.draft_rules(workspace, draft, now)
         start = first_day(days, now)
@@ -109,7 +111,7 @@ class Impact:
 
     def denied_recently(self, workspace: str, language: str, name: str, days: int = 30) -> int:
         """Denied decisions of one package over the last `days` UTC days, today included."""
-        return self.counts.denied_installs(workspace, first_day(days), language, name)
+        return self.counts.denied_installs(workspace, first_day(days, self.clock()), language, name)
 
 
 @dataclass(frozen=True)
@@ -161,9 +163,9 @@ def _packages(rows: list[tuple[str, str, int]], sandboxes: dict) -> list[dict]:
     return sorted(found, key=lambda p: (-p["installs"], p["language"], p["name"]))
 
 
-def first_day(days: int, now: datetime | None = None) -> str:
-    """The first UTC day of a period of `days` days that ends today."""
-    return ((now or datetime.now(UTC)) - timedelta(days=days - 1)).date().isoformat()
+def first_day(days: int, now: datetime) -> str:
+    """The first UTC day of a period of `days` days that ends on `now`'s day."""
+    return (now - timedelta(days=days - 1)).date().isoformat()
 
 
 def _day(text: str, field: str) -> str:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import copy
 import threading
-from datetime import UTC, datetime
+from datetime import datetime
 
 from eventsourcing.application import AggregateNotFoundError, project_aggregate
 from eventsourcing.persistence import StoredEvent
 
+from application.clock import Clock, system_clock
 from application.store.reads import ReadModel
 from domain.edits import plan_desired_state
 from domain.errors import FieldError, InvalidInputError, NotFoundError
@@ -22,9 +23,10 @@ from domain.policy import LanguageRules, Policy, bind_rules, policy_id
 
 
 class Policies:
-    def __init__(self, repository, readmodel: ReadModel):
+    def __init__(self, repository, readmodel: ReadModel, clock: Clock = system_clock):
         self.repository = repository
         self.readmodel = readmodel
+        self.clock = clock
         self._entries: dict[str, tuple[int, dict[str, LanguageRules]]] = {}
         self._lock = threading.Lock()
 
@@ -66,7 +68,7 @@ class Policies:
         `cached`: the cached version as it is, unread (its recording checks it: application.callers)."""
         entry = self._entries.get(workspace) if cached else None
         version, rules = entry if entry is not None else self._head(workspace, head)
-        return version, bind_rules(rules, at or datetime.now(UTC))
+        return version, bind_rules(rules, at or self.clock())
 
     def _head(self, workspace: str, head: int | None = None) -> tuple[int, dict[str, LanguageRules]]:
         if head is None:
@@ -95,7 +97,7 @@ class Policies:
                 [FieldError(f"draft.{e.field}", e.message) for e in refused.errors],
             ) from None
         policy.record(changes, "draft", "")
-        return version, bind_rules(policy.rules(), at or datetime.now(UTC))
+        return version, bind_rules(policy.rules(), at or self.clock())
 
 
 def no_workspace(workspace: str) -> NotFoundError:

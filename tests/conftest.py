@@ -105,8 +105,16 @@ def open_app(database_url):
 
 
 @pytest.fixture
-def app(open_app) -> Governance:
-    return open_app()
+def clock():
+    """The clock of `app` (and so of `live`): the real time until a test steps it forward."""
+    from tests.support.clock import SteppableClock
+
+    return SteppableClock()
+
+
+@pytest.fixture
+def app(open_app, clock) -> Governance:
+    return open_app(clock=clock)
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from flask import Response
 
@@ -170,7 +170,7 @@ def get_decision(gov, ws, caller, decision_id):
 def get_package(gov, ws, caller, language, name, query):
     period = _period(query)
     if period is None:
-        at = optional_instant(query.at, "at") or datetime.now(UTC)
+        at = optional_instant(query.at, "at") or gov.clock()
         return gov.package_at(ws, language, name, at)
     return Timeline.model_validate(gov.package_timeline(ws, language, name, *period)).model_dump(by_alias=True)
 

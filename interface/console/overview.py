@@ -7,7 +7,7 @@ a package or a sandbox leads to the decisions behind it. The facts come from rea
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from flask import render_template, url_for
 
@@ -22,7 +22,7 @@ PENDING_SHOWN = 5
 
 @blueprint.get("/overview")
 def overview():
-    today = datetime.now(UTC).date()
+    today = governance().clock().date()
     days = [today - timedelta(days=n) for n in range(CHART_DAYS - 1, -1, -1)]
     week_start = today - timedelta(days=TOP_DAYS - 1)
     facts = governance().overview(caller()["workspace"], days[0], today, week_start)

@@ -6,7 +6,7 @@ the change that opened it (who, when, the note), and drawn as one band.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from flask import render_template, request
 
@@ -24,8 +24,9 @@ MAX_INTERVALS = 200  # each costs a few index seeks for the change that opened i
 
 @blueprint.get("/packages/<language>/<path:name>")
 def package(language: str, name: str):
-    workspace, today = caller()["workspace"], datetime.now(UTC).date()
-    now = governance().package_at(workspace, language, name, datetime.now(UTC))  # 404/422 for a bad name
+    workspace, instant_now = caller()["workspace"], governance().clock()
+    today = instant_now.date()
+    now = governance().package_at(workspace, language, name, instant_now)  # 404/422 for a bad name
     typed = period_typed(request.args, today)
     try:
         start = instant(typed["from"], "from", day_start=True)

@@ -91,5 +91,5 @@ def _page(typed, policy, package, diff, refusal):
         refusal=refusal,
         problems=error_items(refusal) if refusal else [],
         languages=LANGUAGES,
-        now=datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S"),
+        now=governance().clock().strftime("%Y-%m-%d %H:%M:%S"),
     )

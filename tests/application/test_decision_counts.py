@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import date, timedelta
 
 import pytest
 
@@ -13,8 +13,11 @@ from domain.errors import InvalidInputError
 NAMES = ["pandas", "NumPy", "scipy", "requests==2.0", "-r req.txt", "https://x.example/p.tgz"]
 
 
-def today() -> str:
-    return datetime.now(UTC).date().isoformat()
+def days_of(decisions: list[dict]) -> tuple[str, str]:
+    """The first and last UTC day the store stamped these decisions with: the days to ask about,
+    never a "today" read afterwards, which midnight may have moved on."""
+    days = sorted(d["at"][:10] for d in decisions)
+    return days[0], days[-1]
 
 
 def test_counts_match_the_recorded_decisions_key_by_key(app, workspace):
@@ -31,18 +34,19 @@ def test_counts_match_the_recorded_decisions_key_by_key(app, workspace):
         (d["at"][:10], d["language"] or "egress", d["name"] or "", d["allowed"], d["context"].get("sandbox") or "")
         for d in recorded
     )
-    rows = app.decision_counts(workspace, today(), today())
+    first, last = days_of(recorded)
+    rows = app.decision_counts(workspace, first, last)
     assert {(r["day"], r["language"], r["name"], r["allowed"], r["sandbox"]): r["installs"] for r in rows} == expected
     assert sum(r["installs"] for r in rows) == len(recorded)
-    denied = app.decision_counts(workspace, today(), today(), language="python", allowed=False)
+    denied = app.decision_counts(workspace, first, last, language="python", allowed=False)
     assert {r["name"] for r in denied} == {"scipy", ""} and all(not r["allowed"] for r in denied)
-    assert [r["name"] for r in app.decision_counts(workspace, today(), today(), language="egress")] == ["pypi.org"]
+    assert [r["name"] for r in app.decision_counts(workspace, first, last, language="egress")] == ["pypi.org"]
 
 
 def test_counts_outside_the_period_and_bad_days(app, workspace):
-    app.evaluate(workspace, "python", ["pandas"])
-    yesterday = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
+    day, _ = days_of(app.evaluate(workspace, "python", ["pandas"])["decisions"])
+    yesterday = (date.fromisoformat(day) - timedelta(days=1)).isoformat()
     assert app.decision_counts(workspace, yesterday, yesterday) == []
     with pytest.raises(InvalidInputError) as refused:
-        app.decision_counts(workspace, "2026-13-01", today())
+        app.decision_counts(workspace, "2026-13-01", day)
     assert refused.value.errors[0].field == "start_day"

@@ -106,13 +106,18 @@ def test_days_out_of_range(app, workspace, days):
     assert refused.value.errors[0].field == "days"
 
 
-def test_days_before_today_are_summed_once_and_rechecked_when_they_move(app, workspace, monkeypatch):
+def test_days_before_today_are_summed_once_and_rechecked_when_they_move(open_app, monkeypatch):
     from datetime import UTC, datetime, timedelta
 
     from domain.decision import Decision
 
     real = Decision.Recorded.create_timestamp
-    now = datetime.now(UTC)
+    # The application's today is the one the decisions are stamped from, 26 days ago (so the
+    # installs of "5 days ago" are outside the real last 30 days): only its clock agrees with
+    # that, and it does not move on at midnight between two reads.
+    now = datetime.now(UTC) - timedelta(days=26)
+    app = open_app(clock=lambda: now)
+    workspace = app.create_workspace("acme", by="founder")["workspace"]
 
     def on(days_ago: int, specs: list[str], sandbox: str):
         stamp = now - timedelta(days=days_ago)

@@ -17,41 +17,6 @@ EVALUATE = {
     "context": {"sandbox": "sbx-42", "source": "run-code", "skill": None, "actor": "agent-7"},
 }
 
-# (method, path, body, least role that may call it)
-ENDPOINTS = [
-    ("GET", P + "/policy", None, "auditor"),
-    ("PUT", P + "/policy", {"note": "x"}, "admin"),
-    (
-        "POST",
-        P + "/policy/changes",
-        {"changes": [{"action": "switch-mode", "language": "node", "mode": "denylist"}]},
-        "admin",
-    ),
-    ("GET", P + "/history", None, "auditor"),
-    ("POST", P + "/evaluate", EVALUATE, "sandbox"),
-    ("POST", P + "/test", {"language": "python", "specs": ["x"]}, "auditor"),
-    ("POST", P + "/test", {"language": "python", "specs": ["x"], "draft": {}}, "admin"),
-    ("GET", P + "/decisions", None, "auditor"),
-    ("GET", P + "/packages/python/pandas", None, "auditor"),
-    ("GET", P + "/tokens", None, "owner"),
-    ("POST", P + "/tokens", {"name": "n", "role": "auditor"}, "owner"),
-]
-RANK = ["sandbox", "auditor", "admin", "owner"]
-
-
-@pytest.mark.parametrize("method,path,body,least", ENDPOINTS, ids=lambda v: v if isinstance(v, str) else None)
-def test_every_role_against_every_endpoint(live, method, path, body, least):
-    for role in RANK:
-        reply = live.call(method, path, live.tokens[role], body)
-        read_only = role == "auditor" and least == "sandbox"  # an auditor never adds to the record
-        if RANK.index(role) >= RANK.index(least) and not read_only:
-            assert reply.status < 400, (role, reply.status, reply.body)
-        else:
-            assert reply.status == 403 and reply.media == "application/problem+json", (role, reply.status)
-    assert live.call(method, path, None, body).status == 401
-    assert live.call(method, path, "rcp_unknown", body).status == 401
-    assert live.call(method, path, live.tokens["other-workspace"], body).status == 404
-
 
 def test_a_token_never_learns_whether_another_workspace_exists(live):
     existing = live.call("GET", "/api/v1/workspaces/other/policy", live.tokens["owner"])
@@ -169,9 +134,7 @@ def test_tokens_are_shown_once_and_revoked_at_once(live):
 def test_operations_endpoints_need_no_token(live):
     assert live.call("GET", "/healthz").json == {"status": "ok"}
     assert live.call("GET", "/readyz").status == 200
-    live.call("POST", P + "/evaluate", live.tokens["sandbox"], EVALUATE)
-    metrics = live.call("GET", "/metrics").body.decode()
-    assert "runcode_policy_decisions_total" in metrics and "runcode_policy_request_seconds" in metrics
+    assert live.call("GET", "/metrics").media == "text/plain"  # what it counts: test_metrics
     assert live.call("GET", "/api/v1/openapi.json").json["openapi"] == "3.1.0"
 
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from click.testing import CliRunner
@@ -120,8 +120,8 @@ def test_policy_changes_from_the_cli_are_recorded_and_shown(cli):
 
 
 def test_policy_show_at_a_date_is_the_policy_at_that_days_first_instant(cli, acme):
-    cli("policy", "add", "-w", "acme", "node", "deny", "left-pad")
-    today = datetime.now(UTC).date()
+    added = json.loads(cli("policy", "add", "-w", "acme", "node", "deny", "left-pad").stdout)
+    today = date.fromisoformat(added["changed_at"][:10])  # the day the store stamped it with
     morning = json.loads(cli("policy", "show", "-w", "acme", "--at", today.isoformat()).stdout)
     assert (morning["version"], morning["at"]) == (0, f"{today.isoformat()}T00:00:00.000000Z")
     tomorrow = (today + timedelta(days=1)).isoformat()
@@ -190,7 +190,7 @@ def test_decisions_export_as_jsonl_to_a_file_newest_first(cli, decided, tmp_path
 
 
 def test_decisions_export_honours_the_period(cli, decided):
-    today = datetime.now(UTC).date().isoformat()
+    today = decided.decisions("acme")["decisions"][-1]["at"][:10]  # the first decision's day, as stamped
     assert len(cli("decisions", "export", "-w", "acme", "--from", today).stdout.splitlines()) == 4
     future = cli("decisions", "export", "-w", "acme", "--from", "2999-01-01T00:00:00Z")
     assert future.exit_code == 0 and future.stdout.splitlines() == [",".join(CSV_COLUMNS)]

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from datetime import UTC, datetime
 from html import unescape
 
 from tests.interface.test_console import API, Console, api, signed_in
 
 
-def _decide(live) -> None:
-    api(live, "PUT", "/policy", {"note": "lock down", "python": {"mode": "allowlist", "allow": "pandas"}})
+def _decide(live) -> str:
+    """Lock Python down and record decisions; returns the UTC day the store stamped the switch with."""
+    saved = api(live, "PUT", "/policy", {"note": "lock down", "python": {"mode": "allowlist", "allow": "pandas"}})
     for sandbox in ("sbx-1", "sbx-2", "sbx-2"):
         body = {"language": "python", "specs": ["pandas", "torch", "Torch"], "context": {"sandbox": sandbox}}
         api(live, "POST", "/evaluate", body, role="sandbox")
     api(live, "POST", "/egress/evaluate", {"target": "http://10.0.0.1/"}, role="sandbox")
+    return saved["changed_at"][:10]
 
 
 def _links(page) -> dict[str, str]:
@@ -57,10 +58,9 @@ def test_the_overview_of_a_quiet_workspace_says_so(live):
 
 
 def test_a_package_page_shows_its_status_timeline_and_recent_decisions(live):
-    _decide(live)
+    day = _decide(live)  # not a "today" read afterwards, which midnight may have moved on
     console = signed_in(live, "auditor")
-    today = datetime.now(UTC).date().isoformat()
-    page = console.get("/console/packages/python/Torch", **{"from": today})
+    page = console.get("/console/packages/python/Torch", **{"from": day})
     assert page.status == 200
     assert "Now Denied: not-on-the-allow-list (allowlist mode, policy version 2)" in page.plain
     assert "switched to allowlist mode (note: “lock down”)" in page.plain

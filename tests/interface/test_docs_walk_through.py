@@ -3,7 +3,8 @@
 The commands are read from docs/walk-through.md itself (every ```sh block of the page), so the
 page cannot drift from what the service answers. Only what a reader fills in is filled in: the
 owner token `make run` printed and the port. Each `# → {...}` line under a command
-shows what the reader will see; every `"key": value` it shows must appear in the answer.
+shows what the reader will see; every `"key": value` it shows must appear in the answer to that
+command (its own output, cut from the others' by a marker echoed between commands).
 """
 
 from __future__ import annotations
@@ -27,18 +28,40 @@ def walk_through_blocks(page: str) -> list[str]:
     return re.findall(r"```sh\n(.*?)```", page, re.S)
 
 
-def shown_pairs(block: str) -> list[tuple[str, object]]:
-    """Every `"key": value` a `# →` comment of the block promises."""
-    pairs = []
-    for line in block.splitlines():
-        if line.lstrip().startswith(("# →", "#   ")):
-            pairs += [(m["key"], json.loads(m["value"])) for m in SHOWN.finditer(line)]
-    return pairs
+def commands(block: str) -> list[str]:
+    """The block cut after each shown answer: every piece ends with the command its `# →` lines
+    show the answer of (and any lines that only prepare it, which print nothing)."""
+    pieces, current, showing = [], [], False
+    for line in block.splitlines(keepends=True):
+        comment = line.lstrip()
+        shows = comment.startswith("# →") or (showing and comment.startswith("#   "))
+        if showing and not shows:
+            pieces.append("".join(current))
+            current = []
+        current.append(line)
+        showing = shows
+    return [*pieces, "".join(current)] if current else pieces
 
 
-def shown_texts(block: str) -> list[str]:
-    """What a `# → ...` comment without JSON shows: plain output, verbatim."""
-    comments = [line.split("# →", 1)[1].strip() for line in block.splitlines() if line.lstrip().startswith("# →")]
+def shown_lines(command: str) -> list[str]:
+    """The `# →` lines under a command and their `#   ` continuations."""
+    lines, showing = [], False
+    for line in command.splitlines():
+        comment = line.lstrip()
+        showing = comment.startswith("# →") or (showing and comment.startswith("#   "))
+        if showing:
+            lines.append(comment)
+    return lines
+
+
+def shown_pairs(command: str) -> list[tuple[str, object]]:
+    """Every `"key": value` the command's `# →` lines promise."""
+    return [(m["key"], json.loads(m["value"])) for line in shown_lines(command) for m in SHOWN.finditer(line)]
+
+
+def shown_texts(command: str) -> list[str]:
+    """What a `# → ...` line without JSON shows: plain output, verbatim."""
+    comments = [line.split("# →", 1)[1].strip() for line in shown_lines(command) if line.startswith("# →")]
     return [text for text in comments if not SHOWN.search(text)]
 
 
@@ -92,20 +115,22 @@ def run_as_shown(blocks: list[str], tmp_path: Path) -> None:
         (stubs / program).chmod(0o755)
     (tmp_path / ".venv").symlink_to(Path(sys.prefix))  # the reader's `.venv/bin/...`
     env = {k: v for k, v in os.environ.items() if not k.startswith("RUNCODE_POLICY_")}
+    pieces = [command for block in blocks for command in commands(block)]
     with served(env, cwd=tmp_path) as (url, said):  # a fresh install: the store under ./var
         owner = next(line.rsplit(" ", 1)[1] for line in said if line.startswith("owner token for workspace"))
-        marks = [f"echo '@@block {i}@@'\n{b}" for i, b in enumerate(blocks)]
-        script = "set -euo pipefail\n" + "\n".join(marks)
+        # A marker on its own line before each command (a curl answer ends without a newline).
+        marked = [f"printf '\\n@@command {i}@@\\n'\n{command}" for i, command in enumerate(pieces)]
+        script = "set -euo pipefail\n" + "\n".join(marked)
         script = script.replace("http://127.0.0.1:8000", url).replace("OWNER=rcp_...", f"OWNER={owner}")
         shell = {**env, "PATH": f"{stubs}:{env['PATH']}"}
         done = subprocess.run(
             ["bash", "-c", script], cwd=tmp_path, env=shell, capture_output=True, text=True, timeout=120
         )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    outputs = re.split(r"@@block \d+@@\n", done.stdout)[1:]
-    for block, output in zip(blocks, outputs, strict=True):
+    outputs = re.split(r"\n@@command \d+@@\n", done.stdout)[1:]
+    for command, output in zip(pieces, outputs, strict=True):
         answered = answered_pairs(output)
-        for text in shown_texts(block):
-            assert text in output.splitlines(), f"{text!r} not in the output of\n{block}\n{output}"
-        for key, value in shown_pairs(block):
-            assert answers(answered, key, value), f"{key}: {value!r} not in the answer to\n{block}\n{output}"
+        for text in shown_texts(command):
+            assert text in output.splitlines(), f"{text!r} not in the output of\n{command}\n{output}"
+        for key, value in shown_pairs(command):
+            assert answers(answered, key, value), f"{key}: {value!r} not in the answer to\n{command}\n{output}"
