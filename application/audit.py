@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from application.evaluation import decision_view
 from application.formats import cursor_refusal, decode_cursor, encode_cursor, iso, parse_instant, parse_uuid
+from application.index.deliveries import with_deliveries
 from application.pointintime import describe_change, package_at, timeline
 from application.policies import Policies, no_workspace
 from application.store.access_reads import AccessReads
@@ -56,7 +57,7 @@ class Audit:
             workspace, decision_filters(filters), start, end, before, check_limit(limit) + 1
         )
         page, next_cursor = paged(rows, limit, lambda last: [iso(last["at"]), last["id"]])
-        return {"decisions": [_row_view(r) for r in page], "next_cursor": next_cursor}
+        return {"decisions": self._views(page), "next_cursor": next_cursor}
 
     def export_decisions(self, workspace: str, filters: dict | None = None, start=None, end=None) -> Iterator[dict]:
         """The whole filtered set, newest first, streamed page by page (keyset, constant memory).
@@ -68,7 +69,7 @@ class Audit:
         before = None
         while True:
             rows = self.readmodel.decisions(workspace, filters, start, end, before, EXPORT_PAGE)
-            yield from (_row_view(r) for r in rows)
+            yield from self._views(rows)
             if len(rows) < EXPORT_PAGE:
                 return
             before = (rows[-1]["at"], rows[-1]["id"])
@@ -77,7 +78,10 @@ class Audit:
         row = self.readmodel.decision(workspace, decision_id) if parse_uuid(decision_id) else None
         if row is None:
             raise NotFoundError(f"no decision {decision_id!r} in this workspace")
-        return _row_view(row)
+        return self._views([row])[0]
+
+    def _views(self, rows: list[dict]) -> list[dict]:
+        return with_deliveries(self.readmodel, [_row_view(r) for r in rows])
 
     def package_at(self, workspace: str, language: str, name: str, at) -> dict:
         name = self._package_name(workspace, language, name)

@@ -21,7 +21,7 @@ import queue
 import threading
 from collections.abc import Callable
 
-from eventsourcing.persistence import InterfaceError, OperationalError
+from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
 
 from application.callers import Guard, StaleCaller, is_stale
 from domain.errors import GovernanceError
@@ -39,6 +39,11 @@ class StoreUnavailableError(GovernanceError):
     """The decisions could not be recorded: the answer must be treated as a denial (503)."""
 
     title = "Decision store unavailable"
+
+
+class AlreadyRecorded(Exception):
+    """An aggregate of these is already in the store (a decision whose id names what it decides,
+    recorded first by another worker): nothing was recorded; the earlier record stands."""
 
 
 class _Pending:
@@ -77,8 +82,9 @@ class DecisionWriter:
         self._lock = threading.Lock()
 
     def record(self, *aggregates, guard: Guard | None = None) -> None:
-        """Block until these aggregates are durable; raise StoreUnavailableError otherwise, or
-        StaleCaller when `guard` no longer held (nothing recorded either way)."""
+        """Block until these aggregates are durable; raise StoreUnavailableError otherwise,
+        StaleCaller when `guard` no longer held, or AlreadyRecorded when one of them is in the
+        store already (nothing recorded in any of these cases)."""
         pending = _Pending(aggregates, guard)
         self._ensure_started()
         self._queue.put(pending)
@@ -88,6 +94,8 @@ class DecisionWriter:
             pending.done.wait()  # its commit has begun: answer with its outcome, not a guess
         if is_stale(pending.error):
             raise StaleCaller(str(pending.error)) from pending.error
+        if isinstance(pending.error, IntegrityError):  # retried alone, so it is this request's own
+            raise AlreadyRecorded(str(pending.error)) from pending.error
         if pending.error is not None:
             log.error("decisions not recorded: %r", pending.error)
             raise StoreUnavailableError("the decisions could not be recorded") from pending.error

@@ -189,6 +189,10 @@ class Governance(Application):
     def index_hidden_versions(self, principal, language: str, name: str, declarations: dict, request: str, file=None):
         return self.index.gate.hidden_versions(principal, language, name, declarations, request, file)
 
+    def index_delivery(self, principal, decision_id: str):
+        """The hook a file's transfer calls when it ends: (status, bytes sent, their sha256)."""
+        return self.index.deliveries.recorder(principal.workspace, decision_id)
+
     def index_listing(self, workspace: str, language: str, candidates) -> list[str]:
         return self.index.gate.listing(workspace, language, candidates)
 

@@ -7,7 +7,9 @@ otherwise conflict on the Policy's version.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
+from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
@@ -265,6 +267,21 @@ class Decision(Aggregate):
         self.workspace = workspace
         self.record = record
 
+    @classmethod
+    def named(cls, decision_id: UUID, workspace: str, record: dict) -> Decision:
+        """A decision whose id the caller worked out (`fetch_decision_id`), so that every worker
+        making it makes the same one and the store keeps the first."""
+        return cls._create(cls.Recorded, id=decision_id, workspace=workspace, record=record)
+
     @property
     def decision(self) -> DecisionRecord:
         return DecisionRecord.from_dict(self.record)
+
+
+_FETCHES = uuid5(NAMESPACE_URL, "https://runcode-policy/index-fetches")
+
+
+def fetch_decision_id(run: str, fetch: tuple, outcome: tuple) -> UUID:
+    """The id of a run's decision on one fetch (language, project, request kind, file) with one
+    outcome (allowed, reason, policy version): the same in every worker process."""
+    return uuid5(_FETCHES, json.dumps([run, *fetch, *outcome]))

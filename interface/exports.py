@@ -37,6 +37,10 @@ CSV_COLUMNS = (
     "package_version",
     "run",
     "declared_by",
+    "delivery_status",  # downloads: the last transfer that ended (served, cached or failed) ...
+    "delivery_bytes",  # ... the bytes it sent ...
+    "delivery_sha256",  # ... and their sha256
+    "deliveries",  # how many transfers of this decision ended
 )
 
 
@@ -50,7 +54,13 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 def csv_row(decision: dict) -> list:
     context = decision.get("context") or {}
-    merged = {**{k: context.get(k) for k in ("sandbox", "source", "skill", "actor")}, **decision}
+    delivery = decision.get("delivery") or {}
+    merged = {
+        **{k: context.get(k) for k in ("sandbox", "source", "skill", "actor")},
+        **{f"delivery_{k}": delivery.get(k) for k in ("status", "bytes", "sha256")},
+        **decision,
+        "deliveries": len(decision["deliveries"]) if "deliveries" in decision else None,
+    }
     return [csv_cell(merged.get(c)) for c in CSV_COLUMNS]
 
 

@@ -22,6 +22,7 @@ from uuid import UUID
 from application.chain.links import GENESIS, as_uuid, event_hash, link_hash
 from application.chain.verify import signature_problem
 from application.evaluation import decision_view
+from application.index.deliveries import FOLLOW_UPS
 from application.store.chain import ChainStore
 
 PAGE = 1000
@@ -107,7 +108,9 @@ def _sealed_record_problem(decision: dict) -> tuple[str, str] | None:
         expected = decision_view(event["originator_id"], stored["record"], at)
     except (ValueError, KeyError, TypeError, binascii.Error):
         return "altered", f"decision {decision.get('id')}: its stored event cannot be read"
-    shown = {k: v for k, v in decision.items() if k != "chain"}
+    # What was delivered follows the decision as facts of its own (sealed in the chain, checked
+    # by `audit verify`), not part of the decision's event.
+    shown = {k: v for k, v in decision.items() if k not in ("chain", *FOLLOW_UPS)}
     if expected != shown or event["originator_id"] != decision.get("id"):
         return "altered", f"decision {decision.get('id')} (record {chain['seq']}) differs from its sealed event"
     chain["event_hash"] = event_hash(event["originator_id"], event["originator_version"], event["topic"], state)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from application.decision_writer import DecisionWriter
+from application.index.deliveries import Deliveries
 from application.index.gate import REQUESTS, IndexGate, Principal, registry_spec
 from application.index.runs import DEFAULT_RUN_SECONDS, MAX_RUN_SECONDS, Runs
 from application.policies import Policies
@@ -42,6 +43,7 @@ class PackageIndex:
     ):
         self.gate = IndexGate(policies, writer, readmodel)
         self.runs = Runs(save, readmodel)
+        self.deliveries = Deliveries(writer)
         self._authenticate_token = authenticate_token
 
     def authenticate(self, secret: str) -> Principal | None:

@@ -8,7 +8,10 @@ Recording without drowning: a resolver fetches the same page many times while it
 Within a run (or, for a plain token, a window of `TOKEN_WINDOW_SECONDS`) one decision is kept
 per (principal, language, project, request) - where a download's request includes its file
 name - as long as the verdict and policy version stay the same. Repeats are counted, not
-recorded again; a policy change in the middle of a run records the new verdict.
+recorded again; a policy change in the middle of a run records the new verdict. Each worker
+remembers what it recorded; across workers the store decides: a run's decision on a fetch has
+an id derived from what it decides (`domain.decision.fetch_decision_id`), so a second worker's
+copy is refused by the event store's key and that worker answers with the first.
 
 A run fails closed at its first project denial: once a page, metadata or file of a project was
 refused to a run, every later fetch of that run - of any project - is refused with reason
@@ -30,10 +33,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from application.decision_writer import DecisionWriter
+from application.decision_writer import AlreadyRecorded, DecisionWriter
 from application.policies import Policies
 from application.store.reads import ReadModel
-from domain.decision import RUN_FAILED, Decision, DecisionRecord, Verdict, judge, run_failed
+from domain.decision import RUN_FAILED, Decision, DecisionRecord, Verdict, fetch_decision_id, judge, run_failed
 from domain.declared import declared_record, declared_specs, hidden_message, judge_declared, version_label
 from domain.errors import NotFoundError
 from domain.run import reader_key
@@ -85,8 +88,8 @@ class IndexGate:
         file: str | None = None,
         package_version: str | None = None,
     ) -> dict:
-        """The verdict for one fetch; recorded unless this run already recorded the same one.
-        (Two concurrent first fetches of one thing may both be recorded: the memory is not a lock.)"""
+        """The verdict for one fetch; recorded unless this run already recorded the same one
+        (in this worker's memory, or, for runs, in the store: see `_record`)."""
         version, rules = self._policies.current(principal.workspace)
         spec = registry_spec(language, name)
         for field, value in (("file", file), ("package_version", package_version)):
@@ -96,18 +99,34 @@ class IndexGate:
         failed = self.failure(principal)
         verdict = judge(rules[language], spec, principal.workspace) if failed is None else failed
         key = (reader, language, spec.name, request, file if request == "download" else None)
-        earlier = self._earlier(key, (verdict.allowed, verdict.reason, version))
+        outcome = (verdict.allowed, verdict.reason, version)
+        earlier = self._earlier(key, outcome)
         if earlier is not None:
             return _answer(verdict, version, earlier, recorded=False)
         made = DecisionRecord.for_spec(spec, verdict, version, _context(principal))
         token = None if principal.run else principal.token
         record = made.fetched(request, principal.run, file, package_version if file is not None else None, token)
-        decision = Decision(workspace=principal.workspace, record=record.to_dict())
-        self._writer.record(decision)  # StoreUnavailableError: the client gets a 503
-        self._remember(key, (verdict.allowed, verdict.reason, version), str(decision.id), principal)
+        decision_id, recorded = self._record(principal, key, outcome, record.to_dict())
+        self._remember(key, outcome, decision_id, principal)
         if not verdict.allowed and verdict.reason not in NOT_PROJECT_DENIALS:
             self._fail(reader, record.to_dict(), datetime.now(UTC), principal)
-        return _answer(verdict, version, str(decision.id), recorded=True)
+        return _answer(verdict, version, decision_id, recorded=recorded)
+
+    def _record(self, principal: Principal, key: tuple, outcome: tuple, record: dict) -> tuple[str, bool]:
+        """Record one fetch's decision: (its id, whether this call recorded it). A run's decision
+        on a fetch has an id worked out from what it decides, so when several workers make it
+        the store keeps the first and the others answer with that one. StoreUnavailableError: the
+        client gets a 503."""
+        if principal.run is None:  # a token's reads are remembered per worker for a window
+            decision = Decision(workspace=principal.workspace, record=record)
+        else:
+            decision_id = fetch_decision_id(principal.run, key[1:], outcome)
+            decision = Decision.named(decision_id, principal.workspace, record)
+        try:
+            self._writer.record(decision)
+        except AlreadyRecorded:
+            return str(decision.id), False
+        return str(decision.id), True
 
     def hidden_versions(
         self, principal: Principal, language: str, name: str, declarations: dict, request: str, file: str | None = None

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from application.evaluation import decision_view
 from application.formats import iso
+from application.index.deliveries import with_deliveries
 from application.index.gate import Principal
 from application.store.reads import ReadModel
 from domain.errors import FieldError, InvalidInputError, NotFoundError
@@ -79,7 +80,9 @@ class Runs:
         ):
             raise NotFoundError(f"no run {run!r} in this workspace")
         rows = self._readmodel.run_decisions(run)
-        decisions = [decision_view(r["id"], json.loads(r["record"]), r["at"]) for r in rows]
+        decisions = with_deliveries(
+            self._readmodel, [decision_view(r["id"], json.loads(r["record"]), r["at"]) for r in rows]
+        )
         return {"run": run_view(row), "allowed": all(d["allowed"] for d in decisions), "decisions": decisions}
 
 

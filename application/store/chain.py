@@ -46,7 +46,7 @@ def create_statements(dialect: Dialect) -> list[str]:
 @lru_cache(maxsize=256)
 def render(dialect: Dialect, events_table: str, template: str) -> str:
     postgres = dialect.schema is not None
-    names = {t: dialect.table(t) for t in (*TABLES, "decisions", "tokens", "changes")} | {
+    names = {t: dialect.table(t) for t in (*TABLES, "decisions", "tokens", "changes", "deliveries")} | {
         "events": f'"{dialect.schema}"."{events_table}"' if postgres else events_table,
         "nid": "notification_id" if postgres else "rowid",  # SQLite's notification id is the rowid
         "uuid": "UUID" if postgres else "TEXT",
@@ -170,18 +170,25 @@ class ChainStore:
             list(originator_ids),
         )
 
-    # -- reads for the decisions read model's check ----------------------------------------------
+    # -- reads for the checks of read models with one row per event (decisions, deliveries) ------
     def decision_rows(self, workspace: str, after: str, limit: int) -> list[dict]:
         return self._rows(
             "SELECT id, at, allowed, record FROM {decisions} WHERE workspace = %s AND id > %s ORDER BY id LIMIT %s",
             (workspace, after, limit),
         )
 
-    def decision_ids(self, ids: list[str]) -> set[str]:
-        marks = ", ".join(["%s"] * len(ids))
-        return (
-            {r["id"] for r in self._rows(f"SELECT id FROM {{decisions}} WHERE id IN ({marks})", ids)} if ids else set()
+    def delivery_rows(self, workspace: str, after: str, limit: int) -> list[dict]:
+        return self._rows(
+            "SELECT id, decision, workspace, at, status, bytes, sha256 FROM {deliveries} "
+            "WHERE workspace = %s AND id > %s ORDER BY id LIMIT %s",
+            (workspace, after, limit),
         )
+
+    def present_ids(self, table: str, ids: list[str]) -> set[str]:
+        """Which of these ids `table` (decisions or deliveries) holds."""
+        marks = ", ".join(["%s"] * len(ids))
+        template = f"SELECT id FROM {{{table}}} WHERE id IN ({marks})"
+        return {r["id"] for r in self._rows(template, ids)} if ids else set()
 
     def sealed_of_topic(self, workspace: str, topic: str, after: int, limit: int) -> list[dict]:
         return self._rows(

@@ -290,3 +290,16 @@ class ReadModel:
             "WHERE r.run = %s ORDER BY r.allowed, r.at, r.decision LIMIT %s",
             (run_id, limit),
         )
+
+    # -- deliveries (domain.delivery) -------------------------------------------------------------
+    def deliveries(self, decision_ids: list[str]) -> list[dict]:
+        """What was delivered for these decisions, each decision's in the order they ended: one
+        range of rcp_deliveries_by_decision per decision (a page holds at most MAX_PAGE)."""
+        if not decision_ids:
+            return []
+        marks = ", ".join(["%s"] * len(decision_ids))
+        return self._rows(
+            f"SELECT decision, at, status, bytes, sha256 FROM {{deliveries}} WHERE decision IN ({marks}) "
+            "ORDER BY decision, at, id",
+            list(decision_ids),
+        )

@@ -21,6 +21,7 @@ TABLES = (
     "sessions",
     "change_tokens",
     "token_names",
+    "deliveries",
     *COUNT_TABLES,
     *ACCESS_TABLES,
 )
@@ -56,6 +57,12 @@ DDL = (
     "secret_digest TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS {run_decisions} (run TEXT NOT NULL, decision TEXT NOT NULL, allowed {bool} NOT NULL, "
     "at {ts} NOT NULL, PRIMARY KEY (run, allowed, at, decision))",
+    # What each transfer a download decision allowed delivered (domain.delivery), in the order
+    # they ended: a decision's deliveries are one range of this index.
+    "CREATE TABLE IF NOT EXISTS {deliveries} (id TEXT PRIMARY KEY, decision TEXT NOT NULL, workspace TEXT NOT NULL, "
+    "at {ts} NOT NULL, status TEXT NOT NULL, bytes BIGINT NOT NULL, sha256 TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS rcp_deliveries_by_decision ON {deliveries} (decision, at, id)",
+    "CREATE INDEX IF NOT EXISTS rcp_deliveries_by_workspace ON {deliveries} (workspace, id)",
     *COUNT_DDL,
     *ACCESS_DDL,
     # Which token made a change (none for the CLI and the service): a table of its own, so stores

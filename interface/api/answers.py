@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from application.index import REQUESTS as INDEX_REQUESTS
+from domain.delivery import STATUSES as DELIVERY_STATUSES
 from domain.policy import CHANGE_TYPES
 from interface.api.schemas import Instant, Kind, Language, ListName, Mode, Reason, Role
 
@@ -65,6 +66,17 @@ class HistoryPage(BaseModel):
     next_cursor: str | None
 
 
+class DeliveryView(BaseModel):
+    """One transfer a download decision allowed, as it ended: `served` (relayed whole from the
+    upstream), `cached` (sent whole from the service's copy) or `failed` (refused or broken off
+    upstream, or the client stopped reading); `bytes` and `sha256` are of what was actually sent."""
+
+    status: Literal[DELIVERY_STATUSES]
+    bytes: int
+    sha256: str
+    at: Instant
+
+
 class DecisionView(BaseModel):
     id: str | None = None
     spec: str
@@ -90,6 +102,14 @@ class DecisionView(BaseModel):
         "the version that declares it (hidden when the dependency is refused; not a denial of the project)",
     )
     token: str | None = Field(None, description="package-index decisions without a run: the API token's id")
+    delivery: DeliveryView | None = Field(
+        None,
+        description="package-index downloads, once a transfer ended: what the last one delivered "
+        "(absent while none has ended, and for denials: nothing was sent)",
+    )
+    deliveries: list[DeliveryView] | None = Field(
+        None, description="package-index downloads: every transfer of this decision that ended, oldest first"
+    )
 
 
 class EvaluateAnswer(BaseModel):

@@ -18,6 +18,7 @@ from domain.errors import GovernanceError
 from interface import metrics
 from interface.index import packument
 from interface.index.access import governance, reader, refuse_a_failed_run
+from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
 from interface.index.streaming import relay
 from interface.index.upstream import Upstream, bad_gateway
 from interface.problems import HTTPProblem, problem, status_of
@@ -133,17 +134,20 @@ def tarball(principal, name: str, filename: str) -> Response:
     number = (
         filename[len(basename) + 1 : -4] if filename.startswith(basename + "-") and filename.endswith(".tgz") else None
     )
-    verdict = governance().judge_index(principal, "node", name, "download", filename, number or None)
-    metrics.count_index(verdict, "node", "download")
+    request_kind = file_request(metadata_file=False)
+    verdict = governance().judge_index(principal, "node", name, request_kind, filename, number or None)
+    metrics.count_index(verdict, "node", request_kind)
     refuse_a_failed_run(verdict)
     if not verdict["allowed"]:
         raise HTTPProblem(403, "Forbidden", verdict["message"])
-    version, manifest, url = tarball_source(name, filename)
-    # A lockfile or a hand-made URL must not fetch a version the packument hides.
-    hidden = governance().index_hidden_versions(principal, "node", name, {version: manifest}, "download", filename)
-    if hidden:
-        raise HTTPProblem(403, "Forbidden", hidden[version])
-    return relay(upstream(), request.method, url)
+    delivered = delivery_hook(principal, verdict, request_kind)
+    with undelivered_on_error(delivered):
+        version, manifest, url = tarball_source(name, filename)
+        # A lockfile or a hand-made URL must not fetch a version the packument hides.
+        hidden = governance().index_hidden_versions(principal, "node", name, {version: manifest}, "download", filename)
+        if hidden:
+            raise HTTPProblem(403, "Forbidden", hidden[version])
+        return relay(upstream(), request.method, url, delivered)
 
 
 def tarball_source(name: str, filename: str) -> tuple[str, dict, str]:

@@ -19,6 +19,7 @@ from werkzeug.http import parse_accept_header
 from interface import metrics
 from interface.index import core_metadata, simple
 from interface.index.access import governance, reader, refuse_a_failed_run
+from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
 from interface.index.streaming import relay, spool
 from interface.index.upstream import Upstream, bad_gateway
 from interface.problems import HTTPProblem
@@ -134,12 +135,18 @@ def file(ws, project, filename):
         raise HTTPProblem(404, "Not Found", "file URLs name the project in its normalized form")
     is_metadata = filename.endswith(".metadata")
     dist = filename.removesuffix(".metadata")
-    request_kind = "metadata" if is_metadata else "download"
+    request_kind = file_request(is_metadata)
     verdict = governance().judge_index(principal, "python", project, request_kind, dist, simple.version_of(dist))
     metrics.count_index(verdict, "python", request_kind)
     refuse_a_failed_run(verdict)
     if not verdict["allowed"]:
         raise HTTPProblem(403, "Forbidden", verdict["message"])
+    delivered = delivery_hook(principal, verdict, request_kind)
+    with undelivered_on_error(delivered):
+        return _file_answer(principal, project, dist, filename, is_metadata, delivered)
+
+
+def _file_answer(principal, project: str, dist: str, filename: str, is_metadata: bool, delivered) -> Response:
     entry = next((f for f in _upstream_page(project, cached=True)["files"] if f.get("filename") == dist), None)
     if entry is None or (is_metadata and not entry.get("core-metadata", entry.get("dist-info-metadata"))):
         raise HTTPProblem(404, "Not Found", f"the upstream index lists no {filename!r} for {project!r}")
@@ -154,8 +161,8 @@ def file(ws, project, filename):
         except BaseException:
             spooled.file.close()
             raise
-        return spooled.response()
-    return relay(upstream(), request.method, entry["url"])
+        return spooled.response(delivered)
+    return relay(upstream(), request.method, entry["url"], delivered)
 
 
 def _judge_declared(principal, project: str, dist: str, metadata: bytes, request_kind: str) -> None:

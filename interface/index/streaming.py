@@ -16,6 +16,7 @@ import tempfile
 import httpx
 from flask import Response
 
+from interface.index.delivery import Delivered, metered
 from interface.index.upstream import Upstream, bad_gateway, unavailable
 from interface.problems import HTTPProblem
 
@@ -23,12 +24,14 @@ CHUNK = 64 * 1024
 _KEPT = {k.lower(): k for k in ("Content-Type", "Content-Length", "Last-Modified", "ETag")}
 
 
-def relay(upstream: Upstream, method: str, url: str) -> Response:
+def relay(upstream: Upstream, method: str, url: str, delivered: Delivered | None = None) -> Response:
+    """`delivered`: called once when the transfer ends (interface.index.delivery)."""
     response, headers, content_type = _open(upstream, method, url)
     if method == "HEAD":
         response.close()
         return Response(status=200, headers=headers, content_type=content_type)
-    return Response(_chunks(response), status=200, headers=headers, content_type=content_type, direct_passthrough=True)
+    body = metered(_chunks(response), delivered)
+    return Response(body, status=200, headers=headers, content_type=content_type, direct_passthrough=True)
 
 
 def _open(upstream: Upstream, method: str, url: str):
@@ -55,10 +58,11 @@ class Spooled:
     def __init__(self, file, headers: dict, content_type: str):
         self.file, self.headers, self.content_type = file, headers, content_type
 
-    def response(self) -> Response:
-        """Serve it (the temporary file is closed once served)."""
+    def response(self, delivered: Delivered | None = None) -> Response:
+        """Serve it (the temporary file is closed once served); `delivered` as for `relay`."""
         self.file.seek(0)
-        return Response(_spooled_chunks(self.file), status=200, headers=self.headers, content_type=self.content_type)
+        body = metered(_spooled_chunks(self.file), delivered)
+        return Response(body, status=200, headers=self.headers, content_type=self.content_type)
 
 
 def spool(upstream: Upstream, url: str, limit: int, refuse) -> Spooled:

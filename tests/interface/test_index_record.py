@@ -30,7 +30,7 @@ def test_runs_are_started_by_the_roles_that_may_evaluate_and_never_by_an_auditor
     assert live.call("POST", RUNS, live.tokens["sandbox"], {"ttl_seconds": 5}).status == 422
 
 
-def test_repeated_fetches_in_a_run_are_one_decision_and_each_file_is_one_more(live, app):
+def test_repeated_fetches_in_a_run_are_one_decision_and_each_file_is_one_more_and_a_head_probe_is_metadata(live, app):
     set_policy(app, "allowlist", python=["alpha"])
     run = start_run(live)
     for _ in range(3):  # a resolver backtracking asks again and again
@@ -47,6 +47,7 @@ def test_repeated_fetches_in_a_run_are_one_decision_and_each_file_is_one_more(li
         ("beta", "page", None, "not-on-the-allow-list"),  # denied first
         ("beta", "page", None, "run-failed"),
         ("alpha", "page", None, "matches-the-allow-list"),
+        ("alpha", "metadata", "alpha-1.0-py3-none-any.whl", "matches-the-allow-list"),  # the HEAD probe
         ("alpha", "download", "alpha-1.0-py3-none-any.whl", "matches-the-allow-list"),
         ("alpha", "download", "alpha-1.0.tar.gz", "matches-the-allow-list"),
     ]

@@ -42,6 +42,15 @@ class Client:
         return reply.status, json.loads(text) if is_json and text else text
 
 
+def fetch_file(client: Client, path: str, token: str) -> bytes:
+    """A file from the package index, through this client's worker."""
+    client.conn.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+    reply = client.conn.getresponse()
+    body = reply.read()
+    assert reply.status == 200, body
+    return body
+
+
 class Service:
     """The running `serve` process; every client opened through it is closed at teardown."""
 
@@ -190,3 +199,27 @@ def test_no_decision_is_lost_or_doubled_across_workers_and_one_scrape_counts_the
             float(x.rsplit(" ", 1)[1]) for x in text.splitlines() if x.startswith("runcode_policy_decisions_total{")
         ]
         assert sum(totals) == len(answered)
+
+
+def test_one_file_fetched_through_every_worker_in_one_run_is_one_decision_delivered_by_each(service, pypi_upstream):
+    clients = service.one_client_per_worker()
+    admin, sandbox = service.issue(clients[0], "admin", "admin"), service.issue(clients[0], "sandbox", "sandbox")
+    assert clients[0].call("PUT", W + "/policy", admin, {"python": {"mode": "allowlist", "allow": ["alpha"]}})[0] == 200
+    status, run = clients[0].call("POST", W + "/runs", sandbox, {})
+    assert status == 201, run
+    wheel = pypi_upstream.file("alpha-1.0-py3-none-any.whl")
+    for client in clients:  # each worker judges the fetch afresh: none remembers the others' decision
+        assert fetch_file(client, "/pypi/default/files/alpha/" + wheel.filename, run["token"]) == wheel.data
+    deadline = time.monotonic() + 30
+    while True:
+        status, answer = clients[0].call("GET", f"{W}/runs/{run['id']}/decisions", sandbox)
+        assert status == 200, answer
+        (decision,) = answer["decisions"]  # one decision for the run's file, whichever worker made it
+        if len(decision.get("deliveries", ())) == WORKERS:
+            break
+        assert time.monotonic() < deadline, decision
+        time.sleep(0.05)
+    assert service.stored_decision_ids() == [decision["id"]]
+    assert {(d["status"], d["bytes"], d["sha256"]) for d in decision["deliveries"]} == {
+        ("served", len(wheel.data), wheel.sha256)
+    }

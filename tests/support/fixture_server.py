@@ -11,12 +11,16 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 OTHER_HOST = "127.0.0.2"
+CUT = "cut"  # a fault: the upstream dies mid-file
 
 
 class FixtureServer:
     def __init__(self, other_host: bool = False):
         self.requests: list[tuple[str, str, dict]] = []
         self.outage = False  # when set, every request is answered 503
+        # Path ending -> what a request whose path ends so gets instead: a status (403, 503), or
+        # CUT (the whole length announced, half the body sent, then the connection closed).
+        self.faults: dict[str, int | str] = {}
         self._servers = [ThreadingHTTPServer(("127.0.0.1", 0), self._handler())]
         if other_host:
             self._servers.append(ThreadingHTTPServer((OTHER_HOST, 0), self._handler()))
@@ -53,16 +57,22 @@ class FixtureServer:
                 fixture.requests.append((self.command, self.path, dict(self.headers)))
                 if fixture.outage:
                     return self._send(503, "text/plain", b"down for maintenance", head)
-                self._send(*fixture.respond(self.path, self.headers.get("Accept", "")), head)
+                path = self.path.split("?")[0]
+                fault = next((f for ending, f in fixture.faults.items() if path.endswith(ending)), None)
+                if isinstance(fault, int):
+                    return self._send(fault, "text/plain", b"refused by the test", head)
+                self._send(*fixture.respond(self.path, self.headers.get("Accept", "")), head, cut=fault == CUT)
 
-            def _send(self, status, media, body, head):
+            def _send(self, status, media, body, head, cut=False):
                 self.send_response(status)
                 self.send_header("Content-Type", media)
                 self.send_header("Content-Length", str(len(body)))
                 self.send_header("Vary", "Accept")
                 self.end_headers()
                 if not head:
-                    self.wfile.write(body)
+                    self.wfile.write(body[: len(body) // 2] if cut else body)
+                if cut:
+                    self.close_connection = True
 
         return Handler
 

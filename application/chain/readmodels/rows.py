@@ -1,0 +1,79 @@
+"""Read models with one row per sealed event (decisions, deliveries) held against those events:
+every row must equal what its sealed event says, and every sealed event must have its row.
+Rows whose events still wait for the sealer are left for the next check."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from application.chain.links import as_uuid
+from application.chain.readmodels.failures import table_failure
+from application.store.chain import ChainStore
+
+PAGE = 1000
+
+
+@dataclass(frozen=True)
+class OneRowPerEvent:
+    table: str  # as application.store.schema names it
+    topic: str  # the sealed event each row is written from
+    noun: str  # how a failure names a row ("decision 5f0c...")
+    rows: Callable[[ChainStore, str, str, int], list[dict]]  # (store, workspace, after id, limit), by id
+    same: Callable[[ChainStore, dict, dict], bool]  # (store, row, the event's stored state)
+
+
+def check_rows(kind: OneRowPerEvent, store: ChainStore, read_state, workspace: str, checked: int) -> dict | None:
+    """None when the table agrees with the chain; else the first disagreement."""
+    after, position = "", store.position()
+    while rows := kind.rows(store, workspace, after, PAGE):
+        found = store.sealed_events([_oid(store, r) for r in rows])
+        sealed = {str(as_uuid(r["originator_id"])): r for r in found if r["topic"] == kind.topic}
+        for row in rows:
+            event = sealed.get(row["id"])
+            if event is None:
+                stored = store.stored_position(_oid(store, row))
+                if stored is None or stored <= position:  # pending events are the sealer's, not a tamperer's
+                    return _failure(
+                        kind, checked, "inserted", row["id"], None, f"holds a {kind.noun} no sealed event records"
+                    )
+            elif not _agrees(kind, store, row, read_state(event["state"])):
+                return _failure(kind, checked, "altered", row["id"], event["seq"], "differs from its sealed event")
+        after = rows[-1]["id"]
+    return _missing_row(kind, store, workspace, checked)
+
+
+def event_time(state: dict) -> datetime:
+    """When a stored event was made, as the library stored it."""
+    return datetime.fromisoformat(state["timestamp"]["_data_"])
+
+
+def _agrees(kind: OneRowPerEvent, store: ChainStore, row: dict, state: dict | None) -> bool:
+    try:
+        return kind.same(store, row, state)
+    except (KeyError, TypeError, ValueError):  # a state that cannot be read agrees with no row
+        return False
+
+
+def _missing_row(kind: OneRowPerEvent, store: ChainStore, workspace: str, checked: int) -> dict | None:
+    """A sealed event whose row is gone."""
+    after = 0
+    while rows := store.sealed_of_topic(workspace, kind.topic, after, PAGE):
+        ids = [str(as_uuid(r["originator_id"])) for r in rows]
+        present = store.present_ids(kind.table, ids)
+        for row, row_id in zip(rows, ids, strict=True):
+            if row_id not in present:
+                return _failure(kind, checked, "deleted", row_id, row["seq"], f"lacks a {kind.noun} the chain seals")
+        after = rows[-1]["seq"]
+    return None
+
+
+def _oid(store: ChainStore, row: dict):
+    return store.oid(UUID(row["id"]))
+
+
+def _failure(kind: OneRowPerEvent, checked: int, problem: str, row_id: str, seq: int | None, how: str) -> dict:
+    record = {"seq": seq, "originator_id": row_id, "originator_version": 1, "topic": kind.topic}
+    return table_failure(checked, problem, kind.table, f"{kind.noun} {row_id}", how, record)
