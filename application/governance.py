@@ -187,8 +187,8 @@ class Governance(Application):
     def index_hidden_versions(self, principal, language: str, name: str, declarations: dict, request: str, file=None):
         return self.index.gate.hidden_versions(principal, language, name, declarations, request, file)
 
-    def index_listing(self, workspace: str, language: str, candidates) -> list[str]:
-        return self.index.gate.listing(workspace, language, candidates)
+    def index_listing(self, workspace: str, language: str, source):
+        return self.index.gate.listing(workspace, language, source)
 
     def _take_snapshots(self, processing_event) -> None:
         # One snapshot per Save, of the state just saved. The library takes one for every
