@@ -24,7 +24,7 @@ from application.cache import from_pypi
 from interface import metrics
 from interface.index import core_metadata, files, simple
 from interface.index.access import governance, reader, refuse_a_failed_run
-from interface.index.answers import judged
+from interface.index.answers import Rendered, judged
 from interface.index.pages import Fetched, Pages
 from interface.index.streaming import relay, spool
 from interface.index.upstream import Upstream, bad_gateway
@@ -116,11 +116,22 @@ def project_page(ws, project):
     refuse_a_failed_run(verdict)
     if not verdict["allowed"]:
         return answer(simple.quarantined(name, verdict["message"]), media, verdict["policy_version"])
-    return answer(_allowed_page(ws, name), media, verdict["policy_version"])
+    fetched = _fetched(name)
+    key = (ws, name, media, verdict["policy_version"], fetched.revision, request.url_root)
+    content_type = media if simple.is_json(media) else f"{media}; charset=utf-8"
+    return rendered().answer(key, verdict["policy_version"], content_type, lambda: _render(ws, name, fetched, media))
 
 
-def _allowed_page(ws: str, name: str) -> dict:
-    page = _upstream_page(name)
+def rendered() -> Rendered:
+    return current_app.extensions.setdefault("pypi_rendered", Rendered())
+
+
+def _render(ws: str, name: str, fetched: Fetched, media: str) -> bytes:
+    page = _allowed_page(ws, name, _read(name, fetched))
+    return simple.write_json(page) if simple.is_json(media) else simple.write_html(page)
+
+
+def _allowed_page(ws: str, name: str, page: dict) -> dict:
     files = []
     for entry in page["files"]:
         if upstream().allows_host(entry["url"]):  # checked again, with addresses, on download
@@ -132,8 +143,15 @@ def _allowed_page(ws: str, name: str) -> dict:
 
 def _upstream_page(name: str, kept: bool = False) -> dict:
     """Upstream's page for a project; `kept`: any copy kept before will do (a file's lookup)."""
+    return _read(name, _fetched(name, kept))
+
+
+def _fetched(name: str, kept: bool = False) -> Fetched:
     url = upstream().url(f"{name}/")
-    found = (pages().kept(url, simple.UPSTREAM_ACCEPT) if kept else None) or pages().get(url, simple.UPSTREAM_ACCEPT)
+    return (pages().kept(url, simple.UPSTREAM_ACCEPT) if kept else None) or pages().get(url, simple.UPSTREAM_ACCEPT)
+
+
+def _read(name: str, found: Fetched) -> dict:
     if found.status == 404:
         raise HTTPProblem(404, "Not Found", f"the upstream index has no project {name!r}")
     if found.status != 200:
