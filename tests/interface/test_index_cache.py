@@ -38,10 +38,21 @@ def stop(upstream) -> None:
     upstream.close()
 
 
-def pip(live, home: Path, *args):
+def install(live, home: Path, client: str, *args):
+    """A new run's install with a new home (so the client's own cache is empty)."""
     home.mkdir()
     run = start_run(live)
-    return run, clients.pip_install(home, run["pypi"], run["token"], *args)
+    if client == "pip":
+        return run, clients.pip_install(home, run["pypi"], run["token"], *args)
+    return run, clients.npm(home, run["npm"], run["token"], "install", *args)
+
+
+def pip(live, home: Path, *args):
+    return install(live, home, "pip", *args)
+
+
+def npm_install(live, home: Path, *args):
+    return install(live, home, "npm", *args)
 
 
 def test_with_the_pypi_upstream_stopped_a_tree_installed_before_installs_again_and_one_denied_since_is_refused(
@@ -59,15 +70,8 @@ def test_with_the_pypi_upstream_stopped_a_tree_installed_before_installs_again_a
     run, refused = pip(live, tmp_path / "refused", "alpha")
     assert not refused.ok, refused.output
     assert not (tmp_path / "refused" / "site").exists() or not list((tmp_path / "refused" / "site").iterdir())
-    assert [d["name"] for d in run_decisions(live, run) if not d["allowed"] and d["reason"] != "run-failed"][
-        0
-    ] == "beta"
-
-
-def npm_install(live, home: Path, *args):
-    home.mkdir()
-    run = start_run(live)
-    return run, clients.npm(home, run["npm"], run["token"], "install", *args)
+    denied = [d["name"] for d in run_decisions(live, run) if not d["allowed"] and d["reason"] != "run-failed"]
+    assert denied[0] == "beta"
 
 
 def test_with_the_npm_upstream_stopped_a_tree_installed_before_installs_again_and_one_denied_since_is_refused(
