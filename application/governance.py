@@ -193,8 +193,8 @@ class Governance(Application):
         """The hook a file's transfer calls when it ends: (status, bytes sent, their sha256)."""
         return self.index.deliveries.recorder(principal.workspace, decision_id)
 
-    def index_listing(self, workspace: str, language: str, candidates) -> list[str]:
-        return self.index.gate.listing(workspace, language, candidates)
+    def index_listing(self, workspace: str, language: str, source):
+        return self.index.gate.listing(workspace, language, source)
 
     def _take_snapshots(self, processing_event) -> None:
         # One snapshot per Save, of the state just saved. The library takes one for every

@@ -18,7 +18,7 @@ from bench.load import require_wrk
 
 # Modules that register figures. A feature built elsewhere adds its own module here; until then
 # `PENDING` names its figures (name -> why), reported as skipped with the reason.
-MODULES = ("bench.service", "bench.auditor", "bench.readmodels", "bench.index", "bench.parse")
+MODULES = ("bench.service", "bench.auditor", "bench.readmodels", "bench.index", "bench.index_memory", "bench.parse")
 PENDING: dict[str, str] = {}
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/runcode_policy_bench"
 

@@ -1,16 +1,18 @@
 """The package index's figures: `index_page`, the PyPI project page through the real service under
-wrk, and `pip_install_ratio`, a cold `pip install` of a 20-package tree through the index against
-the same install straight from the same upstream (bench/pip_install.py).
+wrk; `pip_install_ratio` and `pip_install_warm_ratio`, a `pip install` of a 20-package tree
+through the index (its cache empty, then full) against the same install straight from the same
+upstream (bench/pip_install.py); `index_rss`, the service's memory after 10,000 distinct pages.
 
 For `index_page` the upstream is the tests' fixture PyPI index (tests/support/pypi_upstream.py,
 PEP 503/691 pages on a threaded server in this process): pypiserver, which `pip_install_ratio`
 installs from, answers ~300 req/s here with seconds-long tails, and under the proxy's 16
 connections some requests came back non-2xx. The service is the production `serve` on PostgreSQL. Every
-page request authenticates the token, judges the project on the current policy and fetches the
-page from upstream; the gate records a run's fetch of a page once (it remembers what a token was
-told), so under wrk only the first fetch is recorded and the figure is the judged, re-fetched path.
-Its ceiling is `index_upstream`, the same page served by the same upstream directly, under the
-same load in the same rounds: the proxy fetches it on every request, so it cannot go faster.
+page request authenticates the token, judges the project on the current policy and answers from
+the page the index keeps (fetched once, revalidated with upstream after its freshness window);
+the gate records a run's fetch of a page once (it remembers what a token was told), so under
+wrk only the first fetch is recorded and the figure is the judged, cached path. Its ceiling is
+`index_upstream`, the same page served by the same upstream directly, under the same load in the
+same rounds: the target is at least 1.0 (the index from its cache no slower than upstream).
 """
 
 from __future__ import annotations
@@ -87,14 +89,44 @@ register(
 )
 
 
+def _pip_installs(run) -> tuple[float, float, float]:
+    """Direct, cold and warm medians, measured once per run for both figures."""
+
+    def measure():
+        work = Path(tempfile.mkdtemp(dir=run.workdir, prefix="pip-"))
+        direct, cold, warm = pip_install.measure(1 if run.quick else 3, work)
+        run.say(
+            f"  pip install of {pip_install.PACKAGES} packages: direct {direct:.2f} s, "
+            f"via the index cold {cold:.2f} s, warm {warm:.2f} s"
+        )
+        return _Closed((direct, cold, warm))
+
+    return run.keep("pip-installs", measure).value
+
+
+@dataclass
+class _Closed:
+    """A value `run.keep` can close at the end of the run."""
+
+    value: tuple
+
+    def close(self) -> None:
+        pass
+
+
+def _pip_ratio(run, which: int, label: str) -> Result:
+    times = _pip_installs(run)
+    rounds = "1 round" if run.quick else "median of 3 rounds"
+    ratio = round(times[which] / times[0], 3)
+    unit = f"× direct ({label} pip install of {pip_install.PACKAGES} packages via the index, {rounds})"
+    return Result(ratio, unit, ratio=ratio)
+
+
 @figure("pip_install_ratio", ceiling="direct")  # its own ceiling: the same install, direct
 def pip_install_ratio(run) -> Result:
-    work = Path(tempfile.mkdtemp(dir=run.workdir, prefix="pip-"))
-    direct, proxied = pip_install.measure(1 if run.quick else 3, work)
-    run.say(
-        f"  pip install of {pip_install.PACKAGES} packages, cold: direct {direct:.2f} s, via the index {proxied:.2f} s"
-    )
-    rounds = "1 round" if run.quick else "median of 3 rounds"
-    unit = f"× direct (cold pip install of {pip_install.PACKAGES} packages via the index, {rounds})"
-    ratio = round(proxied / direct, 3)
-    return Result(ratio, unit, ratio=ratio)
+    return _pip_ratio(run, 1, "cold: the index's cache empty,")
+
+
+@figure("pip_install_warm_ratio", ceiling="direct")
+def pip_install_warm_ratio(run) -> Result:
+    return _pip_ratio(run, 2, "warm: pages and files from the index's cache,")

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from application import EgressConfig, Governance, checked_config, default_database_url, store_env
 from application.store.files import tighten_dir
 from domain.errors import EgressConfigError, FieldError, InvalidInputError
+from interface.index.cache_settings import CacheSettings
 
 MAX_BODY_BYTES = 1024 * 1024
 # The package index's upstreams (API.md "Package index"): trusted by the operator.
@@ -39,6 +40,7 @@ class Settings:
     audit_key_file: str | None = None  # RUNCODE_POLICY_AUDIT_KEY_FILE; else generated into data_dir
     audit_previous_keys: tuple[str, ...] = ()  # RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS
     audit_sealing: bool = True  # RUNCODE_POLICY_AUDIT_SEALING
+    cache: CacheSettings | None = None  # RUNCODE_POLICY_CACHE_*; None: under data_dir, defaults
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -56,6 +58,7 @@ class Settings:
             audit_key_file=env.get("RUNCODE_POLICY_AUDIT_KEY_FILE") or None,
             audit_previous_keys=tuple(split_entries(env.get("RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS", ""))),
             audit_sealing=env.get("RUNCODE_POLICY_AUDIT_SEALING", "y").lower() in ("y", "yes", "1", "true"),
+            cache=CacheSettings.from_env(env, data_dir),
         )
 
     def console_secret_key(self) -> str:

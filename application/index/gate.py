@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from application.decision_writer import AlreadyRecorded, DecisionWriter
+from application.index.listing import Listing, Listings, ListingSource
 from application.policies import Policies
 from application.store.reads import ReadModel
 from domain.decision import RUN_FAILED, Decision, DecisionRecord, Verdict, fetch_decision_id, judge, run_failed
@@ -77,6 +78,7 @@ class IndexGate:
         # reader (domain.run.reader_key) -> (its first project denial, until when it holds: wall clock)
         self._failed: OrderedDict[str, tuple[dict, datetime]] = OrderedDict()
         self._lock = threading.Lock()
+        self._listings = Listings()
         self.repeats = 0  # fetches answered from an earlier decision of the same run
 
     def judge(
@@ -194,14 +196,10 @@ class IndexGate:
                 self._failed.popitem(last=False)
         return known
 
-    def listing(self, workspace: str, language: str, candidates) -> list[str]:
-        """The projects an index root lists: the allow list (allowlist mode), or `candidates()`
-        (upstream's list, denylist mode), less every name the rules deny. Not recorded: a
-        listing installs nothing, and each project is judged when it is fetched."""
-        _, rules = self._policies.current(workspace)
-        language_rules = rules[language]
-        names = language_rules.allow if language_rules.mode == "allowlist" else candidates()
-        return sorted(n for n in names if judge(language_rules, Spec(n, language, "registry", n), workspace).allowed)
+    def listing(self, workspace: str, language: str, source: ListingSource) -> Listing:
+        """The projects an index root lists (see application.index.listing)."""
+        version, rules = self._policies.current(workspace)
+        return self._listings.get(workspace, language, version, rules[language], source)
 
     def _earlier(self, key: tuple, outcome: tuple) -> str | None:
         with self._lock:

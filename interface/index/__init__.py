@@ -1,22 +1,29 @@
 """The package index: a PyPI simple-index proxy (`/pypi/{ws}/...`) and an npm registry proxy
 (`/npm/{ws}/...`), thin views over `Governance.judge_index` (API.md "Package index").
 
-`install` registers both and opens one upstream client for each configured upstream.
+`install` registers both and opens one upstream client for each configured upstream, with the
+pages kept of it, over one on-disk cache (application.cache) that every worker shares.
 """
 
 from __future__ import annotations
 
 from flask import Flask
 
+from application.cache import DiskCache
 from interface.index import npm, pypi
+from interface.index.cache_settings import CacheSettings
+from interface.index.pages import Pages
 from interface.index.upstream import Upstream
 
 
 def install(app: Flask) -> None:
     settings, governance = app.extensions["settings"], app.extensions["governance"]
+    kept = settings.cache or CacheSettings.from_env({}, settings.data_dir)
+    app.extensions["index_cache"] = cache = DiskCache(kept.directory, kept.max_bytes)
     # The service's own fetches: public registries allowed (sandboxes' egress refuses them).
     for key, base in (("pypi_upstream", settings.pypi_upstream), ("npm_upstream", settings.npm_upstream)):
         app.extensions[key] = Upstream(base, governance.judge_upstream_egress)
+        app.extensions[key.replace("upstream", "pages")] = Pages(app.extensions[key], cache, kept.page_seconds)
         # Whoever stops serving this app closes these (their pooled upstream connections).
         app.extensions.setdefault("on_close", []).append(app.extensions[key].close)
     app.register_blueprint(pypi.blueprint)

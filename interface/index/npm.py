@@ -5,6 +5,10 @@ WSGI decodes `%2f` before routing, so `@scope%2fname` and `@scope/name` both arr
 Tarball URLs keep the registry's own layout (`{name}/-/{file}`), so npm's rewriting of a lockfile's
 `resolved` URLs to the configured registry lands here too. Only GET and HEAD exist: publishing
 and every other write is 405.
+
+Packuments come through `interface.index.pages` and tarballs through `interface.index.files`,
+only once the request was judged: a denied name never causes an upstream fetch (its refusal
+lists the version numbers of a packument kept before, if any).
 """
 
 from __future__ import annotations
@@ -14,11 +18,14 @@ from urllib.parse import quote
 
 from flask import Blueprint, Response, current_app, request
 
+from application.cache import from_npm
 from domain.errors import GovernanceError
 from interface import metrics
-from interface.index import packument
+from interface.index import files, packument
 from interface.index.access import governance, reader, refuse_a_failed_run
+from interface.index.answers import judged
 from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
+from interface.index.pages import Pages
 from interface.index.streaming import relay
 from interface.index.upstream import Upstream, bad_gateway
 from interface.problems import HTTPProblem, problem, status_of
@@ -39,6 +46,10 @@ def _refused(error: GovernanceError):
 
 def upstream() -> Upstream:
     return current_app.extensions["npm_upstream"]
+
+
+def pages() -> Pages:
+    return current_app.extensions["npm_pages"]
 
 
 @blueprint.route("/npm/<ws>/", methods=["GET", "HEAD"])
@@ -78,7 +89,7 @@ def packument_answer(principal, ws: str, name: str) -> Response:
     refuse_a_failed_run(verdict)
     media = wanted_media()
     if not verdict["allowed"]:
-        return _restricted(name, verdict["message"], media)
+        return _restricted(name, verdict["message"], media, verdict["policy_version"])
     document = fetch_packument(name, media)
     base = f"{request.url_root}npm/{ws}/{name}/-/"
 
@@ -86,29 +97,44 @@ def packument_answer(principal, ws: str, name: str) -> Response:
         return base + quote(packument.tarball_name(url)) if upstream().allows_host(url) else None
 
     hidden = governance().index_hidden_versions(principal, "node", name, packument.manifests(document), "page")
-    return _json(packument.rewrite(document, ours, hidden), media)
+    return _json(packument.rewrite(document, ours, hidden), media, verdict["policy_version"])
 
 
-def _restricted(name: str, message: str, media: str) -> Response:
-    try:
-        document = fetch_packument(name, media)
-    except HTTPProblem as error:
-        if error.status < 500:
-            raise
-        raise HTTPProblem(403, "Forbidden", message) from None  # upstream down: still a denial, no data
-    response = _json(packument.restricted(document, name, message), media)
-    response.headers["npm-notice"] = packument.notice(message)
+def _restricted(name: str, message: str, media: str, policy_version) -> Response:
+    """npm's E403 for a denied package. Upstream is never asked: with a packument kept from
+    before, its version numbers are restricted (npm: "Could not download beta@^1.0.0 due to
+    policy violations"); without one, a 403 whose `error` npm prints."""
+    notice = {"npm-notice": packument.notice(message)}
+    document = kept_packument(name)
+    if document is None:
+        raise HTTPProblem(403, "Forbidden", message, headers=notice)
+    response = _json(packument.restricted(document, name, message), media, policy_version)
+    response.headers.update(notice)
     return response
 
 
 ACCEPTS = {packument.ABBREVIATED: packument.ABBREVIATED + ", application/json;q=0.8", FULL: FULL}
 
 
-def fetch_packument(name: str, media: str, cached: bool = False) -> dict:
-    """Upstream's packument in the shape asked for; `cached`: any shape fetched moments ago will do."""
-    url = upstream().url(name.replace("/", "%2f"))
-    page = next(filter(None, (upstream().cached(url, a) for a in ACCEPTS.values())), None) if cached else None
-    page = page or upstream().page(url, ACCEPTS[media])
+def packument_url(name: str) -> str:
+    return upstream().url(name.replace("/", "%2f"))
+
+
+def fetch_packument(name: str, media: str) -> dict:
+    """Upstream's packument in the shape asked for (kept, revalidated, or stale if upstream fails)."""
+    return _document(name, pages().get(packument_url(name), ACCEPTS[media]))
+
+
+def kept_packument(name: str) -> dict | None:
+    """A packument kept from before, in either shape, however old; upstream is not asked."""
+    found = pages().kept(packument_url(name), *ACCEPTS.values())
+    try:
+        return _document(name, found) if found is not None else None
+    except HTTPProblem:
+        return None
+
+
+def _document(name: str, page) -> dict:
     if page.status == 404:
         raise HTTPProblem(404, "Not Found", f"the upstream registry has no package {name!r}")
     if page.status != 200:
@@ -122,11 +148,8 @@ def fetch_packument(name: str, media: str, cached: bool = False) -> dict:
     return document
 
 
-def _json(document: dict, media: str) -> Response:
-    response = Response(json.dumps(document, separators=(",", ":")), content_type=media)
-    response.headers["Cache-Control"] = "no-store"  # the answer depends on the policy now
-    response.headers["Vary"] = "Accept"
-    return response
+def _json(document: dict, media: str, policy_version) -> Response:
+    return judged(json.dumps(document, separators=(",", ":")), media, policy_version)
 
 
 def tarball(principal, name: str, filename: str) -> Response:
@@ -142,21 +165,35 @@ def tarball(principal, name: str, filename: str) -> Response:
         raise HTTPProblem(403, "Forbidden", verdict["message"])
     delivered = delivery_hook(principal, verdict, request_kind)
     with undelivered_on_error(delivered):
-        version, manifest, url = tarball_source(name, filename)
-        # A lockfile or a hand-made URL must not fetch a version the packument hides.
-        hidden = governance().index_hidden_versions(principal, "node", name, {version: manifest}, "download", filename)
-        if hidden:
-            raise HTTPProblem(403, "Forbidden", hidden[version])
+        return _tarball_answer(principal, name, filename, delivered)
+
+
+def _tarball_answer(principal, name: str, filename: str, delivered) -> Response:
+    version, manifest, url = tarball_source(name, filename)
+    # A lockfile or a hand-made URL must not fetch a version the packument hides.
+    hidden = governance().index_hidden_versions(principal, "node", name, {version: manifest}, "download", filename)
+    if hidden:
+        raise HTTPProblem(403, "Forbidden", hidden[version])
+    digests = from_npm(manifest.get("dist"))
+    if digests is None:  # nothing to verify it against: relayed as upstream sends it, never kept
         return relay(upstream(), request.method, url, delivered)
+    if request.method == "HEAD":
+        verified = files.cached(cache(), digests)
+        return files.serve(verified) if verified is not None else relay(upstream(), "HEAD", url)
+    return files.serve(files.obtain(upstream(), cache(), url, digests), delivered)
+
+
+def cache():
+    return current_app.extensions["index_cache"]
 
 
 def tarball_source(name: str, filename: str) -> tuple[str, dict, str]:
     """The version, its manifest and where upstream keeps this file: the packument's word (it
-    may be another host), not a guess."""
-    document = fetch_packument(name, packument.ABBREVIATED, cached=True)
-    for version, manifest in packument.manifests(document).items():
-        dist = manifest.get("dist")
-        url = dist.get("tarball") if isinstance(dist, dict) else None
-        if isinstance(url, str) and packument.tarball_name(url) == filename:
-            return version, manifest, url
+    may be another host), not a guess. A kept packument will do; a fresh one when it lacks the file."""
+    for read in (kept_packument, lambda n: fetch_packument(n, packument.ABBREVIATED)):
+        for version, manifest in packument.manifests(read(name) or {}).items():
+            dist = manifest.get("dist")
+            url = dist.get("tarball") if isinstance(dist, dict) else None
+            if isinstance(url, str) and packument.tarball_name(url) == filename:
+                return version, manifest, url
     raise HTTPProblem(404, "Not Found", f"the upstream registry lists no {filename!r} for {name!r}")

@@ -5,6 +5,10 @@ the decision is durable before the client hears anything. An allowed project get
 page with its file URLs pointing here; a denied one gets PEP 792 `quarantined` with the reason
 and no file. A file is judged again when it is fetched, so a page seen before a policy change,
 a lockfile or a hand-written URL cannot fetch a denied project's file.
+
+Upstream pages come through `interface.index.pages` (kept on disk, revalidated, stale when
+upstream fails) and files through `interface.index.files` (kept by content, verified): both only
+after the request was judged, so a denied name never causes an upstream fetch.
 """
 
 from __future__ import annotations
@@ -16,10 +20,13 @@ from flask import Blueprint, Response, current_app, redirect, request, url_for
 from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header
 
+from application.cache import from_pypi
 from interface import metrics
-from interface.index import core_metadata, simple
+from interface.index import core_metadata, files, simple
 from interface.index.access import governance, reader, refuse_a_failed_run
+from interface.index.answers import Rendered, judged
 from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
+from interface.index.pages import Fetched, Pages
 from interface.index.streaming import relay, spool
 from interface.index.upstream import Upstream, bad_gateway
 from interface.problems import HTTPProblem
@@ -39,6 +46,10 @@ def upstream() -> Upstream:
     return current_app.extensions["pypi_upstream"]
 
 
+def pages() -> Pages:
+    return current_app.extensions["pypi_pages"]
+
+
 def negotiated() -> str:
     """PEP 691 content negotiation; 406 when nothing offered is acceptable."""
     header = request.headers.get("Accept", "").strip()
@@ -50,36 +61,42 @@ def negotiated() -> str:
     return simple.ANSWERED_AS.get(media, media)
 
 
-def answer(page: dict, media: str) -> Response:
+def answer(page: dict, media: str, policy_version) -> Response:
     body = simple.write_json(page) if simple.is_json(media) else simple.write_html(page)
-    response = Response(body, content_type=media if simple.is_json(media) else f"{media}; charset=utf-8")
-    response.headers["Vary"] = "Accept"
-    response.headers["Cache-Control"] = "no-store"  # the answer depends on the policy now
-    return response
+    return judged(body, media if simple.is_json(media) else f"{media}; charset=utf-8", policy_version)
 
 
 @blueprint.route("/pypi/<ws>/simple/", methods=READ)
 def root(ws):
     reader(ws, UNAUTHENTICATED)
     media = negotiated()
-    names = governance().index_listing(ws, "python", _upstream_names)
+    listing = governance().index_listing(ws, "python", _UpstreamNames())
     if simple.is_json(media):
-        body = {"meta": {"api-version": simple.VERSIONS_API_VERSION}, "projects": [{"name": n} for n in names]}
-        response = Response(json.dumps(body), content_type=media)
-    else:
-        links = "".join(f'<a href="{n}/">{n}</a><br>\n' for n in names)
-        response = Response(f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n", content_type="text/html")
-    response.headers.update({"Vary": "Accept", "Cache-Control": "no-store"})
-    return response
+        body = {"meta": {"api-version": simple.VERSIONS_API_VERSION}, "projects": [{"name": n} for n in listing.names]}
+        return judged(json.dumps(body), media, listing.tag)
+    links = "".join(f'<a href="{n}/">{n}</a><br>\n' for n in listing.names)
+    return judged(f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n", "text/html", listing.tag)
 
 
-def _upstream_names() -> list[str]:
-    # Upstream's whole project list is large (PyPI's is tens of MiB): a recent copy will do.
-    found = upstream().cached(upstream().base, simple.UPSTREAM_ACCEPT)
-    page = found or upstream().page(upstream().base, simple.UPSTREAM_ACCEPT)
-    if page.status != 200:
-        raise bad_gateway(f"the upstream index answered {page.status} for its project list")
-    return [canonical(n) for n in simple.read_names(page.body, page.content_type)]
+class _UpstreamNames:
+    """Upstream's whole project list (PyPI's is tens of MiB), kept like any page; read only when
+    its revision has no judged listing yet."""
+
+    def __init__(self):
+        self._page: Fetched | None = None
+
+    def revision(self) -> str:
+        self._page = pages().get(upstream().base, simple.UPSTREAM_ACCEPT)
+        if self._page.status != 200:
+            raise bad_gateway(f"the upstream index answered {self._page.status} for its project list")
+        return self._page.revision
+
+    def names(self) -> list[str]:
+        page = self._page
+        try:
+            return [canonical(n) for n in simple.read_names(page.body, page.content_type)]
+        except simple.PageError as error:
+            raise bad_gateway(str(error)) from None
 
 
 @blueprint.route("/pypi/<ws>/simple/<project>", methods=READ)
@@ -99,12 +116,23 @@ def project_page(ws, project):
     metrics.count_index(verdict, "python", "page")
     refuse_a_failed_run(verdict)
     if not verdict["allowed"]:
-        return answer(simple.quarantined(name, verdict["message"]), media)
-    return answer(_allowed_page(ws, name), media)
+        return answer(simple.quarantined(name, verdict["message"]), media, verdict["policy_version"])
+    fetched = _fetched(name)
+    key = (ws, name, media, verdict["policy_version"], fetched.revision, request.url_root)
+    content_type = media if simple.is_json(media) else f"{media}; charset=utf-8"
+    return rendered().answer(key, verdict["policy_version"], content_type, lambda: _render(ws, name, fetched, media))
 
 
-def _allowed_page(ws: str, name: str) -> dict:
-    page = _upstream_page(name)
+def rendered() -> Rendered:
+    return current_app.extensions.setdefault("pypi_rendered", Rendered())
+
+
+def _render(ws: str, name: str, fetched: Fetched, media: str) -> bytes:
+    page = _allowed_page(ws, name, _read(name, fetched))
+    return simple.write_json(page) if simple.is_json(media) else simple.write_html(page)
+
+
+def _allowed_page(ws: str, name: str, page: dict) -> dict:
     files = []
     for entry in page["files"]:
         if upstream().allows_host(entry["url"]):  # checked again, with addresses, on download
@@ -114,10 +142,17 @@ def _allowed_page(ws: str, name: str) -> dict:
     return simple.finish({**page, "files": files}, name)
 
 
-def _upstream_page(name: str, cached: bool = False) -> dict:
+def _upstream_page(name: str, kept: bool = False) -> dict:
+    """Upstream's page for a project; `kept`: any copy kept before will do (a file's lookup)."""
+    return _read(name, _fetched(name, kept))
+
+
+def _fetched(name: str, kept: bool = False) -> Fetched:
     url = upstream().url(f"{name}/")
-    found = upstream().cached(url, simple.UPSTREAM_ACCEPT) if cached else None
-    found = found or upstream().page(url, simple.UPSTREAM_ACCEPT)
+    return (pages().kept(url, simple.UPSTREAM_ACCEPT) if kept else None) or pages().get(url, simple.UPSTREAM_ACCEPT)
+
+
+def _read(name: str, found: Fetched) -> dict:
     if found.status == 404:
         raise HTTPProblem(404, "Not Found", f"the upstream index has no project {name!r}")
     if found.status != 200:
@@ -126,6 +161,15 @@ def _upstream_page(name: str, cached: bool = False) -> dict:
         return simple.read_page(found.body, found.content_type, found.url)
     except simple.PageError as error:
         raise bad_gateway(str(error)) from None
+
+
+def _file_entry(project: str, dist: str) -> dict | None:
+    """The page's entry for a file: from the copy kept, else from a fresh page (a new release)."""
+    for kept in (True, False):
+        entry = next((f for f in _upstream_page(project, kept)["files"] if f.get("filename") == dist), None)
+        if entry is not None:
+            return entry
+    return None
 
 
 @blueprint.route("/pypi/<ws>/files/<project>/<filename>", methods=READ)
@@ -147,22 +191,61 @@ def file(ws, project, filename):
 
 
 def _file_answer(principal, project: str, dist: str, filename: str, is_metadata: bool, delivered) -> Response:
-    entry = next((f for f in _upstream_page(project, cached=True)["files"] if f.get("filename") == dist), None)
-    if entry is None or (is_metadata and not entry.get("core-metadata", entry.get("dist-info-metadata"))):
+    entry = _file_entry(project, dist)
+    metadata_hashes = entry.get("core-metadata", entry.get("dist-info-metadata")) if entry else None
+    if entry is None or (is_metadata and not metadata_hashes):
         raise HTTPProblem(404, "Not Found", f"the upstream index lists no {filename!r} for {project!r}")
     if is_metadata:
-        metadata = core_metadata.fetch(upstream(), entry["url"] + ".metadata")
+        return _metadata(principal, project, dist, entry["url"] + ".metadata", from_pypi(metadata_hashes))
+    return _distribution(principal, project, dist, entry["url"], from_pypi(entry.get("hashes")), delivered)
+
+
+def _metadata(principal, project: str, dist: str, url: str, digests) -> Response:
+    if digests is None:  # nothing to verify it against: fetched each time, never kept
+        metadata = core_metadata.fetch(upstream(), url)
         _judge_declared(principal, project, dist, metadata, "metadata")
         return _served(metadata)
+    verified = files.obtain(upstream(), cache(), url, digests, core_metadata.MAX_METADATA_BYTES)
+    try:
+        _judge_declared(principal, project, dist, verified.file.read(), "metadata")
+    except BaseException:
+        verified.close()
+        raise
+    return files.serve(verified)
+
+
+def _distribution(principal, project: str, dist: str, url: str, digests, delivered) -> Response:
+    wheel = dist.endswith(".whl")
+    if digests is None:  # nothing to verify it against: relayed as upstream sends it, never kept
+        return _unverified(principal, project, dist, url, delivered)
+    if request.method == "HEAD":
+        verified = files.cached(cache(), digests)
+        return files.serve(verified) if verified is not None else relay(upstream(), "HEAD", url)
+    limit, refuse = (core_metadata.MAX_WHEEL_BYTES, core_metadata.too_large) if wheel else (files.MAX_FILE_BYTES, None)
+    verified = files.obtain(upstream(), cache(), url, digests, limit, refuse)
+    if wheel:
+        try:
+            _judge_declared(principal, project, dist, core_metadata.wheel_metadata(verified.file, dist), "download")
+        except BaseException:
+            verified.close()
+            raise
+    return files.serve(verified, delivered)
+
+
+def _unverified(principal, project: str, dist: str, url: str, delivered) -> Response:
     if dist.endswith(".whl") and request.method != "HEAD":
-        spooled = spool(upstream(), entry["url"], core_metadata.MAX_WHEEL_BYTES, core_metadata.too_large)
+        spooled = spool(upstream(), url, core_metadata.MAX_WHEEL_BYTES, core_metadata.too_large)
         try:
             _judge_declared(principal, project, dist, core_metadata.wheel_metadata(spooled.file, dist), "download")
         except BaseException:
             spooled.file.close()
             raise
         return spooled.response(delivered)
-    return relay(upstream(), request.method, entry["url"], delivered)
+    return relay(upstream(), request.method, url, delivered)
+
+
+def cache():
+    return current_app.extensions["index_cache"]
 
 
 def _judge_declared(principal, project: str, dist: str, metadata: bytes, request_kind: str) -> None:

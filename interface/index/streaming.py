@@ -26,7 +26,7 @@ _KEPT = {k.lower(): k for k in ("Content-Type", "Content-Length", "Last-Modified
 
 def relay(upstream: Upstream, method: str, url: str, delivered: Delivered | None = None) -> Response:
     """`delivered`: called once when the transfer ends (interface.index.delivery)."""
-    response, headers, content_type = _open(upstream, method, url)
+    response, headers, content_type = open_file(upstream, method, url)
     if method == "HEAD":
         response.close()
         return Response(status=200, headers=headers, content_type=content_type)
@@ -34,7 +34,7 @@ def relay(upstream: Upstream, method: str, url: str, delivered: Delivered | None
     return Response(body, status=200, headers=headers, content_type=content_type, direct_passthrough=True)
 
 
-def _open(upstream: Upstream, method: str, url: str):
+def open_file(upstream: Upstream, method: str, url: str):
     """Upstream's answer for a file, its status checked, and the headers relayed with it."""
     response = upstream.open("HEAD" if method == "HEAD" else "GET", url, {"Accept-Encoding": "identity"})
     if response.status_code != 200:
@@ -67,7 +67,7 @@ class Spooled:
 
 def spool(upstream: Upstream, url: str, limit: int, refuse) -> Spooled:
     """Fetch the whole file into a temporary file; `refuse(limit)` is raised past `limit` bytes."""
-    response, headers, content_type = _open(upstream, "GET", url)
+    response, headers, content_type = open_file(upstream, "GET", url)
     file = tempfile.TemporaryFile()
     try:
         try:

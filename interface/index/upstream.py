@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
@@ -27,8 +24,6 @@ CONNECT_SECONDS = 5.0
 READ_SECONDS = 30.0
 MAX_REDIRECTS = 5
 MAX_PAGE_BYTES = 64 * 1024 * 1024  # the largest packuments are tens of MiB
-PAGE_CACHE_SECONDS = 300  # how long a page stays usable for finding a file's upstream URL
-PAGE_CACHE_ENTRIES = 1024
 _REDIRECTS = (301, 302, 303, 307, 308)
 
 log = logging.getLogger(__name__)
@@ -53,6 +48,8 @@ class Page:
     status: int
     content_type: str
     body: bytes
+    etag: str | None = None  # upstream's validators, to revalidate a kept copy
+    last_modified: str | None = None
 
 
 class Upstream:
@@ -69,8 +66,6 @@ class Upstream:
             trust_env=False,
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
         )
-        self._pages: OrderedDict[str, tuple[float, Page]] = OrderedDict()
-        self._lock = threading.Lock()
 
     def close(self) -> None:
         self._client.close()
@@ -83,9 +78,10 @@ class Upstream:
         return origin(url) == self._origin or bool(self._judge(url, [])["allowed"])
 
     # -- pages ------------------------------------------------------------------------------
-    def page(self, url: str, accept: str) -> Page:
-        """GET a page into memory (bounded), remembering it for later file lookups."""
-        response = self.open("GET", url, {"Accept": accept})
+    def page(self, url: str, accept: str, validators: dict | None = None) -> Page:
+        """GET a page into memory (bounded); `validators` (If-None-Match, If-Modified-Since) may
+        get a 304 with no body. Kept by the caller (interface.index.pages), not here."""
+        response = self.open("GET", url, {"Accept": accept, **(validators or {})})
         try:
             body = bytearray()
             for chunk in response.iter_bytes():
@@ -96,24 +92,15 @@ class Upstream:
             raise unavailable(f"the upstream stopped answering: {type(error).__name__}") from None
         finally:
             response.close()
-        page = Page(str(response.url), response.status_code, response.headers.get("content-type", ""), bytes(body))
-        if page.status == 200:
-            self._remember(f"{accept}|{url}", page)
-        return page
-
-    def cached(self, url: str, accept: str) -> Page | None:
-        with self._lock:
-            found = self._pages.get(f"{accept}|{url}")
-            if found is None or time.monotonic() - found[0] > PAGE_CACHE_SECONDS:
-                return None
-            return found[1]
-
-    def _remember(self, key: str, page: Page) -> None:
-        with self._lock:
-            self._pages[key] = (time.monotonic(), page)
-            self._pages.move_to_end(key)
-            while len(self._pages) > PAGE_CACHE_ENTRIES:
-                self._pages.popitem(last=False)
+        headers = response.headers
+        return Page(
+            str(response.url),
+            response.status_code,
+            headers.get("content-type", ""),
+            bytes(body),
+            headers.get("etag"),
+            headers.get("last-modified"),
+        )
 
     # -- streaming --------------------------------------------------------------------------
     def open(self, method: str, url: str, headers: dict | None = None) -> httpx.Response:

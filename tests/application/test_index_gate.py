@@ -93,11 +93,44 @@ def test_a_path_that_names_no_project_is_not_found(app, sandbox):
             app.judge_index(principal, language, name, "page")
 
 
+class Upstream:
+    """An upstream project list whose reads are counted."""
+
+    def __init__(self, names, revision="r1"):
+        self.listed, self.current, self.reads = list(names), revision, 0
+
+    def revision(self) -> str:
+        return self.current
+
+    def names(self):
+        self.reads += 1
+        return self.listed
+
+
+class NoUpstream:
+    def revision(self):
+        pytest.fail("allowlist mode needs no upstream")
+
+    names = revision
+
+
 def test_the_root_lists_allowed_names_only(app, workspace):
     policy(app, "allowlist", allow=["alpha", "beta"], deny=["beta"])
-    assert app.index_listing("acme", "python", lambda: pytest.fail("allowlist mode needs no upstream")) == ["alpha"]
+    assert app.index_listing("acme", "python", NoUpstream()).names == ("alpha",)
     policy(app, "denylist", deny=["beta"])
-    assert app.index_listing("acme", "python", lambda: ["alpha", "beta", "gamma"]) == ["alpha", "gamma"]
+    assert app.index_listing("acme", "python", Upstream(["alpha", "beta", "gamma"])).names == ("alpha", "gamma")
+
+
+def test_the_root_listing_is_judged_once_per_policy_version_and_upstream_revision(app, workspace):
+    policy(app, "denylist", deny=["beta"])
+    upstream = Upstream(["alpha", "beta", "gamma"])
+    first = app.index_listing("acme", "python", upstream)
+    assert app.index_listing("acme", "python", upstream) is first and upstream.reads == 1
+    upstream.listed, upstream.current = ["alpha", "beta", "delta"], "r2"  # upstream's list changed
+    assert app.index_listing("acme", "python", upstream).names == ("alpha", "delta") and upstream.reads == 2
+    policy(app, "denylist", deny=["delta"])  # a new policy version
+    again = app.index_listing("acme", "python", upstream)
+    assert again.names == ("alpha", "beta") and upstream.reads == 3 and again.tag != first.tag
 
 
 def test_a_file_name_from_the_url_is_bounded_and_printable_before_it_is_stored(app, sandbox):

@@ -1,5 +1,6 @@
 """The HTTP side the fixture upstreams share: threaded servers on loopback, a request log, an
-outage switch. A subclass answers `respond(path, accept) -> (status, media, body)`.
+outage switch. A subclass answers `respond(path, accept) -> (status, media, body)`. Answers carry
+an `ETag` (a digest of the body), and a request whose `If-None-Match` names it gets a 304.
 
 `OTHER_HOST` is a second loopback address: a fixture can keep some files there, which the
 egress rules refuse unless a test's hatch lets exactly that address through.
@@ -7,6 +8,7 @@ egress rules refuse unless a test's hatch lets exactly that address through.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -64,7 +66,12 @@ class FixtureServer:
                 self._send(*fixture.respond(self.path, self.headers.get("Accept", "")), head, cut=fault == CUT)
 
             def _send(self, status, media, body, head, cut=False):
+                etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
+                if status == 200 and self.headers.get("If-None-Match") == etag:
+                    status, body = 304, b""
                 self.send_response(status)
+                if status in (200, 304):
+                    self.send_header("ETag", etag)
                 self.send_header("Content-Type", media)
                 self.send_header("Content-Length", str(len(body)))
                 self.send_header("Vary", "Accept")

@@ -1,0 +1,202 @@
+"""The index's on-disk cache: files by content, upstream pages by what was asked, bounded in bytes.
+
+Layout under the cache directory (shared by every worker process of a deployment):
+
+    files/<algorithm>/<hex[:2]>/<hex>   a file, named by the digest the index page gave for it
+    pages/<key[:2]>/<key>               an upstream page: one JSON line (its metadata), then its body
+    tmp/                                files being written
+
+Writes never show a partial file: each is written to `tmp/`, flushed (files are fsynced too),
+then renamed into place, which is atomic; two workers writing the same name leave one whole copy.
+Files are only kept once their bytes matched the page's digest (`keep`), and are checked again
+each time before they are served (the caller does, with `Digests.check`), so a file altered on
+disk is dropped, never served.
+
+Least recently used goes first: every use touches a file's modification time, and when the bytes
+kept pass `max_bytes`, the oldest are removed until `LOW_WATER` of the bound is left. Eviction
+holds an advisory lock on `lock` so that workers do not evict at once, and only unlinks: a reader
+that already opened a file reads it to the end; one that opens it afterwards finds no file, a
+miss. Each worker estimates the total from what it wrote since it last counted, so the bound holds
+within what other workers wrote since their own last count.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from application.cache.digests import Digests
+from application.store.files import make_private_dirs
+
+LOW_WATER = 0.9  # eviction leaves this share of the bound, so that it does not run on every write
+STALE_TEMPORARY_SECONDS = 3600  # a temporary file this old was left by a process that died
+
+
+@dataclass(frozen=True)
+class StoredPage:
+    """An upstream page as kept: its metadata (a dict) and where its body starts in `path`."""
+
+    meta: dict
+    path: Path
+    offset: int
+
+    def body(self) -> bytes:
+        with open(self.path, "rb") as file:
+            file.seek(self.offset)
+            body = file.read()
+        if len(body) != self.meta.get("length"):
+            raise FileNotFoundError(self.path)  # evicted and rewritten meanwhile: read it again
+        return body
+
+
+class DiskCache:
+    def __init__(self, directory: str | Path, max_bytes: int):
+        self.directory = Path(directory)
+        self.max_bytes = max_bytes
+        for part in ("files", "pages", "tmp"):
+            make_private_dirs(self.directory / part)
+        self._lock = threading.Lock()
+        self._estimate: int | None = None  # bytes kept, as this process last counted plus its writes
+
+    # -- files ------------------------------------------------------------------------------
+    def file_path(self, digests: Digests) -> Path:
+        return self.directory / "files" / digests.algorithm / digests.hex[:2] / digests.hex
+
+    def open_file(self, digests: Digests):
+        """The kept file for these digests, open for reading (not yet checked), or None."""
+        path = self.file_path(digests)
+        try:
+            file = open(path, "rb")
+        except FileNotFoundError:
+            return None
+        _touch(path)
+        return file
+
+    def discard_file(self, digests: Digests) -> None:
+        """A kept file whose bytes no longer match: removed, so it is fetched again."""
+        _unlink(self.file_path(digests))
+
+    def temporary(self):
+        """A new temporary file in `tmp/` (removed when closed unless kept)."""
+        return tempfile.NamedTemporaryFile(dir=self.directory / "tmp", prefix="file-", delete=False)
+
+    def keep(self, temporary, digests: Digests) -> bool:
+        """Move a temporary file whose bytes matched into place; False (and left where it is) when
+        it alone is larger than the bound allows."""
+        temporary.flush()
+        size = os.fstat(temporary.fileno()).st_size
+        if size > self.max_bytes * LOW_WATER:
+            return False
+        os.fsync(temporary.fileno())
+        self._make_room(size)
+        path = self.file_path(digests)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(temporary.name, path)
+        return True
+
+    @staticmethod
+    def forget(temporary) -> None:
+        """Close a temporary file and remove it, unless it was kept."""
+        temporary.close()
+        _unlink(Path(temporary.name))
+
+    # -- pages ------------------------------------------------------------------------------
+    def page(self, key: str) -> StoredPage | None:
+        path = self._page_path(key)
+        try:
+            with open(path, "rb") as file:
+                line = file.readline(64 * 1024)
+                meta = json.loads(line)
+        except (FileNotFoundError, ValueError):
+            return None
+        _touch(path)
+        return StoredPage(meta, path, len(line))
+
+    def put_page(self, key: str, meta: dict, body: bytes) -> StoredPage | None:
+        """Keep an upstream page (not fsynced: a page lost in a crash is fetched again, and one
+        cut short is refused by its recorded length). None when it alone passes the bound."""
+        line = json.dumps({**meta, "length": len(body)}, separators=(",", ":")).encode() + b"\n"
+        size = len(line) + len(body)
+        if size > self.max_bytes * LOW_WATER:
+            return None
+        self._make_room(size)
+        path = self._page_path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=self.directory / "tmp", prefix="page-", delete=False) as file:
+            file.write(line)
+            file.write(body)
+        os.replace(file.name, path)
+        return StoredPage({**meta, "length": len(body)}, path, len(line))
+
+    def _page_path(self, key: str) -> Path:
+        digest = hashlib.sha256(key.encode()).hexdigest()
+        return self.directory / "pages" / digest[:2] / digest
+
+    # -- the bound --------------------------------------------------------------------------
+    def _make_room(self, size: int) -> None:
+        with self._lock:
+            if self._estimate is None or self._estimate + size > self.max_bytes:
+                self._estimate = self._evict(size)
+            self._estimate += size
+
+    def _evict(self, incoming: int) -> int:
+        """Remove the least recently used until `incoming` more bytes fit under the low-water
+        mark; the bytes left. Another worker evicting now: its count is taken as it stands."""
+        with open(self.directory / "lock", "a+b") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                entries, total = self._entries()
+                goal = self.max_bytes * LOW_WATER - incoming
+                for _, size, path in sorted(entries):
+                    if total <= goal:
+                        break
+                    if _unlink(path):
+                        total -= size
+                return total
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _entries(self) -> tuple[list[tuple[float, int, Path]], int]:
+        entries, total, now = [], 0, time.time()
+        for part in ("files", "pages"):
+            for root, _, names in os.walk(self.directory / part):
+                for name in names:
+                    path = Path(root) / name
+                    try:
+                        stat = path.stat()
+                    except FileNotFoundError:
+                        continue
+                    entries.append((stat.st_mtime, stat.st_size, path))
+                    total += stat.st_size
+        for path in (self.directory / "tmp").iterdir():
+            try:
+                if now - path.stat().st_mtime > STALE_TEMPORARY_SECONDS:
+                    _unlink(path)
+            except FileNotFoundError:
+                continue
+        return entries, total
+
+    def bytes_kept(self) -> int:
+        return self._entries()[1]
+
+
+def _touch(path: Path) -> None:
+    try:
+        os.utime(path)  # least recently used: the use is what counts
+    except FileNotFoundError:
+        pass
+
+
+def _unlink(path: Path) -> bool:
+    try:
+        os.unlink(path)
+        return True
+    except FileNotFoundError:
+        return False

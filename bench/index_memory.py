@@ -1,0 +1,103 @@
+"""`index_rss`: the service's resident memory after 10,000 distinct PyPI project pages, against
+its memory after the first 1,000 (its ceiling): flat, because pages are kept on disk within
+`RUNCODE_POLICY_CACHE_MAX_BYTES`, not in memory.
+
+The upstream makes any `p<n>` project page up (24 files, ~6 KiB of JSON) so that 10,000 pages
+are ~60 MiB, four times the bound set here: the cache evicts as it goes. The service is the
+production `serve` (its default workers and threads) on SQLite; every page is judged and
+recorded (10,000 decisions). Memory is the sum of VmRSS over the serve process and its workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from bench import pip_install, servers
+from bench.figures import Result, figure
+from tests.support.fixture_server import FixtureServer
+
+PAGES, FIRST = 10_000, 1_000
+BOUND = 16 * 1024 * 1024
+FILES_PER_PAGE = 24
+
+
+class ManyProjects(FixtureServer):
+    def __init__(self):
+        super().__init__()
+        self.start()
+
+    def respond(self, path: str, accept: str):
+        name = path.strip("/").rsplit("/", 1)[-1]
+        files = [
+            {
+                "filename": f"{name}-1.{n}-py3-none-any.whl",
+                "url": f"../../files/{name}-1.{n}-py3-none-any.whl",
+                "hashes": {"sha256": f"{n:064x}"},
+                "requires-python": ">=3.8",
+                "size": 1000 + n,
+                "upload-time": "2026-01-02T03:04:05Z",
+            }
+            for n in range(FILES_PER_PAGE)
+        ]
+        body = {"meta": {"api-version": "1.1"}, "name": name, "files": files}
+        return 200, "application/vnd.pypi.simple.v1+json", json.dumps(body).encode()
+
+
+def rss_mib(pid: int) -> float:
+    """VmRSS of the process group led by `pid` (serve and its workers), in MiB."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.getpgid(int(entry.name)) != pid:
+                continue
+            status = (entry / "status").read_text()
+        except (OSError, ProcessLookupError):
+            continue
+        total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+    return total / 1024
+
+
+@figure("index_rss", ceiling=f"RSS after {FIRST:,} pages")
+def index_rss(run) -> Result:
+    work = tempfile.mkdtemp(dir=run.workdir, prefix="rss-")
+    upstream = ManyProjects()
+    database = run.sqlite("index-rss")
+    token = pip_install.sandbox_token(database)
+    service = servers.service(
+        "index-rss",
+        database,
+        work,
+        RUNCODE_POLICY_PYPI_UPSTREAM=f"{upstream.url}/simple/",
+        RUNCODE_POLICY_CACHE_MAX_BYTES=str(BOUND),
+    ).start()
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(_get(service.url, token), range(FIRST)))
+            first = rss_mib(service.process.pid)
+            list(pool.map(_get(service.url, token), range(FIRST, PAGES)))
+        last = rss_mib(service.process.pid)
+        kept = sum(f.stat().st_size for f in (Path(work) / "cache").rglob("*") if f.is_file())
+        run.say(f"  RSS after {FIRST:,} pages {first:.0f} MiB, after {PAGES:,} {last:.0f} MiB")
+        unit = f"MiB RSS after {PAGES:,} distinct pages (cache bound {BOUND // 2**20} MiB, {kept / 2**20:.1f} MiB kept)"
+        return Result(round(last, 1), unit, ratio=round(last / first, 3))
+    finally:
+        service.stop()
+        upstream.close()
+
+
+def _get(base: str, token: str):
+    def fetch(n: int) -> None:
+        request = urllib.request.Request(f"{base}/pypi/{pip_install.WORKSPACE}/simple/p{n}/")
+        request.add_header("Accept", "application/vnd.pypi.simple.v1+json")
+        request.add_header("Authorization", f"Bearer {token}")
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            reply.read()
+
+    return fetch

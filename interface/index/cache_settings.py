@@ -1,0 +1,51 @@
+"""The index cache's deployment settings, read with the others (interface.settings).
+
+- `RUNCODE_POLICY_CACHE_DIR`: where the cache lives (default `<data directory>/cache`); every
+  worker process of a deployment may share it.
+- `RUNCODE_POLICY_CACHE_MAX_BYTES`: the most bytes of files and pages it keeps (default 4 GiB).
+- `RUNCODE_POLICY_CACHE_PAGE_SECONDS`: how long an upstream page is used before it is revalidated
+  with upstream (default 60; 0 revalidates on every request).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from domain.errors import FieldError, InvalidInputError
+
+DIR_VAR = "RUNCODE_POLICY_CACHE_DIR"
+MAX_BYTES_VAR = "RUNCODE_POLICY_CACHE_MAX_BYTES"
+PAGE_SECONDS_VAR = "RUNCODE_POLICY_CACHE_PAGE_SECONDS"
+DEFAULT_MAX_BYTES = 4 * 1024**3
+DEFAULT_PAGE_SECONDS = 60
+MAX_PAGE_SECONDS = 24 * 60 * 60
+
+
+@dataclass(frozen=True)
+class CacheSettings:
+    directory: str
+    max_bytes: int = DEFAULT_MAX_BYTES
+    page_seconds: int = DEFAULT_PAGE_SECONDS
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], data_dir: str) -> CacheSettings:
+        """Every bad value is named in one InvalidInputError."""
+        errors = []
+        max_bytes = _whole(env, MAX_BYTES_VAR, DEFAULT_MAX_BYTES, 1, None, errors)
+        page_seconds = _whole(env, PAGE_SECONDS_VAR, DEFAULT_PAGE_SECONDS, 0, MAX_PAGE_SECONDS, errors)
+        if errors:
+            raise InvalidInputError("invalid index cache settings: " + "; ".join(e.message for e in errors), errors)
+        return cls(env.get(DIR_VAR) or os.path.join(data_dir, "cache"), max_bytes, page_seconds)
+
+
+def _whole(env: Mapping[str, str], name: str, default: int, least: int, most: int | None, errors: list) -> int:
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < least or (most is not None and int(text) > most):
+        bound = f"from {least} to {most}" if most is not None else f"of at least {least}"
+        errors.append(FieldError(name, f"{name} must be a whole number {bound}, not {text!r}"))
+        return default
+    return int(text)

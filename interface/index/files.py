@@ -1,0 +1,125 @@
+"""Files the index serves from its cache: verified, then served with `ETag`, 304, `Range` (206).
+
+A file whose index page gives a digest (PyPI `hashes`, npm `integrity`/`shasum`) is fetched from
+upstream whole into the cache's temporary directory, checked against every digest given, kept
+under the strongest one, and only then served: bytes that do not match are never sent (502).
+Once kept, it is served without upstream (upstream may be down), after being checked again
+against the page's digests: a kept file altered on disk is dropped and fetched again.
+
+The bytes behind a digest never change, so files are `immutable` with a long `max-age`, and
+the `ETag` is the digest. They are `private`, though: the policy is judged before every serve
+(a project denied since is refused), and a shared cache in front of the index (a CDN, a caching
+proxy) would answer for the index without asking it. `private` lets the client's own cache
+(pip's, npm's) keep the file, and forbids shared caches to.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import httpx
+from flask import Response, request
+from werkzeug.wsgi import wrap_file
+
+from application.cache import Digests, DiskCache
+from application.index.deliveries import Delivered
+from domain.delivery import CACHED, SERVED
+from interface.index.delivery import metered
+from interface.index.streaming import CHUNK, open_file
+from interface.index.upstream import Upstream, bad_gateway, unavailable
+
+log = logging.getLogger(__name__)
+IMMUTABLE_SECONDS = 365 * 24 * 60 * 60
+CACHE_CONTROL = f"private, max-age={IMMUTABLE_SECONDS}, immutable"
+MEDIA = "application/octet-stream"
+MAX_FILE_BYTES = 4 * 1024 * 1024 * 1024  # the largest file fetched (a whole one is held on disk while it is checked)
+
+
+@dataclass
+class Verified:
+    """A file whose bytes matched the page's digests, open at its start."""
+
+    file: object
+    size: int
+    digests: Digests
+    cached: bool  # served from the cache (else fetched for this request)
+    temporary: bool = False  # not kept (larger than the cache may hold): removed once served
+
+    def close(self) -> None:
+        if self.temporary:
+            DiskCache.forget(self.file)
+        else:
+            self.file.close()
+
+
+def cached(cache: DiskCache, digests: Digests) -> Verified | None:
+    """The kept file, checked; None when there is none or it no longer matches (then dropped)."""
+    file = cache.open_file(digests)
+    if file is None:
+        return None
+    if digests.check(file):
+        file.seek(0, 2)
+        size = file.tell()
+        file.seek(0)
+        return Verified(file, size, digests, cached=True)
+    file.close()
+    cache.discard_file(digests)
+    log.warning("dropped a kept file that no longer matches its %s digest %s", digests.algorithm, digests.hex)
+    return None
+
+
+def obtain(upstream: Upstream, cache: DiskCache, url: str, digests: Digests, limit: int = MAX_FILE_BYTES, refuse=None):
+    """The file, verified: kept, else fetched whole, checked and kept. 502 when upstream's bytes
+    do not match; `refuse(limit)` (default a 502) past `limit` bytes."""
+    found = cached(cache, digests)
+    if found is not None:
+        return found
+    refuse = refuse or _too_large
+    response, _, _ = open_file(upstream, "GET", url)
+    temporary = cache.temporary()
+    try:
+        try:
+            if int(response.headers.get("content-length") or 0) > limit:
+                raise refuse(limit)
+            hashers, size = digests.hashers(), 0
+            for chunk in response.iter_raw(CHUNK):
+                size += len(chunk)
+                if size > limit:
+                    raise refuse(limit)
+                temporary.write(chunk)
+                for hasher in hashers.values():
+                    hasher.update(chunk)
+        except httpx.HTTPError as error:
+            raise unavailable(f"the upstream stopped sending the file: {type(error).__name__}") from None
+        if not digests.matches(hashers):
+            raise bad_gateway(
+                f"the upstream's bytes for {url.rsplit('/', 1)[-1]} do not match the {digests.algorithm} digest "
+                "its index page gives, so they are not served"
+            )
+        kept = cache.keep(temporary, digests)
+    except BaseException:
+        DiskCache.forget(temporary)
+        raise
+    finally:
+        response.close()
+    temporary.seek(0)
+    return Verified(temporary, size, digests, cached=False, temporary=not kept)
+
+
+def _too_large(limit: int):
+    return bad_gateway(f"the upstream file is larger than {limit} bytes, the most the index fetches")
+
+
+def serve(verified: Verified, delivered: Delivered | None = None) -> Response:
+    """The verified file, whole (200), a range of it (206) or not modified (304); what was sent is
+    reported to `delivered` (interface.index.delivery), `cached` when the bytes were kept before."""
+    verified.file.seek(0)
+    response = Response(wrap_file(request.environ, verified.file, CHUNK), mimetype=MEDIA, direct_passthrough=True)
+    response.call_on_close(verified.close)
+    response.content_length = verified.size
+    response.set_etag(verified.digests.hex)
+    response.headers["Cache-Control"] = CACHE_CONTROL
+    response = response.make_conditional(request.environ, accept_ranges=True, complete_length=verified.size)
+    response.response = metered(response.response, delivered, CACHED if verified.cached else SERVED)
+    return response

@@ -1,0 +1,110 @@
+"""Upstream pages and packuments as the index reads them: kept on disk, fresh for a short while,
+then revalidated with upstream's `ETag`/`Last-Modified`, and served stale when upstream fails.
+
+A page is used as kept for `seconds` after it was last validated; after that upstream is asked
+with the validators it gave (a 304 renews the kept copy without a transfer). When upstream
+cannot be reached, times out or answers 5xx, the kept copy is used, however old (stale-if-error),
+and the log says so. Nothing here judges: the callers judge every request before they ask for a
+page, so a page kept from before a policy change is still refused when the policy refuses it,
+and a refused name never reaches upstream.
+
+Each kept page carries a `revision` (a digest of its body): what an answer built from it
+depends on, with the policy version (the judged root listing is reused per revision).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+
+from application.cache import DiskCache, StoredPage
+from interface.index.upstream import Page, Upstream
+from interface.problems import HTTPProblem
+
+log = logging.getLogger(__name__)
+UNAVAILABLE = 503  # what Upstream raises when it cannot be reached or times out
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A page as the index uses it: upstream's answer, kept or just fetched."""
+
+    url: str
+    status: int
+    content_type: str
+    revision: str
+    stored: StoredPage | None = None
+    fetched: bytes | None = None
+
+    @property
+    def body(self) -> bytes:
+        return self.fetched if self.fetched is not None else self.stored.body()
+
+
+class Pages:
+    def __init__(self, upstream: Upstream, cache: DiskCache, seconds: int):
+        self.upstream, self.cache, self.seconds = upstream, cache, seconds
+
+    def get(self, url: str, accept: str) -> Fetched:
+        """The page, kept if fresh, else from upstream (revalidated), else kept if upstream fails."""
+        key = _key(url, accept)
+        stored = self.cache.page(key)
+        if stored is not None and time.time() - stored.meta["validated"] < self.seconds:
+            return _kept(stored)
+        try:
+            page = self.upstream.page(url, accept, _validators(stored))
+        except HTTPProblem as error:
+            if stored is None or error.status != UNAVAILABLE:
+                raise
+            log.warning("upstream unavailable (%s): serving the copy of %s kept before", error.detail, url)
+            return _kept(stored)
+        if page.status == 304 and stored is not None:
+            return self._keep(key, page, stored.meta, stored.body())
+        if page.status >= 500 and stored is not None:
+            log.warning("upstream answered %s: serving the copy of %s kept before", page.status, url)
+            return _kept(stored)
+        if page.status == 200:
+            return self._keep(key, page, {}, page.body)
+        return Fetched(page.url, page.status, page.content_type, _revision(page.body), fetched=page.body)
+
+    def kept(self, url: str, *accepts: str) -> Fetched | None:
+        """A copy kept of this page in any of these shapes, however old; upstream is not asked."""
+        for accept in accepts:
+            stored = self.cache.page(_key(url, accept))
+            if stored is not None:
+                return _kept(stored)
+        return None
+
+    def _keep(self, key: str, page: Page, before: dict, body: bytes) -> Fetched:
+        meta = {
+            "url": before.get("url", page.url),
+            "content_type": before.get("content_type", page.content_type),
+            "etag": page.etag or before.get("etag"),
+            "last_modified": page.last_modified or before.get("last_modified"),
+            "revision": before.get("revision") or _revision(body),
+            "validated": time.time(),
+        }
+        stored = self.cache.put_page(key, meta, body)  # None: larger than the cache may keep
+        return Fetched(meta["url"], 200, meta["content_type"], meta["revision"], stored, body)
+
+
+def _key(url: str, accept: str) -> str:
+    return f"{accept}|{url}"
+
+
+def _kept(stored: StoredPage) -> Fetched:
+    meta = stored.meta
+    return Fetched(meta["url"], 200, meta["content_type"], meta["revision"], stored)
+
+
+def _validators(stored: StoredPage | None) -> dict:
+    if stored is None:
+        return {}
+    found = {"If-None-Match": stored.meta.get("etag"), "If-Modified-Since": stored.meta.get("last_modified")}
+    return {k: v for k, v in found.items() if v}
+
+
+def _revision(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()[:32]

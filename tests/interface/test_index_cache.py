@@ -1,0 +1,210 @@
+"""The index's cache: with the upstream stopped, what was fetched before is served, judged by the
+policy now; kept files are verified before they are served; the cache stays within its bytes;
+files answer Range and ETag/304; a denied name never reaches upstream; the root listing is
+judged once per policy version. Real pip and npm, the fixture upstreams on loopback, and pages
+revalidated on every request (`RUNCODE_POLICY_CACHE_PAGE_SECONDS=0`) so that an outage shows."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from tests.support import clients
+from tests.support.index_fixtures import index_env, run_decisions, set_policy, start_run
+from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url
+from tests.support.pypi_upstream import Dist, PyPIUpstream
+
+WHEEL = "beta-1.1-py3-none-any.whl"
+JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
+
+
+@pytest.fixture
+def live_env(pypi_upstream, npm_upstream) -> dict:
+    return {**index_env(pypi_upstream, npm_upstream), "RUNCODE_POLICY_CACHE_PAGE_SECONDS": "0"}
+
+
+def cache_dir(tmp_path) -> Path:
+    return tmp_path / "cache"  # the default: under the data directory
+
+
+def get(live, path: str, token=None, **headers):
+    return live.call("GET", path, token or live.tokens["sandbox"], headers=headers)
+
+
+def stop(upstream) -> None:
+    """An outage: the upstream's port refuses connections from now on."""
+    upstream.close()
+
+
+def install(live, home: Path, client: str, *args):
+    """A new run's install with a new home (so the client's own cache is empty)."""
+    home.mkdir()
+    run = start_run(live)
+    if client == "pip":
+        return run, clients.pip_install(home, run["pypi"], run["token"], *args)
+    return run, clients.npm(home, run["npm"], run["token"], "install", *args)
+
+
+def pip(live, home: Path, *args):
+    return install(live, home, "pip", *args)
+
+
+def npm_install(live, home: Path, *args):
+    return install(live, home, "npm", *args)
+
+
+def test_with_the_pypi_upstream_stopped_a_tree_installed_before_installs_again_and_one_denied_since_is_refused(
+    live, app, tmp_path, pypi_upstream
+):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    _, first = pip(live, tmp_path / "first", "alpha")
+    assert first.ok, first.output
+    stop(pypi_upstream)
+    run, again = pip(live, tmp_path / "again", "alpha")
+    assert again.ok, again.output
+    assert {p.name for p in (tmp_path / "again" / "site").glob("*.dist-info")} >= {"alpha-1.0.dist-info"}
+    assert {d["name"] for d in run_decisions(live, run) if d["request"] == "download"} == {"alpha", "beta"}
+    set_policy(app, "allowlist", python=["alpha"])
+    run, refused = pip(live, tmp_path / "refused", "alpha")
+    assert not refused.ok, refused.output
+    assert not (tmp_path / "refused" / "site").exists() or not list((tmp_path / "refused" / "site").iterdir())
+    denied = [d["name"] for d in run_decisions(live, run) if not d["allowed"] and d["reason"] != "run-failed"]
+    assert denied[0] == "beta"
+
+
+def test_with_the_npm_upstream_stopped_a_tree_installed_before_installs_again_and_one_denied_since_is_refused(
+    live, app, tmp_path, npm_upstream
+):
+    set_policy(app, "allowlist", node=["alpha", "beta"])
+    _, first = npm_install(live, tmp_path / "first", "alpha")
+    assert first.ok, first.output
+    stop(npm_upstream)
+    _, again = npm_install(live, tmp_path / "again", "alpha")  # a fresh npm cache: every tarball asked for
+    assert again.ok, again.output
+    assert (tmp_path / "again" / "project" / "node_modules" / "beta" / "package.json").exists()
+    set_policy(app, "allowlist", node=["alpha"])
+    _, refused = npm_install(live, tmp_path / "refused", "alpha")
+    assert not refused.ok
+    # beta's packument was kept, so its version numbers are restricted: npm names the version and why.
+    assert "E403" in refused.output and "due to policy violations" in refused.output, refused.output
+    assert "beta is not on the Node allow list" in refused.output
+
+
+def test_a_kept_file_altered_on_disk_is_never_served(live, app, tmp_path, pypi_upstream):
+    path = f"/pypi/acme/files/beta/{WHEEL}"
+    expected = pypi_upstream.file(WHEEL).sha256
+    assert get(live, "/pypi/acme/simple/beta/").status == 200
+    assert hashlib.sha256(get(live, path).body).hexdigest() == expected
+    kept = cache_dir(tmp_path) / "files" / "sha256" / expected[:2] / expected
+    flip(kept)
+    again = get(live, path)  # fetched again from upstream, not served from the altered copy
+    assert again.status == 200 and hashlib.sha256(again.body).hexdigest() == expected
+    assert pypi_upstream.hits(f"/{WHEEL}") == 2
+    flip(kept)
+    stop(pypi_upstream)
+    refused = get(live, path)  # nothing true to serve: refused, never the altered bytes
+    assert refused.status == 503, refused.body
+    assert not kept.exists()
+
+
+def flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_files_answer_ranges_and_not_modified_with_their_digest_as_etag(live, app, pypi_upstream):
+    path = f"/pypi/acme/files/beta/{WHEEL}"
+    data = pypi_upstream.file(WHEEL).data
+    whole = get(live, path)
+    assert whole.status == 200 and whole.body == data
+    assert whole.headers["etag"] == f'"{hashlib.sha256(data).hexdigest()}"'
+    assert whole.headers["accept-ranges"] == "bytes"
+    assert whole.headers["cache-control"] == "private, max-age=31536000, immutable"
+    part = get(live, path, Range="bytes=10-29")
+    assert part.status == 206 and part.body == data[10:30]
+    assert part.headers["content-range"] == f"bytes 10-29/{len(data)}"
+    tail = get(live, path, Range="bytes=-16")
+    assert tail.status == 206 and tail.body == data[-16:]
+    same = get(live, path, **{"If-None-Match": whole.headers["etag"]})
+    assert same.status == 304 and same.body == b""
+    set_policy(app, "allowlist", python=["alpha"])  # judged before the cache answers, 304 included
+    assert get(live, path, **{"If-None-Match": whole.headers["etag"]}).status == 403
+
+
+def test_pages_carry_an_etag_of_the_judged_answer_and_answer_304(live, app, pypi_upstream, npm_upstream):
+    for n, path in enumerate(("/pypi/acme/simple/beta/", "/npm/acme/beta", "/pypi/acme/simple/")):
+        first = get(live, path)
+        assert first.status == 200 and first.headers["cache-control"] == "private, no-cache"
+        assert get(live, path, **{"If-None-Match": first.headers["etag"]}).status == 304
+        set_policy(app, "denylist", python=[f"zeta{n}"], node=[f"zeta{n}"])  # a new version: a new judgment
+        changed = get(live, path, **{"If-None-Match": first.headers["etag"]})
+        assert changed.status == 200 and changed.headers["etag"] != first.headers["etag"]
+    # Pages are revalidated with upstream's own ETag (here on every request): 304, no transfer.
+    asked = [h for _, p, h in pypi_upstream.requests if p == "/simple/beta/"]
+    assert len(asked) >= 2 and asked[-1].get("If-None-Match")
+
+
+def test_a_denied_name_never_causes_an_upstream_request(live, app, pypi_upstream, npm_upstream):
+    set_policy(app, "allowlist", python=["alpha"], node=["alpha"])
+
+    def first_fetch(path: str, **headers):  # each in a new run: a run's first denial fails the rest of it
+        return get(live, path, start_run(live)["token"], **headers)
+
+    page = first_fetch("/pypi/acme/simple/beta/", Accept=JSON_ACCEPT)
+    assert page.status == 200 and page.json["project-status"]["status"] == "quarantined"
+    assert first_fetch(f"/pypi/acme/files/beta/{WHEEL}").status == 403
+    packument = first_fetch("/npm/acme/beta")
+    assert packument.status == 403 and "beta is not on the Node allow list" in packument.json["error"]
+    assert "beta is not on the Node allow list" in packument.headers["npm-notice"]
+    assert first_fetch("/npm/acme/beta/-/beta-1.0.0.tgz").status == 403
+    assert pypi_upstream.hits("beta") == 0 and npm_upstream.hits("beta") == 0
+
+
+def test_the_root_listing_is_judged_once_per_policy_version(live, app, pypi_upstream, monkeypatch):
+    from application.index import listing
+
+    judged = []
+    real = listing.judge
+    monkeypatch.setattr(listing, "judge", lambda *a: judged.append(a[1].name) or real(*a))
+    set_policy(app, "denylist", python=["beta"])
+    names = {n for n in pypi_upstream.projects}
+    for _ in range(3):
+        reply = get(live, "/pypi/acme/simple/", Accept=JSON_ACCEPT)
+        assert {p["name"] for p in reply.json["projects"]} == names - {"beta"}
+    assert sorted(judged) == sorted(names)  # once for the three requests
+    set_policy(app, "denylist", python=["gamma"])
+    assert "beta" in {p["name"] for p in get(live, "/pypi/acme/simple/", Accept=JSON_ACCEPT).json["projects"]}
+    assert len(judged) == 2 * len(names)
+
+
+def test_the_cache_keeps_within_its_bytes_on_disk(open_app, tmp_path):
+    from interface import create_app
+    from tests.support.http_client import LiveServer
+
+    bound = 25_000
+    dists = [Dist(f"pkg{n:02d}", "1.0", files=("wheel", "sdist")) for n in range(40)]
+    upstream = PyPIUpstream(dists=dists)
+    env = {
+        "RUNCODE_POLICY_DATA_DIR": str(tmp_path),
+        "RUNCODE_POLICY_PYPI_UPSTREAM": upstream.url + "/simple/",
+        "RUNCODE_POLICY_CACHE_MAX_BYTES": str(bound),
+    }
+    app = open_app()
+    token = app.create_workspace("acme", by="founder")["token"]
+    server = LiveServer(create_app(env=env, governance=app))
+    try:
+        fetched = 0
+        for project in upstream.projects.values():
+            page = server.call("GET", f"/pypi/acme/simple/{project.name}/", token, headers={"Accept": JSON_ACCEPT})
+            for entry in page.json["files"]:
+                reply = server.call("GET", entry["url"].removeprefix(server.url), token)
+                assert reply.status == 200 and hashlib.sha256(reply.body).hexdigest() == entry["hashes"]["sha256"]
+                fetched += len(reply.body) + len(page.body)
+        on_disk = sum(f.stat().st_size for f in (tmp_path / "cache").rglob("*") if f.is_file() and f.name != "lock")
+        assert fetched > 3 * bound and 0 < on_disk <= bound
+    finally:
+        server.close()
+        upstream.close()
