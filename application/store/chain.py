@@ -46,13 +46,25 @@ def create_statements(dialect: Dialect) -> list[str]:
 @lru_cache(maxsize=256)
 def render(dialect: Dialect, events_table: str, template: str) -> str:
     postgres = dialect.schema is not None
-    names = {t: dialect.table(t) for t in (*TABLES, "decisions", "tokens", "changes")} | {
+    names = {t: dialect.table(t) for t in (*TABLES, "decisions", "tokens", "changes", "runs")} | {
         "events": f'"{dialect.schema}"."{events_table}"' if postgres else events_table,
         "nid": "notification_id" if postgres else "rowid",  # SQLite's notification id is the rowid
         "uuid": "UUID" if postgres else "TEXT",
     }
     text = template.format(**names)
     return text if postgres else text.replace("%s", "?")
+
+
+# An aggregate's events with their sealed hashes (application.chain.facts), then the sealed ones
+# that are gone from the store.
+FACTS = (
+    "SELECT e.originator_id, e.originator_version, e.topic, e.state, e.{nid} AS notification_id, c.event_hash, "
+    "(SELECT p.notification_id FROM {chain_position} p WHERE p.singleton = 1) AS position FROM {events} e "
+    "LEFT JOIN {chain} c ON c.originator_id = e.originator_id AND c.originator_version = e.originator_version "
+    "WHERE e.originator_id = %s{at_e} UNION ALL SELECT c.originator_id, c.originator_version, NULL, NULL, NULL, "
+    "c.event_hash, NULL FROM {chain} c WHERE c.originator_id = %s{at_c} AND NOT EXISTS (SELECT 1 FROM {events} e "
+    "WHERE e.originator_id = c.originator_id AND e.originator_version = c.originator_version)"
+)
 
 
 class ChainStore:
@@ -157,6 +169,17 @@ class ChainStore:
 
     def pending(self, position: int) -> int:
         return self._rows("SELECT COUNT(*) AS n FROM {events} WHERE {nid} > %s", (position,))[0]["n"]
+
+    # -- reads for checks on use (application.chain.facts) ---------------------------------------
+    def facts(self, originator_id, version: int | None = None) -> list[dict]:
+        """One aggregate's stored events (or its one event at `version`), each with the hash the
+        chain sealed for it (None: not sealed) and the sealer's position; and every chain row whose
+        event is gone from the store (state None). One round trip of primary-key seeks."""
+        at = "" if version is None else " AND {alias}.originator_version = %s"
+        params = (originator_id,) if version is None else (originator_id, version)
+        return self._rows(
+            FACTS.replace("{at_e}", at.format(alias="e")).replace("{at_c}", at.format(alias="c")), params * 2
+        )
 
     # -- reads for exports with links ------------------------------------------------------------
     def sealed_events(self, originator_ids: list) -> list[dict]:
