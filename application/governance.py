@@ -21,6 +21,8 @@ from application.audit import Audit
 from application.callers import Callers
 from application.chain import AuditChain
 from application.chain.alarms import IntegrityAlarms
+from application.chain.checked import CheckedReads
+from application.chain.sealer import state_reader
 from application.chain.snapshots import SealedRepository, SnapshotCheck, take_sealed
 from application.decision_writer import DecisionWriter
 from application.egress import EgressConfig, EgressJudge
@@ -33,6 +35,7 @@ from application.policies import Policies
 from application.races import SAVE_ERRORS, lost_race
 from application.store import SNAPSHOT_INTERVAL
 from application.store.access_reads import AccessReads
+from application.store.chain import ChainStore
 from application.store.counts import CountReads
 from application.store.overview import OverviewReads
 from application.store.reads import ReadModel
@@ -64,6 +67,10 @@ class Governance(Application):
     def __init__(self, env: dict | None = None, egress: EgressConfig | None = None):
         super().__init__(env)
         self.readmodel = ReadModel(self.recorder)
+        # What was found not to match the sealed record while answering (and so was not used).
+        self.integrity = IntegrityAlarms()
+        # What authentication reads, checked against the sealed events on every use.
+        self.checked = CheckedReads(ChainStore(self.recorder), state_reader(self.mapper), self.integrity)
         self.sessions = ConsoleSessions(self.recorder)  # console sign-ins, server-side
         self.callers = Callers()  # for the evaluate hot path, checked again where it records
         self.writer = DecisionWriter(self.record_events)
@@ -77,12 +84,12 @@ class Governance(Application):
         # requests and exceptions: `gov.access.file_request(...)`, `gov.access.approve_request(...)`...
         self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts)
         self.facts = Overview(OverviewReads(self.recorder), self.readmodel, self.policies.require_workspace)
-        self.index = PackageIndex(self.policies, self.writer, self.readmodel, self.save, self.authenticate)
+        self.index = PackageIndex(
+            self.policies, self.writer, self.readmodel, self.save, self.authenticate, self.checked
+        )
         self.require_workspace = self.policies.require_workspace
         self.load_policy = self.policies.load_policy
         self.chain = AuditChain(self.recorder, self.mapper, self.require_workspace)  # seals every stored event
-        # What was found not to match the sealed record while answering (and so was not used).
-        self.integrity = IntegrityAlarms()
         self.repository.check = SnapshotCheck(self.chain.store, self.chain.read_state, self.integrity)
 
     def construct_repository(self) -> SealedRepository:
@@ -288,8 +295,8 @@ class Governance(Application):
         secret_digest = digest(secret)
         if remembered and (known := self.callers.get(secret_digest)) is not None:
             return {**known, "head_version": None, "remembered": True}
-        row = self.readmodel.caller(str(token_id(secret_digest)))
-        if row is None or row["revoked_at"] is not None or not hmac.compare_digest(row["secret_digest"], secret_digest):
+        row = self.checked.caller(str(token_id(secret_digest)))
+        if row is None or not hmac.compare_digest(row["secret_digest"], secret_digest):
             self.callers.forget(secret_digest)
             return None
         caller = {"id": row["id"], "workspace": row["workspace"], "role": row["role"], "name": row["name"]}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from application.chain.checked import CheckedReads
 from application.decision_writer import DecisionWriter
 from application.index.gate import REQUESTS, IndexGate, Principal, registry_spec
 from application.index.runs import DEFAULT_RUN_SECONDS, MAX_RUN_SECONDS, Runs
@@ -39,9 +40,10 @@ class PackageIndex:
         readmodel: ReadModel,
         save,
         authenticate_token: Callable[[str], dict | None],
+        checked: CheckedReads,
     ):
         self.gate = IndexGate(policies, writer, readmodel)
-        self.runs = Runs(save, readmodel)
+        self.runs = Runs(save, readmodel, checked)
         self._authenticate_token = authenticate_token
 
     def authenticate(self, secret: str) -> Principal | None:

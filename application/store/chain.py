@@ -66,6 +66,19 @@ FACTS = (
     "WHERE e.originator_id = c.originator_id AND e.originator_version = c.originator_version)"
 )
 
+_ANY_VERSION = FACTS.replace("{at_e}", "").replace("{at_c}", "")
+CALLER = (
+    "SELECT f.*, t.id AS row_id, t.workspace AS row_workspace, t.name AS row_name, t.role AS row_role, "
+    "t.secret_digest AS row_secret_digest, t.revoked_at AS row_revoked_at, COALESCE((SELECT c.version "
+    "FROM {changes} c WHERE c.workspace = t.workspace ORDER BY c.version DESC LIMIT 1), 0) AS head "
+    f"FROM ({_ANY_VERSION}) f LEFT JOIN {{tokens}} t ON t.id = %s"
+)
+RUN = (
+    "SELECT f.*, r.id AS row_id, r.workspace AS row_workspace, r.started_by AS row_started_by, "
+    "r.started_by_name AS row_started_by_name, r.expires_at AS row_expires_at, r.context AS row_context, "
+    f"r.secret_digest AS row_secret_digest FROM ({_ANY_VERSION}) f LEFT JOIN {{runs}} r ON r.id = %s"
+)
+
 
 class ChainStore:
     """Queries over one of our recorders (it knows its dialect, its connection and its events)."""
@@ -80,8 +93,8 @@ class ChainStore:
         """An originator id as this store spells it (PostgreSQL uuid; SQLite hex text)."""
         return originator_id if self.postgres else originator_id.hex
 
-    def _rows(self, template: str, params=()) -> list[dict]:
-        return self.recorder.fetch(render(self.dialect, self.events_table, template), params)
+    def _rows(self, template: str, params=(), prepare: bool = False) -> list[dict]:
+        return self.recorder.fetch(render(self.dialect, self.events_table, template), params, prepare)
 
     @contextmanager
     def sealing(self):
@@ -180,6 +193,18 @@ class ChainStore:
         return self._rows(
             FACTS.replace("{at_e}", at.format(alias="e")).replace("{at_c}", at.format(alias="c")), params * 2
         )
+
+    def caller(self, token_id: str) -> list[dict]:
+        """A token's facts (as `facts`), each with its tokens-table row (`row_*`, None when there is
+        none) and its workspace's head version: what every authenticated request reads, in one round
+        trip of primary-key seeks, prepared on PostgreSQL (it runs before every such request)."""
+        oid = self.oid(UUID(token_id))
+        return self._rows(CALLER, (oid, oid, token_id), prepare=True)
+
+    def run(self, run_id: str) -> list[dict]:
+        """A run's facts (as `facts`), each with its runs-table row (`row_*`)."""
+        oid = self.oid(UUID(run_id))
+        return self._rows(RUN, (oid, oid, run_id))
 
     # -- reads for exports with links ------------------------------------------------------------
     def sealed_events(self, originator_ids: list) -> list[dict]:

@@ -65,3 +65,95 @@ def test_an_untouched_snapshot_is_used_without_an_alarm(snapshotted, open_app):
     assert fresh.policy("acme", at=datetime.now(UTC))["python"]["deny"][0] == "beta"
     assert fresh.integrity.first is None
     assert fresh.chain.verify("acme", keys=snapshotted.chain.trusted_keys())["ok"]
+
+
+# -- tokens: what authentication reads ---------------------------------------------------------------
+@pytest.fixture
+def sandbox(snapshotted) -> dict:
+    return snapshotted.issue_token("acme", "ci", "sandbox", by="alice")
+
+
+def test_a_token_role_raised_in_the_tokens_table_is_refused_before_it_works(snapshotted, sandbox, open_app, tamper):
+    tamper.sql("UPDATE rcp_tokens SET role = 'owner' WHERE name = 'ci'")
+    fresh = open_app()
+    assert fresh.authenticate(sandbox["token"]) is None
+    assert "role is 'owner', sealed 'sandbox'" in fresh.integrity.first
+    assert fresh.integrity.counts["token"] == 1
+
+
+def test_a_token_role_raised_in_its_event_is_refused_once_sealed(snapshotted, sandbox, open_app, tamper):
+    snapshotted.chain.seal()
+    tamper.replace_in_state(sandbox["id"], '"role":"sandbox"', '"role":"owner"')
+    tamper.sql("UPDATE rcp_tokens SET role = 'owner' WHERE name = 'ci'")
+    fresh = open_app()
+    assert fresh.authenticate(sandbox["token"]) is None
+    assert "no longer hashes to its sealed value (altered)" in fresh.integrity.first
+
+
+def test_a_token_added_to_the_tokens_table_alone_authenticates_nobody(snapshotted, open_app, tamper):
+    from domain.token import digest, new_secret, token_id
+
+    secret = new_secret()
+    tamper.sql(
+        "INSERT INTO rcp_tokens (id, workspace, name, role, issued_at, issued_by, secret_digest) "
+        "SELECT %s, workspace, 'backdoor', 'owner', issued_at, issued_by, %s FROM rcp_tokens LIMIT 1",
+        (str(token_id(digest(secret))), digest(secret)),
+    )
+    assert open_app().authenticate(secret) is None
+
+
+def test_a_revocation_undone_in_the_tokens_table_stops_even_a_remembered_caller(snapshotted, sandbox, tamper):
+    from application.callers import StaleCaller
+
+    caller = snapshotted.authenticate(sandbox["token"])  # remembered by this process from now on
+    snapshotted.evaluate("acme", "python", ["numpy"], head=caller["head_version"])
+    snapshotted.revoke_token("acme", sandbox["id"], by="alice")
+    tamper.sql("UPDATE rcp_tokens SET revoked_at = NULL, revoked_by = NULL WHERE name = 'ci'")
+    remembered = snapshotted.authenticate(sandbox["token"], remembered=True)
+    with pytest.raises(StaleCaller):  # nothing recorded: the API judges again, the slow way
+        snapshotted.evaluate("acme", "python", ["torch"], head=None, remembered=remembered["id"])
+    assert snapshotted.authenticate(sandbox["token"]) is None
+    assert "revoked is False, sealed True" in snapshotted.integrity.first
+
+
+def test_a_revocation_whose_event_was_deleted_still_stops_the_token(snapshotted, sandbox, tamper):
+    snapshotted.revoke_token("acme", sandbox["id"], by="alice")
+    snapshotted.chain.seal()
+    tamper.delete_event(sandbox["id"], 2)
+    tamper.sql("UPDATE rcp_tokens SET revoked_at = NULL, revoked_by = NULL WHERE name = 'ci'")
+    assert snapshotted.authenticate(sandbox["token"]) is None
+    assert "gone from the store (deleted)" in snapshotted.integrity.first
+
+
+# -- runs: index tokens ------------------------------------------------------------------------------
+@pytest.fixture
+def run(snapshotted, sandbox) -> dict:
+    caller = snapshotted.authenticate(sandbox["token"])
+    return snapshotted.start_run("acme", caller, {"sandbox": "s1"}, seconds=60)
+
+
+def test_a_run_forged_in_the_runs_table_is_no_index_token(snapshotted, run, tamper):
+    from domain.run import new_run_secret, run_id
+    from domain.token import digest
+
+    assert snapshotted.index_principal(run["token"]).run == run["id"]  # the real one works
+    secret = new_run_secret()
+    tamper.sql(
+        "INSERT INTO rcp_runs SELECT %s, workspace, started_at, expires_at, started_by, started_by_name, context, %s "
+        "FROM rcp_runs WHERE id = %s",
+        (str(run_id(digest(secret))), digest(secret), run["id"]),
+    )
+    assert snapshotted.index_principal(secret) is None
+
+
+def test_a_run_expiry_pushed_back_in_the_runs_table_is_refused(snapshotted, run, tamper):
+    tamper.sql("UPDATE rcp_runs SET expires_at = %s WHERE id = %s", ("2999-01-01T00:00:00.000000+00:00", run["id"]))
+    assert snapshotted.index_principal(run["token"]) is None
+    assert f"run {run['id']} differs from its sealed events: expires_at" in snapshotted.integrity.first
+
+
+def test_a_run_whose_starter_was_swapped_in_the_runs_table_is_refused(snapshotted, run, tamper):
+    owner = snapshotted.readmodel.tokens("acme")[0]["id"]
+    tamper.sql("UPDATE rcp_runs SET started_by = %s WHERE id = %s", (owner, run["id"]))
+    assert snapshotted.index_principal(run["token"]) is None
+    assert "started_by" in snapshotted.integrity.first
