@@ -157,3 +157,22 @@ def test_a_run_whose_starter_was_swapped_in_the_runs_table_is_refused(snapshotte
     tamper.sql("UPDATE rcp_runs SET started_by = %s WHERE id = %s", (owner, run["id"]))
     assert snapshotted.index_principal(run["token"]) is None
     assert "started_by" in snapshotted.integrity.first
+
+
+# -- what the operator sees ---------------------------------------------------------------------------
+def test_readiness_and_metrics_report_a_snapshot_that_did_not_verify(snapshotted, open_app, tamper, tmp_path):
+    from interface import create_app
+    from tests.support.http_client import LiveServer
+
+    tamper.replace_in_snapshot(str(policy_id("acme")), '"beta",', "")
+    fresh = open_app()
+    server = LiveServer(create_app(env={"RUNCODE_POLICY_DATA_DIR": str(tmp_path)}, governance=fresh))
+    try:
+        assert server.call("GET", "/readyz").json == {"status": "ready"}
+        assert reason(fresh, "beta")[1] == "matches-the-deny-list"
+        ready = server.call("GET", "/readyz")
+        assert ready.status == 200 and "did not verify" in ready.json["integrity"]
+        scraped = server.call("GET", "/metrics").body.decode()
+        assert 'runcode_policy_integrity_alarms_total{kind="snapshot"}' in scraped
+    finally:
+        server.close()
