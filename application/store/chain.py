@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from uuid import UUID
 
+from application.store.schema import TABLES as READ_MODEL_TABLES
 from application.store.schema import Dialect
 
 TABLES = ("chain", "chain_heads", "chain_position", "checkpoints")
@@ -46,7 +47,7 @@ def create_statements(dialect: Dialect) -> list[str]:
 @lru_cache(maxsize=256)
 def render(dialect: Dialect, events_table: str, template: str) -> str:
     postgres = dialect.schema is not None
-    names = {t: dialect.table(t) for t in (*TABLES, "decisions", "tokens", "changes", "runs")} | {
+    names = {t: dialect.table(t) for t in (*TABLES, *READ_MODEL_TABLES)} | {
         "events": f'"{dialect.schema}"."{events_table}"' if postgres else events_table,
         "nid": "notification_id" if postgres else "rowid",  # SQLite's notification id is the rowid
         "uuid": "UUID" if postgres else "TEXT",
@@ -255,6 +256,24 @@ class ChainStore:
             "secret_digest FROM {tokens} WHERE workspace = %s ORDER BY id",
             (workspace,),
         )
+
+    def workspace_events(self, workspace: str) -> tuple[list[dict], list[dict]]:
+        """The workspace's sealed events in chain order, and every event still waiting for the
+        sealer (of any workspace: the caller picks its own)."""
+        sealed = self._rows(
+            "SELECT e.originator_id, e.originator_version, e.topic, e.state FROM {chain} c JOIN {events} e "
+            "ON e.originator_id = c.originator_id AND e.originator_version = c.originator_version "
+            "WHERE c.workspace = %s ORDER BY c.seq",
+            (workspace,),
+        )
+        return sealed, self._rows(
+            "SELECT e.originator_id, e.originator_version, e.topic, e.state FROM {events} e WHERE e.{nid} > "
+            "(SELECT notification_id FROM {chain_position} WHERE singleton = 1) ORDER BY e.{nid}"
+        )
+
+    def table_rows(self, table: str, where: str, workspace: str) -> list[dict]:
+        """A read-model table's rows for one workspace (`where` names it by one parameter)."""
+        return self._rows(f"SELECT * FROM {{{table}}} WHERE {where}", (workspace,))
 
     def links(self, workspace: str, after: int, limit: int) -> list[dict]:
         return self._rows(

@@ -176,3 +176,45 @@ def test_readiness_and_metrics_report_a_snapshot_that_did_not_verify(snapshotted
         assert 'runcode_policy_integrity_alarms_total{kind="snapshot"}' in scraped
     finally:
         server.close()
+
+
+# -- audit verify names the first row of any read model that differs ----------------------------------
+@pytest.fixture
+def everything(snapshotted, sandbox, run):
+    """Requests (one approved, one open, with two askers), an exception, runs and counted decisions."""
+    app = snapshotted
+    app.evaluate("acme", "python", ["beta", "numpy"], None, {"sandbox": "s1"})
+    first = app.access.file_request("acme", "python", "beta", "tests need it", {}, by="ci", token_id=sandbox["id"])
+    app.access.file_request("acme", "python", "beta", "me too", {}, by="alice", token_id="t-alice")
+    app.access.approve_request("acme", first["id"], by="alice", duration="P7D", note="ok", lift_deny=True)
+    app.access.file_request("acme", "python", "gamma", "also", {}, by="ci", token_id=sandbox["id"])
+    app.chain.checkpoint("acme")
+    assert app.chain.verify("acme")["ok"], app.chain.verify("acme")
+    return app
+
+
+TABLE_TAMPERING = [
+    ("runs", "UPDATE rcp_runs SET expires_at = '2999-01-01T00:00:00.000000+00:00'", "expires_at"),
+    ("runs", "DELETE FROM rcp_runs", None),
+    ("requests", "UPDATE rcp_requests SET justification = 'forged' WHERE status = 'approved'", "justification"),
+    ("requests", "UPDATE rcp_requests SET decided_by = 'mallory' WHERE status = 'approved'", "decided_by"),
+    ("requests", "UPDATE rcp_requests SET status = 'rejected' WHERE status = 'open'", "status"),
+    (
+        "request_askers",
+        "UPDATE rcp_request_askers SET justification = 'forged' WHERE by_actor = 'alice'",
+        "justification",
+    ),
+    ("exceptions", "UPDATE rcp_exceptions SET expires_at = NULL", "expires_at"),
+    ("exceptions", "DELETE FROM rcp_exceptions", None),
+    ("decision_counts", "DELETE FROM rcp_decision_counts WHERE allowed = FALSE", None),  # the denials erased
+    ("decision_counts", "UPDATE rcp_decision_counts SET installs = 0 WHERE allowed = FALSE", "installs"),
+    ("outcome_days", "UPDATE rcp_outcome_days SET installs = 0", "installs"),
+]
+
+
+@pytest.mark.parametrize(("table", "statement", "column"), TABLE_TAMPERING)
+def test_audit_verify_names_the_first_read_model_row_that_differs(everything, tamper, table, statement, column):
+    tamper.sql(statement)
+    result = everything.chain.verify("acme")
+    assert not result["ok"] and result["detail"].startswith(f"the {table} table"), result
+    assert (result["row"]["table"], result["row"]["column"]) == (table, column), result
