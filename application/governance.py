@@ -20,6 +20,10 @@ from application.access_views import exception_views
 from application.audit import Audit
 from application.callers import Callers
 from application.chain import AuditChain
+from application.chain.alarms import IntegrityAlarms
+from application.chain.checked import CheckedReads
+from application.chain.sealer import state_reader
+from application.chain.snapshots import SealedRepository, SnapshotCheck, take_sealed
 from application.clock import Clock, system_clock
 from application.decision_writer import DecisionWriter
 from application.egress import EgressConfig, EgressJudge
@@ -32,6 +36,7 @@ from application.policies import Policies
 from application.races import SAVE_ERRORS, lost_race
 from application.store import SNAPSHOT_INTERVAL
 from application.store.access_reads import AccessReads
+from application.store.chain import ChainStore
 from application.store.counts import CountReads
 from application.store.overview import OverviewReads
 from application.store.reads import ReadModel
@@ -64,6 +69,10 @@ class Governance(Application):
         super().__init__(env)
         self.clock = clock  # "now" for every collaborator that reads the time (tests give their own)
         self.readmodel = ReadModel(self.recorder)
+        # What was found not to match the sealed record while answering (and so was not used).
+        self.integrity = IntegrityAlarms()
+        # What authentication reads, checked against the sealed events on every use.
+        self.checked = CheckedReads(ChainStore(self.recorder), state_reader(self.mapper), self.integrity)
         self.sessions = ConsoleSessions(self.recorder)  # console sign-ins, server-side
         self.callers = Callers()  # for the evaluate hot path, checked again where it records
         self.writer = DecisionWriter(self.record_events)
@@ -77,10 +86,18 @@ class Governance(Application):
         # requests and exceptions: `gov.access.file_request(...)`, `gov.access.approve_request(...)`...
         self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts, clock)
         self.facts = Overview(OverviewReads(self.recorder), self.readmodel, self.policies.require_workspace)
-        self.index = PackageIndex(self.policies, self.writer, self.readmodel, self.save, self.authenticate)
+        self.index = PackageIndex(
+            self.policies, self.writer, self.readmodel, self.save, self.authenticate, self.checked
+        )
         self.require_workspace = self.policies.require_workspace
         self.load_policy = self.policies.load_policy
         self.chain = AuditChain(self.recorder, self.mapper, self.require_workspace)  # seals every stored event
+        self.repository.check = SnapshotCheck(self.chain.store, self.chain.read_state, self.integrity)
+
+    def construct_repository(self) -> SealedRepository:
+        repository = super().construct_repository()  # the library's settings, read its way
+        repository.__class__ = SealedRepository  # which uses a snapshot only if its seal holds
+        return repository
 
     def close(self) -> None:
         self.chain.stop()
@@ -197,13 +214,23 @@ class Governance(Application):
         return self.index.gate.listing(workspace, language, source)
 
     def _take_snapshots(self, processing_event) -> None:
-        # One snapshot per Save, of the state just saved. The library takes one for every
-        # multiple of the interval a save crosses, each reloaded by replaying from the one
-        # before, so a Save of n entries cost n²/interval (200 snapshots for 10,000 entries).
-        for aggregate in processing_event.aggregates.values():
+        # Taken before the Save was recorded, sealed with it (`_record`); stored now.
+        if snapshots := getattr(processing_event, "sealed_snapshots", None):
+            self.snapshots.recorder.insert_events(snapshots)
+
+    def _seal_snapshots(self, processing_event) -> None:
+        """One snapshot per Save that crosses a multiple of the interval, of the state just saved
+        (the library takes one per multiple crossed, each reloaded by replaying from the one
+        before: a Save of n entries cost n²/interval). Its seal joins the Save's events
+        (application.chain.snapshots), so the snapshot is usable exactly when the Save committed."""
+        snapshots = []
+        for aggregate in list(processing_event.aggregates.values()):
             interval = self.snapshotting_intervals.get(type(aggregate))
             if interval is not None and _crosses(processing_event.events, aggregate, interval):
-                self.snapshots.put([type(aggregate).Snapshot.take(aggregate)])
+                stored, seal = take_sealed(type(aggregate).Snapshot.take(aggregate), self.mapper, aggregate.workspace)
+                processing_event.events.append(seal)
+                snapshots.append(stored)
+        processing_event.sealed_snapshots = snapshots
 
     def record_events(self, *events, guards=()) -> list:
         """The group-commit writer's save: events already taken out of new aggregates (decisions).
@@ -220,6 +247,8 @@ class Governance(Application):
     def _record(self, processing_event):
         # Hand the recorder the domain events and their workspaces, so it writes the read
         # models in the same transaction as the events.
+        if processing_event.aggregates:  # a Save (the decision writer's batches have none)
+            self._seal_snapshots(processing_event)
         processing_event.saved_kwargs.update(
             saved_events=processing_event.events,
             workspaces={i: getattr(a, "workspace", None) for i, a in processing_event.aggregates.items()},
@@ -272,8 +301,8 @@ class Governance(Application):
         secret_digest = digest(secret)
         if remembered and (known := self.callers.get(secret_digest)) is not None:
             return {**known, "head_version": None, "remembered": True}
-        row = self.readmodel.caller(str(token_id(secret_digest)))
-        if row is None or row["revoked_at"] is not None or not hmac.compare_digest(row["secret_digest"], secret_digest):
+        row = self.checked.caller(str(token_id(secret_digest)))
+        if row is None or not hmac.compare_digest(row["secret_digest"], secret_digest):
             self.callers.forget(secret_digest)
             return None
         caller = {"id": row["id"], "workspace": row["workspace"], "role": row["role"], "name": row["name"]}

@@ -14,12 +14,15 @@ from datetime import datetime
 
 from eventsourcing.application import AggregateNotFoundError, project_aggregate
 from eventsourcing.persistence import StoredEvent
+from eventsourcing.utils import get_topic
 
 from application.clock import Clock, system_clock
 from application.store.reads import ReadModel
 from domain.edits import plan_desired_state
 from domain.errors import FieldError, InvalidInputError, NotFoundError
 from domain.policy import LanguageRules, Policy, bind_rules, policy_id
+
+SNAPSHOT_TOPIC = get_topic(Policy.Snapshot)
 
 
 class Policies:
@@ -56,7 +59,10 @@ class Policies:
         )
         if not rows:
             raise no_workspace(workspace)
-        stored = (StoredEvent(aggregate, r["originator_version"], r["topic"], bytes(r["state"])) for r in rows)
+        stored = [StoredEvent(aggregate, r["originator_version"], r["topic"], bytes(r["state"])) for r in rows]
+        if stored[0].topic == SNAPSHOT_TOPIC and not self.repository.check.holds(stored[0]):
+            # Never answered from a snapshot the chain does not seal: rebuilt from the events.
+            return self.repository.get(aggregate, version=stored[-1].originator_version)
         return project_aggregate(None, [events.mapper.to_domain_event(s) for s in stored])
 
     def current(

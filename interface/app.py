@@ -22,6 +22,7 @@ def create_app(env: Mapping[str, str] | None = None, governance: Governance | No
     audit.install(app.extensions["governance"], settings)  # the signing key; sealing in the background
     problems.install(app)
     metrics.install(app)
+    metrics.count_integrity_alarms(app.extensions["governance"].integrity)
     app.register_blueprint(api.blueprint)
     console.install(app)  # the admin console at /console: blueprint, secret key, CSRF
     app.register_blueprint(api.operations.blueprint)

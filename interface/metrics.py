@@ -36,6 +36,24 @@ INDEX = Counter(
     registry=REGISTRY,
 )
 
+# State found not to match the sealed record while answering, and not used (application.chain.alarms).
+INTEGRITY = Counter(
+    "runcode_policy_integrity_alarms",
+    "Stored state found not to match the audit chain while answering, and so not used, by kind",
+    ["kind"],
+    registry=REGISTRY,
+)
+
+
+def count_integrity_alarms(alarms) -> None:
+    """Count each alarm the application raises (once, however many apps share the governance)."""
+    if _count_integrity not in alarms.listeners:
+        alarms.listeners.append(_count_integrity)
+
+
+def _count_integrity(kind: str) -> None:
+    INTEGRITY.labels(kind).inc()
+
 
 def count_index(verdict: dict, language: str, request: str) -> None:
     outcome = "allowed" if verdict["allowed"] else "denied"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from application.chain.checked import CheckedReads
 from application.decision_writer import DecisionWriter
 from application.index.deliveries import Deliveries
 from application.index.gate import REQUESTS, IndexGate, Principal, registry_spec
@@ -40,9 +41,10 @@ class PackageIndex:
         readmodel: ReadModel,
         save,
         authenticate_token: Callable[[str], dict | None],
+        checked: CheckedReads,
     ):
         self.gate = IndexGate(policies, writer, readmodel)
-        self.runs = Runs(save, readmodel)
+        self.runs = Runs(save, readmodel, checked)
         self.deliveries = Deliveries(writer)
         self._authenticate_token = authenticate_token
 

@@ -7,6 +7,7 @@ import json
 import time
 from datetime import UTC, datetime, timedelta
 
+from application.chain.checked import CheckedReads
 from application.evaluation import decision_view
 from application.formats import iso
 from application.index.deliveries import with_deliveries
@@ -22,9 +23,10 @@ MAX_RUN_SECONDS = 24 * 60 * 60
 
 
 class Runs:
-    def __init__(self, save, readmodel: ReadModel):
+    def __init__(self, save, readmodel: ReadModel, checked: CheckedReads):
         self._save = save
         self._readmodel = readmodel
+        self._checked = checked  # a run and its starter, as the chain seals them
 
     def start(self, workspace: str, caller: dict, context: dict | None = None, seconds: int | None = None) -> dict:
         """A new run and its secret (shown once); `caller` is the authenticated API token."""
@@ -53,14 +55,13 @@ class Runs:
         if not secret.startswith(RUN_SECRET_PREFIX):
             return None
         secret_digest = digest(secret)
-        row = self._readmodel.run(str(run_id(secret_digest)))
+        row = self._checked.run(str(run_id(secret_digest)))
         if row is None or not hmac.compare_digest(row["secret_digest"], secret_digest):
             return None
         left = (row["expires_at"] - datetime.now(UTC)).total_seconds()
-        starter = self._readmodel.token(row["started_by"])
-        if left <= 0 or starter is None or starter["revoked_at"] is not None:
+        if left <= 0 or self._checked.caller(row["started_by"]) is None:  # expired, or its starter revoked
             return None
-        context = json.loads(row["context"] or "{}")
+        context = row["context"]
         return Principal(
             workspace=row["workspace"],
             token=row["started_by"],

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from uuid import UUID
 
+from application.store.schema import TABLES as READ_MODEL_TABLES
 from application.store.schema import Dialect
 
 TABLES = ("chain", "chain_heads", "chain_position", "checkpoints")
@@ -46,13 +47,38 @@ def create_statements(dialect: Dialect) -> list[str]:
 @lru_cache(maxsize=256)
 def render(dialect: Dialect, events_table: str, template: str) -> str:
     postgres = dialect.schema is not None
-    names = {t: dialect.table(t) for t in (*TABLES, "decisions", "tokens", "changes", "deliveries")} | {
+    names = {t: dialect.table(t) for t in (*TABLES, *READ_MODEL_TABLES)} | {
         "events": f'"{dialect.schema}"."{events_table}"' if postgres else events_table,
         "nid": "notification_id" if postgres else "rowid",  # SQLite's notification id is the rowid
         "uuid": "UUID" if postgres else "TEXT",
     }
     text = template.format(**names)
     return text if postgres else text.replace("%s", "?")
+
+
+# An aggregate's events with their sealed hashes (application.chain.facts), then the sealed ones
+# that are gone from the store.
+FACTS = (
+    "SELECT e.originator_id, e.originator_version, e.topic, e.state, e.{nid} AS notification_id, c.event_hash, "
+    "(SELECT p.notification_id FROM {chain_position} p WHERE p.singleton = 1) AS position FROM {events} e "
+    "LEFT JOIN {chain} c ON c.originator_id = e.originator_id AND c.originator_version = e.originator_version "
+    "WHERE e.originator_id = %s{at_e} UNION ALL SELECT c.originator_id, c.originator_version, NULL, NULL, NULL, "
+    "c.event_hash, NULL FROM {chain} c WHERE c.originator_id = %s{at_c} AND NOT EXISTS (SELECT 1 FROM {events} e "
+    "WHERE e.originator_id = c.originator_id AND e.originator_version = c.originator_version)"
+)
+
+_ANY_VERSION = FACTS.replace("{at_e}", "").replace("{at_c}", "")
+CALLER = (
+    "SELECT f.*, t.id AS row_id, t.workspace AS row_workspace, t.name AS row_name, t.role AS row_role, "
+    "t.secret_digest AS row_secret_digest, t.revoked_at AS row_revoked_at, COALESCE((SELECT c.version "
+    "FROM {changes} c WHERE c.workspace = t.workspace ORDER BY c.version DESC LIMIT 1), 0) AS head "
+    f"FROM ({_ANY_VERSION}) f LEFT JOIN {{tokens}} t ON t.id = %s"
+)
+RUN = (
+    "SELECT f.*, r.id AS row_id, r.workspace AS row_workspace, r.started_by AS row_started_by, "
+    "r.started_by_name AS row_started_by_name, r.expires_at AS row_expires_at, r.context AS row_context, "
+    f"r.secret_digest AS row_secret_digest FROM ({_ANY_VERSION}) f LEFT JOIN {{runs}} r ON r.id = %s"
+)
 
 
 class ChainStore:
@@ -68,8 +94,8 @@ class ChainStore:
         """An originator id as this store spells it (PostgreSQL uuid; SQLite hex text)."""
         return originator_id if self.postgres else originator_id.hex
 
-    def _rows(self, template: str, params=()) -> list[dict]:
-        return self.recorder.fetch(render(self.dialect, self.events_table, template), params)
+    def _rows(self, template: str, params=(), prepare: bool = False) -> list[dict]:
+        return self.recorder.fetch(render(self.dialect, self.events_table, template), params, prepare)
 
     @contextmanager
     def sealing(self):
@@ -158,6 +184,29 @@ class ChainStore:
     def pending(self, position: int) -> int:
         return self._rows("SELECT COUNT(*) AS n FROM {events} WHERE {nid} > %s", (position,))[0]["n"]
 
+    # -- reads for checks on use (application.chain.facts) ---------------------------------------
+    def facts(self, originator_id, version: int | None = None) -> list[dict]:
+        """One aggregate's stored events (or its one event at `version`), each with the hash the
+        chain sealed for it (None: not sealed) and the sealer's position; and every chain row whose
+        event is gone from the store (state None). One round trip of primary-key seeks."""
+        at = "" if version is None else " AND {alias}.originator_version = %s"
+        params = (originator_id,) if version is None else (originator_id, version)
+        return self._rows(
+            FACTS.replace("{at_e}", at.format(alias="e")).replace("{at_c}", at.format(alias="c")), params * 2
+        )
+
+    def caller(self, token_id: str) -> list[dict]:
+        """A token's facts (as `facts`), each with its tokens-table row (`row_*`, None when there is
+        none) and its workspace's head version: what every authenticated request reads, in one round
+        trip of primary-key seeks, prepared on PostgreSQL (it runs before every such request)."""
+        oid = self.oid(UUID(token_id))
+        return self._rows(CALLER, (oid, oid, token_id), prepare=True)
+
+    def run(self, run_id: str) -> list[dict]:
+        """A run's facts (as `facts`), each with its runs-table row (`row_*`)."""
+        oid = self.oid(UUID(run_id))
+        return self._rows(RUN, (oid, oid, run_id))
+
     # -- reads for exports with links ------------------------------------------------------------
     def sealed_events(self, originator_ids: list) -> list[dict]:
         if not originator_ids:
@@ -214,6 +263,24 @@ class ChainStore:
             "secret_digest FROM {tokens} WHERE workspace = %s ORDER BY id",
             (workspace,),
         )
+
+    def workspace_events(self, workspace: str) -> tuple[list[dict], list[dict]]:
+        """The workspace's sealed events in chain order, and every event still waiting for the
+        sealer (of any workspace: the caller picks its own)."""
+        sealed = self._rows(
+            "SELECT e.originator_id, e.originator_version, e.topic, e.state FROM {chain} c JOIN {events} e "
+            "ON e.originator_id = c.originator_id AND e.originator_version = c.originator_version "
+            "WHERE c.workspace = %s ORDER BY c.seq",
+            (workspace,),
+        )
+        return sealed, self._rows(
+            "SELECT e.originator_id, e.originator_version, e.topic, e.state FROM {events} e WHERE e.{nid} > "
+            "(SELECT notification_id FROM {chain_position} WHERE singleton = 1) ORDER BY e.{nid}"
+        )
+
+    def table_rows(self, table: str, where: str, workspace: str) -> list[dict]:
+        """A read-model table's rows for one workspace (`where` names it by one parameter)."""
+        return self._rows(f"SELECT * FROM {{{table}}} WHERE {where}", (workspace,))
 
     def links(self, workspace: str, after: int, limit: int) -> list[dict]:
         return self._rows(

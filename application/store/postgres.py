@@ -92,7 +92,7 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         )
         statements = [(self.lock_table_statements[0], None), events]
         if guards := kwargs.get("guards"):  # remembered callers (application.callers)
-            check, params = guards_statement(self.dialect, guards)
+            check, params = guards_statement(self.dialect, self.events_table_name, guards)
             statements.append((f"SELECT {self.dialect.table('assert')}(({check}) = 0, %s)", (*params, GUARD_FAILED)))
         return statements + read_model_statements(
             self.dialect, kwargs.get("saved_events", ()), kwargs.get("workspaces", {})

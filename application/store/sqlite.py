@@ -23,7 +23,7 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
     def _insert_events(self, c, stored_events, **kwargs: Any):
         notification_ids = super()._insert_events(c, stored_events, **kwargs)
         if guards := kwargs.get("guards"):  # remembered callers (application.callers)
-            c.execute(*guards_statement(SQLITE, guards))
+            c.execute(*guards_statement(SQLITE, self.events_table_name, guards))
             if c.fetchone()[0]:
                 raise StaleCaller(GUARD_FAILED)  # rolls the transaction back
         for item in read_model_statements(SQLITE, kwargs.get("saved_events", ()), kwargs.get("workspaces", {})):

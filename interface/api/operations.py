@@ -22,6 +22,9 @@ ops = Api(blueprint, "")
 
 class Status(BaseModel):
     status: str
+    # Set when stored state did not verify against the audit chain and was not used (the service
+    # rebuilt or refused it, so it stays ready): the first such finding, as logged.
+    integrity: str | None = None
 
 
 @ops.route("GET", "/healthz", "The process is up", role=None, response=Status)
@@ -36,7 +39,8 @@ def readyz(gov):
     except Exception:  # any store failure means "not ready"; details go to the log, not the caller
         log.exception("readiness check failed")
         return problem(503, "Store unavailable", "the store is not reachable")
-    return {"status": "ready"}
+    found = gov.integrity.first
+    return {"status": "ready"} | ({"integrity": found} if found else {})
 
 
 @ops.route(

@@ -22,6 +22,7 @@ class Tamperer:
             self.conn = sqlite3.connect(parts.path[1:], isolation_level=None)
         self.nid = "notification_id" if self.postgres else "rowid"
         self.events = "governance_events" if self.postgres else "stored_events"  # the library's names
+        self.snapshots = "governance_snapshots" if self.postgres else "stored_snapshots"
 
     def close(self) -> None:
         self.conn.close()
@@ -55,6 +56,18 @@ class Tamperer:
                 "WHERE originator_id = %s"
             )
         self.sql(statement, (old, new, self.oid(originator_id)))
+
+    def replace_in_snapshot(self, originator_id: str, old: str, new: str) -> None:
+        """Edit the newest snapshot of an aggregate where it is stored (outside the event log)."""
+        table = self.snapshots
+        edited = (
+            "convert_to(replace(convert_from(state, 'UTF8'), %s, %s), 'UTF8')"
+            if self.postgres
+            else "CAST(replace(CAST(state AS TEXT), %s, %s) AS BLOB)"
+        )
+        newest = f"(SELECT MAX(originator_version) FROM {table} WHERE originator_id = %s)"
+        statement = f"UPDATE {table} SET state = {edited} WHERE originator_id = %s AND originator_version = {newest}"
+        self.sql(statement, (old, new, self.oid(originator_id), self.oid(originator_id)))
 
     def delete_event(self, originator_id: str, version: int = 1) -> None:
         self.sql(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from application.chain.readmodels.changes import check_changes
 from application.chain.readmodels.decisions import check_decisions
 from application.chain.readmodels.deliveries import check_deliveries
+from application.chain.readmodels.rebuilt import check_rebuilt
 from application.chain.readmodels.tokens import check_tokens
 from application.store.chain import ChainStore
 
@@ -17,4 +18,5 @@ def check_read_models(store: ChainStore, read_state, to_domain_event, workspace:
         or check_deliveries(store, read_state, workspace, checked)
         or check_tokens(store, read_state, workspace, checked)
         or check_changes(store, to_domain_event, workspace, checked)
+        or check_rebuilt(store, to_domain_event, read_state, workspace, checked)
     )

@@ -1,0 +1,119 @@
+"""The read models checked by rebuilding them: runs, requests and their askers, exceptions, and
+the decision counts the overview and impact read.
+
+The workspace's stored events (those its chain seals, then any still waiting for the sealer)
+are replayed, in order, through the very projection that wrote the live tables, into a scratch
+in-memory database with the same schema; then each live table's rows for the workspace are
+compared with the rebuilt ones. The first difference is named: table, key, column, what the
+events make and what was found. The projection is followed wherever it goes, so a new column is
+checked without anyone teaching this module about it.
+
+A write committed between reading the events and reading a table shows as a difference, so a
+difference is confirmed by a second rebuild before it is reported.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+from uuid import UUID
+
+from eventsourcing.persistence import StoredEvent
+
+from application.chain.readmodels.failures import table_failure
+from application.store.projection import ManyRows, read_model_statements
+from application.store.schema import DDL, SQLITE
+
+# Table -> its key columns; every table holds a `workspace` column except run_decisions, which
+# is read through the workspace's decisions.
+KEYS = {
+    "runs": ("id",),
+    "run_decisions": ("run", "decision"),
+    "requests": ("id",),
+    "request_askers": ("request_id", "token_id"),
+    "exceptions": ("id",),
+    "decision_counts": ("day", "language", "name", "allowed", "sandbox"),
+    "outcome_days": ("day", "allowed"),
+    "impact_names": ("day", "language", "name"),
+    "impact_days": ("day",),
+    "impact_sandboxes": ("language", "name", "sandbox"),
+}
+_OF_WORKSPACE = {"run_decisions": "decision IN (SELECT id FROM {decisions} WHERE workspace = %s)"}
+
+
+def check_rebuilt(store, to_domain_event, read_state, workspace: str, checked: int) -> dict | None:
+    first = _difference(store, to_domain_event, read_state, workspace)
+    if first is None or _difference(store, to_domain_event, read_state, workspace) is None:
+        return None
+    problem, table, key, column, expected, found = first
+    keyed = ", ".join(f"{k}={v!r}" for k, v in key.items())
+    how = {
+        "deleted": "lacks a row the sealed events make",
+        "inserted": "holds a row no sealed event makes",
+        "altered": f"differs from the sealed events in {column}: found {found!r}, the events make {expected!r}",
+    }[problem]
+    failure = table_failure(checked, problem, table, f"({keyed})", how, {"seq": None})
+    return failure | {"row": {"table": table, "key": key, "column": column, "expected": expected, "found": found}}
+
+
+def _difference(store, to_domain_event, read_state, workspace: str):
+    scratch = _rebuild(store, to_domain_event, read_state, workspace)
+    for table, keys in KEYS.items():
+        where = _OF_WORKSPACE.get(table, "workspace = %s")
+        live = {_key(r, keys): r for r in map(_plain, _live_rows(store, table, where, workspace))}
+        rebuilt = {_key(r, keys): r for r in _scratch_rows(scratch, table, where, workspace)}
+        for key in sorted(set(live) | set(rebuilt), key=repr):
+            expected, found = rebuilt.get(key), live.get(key)
+            named = dict(zip(keys, key, strict=True))
+            if found is None:
+                return "deleted", table, named, None, None, None
+            if expected is None:
+                return "inserted", table, named, None, None, None
+            for column, value in expected.items():
+                if found.get(column) != value:
+                    return "altered", table, named, column, value, found.get(column)
+    return None
+
+
+def _rebuild(store, to_domain_event, read_state, workspace: str) -> sqlite3.Connection:
+    scratch = sqlite3.connect(":memory:")
+    for statement in DDL:
+        scratch.execute(SQLITE.sql(statement))
+    sealed, pending = store.workspace_events(workspace)
+    ours = {str(r["originator_id"]) for r in sealed}
+    rows = sealed + [
+        r
+        for r in pending
+        if str(r["originator_id"]) in ours or (read_state(r["state"]) or {}).get("workspace") == workspace
+    ]
+    events = [
+        to_domain_event(StoredEvent(UUID(str(r["originator_id"])), r["originator_version"], r["topic"], r["state"]))
+        for r in rows
+    ]
+    workspaces = {e.originator_id: workspace for e in events}
+    for event in events:
+        for item in read_model_statements(SQLITE, [event], workspaces):
+            for statement, params in item.statements() if isinstance(item, ManyRows) else (item,):
+                scratch.execute(statement, params)
+    return scratch
+
+
+def _live_rows(store, table: str, where: str, workspace: str) -> list[dict]:
+    return store.table_rows(table, where, workspace)
+
+
+def _scratch_rows(scratch: sqlite3.Connection, table: str, where: str, workspace: str) -> list[dict]:
+    cursor = scratch.execute(SQLITE.sql(f"SELECT * FROM {{{table}}} WHERE {where}"), (workspace,))
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _plain(row: dict) -> dict:
+    """A PostgreSQL row as SQLite stores it (instants as fixed-width UTC text, booleans as 0/1)."""
+    return {
+        k: SQLITE.ts(v) if isinstance(v, datetime) else int(v) if isinstance(v, bool) else v for k, v in row.items()
+    }
+
+
+def _key(row: dict, keys: tuple[str, ...]) -> tuple:
+    return tuple(row[k] for k in keys)

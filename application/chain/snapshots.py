@@ -1,0 +1,120 @@
+"""Sealed snapshots: a snapshot is used only if the chain seals its exact bytes.
+
+A snapshot is a copy of the policy's state, stored outside the event log, that loading starts
+from instead of replaying every event; so an edited snapshot would silently change enforcement.
+Each snapshot is therefore taken *before* its Save is recorded, and a `SnapshotSealed` event
+carrying the hash of the snapshot's stored record (`links.event_hash`, the chain's own
+canonical form) is saved in the same transaction as the Save's events. That event is sealed in
+the workspace's chain like any other, so its digest is as tamper-evident as the policy's events.
+
+Loading (`SealedRepository`) reads the snapshot, then its seal (checked against the chain on
+use: `application.chain.facts`), and uses the snapshot only if its bytes hash to the sealed
+digest. Otherwise — altered, inserted without a seal, or made before snapshots were sealed —
+the aggregate is rebuilt from its events, and an integrity alarm names the snapshot. The
+per-process rules cache (application.policies) loads each version once per worker, so the
+check's one extra primary-key read is paid once per version, not per request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import chain
+from uuid import NAMESPACE_URL, UUID, uuid5
+
+from eventsourcing.application import AggregateNotFoundError, Repository
+from eventsourcing.domain import DomainEvent
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.utils import register_topic
+
+from application.chain.alarms import IntegrityAlarms
+from application.chain.facts import Tampered, checked_facts
+from application.chain.links import event_hash
+from application.store.chain import ChainStore
+
+_NAMESPACE = uuid5(NAMESPACE_URL, "https://runcode-policy/snapshot-seals")
+
+
+@dataclass(frozen=True)
+class SnapshotSealed(DomainEvent):
+    """The digest of the snapshot of aggregate X at version v, stored as version v of the seal
+    stream `seal_id(X)` (its versions are the snapshotted ones: one seal per snapshot)."""
+
+    TOPIC = "runcode_policy:SnapshotSeal.Sealed"
+    workspace: str
+    digest: str
+
+
+register_topic(SnapshotSealed.TOPIC, SnapshotSealed)
+
+
+def seal_id(originator_id: UUID) -> UUID:
+    return uuid5(_NAMESPACE, str(originator_id))
+
+
+def snapshot_digest(stored: StoredEvent) -> str:
+    return event_hash(stored.originator_id, stored.originator_version, stored.topic, stored.state)
+
+
+def take_sealed(snapshot, mapper, workspace: str) -> tuple[StoredEvent, SnapshotSealed]:
+    """The snapshot's stored record (insert exactly these bytes) and the event that seals it."""
+    stored = mapper.to_stored_event(snapshot)
+    seal = SnapshotSealed(
+        originator_id=seal_id(stored.originator_id),
+        originator_version=stored.originator_version,
+        timestamp=SnapshotSealed.create_timestamp(),
+        workspace=workspace,
+        digest=snapshot_digest(stored),
+    )
+    return stored, seal
+
+
+class SnapshotCheck:
+    def __init__(self, store: ChainStore, read_state, alarms: IntegrityAlarms):
+        self.store, self.read_state, self.alarms = store, read_state, alarms
+
+    def holds(self, stored: StoredEvent) -> bool:
+        """Whether the chain seals this stored snapshot; raises the alarm when it does not."""
+        subject = f"{stored.originator_id} v{stored.originator_version}"
+        state = (self.read_state(stored.state) or {}).get("state")
+        workspace = state.get("workspace", "?") if isinstance(state, dict) else "?"
+        what = f"the snapshot of workspace {workspace!r} at policy version {stored.originator_version - 1} ({subject})"
+        rows = self.store.facts(self.store.oid(seal_id(stored.originator_id)), stored.originator_version)
+        try:
+            facts = checked_facts(rows, self.read_state, f"{what}'s seal")
+        except Tampered as tampered:
+            return self._refuse(
+                subject, f"{tampered}; the snapshot was not used, the policy was rebuilt from its events"
+            )
+        if not facts:
+            return self._refuse(subject, f"{what} has no seal; it was not used, the policy was rebuilt from its events")
+        if facts[0].state.get("digest") != snapshot_digest(stored):
+            return self._refuse(
+                subject,
+                f"{what} did not verify: its stored bytes differ from the sealed digest; it was not used, "
+                "the policy was rebuilt from its events",
+            )
+        return True
+
+    def _refuse(self, subject: str, detail: str) -> bool:
+        self.alarms.alarm("snapshot", subject, detail)
+        return False
+
+
+class SealedRepository(Repository):
+    """The library's repository, except that a snapshot is used only when `check` holds."""
+
+    check: SnapshotCheck | None = None  # set once the application has its chain store
+
+    def _reconstruct_aggregate(self, aggregate_id, version, projector_func):
+        if self.check is None or self.snapshot_store is None:
+            return super()._reconstruct_aggregate(aggregate_id, version, projector_func)
+        stored = self.snapshot_store.recorder.select_events(aggregate_id, desc=True, limit=1, lte=version)
+        snapshots = []
+        if stored and self.check.holds(stored[0]):
+            snapshots = [self.snapshot_store.mapper.to_domain_event(stored[0])]
+        gt = snapshots[0].originator_version if snapshots else None
+        events = self.event_store.get(originator_id=aggregate_id, gt=gt, lte=version)
+        aggregate = projector_func(None, chain(snapshots, events))
+        if aggregate is None:
+            raise AggregateNotFoundError(f"Aggregate {aggregate_id!r} version {version!r} not found.")
+        return aggregate

@@ -1,0 +1,220 @@
+"""Enforcement reads only sealed state: what someone with write access to the database (and not
+the service's key) changes outside the event log is never used, on SQLite and PostgreSQL alike.
+Each tamper is raw SQL on the store (tests/support/tamper.py), as that attacker would do it."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+import pytest
+
+from application.chain import AuditKey
+from domain.policy import policy_id
+from tests.support.tamper import Tamperer
+
+# Enough entries that one Save crosses the snapshot interval: its snapshot is what a new process loads.
+DENY = "\n".join(["beta", *(f"pkg{i}" for i in range(60))])
+
+
+@pytest.fixture
+def tamper(database_url):
+    tamperer = Tamperer(database_url)
+    yield tamperer
+    tamperer.close()
+
+
+@pytest.fixture
+def snapshotted(app):
+    app.chain.use_key(AuditKey.generate())
+    app.create_workspace("acme", by="founder")
+    app.save_policy("acme", {"python": {"mode": "denylist", "deny": DENY}}, by="alice", note="no beta")
+    app.chain.checkpoint("acme")
+    return app
+
+
+def reason(app, name: str) -> tuple[int, str]:
+    answer = app.evaluate("acme", "python", [name], None, {})
+    return answer["policy_version"], answer["decisions"][0]["reason"]
+
+
+def test_a_snapshot_edited_in_the_store_is_never_enforced_and_raises_one_alarm(snapshotted, open_app, tamper, caplog):
+    version, _ = reason(snapshotted, "beta")
+    tamper.replace_in_snapshot(str(policy_id("acme")), '"beta",', "")
+    fresh = open_app()  # another worker: its rules cache is empty, it loads the snapshot
+    with caplog.at_level(logging.ERROR, logger="runcode_policy.integrity"):
+        assert reason(fresh, "beta") == (version, "matches-the-deny-list")
+        assert fresh.policy("acme", at=datetime.now(UTC))["python"]["deny"][0] == "beta"
+        assert reason(fresh, "beta") == (version, "matches-the-deny-list")
+    alarms = [r.getMessage() for r in caplog.records if r.name == "runcode_policy.integrity"]
+    assert len(alarms) == 1 and "did not verify" in alarms[0] and f"policy version {version}" in alarms[0], alarms
+    assert fresh.integrity.counts["snapshot"] == 1 and "did not verify" in fresh.integrity.first
+
+
+def test_a_snapshot_without_a_seal_is_not_used(snapshotted, open_app, tamper):
+    tamper.sql("DELETE FROM stored_events WHERE topic = 'runcode_policy:SnapshotSeal.Sealed'")
+    tamper.replace_in_snapshot(str(policy_id("acme")), '"beta",', "")
+    fresh = open_app()
+    assert reason(fresh, "beta")[1] == "matches-the-deny-list"
+    assert "has no seal" in fresh.integrity.first or "gone from the store" in fresh.integrity.first
+
+
+def test_an_untouched_snapshot_is_used_without_an_alarm(snapshotted, open_app):
+    fresh = open_app()
+    assert reason(fresh, "beta")[1] == "matches-the-deny-list"
+    assert fresh.policy("acme", at=datetime.now(UTC))["python"]["deny"][0] == "beta"
+    assert fresh.integrity.first is None
+    assert fresh.chain.verify("acme", keys=snapshotted.chain.trusted_keys())["ok"]
+
+
+# -- tokens: what authentication reads ---------------------------------------------------------------
+@pytest.fixture
+def sandbox(snapshotted) -> dict:
+    return snapshotted.issue_token("acme", "ci", "sandbox", by="alice")
+
+
+def test_a_token_role_raised_in_the_tokens_table_is_refused_before_it_works(snapshotted, sandbox, open_app, tamper):
+    tamper.sql("UPDATE rcp_tokens SET role = 'owner' WHERE name = 'ci'")
+    fresh = open_app()
+    assert fresh.authenticate(sandbox["token"]) is None
+    assert "role is 'owner', sealed 'sandbox'" in fresh.integrity.first
+    assert fresh.integrity.counts["token"] == 1
+
+
+def test_a_token_role_raised_in_its_event_is_refused_once_sealed(snapshotted, sandbox, open_app, tamper):
+    snapshotted.chain.seal()
+    tamper.replace_in_state(sandbox["id"], '"role":"sandbox"', '"role":"owner"')
+    tamper.sql("UPDATE rcp_tokens SET role = 'owner' WHERE name = 'ci'")
+    fresh = open_app()
+    assert fresh.authenticate(sandbox["token"]) is None
+    assert "no longer hashes to its sealed value (altered)" in fresh.integrity.first
+
+
+def test_a_token_added_to_the_tokens_table_alone_authenticates_nobody(snapshotted, open_app, tamper):
+    from domain.token import digest, new_secret, token_id
+
+    secret = new_secret()
+    tamper.sql(
+        "INSERT INTO rcp_tokens (id, workspace, name, role, issued_at, issued_by, secret_digest) "
+        "SELECT %s, workspace, 'backdoor', 'owner', issued_at, issued_by, %s FROM rcp_tokens LIMIT 1",
+        (str(token_id(digest(secret))), digest(secret)),
+    )
+    assert open_app().authenticate(secret) is None
+
+
+def test_a_revocation_undone_in_the_tokens_table_stops_even_a_remembered_caller(snapshotted, sandbox, tamper):
+    from application.callers import StaleCaller
+
+    caller = snapshotted.authenticate(sandbox["token"])  # remembered by this process from now on
+    snapshotted.evaluate("acme", "python", ["numpy"], head=caller["head_version"])
+    snapshotted.revoke_token("acme", sandbox["id"], by="alice")
+    tamper.sql("UPDATE rcp_tokens SET revoked_at = NULL, revoked_by = NULL WHERE name = 'ci'")
+    remembered = snapshotted.authenticate(sandbox["token"], remembered=True)
+    with pytest.raises(StaleCaller):  # nothing recorded: the API judges again, the slow way
+        snapshotted.evaluate("acme", "python", ["torch"], head=None, remembered=remembered["id"])
+    assert snapshotted.authenticate(sandbox["token"]) is None
+    assert "revoked is False, sealed True" in snapshotted.integrity.first
+
+
+def test_a_revocation_whose_event_was_deleted_still_stops_the_token(snapshotted, sandbox, tamper):
+    snapshotted.revoke_token("acme", sandbox["id"], by="alice")
+    snapshotted.chain.seal()
+    tamper.delete_event(sandbox["id"], 2)
+    tamper.sql("UPDATE rcp_tokens SET revoked_at = NULL, revoked_by = NULL WHERE name = 'ci'")
+    assert snapshotted.authenticate(sandbox["token"]) is None
+    assert "gone from the store (deleted)" in snapshotted.integrity.first
+
+
+# -- runs: index tokens ------------------------------------------------------------------------------
+@pytest.fixture
+def run(snapshotted, sandbox) -> dict:
+    caller = snapshotted.authenticate(sandbox["token"])
+    return snapshotted.start_run("acme", caller, {"sandbox": "s1"}, seconds=60)
+
+
+def test_a_run_forged_in_the_runs_table_is_no_index_token(snapshotted, run, tamper):
+    from domain.run import new_run_secret, run_id
+    from domain.token import digest
+
+    assert snapshotted.index_principal(run["token"]).run == run["id"]  # the real one works
+    secret = new_run_secret()
+    tamper.sql(
+        "INSERT INTO rcp_runs SELECT %s, workspace, started_at, expires_at, started_by, started_by_name, context, %s "
+        "FROM rcp_runs WHERE id = %s",
+        (str(run_id(digest(secret))), digest(secret), run["id"]),
+    )
+    assert snapshotted.index_principal(secret) is None
+
+
+def test_a_run_expiry_pushed_back_in_the_runs_table_is_refused(snapshotted, run, tamper):
+    tamper.sql("UPDATE rcp_runs SET expires_at = %s WHERE id = %s", ("2999-01-01T00:00:00.000000+00:00", run["id"]))
+    assert snapshotted.index_principal(run["token"]) is None
+    assert f"run {run['id']} differs from its sealed events: expires_at" in snapshotted.integrity.first
+
+
+def test_a_run_whose_starter_was_swapped_in_the_runs_table_is_refused(snapshotted, run, tamper):
+    owner = snapshotted.readmodel.tokens("acme")[0]["id"]
+    tamper.sql("UPDATE rcp_runs SET started_by = %s WHERE id = %s", (owner, run["id"]))
+    assert snapshotted.index_principal(run["token"]) is None
+    assert "started_by" in snapshotted.integrity.first
+
+
+# -- what the operator sees ---------------------------------------------------------------------------
+def test_readiness_and_metrics_report_a_snapshot_that_did_not_verify(snapshotted, open_app, tamper, tmp_path):
+    from interface import create_app
+    from tests.support.http_client import LiveServer
+
+    tamper.replace_in_snapshot(str(policy_id("acme")), '"beta",', "")
+    fresh = open_app()
+    server = LiveServer(create_app(env={"RUNCODE_POLICY_DATA_DIR": str(tmp_path)}, governance=fresh))
+    try:
+        assert server.call("GET", "/readyz").json == {"status": "ready"}
+        assert reason(fresh, "beta")[1] == "matches-the-deny-list"
+        ready = server.call("GET", "/readyz")
+        assert ready.status == 200 and "did not verify" in ready.json["integrity"]
+        scraped = server.call("GET", "/metrics").body.decode()
+        assert 'runcode_policy_integrity_alarms_total{kind="snapshot"}' in scraped
+    finally:
+        server.close()
+
+
+# -- audit verify names the first row of any read model that differs ----------------------------------
+@pytest.fixture
+def everything(snapshotted, sandbox, run):
+    """Requests (one approved, one open, with two askers), an exception, runs and counted decisions."""
+    app = snapshotted
+    app.evaluate("acme", "python", ["beta", "numpy"], None, {"sandbox": "s1"})
+    first = app.access.file_request("acme", "python", "beta", "tests need it", {}, by="ci", token_id=sandbox["id"])
+    app.access.file_request("acme", "python", "beta", "me too", {}, by="alice", token_id="t-alice")
+    app.access.approve_request("acme", first["id"], by="alice", duration="P7D", note="ok", lift_deny=True)
+    app.access.file_request("acme", "python", "gamma", "also", {}, by="ci", token_id=sandbox["id"])
+    app.chain.checkpoint("acme")
+    assert app.chain.verify("acme")["ok"], app.chain.verify("acme")
+    return app
+
+
+TABLE_TAMPERING = [
+    ("runs", "UPDATE rcp_runs SET expires_at = '2999-01-01T00:00:00.000000+00:00'", "expires_at"),
+    ("runs", "DELETE FROM rcp_runs", None),
+    ("requests", "UPDATE rcp_requests SET justification = 'forged' WHERE status = 'approved'", "justification"),
+    ("requests", "UPDATE rcp_requests SET decided_by = 'mallory' WHERE status = 'approved'", "decided_by"),
+    ("requests", "UPDATE rcp_requests SET status = 'rejected' WHERE status = 'open'", "status"),
+    (
+        "request_askers",
+        "UPDATE rcp_request_askers SET justification = 'forged' WHERE by_actor = 'alice'",
+        "justification",
+    ),
+    ("exceptions", "UPDATE rcp_exceptions SET expires_at = NULL", "expires_at"),
+    ("exceptions", "DELETE FROM rcp_exceptions", None),
+    ("decision_counts", "DELETE FROM rcp_decision_counts WHERE allowed = FALSE", None),  # the denials erased
+    ("decision_counts", "UPDATE rcp_decision_counts SET installs = 0 WHERE allowed = FALSE", "installs"),
+    ("outcome_days", "UPDATE rcp_outcome_days SET installs = 0", "installs"),
+]
+
+
+@pytest.mark.parametrize(("table", "statement", "column"), TABLE_TAMPERING)
+def test_audit_verify_names_the_first_read_model_row_that_differs(everything, tamper, table, statement, column):
+    tamper.sql(statement)
+    result = everything.chain.verify("acme")
+    assert not result["ok"] and result["detail"].startswith(f"the {table} table"), result
+    assert (result["row"]["table"], result["row"]["column"]) == (table, column), result
