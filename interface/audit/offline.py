@@ -20,6 +20,7 @@ from application.chain.merkle import consistent, inclusion_root, leaf_hash
 from application.chain.receipts import ReceiptError, verify_receipt
 from application.chain.witness import Refused, Witness, request_body
 from interface.audit.command import audit
+from interface.audit.push import file_size
 
 key_option = click.option(
     "--key",
@@ -187,13 +188,13 @@ def _directory(keeper: Witness, folder: Path) -> list[tuple[str, str]]:
         body = path.read_text(encoding="utf-8")
         try:
             note = body.partition("\n\n")[2]
-            origin, size = notes.origin_of(note), int(path.stem)
+            origin, size = notes.origin_of(note), file_size(path)
         except ValueError:
             continue
         latest = keeper.latest(origin)
-        if latest is None or size > latest[0]:
+        if latest is None or size > latest[0] or (size == latest[0] and not latest[2].startswith(note)):
             found.append((str(path), body))
-    return found
+    return sorted(found, key=lambda item: file_size(Path(item[0])))
 
 
 def _stdin_body(keeper: Witness, text: str) -> str:

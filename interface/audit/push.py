@@ -5,13 +5,16 @@ Delivery runs on its own thread, so recording and sealing never wait on it; a fa
 once and retried every `RETRY_SECONDS` until it goes through. What is delivered is the
 c2sp.org/tlog-witness add-checkpoint body: `old <size>`, the consistency proof from that size,
 a blank line, the checkpoint. In a directory it is written to `<workspace>/<size, 20
-digits>.checkpoint` (written aside, then renamed in), `old` being the previous file's size; an
+digits>-<first 8 hex of the note's SHA-256>.checkpoint` (written aside, then renamed in), `old`
+being the previous file's size, or its own size when another checkpoint of that size was
+delivered (a rewritten history signed again: the witness must see the two differ); an
 http(s) witness is sent it as `POST <url>/add-checkpoint`, `old` being the size the witness last
 cosigned (it says so with 409 when we do not know it), and its cosignature lines are logged.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import tempfile
@@ -86,14 +89,15 @@ class WitnessPusher:
     def _write(self, workspace: str, size: int, note: str) -> None:
         folder = Path(self.target) / workspace
         folder.mkdir(parents=True, exist_ok=True)
-        sizes = [int(p.stem) for p in folder.glob("*.checkpoint") if p.stem.isdigit()]
-        if size in sizes:
+        name = f"{size:020d}-{hashlib.sha256(note.encode('utf-8')).hexdigest()[:8]}.checkpoint"
+        if (folder / name).exists():
             return
-        old = max((s for s in sizes if s < size), default=0)
+        sizes = [file_size(p) for p in folder.glob("*.checkpoint")]
+        old = size if size in sizes else max((s for s in sizes if s < size), default=0)
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=".incoming-")
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(request_body(old, self._proof(workspace, old, size), note))
-        os.replace(temporary, folder / f"{size:020d}.checkpoint")
+        os.replace(temporary, folder / name)
 
     def _post(self, workspace: str, size: int, note: str) -> None:
         for _ in range(2):  # the second time with the size a 409 named
@@ -112,3 +116,8 @@ class WitnessPusher:
                     continue
                 raise RuntimeError(f"the witness answered {error.code}: {text}") from None
         raise RuntimeError("the witness keeps naming another size")
+
+
+def file_size(path: Path) -> int:
+    """The tree size a delivered file's name starts with."""
+    return int(path.stem.split("-")[0])
