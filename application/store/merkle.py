@@ -66,9 +66,10 @@ class MerkleStore:
         """The stored hashes of these perfect subtrees (one query; absent ones are left out)."""
         if not parts:
             return {}
-        wanted = " OR ".join(["(level = %s AND idx = %s)"] * len(parts))
-        params = [workspace] + [v for part in sorted(parts) for v in part]
-        rows = self._rows(f"SELECT level, idx, hash FROM {{merkle_nodes}} WHERE workspace = %s AND ({wanted})", params)
+        # One primary-key lookup per node, in one statement (an OR of them makes SQLite scan).
+        one = "SELECT level, idx, hash FROM {merkle_nodes} WHERE workspace = %s AND level = %s AND idx = %s"
+        params = [v for level, idx in sorted(parts) for v in (workspace, level, idx)]
+        rows = self._rows(" UNION ALL ".join([one] * len(parts)), params)
         return {(r["level"], r["idx"]): bytes.fromhex(r["hash"]) for r in rows}
 
     def add(self, workspace: str, nodes: list[tuple[int, int, bytes]], size: int) -> None:
