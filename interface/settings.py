@@ -41,6 +41,13 @@ class Settings:
     audit_previous_keys: tuple[str, ...] = ()  # RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS
     audit_sealing: bool = True  # RUNCODE_POLICY_AUDIT_SEALING
     cache: CacheSettings | None = None  # RUNCODE_POLICY_CACHE_*; None: under data_dir, defaults
+    audit_checkpoint_seconds: float = 60.0  # RUNCODE_POLICY_AUDIT_CHECKPOINT_SECONDS
+    # Where the checkpoints' origin, the key and the witnesses live (docs/audit-integrity.md).
+    audit_origin: str | None = None  # RUNCODE_POLICY_AUDIT_ORIGIN; else this host's name
+    audit_witness: str | None = None  # RUNCODE_POLICY_AUDIT_WITNESS: a directory or an http(s) witness
+    audit_signer: str | None = None  # RUNCODE_POLICY_AUDIT_SIGNER: a command that signs
+    audit_signer_public_key: str | None = None  # RUNCODE_POLICY_AUDIT_SIGNER_PUBLIC_KEY
+    audit_trusted_keys: tuple[str, ...] = ()  # RUNCODE_POLICY_AUDIT_TRUSTED_KEYS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -59,6 +66,12 @@ class Settings:
             audit_previous_keys=tuple(split_entries(env.get("RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS", ""))),
             audit_sealing=env.get("RUNCODE_POLICY_AUDIT_SEALING", "y").lower() in ("y", "yes", "1", "true"),
             cache=CacheSettings.from_env(env, data_dir),
+            audit_checkpoint_seconds=checkpoint_seconds(env.get("RUNCODE_POLICY_AUDIT_CHECKPOINT_SECONDS", "60")),
+            audit_origin=audit_origin(env.get("RUNCODE_POLICY_AUDIT_ORIGIN") or None),
+            audit_witness=env.get("RUNCODE_POLICY_AUDIT_WITNESS") or None,
+            audit_signer=env.get("RUNCODE_POLICY_AUDIT_SIGNER") or None,
+            audit_signer_public_key=env.get("RUNCODE_POLICY_AUDIT_SIGNER_PUBLIC_KEY") or None,
+            audit_trusted_keys=tuple(split_entries(env.get("RUNCODE_POLICY_AUDIT_TRUSTED_KEYS", ""))),
         )
 
     def console_secret_key(self) -> str:
@@ -103,6 +116,29 @@ def proxy_hops(text: str) -> int:
             [FieldError("RUNCODE_POLICY_TRUSTED_PROXY_HOPS", "must be 0 to 10")],
         )
     return int(text)
+
+
+def checkpoint_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0.1 <= seconds <= 86400:
+        raise InvalidInputError(
+            "RUNCODE_POLICY_AUDIT_CHECKPOINT_SECONDS must be a number of seconds from 0.1 to 86400",
+            [FieldError("RUNCODE_POLICY_AUDIT_CHECKPOINT_SECONDS", "must be 0.1 to 86400")],
+        )
+    return seconds
+
+
+def audit_origin(text: str | None) -> str | None:
+    """A checkpoint origin's middle part: no spaces nor `+` (c2sp.org/tlog-checkpoint)."""
+    if text is not None and not re.fullmatch(r"[!-*,-~]{1,200}", text):
+        raise InvalidInputError(
+            "RUNCODE_POLICY_AUDIT_ORIGIN must be printable ASCII without spaces or '+', such as policy.example.com",
+            [FieldError("RUNCODE_POLICY_AUDIT_ORIGIN", "must be 1 to 200 printable characters, no space or '+'")],
+        )
+    return text
 
 
 def upstream_url(env: Mapping[str, str], name: str, default: str) -> str:

@@ -8,6 +8,7 @@ import time
 from datetime import UTC, datetime
 
 from application.chain.links import checkpoint_message
+from application.chain.proofs import Proofs
 from application.chain.readmodels import check_read_models
 from application.chain.sealer import Sealer, state_reader, workspace_reader
 from application.chain.signing import AuditKey, key_id, public_document
@@ -33,6 +34,7 @@ class AuditChain:
 
     def __init__(self, recorder, mapper, require_workspace, key: AuditKey | None = None):
         self.store = ChainStore(recorder)
+        self.proofs = Proofs(self, recorder)  # the signed-note checkpoints and the Merkle proofs
         self.sealer = Sealer(self.store, recorder, mapper)
         self.read_workspace = workspace_reader(mapper)
         self.read_state = state_reader(mapper)
@@ -106,11 +108,13 @@ class AuditChain:
         head = self.store.head(workspace)
         if head is None:
             raise NotFoundError(f"workspace {workspace!r} has no sealed records yet")
-        return self.store.checkpoint(workspace, head["seq"]) or self._sign(head)
+        checkpoint = self.store.checkpoint(workspace, head["seq"]) or self._sign(head)
+        return self.proofs.with_notes([checkpoint])[0]
 
     def checkpoint_moved_heads(self) -> list[dict]:
         """Every workspace whose chain moved since its last checkpoint (the once-a-minute round)."""
-        return [self._sign(head) for head in self.store.heads_without_checkpoint()]
+        signed = [self._sign(head) for head in self.store.heads_without_checkpoint()]
+        return [self.proofs.with_notes([c])[0] for c in signed]
 
     def _sign(self, head: dict) -> dict:
         if self.key is None:
@@ -138,7 +142,7 @@ class AuditChain:
         more = len(rows) > limit
         return {
             "workspace": workspace,
-            "checkpoints": rows[:limit],
+            "checkpoints": self.proofs.with_notes(rows[:limit]),
             "next_after": rows[limit - 1]["seq"] if more else None,
         }
 

@@ -12,7 +12,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.sql import SQL, Identifier
 
 from application.callers import GUARD_FAILED, guards_statement
-from application.store import chain
+from application.store import chain, merkle
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, postgres_dialect
 
@@ -45,6 +45,7 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         self._events_head = f'INSERT INTO "{datastore.schema}"."{events_table_name}" ({EVENT_COLUMNS})'
         self.sql_create_statements.extend(SQL(self.dialect.sql(s)) for s in DDL)
         self.sql_create_statements.extend(SQL(s) for s in chain.create_statements(self.dialect))
+        self.sql_create_statements.extend(SQL(s) for s in merkle.create_statements(self.dialect))
         self.sql_create_statements.append(SQL(_ASSERT_FUNCTION.format(name=self.dialect.table("assert"))))
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)  # as the library's

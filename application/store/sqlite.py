@@ -7,7 +7,7 @@ from typing import Any
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
 from application.callers import GUARD_FAILED, StaleCaller, guards_statement
-from application.store import chain
+from application.store import chain, merkle
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, SQLITE
 
@@ -17,7 +17,10 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
 
     def construct_create_table_statements(self) -> list[str]:
         return (
-            super().construct_create_table_statements() + [SQLITE.sql(s) for s in DDL] + chain.create_statements(SQLITE)
+            super().construct_create_table_statements()
+            + [SQLITE.sql(s) for s in DDL]
+            + chain.create_statements(SQLITE)
+            + merkle.create_statements(SQLITE)
         )
 
     def _insert_events(self, c, stored_events, **kwargs: Any):

@@ -1,4 +1,4 @@
-"""Audit integrity routes (API.md "Audit integrity"): the public key, checkpoints, verification."""
+"""Audit integrity routes: the public key, checkpoints, verification, Merkle proofs, run receipts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from application.chain.receipts import receipt
 from application.chain.verify import PROBLEMS
+from domain.token import ANY_ROLE
 from interface.api.blueprint import W, api
 from interface.api.schemas import Instant, Query
 
@@ -32,6 +34,11 @@ class Checkpoint(BaseModel):
     key_id: str
     signature: str = Field(
         description="Ed25519 over the UTF-8 lines 'runcode-policy/checkpoint/v1', workspace, seq, head, at; base64"
+    )
+    note: str | None = Field(
+        None,
+        description="the same head as a C2SP checkpoint (signed note): origin, tree size, base64 RFC 6962 root; "
+        "null when this process holds no signing key",
     )
 
 
@@ -114,3 +121,102 @@ def post_checkpoint(gov, ws, caller):
 )
 def get_verify(gov, ws, caller):
     return gov.chain.verify(ws)
+
+
+Size = Annotated[int, Field(ge=1, le=2**63 - 1)]
+Base64Hash = Annotated[str, Field(description="a SHA-256 hash, base64")]
+SignedNote = Annotated[str | None, Field(description="the C2SP checkpoint signed at that size, if one was")]
+
+
+class InclusionQuery(Query):
+    decision: str = Field(description="the decision's id")
+    size: Size | None = Field(None, description="the tree size to prove against (default: the newest checkpoint's)")
+
+
+class StoredEvent(BaseModel):
+    originator_id: str
+    originator_version: int
+    topic: str
+    state: str = Field(description="the stored bytes, base64: event_hash is computed over them")
+
+
+class InclusionProof(BaseModel):
+    workspace: str
+    decision: str
+    leaf_index: int = Field(description="the record's seq - 1")
+    tree_size: int
+    event_hash: Hash
+    event: StoredEvent
+    leaf_hash: Base64Hash = Field(description="SHA-256(0x00 || the 32 bytes of event_hash)")
+    proof: list[Base64Hash] = Field(description="the RFC 6962 audit path, deepest first")
+    root: Base64Hash
+    checkpoint: SignedNote
+
+
+class ConsistencyQuery(Query):
+    from_: Size = Field(alias="from")
+    to: Size | None = Field(None, description="default: the newest checkpoint's size")
+
+
+class ConsistencyProof(BaseModel):
+    workspace: str
+    from_: int = Field(alias="from")
+    to: int
+    proof: list[Base64Hash] = Field(description="the RFC 6962 consistency proof")
+    from_root: Base64Hash
+    to_root: Base64Hash
+    from_checkpoint: SignedNote
+    to_checkpoint: SignedNote
+
+
+class ReceiptDecision(BaseModel):
+    model_config = {"extra": "allow"}
+    id: str
+    allowed: bool
+    chain: dict = Field(description="seq, the stored event, and its inclusion proof (base64 hashes)")
+
+
+class Receipt(BaseModel):
+    receipt: Literal["runcode-policy/receipt/v1"]
+    workspace: str
+    run: dict
+    allowed: bool
+    key_id: str
+    checkpoint: str = Field(description="the signed C2SP checkpoint every proof leads to")
+    statement: str = Field(description="a signed note listing the run's decisions as leaf index and leaf hash")
+    decisions: list[ReceiptDecision]
+
+
+@api.route(
+    "GET",
+    W + "/audit/proof/inclusion",
+    "An RFC 6962 inclusion proof of one decision's record in the workspace's tree",
+    role="auditor",
+    query=InclusionQuery,
+    response=InclusionProof,
+)
+def get_inclusion_proof(gov, ws, caller, query):
+    return gov.chain.proofs.inclusion(ws, query.decision, query.size)
+
+
+@api.route(
+    "GET",
+    W + "/audit/proof/consistency",
+    "An RFC 6962 consistency proof between two sizes of the workspace's tree",
+    role="auditor",
+    query=ConsistencyQuery,
+    response=ConsistencyProof,
+)
+def get_consistency_proof(gov, ws, caller, query):
+    return gov.chain.proofs.consistency(ws, query.from_, query.to)
+
+
+@api.route(
+    "GET",
+    W + "/runs/<run_id>/receipt",
+    "A run's decisions, each with an inclusion proof against one signed checkpoint (verifiable offline)",
+    role=ANY_ROLE,
+    response=Receipt,
+)
+def get_run_receipt(gov, ws, caller, run_id):
+    return receipt(gov.chain, ws, gov.run_decisions(ws, run_id, caller))  # a sandbox token: its own runs

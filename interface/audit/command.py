@@ -15,7 +15,7 @@ from application.chain import parse_public_key
 from application.chain.signing import key_id
 from application.chain.slices import verify_slice
 from domain.errors import FieldError, InvalidInputError
-from interface.audit import previous_keys, signing_key
+from interface.audit import configure
 from interface.settings import Settings
 
 CHECKPOINT_FIELDS = {"workspace": str, "seq": int, "head": str, "at": str, "key_id": str, "signature": str}
@@ -54,9 +54,8 @@ def audit() -> None:
 def _governance(create_key: bool):
     from interface.cli.common import governance  # the CLI's one store per invocation
 
-    gov, settings = governance(), Settings.from_env()
-    if not gov.chain.has_key:
-        gov.chain.use_key(signing_key(settings, create=create_key), previous_keys(settings))
+    gov = governance()
+    configure(gov.chain, Settings.from_env(), create=create_key)
     return gov
 
 
@@ -154,3 +153,6 @@ def _is_checkpoint(value) -> bool:
 
 def _bad_file(path: str, message: str) -> InvalidInputError:
     return InvalidInputError(f"{path} {message}", [FieldError("--checkpoints", message)])
+
+
+from interface.audit import offline  # noqa: E402, F401 - registers the offline commands on `audit`

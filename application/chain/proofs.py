@@ -1,0 +1,128 @@
+"""Checkpoints as signed notes, and inclusion and consistency proofs over a workspace's tree.
+
+Each checkpoint of the chain (`AuditChain`) gets a C2SP checkpoint beside it: origin
+`runcode-policy/<origin host>/<workspace>`, the tree size (= the checkpoint's `seq`) and the
+tree's root, signed by the same key under the origin as key name. A new note is handed to the
+witness pusher, if one is configured, which delivers it off the host by itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import socket
+from uuid import UUID
+
+from application.chain import notes
+from application.chain.links import as_uuid
+from application.chain.tree import MerkleTree
+from domain.errors import FieldError, InvalidInputError, NotFoundError
+
+log = logging.getLogger(__name__)
+
+
+def b64(digest: bytes) -> str:
+    return base64.b64encode(digest).decode("ascii")
+
+
+class Proofs:
+    def __init__(self, chain, recorder):
+        self.chain = chain
+        self.tree = MerkleTree(recorder)
+        self.origin_host = socket.gethostname()
+        self.witness = None  # an object with push(workspace, size, note), set by the deployment
+
+    def origin(self, workspace: str) -> str:
+        return f"runcode-policy/{self.origin_host}/{workspace}"
+
+    # -- notes --------------------------------------------------------------------------------
+    def with_notes(self, checkpoints: list[dict]) -> list[dict]:
+        """The checkpoints, each with its signed note (made now for one signed before notes were)."""
+        if not checkpoints:
+            return checkpoints
+        workspace = checkpoints[0]["workspace"]
+        found = self.tree.store.notes(workspace, [c["seq"] for c in checkpoints])
+        return [c | {"note": found.get(c["seq"]) or self._note(workspace, c["seq"])} for c in checkpoints]
+
+    def _note(self, workspace: str, size: int) -> str | None:
+        key = self.chain.key
+        if key is None:
+            return None
+        self.tree.extend(workspace)
+        origin = self.origin(workspace)
+        note = notes.sign(
+            notes.checkpoint_text(origin, size, self.tree.root(workspace, size)), origin, key.public, key.sign
+        )
+        self.tree.store.add_note(workspace, size, note)
+        stored = self.tree.store.notes(workspace, [size])[size]  # another process may have noted it first
+        if self.witness is not None and stored == note:
+            self.witness.push(workspace, size, note)
+        return stored
+
+    # -- proofs -------------------------------------------------------------------------------
+    def inclusion(self, workspace: str, decision: str, size: int | None) -> dict:
+        try:
+            originator = UUID(decision)
+        except (ValueError, TypeError):
+            raise InvalidInputError(
+                "decision is not an id", [FieldError("decision", "must be a decision id (a UUID)")]
+            ) from None
+        store = self.chain.store
+        rows = [r for r in store.sealed_events([store.oid(originator)]) if r["originator_version"] == 1]
+        if not rows or rows[0]["workspace"] != workspace:
+            raise NotFoundError(f"no sealed record {decision} in workspace {workspace!r} (yet)")
+        row = rows[0]
+        size = self._size(workspace, size, "size", lowest=row["seq"])
+        leaf, path, root = self.tree.inclusion(workspace, row["seq"] - 1, size)
+        return {
+            "workspace": workspace,
+            "decision": decision,
+            "leaf_index": row["seq"] - 1,
+            "tree_size": size,
+            "event_hash": row["event_hash"],
+            "event": stored_event(row),
+            "leaf_hash": b64(leaf),
+            "proof": [b64(h) for h in path],
+            "root": b64(root),
+            "checkpoint": self.tree.store.notes(workspace, [size]).get(size),
+        }
+
+    def consistency(self, workspace: str, old: int, new: int | None) -> dict:
+        new = self._size(workspace, new, "to", lowest=1)
+        if not 1 <= old <= new:
+            raise InvalidInputError("from out of range", [FieldError("from", f"must be from 1 to {new}")])
+        old_root, path, new_root = self.tree.consistency(workspace, old, new)
+        found = self.tree.store.notes(workspace, [old, new])
+        return {
+            "workspace": workspace,
+            "from": old,
+            "to": new,
+            "proof": [b64(h) for h in path],
+            "from_root": b64(old_root),
+            "to_root": b64(new_root),
+            "from_checkpoint": found.get(old),
+            "to_checkpoint": found.get(new),
+        }
+
+    def _size(self, workspace: str, size: int | None, field: str, lowest: int) -> int:
+        """The tree size asked for (default: the newest signed checkpoint's, else the whole tree)."""
+        self.chain.require_workspace(workspace)
+        whole = self.tree.extend(workspace)
+        if size is None:
+            latest = self.tree.store.latest_note(workspace)
+            size = latest[0] if latest and latest[0] >= lowest else whole
+        if not lowest <= size <= whole:
+            raise InvalidInputError(
+                f"{field} out of range", [FieldError(field, f"must be from {lowest} to the tree's size, {whole}")]
+            )
+        return size
+
+
+def stored_event(row: dict) -> dict:
+    """A sealed record's stored event, as exports and receipts carry it (the bytes that were hashed)."""
+    return {
+        "originator_id": str(as_uuid(row["originator_id"])),
+        "originator_version": row["originator_version"],
+        "topic": row["topic"],
+        "state": base64.b64encode(bytes(row["state"])).decode("ascii"),
+    }

@@ -1,0 +1,66 @@
+"""Each workspace's RFC 6962 tree as stored: extended from the chain, and read for roots and proofs.
+
+Extending reads the chain's event hashes after the stored size (one range scan of its primary
+key, in pages) and writes every perfect subtree they complete; the right edge it starts from is
+the stored perfect subtrees of the old size (one per set bit). A root or a proof then reads the
+O(log n) perfect subtrees it is made of, in one query (`application.chain.merkle`).
+"""
+
+from __future__ import annotations
+
+from application.chain.merkle import (
+    consistency_ranges,
+    inclusion_ranges,
+    leaf_hash,
+    node_hash,
+    perfect_parts,
+    range_hash,
+)
+from application.store.merkle import MerkleStore
+
+PAGE = 5000
+
+
+class MerkleTree:
+    def __init__(self, recorder):
+        self.store = MerkleStore(recorder)
+
+    def extend(self, workspace: str) -> int:
+        """Bring the workspace's tree up to its chain's head; the tree's size."""
+        size, head = self.store.size(workspace), self.store.chain_size(workspace)
+        if size >= head:
+            return size
+        edge = self.store.nodes(workspace, set(perfect_parts(0, size)))  # the old size's right edge
+        frontier = {level: edge[(level, idx)] for level, idx in edge}
+        while size < head:
+            hashes = self.store.event_hashes(workspace, size, min(PAGE, head - size))
+            if not hashes:
+                break
+            added = []
+            for event in hashes:
+                index, digest, level = size, leaf_hash(bytes.fromhex(event)), 0
+                added.append((0, index, digest))
+                while index & 1:  # a right child completes its parent: fold up while it does
+                    digest = node_hash(frontier.pop(level), digest)
+                    level, index = level + 1, index >> 1
+                    added.append((level, index, digest))
+                frontier[level] = digest
+                size += 1
+            self.store.add(workspace, added, size)
+        return size
+
+    def root(self, workspace: str, size: int) -> bytes:
+        return range_hash(0, size, self.store.nodes(workspace, set(perfect_parts(0, size))))
+
+    def inclusion(self, workspace: str, index: int, size: int) -> tuple[bytes, list[bytes], bytes]:
+        """(leaf hash, audit path, root) for leaf `index` in the tree of `size` leaves."""
+        return self._hashes(workspace, [(index, index + 1), *inclusion_ranges(index, size), (0, size)])
+
+    def consistency(self, workspace: str, old: int, new: int) -> tuple[bytes, list[bytes], bytes]:
+        """(old root, consistency proof, new root)."""
+        return self._hashes(workspace, [(0, old), *consistency_ranges(old, new), (0, new)])
+
+    def _hashes(self, workspace: str, ranges: list[tuple[int, int]]) -> tuple[bytes, list[bytes], bytes]:
+        nodes = self.store.nodes(workspace, {part for start, end in ranges for part in perfect_parts(start, end)})
+        hashes = [range_hash(start, end, nodes) for start, end in ranges]
+        return hashes[0], hashes[1:-1], hashes[-1]
