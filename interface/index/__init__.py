@@ -1,7 +1,8 @@
 """The package index: a PyPI simple-index proxy (`/pypi/{ws}/...`) and an npm registry proxy
 (`/npm/{ws}/...`), thin views over `Governance.judge_index` (API.md "Package index").
 
-`install` registers both and opens one upstream client for each configured upstream.
+`install` registers both, opens one upstream client for each configured upstream, and bounds
+what index requests may hold (interface.index.bounds).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from flask import Flask
 
 from interface.index import npm, pypi
+from interface.index.bounds import IndexBounds
 from interface.index.upstream import Upstream
 
 
@@ -16,8 +18,10 @@ def install(app: Flask) -> None:
     settings, governance = app.extensions["settings"], app.extensions["governance"]
     # The service's own fetches: public registries allowed (sandboxes' egress refuses them).
     for key, base in (("pypi_upstream", settings.pypi_upstream), ("npm_upstream", settings.npm_upstream)):
-        app.extensions[key] = Upstream(base, governance.judge_upstream_egress)
+        app.extensions[key] = Upstream(base, governance.judge_upstream_egress, settings.upstream)
         # Whoever stops serving this app closes these (their pooled upstream connections).
         app.extensions.setdefault("on_close", []).append(app.extensions[key].close)
     app.register_blueprint(pypi.blueprint)
     app.register_blueprint(npm.blueprint)
+    # Outermost: a request refused here costs no thread beyond its own, and no store access.
+    app.wsgi_app = IndexBounds(app.wsgi_app, settings.request_threads)

@@ -17,7 +17,7 @@ from flask import Blueprint, Response, current_app, request
 from domain.errors import GovernanceError
 from interface import metrics
 from interface.index import packument
-from interface.index.access import governance, reader, refuse_a_failed_run
+from interface.index.access import governance, reader, refuse_a_failed_run, within_limits
 from interface.index.streaming import relay
 from interface.index.upstream import Upstream, bad_gateway
 from interface.problems import HTTPProblem, problem, status_of
@@ -44,6 +44,7 @@ def upstream() -> Upstream:
 @blueprint.route("/npm/<ws>/<path:rest>", methods=["GET", "HEAD"])
 def package(ws, rest=""):
     principal = reader(ws, UNAUTHENTICATED)
+    within_limits(name=rest)
     if rest == "-/npm/v1/keys":  # registry signing keys: passed through for `npm audit signatures`
         return relay(upstream(), request.method, upstream().url("-/npm/v1/keys"))
     if rest == "-/ping":

@@ -18,7 +18,7 @@ from werkzeug.http import parse_accept_header
 
 from interface import metrics
 from interface.index import core_metadata, simple
-from interface.index.access import governance, reader, refuse_a_failed_run
+from interface.index.access import governance, reader, refuse_a_failed_run, within_limits
 from interface.index.streaming import relay, spool
 from interface.index.upstream import Upstream, bad_gateway
 from interface.problems import HTTPProblem
@@ -84,12 +84,14 @@ def _upstream_names() -> list[str]:
 @blueprint.route("/pypi/<ws>/simple/<project>", methods=READ)
 def unslashed(ws, project):
     reader(ws, UNAUTHENTICATED)
+    within_limits(project=project)
     return redirect(url_for(".project_page", ws=ws, project=canonical(project)), 301)
 
 
 @blueprint.route("/pypi/<ws>/simple/<project>/", methods=READ)
 def project_page(ws, project):
     principal = reader(ws, UNAUTHENTICATED)
+    within_limits(project=project)
     media = negotiated()
     name = canonical(project)
     if project != name:  # PEP 503: one URL per project
@@ -130,6 +132,7 @@ def _upstream_page(name: str, cached: bool = False) -> dict:
 @blueprint.route("/pypi/<ws>/files/<project>/<filename>", methods=READ)
 def file(ws, project, filename):
     principal = reader(ws, UNAUTHENTICATED)
+    within_limits(project=project, filename=filename)
     if project != canonical(project):
         raise HTTPProblem(404, "Not Found", "file URLs name the project in its normalized form")
     is_metadata = filename.endswith(".metadata")
