@@ -11,7 +11,7 @@ TLS trusts the system's store plus the operator's bundle. Every fetch has a tota
 page's, a file's), enforced on every socket operation, so an upstream that trickles a byte at a
 time cannot hold a request thread past it. An upstream that cannot be reached is a 503, one that
 answers nonsense or is not trusted a 502, one past its deadline a 504: never an allow. Each says
-why in its detail and its status line's reason phrase (pip and uv print only that), and is one
+why in its detail (and in the reason phrase, which granian replaces by the standard one), and is one
 line in the log. Bodies stream (httpx) so files pass through unchanged and without being held in
 memory.
 """
