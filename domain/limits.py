@@ -20,3 +20,7 @@ MAX_ALLOWLIST = 10_000  # hostnames in an egress allowlist under test
 MAX_NOTE = 2000  # a change's note
 MAX_LABEL = 200  # a token's name, each value of a decision's context
 MAX_FILTER = 500  # a filter value or cursor in a query
+# Per token and per worker process (interface.index.bounds): a token bucket of this many a
+# minute, as many at once. Far above what one install asks for; a runaway loop is refused.
+RUN_STARTS_PER_MINUTE = 120  # POST /runs
+INDEX_FETCHES_PER_MINUTE = 6000  # pages, packuments and files of the package index

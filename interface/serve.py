@@ -12,6 +12,10 @@ README "Performance"), after the store is made ready once.
   scrape of /metrics sums every worker.
 - On an empty store the first start creates the workspace `default` and prints its owner token
   (once: the store keeps only its digest), so `make run` leads straight to a usable service.
+- A client that leaves sent bytes unread for RUNCODE_POLICY_STALLED_CLIENT_SECONDS is cut by the
+  kernel (TCP_USER_TIMEOUT on each worker's listener, inherited by every connection it accepts):
+  granian has no write timeout, and a request thread blocked on such a client is freed only when
+  its connection closes. Clients that read, however slowly, are never cut by it.
 """
 
 from __future__ import annotations
@@ -28,10 +32,11 @@ import time
 import click
 
 from domain.errors import ConflictError
-from interface.settings import Settings, open_governance
+from interface.settings import THREADS_VAR, Settings, open_governance
 
 DEFAULT_WORKSPACE = "default"
-APP_FACTORY = "interface.app:create_app"
+APP_FACTORY = "interface.serve:worker_app"
+LISTENER_WAIT_SECONDS = 60  # how long a worker looks for the listener granian builds after the app
 # Group commit needs several requests in flight per process; past ~8 threads a 2-core machine
 # only adds GIL contention (README "Performance").
 DEFAULT_THREADS = 8
@@ -80,8 +85,49 @@ def serve(settings: Settings, host: str, port: int, workers: int, threads: int) 
     check_port_free(host, port)  # before the store: a refused start must not spend the first token
     prepare_store(settings).close()  # before any worker exists; no connection is inherited
     os.environ["RUNCODE_POLICY_CREATE_TABLES"] = "n"  # what the workers read: the tables exist now
+    os.environ[THREADS_VAR] = str(threads)  # the workers bound index requests by it
     run_server(APP_FACTORY, host, port, workers, threads)
     click.echo("runcode-policy stopped", err=True)
+
+
+def worker_app():
+    """The app of one granian worker; its listener, built next, gets the stalled-client cut."""
+    from interface.app import create_app
+
+    app = create_app()
+    seconds = app.extensions["settings"].stalled_client_seconds
+    threading.Thread(target=cut_stalled_clients, args=(seconds,), daemon=True, name="stalled-clients").start()
+    return app
+
+
+def cut_stalled_clients(seconds: int) -> None:
+    """Set TCP_USER_TIMEOUT on this process's listening TCP sockets once they exist (Linux)."""
+    option = getattr(socket, "TCP_USER_TIMEOUT", None)
+    if option is None or not os.path.isdir("/proc/self/fd"):
+        return
+    deadline = time.monotonic() + LISTENER_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        if _set_on_listeners(option, seconds * 1000):
+            return
+        time.sleep(0.05)
+
+
+def _set_on_listeners(option: int, milliseconds: int) -> bool:
+    found = False
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if not os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
+                continue
+            with socket.socket(fileno=os.dup(int(name))) as sock:  # the same socket, another descriptor
+                if sock.type != socket.SOCK_STREAM or sock.family not in (socket.AF_INET, socket.AF_INET6):
+                    continue
+                if not sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+                    continue
+                sock.setsockopt(socket.IPPROTO_TCP, option, milliseconds)
+                found = True
+        except OSError:
+            continue
+    return found
 
 
 def check_port_free(host: str, port: int) -> None:

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import secrets
+import ssl
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,8 +15,9 @@ from urllib.parse import urlsplit
 
 from application import EgressConfig, Governance, checked_config, default_database_url, store_env
 from application.store.files import tighten_dir
+from domain.egress.allowlist import normalize_entry
 from domain.errors import EgressConfigError, FieldError, InvalidInputError
-from interface.index.cache_settings import CacheSettings
+from interface.cache_settings import CacheSettings
 
 MAX_BODY_BYTES = 1024 * 1024
 # The package index's upstreams (API.md "Package index"): trusted by the operator.
@@ -23,6 +25,38 @@ PYPI_UPSTREAM_VAR = "RUNCODE_POLICY_PYPI_UPSTREAM"
 NPM_UPSTREAM_VAR = "RUNCODE_POLICY_NPM_UPSTREAM"
 DEFAULT_PYPI_UPSTREAM = "https://pypi.org/simple/"
 DEFAULT_NPM_UPSTREAM = "https://registry.npmjs.org/"
+# How the service itself reaches its upstreams (docs/index-upstream.md).
+CA_BUNDLE_VAR = "RUNCODE_POLICY_UPSTREAM_CA_BUNDLE"
+PROXY_VAR = "RUNCODE_POLICY_UPSTREAM_PROXY"
+FILE_HOSTS_VAR = "RUNCODE_POLICY_UPSTREAM_FILE_HOSTS"
+PAGE_DEADLINE_VAR = "RUNCODE_POLICY_UPSTREAM_PAGE_DEADLINE"
+FILE_DEADLINE_VAR = "RUNCODE_POLICY_UPSTREAM_FILE_DEADLINE"
+STALLED_CLIENT_VAR = "RUNCODE_POLICY_STALLED_CLIENT_SECONDS"
+THREADS_VAR = "RUNCODE_POLICY_REQUEST_THREADS"
+DEFAULT_PAGE_DEADLINE = 60  # seconds for a whole page or packument, however slowly it arrives
+DEFAULT_FILE_DEADLINE = 600  # seconds for a whole file: a 100 MB wheel at 200 kB/s fits
+DEFAULT_STALLED_CLIENT = 60  # seconds a client may leave sent bytes unread before it is cut
+MAX_DEADLINE = 3600
+
+
+@dataclass(frozen=True)
+class UpstreamOptions:
+    """How the service's own upstream fetches go out: whom they trust, through which proxy,
+    which file hosts the operator vouches for, and how long each fetch may take in all."""
+
+    ca_bundle: str | None = None  # RUNCODE_POLICY_UPSTREAM_CA_BUNDLE: trusted besides the system's
+    proxy: str | None = None  # RUNCODE_POLICY_UPSTREAM_PROXY: http(s)://[user:pass@]host:port
+    file_hosts: tuple[str, ...] = ()  # RUNCODE_POLICY_UPSTREAM_FILE_HOSTS: `name` or `*.name`
+    page_deadline: float = DEFAULT_PAGE_DEADLINE  # RUNCODE_POLICY_UPSTREAM_PAGE_DEADLINE
+    file_deadline: float = DEFAULT_FILE_DEADLINE  # RUNCODE_POLICY_UPSTREAM_FILE_DEADLINE
+
+    def tls_context(self) -> ssl.SSLContext:
+        """The system's trust store (OpenSSL's default paths, so SSL_CERT_FILE/SSL_CERT_DIR
+        count), plus the configured bundle."""
+        context = ssl.create_default_context()
+        if self.ca_bundle:
+            context.load_verify_locations(cafile=self.ca_bundle)
+        return context
 
 
 @dataclass(frozen=True)
@@ -35,6 +69,11 @@ class Settings:
     proxy_hops: int = 0  # RUNCODE_POLICY_TRUSTED_PROXY_HOPS: reverse proxies whose X-Forwarded-* to trust
     pypi_upstream: str = DEFAULT_PYPI_UPSTREAM  # RUNCODE_POLICY_PYPI_UPSTREAM
     npm_upstream: str = DEFAULT_NPM_UPSTREAM  # RUNCODE_POLICY_NPM_UPSTREAM
+    upstream: UpstreamOptions = field(default_factory=UpstreamOptions)  # see upstream_options
+    stalled_client_seconds: int = DEFAULT_STALLED_CLIENT  # RUNCODE_POLICY_STALLED_CLIENT_SECONDS
+    # Request threads per worker: set by `serve` for its workers (its --threads); None under
+    # any other server, whose threads this process cannot count (interface.index.bounds).
+    request_threads: int | None = None  # RUNCODE_POLICY_REQUEST_THREADS
     # The audit chain (interface.audit): the checkpoints' signing key, rotated-out public keys, and
     # whether this process runs the background sealer (off only for measurements).
     audit_key_file: str | None = None  # RUNCODE_POLICY_AUDIT_KEY_FILE; else generated into data_dir
@@ -62,6 +101,9 @@ class Settings:
             proxy_hops=proxy_hops(env.get("RUNCODE_POLICY_TRUSTED_PROXY_HOPS", "0")),
             pypi_upstream=upstream_url(env, PYPI_UPSTREAM_VAR, DEFAULT_PYPI_UPSTREAM),
             npm_upstream=upstream_url(env, NPM_UPSTREAM_VAR, DEFAULT_NPM_UPSTREAM),
+            upstream=upstream_options(env),  # InvalidInputError names every bad value
+            stalled_client_seconds=seconds_setting(env, STALLED_CLIENT_VAR, DEFAULT_STALLED_CLIENT),
+            request_threads=int(env[THREADS_VAR]) if env.get(THREADS_VAR, "").isdigit() else None,
             audit_key_file=env.get("RUNCODE_POLICY_AUDIT_KEY_FILE") or None,
             audit_previous_keys=tuple(split_entries(env.get("RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS", ""))),
             audit_sealing=env.get("RUNCODE_POLICY_AUDIT_SEALING", "y").lower() in ("y", "yes", "1", "true"),
@@ -151,6 +193,73 @@ def upstream_url(env: Mapping[str, str], name: str, default: str) -> str:
             [FieldError(name, "must be an http:// or https:// URL with a host")],
         )
     return url if url.endswith("/") else url + "/"
+
+
+def upstream_options(env: Mapping[str, str]) -> UpstreamOptions:
+    """The upstream settings, or one InvalidInputError naming every bad value (one line each)."""
+    errors: list[FieldError] = []
+    options = UpstreamOptions(
+        ca_bundle=_ca_bundle(env.get(CA_BUNDLE_VAR, "").strip(), errors),
+        proxy=_proxy(env.get(PROXY_VAR, "").strip(), errors),
+        file_hosts=_file_hosts(split_entries(env.get(FILE_HOSTS_VAR, "")), errors),
+        page_deadline=seconds_setting(env, PAGE_DEADLINE_VAR, DEFAULT_PAGE_DEADLINE, errors),
+        file_deadline=seconds_setting(env, FILE_DEADLINE_VAR, DEFAULT_FILE_DEADLINE, errors),
+    )
+    if errors:
+        raise InvalidInputError("invalid upstream settings (the service does not start):", errors)
+    return options
+
+
+def _ca_bundle(path: str, errors: list[FieldError]) -> str | None:
+    if not path:
+        return None
+    try:
+        ssl.create_default_context().load_verify_locations(cafile=path)
+    except FileNotFoundError:
+        errors.append(FieldError(CA_BUNDLE_VAR, f"no such file {path!r}"))
+    except (OSError, ssl.SSLError, ValueError) as error:
+        errors.append(FieldError(CA_BUNDLE_VAR, f"{path!r} is not a readable PEM file of certificates ({error})"))
+    return os.path.abspath(path)
+
+
+def _proxy(url: str, errors: list[FieldError]) -> str | None:
+    if not url:
+        return None
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        parts = parts._replace(netloc="")
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/") or parts.query:
+        shown = f"{parts.scheme}://{parts.hostname}" if parts.hostname else repr(url)
+        errors.append(FieldError(PROXY_VAR, f"{shown} is not an http:// or https:// proxy URL (http://proxy:3128)"))
+        return None
+    return url
+
+
+def _file_hosts(entries: list[str], errors: list[FieldError]) -> tuple[str, ...]:
+    hosts = []
+    for index, entry in enumerate(entries):
+        try:
+            if "/" in entry or ":" in entry:
+                raise ValueError("write the host name alone (files.example.com), not a URL or an address")
+            hosts.append(normalize_entry(entry))
+        except ValueError as error:
+            errors.append(FieldError(f"{FILE_HOSTS_VAR}[{index}]", f"{entry!r} is not a hostname: {error}"))
+    return tuple(dict.fromkeys(hosts))
+
+
+def seconds_setting(env: Mapping[str, str], name: str, default: int, errors: list[FieldError] | None = None) -> int:
+    """A whole number of seconds from 1 to MAX_DEADLINE; a bad one is added to `errors` (or
+    raised at once when no list is given)."""
+    text = env.get(name, "").strip() or str(default)
+    if text.isdigit() and 1 <= int(text) <= MAX_DEADLINE:
+        return int(text)
+    error = FieldError(name, f"{text!r} is not a whole number of seconds from 1 to {MAX_DEADLINE}")
+    if errors is None:
+        raise InvalidInputError(f"{name} must be a whole number of seconds", [error])
+    errors.append(error)
+    return default
 
 
 def open_governance(settings: Settings) -> Governance:

@@ -1,8 +1,9 @@
 """The package index: a PyPI simple-index proxy (`/pypi/{ws}/...`) and an npm registry proxy
 (`/npm/{ws}/...`), thin views over `Governance.judge_index` (API.md "Package index").
 
-`install` registers both and opens one upstream client for each configured upstream, with the
-pages kept of it, over one on-disk cache (application.cache) that every worker shares.
+`install` registers both, opens one upstream client for each configured upstream, with the pages
+kept of it, over one on-disk cache (application.cache) that every worker shares, and bounds what
+index requests may hold (interface.index.bounds).
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 from flask import Flask
 
 from application.cache import DiskCache
+from interface.cache_settings import CacheSettings
 from interface.index import npm, pypi
-from interface.index.cache_settings import CacheSettings
+from interface.index.bounds import IndexBounds
 from interface.index.pages import Pages
 from interface.index.upstream import Upstream
 
@@ -22,9 +24,11 @@ def install(app: Flask) -> None:
     app.extensions["index_cache"] = cache = DiskCache(kept.directory, kept.max_bytes)
     # The service's own fetches: public registries allowed (sandboxes' egress refuses them).
     for key, base in (("pypi_upstream", settings.pypi_upstream), ("npm_upstream", settings.npm_upstream)):
-        app.extensions[key] = Upstream(base, governance.judge_upstream_egress)
+        app.extensions[key] = Upstream(base, governance.judge_upstream_egress, settings.upstream)
         app.extensions[key.replace("upstream", "pages")] = Pages(app.extensions[key], cache, kept.page_seconds)
         # Whoever stops serving this app closes these (their pooled upstream connections).
         app.extensions.setdefault("on_close", []).append(app.extensions[key].close)
     app.register_blueprint(pypi.blueprint)
     app.register_blueprint(npm.blueprint)
+    # Outermost: a request refused here costs no thread beyond its own, and no store access.
+    app.wsgi_app = IndexBounds(app.wsgi_app, settings.request_threads)

@@ -20,6 +20,8 @@ from flask import current_app, request
 
 from application.index import Principal, may_read
 from domain.decision import RUN_FAILED
+from domain.errors import FieldError
+from domain.limits import MAX_TEXT
 from interface.problems import HTTPProblem
 
 
@@ -63,3 +65,16 @@ def refuse_a_failed_run(verdict: dict) -> None:
     message is the status line's reason phrase too: pip prints only that (`403 Client Error: ...`)."""
     if verdict["reason"] == RUN_FAILED:
         raise HTTPProblem(403, "Forbidden", verdict["message"], phrase=f"Forbidden: {verdict['message']}")
+
+
+def within_limits(**values: str) -> None:
+    """400 naming each value longer than the limit `/evaluate` applies to a spec: nothing that
+    long is judged, fetched or recorded."""
+    errors = [
+        FieldError(field, f"must be at most {MAX_TEXT} characters (it has {len(value)})")
+        for field, value in values.items()
+        if len(value) > MAX_TEXT
+    ]
+    if errors:
+        detail = "; ".join(f"{e.field} {e.message}" for e in errors)
+        raise HTTPProblem(400, "Bad Request", detail, errors, phrase=f"Bad Request: {detail}")

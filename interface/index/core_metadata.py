@@ -31,7 +31,7 @@ def requires_dist(metadata: bytes) -> list[str]:
 
 def fetch(upstream: Upstream, url: str) -> bytes:
     """A `.metadata` file, whole and bounded."""
-    response = upstream.open("GET", url, {"Accept-Encoding": "identity"})
+    response = upstream.open_file("GET", url, {"Accept-Encoding": "identity"})
     try:
         if response.status_code != 200:
             if response.status_code == 404:
@@ -40,7 +40,7 @@ def fetch(upstream: Upstream, url: str) -> bytes:
                 f"the upstream answered {response.status_code} for the metadata file"
             )
         body = bytearray()
-        for chunk in response.iter_bytes():
+        for chunk in upstream.raw_chunks(response, MAX_METADATA_BYTES):
             body += chunk
             if len(body) > MAX_METADATA_BYTES:
                 raise bad_gateway(f"the upstream metadata file is larger than {MAX_METADATA_BYTES} bytes")

@@ -22,7 +22,7 @@ from application.cache import from_npm
 from domain.errors import GovernanceError
 from interface import metrics
 from interface.index import files, packument
-from interface.index.access import governance, reader, refuse_a_failed_run
+from interface.index.access import governance, reader, refuse_a_failed_run, within_limits
 from interface.index.answers import judged
 from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
 from interface.index.pages import Pages
@@ -56,6 +56,7 @@ def pages() -> Pages:
 @blueprint.route("/npm/<ws>/<path:rest>", methods=["GET", "HEAD"])
 def package(ws, rest=""):
     principal = reader(ws, UNAUTHENTICATED)
+    within_limits(name=rest)
     if rest == "-/npm/v1/keys":  # registry signing keys: passed through for `npm audit signatures`
         return relay(upstream(), request.method, upstream().url("-/npm/v1/keys"))
     if rest == "-/ping":

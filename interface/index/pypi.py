@@ -23,7 +23,7 @@ from werkzeug.http import parse_accept_header
 from application.cache import from_pypi
 from interface import metrics
 from interface.index import core_metadata, files, simple
-from interface.index.access import governance, reader, refuse_a_failed_run
+from interface.index.access import governance, reader, refuse_a_failed_run, within_limits
 from interface.index.answers import Rendered, judged
 from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
 from interface.index.pages import Fetched, Pages
@@ -102,12 +102,14 @@ class _UpstreamNames:
 @blueprint.route("/pypi/<ws>/simple/<project>", methods=READ)
 def unslashed(ws, project):
     reader(ws, UNAUTHENTICATED)
+    within_limits(project=project)
     return redirect(url_for(".project_page", ws=ws, project=canonical(project)), 301)
 
 
 @blueprint.route("/pypi/<ws>/simple/<project>/", methods=READ)
 def project_page(ws, project):
     principal = reader(ws, UNAUTHENTICATED)
+    within_limits(project=project)
     media = negotiated()
     name = canonical(project)
     if project != name:  # PEP 503: one URL per project
@@ -175,6 +177,7 @@ def _file_entry(project: str, dist: str) -> dict | None:
 @blueprint.route("/pypi/<ws>/files/<project>/<filename>", methods=READ)
 def file(ws, project, filename):
     principal = reader(ws, UNAUTHENTICATED)
+    within_limits(project=project, filename=filename)
     if project != canonical(project):
         raise HTTPProblem(404, "Not Found", "file URLs name the project in its normalized form")
     is_metadata = filename.endswith(".metadata")

@@ -30,13 +30,13 @@ def relay(upstream: Upstream, method: str, url: str, delivered: Delivered | None
     if method == "HEAD":
         response.close()
         return Response(status=200, headers=headers, content_type=content_type)
-    body = metered(_chunks(response), delivered)
+    body = metered(_chunks(upstream, response), delivered)
     return Response(body, status=200, headers=headers, content_type=content_type, direct_passthrough=True)
 
 
 def open_file(upstream: Upstream, method: str, url: str):
     """Upstream's answer for a file, its status checked, and the headers relayed with it."""
-    response = upstream.open("HEAD" if method == "HEAD" else "GET", url, {"Accept-Encoding": "identity"})
+    response = upstream.open_file("HEAD" if method == "HEAD" else "GET", url, {"Accept-Encoding": "identity"})
     if response.status_code != 200:
         response.close()
         if response.status_code == 404:
@@ -74,7 +74,7 @@ def spool(upstream: Upstream, url: str, limit: int, refuse) -> Spooled:
             if int(response.headers.get("content-length") or 0) > limit:
                 raise refuse(limit)
             size = 0
-            for chunk in response.iter_raw(CHUNK):
+            for chunk in upstream.raw_chunks(response, CHUNK):
                 size += len(chunk)
                 if size > limit:
                     raise refuse(limit)
@@ -98,8 +98,10 @@ def _spooled_chunks(file):
         file.close()
 
 
-def _chunks(response):
+def _chunks(upstream: Upstream, response):
     try:
-        yield from response.iter_raw(CHUNK)
+        yield from upstream.raw_chunks(response, CHUNK)
+    except HTTPProblem:
+        return  # past the deadline or broken off: the client gets a short body, which it refuses
     finally:
         response.close()

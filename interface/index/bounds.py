@@ -1,0 +1,175 @@
+"""What one worker process spends on the package index, bounded (docs/index-upstream.md).
+
+Under granian (WSGI, a fixed pool of blocking request threads) a request holds its thread until
+its body is sent: a client that stops reading, or an upstream that trickles, holds it for as long
+as that lasts. So, per worker process:
+
+- index requests hold at most `slots` threads at once (the pool minus RESERVED_THREADS, which
+  stay free for `/healthz`, `/evaluate` and the console); past that, 503 with Retry-After;
+- one token holds at most half of those slots; past that, 429 with Retry-After;
+- each token has a token bucket for index fetches and one for starting runs (POST /runs);
+  an empty bucket is 429 with Retry-After (the seconds until the next request fits).
+
+The buckets and counts are per worker process (workers share no memory): a token's limit over
+the whole service is the per-worker one times the workers its connections land on. A token is
+keyed by a digest of the credential it sent, so a bad token spends its own bucket, nobody else's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import threading
+import time
+from collections import OrderedDict
+
+from domain.limits import INDEX_FETCHES_PER_MINUTE, RUN_STARTS_PER_MINUTE
+from interface.problems import problem
+
+RESERVED_THREADS = 2  # request threads index requests never take
+UNBOUNDED_SLOTS = 64  # when the server's thread count is unknown (the development server)
+MAX_KEYS = 10_000  # tokens whose buckets a worker remembers (least recently seen forgotten)
+_RUNS = re.compile(r"^/api/v1/workspaces/[^/]+/runs/?$")
+_INDEX = ("/pypi/", "/npm/")
+
+
+def slots_for(threads: int | None) -> int:
+    return UNBOUNDED_SLOTS if threads is None else max(1, threads - RESERVED_THREADS)
+
+
+class Bucket:
+    """`per_minute` requests a minute, as many at once (refilled continuously)."""
+
+    def __init__(self, per_minute: int, now: float):
+        self.capacity, self.rate = float(per_minute), per_minute / 60.0
+        self.level, self.at = self.capacity, now
+
+    def take(self, now: float) -> float:
+        """0 when a request fits now (and spends it); else the seconds until one does."""
+        self.level = min(self.capacity, self.level + (now - self.at) * self.rate)
+        self.at = now
+        if self.level >= 1:
+            self.level -= 1
+            return 0.0
+        return (1 - self.level) / self.rate
+
+
+class Buckets:
+    def __init__(self, per_minute: int):
+        self.per_minute = per_minute
+        self._buckets: OrderedDict[str, Bucket] = OrderedDict()
+
+    def take(self, key: str, now: float) -> float:
+        bucket = self._buckets.pop(key, None) or Bucket(self.per_minute, now)
+        self._buckets[key] = bucket
+        while len(self._buckets) > MAX_KEYS:
+            self._buckets.popitem(last=False)
+        return bucket.take(now)
+
+
+class IndexBounds:
+    """WSGI middleware around the whole app: index requests take a slot for as long as their
+    body is being sent; index fetches and run starts spend their token's bucket."""
+
+    def __init__(self, app, threads: int | None):
+        self.app = app
+        self.slots = slots_for(threads)
+        self.per_token = max(1, self.slots // 2)
+        self._held: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._fetches = Buckets(INDEX_FETCHES_PER_MINUTE)
+        self._runs = Buckets(RUN_STARTS_PER_MINUTE)
+
+    def __call__(self, environ, start_response):
+        path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "")
+        if method == "POST" and _RUNS.match(path):
+            refusal = self._spend(self._runs, environ, "runs started", RUN_STARTS_PER_MINUTE)
+            return (refusal or self.app)(environ, start_response)
+        if not path.startswith(_INDEX):
+            return self.app(environ, start_response)
+        refusal = self._spend(self._fetches, environ, "index requests", INDEX_FETCHES_PER_MINUTE)
+        key = _key(environ)
+        refusal = refusal or self._take_slot(key)
+        if refusal is not None:
+            return refusal(environ, start_response)
+        try:
+            body = self.app(environ, start_response)
+        except BaseException:
+            self._release(key)
+            raise
+        return _Releasing(body, lambda: self._release(key))
+
+    def _spend(self, buckets: Buckets, environ, what: str, per_minute: int):
+        with self._lock:
+            wait = buckets.take(_key(environ), time.monotonic())
+        if not wait:
+            return None
+        seconds = max(1, math.ceil(wait))
+        detail = f"too many {what} with this token: at most {per_minute} a minute per worker; retry in {seconds} s"
+        return _refusal(429, "Too Many Requests", detail, seconds)
+
+    def _take_slot(self, key: str):
+        with self._lock:
+            if self._held.get(key, 0) >= self.per_token:
+                detail = (
+                    f"this token already has {self.per_token} index requests in progress on this worker "
+                    "(the most one token may hold); retry when one has finished"
+                )
+                return _refusal(429, "Too Many Requests", detail, 1)
+            if sum(self._held.values()) >= self.slots:
+                detail = (
+                    f"all {self.slots} index request slots of this worker are busy (slow upstreams or clients "
+                    "that stopped reading); retry shortly"
+                )
+                return _refusal(503, "Index busy", detail, 1)
+            self._held[key] = self._held.get(key, 0) + 1
+        return None
+
+    def _release(self, key: str) -> None:
+        with self._lock:
+            left = self._held.get(key, 0) - 1
+            if left > 0:
+                self._held[key] = left
+            else:
+                self._held.pop(key, None)
+
+
+def _key(environ) -> str:
+    credential = environ.get("HTTP_AUTHORIZATION", "")
+    return hashlib.sha256(credential.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def _refusal(status: int, title: str, detail: str, retry_after: int):
+    """problem+json, the reason in the status line too (pip, uv) and in `error` (npm prints it)."""
+    answer = problem(status, title, detail, headers={"Retry-After": str(retry_after)}, phrase=detail)
+    answer.set_data(json.dumps({**json.loads(answer.get_data()), "error": detail}))
+    return answer
+
+
+class _Releasing:
+    """The app's body, releasing the slot once it is sent, broken off or dropped (whichever
+    comes first; the server may not call close(), but it drops the body)."""
+
+    def __init__(self, body, release):
+        self._body, self._release, self._done = body, release, False
+
+    def __iter__(self):
+        try:
+            yield from self._body
+        finally:
+            self.close()
+
+    def __del__(self):
+        self.close()
+
+    def close(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        try:
+            if hasattr(self._body, "close"):
+                self._body.close()
+        finally:
+            self._release()

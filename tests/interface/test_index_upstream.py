@@ -1,0 +1,308 @@
+"""The index's upstream as production networks have it, through the real `serve` command: an
+upstream signed by a private CA, an outbound proxy, file hosts on private addresses, upstreams
+that trickle, clients that stop reading, and the settings that refuse to start."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import trustme
+
+from tests.support.clients import pip_install
+from tests.support.pypi_upstream import Dist, PyPIUpstream
+from tests.support.service import served
+from tests.support.upstream_network import BIG_FILE_BYTES, ForwardProxy, SlowUpstream, TLSFront
+
+JSON = "application/vnd.pypi.simple.v1+json"
+UNTRUSTED = "upstream TLS certificate not trusted: set RUNCODE_POLICY_UPSTREAM_CA_BUNDLE"
+
+
+@pytest.fixture
+def ca(tmp_path):
+    authority = trustme.CA()
+    authority.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    return authority
+
+
+@pytest.fixture
+def tls_upstream(ca):
+    """The fixture index behind TLS signed by the private CA (as a TLS-inspecting proxy signs)."""
+    fixture = PyPIUpstream()
+    front = TLSFront(fixture, ca.issue_cert("127.0.0.1"))
+    yield front
+    front.close()
+    fixture.close()
+
+
+def service_env(database_url: str, pypi: str, **settings: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNCODE_POLICY_")}
+    return {**env, "RUNCODE_POLICY_DATABASE_URL": database_url, "RUNCODE_POLICY_PYPI_UPSTREAM": pypi, **settings}
+
+
+def owner_token(said: list[str]) -> str:
+    return next(line for line in said if line.startswith("owner token for workspace")).rsplit(" ", 1)[1]
+
+
+def fetch(url: str, token: str, accept: str = JSON, timeout: float = 30, method: str = "GET", body=None):
+    """(status, reason phrase, headers, body) of one request, refusals included."""
+    request = urllib.request.Request(url, method=method, data=body, headers={"Authorization": f"Bearer {token}"})
+    request.add_header("Accept", accept)
+    if body is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            return reply.status, reply.reason, reply.headers, reply.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.reason, error.headers, error.read()
+
+
+# -- trust ---------------------------------------------------------------------------------------
+def test_an_upstream_signed_by_a_private_ca_is_refused_with_the_reason_until_its_bundle_is_set(
+    database_url, tls_upstream, tmp_path
+):
+    env = service_env(database_url, tls_upstream.url + "/simple/", RUNCODE_POLICY_NPM_UPSTREAM=tls_upstream.url + "/")
+    with served(env) as (url, said):
+        token = owner_token(said)
+        status, _, _, body = fetch(f"{url}/pypi/default/simple/alpha/", token)
+        assert status == 502 and UNTRUSTED in json.loads(body)["detail"]
+        status, _, _, body = fetch(f"{url}/npm/default/left-pad", token, accept="application/json")
+        assert status == 502 and UNTRUSTED in json.loads(body)["error"]  # what npm prints
+        refused = pip_install(tmp_path / "refused", f"{url}/pypi/default/simple/", token, "--retries", "0", "alpha")
+        assert not refused.ok and "alpha" in refused.output
+    trusted = {**env, "RUNCODE_POLICY_UPSTREAM_CA_BUNDLE": str(tmp_path / "ca.pem")}
+    with served(trusted) as (url, said):
+        installed = pip_install(tmp_path / "pip", f"{url}/pypi/default/simple/", token, "alpha")
+        assert installed.ok, installed.output
+        assert (tmp_path / "pip" / "site" / "alpha").is_dir() and (tmp_path / "pip" / "site" / "beta").is_dir()
+
+
+def test_the_system_trust_store_is_used_so_ssl_cert_file_is_honoured(database_url, tls_upstream, tmp_path):
+    env = service_env(database_url, tls_upstream.url + "/simple/", SSL_CERT_FILE=str(tmp_path / "ca.pem"))
+    with served(env) as (url, said):
+        status, _, _, body = fetch(f"{url}/pypi/default/simple/alpha/", owner_token(said))
+        assert status == 200 and json.loads(body)["name"] == "alpha"
+
+
+# -- the proxy -----------------------------------------------------------------------------------
+def test_the_upstream_proxy_carries_every_upstream_fetch_when_it_is_set(database_url, tls_upstream, tmp_path):
+    proxy = ForwardProxy()
+    plain = PyPIUpstream()
+    try:
+        env = service_env(
+            database_url,
+            plain.url + "/simple/",
+            RUNCODE_POLICY_NPM_UPSTREAM=tls_upstream.url + "/",
+            RUNCODE_POLICY_UPSTREAM_PROXY=proxy.url,
+            RUNCODE_POLICY_UPSTREAM_CA_BUNDLE=str(tmp_path / "ca.pem"),
+        )
+        with served(env) as (url, said):
+            token = owner_token(said)
+            assert fetch(f"{url}/pypi/default/simple/alpha/", token)[0] == 200
+            wheel = next(f for f in plain.projects["alpha"].files if f.filename.endswith(".whl"))
+            status, _, _, body = fetch(f"{url}/pypi/default/files/alpha/{wheel.filename}", token, accept="*/*")
+            assert status == 200 and body == wheel.data
+            fetch(f"{url}/npm/default/left-pad", token, accept="application/json")  # any answer: it went out
+        assert f"GET {plain.url}/simple/alpha/" in proxy.seen
+        assert any(line.startswith("GET ") and line.endswith(wheel.filename) for line in proxy.seen)
+        assert f"CONNECT {tls_upstream.url.removeprefix('https://')}" in proxy.seen  # TLS: tunnelled
+        proxy.close()
+        with served(env) as (url, said):  # the proxy is gone: the answer says so
+            status, _, _, body = fetch(f"{url}/pypi/default/simple/beta/", token)
+            assert status == 503 and "the upstream proxy 127.0.0.1 cannot be reached" in json.loads(body)["detail"]
+            assert "RUNCODE_POLICY_UPSTREAM_PROXY" in json.loads(body)["detail"]
+    finally:
+        plain.close()
+
+
+# -- file hosts ----------------------------------------------------------------------------------
+def test_a_file_host_on_a_private_address_is_fetched_only_when_the_operator_vouches_for_it(database_url):
+    """`localhost` (127.0.0.1) stands in for a mirror's file host on a private address."""
+    upstream = PyPIUpstream(dists=())
+    upstream.add(Dist("gamma", "0.1", files=("wheel",)), host="localhost")
+    upstream.other_port = upstream.port  # localhost:<port> is this very server
+    wheel = upstream.projects["gamma"].files[0]
+    token = None
+    try:
+        for vouched in ("", "mirror.example, localhost"):
+            env = service_env(database_url, upstream.url + "/simple/", RUNCODE_POLICY_UPSTREAM_FILE_HOSTS=vouched)
+            with served(env) as (url, said):
+                token = token or owner_token(said)  # printed on the first start only
+                page = json.loads(fetch(f"{url}/pypi/default/simple/gamma/", token)[3])
+                status, _, _, body = fetch(f"{url}/pypi/default/files/gamma/{wheel.filename}", token, accept="*/*")
+            if vouched:
+                assert [f["filename"] for f in page["files"]] == [wheel.filename]
+                assert status == 200 and body == wheel.data
+            else:
+                assert page["files"] == []
+                assert status == 403 and "egress rules refuse" in json.loads(body)["detail"]
+    finally:
+        upstream.close()
+
+
+# -- settings that refuse to start ---------------------------------------------------------------
+def test_bad_upstream_settings_refuse_the_start_naming_each_one(database_url, tmp_path):
+    env = service_env(
+        database_url,
+        "https://pypi.org/simple/",
+        RUNCODE_POLICY_UPSTREAM_CA_BUNDLE=str(tmp_path / "missing.pem"),
+        RUNCODE_POLICY_UPSTREAM_PROXY="socks5://proxy.example:1080",
+        RUNCODE_POLICY_UPSTREAM_FILE_HOSTS="files.example, https://files.example/, 10.0.0.7",
+        RUNCODE_POLICY_UPSTREAM_FILE_DEADLINE="forever",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "interface.cli", "serve", "--port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert lines[0] == "Error: invalid upstream settings (the service does not start):"
+    assert lines[1:] == [
+        f"  RUNCODE_POLICY_UPSTREAM_CA_BUNDLE: no such file '{tmp_path / 'missing.pem'}'",
+        "  RUNCODE_POLICY_UPSTREAM_PROXY: socks5://proxy.example is not an http:// or https:// proxy URL "
+        "(http://proxy:3128)",
+        "  RUNCODE_POLICY_UPSTREAM_FILE_HOSTS[1]: 'https://files.example/' is not a hostname: write the host name "
+        "alone (files.example.com), not a URL or an address",
+        "  RUNCODE_POLICY_UPSTREAM_FILE_HOSTS[2]: '10.0.0.7' is not a hostname: IP literals are not allowed "
+        "(the entry ends in a number)",
+        "  RUNCODE_POLICY_UPSTREAM_FILE_DEADLINE: 'forever' is not a whole number of seconds from 1 to 3600",
+    ]
+
+
+# -- deadlines and bounded threads ---------------------------------------------------------------
+@pytest.fixture
+def slow_upstream():
+    upstream = SlowUpstream()
+    yield upstream
+    upstream.close()
+
+
+def test_a_trickling_upstream_is_cut_at_the_page_and_file_deadlines(database_url, slow_upstream):
+    env = service_env(
+        database_url,
+        slow_upstream.url + "/simple/",
+        RUNCODE_POLICY_UPSTREAM_PAGE_DEADLINE="2",
+        RUNCODE_POLICY_UPSTREAM_FILE_DEADLINE="3",
+    )
+    with served(env) as (url, said):
+        token = owner_token(said)
+        started = time.monotonic()
+        status, _, _, body = fetch(f"{url}/pypi/default/simple/slow/", token)
+        assert status == 504 and 2 <= time.monotonic() - started < 5
+        assert json.loads(body)["detail"] == (
+            "the upstream took longer than 2 s to send a page (127.0.0.1); "
+            "the limit is RUNCODE_POLICY_UPSTREAM_PAGE_DEADLINE"
+        )
+        started = time.monotonic()
+        request = urllib.request.Request(
+            f"{url}/pypi/default/files/drip/drip-1.0.tar.gz", headers={"Authorization": f"Bearer {token}"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as reply:  # headers in time, then a trickle
+            assert reply.status == 200
+            with pytest.raises(http.client.IncompleteRead):
+                reply.read()
+        assert 3 <= time.monotonic() - started < 7  # cut at the file deadline: a short body, refused by hash
+
+
+def test_stalled_downloads_and_a_trickling_upstream_leave_healthz_and_evaluate_answering(database_url, slow_upstream):
+    """Ten clients open the 48 MiB file and stop reading, ten ask for a page that trickles: the
+    service's own endpoints still answer within a second, and once the stalled clients are cut
+    (RUNCODE_POLICY_STALLED_CLIENT_SECONDS) the file downloads whole again."""
+    env = service_env(
+        database_url,
+        slow_upstream.url + "/simple/",
+        RUNCODE_POLICY_STALLED_CLIENT_SECONDS="3",
+        RUNCODE_POLICY_UPSTREAM_PAGE_DEADLINE="5",  # a trickle that got a slot ends within the test
+    )
+    with served(env) as (url, said):
+        token = owner_token(said)
+        assert fetch(f"{url}/pypi/default/simple/big/", token)[0] == 200
+        port = int(url.rsplit(":", 1)[1])
+        stalled = [_stall(port, token, "/pypi/default/files/big/big-1.0.tar.gz") for _ in range(10)]
+        try:
+            _hold(url, token, stalled)
+        finally:
+            for connection in stalled:
+                connection.close()
+
+
+def _hold(url: str, token: str, stalled: list) -> None:
+    """While the stalled clients and trickling pages hold what they can: the service's own
+    endpoints answer within a second; after the stalled-client cut, the file downloads whole."""
+    with ThreadPoolExecutor(10) as pool:
+        trickling = [pool.submit(fetch, f"{url}/pypi/default/simple/slow/", token) for _ in range(10)]
+        time.sleep(1)
+        for _ in range(5):
+            for path, method, body in (
+                ("/healthz", "GET", None),
+                (
+                    "/api/v1/workspaces/default/evaluate",
+                    "POST",
+                    json.dumps({"language": "python", "specs": ["x"]}).encode(),
+                ),
+            ):
+                started = time.monotonic()
+                status = fetch(url + path, token, accept="application/json", timeout=5, method=method, body=body)[0]
+                assert status == 200 and time.monotonic() - started < 1, path
+            time.sleep(0.2)
+        statuses = [_status_line(s) for s in stalled]
+        assert statuses.count(200) >= 1 and set(statuses) <= {200, 429, 503}, statuses  # 429: one token's share
+        busy = [f.result()[0] for f in trickling]
+        assert set(busy) <= {429, 503, 504}, busy  # refused at once, or cut at the page deadline
+    deadline = time.monotonic() + 30  # the stalled clients are cut after 3 s: their slots come back
+    while True:
+        status, _, headers, body = fetch(f"{url}/pypi/default/files/big/big-1.0.tar.gz", token, "*/*", 60)
+        if status == 200 or time.monotonic() > deadline:
+            break
+        time.sleep(int(headers["Retry-After"]))
+    assert status == 200 and len(body) == BIG_FILE_BYTES, (status, body[:300])
+
+
+def _stall(port: int, token: str, path: str) -> socket.socket:
+    """A client that asks for a file and never reads past the first bytes."""
+    connection = socket.create_connection(("127.0.0.1", port))
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    connection.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+    return connection
+
+
+def _status_line(connection: socket.socket) -> int:
+    connection.settimeout(5)
+    return int(connection.recv(64).split(b" ", 2)[1])
+
+
+# -- names and rates -----------------------------------------------------------------------------
+def test_a_name_longer_than_evaluate_allows_is_refused_and_never_recorded(live, app):
+    before = len(app.decisions("acme", limit=1000)["decisions"])
+    name = "a" * 60_000
+    for path, field in ((f"/pypi/acme/simple/{name}/", "project"), (f"/npm/acme/{name}", "name")):
+        reply = live.call("GET", path, live.tokens["sandbox"])
+        assert reply.status == 400 and reply.media == "application/problem+json"
+        assert reply.json["errors"] == [{"field": field, "message": "must be at most 4096 characters (it has 60000)"}]
+    assert len(app.decisions("acme", limit=1000)["decisions"]) == before
+
+
+def test_starting_runs_past_the_per_token_rate_is_429_with_retry_after(live):
+    from domain.limits import RUN_STARTS_PER_MINUTE
+
+    started, allowed = time.monotonic(), 0
+    while (reply := live.call("POST", "/api/v1/workspaces/acme/runs", live.tokens["sandbox"], {})).status == 201:
+        allowed += 1
+        assert allowed <= 2 * RUN_STARTS_PER_MINUTE
+    refilled = (time.monotonic() - started) * RUN_STARTS_PER_MINUTE / 60
+    assert RUN_STARTS_PER_MINUTE <= allowed <= RUN_STARTS_PER_MINUTE + refilled + 1
+    assert reply.status == 429 and int(reply.headers["retry-after"]) >= 1
+    assert "at most 120 a minute" in reply.json["detail"]
+    assert live.call("POST", "/api/v1/workspaces/acme/runs", live.tokens["admin"], {}).status == 201  # per token
