@@ -20,6 +20,7 @@ from application.access_views import exception_views
 from application.audit import Audit
 from application.callers import Callers
 from application.chain import AuditChain
+from application.closure import Closures
 from application.decision_writer import DecisionWriter
 from application.egress import EgressConfig, EgressJudge
 from application.evaluation import Evaluation
@@ -74,6 +75,7 @@ class Governance(Application):
         self.impacts = Impact(self.policies, CountReads(self.recorder))  # decision counts, impact
         # requests and exceptions: `gov.access.file_request(...)`, `gov.access.approve_request(...)`...
         self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts)
+        self.closures = Closures(self.policies)  # dependency closures, judged, never recorded
         self.facts = Overview(OverviewReads(self.recorder), self.readmodel, self.policies.require_workspace)
         self.index = PackageIndex(self.policies, self.writer, self.readmodel, self.save, self.authenticate)
         self.require_workspace = self.policies.require_workspace

@@ -20,3 +20,9 @@ MAX_ALLOWLIST = 10_000  # hostnames in an egress allowlist under test
 MAX_NOTE = 2000  # a change's note
 MAX_LABEL = 200  # a token's name, each value of a decision's context
 MAX_FILTER = 500  # a filter value or cursor in a query
+# A dependency closure (POST /allowlist/closure, approval with dependencies): names it may hold
+# and upstream fetches (project pages, packuments, metadata files) one call may make.
+MAX_CLOSURE_NAMES = 500
+MAX_CLOSURE_FETCHES = 2000
+# Names one imported requirements file or lockfile may list (every package of a lockfile).
+MAX_IMPORT_NAMES = 5000
