@@ -1,0 +1,92 @@
+"""Approving a request with its dependencies: one save grants the package and every name of its
+closure the policy does not allow yet, and then a real pip install of the tree succeeds."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import clients
+from tests.support.closure_trees import NODE, PYTHON
+from tests.support.index_fixtures import index_env, start_run
+from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url
+from tests.support.npm_upstream import NpmUpstream
+from tests.support.pypi_upstream import PyPIUpstream
+
+P = "/api/v1/workspaces/acme"
+TREE = {"webkit", "urlkit", "cycle-a", "cycle-b", "idnakit", "certkit", "evil-thing"}
+
+
+@pytest.fixture
+def pypi_upstream():
+    upstream = PyPIUpstream(PYTHON)
+    yield upstream
+    upstream.close()
+
+
+@pytest.fixture
+def npm_upstream():
+    upstream = NpmUpstream(NODE)
+    yield upstream
+    upstream.close()
+
+
+@pytest.fixture
+def live_env(pypi_upstream, npm_upstream):
+    return index_env(pypi_upstream, npm_upstream)
+
+
+@pytest.fixture
+def asked(live, app):
+    """Allowlist mode allowing urlkit only; an agent asked for webkit."""
+    app.save_policy("acme", {"python": {"mode": "allowlist", "allow": ["urlkit"]}}, by="founder")
+    reply = live.call("POST", P + "/requests", live.tokens["sandbox"], {"language": "python", "name": "webkit"})
+    assert reply.status == 201, reply.body
+    return reply.json["id"]
+
+
+def approve(live, request_id: str, **body):
+    return live.call("POST", f"{P}/requests/{request_id}/approve", live.tokens["admin"], body)
+
+
+def pip_installs(live, tmp_path, *specs: str):
+    run = start_run(live)
+    return clients.pip_install(tmp_path, run["pypi"], run["token"], *specs)
+
+
+def test_one_click_grants_the_closure_and_pip_then_installs_the_tree(live, app, tmp_path, asked):
+    approved = approve(live, asked, with_dependencies=True, note="webkit and what it needs", duration="P7D")
+    assert approved.status == 200, approved.body
+    assert set(approved.json["granted"]) == TREE - {"urlkit"}  # urlkit was allowed already
+    outcome = pip_installs(live, tmp_path, "webkit")
+    assert outcome.ok, outcome.output
+    installed = {p.name.split("-")[0].replace("_", "-") for p in (tmp_path / "site").glob("*.dist-info")}
+    assert installed == TREE
+
+
+def test_the_grants_are_one_save_with_one_note_and_one_event_per_name(live, app, asked):
+    before = app.policy("acme")["version"]
+    assert approve(live, asked, with_dependencies=True, note="one note").status == 200
+    changes = [c for c in app.history("acme", limit=1000)["changes"] if c["version"] > before]
+    assert sorted(c["name"] for c in changes) == sorted(TREE - {"urlkit"})
+    assert {(c["type"], c["note"], c["at"]) for c in changes} == {("exception-granted", "one note", changes[0]["at"])}
+    exceptions = app.access.exceptions("acme")["exceptions"]
+    assert {e["request_id"] for e in exceptions} == {asked}
+
+
+def test_without_dependencies_only_the_package_is_granted_and_the_install_fails(live, app, tmp_path, asked):
+    approved = approve(live, asked)
+    assert approved.status == 200 and approved.json["granted"] == ["webkit"]
+    assert not pip_installs(live, tmp_path, "webkit").ok
+
+
+def test_a_deny_listed_member_is_refused_with_409_unless_the_deny_is_lifted(live, app, asked):
+    app.save_policy("acme", {"python": {"deny": ["evil-thing"]}}, by="founder")
+    version = app.policy("acme")["version"]
+    refused = approve(live, asked, with_dependencies=True)
+    assert refused.status == 409, refused.body
+    assert "evil-thing" in refused.json["detail"] and refused.json["errors"][0]["field"] == "lift_deny"
+    assert app.policy("acme")["version"] == version
+    assert app.access.request("acme", asked)["status"] == "open"
+    lifted = approve(live, asked, with_dependencies=True, lift_deny=True)
+    assert lifted.status == 200, lifted.body
+    assert "evil-thing" in lifted.json["granted"] and app.policy("acme")["python"]["deny"] == []
