@@ -22,7 +22,7 @@ from interface.api.access_models import (
 from interface.api.answers import ExceptionView
 from interface.api.blueprint import W, api
 from interface.api.schemas import AtQuery
-from interface.index.closure import fetchers
+from interface.index.closure import request_closure
 
 R = W + "/requests"
 
@@ -93,10 +93,7 @@ def approve_request(gov, ws, caller, request_id, body):
 
 
 def closure_names(gov, ws: str, request_id: str) -> list[str]:
-    """The names of the requested package's dependency closure, from the index's upstreams."""
-    asked = gov.access.request(ws, request_id)
-    found = gov.closures.closure(ws, asked["language"], [asked["name"]], fetchers())
-    return [n["name"] for n in found["names"]]
+    return [n["name"] for n in request_closure(gov, ws, request_id)["names"]]
 
 
 @api.route(

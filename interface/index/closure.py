@@ -55,3 +55,9 @@ def fetchers() -> Fetchers:
             raise
 
     return Fetchers(pypi_page, pypi_requires, npm_packument, service_target())
+
+
+def request_closure(governance, workspace: str, request_id: str) -> dict:
+    """The dependency closure of what a request asks for (the API's and the console's approval)."""
+    asked = governance.access.request(workspace, request_id)
+    return governance.closures.closure(workspace, asked["language"], [asked["name"]], fetchers())

@@ -90,3 +90,24 @@ def test_a_deny_listed_member_is_refused_with_409_unless_the_deny_is_lifted(live
     lifted = approve(live, asked, with_dependencies=True, lift_deny=True)
     assert lifted.status == 200, lifted.body
     assert "evil-thing" in lifted.json["granted"] and app.policy("acme")["python"]["deny"] == []
+
+
+def test_the_console_shows_the_closure_first_then_approves_it_in_one_click(live, app, asked):
+    from tests.interface.test_console import signed_in
+
+    console = signed_in(live)
+    requests_page = console.get("/console/requests")
+    assert "Approve with its dependencies…" in requests_page.plain
+    preview = console.get(f"/console/requests/{asked}/closure")
+    assert preview.status == 200, preview.text
+    shown = {row[0]: row for row in preview.rows()}
+    assert set(shown) == TREE
+    assert shown["urlkit"][2] == "allowed" and shown["evil-thing"][2:] == ["unlisted", "certkit"]
+    assert shown["webkit"][3] == "requested" and shown["cycle-a"][3] == "cycle-b, urlkit"
+    assert "grants an exception to each of the 6 names not allowed yet" in preview.plain
+    assert app.access.exceptions("acme")["exceptions"] == []  # a preview grants nothing
+    form = preview.form(f"/console/requests/{asked}/approve")
+    done = console.follow(console.post(form.action, form.fields + [("duration", "P7D")]))
+    assert "Approved webkit and 5 dependencies not allowed before (7 days)." in done.plain
+    granted = {e["name"] for e in app.access.exceptions("acme")["exceptions"]}
+    assert granted == TREE - {"urlkit"}
