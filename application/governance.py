@@ -26,6 +26,7 @@ from application.egress import EgressConfig, EgressJudge
 from application.evaluation import Evaluation
 from application.formats import iso, parse_uuid
 from application.impact import Impact
+from application.imports import expand_imports
 from application.index import PackageIndex
 from application.overview import Overview
 from application.policies import Policies
@@ -360,6 +361,7 @@ class Governance(Application):
         expected_version: int | None = None,
         by_token: str | None = None,
     ) -> dict:
+        changes = expand_imports(changes)  # a pasted lockfile becomes the add of what it lists
         return self._change(
             workspace, by, note, expected_version, lambda policy: plan_incremental(policy.state, changes), by_token
         )
