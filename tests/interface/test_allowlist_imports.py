@@ -166,3 +166,35 @@ def test_bad_content_is_refused_naming_the_line_and_nothing_is_saved(live, app, 
 def test_a_format_of_the_other_language_is_refused(live):
     reply = import_file(live, "python", "yarn.lock", "")
     assert reply.status == 422 and reply.json["errors"][0]["field"] == "changes[0].format"
+
+
+def test_the_console_turns_a_pasted_file_into_an_unsaved_previewed_draft(live, app):
+    from tests.interface.test_console import P as PAGE
+    from tests.interface.test_console import signed_in
+
+    app.save_policy("acme", {"python": {"mode": "allowlist", "allow": ["urlkit"]}}, by="founder")
+    version = app.policy("acme")["version"]
+    console = signed_in(live)
+    form = console.get(PAGE).form()
+    pasted = [("import-language", "python"), ("import-format", "requirements.txt")]
+    pasted.append(("import-content", "webkit>=1\nurlkit\ncertkit  # certificates\n"))
+    fields = [(n, v) for n, v in form.fields if not n.startswith("import-")] + pasted
+    draft = console.post(PAGE + "/import", fields)
+    assert draft.status == 200, draft.text
+    assert "Added 2 of the 3 packages requirements.txt lists to the Python allow list above." in draft.plain
+    assert "Nothing is saved yet" in draft.plain and "What this draft would change" in draft.plain
+    assert draft.form().get("python-allow") == "urlkit\nwebkit\ncertkit"
+    assert app.policy("acme")["version"] == version  # a draft, not a save
+    saved = console.follow(console.submit(draft))
+    assert "Saved." in saved.plain and app.policy("acme")["python"]["allow"] == ["certkit", "urlkit", "webkit"]
+
+
+def test_the_console_names_the_bad_line_of_a_pasted_file(live, app):
+    from tests.interface.test_console import P as PAGE
+    from tests.interface.test_console import signed_in
+
+    console = signed_in(live)
+    fields = [(n, v) for n, v in console.get(PAGE).form().fields if not n.startswith("import-")]
+    fields += [("import-language", "node"), ("import-format", "yarn.lock"), ("import-content", "a@1:\nnope\n")]
+    refused = console.post(PAGE + "/import", fields)
+    assert refused.status == 422 and "line 2: 'nope' is not a yarn.lock entry header" in refused.plain
