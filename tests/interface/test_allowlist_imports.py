@@ -11,37 +11,19 @@ from pathlib import Path
 import pytest
 
 from tests.support import clients
-from tests.support.closure_trees import NODE, PYTHON
-from tests.support.index_fixtures import index_env
+from tests.support.closure_trees import (  # noqa: F401 - fixtures pypi_upstream, npm_upstream, live_env
+    node_tree_upstream,
+    python_tree_upstream,
+    trees_live_env,
+)
 from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url
 from tests.support.node_clients import program
-from tests.support.npm_upstream import NpmUpstream
-from tests.support.pypi_upstream import PyPIUpstream
 from tests.support.python_tools import tool_bin
 
 P = "/api/v1/workspaces/acme"
 # what webkit and app-a lock (see test_allowlist_closure: what pip and npm resolve)
 PYTHON_TREE = ["certkit", "cycle-a", "cycle-b", "evil-thing", "idnakit", "urlkit", "webkit"]
 NODE_TREE = ["app-a", "cyc-x", "cyc-y", "lib-b", "opt-d", "peer-c", "real-e"]
-
-
-@pytest.fixture
-def pypi_upstream():
-    upstream = PyPIUpstream(PYTHON)
-    yield upstream
-    upstream.close()
-
-
-@pytest.fixture
-def npm_upstream():
-    upstream = NpmUpstream(NODE)
-    yield upstream
-    upstream.close()
-
-
-@pytest.fixture
-def live_env(pypi_upstream, npm_upstream):
-    return index_env(pypi_upstream, npm_upstream)
 
 
 def import_file(live, language: str, fmt: str, content: str, role: str = "admin"):

@@ -6,33 +6,16 @@ from __future__ import annotations
 import pytest
 
 from tests.support import clients
-from tests.support.closure_trees import NODE, PYTHON
-from tests.support.index_fixtures import index_env, start_run
+from tests.support.closure_trees import (  # noqa: F401 - fixtures pypi_upstream, npm_upstream, live_env
+    node_tree_upstream,
+    python_tree_upstream,
+    trees_live_env,
+)
+from tests.support.index_fixtures import start_run
 from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url
-from tests.support.npm_upstream import NpmUpstream
-from tests.support.pypi_upstream import PyPIUpstream
 
 P = "/api/v1/workspaces/acme"
 TREE = {"webkit", "urlkit", "cycle-a", "cycle-b", "idnakit", "certkit", "evil-thing"}
-
-
-@pytest.fixture
-def pypi_upstream():
-    upstream = PyPIUpstream(PYTHON)
-    yield upstream
-    upstream.close()
-
-
-@pytest.fixture
-def npm_upstream():
-    upstream = NpmUpstream(NODE)
-    yield upstream
-    upstream.close()
-
-
-@pytest.fixture
-def live_env(pypi_upstream, npm_upstream):
-    return index_env(pypi_upstream, npm_upstream)
 
 
 @pytest.fixture

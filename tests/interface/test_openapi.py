@@ -16,7 +16,11 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
+from tests.support.index_live import index_live_env  # noqa: F401 - fixture live_env
+
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+# `live` reads the fixture upstreams (index_live_env): the endpoints that resolve dependency
+# closures fetch from them, never from a public registry.
 
 
 def test_the_document_is_openapi_3_1_and_covers_the_contract(live):
@@ -37,6 +41,8 @@ def test_the_document_is_openapi_3_1_and_covers_the_contract(live):
         "/tokens/{token_id}",
         "/runs",
         "/runs/{run_id}/decisions",
+        "/allowlist/closure",
+        "/requests/{request_id}/approve",
     ):
         assert "/api/v1/workspaces/{ws}" + path in paths
 

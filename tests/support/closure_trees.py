@@ -5,8 +5,11 @@ yanked release that are not to be chosen, a cycle, and a member an admin may den
 
 from __future__ import annotations
 
-from tests.support.npm_upstream import Release
-from tests.support.pypi_upstream import Dist
+import pytest
+
+from tests.support.index_fixtures import index_env
+from tests.support.npm_upstream import NpmUpstream, Release
+from tests.support.pypi_upstream import Dist, PyPIUpstream
 
 PYTHON = (
     Dist(
@@ -55,3 +58,24 @@ NODE = (
     Release("real-e", "1.0.0"),
     Release("never-installed", "1.0.0"),
 )
+
+
+# Fixture overrides a test module imports (`from tests.support.closure_trees import ...`): the
+# fixture upstreams serving these trees, and `live` pointed at them.
+@pytest.fixture(name="pypi_upstream")
+def python_tree_upstream():
+    upstream = PyPIUpstream(PYTHON)
+    yield upstream
+    upstream.close()
+
+
+@pytest.fixture(name="npm_upstream")
+def node_tree_upstream():
+    upstream = NpmUpstream(NODE)
+    yield upstream
+    upstream.close()
+
+
+@pytest.fixture(name="live_env")
+def trees_live_env(pypi_upstream, npm_upstream):
+    return index_env(pypi_upstream, npm_upstream)
