@@ -8,6 +8,7 @@ wiring, and judge them at an instant: expiry is data in the grant, never a later
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from datetime import datetime
@@ -23,9 +24,9 @@ from application.impact import Impact
 from application.policies import Policies
 from application.races import SAVE_ERRORS, lost_race
 from application.store.access_reads import AccessReads
-from domain.access import STATUS_FILTERS, AccessRequest, expiry, plan_grant, requested_package
+from domain.access import STATUS_FILTERS, AccessRequest, expiry, plan_closure_grants, plan_grant, requested_package
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
-from domain.policy import Change
+from domain.policy import Change, bind_rules
 from domain.text import check_context, check_text
 
 ATTEMPTS = 50
@@ -110,23 +111,32 @@ class Access:
         duration: str | None = None,
         note: str = "",
         lift_deny: bool = False,
+        dependencies: list[str] | None = None,
     ) -> dict:
-        """Grant the exception (until `expires_at`, for `duration`, or permanently) in one save."""
+        """Grant the exception (until `expires_at`, for `duration`, or permanently) in one save.
+
+        `dependencies`: the names of the request's dependency closure (`application.closure`);
+        each one the policy does not allow yet gets an exception on the same terms, in the same
+        save, under the same note. Exceptions rather than allow entries: they expire with the
+        approval, name the request they came from, and can be revoked one by one."""
         check_text(note or "", "note")
         for _ in range(ATTEMPTS):
             request = self._get_request(workspace, request_id)
             policy = self.load_policy(workspace)
-            exception_id, until = str(uuid4()), expiry(self.clock(), expires_at, duration)
+            now = self.clock()
+            exception_id, until = str(uuid4()), expiry(now, expires_at, duration)
             request.approve(by, note or "", exception_id, iso(until), bool(lift_deny))  # 409 if decided
-            policy.record(
-                plan_grant(
-                    policy.state, request.language, request.name, _grant(exception_id, until, request_id), lift_deny
-                ),
-                by,
-                note or "",
+            changes = plan_grant(
+                policy.state, request.language, request.name, _grant(exception_id, until, request_id), lift_deny
             )
+            rules = bind_rules(policy.rules(), now)[request.language]
+            others = [n for n in dependencies or () if n != request.name]
+            terms = functools.partial(_dependency_grant, until=until, request_id=request_id)
+            changes += plan_closure_grants(rules, policy.state, others, terms, lift_deny, workspace)
+            policy.record(changes, by, note or "")
             if self._saved(policy, request):
-                return self.request(workspace, request_id)
+                granted = [c.name for c in changes if c.type == "exception-granted"]
+                return {**self.request(workspace, request_id), "granted": granted}
         raise _too_fast()
 
     def reject_request(self, workspace: str, request_id: str, by: str, note: str = "") -> dict:
@@ -215,6 +225,10 @@ class Access:
 
 def _grant(exception_id: str, until: datetime | None, request_id: str | None) -> dict:
     return {"exception_id": exception_id, "expires_at": iso(until), "request_id": request_id}
+
+
+def _dependency_grant(name: str, until: datetime | None, request_id: str) -> dict:
+    return _grant(str(uuid4()), until, request_id)  # one exception per name of the closure
 
 
 def _pause() -> None:

@@ -25,11 +25,13 @@ from application.chain.checked import CheckedReads
 from application.chain.sealer import state_reader
 from application.chain.snapshots import SealedRepository, SnapshotCheck, take_sealed
 from application.clock import Clock, system_clock
+from application.closure import Closures
 from application.decision_writer import DecisionWriter
 from application.egress import EgressConfig, EgressJudge
 from application.evaluation import Evaluation
 from application.formats import iso, parse_uuid
 from application.impact import Impact
+from application.imports import expand_imports
 from application.index import PackageIndex
 from application.overview import Overview
 from application.policies import Policies
@@ -85,6 +87,7 @@ class Governance(Application):
         self.impacts = Impact(self.policies, CountReads(self.recorder), clock)  # decision counts, impact
         # requests and exceptions: `gov.access.file_request(...)`, `gov.access.approve_request(...)`...
         self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts, clock)
+        self.closures = Closures(self.policies)  # dependency closures, judged, never recorded
         self.facts = Overview(OverviewReads(self.recorder), self.readmodel, self.policies.require_workspace)
         self.index = PackageIndex(
             self.policies, self.writer, self.readmodel, self.save, self.authenticate, self.checked
@@ -393,6 +396,7 @@ class Governance(Application):
         expected_version: int | None = None,
         by_token: str | None = None,
     ) -> dict:
+        changes = expand_imports(changes)  # a pasted lockfile becomes the add of what it lists
         return self._change(
             workspace, by, note, expected_version, lambda policy: plan_incremental(policy.state, changes), by_token
         )

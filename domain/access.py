@@ -13,8 +13,9 @@ from datetime import datetime, timedelta
 
 from eventsourcing.domain import Aggregate, event
 
+from domain.decision import judge
 from domain.errors import ConflictError, FieldError, InvalidInputError
-from domain.policy import Change
+from domain.policy import Change, LanguageRules
 from domain.specs import check_language, deny_key, parse
 from domain.text import check_text
 
@@ -95,6 +96,26 @@ def plan_grant(state: dict, language: str, name: str, grant: dict, lift_deny: bo
     return [Change("entry-removed", language, "deny", n) for n in denied] + [
         Change("exception-granted", language, name=name, exception=grant)
     ]
+
+
+def plan_closure_grants(
+    rules: LanguageRules, state: dict, names: list[str], grant_for, lift_deny: bool, workspace: str
+) -> list[Change]:
+    """Grants for every name of a dependency closure the policy does not allow yet (one each,
+    `grant_for(name)` giving its terms). Deny-listed names are refused all at once, named, unless
+    `lift_deny`: the deny list wins over exceptions, so only lifting it can let them in."""
+    wanting = [n for n in dict.fromkeys(names) if not judge(rules, parse(rules.language, n), workspace).allowed]
+    denied = [n for n in wanting if rules.denies(n)]
+    if denied and not lift_deny:
+        raise ConflictError(
+            f"the closure holds deny-listed names ({', '.join(denied)}), and the deny list wins over exceptions; "
+            "send lift_deny: true to remove their deny entries in the same save",
+            [FieldError("lift_deny", f"must be true to grant deny-listed {n}") for n in denied],
+        )
+    changes: list[Change] = []
+    for name in wanting:
+        changes += plan_grant(state, rules.language, name, grant_for(name), lift_deny)
+    return changes
 
 
 class AccessRequest(Aggregate):

@@ -24,3 +24,9 @@ MAX_FILTER = 500  # a filter value or cursor in a query
 # minute, as many at once. Far above what one install asks for; a runaway loop is refused.
 RUN_STARTS_PER_MINUTE = 120  # POST /runs
 INDEX_FETCHES_PER_MINUTE = 6000  # pages, packuments and files of the package index
+# A dependency closure (POST /allowlist/closure, approval with dependencies): names it may hold
+# and upstream fetches (project pages, packuments, metadata files) one call may make.
+MAX_CLOSURE_NAMES = 500
+MAX_CLOSURE_FETCHES = 2000
+# Names one imported requirements file or lockfile may list (every package of a lockfile).
+MAX_IMPORT_NAMES = 5000

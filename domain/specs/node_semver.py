@@ -1,4 +1,5 @@
-"""node-semver 7.8's loose `valid` / `validRange`, ported: whether an npm spec is a version or range."""
+"""node-semver 7.8's loose `valid` / `validRange`, ported: whether an npm spec is a version or range,
+and the comparators a range stands for (`domain.specs.node_ranges` matches versions against them)."""
 
 from __future__ import annotations
 
@@ -58,11 +59,19 @@ def valid_version(text: str) -> bool:
 def valid_range(text: str) -> bool:
     """semver.validRange(text, loose=True) is truthy: no `||` part throws and one keeps a
     comparator after the loose filter."""
+    return comparator_sets(text) is not None
+
+
+def comparator_sets(text: str) -> list[list[str]] | None:
+    """The desugared comparators of each `||` part (`^1.2` -> `>=1.2.0 <2.0.0-0`; `""` is any
+    version), as node-semver's Range builds them; None when `valid_range` would say no."""
     raw = _BLANKS.sub(" ", text.strip(JS_BLANK_CHARS))
     try:  # a list, not a generator: npm parses every part, and a later one may still throw
-        return any([_parse_range(part.strip(JS_BLANK_CHARS)) for part in raw.split("||")])
+        sets = [_parse_range(part.strip(JS_BLANK_CHARS)) for part in raw.split("||")]
     except _Invalid:
-        return False
+        return None
+    kept = [s for s in sets if s]
+    return kept or None
 
 
 def _semver(version: str) -> None:

@@ -22,6 +22,7 @@ from interface.api.access_models import (
 from interface.api.answers import ExceptionView
 from interface.api.blueprint import W, api
 from interface.api.schemas import AtQuery
+from interface.index.closure import request_closure
 
 R = W + "/requests"
 
@@ -71,11 +72,12 @@ def get_request(gov, ws, caller, request_id):
 @api.route(
     "POST",
     R + "/<request_id>/approve",
-    "Approve: grant an exception until expires_at, for duration, or permanently",
+    "Approve: grant an exception until expires_at, for duration, or permanently (with_dependencies: for its "
+    "dependency closure too, in one save)",
     role="admin",
     body=ApproveBody,
     response=RequestView,
-    errors=(409,),
+    errors=(409, 502, 503),
 )
 def approve_request(gov, ws, caller, request_id, body):
     return gov.access.approve_request(
@@ -86,7 +88,12 @@ def approve_request(gov, ws, caller, request_id, body):
         duration=body.duration,
         note=body.note,
         lift_deny=body.lift_deny,
+        dependencies=closure_names(gov, ws, request_id) if body.with_dependencies else None,
     )
+
+
+def closure_names(gov, ws: str, request_id: str) -> list[str]:
+    return [n["name"] for n in request_closure(gov, ws, request_id)["names"]]
 
 
 @api.route(

@@ -43,6 +43,12 @@ class Expiry(Body):
 class ApproveBody(Expiry):
     """Neither expires_at nor duration: the exception is permanent (until revoked)."""
 
+    with_dependencies: bool = Field(
+        False,
+        description="Also grant, on the same terms and in the same save, every name of the package's dependency "
+        "closure (POST /allowlist/closure) the policy does not allow yet; deny-listed ones need lift_deny",
+    )
+
 
 class RejectBody(Body):
     note: Note = ""
@@ -96,6 +102,7 @@ class RequestView(BaseModel):
     exception: GrantedException | None
     denied_last_30_days: int = Field(description="Recorded denials of this package in the last 30 days")
     joined: bool | None = Field(None, description="On filing: true if an open request was joined")
+    granted: list[str] | None = Field(None, description="On approval: every name that was granted an exception")
 
 
 class RequestList(BaseModel):

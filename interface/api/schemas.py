@@ -8,11 +8,13 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from application.imports import FORMATS as IMPORT_FORMATS
 from domain.decision import DECISION_KINDS, REASONS
 from domain.limits import (
     MAX_ALLOWLIST,
     MAX_CHANGES,
     MAX_FILTER,
+    MAX_IMPORT_NAMES,
     MAX_LABEL,
     MAX_LIST_ENTRIES,
     MAX_NOTE,
@@ -83,11 +85,24 @@ class EditEntries(Body):
     entries: Entries
 
 
+class ImportEntries(Body):
+    """A pasted requirements file or lockfile, added to a list as the names it lists."""
+
+    action: Literal["import"]
+    language: Language
+    list: ListName
+    format: Literal[tuple(f for formats in IMPORT_FORMATS.values() for f in formats)] = Field(
+        description="requirements.txt and package.json: their direct dependencies; lockfiles: every package. "
+        f"At most {MAX_IMPORT_NAMES} names."
+    )
+    content: Annotated[str, Field(description="The file's text (the whole body is at most 1 MiB)")]
+
+
 class PolicyChanges(Body):
     expected_version: Annotated[int, Field(ge=0)] | None = None
     note: Annotated[str, Field(max_length=MAX_NOTE)] = ""
     changes: Annotated[
-        list[Annotated[SwitchMode | EditEntries, Field(discriminator="action")]],
+        list[Annotated[SwitchMode | EditEntries | ImportEntries, Field(discriminator="action")]],
         Field(min_length=1, max_length=MAX_CHANGES),
     ]
 

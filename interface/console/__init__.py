@@ -19,6 +19,7 @@ from domain.errors import GovernanceError
 from interface.console import (  # noqa: F401 - importing a page module registers its routes
     access,
     audit,
+    imports,
     links,
     overview,
     package_page,

@@ -10,6 +10,7 @@ from domain.errors import InvalidInputError
 from interface.console import packages as policy_page
 from interface.console.forms import desired_state, policy_form
 from interface.console.session import blueprint, caller, governance, require
+from interface.index.closure import request_closure
 
 # What the approve buttons offer (value -> ISO 8601 duration; "permanent": none).
 DURATIONS = {"P1D": "1 day", "P7D": "7 days", "P30D": "30 days", "permanent": "permanently"}
@@ -36,12 +37,27 @@ def requests_page():
     )
 
 
+@blueprint.get("/requests/<request_id>/closure")
+def closure_preview(request_id: str):
+    """What "Approve with its dependencies" would grant, shown before anything is granted."""
+    require("admin")
+    asked = governance().access.request(_workspace(), request_id)
+    found = request_closure(governance(), _workspace(), request_id)
+    return render_template("console/closure.html", r=asked, closure=found, durations=DURATIONS)
+
+
 @blueprint.post("/requests/<request_id>/approve")
 def approve(request_id: str):
     require("admin")
     choice = request.form.get("duration", "")
     if choice not in DURATIONS:
         raise InvalidInputError("choose how long the exception lasts", [])
+    with_dependencies = request.form.get("with_dependencies") == "yes"
+    dependencies = (
+        [n["name"] for n in request_closure(governance(), _workspace(), request_id)["names"]]
+        if with_dependencies
+        else None
+    )
     decided = governance().access.approve_request(
         _workspace(),
         request_id,
@@ -49,8 +65,11 @@ def approve(request_id: str):
         duration=None if choice == "permanent" else choice,
         note=request.form.get("note", ""),
         lift_deny=request.form.get("lift_deny") == "yes",
+        dependencies=dependencies,
     )
-    flash(f"Approved {decided['name']} ({DURATIONS[choice]}).", "ok")
+    others = len(decided["granted"]) - 1
+    also = f" and {others} dependenc{'y' if others == 1 else 'ies'} not allowed before" if with_dependencies else ""
+    flash(f"Approved {decided['name']}{also} ({DURATIONS[choice]}).", "ok")
     return redirect(url_for("console.requests_page"))
 
 

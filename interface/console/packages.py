@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 
 from flask import flash, redirect, render_template, request, url_for
 
+from application.imports import FORMATS as IMPORT_FORMATS
 from domain.errors import ConflictError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES, MODES
 from domain.token import role_allows
@@ -134,6 +135,7 @@ def _page(
     refusal: GovernanceError | None = None,
     since: list | None = None,
     impact: dict | None = None,
+    imported: dict | None = None,
     status: int = 200,
 ):
     items = error_items(refusal) if refusal else []
@@ -145,6 +147,8 @@ def _page(
         answer=answer,
         against=against,
         impact=impact,
+        imported=imported,
+        import_formats=IMPORT_FORMATS,
         refusal=refusal,
         problems=items,
         since=since,

@@ -17,8 +17,13 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
+from tests.support.index_live import index_live_env  # noqa: F401 - fixture live_env
+
 ROUTE_PARAMETER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
+
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+# `live` reads the fixture upstreams (index_live_env): the endpoints that resolve dependency
+# closures fetch from them, never from a public registry.
 
 
 def registered_operations(app) -> set[tuple[str, str]]:

@@ -41,6 +41,20 @@ class Release:
     scripts: dict = field(default_factory=dict)
     published: str = "2026-01-02T03:04:05.000Z"
     tarball_host: str | None = None  # serve the tarball from another host name
+    # npm 7+ installs peers (unless peerDependenciesMeta marks them optional) and optional ones
+    peer_dependencies: dict = field(default_factory=dict)
+    optional_dependencies: dict = field(default_factory=dict)
+    peer_meta: dict = field(default_factory=dict)
+
+    def declared(self) -> dict:
+        """The dependency fields of its manifest, those it declares only."""
+        fields = {
+            "dependencies": self.dependencies,
+            "peerDependencies": self.peer_dependencies,
+            "optionalDependencies": self.optional_dependencies,
+            "peerDependenciesMeta": self.peer_meta,
+        }
+        return {k: v for k, v in fields.items() if v or k == "dependencies"}
 
     @property
     def basename(self) -> str:
@@ -52,7 +66,7 @@ def build_tarball(release: Release) -> bytes:
         "name": release.name,
         "version": release.version,
         "main": "index.js",
-        "dependencies": release.dependencies,
+        **release.declared(),
         "scripts": release.scripts,
     }
     members = {
@@ -120,7 +134,7 @@ class NpmUpstream(FixtureServer):
             manifest = {
                 "name": name,
                 "version": version,
-                "dependencies": release.dependencies,
+                **release.declared(),
                 "dist": self.dist(release),
             }
             if release.scripts.get("install") or release.scripts.get("preinstall"):

@@ -64,6 +64,9 @@ def _metadata(dist: Dist) -> bytes:
     ]
     if dist.requires_python:
         lines.append(f"Requires-Python: {dist.requires_python}")
+    # every extra a requirement's marker names is declared, as real builds do (pip ignores others)
+    extras = dict.fromkeys(re.findall(r"extra\s*==\s*['\"]([^'\"]+)['\"]", "\n".join(dist.requires)))
+    lines += [f"Provides-Extra: {e}" for e in extras]
     lines += [f"Requires-Dist: {r}" for r in dist.requires]
     return ("\n".join(lines) + "\n").encode()
 

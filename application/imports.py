@@ -1,0 +1,242 @@
+"""Requirement files and lockfiles, pasted whole, read into the package names they list.
+
+A lockfile lists every package it would install (its whole tree); a `requirements.txt` or a
+`package.json` lists the direct ones. Each format is read with its ecosystem's own means
+(`packaging`/the project's pip line parser, `tomllib`, `json`, PyYAML) except yarn.lock v1,
+whose format has no library here and is read by `_yarn_v1` below. Only registry packages are
+listed: the project itself, workspace members and local, git or URL sources are left out (an
+allow list vouches for registry names only). Bad content is refused with the line it is on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+
+import yaml
+
+from domain.errors import FieldError, InvalidInputError
+from domain.limits import MAX_IMPORT_NAMES
+from domain.specs import parse
+
+FORMATS = {
+    "python": ("requirements.txt", "pylock.toml", "uv.lock", "poetry.lock"),
+    "node": ("package.json", "package-lock.json", "pnpm-lock.yaml", "yarn.lock"),
+}
+_LOCAL_SOURCES = ("editable", "virtual", "directory", "path", "git", "url")  # uv.lock `source` keys
+_NPM_ALIAS = "npm:"
+
+
+class ImportRefusedError(InvalidInputError):
+    """The pasted content cannot be read as the format it claims."""
+
+
+def expand_imports(commands: list[dict]) -> list[dict]:
+    """Policy change commands with each `import` turned into the `add` of the names it lists."""
+    return [
+        {
+            "action": "add",
+            "language": c.get("language"),
+            "list": c.get("list"),
+            "entries": imported_names(c.get("language"), c.get("format"), c.get("content"), f"changes[{i}]."),
+        }
+        if c.get("action") == "import"
+        else c
+        for i, c in enumerate(commands)
+    ]
+
+
+def imported_names(language: str, fmt: str, content: str, where: str = "") -> list[str]:
+    """The canonical names `content` (a file of format `fmt`) lists, de-duplicated, in order.
+    `where` prefixes the fields errors name (`changes[2].`)."""
+    if fmt not in FORMATS.get(language, ()):
+        raise InvalidInputError(
+            f"{fmt!r} is not a {language} format",
+            [FieldError(f"{where}format", f"must be one of {', '.join(FORMATS.get(language, ()))}")],
+        )
+    if not isinstance(content, str):
+        raise InvalidInputError("content must be text", [FieldError(f"{where}content", "must be a string")])
+    field = f"{where}content"
+    raw = _READERS[fmt](content, field)
+    names = []
+    for name in dict.fromkeys(raw):
+        spec = parse(language, name)
+        if spec.kind != "registry" or spec.name is None:
+            raise _bad(field, None, f"{name!r} is not a {language} package name")
+        names.append(spec.name)
+    if len(names) > MAX_IMPORT_NAMES:
+        raise _bad(field, None, f"it lists {len(names)} packages; an import may list at most {MAX_IMPORT_NAMES}")
+    return list(dict.fromkeys(names))
+
+
+def _bad(field: str, line: int | None, why: str) -> ImportRefusedError:
+    where = f"line {line}: " if line else ""
+    return ImportRefusedError(f"the {field} cannot be imported: {where}{why}", [FieldError(field, f"{where}{why}")])
+
+
+# -- python ---------------------------------------------------------------------------------
+def _requirements(content: str, field: str) -> list[str]:
+    names, joined, start = [], "", 0
+    for number, line in enumerate(content.splitlines(), 1):
+        joined, start = (joined + line, start or number) if joined else (line, number)
+        if joined.endswith("\\"):  # pip joins a line ending in a backslash with the next
+            joined = joined[:-1]
+            continue
+        text, joined = re.sub(r"(^|\s)#.*$", "", joined).strip(), ""
+        if not text:
+            continue
+        spec = parse("python", text)
+        kind, name, detail = spec.kind, spec.name, spec.detail
+        if kind == "option" and not re.match(r"-(r|c|e)\b|--(requirement|constraint|editable)\b", text):
+            continue  # index and build options name no package
+        if kind != "registry" or name is None:
+            raise _bad(field, start, f"{text!r} is not a registry requirement ({detail or kind})")
+        names.append(name)
+    return names
+
+
+def _toml(content: str, field: str) -> dict:
+    try:
+        return tomllib.loads(content)
+    except tomllib.TOMLDecodeError as error:
+        found = re.search(r"line (\d+)", str(error))
+        raise _bad(field, int(found.group(1)) if found else None, f"not TOML: {error}") from None
+
+
+def _packages(document: dict, key: str, field: str) -> list[dict]:
+    packages = document.get(key)
+    if not isinstance(packages, list) or not all(
+        isinstance(p, dict) and isinstance(p.get("name"), str) for p in packages
+    ):
+        raise _bad(field, None, f"no [[{key}]] tables with a name")
+    return packages
+
+
+def _pylock(content: str, field: str) -> list[str]:
+    packages = _packages(_toml(content, field), "packages", field)
+    return [p["name"] for p in packages if not ({"directory", "vcs", "archive"} & set(p) and "wheels" not in p)]
+
+
+def _uv_lock(content: str, field: str) -> list[str]:
+    packages = _packages(_toml(content, field), "package", field)
+    return [p["name"] for p in packages if not (set(p.get("source") or {}) & set(_LOCAL_SOURCES))]
+
+
+def _poetry_lock(content: str, field: str) -> list[str]:
+    packages = _packages(_toml(content, field), "package", field)
+    return [p["name"] for p in packages if (p.get("source") or {}).get("type") in (None, "legacy")]
+
+
+# -- node -----------------------------------------------------------------------------------
+def _json(content: str, field: str) -> dict:
+    try:
+        document = json.loads(content)
+    except ValueError as error:
+        raise _bad(field, getattr(error, "lineno", None), f"not JSON: {getattr(error, 'msg', error)}") from None
+    if not isinstance(document, dict):
+        raise _bad(field, 1, "not a JSON object")
+    return document
+
+
+def _registry_name(name: str, wanted) -> str | None:
+    """The registry package a manifest's `name: range` installs (an alias: its target)."""
+    if not isinstance(wanted, str):
+        return None
+    if wanted.startswith(_NPM_ALIAS):
+        target = wanted[len(_NPM_ALIAS) :]
+        return target[: target.rindex("@")] if target.rfind("@") > 0 else target
+    return name if parse("node", f"{name}@{wanted}" if wanted else name).kind == "registry" else None
+
+
+def _package_json(content: str, field: str) -> list[str]:
+    document, names = _json(content, field), []
+    for key in ("dependencies", "devDependencies", "optionalDependencies", "peerDependencies"):
+        declared = document.get(key) or {}
+        names += [n for n in (_registry_name(k, v) for k, v in dict(declared).items()) if n]
+    return names
+
+
+def _package_lock(content: str, field: str) -> list[str]:
+    document = _json(content, field)
+    if isinstance(document.get("packages"), dict):  # lockfileVersion 2 and 3
+        found = document["packages"].items()
+        return [
+            entry.get("name") or path.rpartition("node_modules/")[2]
+            for path, entry in found
+            if "node_modules/" in path and isinstance(entry, dict) and not entry.get("link")
+        ]
+    names: list[str] = []
+    _v1_dependencies(document.get("dependencies") or {}, names)
+    return names
+
+
+def _v1_dependencies(tree: dict, names: list) -> None:
+    for name, entry in tree.items():
+        if isinstance(entry, dict):
+            names += filter(None, [_registry_name(name, entry.get("version", ""))])
+            _v1_dependencies(entry.get("dependencies") or {}, names)
+
+
+def _yaml(content: str, field: str) -> dict:
+    try:
+        document = yaml.safe_load(content)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        raise _bad(field, mark.line + 1 if mark else None, f"not YAML: {getattr(error, 'problem', error)}") from None
+    if not isinstance(document, dict):
+        raise _bad(field, 1, "not a YAML mapping")
+    return document
+
+
+def _name_at(key: str) -> str:
+    """`@scope/name@1.0.0(peer@2)` or `/name@1.0.0` (pnpm 6+) or `/name/1.0.0` (pnpm 5): the name."""
+    key = key.split("(", 1)[0].lstrip("/")
+    at = key.rfind("@")
+    return key[:at] if at > 0 else key.rsplit("/", 1)[0]
+
+
+def _pnpm_lock(content: str, field: str) -> list[str]:
+    packages = _yaml(content, field).get("packages") or {}
+    if not isinstance(packages, dict):
+        raise _bad(field, None, "its packages are not a mapping")
+    return [_name_at(str(key)) for key in packages]
+
+
+def _yarn_lock(content: str, field: str) -> list[str]:
+    if "__metadata:" in content:  # yarn 2+ (berry): YAML with a `resolution` per entry
+        entries = _yaml(content, field)
+        resolutions = [e.get("resolution", "") for k, e in entries.items() if k != "__metadata" and isinstance(e, dict)]
+        return [_name_at(r) for r in resolutions if "@npm:" in r]
+    return _yarn_v1(content, field)
+
+
+def _yarn_v1(content: str, field: str) -> list[str]:
+    """yarn 1's own format: an unindented header of comma-separated `name@range` keys ending
+    in `:`, then its indented fields. Only headers are read (the fields hold versions)."""
+    names = []
+    for number, line in enumerate(content.splitlines(), 1):
+        if not line.strip() or line.startswith((" ", "#")):
+            continue
+        if not line.endswith(":"):
+            raise _bad(field, number, f"{line[:80]!r} is not a yarn.lock entry header")
+        for key in line[:-1].split(","):
+            key = key.strip().strip('"')
+            name, _, wanted = key[1:].partition("@")
+            name = key[0] + name if key else ""
+            if not name:
+                raise _bad(field, number, f"{key!r} names no package")
+            names += filter(None, [_registry_name(name, wanted)])  # git, file: and URL sources left out
+    return names
+
+
+_READERS = {
+    "requirements.txt": _requirements,
+    "pylock.toml": _pylock,
+    "uv.lock": _uv_lock,
+    "poetry.lock": _poetry_lock,
+    "package.json": _package_json,
+    "package-lock.json": _package_lock,
+    "pnpm-lock.yaml": _pnpm_lock,
+    "yarn.lock": _yarn_lock,
+}
