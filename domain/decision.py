@@ -60,7 +60,7 @@ def judge(rules: LanguageRules, spec: Spec, workspace: str) -> Verdict:
         return _deny("matches-the-deny-list", spec, workspace)
     if rules.mode == "denylist":
         return Verdict(True, "not-on-the-deny-list")
-    if spec.name in rules.allow:
+    if rules.allows(spec.name):
         return Verdict(True, "matches-the-allow-list")
     if rules.excepts(spec.name):  # a time-boxed exception vouches for the name, like the allow list
         return Verdict(True, EXCEPTION_REASON)

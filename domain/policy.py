@@ -16,6 +16,7 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
+from domain.patterns import is_pattern, patterns_for, shadowed
 from domain.specs import LANGUAGES, deny_key
 
 MODES = ("allowlist", "denylist")
@@ -60,13 +61,26 @@ class LanguageRules:
     exceptions: Mapping[str, datetime | None] = field(default_factory=dict)
     at: datetime | None = None
     deny_keys: frozenset[str] = field(init=False, repr=False)
+    # Whether either list holds a pattern: without one, judging never works out a name's patterns.
+    patterned: tuple[bool, bool] = field(init=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "deny_keys", frozenset(deny_key(self.language, n) for n in self.deny))
+        object.__setattr__(self, "patterned", (any(map(is_pattern, self.allow)), any(map(is_pattern, self.deny))))
 
     def denies(self, name: str) -> bool:
-        """Deny lists match on the deny key (Node: case-insensitive, to fail closed)."""
-        return deny_key(self.language, name) in self.deny_keys
+        """Deny lists match on the deny key (Node: case-insensitive, to fail closed), the name's
+        own or that of a pattern matching it."""
+        keys = self.deny_keys
+        return deny_key(self.language, name) in keys or (
+            self.patterned[1] and any(deny_key(self.language, p) in keys for p in patterns_for(self.language, name))
+        )
+
+    def allows(self, name: str) -> bool:
+        """The allow list holds exactly this name, or a pattern matching it."""
+        return name in self.allow or (
+            self.patterned[0] and any(p in self.allow for p in patterns_for(self.language, name))
+        )
 
     def excepts(self, name: str) -> bool:
         """An exception for exactly this name is in force at the rules' instant."""
@@ -92,6 +106,17 @@ def rules_from_state(state: dict[str, dict], exceptions: dict | None = None) -> 
         lang: LanguageRules(lang, s["mode"], frozenset(s["allow"]), frozenset(s["deny"]), ends.get(lang, {}))
         for lang, s in state.items()
     }
+
+
+def shadowed_entries(rules: dict[str, LanguageRules]) -> list[dict]:
+    """Deny patterns that override allow entries, per language (`domain.patterns.shadowed`):
+    `[{"language", "pattern", "shadows": [...]}]`, what a draft shows before it is saved."""
+    return [
+        {"language": language, **found}
+        for language, r in rules.items()
+        if r.patterned[1]
+        for found in shadowed(language, r.allow, r.deny)
+    ]
 
 
 def bind_rules(rules: dict[str, LanguageRules], at: datetime) -> dict[str, LanguageRules]:

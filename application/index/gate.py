@@ -36,6 +36,7 @@ from application.store.reads import ReadModel
 from domain.decision import RUN_FAILED, Decision, DecisionRecord, Verdict, judge, run_failed
 from domain.declared import declared_record, declared_specs, hidden_message, judge_declared, version_label
 from domain.errors import NotFoundError
+from domain.patterns import is_pattern
 from domain.run import reader_key
 from domain.specs import Spec, parse
 from domain.specs.pip import NAME_RE
@@ -182,6 +183,8 @@ class IndexGate:
         _, rules = self._policies.current(workspace)
         language_rules = rules[language]
         names = language_rules.allow if language_rules.mode == "allowlist" else candidates()
+        if language_rules.mode == "allowlist" and language_rules.patterned[0]:  # a pattern lists what it matches
+            names = {n for n in language_rules.allow if not is_pattern(n)} | set(candidates())
         return sorted(n for n in names if judge(language_rules, Spec(n, language, "registry", n), workspace).allowed)
 
     def _earlier(self, key: tuple, outcome: tuple) -> str | None:

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from domain.access import STATUS_FILTERS, STATUSES
-from interface.api.answers import ExceptionView
+from interface.api.answers import ExceptionView, Shadowed
 from interface.api.schemas import Body, Draft, Instant, Language, Query
 
 Note = Annotated[str, Field(max_length=2000)]
@@ -119,3 +119,4 @@ class ImpactAnswer(BaseModel):
     would_deny: list[ImpactPackage]
     would_allow: list[ImpactPackage]
     unchanged: int
+    shadowed: list[Shadowed] = Field([], description="deny patterns of the draft that shadow allow entries")

@@ -92,10 +92,19 @@ class DecisionView(BaseModel):
     token: str | None = Field(None, description="package-index decisions without a run: the API token's id")
 
 
+class Shadowed(BaseModel):
+    language: Language
+    pattern: str = Field(description="a deny-list pattern")
+    shadows: list[str] = Field(description="allow-list entries it overrides (the deny list wins)")
+
+
 class EvaluateAnswer(BaseModel):
     allowed: bool
     policy_version: int
     decisions: list[DecisionView]
+    shadowed: list[Shadowed] | None = Field(
+        None, description="`/test` with a draft: deny patterns that shadow allow entries"
+    )
 
 
 class DecisionsPage(BaseModel):
