@@ -35,6 +35,7 @@ from application.store.counts import CountReads
 from application.store.overview import OverviewReads
 from application.store.reads import ReadModel
 from application.store.sessions import ConsoleSessions
+from application.synthesis import Synthesis
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
 from domain.limits import MAX_LABEL
@@ -74,6 +75,7 @@ class Governance(Application):
         self.impacts = Impact(self.policies, CountReads(self.recorder))  # decision counts, impact
         # requests and exceptions: `gov.access.file_request(...)`, `gov.access.approve_request(...)`...
         self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts)
+        self.synthesis = Synthesis(CountReads(self.recorder), self.impacts, self.policies.require_workspace)
         self.facts = Overview(OverviewReads(self.recorder), self.readmodel, self.policies.require_workspace)
         self.index = PackageIndex(self.policies, self.writer, self.readmodel, self.save, self.authenticate)
         self.require_workspace = self.policies.require_workspace
@@ -170,6 +172,13 @@ class Governance(Application):
     def impact(self, workspace: str, draft: dict, days: int = 30) -> dict:
         """How many recorded installs of the last `days` days the draft would change: see `Impact`."""
         return self.impacts.impact(workspace, draft, days)
+
+    def synthesise(
+        self, workspace: str, language: str, days: int = 30, coverage: float = 0.99, by: str = "installs"
+    ) -> dict:
+        """The smallest allowlist that would have allowed `coverage` of the period's allowed
+        decisions, with its impact: see `application.synthesis`."""
+        return self.synthesis.synthesise(workspace, language, days, coverage, by)
 
     # -- the package index (application.index) ------------------------------------------------
     def start_run(self, workspace: str, caller: dict, context: dict | None = None, seconds: int | None = None) -> dict:

@@ -107,7 +107,7 @@ class ExceptionList(BaseModel):
 
 
 class ImpactPackage(BaseModel):
-    language: Language
+    language: Language | Literal["egress"]
     name: str
     installs: int
     sandboxes: int
