@@ -122,14 +122,14 @@ class Governance(Application):
     def evaluate_egress(self, workspace: str, target: str, resolved=(), context: dict | None = None) -> dict:
         return self.egress.evaluate_egress(workspace, target, resolved, context)
 
-    def judge_egress(self, target: str, resolved=()) -> dict:
-        return self.egress.judge_egress(target, resolved)
+    def judge_egress(self, target: str, resolved=(), workspace: str | None = None) -> dict:
+        return self.egress.judge_egress(target, resolved, workspace)
 
     def judge_upstream_egress(self, target: str, resolved=()) -> dict:
         return self.egress.judge_upstream_egress(target, resolved)
 
-    def test_egress(self, workspace: str, target: str, resolved=(), hostname_allowlist=None) -> dict:
-        return self.egress.test_egress(workspace, target, resolved, hostname_allowlist)
+    def test_egress(self, workspace: str, target: str, resolved=(), hostname_allowlist=None, at=None) -> dict:
+        return self.egress.test_egress(workspace, target, resolved, hostname_allowlist, at)
 
     def history(self, workspace: str, start=None, end=None, limit: int = 100, cursor: str | None = None) -> dict:
         return self.audit.history(workspace, start, end, limit, cursor)
@@ -355,7 +355,12 @@ class Governance(Application):
         """The console's Save: the complete desired state; only the differences are recorded.
         `by_token` is the id of the token that asked (None for the CLI and the service)."""
         return self._change(
-            workspace, by, note, expected_version, lambda policy: plan_desired_state(policy.state, desired), by_token
+            workspace,
+            by,
+            note,
+            expected_version,
+            lambda policy: plan_desired_state(policy.state, desired, policy.egress_state()),
+            by_token,
         )
 
     def change_policy(
@@ -368,7 +373,12 @@ class Governance(Application):
         by_token: str | None = None,
     ) -> dict:
         return self._change(
-            workspace, by, note, expected_version, lambda policy: plan_incremental(policy.state, changes), by_token
+            workspace,
+            by,
+            note,
+            expected_version,
+            lambda policy: plan_incremental(policy.state, changes, policy.egress_state()),
+            by_token,
         )
 
     def _change(self, workspace, by, note, expected_version, plan, by_token=None) -> dict:
@@ -409,6 +419,7 @@ def policy_view(policy: Policy, at) -> dict:
         "changed_at": iso(policy.changed_at),
         "changed_by": policy.changed_by,
         "exceptions": exception_views(policy, at or datetime.now(UTC)),  # those in force then
+        "egress": {"allow": policy.egress_rules().allow_view()},
     }
 
 

@@ -162,7 +162,9 @@ class DecisionRecord:
         )
 
     @classmethod
-    def for_egress(cls, target: str, verdict: EgressVerdict, resolved, context: dict | None) -> DecisionRecord:
+    def for_egress(
+        cls, target: str, verdict: EgressVerdict, resolved, context: dict | None, policy_version: int | None = None
+    ) -> DecisionRecord:
         return cls(
             target,
             None,
@@ -170,7 +172,7 @@ class DecisionRecord:
             "egress",
             verdict.allowed,
             verdict.reason,
-            None,
+            policy_version,
             context,
             verdict.detail,
             None,

@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from domain.access import STATUS_FILTERS, STATUSES
-from interface.api.answers import ExceptionView, Shadowed
-from interface.api.schemas import Body, Draft, Instant, Language, Query
+from interface.api.answers import AskLanguage, ExceptionView, Shadowed
+from interface.api.schemas import Body, Draft, Instant, Query
 
 Note = Annotated[str, Field(max_length=2000)]
 ContextText = Annotated[str, Field(max_length=200)]
@@ -24,7 +24,7 @@ class RequestContext(Body):
 
 
 class RequestBody(Body):
-    language: Language
+    language: AskLanguage
     name: Annotated[
         str,
         Field(min_length=1, max_length=500, description="Any spelling of the name, or a registry spec (pandas==2.1)"),
@@ -49,7 +49,7 @@ class RejectBody(Body):
 
 
 class ExceptionBody(Expiry):
-    language: Language
+    language: AskLanguage
     name: Annotated[str, Field(min_length=1, max_length=500)]
 
 
@@ -81,7 +81,7 @@ class GrantedException(BaseModel):
 
 class RequestView(BaseModel):
     id: str
-    language: Language
+    language: AskLanguage
     name: str
     status: Literal[STATUSES]
     filed_at: Instant
@@ -107,7 +107,7 @@ class ExceptionList(BaseModel):
 
 
 class ImpactPackage(BaseModel):
-    language: Language | Literal["egress"]
+    language: AskLanguage
     name: str
     installs: int
     sandboxes: int
