@@ -62,8 +62,9 @@ class Synthesis:
             "covered": covered,
             "total": total,
         }
-        if language == EGRESS:
-            return {**answer, "impact": _egress_impact(rows, set(allow), days, start)}
+        if language == EGRESS:  # a draft of the workspace's egress allowlist
+            draft = {EGRESS: {"allow": sorted(allow)}}
+            return {**answer, "draft": draft, "impact": _egress_impact(rows, set(allow), days, start)}
         draft = {language: {"mode": "allowlist", "allow": sorted(allow)}}
         return {**answer, "draft": draft, "impact": self.impacts.impact(workspace, draft, days)}
 

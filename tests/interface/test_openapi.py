@@ -37,6 +37,8 @@ def test_the_document_is_openapi_3_1_and_covers_the_contract(live):
         "/tokens/{token_id}",
         "/runs",
         "/runs/{run_id}/decisions",
+        "/allowlist/synthesis",
+        "/egress/test",
     ):
         assert "/api/v1/workspaces/{ws}" + path in paths
 
