@@ -140,10 +140,8 @@ class EgressJudge:
         Raises StoreUnavailableError (503) when it cannot be recorded: the caller must deny.
         """
         resolved = _checked_resolved(resolved)
-        # The head version read here (one indexed lookup) also proves the workspace exists.
-        version, narrowing = self.policies.egress(workspace)
-        verdict = self._narrowed(
-            self._egress_verdict(target, resolved, self.egress_config.hostname_allowlist), narrowing, workspace
+        verdict, version = self._narrowed(
+            self._egress_verdict(target, resolved, self.egress_config.hostname_allowlist), workspace
         )
         record = DecisionRecord.for_egress(target, verdict, resolved, check_context(context), version).to_dict()
         decision = Decision(workspace=workspace, record=record)
@@ -155,7 +153,7 @@ class EgressJudge:
         not recorded: lets a proxy refuse a name before resolving it."""
         verdict = self._egress_verdict(target, _checked_resolved(resolved), self.egress_config.hostname_allowlist)
         if workspace is not None:
-            verdict = self._narrowed(verdict, self.policies.egress(workspace)[1], workspace)
+            verdict, _ = self._narrowed(verdict, workspace)
         return egress_answer(verdict, None)
 
     def test_egress(
@@ -176,16 +174,16 @@ class EgressJudge:
             return egress_answer(self._egress_verdict(target, resolved, allowlist), None)
         version, narrowing = self.policies.egress_at(workspace, at)
         verdict = self._egress_verdict(target, resolved, self.egress_config.hostname_allowlist)
-        return {**egress_answer(self._narrowed(verdict, narrowing, workspace), None), "policy_version": version}
+        return {**egress_answer(_narrow(verdict, narrowing, workspace), None), "policy_version": version}
 
-    @staticmethod
-    def _narrowed(verdict: EgressVerdict, narrowing: EgressRules, workspace: str) -> EgressVerdict:
-        """The deployment's verdict, unless it allowed a host the workspace's allowlist leaves out."""
-        if not verdict.allowed or narrowing.passes(verdict.host):
-            return verdict
-        return replace(
-            verdict, allowed=False, reason=NOT_ON_ALLOWLIST, detail=narrowing_detail(verdict.host, workspace)
-        )
+    def _narrowed(self, verdict: EgressVerdict, workspace: str) -> tuple[EgressVerdict, int | None]:
+        """The deployment's verdict narrowed by the workspace's egress allowlist as it stands now,
+        and the policy version that judged it. A deployment denial needs no policy (None): the
+        workspace's list can only take hosts away."""
+        if not verdict.allowed:
+            return verdict, None
+        version, narrowing = self.policies.egress(workspace)
+        return _narrow(verdict, narrowing, workspace), version
 
     def judge_upstream_egress(self, target: str, resolved: Sequence[str] = ()) -> dict:
         """The service's own fetch of a file an upstream page links to: the sandbox's rules but
@@ -207,6 +205,13 @@ class EgressJudge:
             allow_addresses=config.allow_addresses,
             refuse_registries=refuse_registries,
         )
+
+
+def _narrow(verdict: EgressVerdict, narrowing: EgressRules, workspace: str) -> EgressVerdict:
+    """The deployment's verdict, unless it allowed a host the workspace's allowlist leaves out."""
+    if not verdict.allowed or narrowing.passes(verdict.host):
+        return verdict
+    return replace(verdict, allowed=False, reason=NOT_ON_ALLOWLIST, detail=narrowing_detail(verdict.host, workspace))
 
 
 def egress_answer(verdict: EgressVerdict, decision_id: str | None) -> dict:
