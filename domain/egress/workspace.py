@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from domain.egress.allowlist import host_matches, normalize_entry
-from domain.errors import FieldError
+from domain.egress.allowlist import host_matches, normalize_allowlist, normalize_entry
+from domain.errors import EgressConfigError, FieldError
 
 EGRESS = "egress"  # the `language` of egress changes, exceptions, requests and decision counts
 EGRESS_MODES = ("open", "allowlist")
@@ -80,13 +80,13 @@ def plan_egress(current: dict, allow, field_name: str) -> tuple[list[tuple[str, 
 
 
 def normalised_entries(entries, field_name: str) -> tuple[list[str], list[FieldError]]:
+    """Entries normalised as the deployment's (`normalize_allowlist`), or one error per bad one."""
     if isinstance(entries, str) or not isinstance(entries, list):
         return [], [FieldError(field_name, "must be a list of hostnames such as api.github.com or *.example.org")]
-    found: list[str] = []
-    errors: list[FieldError] = []
-    for index, entry in enumerate(entries):
-        try:
-            found.append(normalize_entry(entry))
-        except ValueError as error:
-            errors.append(FieldError(f"{field_name}[{index}]", f"{entry!r}: {error}"))
-    return list(dict.fromkeys(found)), errors
+    try:
+        return list(normalize_allowlist(entries, field_name)), []
+    except EgressConfigError as refused:  # each error's field ends in the entry's index: quote it
+        return [], [
+            FieldError(e.field, f"{entries[int(e.field.rsplit('[', 1)[1][:-1])]!r}: {e.message}")
+            for e in refused.errors
+        ]
