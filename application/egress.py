@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address
 
 from application.decision_writer import DecisionWriter
 from application.policies import Policies
 from domain.decision import Decision, DecisionRecord
 from domain.egress import EgressVerdict, evaluate_egress, normalize_allowlist, parse_deny_ranges
+from domain.egress.workspace import EgressRules, narrowing_detail
 from domain.errors import EgressConfigError, FieldError, InvalidInputError
 from domain.limits import MAX_RESOLVED
 from domain.text import check_context
 
 _INDEX = re.compile(r"\[(\d+)\]$")
+NOT_ON_ALLOWLIST = "not-on-hostname-allowlist"
 
 
 @dataclass(frozen=True)
@@ -125,37 +128,62 @@ class EgressJudge:
     def __init__(self, egress_config: EgressConfig, writer: DecisionWriter, policies: Policies):
         self.egress_config = egress_config
         self.writer = writer
+        self.policies = policies
         self.require_workspace = policies.require_workspace
 
     def evaluate_egress(
         self, workspace: str, target: str, resolved: Sequence[str] = (), context: dict | None = None
     ) -> dict:
-        """Judge with the deployment's configuration and record the decision before answering.
+        """Judge with the deployment's configuration, then the workspace's egress allowlist as it
+        stands now, and record the decision before answering.
 
         Raises StoreUnavailableError (503) when it cannot be recorded: the caller must deny.
         """
         resolved = _checked_resolved(resolved)
-        # No workspace lookup on this hot path: the API's token proves the workspace exists,
-        # and the proxy checks it once at start-up.
-        verdict = self._egress_verdict(target, resolved, self.egress_config.hostname_allowlist)
-        record = DecisionRecord.for_egress(target, verdict, resolved, check_context(context)).to_dict()
+        verdict, version = self._narrowed(
+            self._egress_verdict(target, resolved, self.egress_config.hostname_allowlist), workspace
+        )
+        record = DecisionRecord.for_egress(target, verdict, resolved, check_context(context), version).to_dict()
         decision = Decision(workspace=workspace, record=record)
         self.writer.record(decision)
         return egress_answer(verdict, str(decision.id))
 
-    def judge_egress(self, target: str, resolved: Sequence[str] = ()) -> dict:
-        """The deployment's verdict, not recorded: lets a proxy refuse a name before resolving it."""
+    def judge_egress(self, target: str, resolved: Sequence[str] = (), workspace: str | None = None) -> dict:
+        """The deployment's verdict (narrowed by `workspace`'s egress allowlist now, if given),
+        not recorded: lets a proxy refuse a name before resolving it."""
         verdict = self._egress_verdict(target, _checked_resolved(resolved), self.egress_config.hostname_allowlist)
+        if workspace is not None:
+            verdict, _ = self._narrowed(verdict, workspace)
         return egress_answer(verdict, None)
 
     def test_egress(
-        self, workspace: str, target: str, resolved: Sequence[str] = (), hostname_allowlist: Sequence[str] | None = None
+        self,
+        workspace: str,
+        target: str,
+        resolved: Sequence[str] = (),
+        hostname_allowlist: Sequence[str] | None = None,
+        at: datetime | None = None,
     ) -> dict:
-        """The same judgement with an explicit allowlist (None = open); nothing is recorded."""
-        allowlist = checked_allowlist(hostname_allowlist)
+        """The same judgement with an explicit allowlist (None = open), or, with `at`, "was this
+        host reachable then": the deployment's rules and the workspace's egress allowlist as it
+        stood at `at`, read from the record. Nothing is recorded."""
         resolved = _checked_resolved(resolved)
-        self.require_workspace(workspace)
-        return egress_answer(self._egress_verdict(target, resolved, allowlist), None)
+        if at is None:
+            allowlist = checked_allowlist(hostname_allowlist)
+            self.require_workspace(workspace)
+            return egress_answer(self._egress_verdict(target, resolved, allowlist), None)
+        version, narrowing = self.policies.egress_at(workspace, at)
+        verdict = self._egress_verdict(target, resolved, self.egress_config.hostname_allowlist)
+        return {**egress_answer(_narrow(verdict, narrowing, workspace), None), "policy_version": version}
+
+    def _narrowed(self, verdict: EgressVerdict, workspace: str) -> tuple[EgressVerdict, int | None]:
+        """The deployment's verdict narrowed by the workspace's egress allowlist as it stands now,
+        and the policy version that judged it. A deployment denial needs no policy (None): the
+        workspace's list can only take hosts away."""
+        if not verdict.allowed:
+            return verdict, None
+        version, narrowing = self.policies.egress(workspace)
+        return _narrow(verdict, narrowing, workspace), version
 
     def judge_upstream_egress(self, target: str, resolved: Sequence[str] = ()) -> dict:
         """The service's own fetch of a file an upstream page links to: the sandbox's rules but
@@ -177,6 +205,13 @@ class EgressJudge:
             allow_addresses=config.allow_addresses,
             refuse_registries=refuse_registries,
         )
+
+
+def _narrow(verdict: EgressVerdict, narrowing: EgressRules, workspace: str) -> EgressVerdict:
+    """The deployment's verdict, unless it allowed a host the workspace's allowlist leaves out."""
+    if not verdict.allowed or narrowing.passes(verdict.host):
+        return verdict
+    return replace(verdict, allowed=False, reason=NOT_ON_ALLOWLIST, detail=narrowing_detail(verdict.host, workspace))
 
 
 def egress_answer(verdict: EgressVerdict, decision_id: str | None) -> dict:

@@ -12,7 +12,7 @@ from application.policies import Policies
 from domain.decision import Decision, DecisionRecord, judge
 from domain.errors import FieldError, InvalidInputError
 from domain.limits import MAX_SPEC_CHARS, MAX_SPECS
-from domain.policy import LanguageRules, bind_rules
+from domain.policy import LanguageRules, bind_rules, shadowed_entries
 from domain.specs import Spec, check_language, parse
 from domain.specs.commands import parse_command
 from domain.text import check_context
@@ -72,7 +72,8 @@ class Evaluation:
         else:
             version, rules = self.policies.current(workspace)
         records = decision_records(parsed, rules, workspace, version, context)
-        return answer(version, [decision_view(None, r, None) for r in records])
+        found = answer(version, [decision_view(None, r, None) for r in records])
+        return found if draft is None else {**found, "shadowed": shadowed_entries(rules)}
 
 
 def decision_records(parsed: list[Spec], rules: dict, workspace: str, version: int, context: dict) -> list[dict]:

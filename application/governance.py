@@ -43,6 +43,7 @@ from application.store.counts import CountReads
 from application.store.overview import OverviewReads
 from application.store.reads import ReadModel
 from application.store.sessions import ConsoleSessions
+from application.synthesis import Synthesis
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
 from domain.limits import MAX_LABEL
@@ -88,6 +89,7 @@ class Governance(Application):
         # requests and exceptions: `gov.access.file_request(...)`, `gov.access.approve_request(...)`...
         self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts, clock)
         self.closures = Closures(self.policies)  # dependency closures, judged, never recorded
+        self.synthesis = Synthesis(CountReads(self.recorder), self.impacts, self.policies.require_workspace)
         self.facts = Overview(OverviewReads(self.recorder), self.readmodel, self.policies.require_workspace)
         self.index = PackageIndex(
             self.policies, self.writer, self.readmodel, self.save, self.authenticate, self.checked
@@ -142,14 +144,14 @@ class Governance(Application):
     def evaluate_egress(self, workspace: str, target: str, resolved=(), context: dict | None = None) -> dict:
         return self.egress.evaluate_egress(workspace, target, resolved, context)
 
-    def judge_egress(self, target: str, resolved=()) -> dict:
-        return self.egress.judge_egress(target, resolved)
+    def judge_egress(self, target: str, resolved=(), workspace: str | None = None) -> dict:
+        return self.egress.judge_egress(target, resolved, workspace)
 
     def judge_upstream_egress(self, target: str, resolved=()) -> dict:
         return self.egress.judge_upstream_egress(target, resolved)
 
-    def test_egress(self, workspace: str, target: str, resolved=(), hostname_allowlist=None) -> dict:
-        return self.egress.test_egress(workspace, target, resolved, hostname_allowlist)
+    def test_egress(self, workspace: str, target: str, resolved=(), hostname_allowlist=None, at=None) -> dict:
+        return self.egress.test_egress(workspace, target, resolved, hostname_allowlist, at)
 
     def history(self, workspace: str, start=None, end=None, limit: int = 100, cursor: str | None = None) -> dict:
         return self.audit.history(workspace, start, end, limit, cursor)
@@ -192,6 +194,13 @@ class Governance(Application):
     def impact(self, workspace: str, draft: dict, days: int = 30) -> dict:
         """How many recorded installs of the last `days` days the draft would change: see `Impact`."""
         return self.impacts.impact(workspace, draft, days)
+
+    def synthesise(
+        self, workspace: str, language: str, days: int = 30, coverage: float = 0.99, by: str = "installs"
+    ) -> dict:
+        """The smallest allowlist that would have allowed `coverage` of the period's allowed
+        decisions, with its impact: see `application.synthesis`."""
+        return self.synthesis.synthesise(workspace, language, days, coverage, by)
 
     # -- the package index (application.index) ------------------------------------------------
     def start_run(self, workspace: str, caller: dict, context: dict | None = None, seconds: int | None = None) -> dict:
@@ -384,7 +393,12 @@ class Governance(Application):
         """The console's Save: the complete desired state; only the differences are recorded.
         `by_token` is the id of the token that asked (None for the CLI and the service)."""
         return self._change(
-            workspace, by, note, expected_version, lambda policy: plan_desired_state(policy.state, desired), by_token
+            workspace,
+            by,
+            note,
+            expected_version,
+            lambda policy: plan_desired_state(policy.state, desired, policy.egress_state()),
+            by_token,
         )
 
     def change_policy(
@@ -398,7 +412,12 @@ class Governance(Application):
     ) -> dict:
         changes = expand_imports(changes)  # a pasted lockfile becomes the add of what it lists
         return self._change(
-            workspace, by, note, expected_version, lambda policy: plan_incremental(policy.state, changes), by_token
+            workspace,
+            by,
+            note,
+            expected_version,
+            lambda policy: plan_incremental(policy.state, changes, policy.egress_state()),
+            by_token,
         )
 
     def _change(self, workspace, by, note, expected_version, plan, by_token=None) -> dict:
@@ -440,7 +459,8 @@ def policy_view(policy: Policy, at, now: datetime) -> dict:
         **state_copy(policy.state),
         "changed_at": iso(policy.changed_at),
         "changed_by": policy.changed_by,
-        "exceptions": exception_views(policy, at or now),
+        "exceptions": exception_views(policy, at or now),  # those in force then
+        "egress": {"allow": policy.egress_rules().allow_view()},
     }
 
 

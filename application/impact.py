@@ -20,6 +20,7 @@ from application.policies import Policies
 from application.store.counts import CountReads
 from domain.decision import judge
 from domain.errors import FieldError, InvalidInputError
+from domain.policy import shadowed_entries
 from domain.specs import Spec
 
 MAX_DAYS = 366
@@ -77,7 +78,7 @@ class Impact:
             else:
                 moved["would_deny" if before else "would_allow"].append((language, name, n))
         changed = {key: _packages(rows, sandboxes) for key, rows in moved.items()}
-        return {"days": days, "from": start, **changed, "unchanged": unchanged}
+        return {"days": days, "from": start, **changed, "unchanged": unchanged, "shadowed": shadowed_entries(drafted)}
 
     def _saved_verdicts(self, workspace: str, version: int) -> dict:
         """The saved policy's answers by name, kept while its version stands (one per workspace)."""

@@ -1,8 +1,9 @@
 """'Was NAME allowed at T?' and its timeline, from indexed lookups only (never a full replay).
 
 The answer is computed by the same `judge` the live gate uses, over the rules as they stood for
-this one name: the language's mode then, whether the name (or, for Node deny lists, any
-spelling of it) was listed then, and whether an exception for it was in force at that instant.
+this one name: the language's mode then, whether the name or a pattern matching it (and, for
+Node deny lists, any spelling of either) was listed then, and whether an exception for it was in
+force at that instant.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from itertools import groupby
 from application.formats import iso
 from application.store.reads import NameRows, ReadModel
 from domain.decision import EXCEPTION_REASON, judge
+from domain.patterns import matches
 from domain.policy import DEFAULT_MODE, LanguageRules
 from domain.specs import Spec
 
@@ -23,7 +25,7 @@ class NameState:
     """The part of one language's policy that can decide one name."""
 
     mode: str = DEFAULT_MODE
-    allowed_listed: bool = False
+    allowed_entries: set[str] = field(default_factory=set)  # the name itself and patterns matching it
     denied_spellings: set[str] = field(default_factory=set)
     mode_row: dict | None = None
     rows: dict[tuple[str, str], dict] = field(default_factory=dict)  # (list, name) -> last change
@@ -35,8 +37,8 @@ class NameState:
         present = row["type"] == "entry-added"
         if row["list"] == "deny":
             (self.denied_spellings.add if present else self.denied_spellings.discard)(row["name"])
-        elif row["name"] == name:
-            self.allowed_listed = present
+        elif row["name"] == name or matches(row["language"], row["name"], name):
+            (self.allowed_entries.add if present else self.allowed_entries.discard)(row["name"])
         else:
             return
         self.rows[(row["list"], row["name"])] = row
@@ -45,7 +47,7 @@ class NameState:
         rules = LanguageRules(
             language,
             self.mode,
-            frozenset({name} if self.allowed_listed else ()),
+            frozenset(self.allowed_entries),
             frozenset(self.denied_spellings),
             {name: grant["expires_at"]} if grant else {},
             at,

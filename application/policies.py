@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from dataclasses import replace
 from datetime import datetime
 
 from eventsourcing.application import AggregateNotFoundError, project_aggregate
@@ -19,6 +20,7 @@ from eventsourcing.utils import get_topic
 from application.clock import Clock, system_clock
 from application.store.reads import ReadModel
 from domain.edits import plan_desired_state
+from domain.egress.workspace import EgressRules
 from domain.errors import FieldError, InvalidInputError, NotFoundError
 from domain.policy import LanguageRules, Policy, bind_rules, policy_id
 
@@ -31,6 +33,7 @@ class Policies:
         self.readmodel = readmodel
         self.clock = clock
         self._entries: dict[str, tuple[int, dict[str, LanguageRules]]] = {}
+        self._egress: dict[str, tuple[int, EgressRules]] = {}
         self._lock = threading.Lock()
 
     def require_workspace(self, workspace: str) -> None:
@@ -90,13 +93,33 @@ class Policies:
                 self._entries[workspace] = entry
         return entry
 
+    def egress(self, workspace: str, at: datetime | None = None) -> tuple[int, EgressRules]:
+        """The head version's egress narrowing (one indexed lookup of the head, then this
+        process's copy while it stands, so a Save is in force at the next judgement), bound to
+        `at` (default now) for host exceptions."""
+        head = self.readmodel.head_version(workspace)
+        cached = self._egress.get(workspace)
+        if cached is None or cached[0] != head:
+            policy = self.load_policy(workspace)
+            cached = (policy.policy_version, policy.egress_rules())
+            with self._lock:
+                known = self._egress.get(workspace)
+                if known is None or known[0] < cached[0]:
+                    self._egress[workspace] = cached
+        return cached[0], replace(cached[1], at=at or self.clock())
+
+    def egress_at(self, workspace: str, at: datetime) -> tuple[int, EgressRules]:
+        """The egress narrowing exactly as it stood at `at` (one statement, as `at`)."""
+        past = self.at(workspace, at)
+        return past.policy_version, replace(past.egress_rules(), at=at)
+
     def draft_rules(self, workspace: str, draft: dict, at: datetime | None = None) -> tuple[int, dict]:
         """Rules of the saved policy with unsaved edits applied, judged at `at` (default now);
         nothing is recorded."""
         policy = copy.deepcopy(self.load_policy(workspace))
         version = policy.policy_version
         try:
-            changes = plan_desired_state(policy.state, draft)
+            changes = plan_desired_state(policy.state, draft, policy.egress_state())
         except InvalidInputError as refused:  # name the fields as the request spelled them
             raise type(refused)(
                 "the draft breaks the rules named in errors; nothing was tested",

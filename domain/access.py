@@ -14,11 +14,13 @@ from datetime import datetime, timedelta
 from eventsourcing.domain import Aggregate, event
 
 from domain.decision import judge
+from domain.egress.workspace import EGRESS, requested_host
 from domain.errors import ConflictError, FieldError, InvalidInputError
 from domain.policy import Change, LanguageRules
 from domain.specs import check_language, deny_key, parse
 from domain.text import check_text
 
+_LANGUAGE_RULE = FieldError("language", f"must be python, node or {EGRESS} (a host)")
 STATUSES = ("open", "approved", "rejected", "expired")
 STATUS_FILTERS = (*STATUSES, "all")
 MAX_DURATION = timedelta(days=3660)
@@ -69,8 +71,17 @@ def expiry(now: datetime, expires_at: datetime | None, duration: str | None) -> 
 
 
 def requested_package(language: str, text: str) -> tuple[str, str]:
-    """The canonical registry name a request or grant is about: any spelling, or a spec."""
-    check_language(language)
+    """The canonical registry name a request or grant is about: any spelling, or a spec; for
+    language `egress`, the one host (normalised as hosts are judged)."""
+    if language == EGRESS:
+        check_text(text, "name", 500)
+        try:
+            return language, requested_host(text)
+        except ValueError as error:
+            raise InvalidInputError(
+                f"{text!r} does not name one host", [FieldError("name", f"must be one hostname: {error}")]
+            ) from None
+    check_language(language, lambda title, errors: InvalidInputError(title, [_LANGUAGE_RULE]))
     check_text(text, "name", 500)
     spec = parse(language, text)
     if spec.kind not in ("registry", "alias") or not spec.name:
@@ -84,8 +95,8 @@ def requested_package(language: str, text: str) -> tuple[str, str]:
 def plan_grant(state: dict, language: str, name: str, grant: dict, lift_deny: bool) -> list[Change]:
     """The grant, after the removal of every deny entry that matches the name when asked to:
     the deny list wins over exceptions, so granting one for a denied name alone would be a lie."""
-    key = deny_key(language, name)
-    denied = [n for n in state[language]["deny"] if deny_key(language, n) == key]
+    key = deny_key(language, name) if language != EGRESS else name
+    denied = [n for n in state[language]["deny"] if deny_key(language, n) == key] if language != EGRESS else []
     if denied and not lift_deny:
         raise ConflictError(
             f"{name} is on the {language} deny list, which wins over exceptions; "

@@ -62,7 +62,7 @@ def judge(rules: LanguageRules, spec: Spec, workspace: str) -> Verdict:
         return _deny("matches-the-deny-list", spec, workspace)
     if rules.mode == "denylist":
         return Verdict(True, "not-on-the-deny-list")
-    if spec.name in rules.allow:
+    if rules.allows(spec.name):
         return Verdict(True, "matches-the-allow-list")
     if rules.excepts(spec.name):  # a time-boxed exception vouches for the name, like the allow list
         return Verdict(True, EXCEPTION_REASON)
@@ -164,7 +164,9 @@ class DecisionRecord:
         )
 
     @classmethod
-    def for_egress(cls, target: str, verdict: EgressVerdict, resolved, context: dict | None) -> DecisionRecord:
+    def for_egress(
+        cls, target: str, verdict: EgressVerdict, resolved, context: dict | None, policy_version: int | None = None
+    ) -> DecisionRecord:
         return cls(
             target,
             None,
@@ -172,7 +174,7 @@ class DecisionRecord:
             "egress",
             verdict.allowed,
             verdict.reason,
-            None,
+            policy_version,
             context,
             verdict.detail,
             None,

@@ -6,16 +6,18 @@ current one) and incremental commands. Both refuse the whole request, naming eve
 
 from __future__ import annotations
 
+from domain.egress.workspace import EGRESS, EGRESS_MODES, default_egress, normalised_entries, plan_egress
 from domain.entries import parse_entries
 from domain.errors import FieldError, InvalidEntriesError, InvalidInputError
 from domain.limits import MAX_LIST_ENTRIES
-from domain.policy import LANGUAGES, LISTS, MODES, Change
+from domain.policy import CHANGE_LANGUAGES, LANGUAGES, LISTS, MODES, Change
 
 ACTIONS = ("switch-mode", "add", "remove")
 
 
-def plan_desired_state(state: dict[str, dict], desired: dict) -> list[Change]:
-    """Changes that turn `state` into `desired` (per language: mode, allow, deny; all optional)."""
+def plan_desired_state(state: dict[str, dict], desired: dict, egress: dict | None = None) -> list[Change]:
+    """Changes that turn `state` into `desired` (per language: mode, allow, deny; all optional),
+    and `egress` (the workspace's egress allowlist) into `desired["egress"]["allow"]` when given."""
     errors: list[FieldError] = []
     changes: list[Change] = []
     for language in LANGUAGES:
@@ -23,6 +25,10 @@ def plan_desired_state(state: dict[str, dict], desired: dict) -> list[Change]:
         if wanted is None:
             continue
         changes += _language_diff(language, state[language], wanted, errors)
+    if isinstance(desired.get("egress"), dict) and "allow" in desired["egress"]:
+        steps, bad = plan_egress(egress or default_egress(), desired["egress"]["allow"], "egress.allow")
+        errors += bad + _size_errors(len(desired["egress"]["allow"] or ()), "egress.allow")
+        changes += [_egress_change(kind, value) for kind, value in steps]
     if errors:
         raise _refusal(errors)
     return changes
@@ -46,10 +52,13 @@ def _language_diff(language: str, current: dict, wanted: dict, errors: list) -> 
     return changes
 
 
-def plan_incremental(state: dict[str, dict], commands: list[dict]) -> list[Change]:
+def plan_incremental(state: dict[str, dict], commands: list[dict], egress: dict | None = None) -> list[Change]:
     """Apply commands in order to a working copy; adding a present entry or removing an absent
-    one (or switching to the current mode) plans nothing."""
+    one (or switching to the current mode) plans nothing. Language `egress` edits the workspace's
+    egress allowlist (list `allow`; modes open and allowlist)."""
     work = {lang: {"mode": s["mode"], "allow": set(s["allow"]), "deny": set(s["deny"])} for lang, s in state.items()}
+    egress = egress or default_egress()
+    work[EGRESS] = {"mode": egress["mode"], "allow": set(egress["allow"])}
     errors: list[FieldError] = []
     changes: list[Change] = []
     for i, command in enumerate(commands):
@@ -63,9 +72,11 @@ def _plan_one(work: dict, command: dict, where: str, errors: list) -> list[Chang
     action, language = command.get("action"), command.get("language")
     bad_before = len(errors)
     _check_choice(action, ACTIONS, f"{where}.action", errors)
-    _check_choice(language, LANGUAGES, f"{where}.language", errors)
+    _check_choice(language, CHANGE_LANGUAGES, f"{where}.language", errors)
     if len(errors) > bad_before:
         return []
+    if language == EGRESS:
+        return _plan_egress_one(work[EGRESS], command, where, errors)
     if action == "switch-mode":
         return _plan_switch(work[language], language, command.get("mode"), where, errors)
     list_name = command.get("list")
@@ -87,6 +98,30 @@ def _plan_switch(rules: dict, language: str, mode, where: str, errors: list) -> 
         return []
     rules["mode"] = mode
     return [Change("mode-switched", language, mode=mode)]
+
+
+def _plan_egress_one(work: dict, command: dict, where: str, errors: list) -> list[Change]:
+    if command["action"] == "switch-mode":
+        mode = command.get("mode")
+        if not _check_choice(mode, EGRESS_MODES, f"{where}.mode", errors) or mode == work["mode"]:
+            return []
+        work["mode"] = mode
+        return [_egress_change("mode-switched", mode)]
+    if not _check_choice(command.get("list"), ("allow",), f"{where}.list", errors):
+        return []
+    hosts, bad = normalised_entries(command.get("entries") or [], f"{where}.entries")
+    errors += bad
+    adding = command["action"] == "add"
+    planned = [h for h in hosts if (h in work["allow"]) != adding]
+    work["allow"].update(planned) if adding else work["allow"].difference_update(planned)
+    errors += _size_errors(len(work["allow"]), f"{where}.entries") if adding else []
+    return [_egress_change("entry-added" if adding else "entry-removed", h) for h in planned]
+
+
+def _egress_change(kind: str, value: str) -> Change:
+    if kind == "mode-switched":
+        return Change(kind, EGRESS, mode=value)
+    return Change(kind, EGRESS, "allow", value)
 
 
 def _size_errors(size: int, field: str) -> list[FieldError]:

@@ -1,4 +1,5 @@
-"""Allow/deny list entries as an admin pastes them, turned into canonical package names."""
+"""Allow/deny list entries as an admin pastes them, turned into canonical package names and
+patterns (`domain.patterns`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import re
 from collections.abc import Iterator
 
 from domain.errors import FieldError
+from domain.patterns import is_pattern, parse_pattern
 from domain.specs import parse
 
 _LINES = re.compile(r"\r\n|\r|\n")
@@ -18,7 +20,7 @@ _WHAT = {
     "option": "an installer option",
     "alias": "an npm alias (it installs another package)",
 }
-_RULE = "a list entry must be the plain name of a registry package"
+_RULE = "a list entry must be the plain name of a registry package (or a pattern: python 'name-*', node '@scope/*')"
 
 
 def parse_entries(
@@ -98,6 +100,8 @@ def _judge(language: str, entry: object) -> tuple[str | None, str | None]:
     """(canonical name, None) for a registry entry, else (None, a message naming the rule)."""
     if not isinstance(entry, str):
         return None, f"{entry!r} is not a string but {type(entry).__name__}; {_RULE}"
+    if is_pattern(entry):
+        return parse_pattern(language, entry)
     spec = parse(language, entry)
     if spec.kind == "registry" and spec.name is not None:
         return spec.name, None

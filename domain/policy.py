@@ -16,6 +16,8 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
+from domain.egress.workspace import EGRESS, EgressRules, default_egress
+from domain.patterns import is_pattern, patterns_for, shadowed
 from domain.specs import LANGUAGES, deny_key
 
 MODES = ("allowlist", "denylist")
@@ -24,6 +26,8 @@ DEFAULT_MODE = "denylist"
 # Exceptions are policy changes too (see `domain.access`): versioned, in the history, judged.
 EXCEPTION_CHANGES = ("exception-granted", "exception-revoked")
 CHANGE_TYPES = ("mode-switched", "entry-added", "entry-removed", *EXCEPTION_CHANGES)
+# Changes of the workspace's egress allowlist carry `language` EGRESS and the same three types.
+CHANGE_LANGUAGES = (*LANGUAGES, EGRESS)
 
 _NAMESPACE = uuid5(NAMESPACE_URL, "https://runcode-policy/workspaces")
 
@@ -38,7 +42,7 @@ class Change:
     """One policy change as commands plan it and read models record it."""
 
     type: str  # one of CHANGE_TYPES
-    language: str
+    language: str  # one of CHANGE_LANGUAGES
     list: str | None = None  # for entry changes
     name: str | None = None  # canonical entry name
     mode: str | None = None  # for mode switches
@@ -60,13 +64,26 @@ class LanguageRules:
     exceptions: Mapping[str, datetime | None] = field(default_factory=dict)
     at: datetime | None = None
     deny_keys: frozenset[str] = field(init=False, repr=False)
+    # Whether either list holds a pattern: without one, judging never works out a name's patterns.
+    patterned: tuple[bool, bool] = field(init=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "deny_keys", frozenset(deny_key(self.language, n) for n in self.deny))
+        object.__setattr__(self, "patterned", (any(map(is_pattern, self.allow)), any(map(is_pattern, self.deny))))
 
     def denies(self, name: str) -> bool:
-        """Deny lists match on the deny key (Node: case-insensitive, to fail closed)."""
-        return deny_key(self.language, name) in self.deny_keys
+        """Deny lists match on the deny key (Node: case-insensitive, to fail closed), the name's
+        own or that of a pattern matching it."""
+        keys = self.deny_keys
+        return deny_key(self.language, name) in keys or (
+            self.patterned[1] and any(deny_key(self.language, p) in keys for p in patterns_for(self.language, name))
+        )
+
+    def allows(self, name: str) -> bool:
+        """The allow list holds exactly this name, or a pattern matching it."""
+        return name in self.allow or (
+            self.patterned[0] and any(p in self.allow for p in patterns_for(self.language, name))
+        )
 
     def excepts(self, name: str) -> bool:
         """An exception for exactly this name is in force at the rules' instant."""
@@ -92,6 +109,17 @@ def rules_from_state(state: dict[str, dict], exceptions: dict | None = None) -> 
         lang: LanguageRules(lang, s["mode"], frozenset(s["allow"]), frozenset(s["deny"]), ends.get(lang, {}))
         for lang, s in state.items()
     }
+
+
+def shadowed_entries(rules: dict[str, LanguageRules]) -> list[dict]:
+    """Deny patterns that override allow entries, per language (`domain.patterns.shadowed`):
+    `[{"language", "pattern", "shadows": [...]}]`, what a draft shows before it is saved."""
+    return [
+        {"language": language, **found}
+        for language, r in rules.items()
+        if r.patterned[1]
+        for found in shadowed(language, r.allow, r.deny)
+    ]
 
 
 def bind_rules(rules: dict[str, LanguageRules], at: datetime) -> dict[str, LanguageRules]:
@@ -127,6 +155,7 @@ class Policy(Aggregate):
     def __init__(self, workspace: str, by: str):
         self.workspace = workspace
         self.state = default_state()
+        self.egress = default_egress()
         self.changed_by: str | None = None
         self.exceptions: dict[str, dict] = {}  # standing exceptions by id (expired ones too)
 
@@ -148,9 +177,11 @@ class Policy(Aggregate):
             self.trigger_event(event_class, timestamp=at, by=by, by_token=by_token, note=note, **fields)
 
     def _event_for(self, change: Change) -> tuple[type, dict]:
-        if change.type in EXCEPTION_CHANGES:
+        if change.type in EXCEPTION_CHANGES:  # host exceptions (language EGRESS) too
             event_class = self.ExceptionGranted if change.type == "exception-granted" else self.ExceptionRevoked
             return event_class, {"language": change.language, "name": change.name, **change.exception}
+        if change.language == EGRESS:
+            return self.EgressChanged, {"change": change.type, "host": change.name, "mode": change.mode}
         if change.type == "mode-switched":
             return self.ModeSwitched, {"language": change.language, "mode": change.mode}
         event_class = self.EntryAdded if change.type == "entry-added" else self.EntryRemoved
@@ -217,6 +248,29 @@ class Policy(Aggregate):
     ) -> None:
         self.grants().pop(exception_id, None)
         self._touch(by)
+
+    @event("EgressChanged", topic="runcode_policy:Policy.EgressChanged")
+    def _change_egress(
+        self, change: str, host: str | None, mode: str | None, by: str, note: str, by_token: str | None = None
+    ) -> None:
+        egress = self.egress_state()
+        if change == "mode-switched":
+            egress["mode"] = mode
+        elif change == "entry-added":
+            bisect.insort(egress["allow"], host)
+        else:
+            egress["allow"].remove(host)
+        self._touch(by)
+
+    def egress_state(self) -> dict:
+        """The workspace's egress allowlist (snapshots taken before it existed have none)."""
+        return self.__dict__.setdefault("egress", default_egress())
+
+    def egress_rules(self) -> EgressRules:
+        """Unbound, like `rules`: `dataclasses.replace(..., at=...)` binds host exceptions."""
+        egress = self.egress_state()
+        ends = exception_ends(self.grants()).get(EGRESS, {})
+        return EgressRules(egress["mode"], tuple(egress["allow"]), ends)
 
     def grants(self) -> dict[str, dict]:
         """Standing exceptions by id (snapshots taken before exceptions existed have none)."""

@@ -119,3 +119,13 @@ class CountReads(ReadModel):
             "AND prev_day < %s AND sandbox <> ''",
             (workspace, today, start_day),
         )
+
+    def allowed_by_name_and_sandbox(self, workspace: str, start_day: str, end_day: str, language: str) -> list[dict]:
+        """Allowed decisions of one language (or 'egress') over [start_day, end_day], summed per
+        (name, sandbox): what allowlist synthesis weighs. One range of the counts' primary key."""
+        rows = self._rows(
+            "SELECT name, sandbox, SUM(installs) AS installs FROM {decision_counts} WHERE workspace = %s "
+            "AND day >= %s AND day <= %s AND language = %s AND allowed = %s GROUP BY name, sandbox",
+            (workspace, start_day, end_day, language, True),
+        )
+        return [{**row, "installs": int(row["installs"])} for row in rows]

@@ -16,6 +16,7 @@ from application.store.counts import count_statements
 from application.store.schema import Dialect
 from domain.decision import Decision, DecisionRecord
 from domain.delivery import Delivery
+from domain.egress.workspace import EGRESS
 from domain.policy import Policy
 from domain.run import Run, reader_key
 from domain.specs import deny_key
@@ -66,6 +67,7 @@ POLICY_CHANGES = (
     Policy.EntryRemoved,
     Policy.ExceptionGranted,
     Policy.ExceptionRevoked,
+    Policy.EgressChanged,
 )
 
 
@@ -152,12 +154,16 @@ def batched(dialect: Dialect, rows: list[tuple[str, tuple]]) -> list:
 
 def _change_row(e, workspace: str, at) -> tuple:
     change_type, list_name, name, mode = _describe_change(e)
+    language = EGRESS if isinstance(e, Policy.EgressChanged) else e.language
     # Exception rows have no name key: the list lookups of point-in-time answers skip them.
-    key = deny_key(e.language, name) if name and list_name else None
-    return (workspace, e.originator_version - 1, at, e.by, e.note, change_type, e.language, list_name, name, key, mode)
+    # Egress hosts are stored normalised, so a host is its own key.
+    key = (name if language == EGRESS else deny_key(language, name)) if name and list_name else None
+    return (workspace, e.originator_version - 1, at, e.by, e.note, change_type, language, list_name, name, key, mode)
 
 
 def _describe_change(e) -> tuple[str, str | None, str | None, str | None]:
+    if isinstance(e, Policy.EgressChanged):
+        return e.change, None if e.change == "mode-switched" else "allow", e.host, e.mode
     if isinstance(e, Policy.ModeSwitched):
         return "mode-switched", None, None, e.mode
     if isinstance(e, (Policy.ExceptionGranted, Policy.ExceptionRevoked)):

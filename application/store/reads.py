@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 
+from domain.patterns import patterns_for
 from domain.specs import deny_key
 
 CHANGE_COLUMNS = "version, at, by_actor, note, type, language, list, name, mode"
@@ -22,10 +24,11 @@ VERSION_AT = "SELECT version FROM {changes} WHERE workspace = %s AND at <= %s OR
 
 # One name's rules at the version at T, as one statement of index seeks (both stores): the
 # version (no row: no such workspace) with whether the name ever had an exception, then the
-# language's last mode switch, the name's last allow-list change, and the last deny-list change
-# of each spelling under its deny key (Node deny lists ignore case). Each arm binds all the
-# leading columns of its index and reads it backwards from the version, so its cost follows
-# the answer and not the history; the deny arm walks one key's changes, a seek for each.
+# language's last mode switch, the last allow-list change of the name and of each pattern that
+# matches it (`domain.patterns`), and the last deny-list change of each spelling under their deny
+# keys (Node deny lists ignore case). Each arm binds all the leading columns of its index and
+# reads it backwards from the version, so its cost follows the answer and not the history; the
+# list arms walk the few keys' changes, a seek for each.
 _UNTIL = "version <= (SELECT version FROM v)"
 
 
@@ -36,20 +39,31 @@ def _arm(part: str, where: str) -> str:
     )
 
 
-NAME_AT = (
-    f"WITH v AS (SELECT COALESCE(({VERSION_AT}), 0) AS version, EXISTS (SELECT 1 FROM {{exceptions}} "
-    "WHERE workspace = %s AND language = %s AND name = %s) AS grants FROM {workspaces} WHERE workspace = %s) "
-    "SELECT 'version' AS part, version, NULL AS at, NULL AS by_actor, NULL AS note, NULL AS type, "
-    "NULL AS language, NULL AS list, NULL AS name, NULL AS mode, grants FROM v"
-    + _arm("mode", f"type = 'mode-switched' AND {_UNTIL} ORDER BY version DESC LIMIT 1")
-    + _arm("allow", f"name_key = %s AND list = 'allow' AND name = %s AND {_UNTIL} ORDER BY version DESC LIMIT 1")
-    + _arm(
-        "deny",
-        f"name_key = %s AND list = 'deny' AND {_UNTIL} AND version = (SELECT d.version FROM {{changes}} d "
-        "WHERE d.workspace = c.workspace AND d.language = c.language AND d.name_key = c.name_key "
-        f"AND d.list = 'deny' AND d.name = c.name AND d.{_UNTIL} ORDER BY d.version DESC LIMIT 1) ORDER BY version",
+def _latest_of_each(list_name: str, keys: int, names: int | None) -> str:
+    """The last change of each entry of `list_name` under `keys` deny keys (and, for the allow
+    list, only of these `names`: it matches exactly)."""
+    named = f" AND name IN ({', '.join(['%s'] * names)})" if names else ""
+    return (
+        f"name_key IN ({', '.join(['%s'] * keys)}) AND list = '{list_name}'{named} AND {_UNTIL} "
+        "AND version = (SELECT d.version FROM {changes} d WHERE d.workspace = c.workspace "
+        "AND d.language = c.language AND d.name_key = c.name_key "
+        f"AND d.list = '{list_name}' AND d.name = c.name AND d.{_UNTIL} "
+        "ORDER BY d.version DESC LIMIT 1) ORDER BY version"
     )
-)
+
+
+@lru_cache(maxsize=64)
+def name_at_sql(keys: int) -> str:
+    """The statement for a name with `keys` candidate entries (itself and its patterns)."""
+    return (
+        f"WITH v AS (SELECT COALESCE(({VERSION_AT}), 0) AS version, EXISTS (SELECT 1 FROM {{exceptions}} "
+        "WHERE workspace = %s AND language = %s AND name = %s) AS grants FROM {workspaces} WHERE workspace = %s) "
+        "SELECT 'version' AS part, version, NULL AS at, NULL AS by_actor, NULL AS note, NULL AS type, "
+        "NULL AS language, NULL AS list, NULL AS name, NULL AS mode, grants FROM v"
+        + _arm("mode", f"type = 'mode-switched' AND {_UNTIL} ORDER BY version DESC LIMIT 1")
+        + _arm("allow", _latest_of_each("allow", keys, keys))
+        + _arm("deny", _latest_of_each("deny", keys, None))
+    )
 
 
 # The policy's stored events at the version at T, as `Repository.get(version=...)` reads them in
@@ -131,14 +145,15 @@ class ReadModel:
     # -- what decided one name ------------------------------------------------------------
     def name_at(self, workspace: str, language: str, name: str, at: datetime) -> NameRows | None:
         """Everything that can decide `name` at instant `at`, in one round trip of index seeks (see
-        NAME_AT); None when there is no such workspace."""
-        key, ws_lang = deny_key(language, name), (workspace, language)
+        `name_at_sql`); None when there is no such workspace."""
+        entries, ws_lang = (name, *patterns_for(language, name)), (workspace, language)
+        keys = tuple(deny_key(language, e) for e in entries)
         rows = self._rows(
-            NAME_AT,
+            name_at_sql(len(entries)),
             (workspace, self._ts(at), workspace, language, name, workspace)
             + ws_lang
-            + (*ws_lang, key, name)
-            + (*ws_lang, key),
+            + (*ws_lang, *keys, *entries)
+            + (*ws_lang, *keys),
             prepare=True,  # on PostgreSQL, planning it costs more than running it (so for POLICY_AT)
         )
         head = next((r for r in rows if r["part"] == "version"), None)
@@ -148,12 +163,14 @@ class ReadModel:
         return NameRows(head["version"], bool(head["grants"]), changes)
 
     def changes_for_name(self, workspace: str, language: str, name: str, after: int, until: datetime) -> list[dict]:
-        """Mode switches and entry changes of this name's key, after a version, before an instant."""
+        """Mode switches and entry changes of this name's keys (its own, its patterns'), after a
+        version, before an instant."""
         params = (workspace, language, after, self._ts(until))
+        keys = tuple(deny_key(language, e) for e in (name, *patterns_for(language, name)))
         entries = self._rows(
             f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE workspace = %s AND language = %s "
-            "AND name_key = %s AND version > %s AND at < %s",
-            (workspace, language, deny_key(language, name), after, self._ts(until)),
+            f"AND name_key IN ({', '.join(['%s'] * len(keys))}) AND version > %s AND at < %s",
+            (workspace, language, *keys, after, self._ts(until)),
         )
         modes = self._rows(
             f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE workspace = %s AND language = %s "

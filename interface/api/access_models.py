@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from domain.access import STATUS_FILTERS, STATUSES
-from interface.api.answers import ExceptionView
-from interface.api.schemas import Body, Draft, Instant, Language, Query
+from interface.api.answers import AskLanguage, ExceptionView, Shadowed
+from interface.api.schemas import Body, Draft, Instant, Query
 
 Note = Annotated[str, Field(max_length=2000)]
 ContextText = Annotated[str, Field(max_length=200)]
@@ -24,7 +24,7 @@ class RequestContext(Body):
 
 
 class RequestBody(Body):
-    language: Language
+    language: AskLanguage
     name: Annotated[
         str,
         Field(min_length=1, max_length=500, description="Any spelling of the name, or a registry spec (pandas==2.1)"),
@@ -55,7 +55,7 @@ class RejectBody(Body):
 
 
 class ExceptionBody(Expiry):
-    language: Language
+    language: AskLanguage
     name: Annotated[str, Field(min_length=1, max_length=500)]
 
 
@@ -87,7 +87,7 @@ class GrantedException(BaseModel):
 
 class RequestView(BaseModel):
     id: str
-    language: Language
+    language: AskLanguage
     name: str
     status: Literal[STATUSES]
     filed_at: Instant
@@ -114,7 +114,7 @@ class ExceptionList(BaseModel):
 
 
 class ImpactPackage(BaseModel):
-    language: Language
+    language: AskLanguage
     name: str
     installs: int
     sandboxes: int
@@ -126,3 +126,4 @@ class ImpactAnswer(BaseModel):
     would_deny: list[ImpactPackage]
     would_allow: list[ImpactPackage]
     unchanged: int
+    shadowed: list[Shadowed] = Field([], description="deny patterns of the draft that shadow allow entries")

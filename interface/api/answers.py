@@ -3,14 +3,18 @@ against the live service by schemathesis). Request schemas live in `interface.ap
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
 from application.index import REQUESTS as INDEX_REQUESTS
 from domain.delivery import STATUSES as DELIVERY_STATUSES
+from domain.egress.workspace import EGRESS_MODES
 from domain.policy import CHANGE_TYPES
 from interface.api.schemas import Instant, Kind, Language, ListName, Mode, Reason, Role
+
+# Requests, exceptions and impact may be about a host (language `egress`) as well as a package.
+AskLanguage = Annotated[Language | Literal["egress"], Field(description="egress: a host, for the egress allowlist")]
 
 
 class LanguagePolicy(BaseModel):
@@ -24,7 +28,7 @@ class ExceptionView(BaseModel):
     `expires_at` (null: until revoked)."""
 
     id: str
-    language: Language
+    language: AskLanguage
     name: str
     expires_at: Instant | None
     granted_by: str
@@ -42,6 +46,11 @@ class PolicyView(BaseModel):
     changed_at: Instant | None
     changed_by: str | None
     exceptions: list[ExceptionView] = Field([], description="Exceptions in force at `at` (default now)")
+    egress: dict = Field(
+        {"allow": None},
+        description="`{\"allow\": [...]}`: the workspace's egress allowlist, narrowing the deployment's; "
+        "`null`: no narrowing",
+    )
 
 
 class ChangeView(BaseModel):
@@ -53,8 +62,8 @@ class ChangeView(BaseModel):
     )
     note: str
     type: Literal[CHANGE_TYPES]
-    language: Language
-    mode: Mode | None = None
+    language: AskLanguage
+    mode: Mode | Literal[EGRESS_MODES] | None = None
     list: ListName | None = None
     name: str | None = None
     exception: dict | None = Field(None, description="`because` an exception decided: its id and expiry")
@@ -112,10 +121,19 @@ class DecisionView(BaseModel):
     )
 
 
+class Shadowed(BaseModel):
+    language: Language
+    pattern: str = Field(description="a deny-list pattern")
+    shadows: list[str] = Field(description="allow-list entries it overrides (the deny list wins)")
+
+
 class EvaluateAnswer(BaseModel):
     allowed: bool
     policy_version: int
     decisions: list[DecisionView]
+    shadowed: list[Shadowed] | None = Field(
+        None, description="`/test` with a draft: deny patterns that shadow allow entries"
+    )
 
 
 class DecisionsPage(BaseModel):
@@ -158,6 +176,7 @@ class EgressAnswer(BaseModel):
     port: int | None
     id: str | None = None
     detail: str | None = None
+    policy_version: int | None = Field(None, description="with `at`: the policy version in force then")
 
 
 class TokenIssued(BaseModel):

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from application.imports import FORMATS as IMPORT_FORMATS
 from domain.decision import DECISION_KINDS, REASONS
+from domain.egress.workspace import EGRESS_MODES
 from domain.limits import (
     MAX_ALLOWLIST,
     MAX_CHANGES,
@@ -68,20 +69,21 @@ class Draft(Body):
 
 
 class PolicyPut(Draft):
+    egress: EgressDraft | None = None
     expected_version: Annotated[int, Field(ge=0)] | None = None
     note: Annotated[str, Field(max_length=MAX_NOTE)] = ""
 
 
 class SwitchMode(Body):
     action: Literal["switch-mode"]
-    language: Language
-    mode: Mode
+    language: Language | Literal["egress"]
+    mode: Mode | Literal[EGRESS_MODES] = Field(description="egress: open or allowlist")
 
 
 class EditEntries(Body):
     action: Literal["add", "remove"]
-    language: Language
-    list: ListName
+    language: Language | Literal["egress"]
+    list: ListName = Field(description="egress: allow")
     entries: Entries
 
 
@@ -127,8 +129,25 @@ class EgressBody(Body):
     context: Context | None = None
 
 
+HostEntries = Annotated[list[Annotated[str, Field(max_length=300)]], Field(max_length=MAX_ALLOWLIST)]
+
+
 class EgressTestBody(EgressBody):
-    hostname_allowlist: Annotated[list[Annotated[str, Field(max_length=300)]], Field(max_length=MAX_ALLOWLIST)] | None
+    hostname_allowlist: HostEntries | None = Field(
+        None, description="required unless `at` is given; null = open egress"
+    )
+    at: Instant | None = Field(
+        None,
+        description="RFC 3339 instant: was the target reachable then, under the deployment's rules and the "
+        "workspace's egress allowlist as recorded at that instant (without hostname_allowlist)",
+    )
+
+
+class EgressDraft(Body):
+    allow: HostEntries | None = Field(
+        description="the workspace's egress allowlist (`name` or `*.name`), narrowing the deployment's; "
+        "null = no narrowing"
+    )
 
 
 class TokenBody(Body):

@@ -66,6 +66,8 @@ def get_policy(gov, ws, caller, query):
 )
 def put_policy(gov, ws, caller, body):
     desired = body.model_dump(include={"python", "node"}, exclude_none=True)
+    if body.egress is not None:
+        desired["egress"] = {"allow": body.egress.allow}
     return gov.save_policy(
         ws, desired, by=caller["name"], note=body.note, expected_version=body.expected_version, by_token=caller["id"]
     )
@@ -246,10 +248,18 @@ def post_egress_evaluate(gov, ws, caller, body):
 @api.route(
     "POST",
     W + "/egress/test",
-    "Judge a destination against an explicit hostname allowlist (null = open); nothing is recorded",
+    "Judge a destination against an explicit hostname allowlist (null = open), or as it would have been "
+    "judged at `at` from the record; nothing is recorded",
     role="admin",
     body=EgressTestBody,
     response=EgressAnswer,
 )
 def post_egress_test(gov, ws, caller, body):
-    return gov.test_egress(ws, body.target, body.resolved, body.hostname_allowlist)
+    at = optional_instant(body.at, "at")
+    given = "hostname_allowlist" in body.model_fields_set
+    if (at is None) != given:
+        raise InvalidInputError(
+            "give hostname_allowlist (null = open) or at, one of them",
+            [FieldError("hostname_allowlist", "is required unless at is given, and must not come with at")],
+        )
+    return gov.test_egress(ws, body.target, body.resolved, body.hostname_allowlist, at)

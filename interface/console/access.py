@@ -7,6 +7,7 @@ from flask import flash, redirect, render_template, request, url_for
 
 from domain.access import STATUS_FILTERS
 from domain.errors import InvalidInputError
+from domain.specs import check_language
 from interface.console import packages as policy_page
 from interface.console.forms import desired_state, policy_form
 from interface.console.session import blueprint, caller, governance, require
@@ -102,6 +103,39 @@ def preview_impact():
     except InvalidInputError as error:
         return policy_page._page(saved, form, refusal=error, status=422)
     return policy_page._page(saved, form, impact=impact_summary(impact))
+
+
+@blueprint.post(policy_page.PAGE + "/synthesis")
+def synthesise_draft():
+    """Switch the draft of one language to Allowlist with the list synthesised from the record,
+    with its impact: a draft in the form, never saved until Save is clicked."""
+    require("admin")
+    saved = governance().policy(_workspace())
+    form = policy_form(request.form)
+    language = request.form.get("synthesis-language", "")
+    try:
+        check_language(language)  # the console's form holds package lists only
+        found = governance().synthesise(
+            _workspace(), language, IMPACT_DAYS, _share(request.form.get("synthesis-coverage", "")), "installs"
+        )
+    except InvalidInputError as error:
+        return policy_page._page(saved, form, refusal=error, status=422)
+    form[language] = {**form[language], "mode": "allowlist", "allow": "\n".join(found["allow"])}
+    flash(
+        f"Draft: {language} switched to Allowlist with the {len(found['allow'])} packages that would have "
+        f"allowed {found['coverage']:.1%} of the last {IMPACT_DAYS} days' allowed installs. "
+        "Nothing is saved until you press Save.",
+        "ok",
+    )
+    return policy_page._page(saved, form, impact=impact_summary(found["impact"]))
+
+
+def _share(text: str):
+    """A percentage as typed (`99`, `99.5`), as the share the synthesis takes; text it refuses."""
+    try:
+        return float(text) / 100
+    except ValueError:
+        return text
 
 
 def impact_summary(impact: dict, shown: int = 5) -> dict:

@@ -198,7 +198,8 @@ class _Exchange:
 
     def open(self, target: str, default_port: int | None) -> tuple[dict, socket.socket]:
         """Judge the name, resolve once, judge name and addresses (recorded), dial a vetted one."""
-        first = self.proxy.governance.judge_egress(target)
+        # the workspace's egress allowlist as it stands now: a Save is in force at the next connection
+        first = self.proxy.governance.judge_egress(target, workspace=self.proxy.workspace)
         if not first["allowed"]:
             self.decide(target, ())  # records the same denial and raises: a refused name is never resolved
         port = first["port"] or default_port

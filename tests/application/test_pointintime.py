@@ -13,7 +13,12 @@ from domain.decision import judge
 from domain.policy import policy_id, rules_from_state
 from domain.specs import parse
 
-NAMES = {"python": ["pandas", "numpy", "scipy", "requests"], "node": ["left-pad", "Left-Pad", "express", "@s/p"]}
+NAMES = {
+    "python": ["pandas", "numpy", "scipy", "requests", "django-rest-framework", "django"],
+    "node": ["left-pad", "Left-Pad", "express", "@s/p", "@S/p"],
+}
+# Pattern entries the random histories also add and remove (never judged as names themselves).
+PATTERNS = {"python": ["django-*", "django-rest-*"], "node": ["@s/*", "@S/*"]}
 
 
 def replay_until(app, workspace: str, at):
@@ -42,7 +47,7 @@ def random_change(rng) -> dict:
         "action": rng.choice(["add", "remove"]),
         "language": language,
         "list": rng.choice(["allow", "deny"]),
-        "entries": [rng.choice(NAMES[language])],
+        "entries": [rng.choice(NAMES[language] + PATTERNS[language])],
     }
 
 
@@ -176,3 +181,41 @@ def test_a_writer_with_a_slow_clock_cannot_put_a_change_before_the_one_it_follow
     between = datetime.fromisoformat(first["at"].replace("Z", "+00:00"))
     naive = replay_until(app, workspace, between)
     assert app.policy(workspace, at=between)["version"] == naive.policy_version == 1
+
+
+def test_a_timeline_agrees_with_a_full_replay_when_patterns_come_and_go(app, workspace):
+    start = datetime.now(UTC)
+    random_history(app, workspace, steps=60, seed=5)
+    end = datetime.now(UTC) + timedelta(seconds=1)
+    for language, name in (("python", "django-rest-framework"), ("node", "@s/p")):
+        line = app.package_timeline(workspace, language, name, start, end)
+        for interval in line["intervals"]:
+            at = datetime.fromisoformat(interval["from"].replace("Z", "+00:00"))
+            rules = rules_from_state(replay_until(app, workspace, at).state)
+            expected = judge(rules[language], parse(language, name), workspace)
+            assert (interval["allowed"], interval["reason"]) == (expected.allowed, expected.reason), (name, at)
+
+
+def test_because_names_the_pattern_entry_that_decided_the_answer(app, workspace):
+    app.save_policy(workspace, {"python": {"mode": "allowlist", "allow": ["flask"]}}, by="alice", note="lock")
+    app.change_policy(
+        workspace,
+        [{"action": "add", "language": "python", "list": "allow", "entries": ["Django_*"]}],
+        by="bob",
+        note="the django family",
+    )
+    now = datetime.now(UTC)
+    allowed = app.package_at(workspace, "python", "django-rest-framework", now)
+    assert (allowed["allowed"], allowed["reason"]) == (True, "matches-the-allow-list")
+    assert (allowed["because"]["name"], allowed["because"]["note"]) == ("django-*", "the django family")
+    itself = app.package_at(workspace, "python", "django", now)  # the prefix alone is not matched
+    assert (itself["allowed"], itself["reason"]) == (False, "not-on-the-allow-list")
+    app.change_policy(
+        workspace, [{"action": "add", "language": "node", "list": "deny", "entries": ["@Evil/*"]}], by="carol", note="x"
+    )
+    denied = app.package_at(workspace, "node", "@evil/steal", datetime.now(UTC))
+    assert (denied["reason"], denied["because"]["name"], denied["because"]["by"]) == (
+        "matches-the-deny-list",
+        "@Evil/*",
+        "carol",
+    )

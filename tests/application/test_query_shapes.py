@@ -171,3 +171,21 @@ def test_whether_a_run_already_failed_is_one_seek_of_its_decisions_primary_key(p
     (seek,) = [n for n in scans(lookup) if n.get("Relation Name", "").endswith("run_decisions")]
     assert seek["Index Name"].endswith("run_decisions_pkey")
     assert all(bound in seek["Index Cond"] for bound in ("run =", "allowed =", "at >="))
+
+
+def test_synthesis_reads_the_decision_counts_and_never_the_decisions(pg_app):
+    pg_app.create_workspace("acme", by="founder")
+    for sandbox in ("s1", "s2"):
+        pg_app.evaluate("acme", "python", ["p1", "p1", "torch"], context={"sandbox": sandbox})
+    spy = Statements(pg_app.recorder)
+    answer = pg_app.synthesise("acme", "python", coverage=0.6)
+    assert answer["allow"] == ["p1"]
+    assert not [
+        s for s, _ in spy.seen if "rcp_decisions " in s or "rcp_decisions\n" in s or s.endswith("rcp_decisions")
+    ]
+    (plan,) = [p for p, (s, _) in zip(spy.plans(), spy.seen, strict=True) if "allowed = " in s and "GROUP BY name" in s]
+    (seek,) = [n for n in scans(plan) if n.get("Relation Name", "").endswith("decision_counts")]
+    assert seek["Node Type"] in ("Index Scan", "Index Only Scan") and seek["Index Name"].endswith(
+        "decision_counts_pkey"
+    )
+    assert all(bound in seek["Index Cond"] for bound in ("workspace =", "day >=", "day <="))

@@ -362,3 +362,28 @@ def test_the_command_refuses_an_unknown_workspace_or_a_bad_egress_setting(tmp_pa
     env["RUNCODE_POLICY_EGRESS_ALLOWLIST"] = "ok.example, *, x.*.org"
     result = runner.invoke(egress_proxy_command, ["--workspace", "acme"], env=env)
     assert result.exit_code == 1 and "'*'" in result.output and "'x.*.org'" in result.output
+
+
+def test_a_workspace_egress_change_is_in_force_at_the_next_connection(proxy, governance, upstream, resolver):
+    """A Save made through another application (another process, as the API would be) narrows the
+    next connection, and a Save that lists the host again lets the one after it through."""
+    port = upstream.server_address[1]
+    sock, head = _connect(proxy, f"upstream.test:{port}")
+    sock.close()
+    assert head.startswith("HTTP/1.1 200 ")
+    admin = Governance(env=governance.env)  # the API's process, on the same store
+    try:
+        admin.save_policy("acme", {"egress": {"allow": ["*.example.org"]}}, by="alice", note="narrow")
+        sock, head = _connect(proxy, f"upstream.test:{port}")
+        sock.close()
+        assert head.startswith("HTTP/1.1 403 ") and "not-on-hostname-allowlist" in head
+        assert resolver.calls == ["upstream.test"]  # the narrowed name was not looked up
+        admin.change_policy(
+            "acme", [{"action": "add", "language": "egress", "list": "allow", "entries": ["upstream.test"]}], by="bob"
+        )
+        sock, head = _connect(proxy, f"upstream.test:{port}")
+        sock.close()
+        assert head.startswith("HTTP/1.1 200 ")
+    finally:
+        admin.close()
+    assert [(d["allowed"], d["policy_version"]) for d in _decisions(governance)] == [(True, 0), (False, 2), (True, 3)]

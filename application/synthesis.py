@@ -1,0 +1,105 @@
+"""Allowlists synthesised from the record: the smallest list of names that would have allowed a
+requested share of a period's allowed decisions, with the impact of switching to it.
+
+Each name covers exactly its own decisions, so taking names by weight, heaviest first, until the
+share is reached gives a smallest list (no other list of that length covers more). The weights
+come from the decision counts (one row per day, name, outcome and sandbox), never from the
+decisions themselves, so the cost follows the names in use and not the number of decisions.
+
+`by="installs"` weighs a name by its allowed decisions; `by="sandboxes"` by the sandboxes that
+were allowed it (one sandbox installing it a thousand times weighs one; decisions that name no
+sandbox count as one sandbox). Decisions that name nothing (an invalid spec, a direct reference
+of unknown name) count in the total and no list can cover them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from application.impact import MAX_DAYS, Impact, first_day
+from application.store.counts import CountReads
+from domain.errors import FieldError, InvalidInputError
+from domain.specs import LANGUAGES
+
+EGRESS = "egress"
+SYNTHESIS_LANGUAGES = (*LANGUAGES, EGRESS)
+WEIGHTS = ("installs", "sandboxes")
+
+
+class Synthesis:
+    def __init__(self, counts: CountReads, impacts: Impact, require_workspace):
+        self.counts = counts
+        self.impacts = impacts
+        self.require_workspace = require_workspace
+
+    def synthesise(
+        self, workspace: str, language: str, days: int = 30, coverage: float = 0.99, by: str = "installs"
+    ) -> dict:
+        """`{"language", "by", "days", "from", "allow", "coverage", "covered", "total", "impact"}`:
+        `coverage` is `covered / total` (1.0 when the period allowed nothing); `impact` is what
+        `POST /impact` answers for the draft (for egress, the hosts it would deny)."""
+        _check(language, days, coverage, by)
+        self.require_workspace(workspace)
+        now = datetime.now(UTC)
+        start = first_day(days, now)
+        rows = self.counts.allowed_by_name_and_sandbox(workspace, start, now.date().isoformat(), language)
+        weights = _weights(rows, by)
+        total = sum(weights.values())
+        weights.pop("", None)  # decisions that name nothing stay in the total; no entry covers them
+        allow, covered = [], 0
+        for name, weight in sorted(weights.items(), key=lambda item: (-item[1], item[0])):
+            if total and covered / total >= coverage:
+                break
+            allow.append(name)
+            covered += weight
+        answer = {
+            "language": language,
+            "by": by,
+            "days": days,
+            "from": start,
+            "allow": sorted(allow),
+            "coverage": covered / total if total else 1.0,
+            "covered": covered,
+            "total": total,
+        }
+        if language == EGRESS:  # a draft of the workspace's egress allowlist
+            draft = {EGRESS: {"allow": sorted(allow)}}
+            return {**answer, "draft": draft, "impact": _egress_impact(rows, set(allow), days, start)}
+        draft = {language: {"mode": "allowlist", "allow": sorted(allow)}}
+        return {**answer, "draft": draft, "impact": self.impacts.impact(workspace, draft, days)}
+
+
+def _weights(rows: list[dict], by: str) -> dict[str, int]:
+    weights: dict[str, int] = {}
+    for row in rows:
+        weights[row["name"]] = weights.get(row["name"], 0) + (row["installs"] if by == "installs" else 1)
+    return weights
+
+
+def _egress_impact(rows: list[dict], allow: set[str], days: int, start: str) -> dict:
+    """The hosts a workspace egress allowlist of `allow` would have denied, as impact shows packages."""
+    denied: dict[str, dict] = {}
+    unchanged = 0
+    for row in rows:
+        if row["name"] in allow:
+            unchanged += row["installs"]
+            continue
+        host = denied.setdefault(row["name"], {"language": EGRESS, "name": row["name"], "installs": 0, "sandboxes": 0})
+        host["installs"] += row["installs"]
+        host["sandboxes"] += 1 if row["sandbox"] else 0
+    would_deny = sorted(denied.values(), key=lambda h: (-h["installs"], h["name"]))
+    return {"days": days, "from": start, "would_deny": would_deny, "would_allow": [], "unchanged": unchanged}
+
+
+def _check(language, days, coverage, by) -> None:
+    errors = []
+    if language not in SYNTHESIS_LANGUAGES:
+        errors.append(FieldError("language", f"must be one of {', '.join(SYNTHESIS_LANGUAGES)}"))
+    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
+        errors.append(FieldError("days", f"must be 1 to {MAX_DAYS}"))
+    if isinstance(coverage, bool) or not isinstance(coverage, int | float) or not 0 < coverage <= 1:
+        errors.append(FieldError("coverage", "must be a share above 0 and at most 1, such as 0.99"))
+    if by not in WEIGHTS:
+        errors.append(FieldError("by", f"must be one of {', '.join(WEIGHTS)}"))
+    if errors:
+        raise InvalidInputError("the synthesis request breaks the rules named in errors", errors)

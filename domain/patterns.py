@@ -1,0 +1,94 @@
+"""Pattern entries of allow and deny lists: what they may look like and which names they match.
+
+Two shapes, one per language, each matching a set of names that can be enumerated from the name
+being judged (so judging stays a few set lookups, and a point-in-time answer reads only the
+entries that could decide one name):
+
+- Node `@scope/*`: every package of the scope (`@corp/*` matches `@corp/api`, never `@corp`).
+- Python `prefix-*`: every canonical (PEP 503) name that starts with `prefix-` and goes on
+  (`django-*` matches `django-rest-framework`, never `django` itself). The prefix is canonical
+  too, so `Django_*` is stored as `django-*`.
+
+Anything else holding `*` is refused with the rule it breaks: a bare `*`, `@*/*` or `-*` would
+match everything, and a wildcard inside a name would make a match no one can predict.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from domain.specs import deny_key, parse
+from domain.specs.pip import canonical
+
+WILDCARD = "*"
+PYTHON_SUFFIX = "-*"
+NODE_SUFFIX = "/*"
+RULES = {
+    "python": "a python pattern is a package name followed by '-*', such as 'django-*'",
+    "node": "a node pattern is a scope followed by '/*', such as '@corp/*'",
+}
+
+
+def is_pattern(entry: str) -> bool:
+    return WILDCARD in entry
+
+
+def parse_pattern(language: str, entry: str) -> tuple[str | None, str | None]:
+    """(the pattern in canonical form, None), or (None, the rule it breaks)."""
+    if language == "python":
+        # the separator may be any of PEP 503's, as in a name: `django_*` is `django-*`
+        prefix = entry[:-2] if entry[-2:] in ("-*", "_*", ".*") else ""
+        named = canonical(prefix) if WILDCARD not in prefix else None
+        return (named + PYTHON_SUFFIX, None) if named else (None, f"{entry!r} is not a pattern: {RULES[language]}")
+    scope = entry[: -len(NODE_SUFFIX)] if entry.endswith(NODE_SUFFIX) and entry.startswith("@") else ""
+    # a scope is valid when a package inside it is: `@scope/x` read as npm reads it
+    inside = parse(language, f"{scope}/x") if scope and WILDCARD not in scope else None
+    if inside is None or inside.kind != "registry" or inside.name != f"{scope}/x":
+        return None, f"{entry!r} is not a pattern: {RULES[language]}"
+    return scope + NODE_SUFFIX, None
+
+
+@lru_cache(maxsize=65536)
+def patterns_for(language: str, name: str) -> tuple[str, ...]:
+    """Every pattern that matches `name` (a canonical registry name), as stored."""
+    if language == "node":
+        scope, slash, rest = name.partition("/")
+        return (scope + NODE_SUFFIX,) if name.startswith("@") and slash and rest else ()
+    dashes = [i for i, char in enumerate(name) if char == "-" and i + 1 < len(name)]
+    return tuple(name[:i] + PYTHON_SUFFIX for i in dashes)
+
+
+def matches(language: str, pattern: str, name: str) -> bool:
+    """Does a stored pattern match a name (exactly, as the allow list compares)?"""
+    return pattern in patterns_for(language, name)
+
+
+def pattern_covers(language: str, wide: str, narrow: str) -> bool:
+    """Does every name `narrow` (a pattern) matches also match `wide`? Compared on deny keys,
+    since only a deny pattern can shadow (Node deny lists ignore case)."""
+    wide_key, narrow_key = deny_key(language, wide), deny_key(language, narrow)
+    if language == "node":
+        return wide_key == narrow_key
+    return wide_key == narrow_key or narrow_key.startswith(wide_key[:-1])
+
+
+def shadowed(language: str, allow, deny) -> list[dict]:
+    """Each deny pattern with the allow entries it overrides: `{"pattern", "shadows": [...]}`.
+
+    The deny list wins, so these allow entries decide nothing while the pattern stands; a draft
+    shows them so that no one saves such a list by accident."""
+    found = []
+    for pattern in sorted(p for p in deny if is_pattern(p)):
+        key = deny_key(language, pattern)
+        hits = [
+            entry
+            for entry in sorted(allow)
+            if (pattern_covers(language, pattern, entry) if is_pattern(entry) else key in _deny_keys(language, entry))
+        ]
+        if hits:
+            found.append({"pattern": pattern, "shadows": hits})
+    return found
+
+
+def _deny_keys(language: str, name: str) -> set[str]:
+    return {deny_key(language, p) for p in patterns_for(language, name)}

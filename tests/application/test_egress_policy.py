@@ -1,0 +1,98 @@
+"""The workspace's egress allowlist as versioned policy: "was this host reachable at T" equals
+replaying the policy's events up to T; it narrows the deployment's rules and never widens them;
+agents ask for a host and admins grant it for a while, like a package."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from application.egress import EgressConfig
+from domain.egress import evaluate_egress
+from domain.errors import InvalidInputError
+from tests.application.test_pointintime import instants, replay_until
+
+HOSTS = ["api.github.com", "pypi.example.org", "cdn.example.org", "example.org", "evil.test"]
+ENTRIES = ["api.github.com", "*.example.org", "example.org", "EVIL.test."]
+PUBLIC = ["140.82.112.5"]
+
+
+def random_egress_history(app, workspace: str, steps: int, seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(steps):
+        if rng.random() < 0.2:
+            allow = None if rng.random() < 0.4 else rng.sample(ENTRIES, rng.randint(0, 3))
+            app.save_policy(workspace, {"egress": {"allow": allow}}, by=rng.choice(["alice", "bob"]), note="save")
+            continue
+        change = (
+            {"action": "switch-mode", "language": "egress", "mode": rng.choice(["open", "allowlist"])}
+            if rng.random() < 0.2
+            else {"action": rng.choice(["add", "remove"]), "language": "egress", "list": "allow"}
+        )
+        if "list" in change:
+            change["entries"] = [rng.choice(ENTRIES)]
+        app.change_policy(workspace, [change], by="carol", note="change")
+
+
+def test_was_a_host_reachable_at_t_equals_replaying_the_events_up_to_t(app, workspace):
+    random_egress_history(app, workspace, steps=80, seed=13)
+    deployment = app.egress_config
+    for at in instants(app, workspace, random.Random(17), 30):
+        naive = replay_until(app, workspace, at)
+        narrowing = naive.egress_rules()
+        assert app.policy(workspace, at=at)["egress"] == {"allow": narrowing.allow_view()}
+        for host in HOSTS:
+            answer = app.test_egress(workspace, f"https://{host}/", PUBLIC, at=at)
+            expected = evaluate_egress(f"https://{host}/", PUBLIC, deployment.hostname_allowlist)
+            expected_allowed = expected.allowed and narrowing.passes(expected.host)
+            assert answer["allowed"] == expected_allowed, (at, host)
+            assert answer["policy_version"] == naive.policy_version
+
+
+def test_the_history_lists_each_egress_change_with_its_author_and_note(app, workspace):
+    app.save_policy(workspace, {"egress": {"allow": ["API.GitHub.com."]}}, by="alice", note="only github")
+    app.change_policy(workspace, [{"action": "switch-mode", "language": "egress", "mode": "open"}], by="bob")
+    changes = [
+        (c["type"], c["language"], c.get("name") or c.get("mode"), c["by"]) for c in app.history(workspace)["changes"]
+    ]
+    assert changes == [
+        ("mode-switched", "egress", "allowlist", "alice"),
+        ("entry-added", "egress", "api.github.com", "alice"),
+        ("mode-switched", "egress", "open", "bob"),
+    ]
+    assert app.history(workspace)["changes"][0]["note"] == "only github"
+
+
+def test_a_workspace_list_never_widens_the_deployments_and_registries_stay_refused(open_app):
+    app = open_app(egress=EgressConfig(hostname_allowlist=("api.github.com",)))
+    app.create_workspace("acme", by="founder")
+    app.save_policy("acme", {"egress": {"allow": ["api.github.com", "evil.test", "pypi.org"]}}, by="alice")
+    outcomes = {
+        h: app.evaluate_egress("acme", f"https://{h}/", PUBLIC)["allowed"]
+        for h in ("api.github.com", "evil.test", "pypi.org")
+    }
+    assert outcomes == {"api.github.com": True, "evil.test": False, "pypi.org": False}
+    assert app.evaluate_egress("acme", "http://169.254.169.254/", ())["reason"] == "cloud-metadata"
+
+
+def test_bad_egress_entries_are_refused_naming_each_one(app, workspace):
+    with pytest.raises(InvalidInputError) as refused:
+        app.save_policy(workspace, {"egress": {"allow": ["ok.example", "*", "10.0.0.1", "a.*.b"]}}, by="alice")
+    assert [e.field for e in refused.value.errors] == ["egress.allow[1]", "egress.allow[2]", "egress.allow[3]"]
+    assert app.policy(workspace)["version"] == 0
+
+
+def test_an_agent_asks_for_a_host_and_an_admin_grants_it_for_a_while(app, workspace):
+    app.save_policy(workspace, {"egress": {"allow": ["api.github.com"]}}, by="alice")
+    denied = app.evaluate_egress(workspace, "https://Files.Example.com/x", PUBLIC)
+    assert not denied["allowed"] and '"language": "egress"' in denied["detail"]
+    asked = app.access.file_request(workspace, "egress", "FILES.example.com.", "datasets", None, "agent", "t1")
+    assert (asked["language"], asked["name"]) == ("egress", "files.example.com")
+    app.access.approve_request(workspace, asked["id"], by="admin", duration="PT1H", note="for the run")
+    assert app.evaluate_egress(workspace, "https://files.example.com/x", PUBLIC)["allowed"]
+    later = datetime.now(UTC) + timedelta(hours=2)
+    assert not app.test_egress(workspace, "https://files.example.com/x", PUBLIC, at=later)["allowed"]
+    with pytest.raises(InvalidInputError):
+        app.access.file_request(workspace, "egress", "*.example.com", "all of it", None, "agent", "t1")

@@ -1,0 +1,43 @@
+"""The Packages page's "Synthesise from the record": a draft switched to Allowlist with the
+synthesised list and its impact, never saved without a click on Save; deny patterns that
+shadow allow entries are said in the draft's Test results (SQLite, PostgreSQL)."""
+
+from __future__ import annotations
+
+from tests.interface.test_console import P, api, signed_in
+
+
+def test_synthesis_fills_a_previewed_draft_and_saves_nothing_until_save(live):
+    for name in ("pandas", "pandas", "pandas", "scipy"):
+        body = {"language": "python", "specs": [name], "context": {"sandbox": "s"}}
+        api(live, "POST", "/evaluate", body, role="sandbox")
+    console = signed_in(live)
+    page = console.get(P)
+    button = next(b for b in page.form().buttons if b.get("formaction", "").endswith("/synthesis"))
+    form = dict(page.form().fields) | {"synthesis-language": "python", "synthesis-coverage": "75"}
+    shown = console.post(button["formaction"], list(form.items()))
+    assert shown.status == 200
+    assert "Draft: python switched to Allowlist with the 1 packages that would have allowed 75.0%" in shown.plain
+    assert "It would have denied 1 of 4 installs in the last 30 days: scipy ×1" in shown.plain
+    drafted = shown.form()
+    assert (drafted.get("python-mode"), drafted.get("python-allow")) == ("allowlist", "pandas")
+    assert api(live, "GET", "/policy")["version"] == 0  # nothing saved
+    saved = console.follow(console.post(drafted.action, drafted.fields))
+    assert "Saved." in saved.plain and api(live, "GET", "/policy")["python"]["allow"] == ["pandas"]
+
+
+def test_the_drafts_test_results_say_which_allow_entries_a_deny_pattern_shadows(live):
+    console = signed_in(live)
+    page = console.get(P)
+    draft = dict(page.form().fields) | {
+        "python-mode": "allowlist",
+        "python-allow": "django-rest-framework\nflask",
+        "python-deny": "django-*",
+        "test-language": "python",
+        "test-input": "flask",
+        "against": "draft",
+    }
+    shown = console.follow(console.post("/console/settings/governance/packages/test", list(draft.items())))
+    assert "The python deny pattern django-* shadows allow entries (the deny list wins): django-rest-framework" in (
+        shown.plain
+    )
