@@ -16,11 +16,22 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.pypi_upstream import Dist, PyPIUpstream
 from tests.support.service import served
 
 ROOT = Path(__file__).resolve().parents[2]
 WALK_THROUGH = ROOT / "docs" / "walk-through.md"
 SHOWN = re.compile(r'"(?P<key>[\w-]+)": (?P<value>"[^"]*"|true|false|null|-?\d+)')
+# The tree the walk-through allows with its closure: httpx and what it needs (the real names and
+# requirements, in small wheels).
+HTTPX_TREE = (
+    Dist("httpx", "0.28.1", requires=("anyio", "certifi", "httpcore==1.*", "idna")),
+    Dist("httpcore", "1.0.9", requires=("certifi", "h11>=0.16")),
+    Dist("anyio", "4.12.0", requires=("idna>=2.8",)),
+    Dist("h11", "0.16.0"),
+    Dist("idna", "3.11"),
+    Dist("certifi", "2026.1.4"),
+)
 STUB = '#!/bin/sh\necho "(the $(basename "$0") first on PATH ran: $*)"\n'
 
 
@@ -66,7 +77,8 @@ def shown_texts(command: str) -> list[str]:
 
 
 def answered_pairs(output: str) -> set[tuple[str, str]]:
-    """Every (key, JSON value) pair of every JSON document in the output, at any depth."""
+    """Every (key, JSON value) pair of every JSON document in the output (the whole output as one
+    indented document, or one document a line), at any depth."""
     found: set[tuple[str, str]] = set()
 
     def walk(value):
@@ -78,9 +90,9 @@ def answered_pairs(output: str) -> set[tuple[str, str]]:
             for item in value:
                 walk(item)
 
-    for line in output.splitlines():
+    for document in (output, *output.splitlines()):  # one indented document, or one per line
         try:
-            walk(json.loads(line))
+            walk(json.loads(document))
         except ValueError:
             continue
     return found
@@ -104,7 +116,14 @@ def test_every_walk_through_command_answers_as_the_docs_show(tmp_path):
 # Pages whose runnable blocks run after the walk-through, in this order, in the same shell (they use
 # its RCP, auth, ADMIN, AUDITOR and SANDBOX). Every other ```sh block of docs/ is marked `sh norun`
 # with the reason on its first line.
-PAGES = ("egress.md", "threat-model.md", "requests.md", "package-index.md", "audit-integrity.md")
+PAGES = (
+    "egress.md",
+    "threat-model.md",
+    "requests.md",
+    "package-index.md",
+    "allowlist-patterns-and-synthesis.md",
+    "audit-integrity.md",
+)
 NORUN = re.compile(r"```sh norun\n(?P<first>[^\n]*)\n")
 
 
@@ -121,7 +140,7 @@ def test_every_shell_block_of_the_docs_is_run_or_says_why_not():
     pages = {p.name: p.read_text(encoding="utf-8") for p in (ROOT / "docs").glob("*.md")}
     pages["README.md"] = (ROOT / "README.md").read_text(encoding="utf-8")
     for name, text in pages.items():
-        for info in re.findall(r"^\s*```(sh[^\n]*)$", text, re.M):
+        for info in re.findall(r"^\s*```((?:sh|bash|shell|console|zsh)[^\n]*)$", text, re.M):
             assert info in ("sh", "sh norun"), f"{name}: a ```{info} block is neither run nor marked norun"
         for first in NORUN.finditer(text):
             assert first["first"].lstrip().startswith("# not run"), f"{name}: a norun block without its reason"
@@ -144,8 +163,20 @@ def run_as_shown(blocks: list[str], tmp_path: Path) -> None:
         (stubs / program).chmod(0o755)
     (tmp_path / ".venv").symlink_to(Path(sys.prefix))  # the reader's `.venv/bin/...`
     env = {k: v for k, v in os.environ.items() if not k.startswith("RUNCODE_POLICY_")}
-    pieces = [command for block in blocks for command in commands(block)]
-    with served(env, cwd=tmp_path) as (url, said):  # a fresh install: the store under ./var
+    upstream = PyPIUpstream(HTTPX_TREE)  # the walk-through's closure reads a real index: this one
+    try:
+        run_served(pieces_of(blocks), tmp_path, stubs, env, upstream)
+    finally:
+        upstream.close()
+
+
+def pieces_of(blocks: list[str]) -> list[str]:
+    return [command for block in blocks for command in commands(block)]
+
+
+def run_served(pieces: list[str], tmp_path: Path, stubs: Path, env: dict, upstream) -> None:
+    env_served = {**env, "RUNCODE_POLICY_PYPI_UPSTREAM": f"{upstream.url}/simple/"}
+    with served(env_served, cwd=tmp_path) as (url, said):  # a fresh install: the store under ./var
         owner = next(line.rsplit(" ", 1)[1] for line in said if line.startswith("owner token for workspace"))
         # A marker on its own line before each command (a curl answer ends without a newline).
         marked = [f"printf '\\n@@command {i}@@\\n'\n{command}" for i, command in enumerate(pieces)]
