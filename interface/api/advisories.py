@@ -10,16 +10,19 @@ from __future__ import annotations
 from typing import Annotated
 
 from flask import request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, RootModel
 
 from application import optional_bound
-from application.advisories import MAX_UNKNOWN_DAYS
+from application.advisories import MAX_RECORDS, MAX_UNKNOWN_DAYS
+from domain.errors import FieldError, InvalidInputError
 from interface.api.blueprint import W, api
-from interface.api.routing import json_body
 from interface.api.schemas import Instant, Query
-from interface.problems import HTTPProblem
 
 REVISION_HEADER = "X-Feed-Revision"
+
+
+class OsvRecords(RootModel[Annotated[list[dict], Field(min_length=1, max_length=MAX_RECORDS)] | dict]):
+    """One OSV record (a JSON object), or a list of them."""
 
 
 class Imported(BaseModel):
@@ -71,12 +74,12 @@ class DaysQuery(Query):
     W + "/advisories",
     "Import OSV records (one, or a list) for every workspace; the feed's revision in X-Feed-Revision",
     role="owner",
+    body=OsvRecords,
     response=Imported,
     status=201,
 )
-def post_advisories(gov, ws, caller):
-    body = json_body()
-    records = body if isinstance(body, list) else [body]
+def post_advisories(gov, ws, caller, body):
+    records = body.root if isinstance(body.root, list) else [body.root]
     revision = request.headers.get(REVISION_HEADER)
     return gov.advisories.import_records(records, by=caller["name"], revision=revision), 201
 
@@ -92,7 +95,7 @@ def post_advisories(gov, ws, caller):
 def get_exposure(gov, ws, caller, advisory, query):
     start, end = optional_bound(query.from_, "from"), optional_bound(query.to, "to")
     if start is not None and end is not None and end <= start:
-        raise HTTPProblem(400, "Invalid period", "to must come after from")
+        raise InvalidInputError("to must come after from", [FieldError("to", "must come after from")])
     return gov.advisory_exposure(ws, advisory, start, end)
 
 
