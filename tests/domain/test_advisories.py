@@ -65,6 +65,8 @@ def test_npm_orders_pre_releases_before_their_release_by_semver_precedence():
     assert entry.affects("1.0.0-alpha.10")  # numeric identifiers compare as numbers
     assert entry.affects("1.0.0-beta")
     assert not entry.affects("1.0.0")
+    released = ranged("npm", "SEMVER", {"introduced": "2.0.0"})
+    assert not released.affects("2.0.0-rc.1") and released.affects("2.0.0+build.5")
 
 
 def test_pypi_orders_by_pep_440_not_by_text():
@@ -91,6 +93,8 @@ def test_other_ecosystems_and_git_ranges_are_left_out():
     assert affected("Go", "example.com/x", versions=["1.0.0"]) == []
     [entry] = affected("npm", "pkg", ranges=[{"type": "GIT", "repo": "r", "events": [{"introduced": "0"}]}])
     assert not entry.affects("1.0.0")
+    released = ranged("npm", "SEMVER", {"introduced": "2.0.0"})
+    assert not released.affects("2.0.0-rc.1") and released.affects("2.0.0+build.5")
 
 
 def test_a_malformed_record_is_refused_naming_the_field():
