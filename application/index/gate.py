@@ -184,10 +184,7 @@ class IndexGate:
                         found, label, policy_version, _context(principal), request, principal.run, file, version, token
                     )
                     made.append((key, outcome, Decision(workspace=principal.workspace, record=record.to_dict())))
-        if made:
-            self._writer.record(*(decision for _, _, decision in made))  # StoreUnavailableError: a 503
-            for key, outcome, decision in made:
-                self._remember(key, outcome, str(decision.id), principal)
+        self._record_all(made, principal)
         return hidden
 
     def malware_hidden(self, principal: Principal, language: str, name: str, versions, request: str) -> dict[str, str]:
@@ -214,11 +211,15 @@ class IndexGate:
                 token = None if principal.run else principal.token
                 record = made_record.fetched(request, principal.run, None, number, token)
                 made.append((key, outcome, Decision(workspace=principal.workspace, record=record.to_dict())))
+        self._record_all(made, principal)
+        return hidden
+
+    def _record_all(self, made: list[tuple[tuple, tuple, Decision]], principal: Principal) -> None:
+        """Several (key, outcome, decision) in one commit, then remembered."""
         if made:
             self._writer.record(*(decision for _, _, decision in made))  # StoreUnavailableError: a 503
             for key, outcome, decision in made:
                 self._remember(key, outcome, str(decision.id), principal)
-        return hidden
 
     def not_found(self, principal: Principal, language: str, name: str, request: str) -> None:
         """Record that a client asked for a name the upstream does not have (once per run)."""
