@@ -17,6 +17,7 @@ from eventsourcing.persistence import IntegrityError
 
 from application.access import Access
 from application.access_views import exception_views
+from application.advisories import Advisories
 from application.audit import Audit
 from application.callers import Callers
 from application.chain import AuditChain
@@ -91,8 +92,10 @@ class Governance(Application):
         self.closures = Closures(self.policies)  # dependency closures, judged, never recorded
         self.synthesis = Synthesis(CountReads(self.recorder), self.impacts, self.policies.require_workspace)
         self.facts = Overview(OverviewReads(self.recorder), self.readmodel, self.policies.require_workspace)
+        # known-malware advisories, deployment-wide: `gov.advisories.import_records(...)`
+        self.advisories = Advisories(self.repository, self.save, self.readmodel, self.recorder)
         self.index = PackageIndex(
-            self.policies, self.writer, self.readmodel, self.save, self.authenticate, self.checked
+            self.policies, self.writer, self.readmodel, self.save, self.authenticate, self.checked, self.advisories
         )
         self.require_workspace = self.policies.require_workspace
         self.load_policy = self.policies.load_policy
@@ -217,6 +220,24 @@ class Governance(Application):
 
     def index_hidden_versions(self, principal, language: str, name: str, declarations: dict, request: str, file=None):
         return self.index.gate.hidden_versions(principal, language, name, declarations, request, file)
+
+    def index_malware_hidden(self, principal, language: str, name: str, versions, request: str) -> dict:
+        return self.index.gate.malware_hidden(principal, language, name, versions, request)
+
+    def index_advised(self, language: str, name: str) -> bool:
+        """Whether any imported advisory names this package (most are named by none)."""
+        return self.advisories.names(language, name)
+
+    def index_not_found(self, principal, language: str, name: str, request: str) -> None:
+        self.index.gate.not_found(principal, language, name, request)
+
+    def unknown_names(self, workspace: str, days: int) -> dict:
+        self.require_workspace(workspace)
+        return self.advisories.unknown_names(workspace, days, self.clock())
+
+    def advisory_exposure(self, workspace: str, advisory: str, start=None, end=None) -> dict:
+        self.require_workspace(workspace)
+        return self.advisories.exposure(workspace, advisory, start, end)
 
     def index_delivery(self, principal, decision_id: str):
         """The hook a file's transfer calls when it ends: (status, bytes sent, their sha256)."""

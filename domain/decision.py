@@ -20,6 +20,10 @@ from domain.specs import KINDS, Spec
 
 # The package index refuses everything to a run after its first project denial (see `run_failed`).
 RUN_FAILED = "run-failed"
+# The index refuses a version an imported known-malware advisory affects (hidden from pages,
+# its files 403), and records a name its upstream does not have: neither denies a project.
+KNOWN_MALWARE = "known-malware"
+NOT_FOUND_UPSTREAM = "not-found-upstream"
 REASONS = (
     "matches-the-allow-list",
     "not-on-the-allow-list",
@@ -29,6 +33,8 @@ REASONS = (
     "invalid-spec",
     "matches-an-exception",
     RUN_FAILED,
+    KNOWN_MALWARE,
+    NOT_FOUND_UPSTREAM,
 )
 EXCEPTION_REASON = "matches-an-exception"
 # Every reason a decision can carry: the package rules', then the egress rules'.
@@ -113,6 +119,22 @@ def run_failed(first: dict, who: str) -> Verdict:
     )
     why = f": {first['message'].rstrip('.')}" if first.get("message") else ""
     return Verdict(False, RUN_FAILED, f"this {who} already failed: {denied}{why}; nothing more is served to it")
+
+
+def known_malware(label: str, advisories: list[str]) -> Verdict:
+    """A version an imported advisory affects: refused everywhere, whatever the lists say."""
+    return Verdict(
+        False,
+        KNOWN_MALWARE,
+        f"{label} is known malware ({', '.join(advisories)}): it is refused in every workspace; "
+        "use another version or another package.",
+    )
+
+
+def not_found_upstream(name: str, language: str) -> Verdict:
+    """A name the upstream registry does not have: recorded (names that do not exist are what
+    squatters register), never served, and no project denial."""
+    return Verdict(False, NOT_FOUND_UPSTREAM, f"the {LANGUAGE_TITLES[language]} upstream has no package {name!r}.")
 
 
 @dataclass(frozen=True)

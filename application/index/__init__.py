@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from application.advisories import Advisories
 from application.chain.checked import CheckedReads
 from application.decision_writer import DecisionWriter
 from application.index.deliveries import Deliveries
@@ -42,8 +43,9 @@ class PackageIndex:
         save,
         authenticate_token: Callable[[str], dict | None],
         checked: CheckedReads,
+        advisories: Advisories,
     ):
-        self.gate = IndexGate(policies, writer, readmodel)
+        self.gate = IndexGate(policies, writer, readmodel, advisories)
         self.runs = Runs(save, readmodel, checked)
         self.deliveries = Deliveries(writer)
         self._authenticate_token = authenticate_token

@@ -33,11 +33,24 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from application.advisories import Advisories
 from application.decision_writer import AlreadyRecorded, DecisionWriter
 from application.index.listing import Listing, Listings, ListingSource
 from application.policies import Policies
 from application.store.reads import ReadModel
-from domain.decision import RUN_FAILED, Decision, DecisionRecord, Verdict, fetch_decision_id, judge, run_failed
+from domain.decision import (
+    KNOWN_MALWARE,
+    NOT_FOUND_UPSTREAM,
+    RUN_FAILED,
+    Decision,
+    DecisionRecord,
+    Verdict,
+    fetch_decision_id,
+    judge,
+    known_malware,
+    not_found_upstream,
+    run_failed,
+)
 from domain.declared import declared_record, declared_specs, hidden_message, judge_declared, version_label
 from domain.errors import NotFoundError
 from domain.run import reader_key
@@ -65,13 +78,16 @@ class Principal:
     expires: float | None = None  # monotonic deadline for a run's memory of its decisions
 
 
-# Refusals that are not project denials, so they fail no run: `run-failed` itself.
-NOT_PROJECT_DENIALS = (RUN_FAILED,)
+# Refusals that are not project denials, so they fail no run: `run-failed` itself; a version
+# known to be malware (hidden like any refused version: the project's other versions stay);
+# a name the upstream does not have (nothing was refused by the policy; the client fails anyway).
+NOT_PROJECT_DENIALS = (RUN_FAILED, KNOWN_MALWARE, NOT_FOUND_UPSTREAM)
 
 
 class IndexGate:
-    def __init__(self, policies: Policies, writer: DecisionWriter, readmodel: ReadModel):
+    def __init__(self, policies: Policies, writer: DecisionWriter, readmodel: ReadModel, advisories: Advisories):
         self._policies = policies
+        self._advisories = advisories
         self._writer = writer
         self._readmodel = readmodel
         self._seen: OrderedDict[tuple, tuple] = OrderedDict()
@@ -100,12 +116,18 @@ class IndexGate:
         reader = reader_key(principal.run, principal.token)
         failed = self.failure(principal)
         verdict = judge(rules[language], spec, principal.workspace) if failed is None else failed
+        context = _context(principal)
+        if verdict.allowed and file is not None and package_version is not None:
+            malware = self._advisories.affecting(language, spec.name, package_version)
+            if malware:  # a file of a known-malware version, by a lockfile or a direct URL
+                verdict = known_malware(version_label(language, spec.name, package_version), malware)
+                context["advisories"] = malware
         key = (reader, language, spec.name, request, file if request == "download" else None)
         outcome = (verdict.allowed, verdict.reason, version)
         earlier = self._earlier(key, outcome)
         if earlier is not None:
             return _answer(verdict, version, earlier, recorded=False)
-        made = DecisionRecord.for_spec(spec, verdict, version, _context(principal))
+        made = DecisionRecord.for_spec(spec, verdict, version, context)
         token = None if principal.run else principal.token
         record = made.fetched(request, principal.run, file, package_version if file is not None else None, token)
         decision_id, recorded = self._record(principal, key, outcome, record.to_dict())
@@ -162,11 +184,57 @@ class IndexGate:
                         found, label, policy_version, _context(principal), request, principal.run, file, version, token
                     )
                     made.append((key, outcome, Decision(workspace=principal.workspace, record=record.to_dict())))
+        self._record_all(made, principal)
+        return hidden
+
+    def malware_hidden(self, principal: Principal, language: str, name: str, versions, request: str) -> dict[str, str]:
+        """{version: message} for the versions an imported advisory affects, each refusal recorded
+        once per run (reason `known-malware`, the advisories in its context), all in one commit.
+        No advisory names most packages: one dict lookup."""
+        if not self._advisories.names(language, name):
+            return {}
+        policy_version, _ = self._policies.current(principal.workspace)
+        hidden: dict[str, str] = {}
+        made = []
+        for number in versions:
+            malware = self._advisories.affecting(language, name, number)
+            if not malware:
+                continue
+            label = version_label(language, name, number)
+            verdict = known_malware(label, malware)
+            hidden[number] = verdict.message
+            key = (reader_key(principal.run, principal.token), language, name, request, label, KNOWN_MALWARE)
+            outcome = (False, KNOWN_MALWARE, policy_version)
+            if self._earlier(key, outcome) is None:
+                context = {**_context(principal), "advisories": malware}
+                made_record = DecisionRecord.for_spec(registry_spec(language, name), verdict, policy_version, context)
+                token = None if principal.run else principal.token
+                record = made_record.fetched(request, principal.run, None, number, token)
+                made.append((key, outcome, Decision(workspace=principal.workspace, record=record.to_dict())))
+        self._record_all(made, principal)
+        return hidden
+
+    def _record_all(self, made: list[tuple[tuple, tuple, Decision]], principal: Principal) -> None:
+        """Several (key, outcome, decision) in one commit, then remembered."""
         if made:
             self._writer.record(*(decision for _, _, decision in made))  # StoreUnavailableError: a 503
             for key, outcome, decision in made:
                 self._remember(key, outcome, str(decision.id), principal)
-        return hidden
+
+    def not_found(self, principal: Principal, language: str, name: str, request: str) -> None:
+        """Record that a client asked for a name the upstream does not have (once per run)."""
+        policy_version, _ = self._policies.current(principal.workspace)
+        spec = registry_spec(language, name)
+        verdict = not_found_upstream(spec.name, language)
+        key = (reader_key(principal.run, principal.token), language, spec.name, request, NOT_FOUND_UPSTREAM)
+        outcome = (False, NOT_FOUND_UPSTREAM, policy_version)
+        if self._earlier(key, outcome) is not None:
+            return
+        token = None if principal.run else principal.token
+        made = DecisionRecord.for_spec(spec, verdict, policy_version, _context(principal))
+        record = made.fetched(request, principal.run, None, None, token)
+        decision_id, _ = self._record(principal, key, outcome, record.to_dict())
+        self._remember(key, outcome, decision_id, principal)
 
     def failure(self, principal: Principal) -> Verdict | None:
         """The `run-failed` refusal when this run (or token, within its window) was already

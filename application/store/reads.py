@@ -244,6 +244,27 @@ class ReadModel:
             params + [limit],
         )
 
+    def reason_names(self, workspace: str, reason: str, since: datetime, limit: int) -> list[dict]:
+        """The names decided with one reason since an instant: when first, how often, and by
+        which sandboxes (one range of rcp_decisions_by_time, grouped)."""
+        rows = self._rows(
+            "SELECT language, name, sandbox, MIN(at) AS at, COUNT(*) AS n FROM {decisions} "
+            "WHERE workspace = %s AND at >= %s AND reason = %s GROUP BY language, name, sandbox",
+            (workspace, self._ts(since), reason),
+        )
+        names: dict[tuple, dict] = {}
+        for row in rows:
+            first = {"language": row["language"], "name": row["name"], "first_asked": row["at"], "count": 0}
+            found = names.setdefault((row["language"], row["name"]), {**first, "sandboxes": []})
+            found["first_asked"] = min(found["first_asked"], row["at"])
+            found["count"] += int(row["n"])
+            if row["sandbox"] is not None:
+                found["sandboxes"].append(row["sandbox"])
+        ordered = sorted(names.values(), key=lambda n: (n["first_asked"], n["language"], n["name"]))
+        for found in ordered:
+            found["sandboxes"].sort()
+        return ordered[:limit]
+
     def decision(self, workspace: str, decision_id: str) -> dict | None:
         return self._first(
             "SELECT id, at, record FROM {decisions} WHERE workspace = %s AND id = %s", (workspace, decision_id)

@@ -21,6 +21,7 @@ from domain.token import ROLES
 from interface import exports
 from interface.audit.command import audit as audit_command
 from interface.cli.access import exceptions_group, requests_group
+from interface.cli.advisories import advisories_group
 from interface.cli.common import GovernanceGroup, actor, governance, note_option, workspace_option
 from interface.egress_proxy.command import egress_proxy_command
 from interface.exports import Tally, output_file, progress, show_json, table
@@ -218,3 +219,4 @@ main.add_command(egress_proxy_command)
 main.add_command(audit_command)
 main.add_command(requests_group)
 main.add_command(exceptions_group)
+main.add_command(advisories_group)

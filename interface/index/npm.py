@@ -91,13 +91,21 @@ def packument_answer(principal, ws: str, name: str) -> Response:
     media = wanted_media()
     if not verdict["allowed"]:
         return _restricted(name, verdict["message"], media, verdict["policy_version"])
-    document = fetch_packument(name, media)
+    try:
+        document = fetch_packument(name, media)
+    except HTTPProblem as error:
+        if error.status == 404:  # a name the upstream lacks: recorded, answered 404
+            governance().index_not_found(principal, "node", name, "page")
+        raise
     base = f"{request.url_root}npm/{ws}/{name}/-/"
 
     def ours(url: str) -> str | None:
         return base + quote(packument.tarball_name(url)) if upstream().allows_host(url) else None
 
-    hidden = governance().index_hidden_versions(principal, "node", name, packument.manifests(document), "page")
+    manifests = packument.manifests(document)
+    hidden = governance().index_malware_hidden(principal, "node", name, list(manifests), "page")
+    declared = {v: m for v, m in manifests.items() if v not in hidden}
+    hidden.update(governance().index_hidden_versions(principal, "node", name, declared, "page"))
     return _json(packument.rewrite(document, ours, hidden), media, verdict["policy_version"])
 
 

@@ -119,24 +119,47 @@ def project_page(ws, project):
     refuse_a_failed_run(verdict)
     if not verdict["allowed"]:
         return answer(simple.quarantined(name, verdict["message"]), media, verdict["policy_version"])
-    fetched = _fetched(name)
-    key = (ws, name, media, verdict["policy_version"], fetched.revision, request.url_root)
+    try:
+        fetched = _fetched(name)
+        hidden = _malware_hidden(principal, name, fetched)
+    except HTTPProblem as error:
+        if error.status == 404:  # a name the upstream lacks: recorded, answered 404
+            governance().index_not_found(principal, "python", name, "page")
+        raise
+    key = (ws, name, media, verdict["policy_version"], fetched.revision, request.url_root, hidden)
     content_type = media if simple.is_json(media) else f"{media}; charset=utf-8"
-    return rendered().answer(key, verdict["policy_version"], content_type, lambda: _render(ws, name, fetched, media))
+    return rendered().answer(
+        key, verdict["policy_version"], content_type, lambda: _render(ws, name, fetched, media, hidden)
+    )
+
+
+def _malware_hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
+    """The versions on the page that an imported known-malware advisory affects (recorded);
+    the page is read for its versions only when an advisory names the project."""
+    if fetched.status == 404:
+        _read(name, fetched)  # the 404 for a name the upstream lacks
+    if not governance().index_advised("python", name):
+        return frozenset()
+    versions = {simple.version_of(f["filename"]) for f in _read(name, fetched)["files"]} - {None}
+    return frozenset(governance().index_malware_hidden(principal, "python", name, sorted(versions), "page"))
 
 
 def rendered() -> Rendered:
     return current_app.extensions.setdefault("pypi_rendered", Rendered())
 
 
-def _render(ws: str, name: str, fetched: Fetched, media: str) -> bytes:
-    page = _allowed_page(ws, name, _read(name, fetched))
+def _render(ws: str, name: str, fetched: Fetched, media: str, hidden: frozenset[str]) -> bytes:
+    page = _allowed_page(ws, name, _read(name, fetched), hidden)
     return simple.write_json(page) if simple.is_json(media) else simple.write_html(page)
 
 
-def _allowed_page(ws: str, name: str, page: dict) -> dict:
+def _allowed_page(ws: str, name: str, page: dict, hidden: frozenset[str] = frozenset()) -> dict:
+    """Upstream's page with its file URLs pointing here, without the files of `hidden` versions
+    (known malware: their files are 403 too, however they are asked for)."""
     files = []
     for entry in page["files"]:
+        if simple.version_of(entry["filename"]) in hidden:
+            continue
         if upstream().allows_host(entry["url"]):  # checked again, with addresses, on download
             files.append(
                 {**entry, "url": url_for(".file", ws=ws, project=name, filename=entry["filename"], _external=True)}

@@ -23,6 +23,7 @@ W = "/api/v1/workspaces/<ws>"
 ACME = "/api/v1/workspaces/acme"
 EVALUATE = {"language": "python", "specs": ["pandas==2.1"], "context": {"sandbox": "sbx-42"}}
 EGRESS = {"target": "https://docs.python.org/3/", "resolved": ["151.101.0.223"]}
+ADVISORY = {"id": "MAL-ROLES", "affected": [{"package": {"ecosystem": "npm", "name": "probe"}, "versions": ["1.0.0"]}]}
 _serial = itertools.count()
 
 
@@ -78,6 +79,9 @@ API = {
     ("GET", W + "/audit/checkpoints"): Right("auditor", "/audit/checkpoints"),
     ("POST", W + "/audit/checkpoints"): Right("admin", "/audit/checkpoints"),
     ("GET", W + "/audit/verify"): Right("auditor", "/audit/verify"),
+    ("POST", W + "/advisories"): Right("owner", "/advisories", ADVISORY),
+    ("GET", W + "/advisories/<advisory>/exposure"): Right("auditor", "/advisories/{advisory}/exposure"),
+    ("GET", W + "/unknown-names"): Right("auditor", "/unknown-names"),
 }
 
 # The package index: any token that may record (a run's, sandbox, admin, owner), never an
@@ -148,6 +152,10 @@ class Maker:
 
     def decision(self) -> str:
         return self.call("sandbox", "POST", "/evaluate", EVALUATE)["decisions"][0]["id"]
+
+    def advisory(self) -> str:  # imported by the owner token: every workspace's, so acme's too
+        self.call("owner", "POST", "/advisories", ADVISORY)
+        return ADVISORY["id"]
 
     def run(self) -> str:  # started by the sandbox token, so that it may read its decisions
         return self.call("sandbox", "POST", "/runs", {})["id"]

@@ -1,0 +1,170 @@
+"""Known-malware advisories: importing OSV records, asking which versions they affect, and which
+recorded fetches were of an affected version (exposure).
+
+What is affected is the domain's word (`domain.advisories`). Each worker keeps the feed in
+memory, indexed by (language, name), and learns of an import made elsewhere by one primary-key
+seek for an event after the version it knows, at most every `REFRESH_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from datetime import datetime, timedelta
+
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.persistence import IntegrityError
+
+from application.formats import iso
+from application.store.reads import ReadModel
+from domain.advisories import FEED_ID, AdvisoryFeed, Affected, package_name, read_records
+from domain.decision import NOT_FOUND_UPSTREAM
+from domain.errors import FieldError, InvalidInputError, NotFoundError
+
+REFRESH_SECONDS = 2.0
+MAX_RECORDS = 50_000  # records in one import
+MAX_REVISION = 200
+IMPORT_ATTEMPTS = 5
+# Exposure: how many of a package's recorded decisions in the period are read, and answered.
+EXPOSURE_SCAN = 50_000
+MAX_EXPOSURES = 1000
+MAX_UNKNOWN = 1000  # names answered by /unknown-names
+MAX_UNKNOWN_DAYS = 366
+
+
+class Advisories:
+    def __init__(self, repository, save, readmodel: ReadModel, recorder):
+        self._repository = repository
+        self._save = save
+        self._readmodel = readmodel
+        self._recorder = recorder
+        self._lock = threading.Lock()
+        self._version = 0
+        self._by_package: dict[tuple[str, str], list[Affected]] = {}
+        self._by_id: dict[str, list[Affected]] = {}
+        self._checked = float("-inf")
+
+    # -- import ----------------------------------------------------------------------------
+    def import_records(self, records: list, by: str, revision: str | None = None) -> dict:
+        """One event for the whole import: the records' affected packages and the feed's revision
+        (given, or the sha256 of the records as sent)."""
+        if not isinstance(records, list) or not records:
+            raise InvalidInputError("records must be a non-empty list", [FieldError("records", "must not be empty")])
+        if len(records) > MAX_RECORDS:
+            raise InvalidInputError(
+                f"at most {MAX_RECORDS} records an import", [FieldError("records", f"at most {MAX_RECORDS}")]
+            )
+        if revision is not None and (not revision.strip() or len(revision) > MAX_REVISION):
+            raise InvalidInputError(
+                "revision must be a non-empty string", [FieldError("revision", f"1 to {MAX_REVISION} characters")]
+            )
+        affected = read_records(records)
+        ids = list(dict.fromkeys(r["id"] for r in records))
+        revision = revision or "sha256:" + hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
+        for attempt in range(IMPORT_ATTEMPTS):
+            try:
+                feed = self._repository.get(FEED_ID)
+            except AggregateNotFoundError:
+                feed = AdvisoryFeed.start()
+            feed.imported(revision, ids, [a.to_dict() for a in affected], by)
+            try:
+                self._save(feed)
+                break
+            except IntegrityError:  # another import came first: apply ours after it
+                if attempt == IMPORT_ATTEMPTS - 1:
+                    raise
+        self._load(feed)
+        return {"revision": revision, "records": len(ids), "packages": len(affected)}
+
+    # -- questions -------------------------------------------------------------------------
+    def affecting(self, language: str, name: str, version: str) -> list[str]:
+        """The ids of the advisories that affect this version (empty: none)."""
+        found = self._current().get((language, package_name(language, name)), ())
+        return sorted({a.advisory for a in found if a.affects(version)})
+
+    def names(self, language: str, name: str) -> bool:
+        """Whether any advisory names this package (the index's fast path when none does)."""
+        return (language, package_name(language, name)) in self._current()
+
+    @property
+    def version(self) -> int:
+        self._current()
+        return self._version
+
+    def exposure(self, workspace: str, advisory: str, start: datetime | None, end: datetime | None) -> dict:
+        """Every recorded fetch (an allowed download) in the period of a version the advisory
+        affects, newest first, whenever the advisory was imported: the record keeps the version."""
+        self._current()
+        with self._lock:
+            affected = list(self._by_id.get(advisory, ()))
+        if not affected:
+            raise NotFoundError(f"no imported advisory {advisory!r}")
+        exposures, truncated = [], False
+        for entry in affected:
+            filters = {"language": entry.language, "name": entry.name, "allowed": True}
+            rows = self._readmodel.decisions(workspace, filters, start, end, None, EXPOSURE_SCAN)
+            truncated = truncated or len(rows) == EXPOSURE_SCAN
+            for row in rows:
+                record = json.loads(row["record"])
+                version = record.get("package_version")
+                if record.get("request") != "download" or not version:
+                    continue
+                if entry.affects(version):
+                    exposures.append(_exposure(row, record))
+        exposures.sort(key=lambda e: (e["at"], e["decision"]), reverse=True)
+        truncated = truncated or len(exposures) > MAX_EXPOSURES
+        return {"advisory": advisory, "exposures": exposures[:MAX_EXPOSURES], "truncated": truncated}
+
+    def unknown_names(self, workspace: str, days: int, now: datetime) -> dict:
+        """The names clients asked the index for that its upstream did not have, in the last
+        `days`: when first asked, how often, by which sandboxes. `now_exists` is not asked of the
+        upstream here (one request per name): false."""
+        if not 1 <= days <= MAX_UNKNOWN_DAYS:
+            rule = f"an integer from 1 to {MAX_UNKNOWN_DAYS}"
+            raise InvalidInputError(f"days must be {rule}", [FieldError("days", rule)])
+        rows = self._readmodel.reason_names(workspace, NOT_FOUND_UPSTREAM, now - timedelta(days=days), MAX_UNKNOWN)
+        names = [
+            {
+                "name": r["name"],
+                "language": r["language"],
+                "first_asked": iso(r["first_asked"]),
+                "count": r["count"],
+                "sandboxes": r["sandboxes"],
+                "now_exists": False,
+            }
+            for r in rows
+        ]
+        return {"names": names, "truncated": len(names) == MAX_UNKNOWN}
+
+    # -- the worker's copy -----------------------------------------------------------------
+    def _current(self) -> dict[tuple[str, str], list[Affected]]:
+        now = time.monotonic()
+        if now - self._checked >= REFRESH_SECONDS:
+            self._checked = now
+            if self._recorder.select_events(FEED_ID, gt=self._version or None, limit=1):
+                self._load(self._repository.get(FEED_ID))
+        return self._by_package
+
+    def _load(self, feed: AdvisoryFeed) -> None:
+        by_package: dict[tuple[str, str], list[Affected]] = {}
+        by_id: dict[str, list[Affected]] = {}
+        for data in feed.affected:
+            entry = Affected.from_dict(data)
+            by_package.setdefault((entry.language, entry.name), []).append(entry)
+            by_id.setdefault(entry.advisory, []).append(entry)
+        with self._lock:
+            if feed.version >= self._version:
+                self._version, self._by_package, self._by_id = feed.version, by_package, by_id
+
+
+def _exposure(row: dict, record: dict) -> dict:
+    return {
+        "name": record.get("name"),
+        "version": record.get("package_version"),
+        "run": record.get("run"),
+        "sandbox": (record.get("context") or {}).get("sandbox"),
+        "decision": row["id"],
+        "at": iso(row["at"]),
+    }

@@ -1,0 +1,151 @@
+"""Known malware and unknown names through the index, with real npm and pip.
+
+The fixture registries publish packages named after real OSV `MAL-` records shipped in
+tests/corpus/osv (npm `0-dns`, every version malicious; PyPI `0-8`, version 0.0.0.1 only), as
+the dependency of an ordinary `app`. A run installs `app` while nothing is known; then the
+record is imported, and the same install meets a refusal - and the record answers which run
+fetched the malicious version before anyone knew.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support import clients
+from tests.support.index_fixtures import run_decisions, set_policy, start_run
+from tests.support.index_live import index_live_env, sqlite_store  # noqa: F401 - fixtures live_env, database_url
+from tests.support.npm_upstream import NpmUpstream, Release
+from tests.support.pypi_upstream import Dist, PyPIUpstream
+
+OSV = Path(__file__).parents[1] / "corpus" / "osv" / "malicious"
+W = "/api/v1/workspaces/acme"
+
+
+def fresh(tmp_path: Path, name: str) -> Path:
+    (tmp_path / name).mkdir()
+    return tmp_path / name
+
+
+def record(path: str) -> dict:
+    return json.loads((OSV / path).read_text())
+
+
+@pytest.fixture
+def npm_upstream():
+    upstream = NpmUpstream(
+        [
+            Release("app", "1.0.0", dependencies={"0-dns": "^1.0.0"}),
+            Release("0-dns", "1.0.0"),
+            Release("other", "1.0.0"),
+        ]
+    )
+    yield upstream
+    upstream.close()
+
+
+@pytest.fixture
+def pypi_upstream():
+    upstream = PyPIUpstream(
+        [Dist("app", "1.0", requires=("0-8",)), Dist("0-8", "0.0.0.0"), Dist("0-8", "0.0.0.1"), Dist("other", "1.0")]
+    )
+    yield upstream
+    upstream.close()
+
+
+def import_advisories(live, records, revision: str | None = None):
+    headers = {"X-Feed-Revision": revision} if revision else None
+    return live.call("POST", W + "/advisories", live.tokens["owner"], records, headers=headers)
+
+
+def malware(decisions: list[dict]) -> list[dict]:
+    return [d for d in decisions if d["reason"] == "known-malware"]
+
+
+def test_an_imported_mal_record_refuses_a_transitive_npm_dependency_and_exposure_names_the_earlier_run(
+    live, app, tmp_path
+):
+    set_policy(app, "denylist")
+    before = start_run(live, sandbox="sbx-before")
+    assert clients.npm(fresh(tmp_path, "before"), before["npm"], before["token"], "install", "app").ok
+
+    answer = import_advisories(live, record("npm/0-dns/MAL-2022-9.json"), revision="feed-1")
+    assert answer.status == 201, answer.body
+    assert answer.json == {"revision": "feed-1", "records": 1, "packages": 1}
+
+    after = start_run(live, sandbox="sbx-after")
+    outcome = clients.npm(fresh(tmp_path, "after"), after["npm"], after["token"], "install", "app")
+    assert not outcome.ok and "0-dns" in outcome.output
+    [refused] = malware(run_decisions(live, after))
+    assert (refused["name"], refused["package_version"], refused["allowed"]) == ("0-dns", "1.0.0", False)
+    assert refused["context"]["advisories"] == ["MAL-2022-9"] and refused["kind"] == "registry"
+    assert "known malware (MAL-2022-9)" in refused["message"]
+
+    exposure = live.call("GET", W + "/advisories/MAL-2022-9/exposure", live.tokens["auditor"])
+    assert exposure.status == 200, exposure.body
+    [fetched] = exposure.json["exposures"]
+    assert (fetched["name"], fetched["version"], fetched["run"], fetched["sandbox"]) == (
+        "0-dns",
+        "1.0.0",
+        before["id"],
+        "sbx-before",
+    )
+
+
+def test_a_known_malware_tarball_fetched_directly_is_403_recorded_and_fails_no_run(live, app):
+    set_policy(app, "denylist")
+    assert import_advisories(live, [record("npm/0-dns/MAL-2022-9.json")]).status == 201
+    run = start_run(live)
+    packument = live.call("GET", "/npm/acme/0-dns", run["token"]).json
+    assert packument["versions"] == {} and "1.0.0" in packument["policyRestrictions"]["versions"]
+    reply = live.call("GET", "/npm/acme/0-dns/-/0-dns-1.0.0.tgz", run["token"])
+    assert reply.status == 403 and "0-dns@1.0.0 is known malware (MAL-2022-9)" in reply.json["error"]
+    assert [d["request"] for d in malware(run_decisions(live, run))] == ["page", "download"]
+    assert live.call("GET", "/npm/acme/other/-/other-1.0.0.tgz", run["token"]).status == 200  # not run-failed
+
+
+def test_pip_falls_back_to_a_version_the_record_does_not_list_and_a_pin_of_it_is_refused(live, app, tmp_path):
+    set_policy(app, "denylist")
+    before = start_run(live)
+    assert clients.pip_install(fresh(tmp_path, "before"), before["pypi"], before["token"], "app").ok
+    assert import_advisories(live, record("pypi/0-8/MAL-2025-2925.json")).status == 201
+
+    after = start_run(live)
+    assert clients.pip_install(fresh(tmp_path, "after"), after["pypi"], after["token"], "app").ok
+    assert list((tmp_path / "after" / "site").glob("0_8-*.dist-info"))[0].name == "0_8-0.0.0.0.dist-info"
+    pinned = start_run(live)
+    outcome = clients.pip_install(fresh(tmp_path, "pinned"), pinned["pypi"], pinned["token"], "0-8==0.0.0.1")
+    assert not outcome.ok
+    assert [d["package_version"] for d in malware(run_decisions(live, pinned))] == ["0.0.0.1"]
+    reply = live.call("GET", "/pypi/acme/files/0-8/0_8-0.0.0.1-py3-none-any.whl", pinned["token"])
+    assert reply.status == 403 and "known malware (MAL-2025-2925)" in reply.json["detail"]
+
+    exposures = live.call("GET", W + "/advisories/MAL-2025-2925/exposure", live.tokens["auditor"]).json["exposures"]
+    assert {(e["run"], e["version"]) for e in exposures} == {(before["id"], "0.0.0.1")}
+
+
+def test_exposure_of_an_advisory_never_imported_is_404_and_a_bad_record_is_422_naming_the_field(live, app):
+    assert live.call("GET", W + "/advisories/MAL-0/exposure", live.tokens["auditor"]).status == 404
+    bad = import_advisories(live, {"id": "MAL-1", "affected": [{"package": {"ecosystem": "npm"}}]})
+    assert bad.status == 422 and bad.json["errors"][0]["field"] == "records[0].affected[0].package"
+
+
+def test_names_the_upstream_lacks_are_listed_with_counts_and_sandboxes_and_fail_no_run(live, app, tmp_path):
+    set_policy(app, "denylist")
+    first = start_run(live, sandbox="sbx-a")
+    assert not clients.npm(fresh(tmp_path, "a"), first["npm"], first["token"], "install", "reqeusts-slop").ok
+    assert live.call("GET", "/npm/acme/other", first["token"]).status == 200  # the run goes on
+    second = start_run(live, sandbox="sbx-b")
+    assert not clients.pip_install(fresh(tmp_path, "b"), second["pypi"], second["token"], "reqeusts-slop").ok
+    assert live.call("GET", "/npm/acme/reqeusts-slop", second["token"]).status == 404
+
+    reply = live.call("GET", W + "/unknown-names?days=7", live.tokens["auditor"])
+    assert reply.status == 200, reply.body
+    names = {(n["language"], n["name"]): n for n in reply.json["names"]}
+    assert set(names) == {("node", "reqeusts-slop"), ("python", "reqeusts-slop")}
+    assert names[("node", "reqeusts-slop")]["sandboxes"] == ["sbx-a", "sbx-b"]
+    assert names[("node", "reqeusts-slop")]["count"] == 2 and names[("python", "reqeusts-slop")]["count"] == 1
+    assert all(n["now_exists"] is False and n["first_asked"].endswith("Z") for n in names.values())
+    assert live.call("GET", W + "/unknown-names?days=0", live.tokens["auditor"]).status == 422
