@@ -71,6 +71,7 @@ EXIT_USAGE, EXIT_DENIED, EXIT_UNVERIFIED = 2, 3, 4
 EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND = 126, 127
 PREFIX = "runcode-policy-gate:"
 RUN_FAILED = "run-failed"  # the index's reason for everything it refuses a run after its first denial
+KNOWN_MALWARE, NOT_FOUND = "known-malware", "not-found-upstream"  # the index's refusals of no project
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,6 +172,12 @@ def report_run(config: dict, run_id: str, status: int) -> int:
         say(f"the installer exited {status}, but this run's decisions cannot be read: {error}")
         say("what it installed cannot be verified (fail closed); exit status 4")
         return EXIT_UNVERIFIED
+    # Refusals that deny no project: a version hidden for a dependency it declares (a URL, git or
+    # path source) or for known malware, and a name the upstream does not have. The resolver may
+    # pick another version (or fails by itself), so they are said, and the installer's status stands.
+    for decision in (d for d in denials if not is_project_denial(d)):
+        say(f"{'refused' if decision.get('reason') == NOT_FOUND else 'hidden'}: {index_denial_text(decision)}")
+    denials = [d for d in denials if is_project_denial(d)]
     if not denials:
         return status
     refused = [d for d in denials if d.get("reason") == RUN_FAILED]
@@ -184,6 +191,10 @@ def report_run(config: dict, run_id: str, status: int) -> int:
         say(f"after that denial the package index refused this run {len(refused)} more fetch(es) ({RUN_FAILED})")
     say(f"the package index refused this install the package(s) above (the installer exited {status}); exit status 3")
     return EXIT_DENIED
+
+
+def is_project_denial(decision: dict) -> bool:
+    return not decision.get("declared_by") and decision.get("reason") not in (KNOWN_MALWARE, NOT_FOUND)
 
 
 def request_hint(decision: dict) -> str | None:

@@ -332,3 +332,13 @@ def test_a_project_denial_beside_a_hidden_version_is_still_exit_3():
     body = json.dumps({"run": {}, "allowed": False, "decisions": [HIDDEN, denied]}).encode()
     with canned_service(200, body) as url:
         assert report_run({"base": url, "token": "rcp_x", "timeout": 5.0}, "r-1", 0) == 3
+
+
+@pytest.mark.parametrize("reason", ["known-malware", "not-found-upstream"])
+def test_a_refusal_that_denies_no_project_is_said_but_keeps_the_installers_status(reason):
+    from interface.gate import report_run
+
+    refusal = {**HIDDEN, "declared_by": None, "reason": reason, "message": "not this one"}
+    body = json.dumps({"run": {}, "allowed": False, "decisions": [refusal]}).encode()
+    with canned_service(200, body) as url:
+        assert report_run({"base": url, "token": "rcp_x", "timeout": 5.0}, "r-1", 0) == 0
