@@ -125,8 +125,16 @@ def test_npm_gets_the_registry_on_its_command_line_and_config_files_of_the_gates
     ran = run_ok(gate, ["npm", "install", "left-pad"], env, project)
     registry = ran["env"]["npm_config_registry"]
     assert urllib.parse.urlsplit(registry).path == "/npm/acme/"
-    assert ran["argv"][1:] == [f"--registry={registry}", f"--@corp:registry={registry}", "install", "left-pad"]
     user, global_ = ran["env"]["npm_config_userconfig"], ran["env"]["npm_config_globalconfig"]
+    cache = os.path.join(os.path.dirname(user), "cache")  # the run's own, beside its config files
+    assert ran["argv"][1:] == [
+        f"--registry={registry}",
+        "--replace-registry-host=always",
+        f"--cache={cache}",
+        f"--@corp:registry={registry}",
+        "install",
+        "left-pad",
+    ]
     token = ran["files"]["npm_config_userconfig"].strip().rpartition("=")[2]
     nerf = registry.replace("http:", "", 1)
     assert ran["files"]["npm_config_userconfig"] == f"{nerf}:_authToken={token}\n"
@@ -140,18 +148,27 @@ def test_pnpm_gets_its_registry_and_every_scope_on_its_command_line(gate, env, p
     registry = ran["env"]["pnpm_config_registry"]
     assert ran["argv"][1:] == [
         f"--registry={registry}",
-        f"--config.@corp:registry={registry}",
+        "--config.update-notifier=false",
         f"--config.@jsr:registry={registry}",
+        f"--config.@Corp:registry={registry}",  # spelt as the client reports it
         "add",
         "left-pad",
     ]
     assert Path(ran["env"]["XDG_CONFIG_HOME"]).name == "xdg"  # no global pnpm config of the sandbox's
 
 
-def test_an_npmrc_key_made_of_a_variable_fails_closed(gate, env, project):
+def test_an_npmrc_key_made_of_a_variable_is_pointed_at_the_index_as_the_client_reads_it(gate, env, project):
     (project / ".npmrc").write_text("${SCOPE}:registry=http://evil.test/\n")
-    done = gate("--", "npm", "install", "left-pad", env={**env, "SCOPE": "@corp"}, cwd=project)
-    assert done.returncode == 4 and gate.ran() is None and "variable" in done.stderr
+    ran = run_ok(gate, ["npm", "install", "left-pad"], {**env, "SCOPE": "@corp"}, project)
+    registry = ran["env"]["npm_config_registry"]
+    assert f"--@corp:registry={registry}" in ran["argv"]
+
+
+def test_an_npmrc_key_the_client_leaves_unexpanded_fails_closed(gate, env, project):
+    (project / ".npmrc").write_text("${SCOPE}:registry=http://evil.test/\n")  # SCOPE is not set
+    done = gate("--", "npm", "install", "left-pad", env=env, cwd=project)
+    assert done.returncode == 4 and gate.ran() is None, done.stderr
+    assert "would still fetch from outside the package index (${SCOPE}:registry = http://evil.test/)" in done.stderr
 
 
 @pytest.mark.parametrize("program", ["./pip", "/usr/bin/pip", "bin/npm", "..\\pip"])

@@ -11,12 +11,56 @@ import sys
 from pathlib import Path
 
 GATE = Path(__file__).resolve().parents[2] / "interface" / "gate"
-FAKE_PROGRAM = """#!{python}
+# A stand-in installer. Asked `<client> config list --json` (as the gate asks npm and pnpm before
+# an install), it answers like the real client: its effective settings as JSON, from the .npmrc
+# files of the folder and its parents, the user and global files it is given, `npm_config_*` and
+# `pnpm_config_*` variables, then the command line (`--key=value`, `--config.key=value`); keys
+# spelt as written (quotes stripped), `${VAR}` replaced when VAR is set and kept literally when
+# not (as npm does). A query is not the install: only the install run is recorded.
+FAKE_PROGRAM = r"""#!PYTHON
 import json, os, sys
+
+def npmrc(path, config):
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return
+    for line in lines:
+        key, equals, value = line.strip().partition("=")
+        if equals and not key.startswith(("#", ";")):
+            config[expand(key.strip().strip(chr(34) + chr(39)))] = expand(value.strip())
+
+def expand(text):
+    for name, value in os.environ.items():
+        text = text.replace("${" + name + "}", value)
+    return text
+
+if sys.argv[1:4] == ["config", "list", "--json"]:
+    config = {"registry": "https://registry.npmjs.org/"}
+    folder, folders = os.getcwd(), []
+    while True:
+        folders.append(folder)
+        if os.path.dirname(folder) == folder:
+            break
+        folder = os.path.dirname(folder)
+    for name in ("npm_config_globalconfig", "npm_config_userconfig"):
+        if name in os.environ:
+            npmrc(os.environ[name], config)
+    for folder in reversed(folders):  # the nearest folder's file wins
+        npmrc(os.path.join(folder, ".npmrc"), config)
+    for name, value in os.environ.items():
+        for prefix in ("npm_config_", "pnpm_config_"):
+            if name.lower().startswith(prefix):
+                config[name[len(prefix):].lower().replace("_", "-")] = value
+    for option in sys.argv[4:]:
+        key, _, value = option[2:].partition("=")
+        config[key[len("config."):] if key.startswith("config.") else key] = value
+    print(json.dumps(config))
+    sys.exit(0)
 with open(os.environ["FAKE_RECORD"], "w") as record:
-    json.dump({{"argv": sys.argv, "env": dict(os.environ), "cwd": os.getcwd(),
-               "files": {{k: open(v).read() for k, v in os.environ.items()
-                         if k.lower().endswith("config") and os.path.isfile(v)}}}}, record)
+    json.dump({"argv": sys.argv, "env": dict(os.environ), "cwd": os.getcwd(),
+               "files": {k: open(v).read() for k, v in os.environ.items()
+                         if k.lower().endswith("config") and os.path.isfile(v)}}, record)
 sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
 """
 FAKES = ("pip", "python", "npm", "pnpm", "uv")
@@ -32,7 +76,7 @@ class Gate:
         self.programs.mkdir(parents=True)
         for name in FAKES:  # stand-ins that record how they were run
             path = self.programs / name
-            path.write_text(FAKE_PROGRAM.format(python=sys.executable))
+            path.write_text(FAKE_PROGRAM.replace("PYTHON", sys.executable, 1))
             path.chmod(path.stat().st_mode | stat.S_IXUSR)
         self.record = root / "ran.json"
         self.base = {

@@ -43,7 +43,8 @@ def pointed_at_index(program: str, settings: list[str], option: str, registry: s
     """`settings` plus the command-line options that point every scope the client reports at
     the index (`option` formats one: `--{}={}` or `--config.{}={}`), checked by asking again."""
     seen = scope_keys(config_list(program, settings, env, cwd))
-    options = [*settings, *(option.format(key, registry) for key in sorted(seen))]
+    pointed = (option.format(key, registry) for key in sorted(seen))
+    options = [*settings, *(given for given in pointed if given not in settings)]  # pnpm reports its @jsr too
     wrong = mismatched(registries(config_list(program, options, env, cwd)), registry)
     if wrong:
         listed = ", ".join(f"{key} = {url}" for key, url in sorted(wrong.items()))
