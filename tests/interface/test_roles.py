@@ -79,6 +79,13 @@ API = {
     ("GET", W + "/audit/checkpoints"): Right("auditor", "/audit/checkpoints"),
     ("POST", W + "/audit/checkpoints"): Right("admin", "/audit/checkpoints"),
     ("GET", W + "/audit/verify"): Right("auditor", "/audit/verify"),
+    ("GET", W + "/audit/proof/inclusion"): Right("auditor", "/audit/proof/inclusion?decision={sealed}"),
+    ("GET", W + "/audit/proof/consistency"): Right("auditor", "/audit/proof/consistency?from=1"),
+    ("GET", W + "/runs/<run_id>/receipt"): Right("sandbox", "/runs/{run}/receipt"),  # a sandbox: its runs
+    ("POST", W + "/allowlist/closure"): Right(
+        "admin", "/allowlist/closure", {"language": "python", "specs": ["alpha"]}
+    ),
+    ("POST", W + "/allowlist/synthesis"): Right("admin", "/allowlist/synthesis", {"language": "python"}),
     ("POST", W + "/advisories"): Right("owner", "/advisories", ADVISORY),
     ("GET", W + "/advisories/<advisory>/exposure"): Right("auditor", "/advisories/{advisory}/exposure"),
     ("GET", W + "/unknown-names"): Right("auditor", "/unknown-names"),
@@ -152,6 +159,11 @@ class Maker:
 
     def decision(self) -> str:
         return self.call("sandbox", "POST", "/evaluate", EVALUATE)["decisions"][0]["id"]
+
+    def sealed(self) -> str:  # a decision a checkpoint covers, so that it can be proven
+        decision = self.decision()
+        self.call("admin", "POST", "/audit/checkpoints")
+        return decision
 
     def advisory(self) -> str:  # imported by the owner token: every workspace's, so acme's too
         self.call("owner", "POST", "/advisories", ADVISORY)
