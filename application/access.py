@@ -25,6 +25,7 @@ from application.policies import Policies
 from application.races import SAVE_ERRORS, lost_race
 from application.store.access_reads import AccessReads
 from domain.access import STATUS_FILTERS, AccessRequest, expiry, plan_closure_grants, plan_grant, requested_package
+from domain.egress.workspace import EGRESS
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
 from domain.policy import Change, bind_rules
 from domain.text import check_context, check_text
@@ -129,10 +130,11 @@ class Access:
             changes = plan_grant(
                 policy.state, request.language, request.name, _grant(exception_id, until, request_id), lift_deny
             )
-            rules = bind_rules(policy.rules(), now)[request.language]
-            others = [n for n in dependencies or () if n != request.name]
-            terms = functools.partial(_dependency_grant, until=until, request_id=request_id)
-            changes += plan_closure_grants(rules, policy.state, others, terms, lift_deny, workspace)
+            if request.language != EGRESS:  # a host has no dependency closure, and no package rules
+                rules = bind_rules(policy.rules(), now)[request.language]
+                others = [n for n in dependencies or () if n != request.name]
+                terms = functools.partial(_dependency_grant, until=until, request_id=request_id)
+                changes += plan_closure_grants(rules, policy.state, others, terms, lift_deny, workspace)
             policy.record(changes, by, note or "")
             if self._saved(policy, request):
                 granted = [c.name for c in changes if c.type == "exception-granted"]

@@ -81,10 +81,14 @@ class DecisionWriter:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def record(self, *aggregates, guard: Guard | None = None) -> None:
+    def record(self, *aggregates, guard: Guard | None = None, named: bool = False) -> None:
         """Block until these aggregates are durable; raise StoreUnavailableError otherwise,
-        StaleCaller when `guard` no longer held, or AlreadyRecorded when one of them is in the
-        store already (nothing recorded in any of these cases)."""
+        StaleCaller when `guard` no longer held, or (`named`) AlreadyRecorded when one of them is
+        in the store already (nothing recorded in any of these cases).
+
+        `named`: their ids are worked out from what they record, so a refused insert means that
+        record exists. Otherwise their ids are fresh and cannot collide: a refused insert is a
+        store that would not record them, and the caller must deny (fail closed)."""
         pending = _Pending(aggregates, guard)
         self._ensure_started()
         self._queue.put(pending)
@@ -94,7 +98,7 @@ class DecisionWriter:
             pending.done.wait()  # its commit has begun: answer with its outcome, not a guess
         if is_stale(pending.error):
             raise StaleCaller(str(pending.error)) from pending.error
-        if isinstance(pending.error, IntegrityError):  # retried alone, so it is this request's own
+        if named and isinstance(pending.error, IntegrityError):  # retried alone, so this request's own
             raise AlreadyRecorded(str(pending.error)) from pending.error
         if pending.error is not None:
             log.error("decisions not recorded: %r", pending.error)

@@ -147,7 +147,7 @@ class IndexGate:
             decision_id = fetch_decision_id(principal.run, key[1:], outcome)
             decision = Decision.named(decision_id, principal.workspace, record)
         try:
-            self._writer.record(decision)
+            self._writer.record(decision, named=principal.run is not None)
         except AlreadyRecorded:
             return str(decision.id), False
         return str(decision.id), True

@@ -53,6 +53,16 @@ def gate_for(tmp_path, tool: str) -> Gate:
     return Gate(tmp_path / f"gate-{tool}", installer_path=f"{tool_bin(tool)}:/usr/bin:/bin")
 
 
+def written(path) -> str:
+    """A lockfile's text, or "" when the client wrote none."""
+    return path.read_text() if path.exists() else ""
+
+
+def installed_in(project) -> set:
+    """The distributions in the project's own environment (pipenv's, in the project)."""
+    return {p.name.split("-")[0].lower() for p in project.glob(".venv/lib/python*/site-packages/*.dist-info")}
+
+
 def index_decisions(app) -> set:
     return {
         (d["name"], d["allowed"]) for d in app.decisions("acme")["decisions"] if d["context"].get("source") == "index"
@@ -65,7 +75,10 @@ def test_pip_compile_resolves_through_the_index(tmp_path, env, app, project, all
     (project / "requirements.in").write_text("alpha\n")
     done = gate_for(tmp_path, "pip-compile")("--", "pip-compile", "requirements.in", env=env, cwd=project)
     if allowed == ["alpha"]:
-        assert done.returncode not in (0, 2, 3, 4) and DENIAL in done.stderr, done.stderr
+        # the run recorded a denial, so the gate exits 3 whatever the client did; no alpha is
+        # locked (after the denial the index refuses the run alpha 0.9 too)
+        assert done.returncode == 3 and DENIAL in done.stderr, done.stderr
+        assert "alpha" not in written(project / "requirements.txt"), done.stderr
         return
     assert done.returncode == 0, done.stderr
     pinned = (project / "requirements.txt").read_text()
@@ -79,7 +92,10 @@ def test_pdm_lock_resolves_through_the_index(tmp_path, env, app, project, allowe
     (project / "pyproject.toml").write_text(PYPROJECT)
     done = gate_for(tmp_path, "pdm")("--", "pdm", "lock", env=env, cwd=project)
     if allowed == ["alpha"]:
-        assert done.returncode not in (0, 2, 3, 4) and DENIAL in done.stderr, done.stderr
+        # the run recorded a denial, so the gate exits 3 whatever the client did; no alpha is
+        # locked (after the denial the index refuses the run alpha 0.9 too)
+        assert done.returncode == 3 and DENIAL in done.stderr, done.stderr
+        assert "alpha" not in written(project / "pdm.lock"), done.stderr
         return
     assert done.returncode == 0, done.stderr
     assert 'name = "beta"' in (project / "pdm.lock").read_text()
@@ -118,7 +134,10 @@ def test_poetry_lock_with_the_index_as_its_source_resolves_through_it(tmp_path, 
     (project / "pyproject.toml").write_text(PYPROJECT + "\n" + source)
     done = gate_for(tmp_path, "poetry")("--", "poetry", "lock", env=env, cwd=project)
     if allowed == ["alpha"]:
-        assert done.returncode not in (0, 2, 3, 4) and DENIAL in done.stderr, done.stderr
+        # the run recorded a denial, so the gate exits 3 whatever the client did; no alpha is
+        # locked (after the denial the index refuses the run alpha 0.9 too)
+        assert done.returncode == 3 and DENIAL in done.stderr, done.stderr
+        assert "alpha" not in written(project / "poetry.lock"), done.stderr
         return
     assert done.returncode == 0, done.stderr
     assert 'name = "beta"' in (project / "poetry.lock").read_text()
@@ -136,7 +155,10 @@ def test_pipenv_install_replaces_pypi_by_the_index(tmp_path, env, app, project, 
     (project / "Pipfile").write_text(PIPFILE.format(url="https://pypi.org/simple"))
     done = gate_for(tmp_path, "pipenv")("--", "pipenv", "install", env=env, cwd=project, timeout=300)
     if allowed == ["alpha"]:
-        assert done.returncode not in (0, 2, 3, 4) and DENIAL in done.stderr, done.stderr
+        # the run recorded a denial, so the gate exits 3 whatever the client did; nothing is
+        # installed (after the denial the index refuses the run alpha 0.9 too)
+        assert done.returncode == 3 and DENIAL in done.stderr, done.stderr
+        assert not {"alpha", "beta"} & installed_in(project), done.stderr
         return
     assert done.returncode == 0, done.stderr
     assert {("alpha", True), ("beta", True)} <= index_decisions(app)
