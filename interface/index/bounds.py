@@ -6,7 +6,10 @@ as that lasts. So, per worker process:
 
 - index requests hold at most `slots` threads at once (the pool minus RESERVED_THREADS, which
   stay free for `/healthz`, `/evaluate` and the console); past that, 503 with Retry-After;
-- one token holds at most half of those slots; past that, 429 with Retry-After;
+- one token holds all of those slots but one (at least two): the last stays free for other
+  tokens, and a client's next request never finds its previous one still counted while its
+  response closes (pip fetches one file after another, and retries a 503 but not a 429);
+  past that, 429 with Retry-After;
 - each token has a token bucket for index fetches and one for starting runs (POST /runs);
   an empty bucket is 429 with Retry-After (the seconds until the next request fits).
 
@@ -76,7 +79,7 @@ class IndexBounds:
     def __init__(self, app, threads: int | None):
         self.app = app
         self.slots = slots_for(threads)
-        self.per_token = max(1, self.slots // 2)
+        self.per_token = max(2, self.slots - 1)
         self._held: dict[str, int] = {}
         self._lock = threading.Lock()
         self._fetches = Buckets(INDEX_FETCHES_PER_MINUTE)
