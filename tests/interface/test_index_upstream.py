@@ -67,12 +67,13 @@ def fetch(url: str, token: str, accept: str = JSON, timeout: float = 30, method:
 
 
 def _fetch_with_a_slot(url: str, token: str, accept: str = JSON, within: float = 30):
-    """`fetch`, again after each 429 (the token's share of the worker is held) as its Retry-After
-    says, until a slot is free or `within` seconds pass."""
+    """`fetch`, again after each 429 or 503 with Retry-After (the token's share, or all of the
+    worker's index slots, are held) as it says, until a slot is free or `within` seconds pass."""
     deadline = time.monotonic() + within
     while True:
         answer = fetch(url, token, accept=accept)
-        if answer[0] != 429 or time.monotonic() > deadline:
+        busy = answer[0] in (429, 503) and "Retry-After" in answer[2]
+        if not busy or time.monotonic() > deadline:
             return answer
         time.sleep(min(float(answer[2].get("Retry-After") or 1), 1))
 
@@ -122,8 +123,8 @@ def test_the_upstream_proxy_carries_every_upstream_fetch_when_it_is_set(database
             wheel = next(f for f in plain.projects["alpha"].files if f.filename.endswith(".whl"))
             status, _, _, body = fetch(f"{url}/pypi/default/files/alpha/{wheel.filename}", token, accept="*/*")
             assert status == 200 and body == wheel.data
-            # any answer but 429 went out; a 429 says the wheel's request still holds the token's one
-            # slot on this worker (its delivery is recorded after the last byte): wait for that slot
+            # a 429 or 503 with Retry-After says the wheel's request still holds this worker's index
+            # slot (its delivery is recorded after the last byte): wait for that slot
             _fetch_with_a_slot(f"{url}/npm/default/left-pad", token, accept="application/json")
         assert f"GET {plain.url}/simple/alpha/" in proxy.seen
         assert any(line.startswith("GET ") and line.endswith(wheel.filename) for line in proxy.seen)
