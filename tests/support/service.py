@@ -49,7 +49,8 @@ class served:
     def __exit__(self, *exc):
         self.process.terminate()  # SIGTERM: a graceful stop, exit status 0
         try:
-            assert self.process.wait(timeout=30) == 0
+            # granian gives its workers 30 s to finish their requests before it kills them
+            assert self.process.wait(timeout=90) == 0
             assert "runcode-policy stopped" in self.process.stderr.read()
         finally:
             self.process.stdout.close()
