@@ -80,7 +80,7 @@ API = {
     ("POST", W + "/audit/checkpoints"): Right("admin", "/audit/checkpoints"),
     ("GET", W + "/audit/verify"): Right("auditor", "/audit/verify"),
     ("GET", W + "/audit/proof/inclusion"): Right("auditor", "/audit/proof/inclusion?decision={sealed}"),
-    ("GET", W + "/audit/proof/consistency"): Right("auditor", "/audit/proof/consistency?from=1"),
+    ("GET", W + "/audit/proof/consistency"): Right("auditor", "/audit/proof/consistency?from={checkpointed}"),
     ("GET", W + "/runs/<run_id>/receipt"): Right("sandbox", "/runs/{run}/receipt"),  # a sandbox: its runs
     ("POST", W + "/allowlist/closure"): Right(
         "admin", "/allowlist/closure", {"language": "python", "specs": ["alpha"]}
@@ -164,6 +164,10 @@ class Maker:
         decision = self.decision()
         self.call("admin", "POST", "/audit/checkpoints")
         return decision
+
+    def checkpointed(self) -> str:  # a tree of at least one sealed record: a consistency proof from 1
+        self.sealed()
+        return "1"
 
     def advisory(self) -> str:  # imported by the owner token: every workspace's, so acme's too
         self.call("owner", "POST", "/advisories", ADVISORY)
