@@ -55,7 +55,7 @@ class Verdict:
 
 
 def judge(rules: LanguageRules, spec: Spec, workspace: str) -> Verdict:
-    """The rule of API.md: deny list first, then the mode; direct references never ride on a
+    """The rule (docs/policy-rules.md): deny list first, then the mode; direct references never ride on a
     registry name's approval; unjudgeable specs are refused."""
     if spec.kind not in JUDGED_KINDS or (spec.kind not in DIRECT_KINDS and spec.name is None):
         return _deny("invalid-spec", spec, workspace)  # also any kind added later: fail closed

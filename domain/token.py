@@ -16,8 +16,8 @@ from eventsourcing.domain import Aggregate, event
 
 ROLES = ("owner", "admin", "auditor", "sandbox")
 ROLE_RANK = {"sandbox": 0, "auditor": 1, "admin": 2, "owner": 3}
-# The right that adds to the record (evaluate, egress evaluate, and every later one): API.md's
-# "X+" except auditors, whose tokens are read-only.
+# The right that adds to the record (evaluate, egress evaluate, and every later one): a role
+# "X+" (X or higher) except auditors, whose tokens are read-only.
 RECORDING_RIGHT = "sandbox"
 # Names the service's own actors write into the record (the CLI's `cli:USER`, the server's first
 # start): no token may take one, so the history can never confuse a token with them.

@@ -1,4 +1,4 @@
-"""Egress evaluation facade (EGRESS.md section 1): one target in, one verdict with one reason out.
+"""Egress evaluation facade (docs/egress.md): one target in, one verdict with one reason out.
 
 Order: syntax, scheme, host parse; then denial reasons from the name rules, the literal IP and
 every resolved address, the most severe winning; then the hostname allowlist; else allowed. The
@@ -53,7 +53,7 @@ REASONS = (
     "not-on-hostname-allowlist",
     "package-registry",
 )
-# Most severe first (EGRESS.md section 1, step 3).
+# Most severe first: when several reasons apply, the first of these is the one reported.
 SEVERITY = (
     "cloud-metadata",
     "loopback",

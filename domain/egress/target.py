@@ -1,4 +1,4 @@
-"""Target parsing for egress checks (EGRESS.md section 3): URL or `host[:port]` to host, port, IP.
+"""Target parsing for egress checks: URL or `host[:port]` to host, port, IP.
 
 Stricter than WHATWG wherever parsers disagree (userinfo, backslash, whitespace, percent-encoding,
 zone ids): we refuse rather than guess which reading the client will use. Where the thing that

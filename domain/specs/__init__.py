@@ -1,4 +1,4 @@
-"""Install specs: what a pip or npm argument would really install (SPECS.md).
+"""Install specs: what a pip or npm argument would really install (docs/policy-rules.md).
 
 `parse` is the one entry point. It classifies exactly the text it is given (no trimming, no
 case folding beyond PEP 503) into one of `KINDS` and names the package only when the name is a

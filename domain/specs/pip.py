@@ -1,4 +1,4 @@
-"""pip requirement lines and arguments (SPECS.md section 2), classified without touching a disk.
+"""pip requirement lines and arguments, classified without touching a disk.
 
 Returns (kind, name, detail) triples; `domain.specs` wraps them in `Spec`. The order of checks
 is pip's own (`req_file.break_args_options`, `constructors.parse_req_from_line` and

@@ -1,4 +1,4 @@
-"""Requests, exceptions and impact (API.md, "Requests, exceptions, impact"), declared on the
+"""Requests, exceptions and impact (docs/requests.md), declared on the
 shared `api` registry so they are authenticated, validated and published like every endpoint."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The SQLite store holds token digests and the whole audit log: its data directory is 0700 and
-the database (with its WAL and shared-memory files) 0600, whatever the umask (finding 8 of issue
-12: the store was created world-readable)."""
+the database (with its WAL and shared-memory files) 0600, whatever the umask (it
+was once created world-readable)."""
 
 from __future__ import annotations
 

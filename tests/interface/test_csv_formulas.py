@@ -1,5 +1,5 @@
 """CSV exports neutralise formulas hidden behind leading whitespace or control characters
-(finding 7 of issue 12: only the first character was checked, so `" =1+1"` passed unchanged)."""
+(once: only the first character was checked, so `" =1+1"` passed unchanged)."""
 
 from __future__ import annotations
 
