@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlsplit
 
 from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import parse_wheel_filename
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from domain.specs import pip_options
 from domain.specs.types import UNSAFE_CHARS, Parsed
@@ -27,7 +27,6 @@ _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # two letters at least: C:
 _EGG_RE = re.compile(r"[#&]egg=([^&]*)")
 _COMMENT_RE = re.compile(r"(^|\s+)#.*$")  # pip's req_file.COMMENT_RE: '#' after blanks only
 _EXTRAS_RE = re.compile(r"^(.+)(\[[^\]]+\])$", re.DOTALL)
-_SEPARATORS = re.compile(r"[-_.]+")
 # printable ASCII and tabs without quotes or backslashes: shlex splits them at blanks only
 _PLAIN_WORDS = re.compile(r"[\t !#-&(-\[\]-~]*")
 _PATH_SEPARATOR = re.compile(r"[/\\]")
@@ -66,10 +65,14 @@ _SOURCE = {
 
 
 def canonical(name: str) -> str | None:
-    """PEP 503 form of an ASCII PEP 508 name, or None when the name is not one."""
+    """PEP 503 form of an ASCII PEP 508 name, or None when the name is not one.
+
+    The project's one canonical form of a Python name: packaging's `canonicalize_name`, after an
+    ASCII check of our own (its `validate` folds case, so it takes `ſ` or the Kelvin sign for
+    ASCII letters). Names read from an upstream's pages are canonicalised by the same function."""
     if not NAME_RE.fullmatch(name):
         return None
-    return _SEPARATORS.sub("-", name).lower()
+    return canonicalize_name(name)
 
 
 def _invalid(why: str) -> Parsed:
