@@ -8,8 +8,6 @@ method takes and returns plain data, so the HTTP API, the console and the CLI ar
 from __future__ import annotations
 
 import hmac
-import random
-import time
 from datetime import datetime
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
@@ -36,7 +34,7 @@ from application.imports import expand_imports
 from application.index import PackageIndex
 from application.overview import Overview
 from application.policies import Policies
-from application.races import SAVE_ERRORS, lost_race
+from application.races import ATTEMPTS, saved, too_fast
 from application.store import SNAPSHOT_INTERVAL
 from application.store.access_reads import AccessReads
 from application.store.chain import ChainStore
@@ -61,8 +59,6 @@ from domain.token import (
     new_secret,
     token_id,
 )
-
-CHANGE_ATTEMPTS = 50
 
 
 class Governance(Application):
@@ -446,22 +442,14 @@ class Governance(Application):
         expected_version asked for "apply this now": when another save wins the race, its
         request is planned again against the state that won (a no-op stays a no-op)."""
         check_text(note or "", "note")
-        for _ in range(CHANGE_ATTEMPTS):
+        for _ in range(ATTEMPTS):
             policy = self.load_policy(workspace)
             if expected_version is not None and expected_version != policy.policy_version:
                 raise stale(expected_version, policy.policy_version)
             policy.record(plan(policy), by, note or "", by_token=by_token)
-            try:
-                self.save(policy)
+            if saved(self.save, policy):
                 return policy_view(policy, None, self.clock())
-            except SAVE_ERRORS as error:
-                if not lost_race(error):
-                    raise
-                time.sleep(random.uniform(0, 0.005))  # let the winner's readers through
-        raise ConflictError(
-            "the policy is changing too fast to apply this; try again",
-            [FieldError("expected_version", "the policy kept moving")],
-        )
+        raise too_fast()
 
 
 def _crosses(events, aggregate, interval: int) -> bool:
