@@ -21,8 +21,8 @@ from click.testing import CliRunner
 
 from application.egress import EgressConfig
 from application.governance import Governance
+from interface.cli.egress_proxy import egress_proxy_command, parse_listen
 from interface.egress_proxy import EgressProxy, ProxyLimits
-from interface.egress_proxy.command import egress_proxy_command, parse_listen
 
 LOOPBACK_ONLY = EgressConfig(allow_addresses=("127.0.0.1",))  # test-only: our upstream is local
 NAMES = {

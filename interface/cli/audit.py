@@ -16,6 +16,8 @@ from application.chain.signing import key_id
 from application.chain.slices import verify_slice
 from domain.errors import FieldError, InvalidInputError
 from interface.audit import configure
+from interface.cli.audit_offline import verify_proof, verify_receipt_command, witness
+from interface.cli.common import governance
 from interface.settings import Settings
 
 CHECKPOINT_FIELDS = {"workspace": str, "seq": int, "head": str, "at": str, "key_id": str, "signature": str}
@@ -52,9 +54,7 @@ def audit() -> None:
 
 
 def _governance(create_key: bool):
-    from interface.cli.common import governance  # the CLI's one store per invocation
-
-    gov = governance()
+    gov = governance()  # the CLI's one store per invocation
     configure(gov.chain, Settings.from_env(), create=create_key)
     return gov
 
@@ -155,4 +155,5 @@ def _bad_file(path: str, message: str) -> InvalidInputError:
     return InvalidInputError(f"{path} {message}", [FieldError("--checkpoints", message)])
 
 
-from interface.audit import offline  # noqa: E402, F401 - registers the offline commands on `audit`
+for offline in (verify_proof, verify_receipt_command, witness):  # checks made away from the service
+    audit.add_command(offline)
