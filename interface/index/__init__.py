@@ -16,10 +16,11 @@ from interface.index import npm, pypi
 from interface.index.bounds import IndexBounds
 from interface.index.pages import Pages
 from interface.index.upstream import Upstream
+from interface.services import services
 
 
 def install(app: Flask) -> None:
-    settings, governance = app.extensions["settings"], app.extensions["governance"]
+    settings, governance = services(app).settings, services(app).governance
     kept = settings.cache or CacheSettings.from_env({}, settings.data_dir)
     app.extensions["index_cache"] = cache = DiskCache(kept.directory, kept.max_bytes)
     # The service's own fetches: public registries allowed (sandboxes' egress refuses them).
