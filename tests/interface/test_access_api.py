@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -256,6 +257,23 @@ def test_a_joining_sandbox_sees_only_its_own_justification_and_context(live):
     for role in ("admin", "auditor"):  # who decides still reads every asker
         full = call(live, "GET", f"/requests/{first['id']}", role, expect=200)
         assert full["justification"] == "SECRET: the payroll migration" and len(full["askers"]) == 3
+
+
+def test_filing_requests_past_the_per_token_rate_is_429_with_retry_after(live):
+    from domain.limits import REQUESTS_FILED_PER_MINUTE
+
+    started, filed = time.monotonic(), 0
+    while (reply := ask(live, f"pkg-{filed}")).status in (200, 201):
+        filed += 1
+        assert filed <= 2 * REQUESTS_FILED_PER_MINUTE
+    refilled = (time.monotonic() - started) * REQUESTS_FILED_PER_MINUTE / 60
+    assert REQUESTS_FILED_PER_MINUTE <= filed <= REQUESTS_FILED_PER_MINUTE + refilled + 1
+    assert reply.status == 429 and reply.media == "application/problem+json"
+    assert int(reply.headers["retry-after"]) >= 1
+    assert (
+        f"too many requests filed with this token: at most {REQUESTS_FILED_PER_MINUTE} a minute" in reply.json["detail"]
+    )
+    assert ask(live, "other", role="admin").status == 201  # per token
 
 
 def test_the_openapi_document_says_a_request_may_be_joined_filed_or_refused(live):
