@@ -418,7 +418,7 @@ class Governance(Application):
             by,
             note,
             expected_version,
-            lambda policy: plan_desired_state(policy.state, desired, policy.egress_state()),
+            lambda policy: plan_desired_state(policy.state, desired, policy.egress),
             by_token,
         )
 
@@ -437,7 +437,7 @@ class Governance(Application):
             by,
             note,
             expected_version,
-            lambda policy: plan_incremental(policy.state, changes, policy.egress_state()),
+            lambda policy: plan_incremental(policy.state, changes, policy.egress),
             by_token,
         )
 

@@ -12,11 +12,13 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
 from domain.egress.workspace import EGRESS, EgressRules, default_egress
+from domain.events import Attributed
 from domain.patterns import is_pattern, patterns_for, shadowed
 from domain.specs import LANGUAGES, deny_key
 
@@ -146,6 +148,12 @@ class Policy(Aggregate):
     """Per-workspace package policy. `state` is plain data so snapshots serialise it as is."""
 
     TOPIC = "runcode_policy:Policy"
+    class_version = 2  # of its snapshots: version 1 was taken before egress and exceptions existed
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        state.setdefault("egress", default_egress())
+        state.setdefault("exceptions", {})
 
     @staticmethod
     def create_id(workspace: str) -> UUID:
@@ -187,12 +195,23 @@ class Policy(Aggregate):
         event_class = self.EntryAdded if change.type == "entry-added" else self.EntryRemoved
         return event_class, {"language": change.language, "list_name": change.list, "name": change.name}
 
-    @event("ModeSwitched", topic="runcode_policy:Policy.ModeSwitched")
+    class ModeSwitched(Attributed, Aggregate.Event):
+        TOPIC = "runcode_policy:Policy.ModeSwitched"
+        language: str
+        mode: str
+
+    @event(ModeSwitched)
     def _switch_mode(self, language: str, mode: str, by: str, note: str, by_token: str | None = None) -> None:
         self.state[language]["mode"] = mode
         self._touch(by)
 
-    @event("EntryAdded", topic="runcode_policy:Policy.EntryAdded")
+    class EntryAdded(Attributed, Aggregate.Event):
+        TOPIC = "runcode_policy:Policy.EntryAdded"
+        language: str
+        list_name: str
+        name: str
+
+    @event(EntryAdded)
     def _add_entry(
         self, language: str, list_name: str, name: str, by: str, note: str, by_token: str | None = None
     ) -> None:
@@ -205,7 +224,13 @@ class Policy(Aggregate):
             entries.append(name)
         self._touch(by)
 
-    @event("EntryRemoved", topic="runcode_policy:Policy.EntryRemoved")
+    class EntryRemoved(Attributed, Aggregate.Event):
+        TOPIC = "runcode_policy:Policy.EntryRemoved"
+        language: str
+        list_name: str
+        name: str
+
+    @event(EntryRemoved)
     def _remove_entry(
         self, language: str, list_name: str, name: str, by: str, note: str, by_token: str | None = None
     ) -> None:
@@ -217,7 +242,15 @@ class Policy(Aggregate):
             entries.remove(name)  # never expected: lists are kept sorted; raises like before
         self._touch(by)
 
-    @event("ExceptionGranted", topic="runcode_policy:Policy.ExceptionGranted")
+    class ExceptionGranted(Attributed, Aggregate.Event):
+        TOPIC = "runcode_policy:Policy.ExceptionGranted"
+        language: str
+        name: str
+        exception_id: str
+        expires_at: str | None
+        request_id: str | None
+
+    @event(ExceptionGranted)
     def _grant_exception(
         self,
         language: str,
@@ -230,7 +263,7 @@ class Policy(Aggregate):
         by_token: str | None = None,
     ) -> None:
         # `version`: the policy version this grant makes (the aggregate's is bumped after).
-        self.grants()[exception_id] = {
+        self.exceptions[exception_id] = {
             "id": exception_id,
             "language": language,
             "name": name,
@@ -242,18 +275,24 @@ class Policy(Aggregate):
         }
         self._touch(by)
 
-    @event("ExceptionRevoked", topic="runcode_policy:Policy.ExceptionRevoked")
+    class ExceptionRevoked(Attributed, Aggregate.Event):
+        TOPIC = "runcode_policy:Policy.ExceptionRevoked"
+        language: str
+        name: str
+        exception_id: str
+
+    @event(ExceptionRevoked)
     def _revoke_exception(
         self, language: str, name: str, exception_id: str, by: str, note: str, by_token: str | None = None
     ) -> None:
-        self.grants().pop(exception_id, None)
+        self.exceptions.pop(exception_id, None)
         self._touch(by)
 
     @event("EgressChanged", topic="runcode_policy:Policy.EgressChanged")
     def _change_egress(
         self, change: str, host: str | None, mode: str | None, by: str, note: str, by_token: str | None = None
     ) -> None:
-        egress = self.egress_state()
+        egress = self.egress
         if change == "mode-switched":
             egress["mode"] = mode
         elif change == "entry-added":
@@ -262,19 +301,11 @@ class Policy(Aggregate):
             egress["allow"].remove(host)
         self._touch(by)
 
-    def egress_state(self) -> dict:
-        """The workspace's egress allowlist (snapshots taken before it existed have none)."""
-        return self.__dict__.setdefault("egress", default_egress())
-
     def egress_rules(self) -> EgressRules:
         """Unbound, like `rules`: `dataclasses.replace(..., at=...)` binds host exceptions."""
-        egress = self.egress_state()
-        ends = exception_ends(self.grants()).get(EGRESS, {})
+        egress = self.egress
+        ends = exception_ends(self.exceptions).get(EGRESS, {})
         return EgressRules(egress["mode"], tuple(egress["allow"]), ends)
-
-    def grants(self) -> dict[str, dict]:
-        """Standing exceptions by id (snapshots taken before exceptions existed have none)."""
-        return self.__dict__.setdefault("exceptions", {})
 
     def _touch(self, by: str) -> None:
         self.changed_by = by
@@ -286,4 +317,4 @@ class Policy(Aggregate):
 
     def rules(self) -> dict[str, LanguageRules]:
         """Unbound: bind them to an instant (`bind_rules`) for exceptions to count."""
-        return rules_from_state(self.state, self.grants())
+        return rules_from_state(self.state, self.exceptions)
