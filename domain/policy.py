@@ -48,7 +48,7 @@ class Change:
     list: str | None = None  # for entry changes
     name: str | None = None  # canonical entry name
     mode: str | None = None  # for mode switches
-    exception: dict | None = None  # for exception changes: exception_id (+ expires_at, request_id)
+    exception: dict[str, Any] | None = None  # for exception changes: exception_id (+ expires_at, request_id)
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class LanguageRules:
     # Whether either list holds a pattern: without one, judging never works out a name's patterns.
     patterned: tuple[bool, bool] = field(init=False, repr=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "deny_keys", frozenset(deny_key(self.language, n) for n in self.deny))
         object.__setattr__(self, "patterned", (any(map(is_pattern, self.allow)), any(map(is_pattern, self.deny))))
 
@@ -101,11 +101,13 @@ class LanguageRules:
         return bound
 
 
-def default_state() -> dict[str, dict]:
+def default_state() -> dict[str, dict[str, Any]]:
     return {lang: {"mode": DEFAULT_MODE, "allow": [], "deny": []} for lang in LANGUAGES}
 
 
-def rules_from_state(state: dict[str, dict], exceptions: dict | None = None) -> dict[str, LanguageRules]:
+def rules_from_state(
+    state: dict[str, dict[str, Any]], exceptions: dict[str, Any] | None = None
+) -> dict[str, LanguageRules]:
     ends = exception_ends(exceptions or {})
     return {
         lang: LanguageRules(lang, s["mode"], frozenset(s["allow"]), frozenset(s["deny"]), ends.get(lang, {}))
@@ -113,7 +115,7 @@ def rules_from_state(state: dict[str, dict], exceptions: dict | None = None) -> 
     }
 
 
-def shadowed_entries(rules: dict[str, LanguageRules]) -> list[dict]:
+def shadowed_entries(rules: dict[str, LanguageRules]) -> list[dict[str, Any]]:
     """Deny patterns that override allow entries, per language (`domain.patterns.shadowed`):
     `[{"language", "pattern", "shadows": [...]}]`, what a draft shows before it is saved."""
     return [
@@ -128,18 +130,18 @@ def bind_rules(rules: dict[str, LanguageRules], at: datetime) -> dict[str, Langu
     return {lang: r.at_instant(at) for lang, r in rules.items()}
 
 
-def exception_end(grant: dict) -> datetime | None:
+def exception_end(grant: dict[str, Any]) -> datetime | None:
     return None if grant["expires_at"] is None else datetime.fromisoformat(grant["expires_at"])
 
 
-def exception_ends(exceptions: dict) -> dict[str, dict[str, datetime | None]]:
+def exception_ends(exceptions: dict[str, Any]) -> dict[str, dict[str, datetime | None]]:
     """Per language, per name, the latest end of its standing exceptions (None: permanent)."""
     ends: dict[str, dict[str, datetime | None]] = {}
     for grant in exceptions.values():
         names, end = ends.setdefault(grant["language"], {}), exception_end(grant)
         if grant["name"] not in names or end is None:
             names[grant["name"]] = end
-        elif names[grant["name"]] is not None and end > names[grant["name"]]:
+        elif (latest := names[grant["name"]]) is not None and end > latest:
             names[grant["name"]] = end
     return ends
 
@@ -165,7 +167,7 @@ class Policy(Aggregate):
         self.state = default_state()
         self.egress = default_egress()
         self.changed_by: str | None = None
-        self.exceptions: dict[str, dict] = {}  # standing exceptions by id (expired ones too)
+        self.exceptions: dict[str, dict[str, Any]] = {}  # standing exceptions by id (expired ones too)
 
     @property
     def policy_version(self) -> int:
@@ -184,12 +186,13 @@ class Policy(Aggregate):
             event_class, fields = self._event_for(change)
             self.trigger_event(event_class, timestamp=at, by=by, by_token=by_token, note=note, **fields)
 
-    def _event_for(self, change: Change) -> tuple[type, dict]:
+    def _event_for(self, change: Change) -> tuple[type, dict[str, Any]]:
         if change.type in EXCEPTION_CHANGES:  # host exceptions (language EGRESS) too
-            event_class = self.ExceptionGranted if change.type == "exception-granted" else self.ExceptionRevoked
-            return event_class, {"language": change.language, "name": change.name, **change.exception}
+            event_class: type = self.ExceptionGranted if change.type == "exception-granted" else self.ExceptionRevoked
+            return event_class, {"language": change.language, "name": change.name, **(change.exception or {})}
         if change.language == EGRESS:
-            return self.EgressChanged, {"change": change.type, "host": change.name, "mode": change.mode}
+            egress_changed = self.EgressChanged  # type: ignore[attr-defined]  # made by @event
+            return egress_changed, {"change": change.type, "host": change.name, "mode": change.mode}
         if change.type == "mode-switched":
             return self.ModeSwitched, {"language": change.language, "mode": change.mode}
         event_class = self.EntryAdded if change.type == "entry-added" else self.EntryRemoved
@@ -311,7 +314,7 @@ class Policy(Aggregate):
         self.changed_by = by
 
     @property
-    def changed_at(self):
+    def changed_at(self) -> datetime | None:
         """When the last change happened (the creation event is not a change)."""
         return self.modified_on if self.policy_version else None
 
