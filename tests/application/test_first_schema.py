@@ -1,7 +1,7 @@
-"""A store written by the first schema (tests/corpus/first_schema, made with the first commit
-that had a store) opened with today's code: its events are upcast on reading, so the policy at
-each instant, the history, the decisions and the tokens read back as they were written, and the
-chain seals its events and verifies.
+"""Stores written by earlier schemas (tests/corpus/first_schema: the first commit that had a
+store, and the one that brought exceptions) opened with today's code: their events and snapshots
+are upcast on reading, so the policy at each instant, the history, the exceptions, the decisions
+and the tokens read back as they were written, and the chain seals their events and verifies.
 
 Not checked: the read models added since (decision counts, token names, the owner guard, the
 token digests authentication reads...) are not built for the events an older store holds, so
@@ -22,7 +22,7 @@ from application.chain.verify import verify
 from domain.decision import Decision
 from domain.policy import Policy, policy_id
 
-FIXTURE = Path(__file__).resolve().parents[1] / "corpus" / "first_schema" / "first_schema.sqlite"
+CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "first_schema"
 
 # The acme workspace's policy after each change, as make_store.py made them.
 POLICIES = [
@@ -60,11 +60,22 @@ DECISIONS = [
 ]
 
 
+def _open(tmp_path, name: str):
+    copy = tmp_path / name
+    shutil.copyfile(CORPUS / name, copy)  # opening it writes today's tables: never into the committed file
+    return Governance(env=store_env(f"sqlite:///{copy}"))
+
+
 @pytest.fixture
 def old(tmp_path):
-    copy = tmp_path / "first_schema.sqlite"
-    shutil.copyfile(FIXTURE, copy)  # opening it writes today's tables: never into the committed file
-    app = Governance(env=store_env(f"sqlite:///{copy}"))
+    app = _open(tmp_path, "first_schema.sqlite")
+    yield app
+    app.close()
+
+
+@pytest.fixture
+def with_exceptions(tmp_path):
+    app = _open(tmp_path, "exceptions_schema.sqlite")
     yield app
     app.close()
 
@@ -121,3 +132,44 @@ def test_the_chain_seals_and_verifies_the_first_schema_events(old):
     for workspace, events in (("acme", 18), ("bulk", 62)):
         result = verify(old.chain.store, old.chain.read_workspace, workspace, [], old.chain.trusted_keys())
         assert (result["ok"], result["checked"], result["unsealed"]) == (True, events, 0)
+
+
+def test_exceptions_recorded_before_tokens_were_named_read_back(with_exceptions):
+    app = with_exceptions
+    events = list(app.events.get(policy_id("acme")))
+    grants = [e for e in events if isinstance(e, (Policy.ExceptionGranted, Policy.ExceptionRevoked))]
+    assert [(type(e).__name__, e.name, e.by, e.by_token) for e in grants] == [
+        ("ExceptionGranted", "leftpad", "alice", None),
+        ("ExceptionGranted", "six", "alice", None),
+        ("ExceptionGranted", "attrs", "bob", None),
+        ("ExceptionRevoked", "attrs", "bob", None),
+    ]
+    history = app.history("acme")["changes"]
+    assert [(c["version"], c["type"], c.get("name"), c["by_token"]) for c in history[2:]] == [
+        (3, "exception-granted", "leftpad", None),
+        (4, "exception-granted", "six", None),
+        (5, "exception-granted", "attrs", None),
+        (6, "exception-revoked", "attrs", None),
+    ]
+    standing = {5: {"leftpad", "six", "attrs"}, 6: {"leftpad", "six"}}
+    for change in history[4:]:
+        at = app.policy("acme", at=datetime.fromisoformat(change["at"]))
+        assert {e["name"] for e in at["exceptions"]} == standing[change["version"]]
+    leftpad = next(e for e in at["exceptions"] if e["name"] == "leftpad")
+    assert leftpad["request_id"] and leftpad["expires_at"] and leftpad["granted_version"] == 3
+    decisions = app.decisions("acme")["decisions"]
+    assert sorted((d["spec"], d["allowed"], d["reason"]) for d in decisions) == [
+        ("attrs", False, "not-on-the-allow-list"),
+        ("leftpad", True, "matches-an-exception"),
+        ("six", True, "matches-an-exception"),
+    ]
+
+
+def test_a_snapshot_taken_before_the_egress_allowlist_is_upcast(with_exceptions):
+    (snapshot,) = with_exceptions.snapshots.get(policy_id("bulk"))
+    restored = snapshot.mutate(None)
+    assert restored.egress == {"mode": "open", "allow": []}
+    assert [g["name"] for g in restored.exceptions.values()] == ["six"]
+    with_exceptions.chain.seal()
+    result = verify(with_exceptions.chain.store, with_exceptions.chain.read_workspace, "bulk", [], {})
+    assert (result["ok"], result["checked"]) == (True, 58)  # its events and its owner token
