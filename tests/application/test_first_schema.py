@@ -1,11 +1,8 @@
 """Stores written by earlier schemas (tests/corpus/first_schema: the first commit that had a
 store, and the one that brought exceptions) opened with today's code: their events and snapshots
 are upcast on reading, so the policy at each instant, the history, the exceptions, the decisions
-and the tokens read back as they were written, and the chain seals their events and verifies.
-
-Not checked: the read models added since (decision counts, token names, the owner guard, the
-token digests authentication reads...) are not built for the events an older store holds, so
-`AuditChain.verify`'s read-model comparison is left out here; the links are verified.
+and the tokens read back as they were written, the read models are rebuilt to today's shape
+(`application.store.upgrade`), and the chain seals their events and verifies, read models too.
 """
 
 from __future__ import annotations
@@ -18,8 +15,8 @@ from uuid import UUID
 import pytest
 
 from application import Governance, store_env
-from application.chain.verify import verify
 from domain.decision import Decision
+from domain.errors import ConflictError
 from domain.policy import Policy, policy_id
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "first_schema"
@@ -127,11 +124,19 @@ def test_decisions_and_tokens_read_back(old):
     ]
 
 
-def test_the_chain_seals_and_verifies_the_first_schema_events(old):
+def test_the_chain_seals_and_verifies_the_first_schema_events_and_the_rebuilt_read_models(old):
     old.chain.seal()
     for workspace, events in (("acme", 18), ("bulk", 62)):
-        result = verify(old.chain.store, old.chain.read_workspace, workspace, [], old.chain.trusted_keys())
-        assert (result["ok"], result["checked"], result["unsealed"]) == (True, events, 0)
+        result = old.chain.verify(workspace)
+        assert (result["ok"], result["checked"], result["unsealed"]) == (True, events, 0), result
+
+
+def test_tokens_are_issued_and_authenticated_on_a_first_schema_store(old):
+    """The token table gained the digest authentication reads, and token names their own table."""
+    issued = old.issue_token("acme", "new", "admin", by="alice")
+    assert old.authenticate(issued["token"])["name"] == "new"
+    with pytest.raises(ConflictError):
+        old.issue_token("acme", "ci", "sandbox", by="alice")  # a revoked token's name is never given again
 
 
 def test_exceptions_recorded_before_tokens_were_named_read_back(with_exceptions):
@@ -171,5 +176,5 @@ def test_a_snapshot_taken_before_the_egress_allowlist_is_upcast(with_exceptions)
     assert restored.egress == {"mode": "open", "allow": []}
     assert [g["name"] for g in restored.exceptions.values()] == ["six"]
     with_exceptions.chain.seal()
-    result = verify(with_exceptions.chain.store, with_exceptions.chain.read_workspace, "bulk", [], {})
-    assert (result["ok"], result["checked"]) == (True, 58)  # its events and its owner token
+    result = with_exceptions.chain.verify("bulk")
+    assert (result["ok"], result["checked"]) == (True, 58), result  # its events and its owner token
