@@ -51,9 +51,18 @@ class Access:
 
     # -- requests -------------------------------------------------------------------------------
     def file_request(
-        self, workspace: str, language: str, name: str, justification: str, context: dict | None, by: str, token_id: str
+        self,
+        workspace: str,
+        language: str,
+        name: str,
+        justification: str,
+        context: dict | None,
+        by: str,
+        token_id: str,
+        only_own: bool = False,
     ) -> dict:
-        """File a request, or join the open one for the same package (`joined` says which)."""
+        """File a request, or join the open one for the same package (`joined` says which).
+        `only_own`: the answer shows only this token's own asking (a sandbox's view)."""
         self.require_workspace(workspace)
         language, name = requested_package(language, name)
         asked = {
@@ -74,19 +83,21 @@ class Access:
             except (IntegrityError, ConflictError):
                 _pause()  # another filer or decider won: read again
                 continue
-            return {**self.request(workspace, str(request.id)), "joined": row is not None}
+            viewer = token_id if only_own else None
+            return {**self.request(workspace, str(request.id), viewer), "joined": row is not None}
         raise ConflictError(
             "requests for this package are changing too fast; try again",
             [FieldError("name", "the open request kept moving")],
         )
 
     def request(self, workspace: str, request_id: str, token_id: str | None = None) -> dict:
-        """One request; with `token_id`, only if that token asked for it (else 404)."""
+        """One request; with `token_id`, only if that token asked for it (else 404), and only
+        its own asking shown."""
         row = self.access_reads.request(workspace, request_id) if parse_uuid(request_id) else None
         asked = self.access_reads.askers([request_id]) if row else []
         if row is None or (token_id is not None and token_id not in {a["token_id"] for a in asked}):
             raise NotFoundError(f"no request {request_id!r} in this workspace")
-        return request_view(row, asked, self.clock(), self._denials(row))
+        return request_view(row, asked, self.clock(), self._denials(row), viewer=token_id)
 
     def requests(self, workspace: str, status: str = "open", token_id: str | None = None, limit: int = 100) -> dict:
         self.require_workspace(workspace)
@@ -99,7 +110,8 @@ class Access:
         askers = self.access_reads.askers([r["id"] for r in rows])
         return {
             "requests": [
-                request_view(r, [a for a in askers if a["request_id"] == r["id"]], now, self._denials(r)) for r in rows
+                request_view(r, [a for a in askers if a["request_id"] == r["id"]], now, self._denials(r), token_id)
+                for r in rows
             ]
         }
 

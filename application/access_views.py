@@ -17,7 +17,13 @@ def request_status(row: dict, now: datetime) -> str:
     return "expired" if over else "approved"
 
 
-def request_view(row: dict, askers: list[dict], now: datetime, denied_recently: int) -> dict:
+def request_view(row: dict, askers: list[dict], now: datetime, denied_recently: int, viewer: str | None = None) -> dict:
+    """With `viewer` (a sandbox token's id), only what that token asked is shown: its own
+    justification and context, never another asker's (who may have written secrets there)."""
+    requesters = len(askers)
+    if viewer is not None:
+        askers = [a for a in askers if a["token_id"] == viewer]
+        row = {**row, **{k: askers[0][k] for k in ("justification", "context")}} if askers else row
     exception = None
     if row["exception_id"]:
         exception = {
@@ -35,7 +41,7 @@ def request_view(row: dict, askers: list[dict], now: datetime, denied_recently: 
         "filed_by": row["filed_by"],
         "justification": row["justification"],
         "context": json.loads(row["context"]),
-        "requesters": len(askers),
+        "requesters": requesters,
         "askers": [
             {
                 "by": a["by_actor"],

@@ -49,6 +49,7 @@ from application.synthesis import Synthesis
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
 from domain.limits import MAX_LABEL
+from domain.names import check_visible, skeleton
 from domain.policy import Policy
 from domain.text import check_text
 from domain.token import (
@@ -58,7 +59,6 @@ from domain.token import (
     Token,
     digest,
     is_reserved_name,
-    name_key,
     new_secret,
     token_id,
 )
@@ -312,7 +312,7 @@ class Governance(Application):
             )
         if not isinstance(name, str) or not name.strip():
             raise InvalidInputError("a token needs a name", [FieldError("name", "must be 1 to 200 characters")])
-        check_text(name, "name", MAX_LABEL)
+        check_visible(check_text(name, "name", MAX_LABEL), "name")
         check_token_name(name, self.readmodel.tokens(workspace))
         token, secret = self._new_token(workspace, name.strip(), role, by)
         try:
@@ -501,14 +501,17 @@ def check_token_name(name: str, tokens: list[dict]) -> None:
                 )
             ],
         )
-    if any(name_key(t["name"]) == name_key(name) for t in tokens):
-        raise name_taken(name)
+    looks = skeleton(name)
+    same = next((t["name"] for t in tokens if skeleton(t["name"]) == looks), None)
+    if same is not None:
+        raise name_taken(name, same)
 
 
-def name_taken(name: str) -> ConflictError:
+def name_taken(name: str, same: str | None = None) -> ConflictError:
+    looks = "" if same is None or same == name.strip() else f" (looks the same as {same!r})"
     return ConflictError(
-        f"a token named {name.strip()!r} exists or existed in this workspace",
-        [FieldError("name", "must differ from the name of every token this workspace ever had")],
+        f"a token named {name.strip()!r} exists or existed in this workspace{looks}",
+        [FieldError("name", "must differ from (and not look like) the name of every token this workspace ever had")],
     )
 
 

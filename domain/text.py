@@ -11,7 +11,9 @@ from typing import Any
 
 from domain.errors import FieldError, InvalidInputError
 from domain.limits import MAX_LABEL, MAX_NOTE
+from domain.names import check_visible
 
+IDENTITY_KEYS = ("actor", "sandbox")  # context values that name someone, like a token's name
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, LF and CR are fine in notes
 
 
@@ -26,11 +28,14 @@ def check_text(value: object, field: str, max_length: int = MAX_NOTE) -> str:
 
 
 def check_context(context: dict[str, Any] | None) -> dict[str, Any]:
-    """The request context recorded with a decision: string (or null) values only."""
+    """The request context recorded with a decision: string (or null) values only; the ones that
+    name who asked hold no invisible characters (domain.names)."""
     context = dict(context or {})
     for key, value in context.items():
         if value is not None:
             check_text(value, f"context.{key}", MAX_LABEL)
+            if key in IDENTITY_KEYS:
+                check_visible(value, f"context.{key}")
     return context
 
 

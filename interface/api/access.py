@@ -45,7 +45,14 @@ def _own(caller: dict) -> str | None:
 def post_request(gov, ws, caller, body):
     context = body.context.model_dump() if body.context else {}
     filed = gov.access.file_request(
-        ws, body.language, body.name, body.justification, context, by=caller["name"], token_id=caller["id"]
+        ws,
+        body.language,
+        body.name,
+        body.justification,
+        context,
+        by=caller["name"],
+        token_id=caller["id"],
+        only_own=_own(caller) is not None,
     )
     return filed, 200 if filed["joined"] else 201
 
