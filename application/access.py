@@ -197,7 +197,7 @@ class Access:
         check_text(note or "", "note")
         for _ in range(ATTEMPTS):
             policy = self.load_policy(workspace)
-            grant = policy.grants().get(exception_id)
+            grant = policy.exceptions.get(exception_id)
             if grant is None:
                 row = self.access_reads.exception(workspace, exception_id) if parse_uuid(exception_id) else None
                 if row is not None:

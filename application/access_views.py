@@ -63,7 +63,9 @@ def request_view(row: dict, askers: list[dict], now: datetime, denied_recently: 
 
 def exception_views(policy: Policy, at: datetime | None = None) -> list[dict]:
     """The policy's standing exceptions (with `at`, only those in force then), soonest end first."""
-    grants = [g for g in policy.grants().values() if at is None or (exception_end(g) is None or at < exception_end(g))]
+    grants = [
+        g for g in policy.exceptions.values() if at is None or (exception_end(g) is None or at < exception_end(g))
+    ]
     views = [
         {
             "id": g["id"],

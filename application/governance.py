@@ -42,6 +42,7 @@ from application.store.counts import CountReads
 from application.store.overview import OverviewReads
 from application.store.reads import ReadModel
 from application.store.sessions import ConsoleSessions
+from application.store.upgrade import upgrade_read_models
 from application.synthesis import Synthesis
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
@@ -67,6 +68,8 @@ class Governance(Application):
 
     def __init__(self, env: dict | None = None, egress: EgressConfig | None = None, clock: Clock = system_clock):
         super().__init__(env)
+        if self.factory.env_create_table():  # the tables are this code's, so must their rows be
+            upgrade_read_models(self.recorder, self.mapper)
         self.clock = clock  # "now" for every collaborator that reads the time (tests give their own)
         self.readmodel = ReadModel(self.recorder)
         # What was found not to match the sealed record while answering (and so was not used).
@@ -414,7 +417,7 @@ class Governance(Application):
             by,
             note,
             expected_version,
-            lambda policy: plan_desired_state(policy.state, desired, policy.egress_state()),
+            lambda policy: plan_desired_state(policy.state, desired, policy.egress),
             by_token,
         )
 
@@ -433,7 +436,7 @@ class Governance(Application):
             by,
             note,
             expected_version,
-            lambda policy: plan_incremental(policy.state, changes, policy.egress_state()),
+            lambda policy: plan_incremental(policy.state, changes, policy.egress),
             by_token,
         )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_network
+from typing import Any
 
 from domain.egress.addresses import (
     Finding,
@@ -143,7 +144,7 @@ def _evaluate(
     return EgressVerdict(True, "allowed", parsed.host, parsed.port)
 
 
-def _findings(parsed: Target, addresses: list, rules: _Rules) -> list[Finding]:
+def _findings(parsed: Target, addresses: list[Any], rules: _Rules) -> list[Finding]:
     if parsed.ip is None:
         found = [name_finding(parsed.host), registry_finding(parsed.host) if rules.refuse_registries else None]
     else:

@@ -9,6 +9,7 @@ gate built on it fails closed.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from functools import lru_cache
 
 from domain.errors import FieldError, InvalidInputError
@@ -41,10 +42,10 @@ def _node(text: str) -> Parsed:
 _PARSERS = {"python": _python, "node": _node}
 
 
-def check_language(language, refusal=InvalidInputError) -> str:
+def check_language(language: object, refusal: Callable[[str, list[FieldError]], Exception] = InvalidInputError) -> str:
     if language not in LANGUAGES:
         raise refusal(f"unknown language {language!r}", [FieldError("language", "must be python or node")])
-    return language
+    return str(language)
 
 
 # Sandboxes ask about the same specs over and over: a bounded per-process memo turns a repeated

@@ -145,8 +145,8 @@ def _option_line(line: str) -> Parsed:
     if errors:
         return _invalid(f"pip cannot parse {errors[0].text!r}: {errors[0].value}")
     if len(options) == 1 and options[0].name == "--editable":
-        return parse_editable(options[0].value)
-    why = "; ".join(f"{e.text!r} {pip_options.PIP_CLI.reason(e.name) or 'is a pip option'}" for e in options)
+        return parse_editable(options[0].value)  # type: ignore[arg-type]  # --editable takes a value
+    why = "; ".join(f"{e.text!r} {pip_options.PIP_CLI.reason(e.name) or 'is a pip option'}" for e in options)  # type: ignore[arg-type]
     return ("option", None, f"a pip option line, it names no package: {why}")
 
 
