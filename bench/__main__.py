@@ -2,8 +2,9 @@
 each with its ratio to a ceiling measured in the same run on the same server configuration.
 
 Prints one line per figure, `name: value unit (ratio to ceiling)`, and writes them to --json as
-one object: name -> {"value", "unit", "ratio", "p50_ms", "p99_ms"}. Figures whose feature is
-not in this tree are reported as skipped, with the reason."""
+one object: name -> {"value", "unit", "ratio", "p50_ms", "p99_ms"} (and "cpu_ms_per_decision"
+for the figures that measure it: bench.cpu). Figures whose feature is not in this tree are
+reported as skipped, with the reason."""
 
 from __future__ import annotations
 
