@@ -215,18 +215,20 @@ class Governance(Application):
     def index_principal(self, secret: str):
         return self.index.authenticate(secret)
 
-    def judge_index(self, principal, language: str, name: str, request: str, file=None, package_version=None) -> dict:
-        return self.index.gate.judge(principal, language, name, request, file, package_version)
+    def judge_index(
+        self, principal, language: str, name: str, request: str, file=None, package_version=None, facts=None
+    ) -> dict:
+        return self.index.gate.judge(principal, language, name, request, file, package_version, facts)
 
     def index_hidden_versions(self, principal, language: str, name: str, declarations: dict, request: str, file=None):
         return self.index.gate.hidden_versions(principal, language, name, declarations, request, file)
 
-    def index_malware_hidden(self, principal, language: str, name: str, versions, request: str) -> dict:
-        return self.index.gate.malware_hidden(principal, language, name, versions, request)
+    def index_versions_hidden(self, principal, language: str, name: str, facts, request: str) -> dict:
+        return self.index.gate.versions_hidden(principal, language, name, facts, request)
 
-    def index_advised(self, language: str, name: str) -> bool:
-        """Whether any imported advisory names this package (most are named by none)."""
-        return self.advisories.names(language, name)
+    def index_judges_versions(self, workspace: str, language: str, name: str) -> bool:
+        """Whether any version of this package may be hidden (most packages: none may)."""
+        return self.index.gate.judges_versions(workspace, language, name)
 
     def index_not_found(self, principal, language: str, name: str, request: str) -> None:
         self.index.gate.not_found(principal, language, name, request)

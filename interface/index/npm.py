@@ -14,6 +14,7 @@ lists the version numbers of a packument kept before, if any).
 from __future__ import annotations
 
 import json
+import logging
 from urllib.parse import quote
 
 from flask import Blueprint, Response, current_app, request
@@ -21,7 +22,7 @@ from flask import Blueprint, Response, current_app, request
 from application.cache import from_npm
 from domain.errors import GovernanceError
 from interface import metrics
-from interface.index import files, packument
+from interface.index import facts, files, packument
 from interface.index.access import governance, reader, refuse_a_failed_run, within_limits
 from interface.index.answers import judged
 from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
@@ -31,6 +32,7 @@ from interface.index.upstream import Upstream, bad_gateway
 from interface.problems import HTTPProblem, problem, status_of
 
 blueprint = Blueprint("npm_index", __name__)
+log = logging.getLogger(__name__)
 UNAUTHENTICATED = 401  # npm and pnpm never prompt on it (see interface.index.access)
 FULL = "application/json"
 
@@ -103,7 +105,11 @@ def packument_answer(principal, ws: str, name: str) -> Response:
         return base + quote(packument.tarball_name(url)) if upstream().allows_host(url) else None
 
     manifests = packument.manifests(document)
-    hidden = governance().index_malware_hidden(principal, "node", name, list(manifests), "page")
+    hidden = {}
+    if governance().index_judges_versions(ws, "node", name):
+        times = document.get("time") if media == FULL else upload_times(name, needed=True)
+        judged = {v: facts.npm_version(v, m, times) for v, m in manifests.items()}
+        hidden = governance().index_versions_hidden(principal, "node", name, judged, "page")
     declared = {v: m for v, m in manifests.items() if v not in hidden}
     hidden.update(governance().index_hidden_versions(principal, "node", name, declared, "page"))
     return _json(packument.rewrite(document, ours, hidden), media, verdict["policy_version"])
@@ -143,6 +149,20 @@ def kept_packument(name: str) -> dict | None:
         return None
 
 
+def upload_times(name: str, needed: bool) -> dict | None:
+    """The packument's `time` ({version: ISO instant}), which only the full packument has:
+    fetched when a rule needs it, else from a full packument kept before, if any. None when not
+    known: a release-age rule then counts every version as too new."""
+    try:
+        if needed:
+            return fetch_packument(name, FULL).get("time")
+        kept = pages().kept(packument_url(name), ACCEPTS[FULL])
+        return _document(name, kept).get("time") if kept is not None else None
+    except HTTPProblem as error:
+        log.warning("no upload times for %s: %s", name, error.detail)
+        return None
+
+
 def _document(name: str, page) -> dict:
     if page.status == 404:
         raise HTTPProblem(404, "Not Found", f"the upstream registry has no package {name!r}")
@@ -167,18 +187,25 @@ def tarball(principal, name: str, filename: str) -> Response:
         filename[len(basename) + 1 : -4] if filename.startswith(basename + "-") and filename.endswith(".tgz") else None
     )
     request_kind = file_request(metadata_file=False)
-    verdict = governance().judge_index(principal, "node", name, request_kind, filename, number or None)
+    found = {}
+
+    def judged_facts():  # read only for an allowed project; its source is then used to answer
+        found["source"] = version, manifest, _ = tarball_source(name, filename)
+        needed = governance().index_judges_versions(principal.workspace, "node", name)
+        return facts.npm_version(version, manifest, upload_times(name, needed))
+
+    verdict = governance().judge_index(principal, "node", name, request_kind, filename, number or None, judged_facts)
     metrics.count_index(verdict, "node", request_kind)
     refuse_a_failed_run(verdict)
     if not verdict["allowed"]:
         raise HTTPProblem(403, "Forbidden", verdict["message"])
     delivered = delivery_hook(principal, verdict, request_kind)
     with undelivered_on_error(delivered):
-        return _tarball_answer(principal, name, filename, delivered)
+        return _tarball_answer(principal, name, filename, delivered, found.get("source"))
 
 
-def _tarball_answer(principal, name: str, filename: str, delivered) -> Response:
-    version, manifest, url = tarball_source(name, filename)
+def _tarball_answer(principal, name: str, filename: str, delivered, source) -> Response:
+    version, manifest, url = source or tarball_source(name, filename)
     # A lockfile or a hand-made URL must not fetch a version the packument hides.
     hidden = governance().index_hidden_versions(principal, "node", name, {version: manifest}, "download", filename)
     if hidden:
