@@ -18,6 +18,7 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.egress.workspace import EGRESS, EgressRules, default_egress
 from domain.patterns import is_pattern, patterns_for, shadowed
+from domain.rules import ENFORCE, VersionRules
 from domain.specs import LANGUAGES, deny_key
 
 MODES = ("allowlist", "denylist")
@@ -63,6 +64,11 @@ class LanguageRules:
     # these rules are bound to (see `at_instant`); unbound rules grant no exception.
     exceptions: Mapping[str, datetime | None] = field(default_factory=dict)
     at: datetime | None = None
+    # Rules beyond names (`domain.rules`): which versions of an allowed name are shown.
+    version_rules: VersionRules = VersionRules()
+    # The workspace's word on imported known-malware advisories (the same for every language):
+    # `enforce` denies affected versions, `monitor` serves them and records it.
+    known_malware: str = ENFORCE
     deny_keys: frozenset[str] = field(init=False, repr=False)
     # Whether either list holds a pattern: without one, judging never works out a name's patterns.
     patterned: tuple[bool, bool] = field(init=False, repr=False)
@@ -103,10 +109,20 @@ def default_state() -> dict[str, dict]:
     return {lang: {"mode": DEFAULT_MODE, "allow": [], "deny": []} for lang in LANGUAGES}
 
 
-def rules_from_state(state: dict[str, dict], exceptions: dict | None = None) -> dict[str, LanguageRules]:
+def rules_from_state(
+    state: dict[str, dict], exceptions: dict | None = None, known_malware: str = ENFORCE
+) -> dict[str, LanguageRules]:
     ends = exception_ends(exceptions or {})
     return {
-        lang: LanguageRules(lang, s["mode"], frozenset(s["allow"]), frozenset(s["deny"]), ends.get(lang, {}))
+        lang: LanguageRules(
+            lang,
+            s["mode"],
+            frozenset(s["allow"]),
+            frozenset(s["deny"]),
+            ends.get(lang, {}),
+            version_rules=VersionRules.from_json(lang, s.get("rules")),  # states saved before rules have none
+            known_malware=known_malware,
+        )
         for lang, s in state.items()
     }
 
