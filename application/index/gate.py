@@ -56,8 +56,8 @@ from domain.decision import (
 from domain.declared import declared_record, declared_specs, hidden_message, judge_declared, version_label
 from domain.errors import NotFoundError
 from domain.policy import LanguageRules
+from domain.rules import MONITOR, VersionFacts
 from domain.rules import REASONS as RULE_REASONS
-from domain.rules import VersionFacts
 from domain.run import reader_key
 from domain.specs import Spec, parse
 from domain.specs.pip import NAME_RE
@@ -252,6 +252,7 @@ class IndexGate:
                 name,
                 f,
                 at,
+                rules.known_malware == MONITOR,
             )
             for key, f in facts.items()
         }
@@ -263,12 +264,17 @@ class IndexGate:
         refusal, else None; the facts judged (and what monitor rules found) go into `context`."""
         advisories = self._advisories.affecting(language, name, version)
         known = facts() if facts is not None else None
+        monitored = rules.known_malware == MONITOR
         if known is None:  # no such file upstream (the client gets a 404): malware is still refused
             if advisories:
                 context["advisories"] = advisories
+                if monitored:
+                    context["monitor"] = [KNOWN_MALWARE]
+                    return None
                 return known_malware(version_label(language, name, version), advisories)
             return None
-        found = judge_facts(rules.version_rules, advisories, language, name, known, rules.at or self._policies.clock())
+        at = rules.at or self._policies.clock()
+        found = judge_facts(rules.version_rules, advisories, language, name, known, at, monitored)
         context.update(found.context())
         return Verdict(False, found.hiding[0].reason, found.message) if found.hiding else None
 
