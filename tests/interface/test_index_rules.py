@@ -8,6 +8,7 @@ version is no project denial, so the resolver falls back to an older one and the
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -41,6 +42,7 @@ def pypi_upstream():
             Dist("mixed", "1.0", upload_time=OLD),
             Dist("mixed", "2.0", files=("sdist",), upload_time=OLD),
             Dist("untimed", "1.0", upload_time=None),
+            Dist("0-8", "0.0.0.1", upload_time=OLD),  # known malware: tests/corpus/osv
         ]
     )
     yield upstream
@@ -71,6 +73,12 @@ def set_rules(live, python: dict | None = None, node: dict | None = None) -> dic
     reply = live.call("PUT", W + "/policy", live.tokens["admin"], body)
     assert reply.status == 200, reply.body
     return reply.json
+
+
+def monitor_known_malware(live) -> None:
+    change = {"action": "set-known-malware", "known_malware": "monitor"}
+    reply = live.call("POST", W + "/policy/changes", live.tokens["admin"], {"changes": [change]})
+    assert reply.status == 200, reply.body
 
 
 def fresh(tmp_path: Path, name: str) -> Path:
@@ -209,3 +217,15 @@ def test_npm_install_scripts_hide_the_scripted_version_unless_its_name_is_allowe
     assert clients.npm(fresh(tmp_path, "allowed"), allowed["npm"], allowed["token"], "install", "scripted").ok
     manifest = tmp_path / "allowed" / "project" / "node_modules" / "scripted" / "package.json"
     assert '"version": "1.1.0"' in manifest.read_text()
+
+
+def test_known_malware_under_a_monitor_policy_is_served_and_the_download_records_it(live, tmp_path):
+    record = Path(__file__).parents[1] / "corpus" / "osv" / "malicious" / "pypi" / "0-8" / "MAL-2025-2925.json"
+    imported = live.call("POST", W + "/advisories", live.tokens["owner"], json.loads(record.read_text()))
+    assert imported.status == 201, imported.body
+    monitor_known_malware(live)
+    run = start_run(live)
+    assert clients.pip_install(fresh(tmp_path, "pip"), run["pypi"], run["token"], "0-8==0.0.0.1").ok
+    [download] = [d for d in run_decisions(live, run) if d["request"] == "download"]
+    assert download["allowed"] and download["context"]["monitor"] == ["known-malware"]
+    assert download["context"]["advisories"] == ["MAL-2025-2925"]
