@@ -112,9 +112,10 @@ def test_pip_and_uv_resolve_the_older_version_under_a_cooldown_and_the_record_ke
     assert too_new["context"]["version"] == "2.0" and too_new["context"]["uploaded_at"].endswith("Z")
     [download] = [d for d in decisions if d["request"] == "download" and d["name"] == "cool"]
     assert download["allowed"] and download["context"]["version"] == "1.0"
-    assert (
-        download["context"]["uploaded_at"] == "2025-01-02T03:04:05.000000Z" and download["context"]["advisories"] == []
-    )
+    assert download["context"]["uploaded_at"] == "2025-01-02T03:04:05.000000Z"
+    assert download["context"]["advisories"] == []
+    listed = live.call("GET", W + "/decisions?reason=too-new", live.tokens["auditor"])
+    assert listed.status == 200 and too_new["id"] in {d["id"] for d in listed.json["decisions"]}
 
 
 def test_a_pin_of_a_too_new_version_fails_with_the_reason_and_its_file_is_403_but_the_run_goes_on(live, app, tmp_path):
