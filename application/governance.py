@@ -420,7 +420,7 @@ class Governance(Application):
             by,
             note,
             expected_version,
-            lambda policy: plan_desired_state(policy.state, desired, policy.egress_state()),
+            lambda policy: plan_desired_state(policy.state, desired, policy.egress_state(), policy.known_malware()),
             by_token,
         )
 
@@ -439,7 +439,7 @@ class Governance(Application):
             by,
             note,
             expected_version,
-            lambda policy: plan_incremental(policy.state, changes, policy.egress_state()),
+            lambda policy: plan_incremental(policy.state, changes, policy.egress_state(), policy.known_malware()),
             by_token,
         )
 
@@ -484,6 +484,7 @@ def policy_view(policy: Policy, at, now: datetime) -> dict:
         "changed_by": policy.changed_by,
         "exceptions": exception_views(policy, at or now),  # those in force then
         "egress": {"allow": policy.egress_rules().allow_view()},
+        "known_malware": policy.known_malware(),
     }
 
 
@@ -513,9 +514,10 @@ def name_taken(name: str) -> ConflictError:
 
 def state_copy(state: dict[str, dict]) -> dict[str, dict]:
     """The policy's state for an answer: its own lists (the aggregate's stay untouched), without
-    deepcopy's per-string bookkeeping (which cost ~50 ms for a few thousand entries)."""
+    deepcopy's per-string bookkeeping (which cost ~50 ms for a few thousand entries). A language's
+    `rules` are shown only when one is on (absent: all off)."""
     return {
-        language: {k: list(v) if isinstance(v, list) else v for k, v in rules.items()}
+        language: {k: list(v) if isinstance(v, list) else v for k, v in rules.items() if k != "rules" or v}
         for language, rules in state.items()
     }
 

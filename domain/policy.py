@@ -26,9 +26,14 @@ LISTS = ("allow", "deny")
 DEFAULT_MODE = "denylist"
 # Exceptions are policy changes too (see `domain.access`): versioned, in the history, judged.
 EXCEPTION_CHANGES = ("exception-granted", "exception-revoked")
-CHANGE_TYPES = ("mode-switched", "entry-added", "entry-removed", *EXCEPTION_CHANGES)
+# A rule beyond names (`domain.rules`) set, changed or turned off: `name` is the rule.
+RULE_CHANGED = "rule-changed"
+CHANGE_TYPES = ("mode-switched", "entry-added", "entry-removed", *EXCEPTION_CHANGES, RULE_CHANGED)
 # Changes of the workspace's egress allowlist carry `language` EGRESS and the same three types.
 CHANGE_LANGUAGES = (*LANGUAGES, EGRESS)
+# The workspace's known-malware action (enforce or monitor) is switched like a mode, under this
+# language of its own: it is one setting for every language.
+KNOWN_MALWARE = "known-malware"
 
 _NAMESPACE = uuid5(NAMESPACE_URL, "https://runcode-policy/workspaces")
 
@@ -43,11 +48,12 @@ class Change:
     """One policy change as commands plan it and read models record it."""
 
     type: str  # one of CHANGE_TYPES
-    language: str  # one of CHANGE_LANGUAGES
+    language: str  # one of CHANGE_LANGUAGES, or KNOWN_MALWARE
     list: str | None = None  # for entry changes
-    name: str | None = None  # canonical entry name
-    mode: str | None = None  # for mode switches
+    name: str | None = None  # canonical entry name; for rule changes, the rule
+    mode: str | None = None  # for mode switches (KNOWN_MALWARE: enforce or monitor)
     exception: dict | None = None  # for exception changes: exception_id (+ expires_at, request_id)
+    rule: dict | None = None  # for rule changes: the rule as `VersionRules.to_json` shows it (None: off)
 
 
 @dataclass(frozen=True)
@@ -198,6 +204,10 @@ class Policy(Aggregate):
             return event_class, {"language": change.language, "name": change.name, **change.exception}
         if change.language == EGRESS:
             return self.EgressChanged, {"change": change.type, "host": change.name, "mode": change.mode}
+        if change.language == KNOWN_MALWARE:
+            return self.KnownMalwareSet, {"action": change.mode}
+        if change.type == RULE_CHANGED:
+            return self.RuleChanged, {"language": change.language, "rule": change.name, "value": change.rule}
         if change.type == "mode-switched":
             return self.ModeSwitched, {"language": change.language, "mode": change.mode}
         event_class = self.EntryAdded if change.type == "entry-added" else self.EntryRemoved
@@ -265,6 +275,28 @@ class Policy(Aggregate):
         self.grants().pop(exception_id, None)
         self._touch(by)
 
+    @event("RuleChanged", topic="runcode_policy:Policy.RuleChanged")
+    def _change_rule(
+        self, language: str, rule: str, value: dict | None, by: str, note: str, by_token: str | None = None
+    ) -> None:
+        # The rule as read when it was saved: replay assigns it, never reads it again.
+        rules = self.state[language].setdefault("rules", {})  # states saved before rules have none
+        if value is None:
+            rules.pop(rule, None)
+        else:
+            rules[rule] = copy.deepcopy(value)
+        self._touch(by)
+
+    @event("KnownMalwareSet", topic="runcode_policy:Policy.KnownMalwareSet")
+    def _set_known_malware(self, action: str, by: str, note: str, by_token: str | None = None) -> None:
+        self.malware_action = action
+        self._touch(by)
+
+    def known_malware(self) -> str:
+        """What imported known-malware advisories do in this workspace (policies saved before
+        the setting existed enforce them)."""
+        return self.__dict__.get("malware_action", ENFORCE)
+
     @event("EgressChanged", topic="runcode_policy:Policy.EgressChanged")
     def _change_egress(
         self, change: str, host: str | None, mode: str | None, by: str, note: str, by_token: str | None = None
@@ -302,4 +334,4 @@ class Policy(Aggregate):
 
     def rules(self) -> dict[str, LanguageRules]:
         """Unbound: bind them to an instant (`bind_rules`) for exceptions to count."""
-        return rules_from_state(self.state, self.grants())
+        return rules_from_state(self.state, self.grants(), self.known_malware())

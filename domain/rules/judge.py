@@ -115,3 +115,22 @@ def _plain(length: timedelta) -> str:
         f"{n} {unit}{'s' if n != 1 else ''}" for n, unit in ((days, "day"), (hours, "hour"), (minutes, "minute")) if n
     ]
     return " ".join(parts[:2]) or "under a minute"
+
+
+def rules_for(rules: VersionRules, language: str, name: str) -> dict[str, object]:
+    """The rules that can hide a version of `name`, in the shape they are saved in, narrowed to
+    it: a rule whose exempt or allow list holds the name is left out, and only this name's
+    version deny entries are shown. `{}`: no rule looks at its versions."""
+    named = deny_key(language, name) if language == "python" else name
+    shown: dict[str, object] = {}
+    age = rules.min_release_age
+    if age is not None and not _listed(language, named, age.exempt_set):
+        shown["min_release_age"] = {"age": age.age_text, "action": age.action}
+    deny = rules.versions_deny
+    entries = deny.by_name.get(deny_key(language, named), ()) if deny is not None else ()
+    if deny is not None and entries:
+        shown["versions_deny"] = {"entries": [e.entry for e in entries], "action": deny.action}
+    for key, rule in (("install_scripts", rules.install_scripts), ("sdists", rules.sdists)):
+        if rule is not None and not _listed(language, named, rule.allow_set):
+            shown[key] = {"action": rule.action}
+    return shown

@@ -48,8 +48,8 @@ def read_rules(language: str, body: object, field: str) -> VersionRules:
     if not isinstance(body, dict):
         raise _refusal([FieldError(field, f"must be an object whose keys are rules: {', '.join(RULES[language])}")])
     errors: list[FieldError] = []
-    for key in body:
-        if key not in RULES[language]:
+    for key, value in body.items():
+        if key not in RULES[language] and value is not None:  # null: off, whichever rule it names
             rule = f"is not a {language} rule; the {language} rules are {', '.join(RULES[language])}"
             errors.append(FieldError(f"{field}.{key}", rule))
     read = {key: _rule_body(body.get(key), f"{field}.{key}", key, errors) for key in RULES[language]}

@@ -192,3 +192,26 @@ def test_the_policy_carries_version_rules_off_by_default_and_from_its_state():
     rules = rules_from_state(state)
     assert not rules["python"].version_rules
     assert rules["node"].version_rules.to_json() == NODE
+
+
+def test_rule_changes_replay_by_assignment_and_policies_saved_before_rules_load_with_them_off():
+    from domain.edits import plan_desired_state
+    from domain.policy import Policy
+
+    old = Policy(workspace="acme", by="alice")  # as a snapshot from before rules: no rules, no setting
+    snapshot = Policy.Snapshot.take(old)
+    restored = snapshot.mutate(None)
+    assert not restored.rules()["node"].version_rules and restored.known_malware() == ENFORCE
+    restored.record(
+        plan_desired_state(restored.state, {"node": {"rules": NODE}, "known_malware": "monitor"}), "alice", "rules"
+    )
+    assert restored.rules()["node"].version_rules.to_json() == NODE
+    assert restored.rules()["python"].known_malware == "monitor"
+    events = restored.collect_events()
+    assert [type(e).__name__ for e in events] == ["RuleChanged"] * 3 + ["KnownMalwareSet"]
+    again = snapshot.mutate(None)
+    for event in events:
+        again = event.mutate(again)
+    assert again.state == restored.state and again.known_malware() == "monitor"
+    # an event holds the rule as saved: replay never reads it again
+    assert events[0].value == NODE["min_release_age"]
