@@ -223,8 +223,8 @@ class Governance(Application):
     def index_hidden_versions(self, principal, language: str, name: str, declarations: dict, request: str, file=None):
         return self.index.gate.hidden_versions(principal, language, name, declarations, request, file)
 
-    def index_versions_hidden(self, principal, language: str, name: str, facts, request: str) -> dict:
-        return self.index.gate.versions_hidden(principal, language, name, facts, request)
+    def index_versions_hidden(self, principal, language: str, name: str, facts, request: str, revision=None) -> dict:
+        return self.index.gate.versions_hidden(principal, language, name, facts, request, revision)
 
     def index_judges_versions(self, workspace: str, language: str, name: str) -> bool:
         """Whether any version of this package may be hidden (most packages: none may)."""

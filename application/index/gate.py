@@ -37,7 +37,7 @@ from datetime import UTC, datetime, timedelta
 from application.advisories import Advisories
 from application.decision_writer import AlreadyRecorded, DecisionWriter
 from application.index.listing import Listing, Listings, ListingSource
-from application.index.versions import Judged, judge_facts
+from application.index.versions import Hidden, Judged, Judgements, hidden, judge_facts
 from application.policies import Policies
 from application.store.reads import ReadModel
 from domain.decision import (
@@ -103,6 +103,7 @@ class IndexGate:
         self._failed: OrderedDict[str, tuple[dict, datetime]] = OrderedDict()
         self._lock = threading.Lock()
         self._listings = Listings()
+        self._judgements = Judgements()  # pages' hidden versions, by revision (application.index.versions)
         self.repeats = 0  # fetches answered from an earlier decision of the same run
 
     def judge(
@@ -206,24 +207,41 @@ class IndexGate:
         return bool(rules[language].version_rules)
 
     def versions_hidden(
-        self, principal: Principal, language: str, name: str, facts: Mapping[str, VersionFacts], request: str
+        self,
+        principal: Principal,
+        language: str,
+        name: str,
+        facts: Callable[[], Mapping[str, VersionFacts]],
+        request: str,
+        revision: str | None = None,
     ) -> dict[str, str]:
-        """{key: why} for the keys of `facts` (npm versions, python file names) whose version is
-        hidden (application.index.versions). A version all of whose keys are hidden is recorded
-        once per run and reason, its facts in the context, at most `MAX_HIDDEN_RECORDED` per
-        call (the newest first), all in one commit."""
+        """{key: why} for the keys of `facts()` (npm versions, python file names) whose version
+        is hidden (application.index.versions). With the upstream page's `revision`, the
+        judgement is kept for the next reads of the same page (`facts` is then not called). A
+        version all of whose keys are hidden is recorded once per run and reason, its facts in
+        the context, at most `MAX_HIDDEN_RECORDED` per call (the newest first), in one commit."""
         policy_version, rules = self._policies.current(principal.workspace)
-        judged = self._judged(rules[language], language, name, facts)
-        by_version: dict[str, list[Judged]] = {}
-        for found in judged.values():
-            by_version.setdefault(found.facts.version, []).append(found)
-        refused = [found for found in by_version.values() if all(j.hiding for j in found)]
-        refused.sort(key=_newest_first)
+        language_rules = rules[language]
+        if not self._advisories.names(language, name) and not language_rules.version_rules:
+            return {}
+        at = language_rules.at or self._policies.clock()
+        key = (principal.workspace, language, name, revision, policy_version, self._advisories.version)
+        judgement = self._judgements.get(key, at) if revision is not None else None
+        if judgement is None:
+            judgement = hidden(self._judged(language_rules, language, name, facts(), at), language_rules.version_rules)
+            if revision is not None:
+                self._judgements.put(key, judgement)
+        self._record_hidden(principal, language, name, request, judgement, policy_version)
+        return dict(judgement.keys)  # the caller's to add to
+
+    def _record_hidden(
+        self, principal: Principal, language: str, name: str, request: str, judgement: Hidden, policy_version: int
+    ) -> None:
         reader = reader_key(principal.run, principal.token)
         token = None if principal.run else principal.token
         spec = registry_spec(language, name)
         made = []
-        for files in refused[:MAX_HIDDEN_RECORDED]:
+        for files in judgement.versions[:MAX_HIDDEN_RECORDED]:
             reasons = {f.reason: (f, j) for j in files for f in j.hiding}
             for reason, (finding, found) in reasons.items():
                 label = version_label(language, spec.name, found.facts.version)
@@ -237,13 +255,12 @@ class IndexGate:
                 record = record.fetched(request, principal.run, None, found.facts.version, token)
                 made.append((key, outcome, Decision(workspace=principal.workspace, record=record.to_dict())))
         self._record_all(made, principal)
-        return {key: found.message for key, found in judged.items() if found.hiding}
 
-    def _judged(self, rules: LanguageRules, language: str, name: str, facts: Mapping[str, VersionFacts]) -> dict:
+    def _judged(
+        self, rules: LanguageRules, language: str, name: str, facts: Mapping[str, VersionFacts], at: datetime
+    ) -> dict[str, Judged]:
         named = self._advisories.names(language, name)
-        if not named and not rules.version_rules:
-            return {}
-        at = rules.at or self._policies.clock()
+        monitored = rules.known_malware == MONITOR
         return {
             key: judge_facts(
                 rules.version_rules,
@@ -252,7 +269,7 @@ class IndexGate:
                 name,
                 f,
                 at,
-                rules.known_malware == MONITOR,
+                monitored,
             )
             for key, f in facts.items()
         }
@@ -358,14 +375,6 @@ def registry_spec(language: str, name: str) -> Spec:
     if spec.kind != "registry" or spec.name is None or not bare:
         raise NotFoundError(f"{name!r} is not a {language} package name")
     return spec
-
-
-def _newest_first(files: list[Judged]) -> tuple:
-    """Unknown upload times first (they are what a release-age rule hides), then the newest."""
-    times = [j.facts.uploaded_at for j in files]
-    if None in times:
-        return (0, 0.0)
-    return (1, -max(times).timestamp())
 
 
 def _whose(principal: Principal) -> str:

@@ -109,7 +109,7 @@ def packument_answer(principal, ws: str, name: str) -> Response:
     if governance().index_judges_versions(ws, "node", name):
         times = document.get("time") if media == FULL else upload_times(name, needed=True)
         judged = {v: facts.npm_version(v, m, times) for v, m in manifests.items()}
-        hidden = governance().index_versions_hidden(principal, "node", name, judged, "page")
+        hidden = governance().index_versions_hidden(principal, "node", name, lambda: judged, "page")
     declared = {v: m for v, m in manifests.items() if v not in hidden}
     hidden.update(governance().index_hidden_versions(principal, "node", name, declared, "page"))
     return _json(packument.rewrite(document, ours, hidden), media, verdict["policy_version"])

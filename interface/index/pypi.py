@@ -141,12 +141,13 @@ def _hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
         _read(name, fetched)  # the 404 for a name the upstream lacks
     if not governance().index_judges_versions(principal.workspace, "python", name):
         return frozenset()
-    judged = {}
-    for entry in _read(name, fetched)["files"]:
-        version = simple.file_version(entry)
-        if version is not None:
-            judged[entry["filename"]] = facts.python_file(entry, version)
-    return frozenset(governance().index_versions_hidden(principal, "python", name, judged, "page"))
+
+    def judged() -> dict:  # read only when this revision of the page was not judged before
+        found = ((entry, simple.file_version(entry)) for entry in _read(name, fetched)["files"])
+        return {entry["filename"]: facts.python_file(entry, v) for entry, v in found if v is not None}
+
+    hidden = governance().index_versions_hidden(principal, "python", name, judged, "page", fetched.revision)
+    return frozenset(hidden)
 
 
 def rendered() -> Rendered:
