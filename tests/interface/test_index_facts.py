@@ -69,3 +69,11 @@ def test_a_packument_without_its_hidden_versions_moves_latest_and_drops_their_ti
     assert answer["time"] == {"created": "c", "modified": "m", "1.0.0": "a", "1.1.0": "b"}
     assert answer["policyRestrictions"]["message"] == "x@2.0.0 is too new"
     assert packument.rewrite(document, lambda url: url)["time"] == document["time"]
+
+
+def test_the_gate_says_hidden_for_every_version_refusal_of_the_index():
+    # The gate is standard library only (copied alone into sandboxes): it spells the reasons itself.
+    from application.index.gate import VERSION_REFUSALS
+    from interface.gate import HIDDEN_VERSIONS
+
+    assert set(HIDDEN_VERSIONS) == set(VERSION_REFUSALS)
