@@ -69,3 +69,19 @@ def test_an_auditor_sees_the_rules_read_only(live):
     form = page.form()
     assert form.get("node-rules-min_release_age-age") == "P3D"
     assert "node-rules-versions_deny-entries" in form.readonly
+
+
+def test_the_impact_preview_names_the_downloads_a_drafted_rule_would_have_hidden(live, app):
+    from tests.application.test_rules_impact import download
+
+    download(app, "acme", "node", "sharp", "0.34.0", "sharp-0.34.0.tgz", "sbx-1", "2020-01-01T00:00:00Z", True)
+    console = signed_in(live)
+    page = console.get(P)
+    form = page.form()
+    fields = [(n, v) for n, v in form.fields] + [("node-rules-install_scripts", "on")]
+    button = next(b for b in form.buttons if b.get("formaction", "").endswith("/impact"))
+    preview = console.post(button["formaction"], fields)
+    assert preview.status == 200
+    assert "Its rules beyond names would have hidden 1 download of versions" in preview.plain
+    assert "sharp 0.34.0 (install-scripts) ×1" in preview.plain
+    assert api(live, "GET", "/policy")["version"] == 0
