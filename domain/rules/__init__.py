@@ -19,6 +19,7 @@ from domain.rules.model import (
     VersionFacts,
     VersionRules,
     VersionsDeny,
+    sdist_file,
 )
 from domain.rules.read import read_rules
 
@@ -42,4 +43,5 @@ __all__ = [
     "judge_version",
     "read_rules",
     "rules_for",
+    "sdist_file",
 ]

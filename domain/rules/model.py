@@ -30,6 +30,11 @@ RULES = {
 }
 
 
+def sdist_file(filename: str) -> bool:
+    """Whether a Python distribution file is a source distribution: anything but a wheel."""
+    return not filename.endswith(".whl")
+
+
 @dataclass(frozen=True)
 class VersionFacts:
     """What the index knows about one version (node) or one file (python)."""
