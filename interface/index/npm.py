@@ -107,7 +107,7 @@ def packument_answer(principal, ws: str, name: str) -> Response:
     manifests = packument.manifests(document)
     hidden = {}
     if governance().index_judges_versions(ws, "node", name):
-        times = document.get("time") if media == FULL else upload_times(name, needed=True)
+        times = document.get("time") if media == FULL else upload_times(name)
         judged = {v: facts.npm_version(v, m, times) for v, m in manifests.items()}
         hidden = governance().index_versions_hidden(principal, "node", name, lambda: judged, "page")
     declared = {v: m for v, m in manifests.items() if v not in hidden}
@@ -149,15 +149,13 @@ def kept_packument(name: str) -> dict | None:
         return None
 
 
-def upload_times(name: str, needed: bool) -> dict | None:
-    """The packument's `time` ({version: ISO instant}), which only the full packument has:
-    fetched when a rule needs it, else from a full packument kept before, if any. None when not
-    known: a release-age rule then counts every version as too new."""
+def upload_times(name: str) -> dict | None:
+    """The packument's `time` ({version: ISO instant}), which only the full packument has (kept
+    and revalidated like any page). Read for every download too, rules or not, so that its
+    decision records when the version was uploaded and a rule drafted later can be replayed on
+    it. None when not known: a release-age rule then counts every version as too new."""
     try:
-        if needed:
-            return fetch_packument(name, FULL).get("time")
-        kept = pages().kept(packument_url(name), ACCEPTS[FULL])
-        return _document(name, kept).get("time") if kept is not None else None
+        return fetch_packument(name, FULL).get("time")
     except HTTPProblem as error:
         log.warning("no upload times for %s: %s", name, error.detail)
         return None
@@ -191,8 +189,7 @@ def tarball(principal, name: str, filename: str) -> Response:
 
     def judged_facts():  # read only for an allowed project; its source is then used to answer
         found["source"] = version, manifest, _ = tarball_source(name, filename)
-        needed = governance().index_judges_versions(principal.workspace, "node", name)
-        return facts.npm_version(version, manifest, upload_times(name, needed))
+        return facts.npm_version(version, manifest, upload_times(name))
 
     verdict = governance().judge_index(principal, "node", name, request_kind, filename, number or None, judged_facts)
     metrics.count_index(verdict, "node", request_kind)

@@ -230,3 +230,15 @@ def test_known_malware_under_a_monitor_policy_is_served_and_the_download_records
     [download] = [d for d in run_decisions(live, run) if d["request"] == "download"]
     assert download["allowed"] and download["context"]["monitor"] == ["known-malware"]
     assert download["context"]["advisories"] == ["MAL-2025-2925"]
+
+
+def test_downloads_record_the_facts_so_a_drafted_cooldown_shows_what_it_would_have_hidden(live, tmp_path):
+    run = start_run(live, sandbox="sbx-early")  # no rules yet: the newest versions are installed
+    assert clients.pip_install(fresh(tmp_path, "pip"), run["pypi"], run["token"], "cool").ok
+    assert clients.npm(fresh(tmp_path, "npm"), run["npm"], run["token"], "install", "cool", "scripted").ok
+    draft = {"python": {"rules": COOLDOWN}, "node": {"rules": COOLDOWN}}
+    reply = live.call("POST", W + "/impact", live.tokens["admin"], {"draft": draft, "days": 30})
+    assert reply.status == 200, reply.body
+    hidden = {(h["language"], h["name"], h["version"], h["reason"]) for h in reply.json["would_hide"]}
+    # scripted 1.1.0, uploaded long ago, is not: its upload time was recorded with the download
+    assert hidden == {("python", "cool", "2.0", "too-new"), ("node", "cool", "2.0.0", "too-new")}
