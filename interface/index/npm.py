@@ -26,7 +26,7 @@ from interface.index import facts, files, packument
 from interface.index.access import governance, reader, refuse_a_failed_run, within_limits
 from interface.index.answers import judged
 from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
-from interface.index.pages import Pages
+from interface.index.pages import Fetched, Pages
 from interface.index.streaming import relay
 from interface.index.upstream import Upstream, bad_gateway
 from interface.problems import HTTPProblem, problem, status_of
@@ -94,7 +94,8 @@ def packument_answer(principal, ws: str, name: str) -> Response:
     if not verdict["allowed"]:
         return _restricted(name, verdict["message"], media, verdict["policy_version"])
     try:
-        document = fetch_packument(name, media)
+        page = pages().get(packument_url(name), ACCEPTS[media])
+        document = _document(name, page)
     except HTTPProblem as error:
         if error.status == 404:  # a name the upstream lacks: recorded, answered 404
             governance().index_not_found(principal, "node", name, "page")
@@ -107,9 +108,7 @@ def packument_answer(principal, ws: str, name: str) -> Response:
     manifests = packument.manifests(document)
     hidden = {}
     if governance().index_judges_versions(ws, "node", name):
-        times = document.get("time") if media == FULL else upload_times(name)
-        judged = {v: facts.npm_version(v, m, times) for v, m in manifests.items()}
-        hidden = governance().index_versions_hidden(principal, "node", name, lambda: judged, "page")
+        hidden = _versions_hidden(principal, name, page if media == FULL else _full_page(name), manifests, page)
     declared = {v: m for v, m in manifests.items() if v not in hidden}
     hidden.update(governance().index_hidden_versions(principal, "node", name, declared, "page"))
     return _json(packument.rewrite(document, ours, hidden), media, verdict["policy_version"])
@@ -149,16 +148,42 @@ def kept_packument(name: str) -> dict | None:
         return None
 
 
+def _versions_hidden(principal, name: str, full: Fetched | None, manifests: dict, page: Fetched) -> dict[str, str]:
+    """The versions an advisory or a rule beyond names hides, judged once per revision of the
+    packument and of the full one (for its `time`)."""
+
+    def judged() -> dict:
+        times = _times(name, full)
+        return {v: facts.npm_version(v, m, times) for v, m in manifests.items()}
+
+    revision = f"{page.revision}/{full.revision if full is not None else '-'}"
+    return governance().index_versions_hidden(principal, "node", name, judged, "page", revision)
+
+
 def upload_times(name: str) -> dict | None:
     """The packument's `time` ({version: ISO instant}), which only the full packument has (kept
     and revalidated like any page). Read for every download too, rules or not, so that its
     decision records when the version was uploaded and a rule drafted later can be replayed on
     it. None when not known: a release-age rule then counts every version as too new."""
+    return _times(name, _full_page(name))
+
+
+def _full_page(name: str) -> Fetched | None:
     try:
-        return fetch_packument(name, FULL).get("time")
+        page = pages().get(packument_url(name), ACCEPTS[FULL])
     except HTTPProblem as error:
         log.warning("no upload times for %s: %s", name, error.detail)
         return None
+    return page if page.status == 200 else None
+
+
+def _times(name: str, full: Fetched | None) -> dict | None:
+    try:
+        times = _document(name, full).get("time") if full is not None else None
+    except HTTPProblem as error:
+        log.warning("no upload times for %s: %s", name, error.detail)
+        return None
+    return times if isinstance(times, dict) else None
 
 
 def _document(name: str, page) -> dict:
