@@ -123,6 +123,7 @@ PAGES = (
     "package-index.md",
     "allowlist-patterns-and-synthesis.md",
     "audit-integrity.md",
+    "rules.md",
 )
 NORUN = re.compile(r"```sh norun\n(?P<first>[^\n]*)\n")
 
