@@ -61,7 +61,9 @@ def _language_diff(language: str, current: dict, wanted: dict, errors: list) -> 
     return changes
 
 
-def _plan_rules(language: str, current: dict, wanted: object, field: str, errors: list) -> list[Change]:
+def _plan_rules(
+    language: str, current: dict[str, object], wanted: object, field: str, errors: list[FieldError]
+) -> list[Change]:
     """One change per rule that differs (a rule absent from `wanted` is turned off)."""
     try:
         rules = read_rules(language, wanted, field).to_json()
@@ -69,13 +71,13 @@ def _plan_rules(language: str, current: dict, wanted: object, field: str, errors
         errors += refused.errors
         return []
     return [
-        Change(RULE_CHANGED, language, name=rule, rule=rules.get(rule))
+        Change(RULE_CHANGED, language, name=rule, rule=value if isinstance(value, dict) else None)
         for rule in RULES[language]
-        if rules.get(rule) != current.get(rule)
+        if (value := rules.get(rule)) != current.get(rule)
     ]
 
 
-def _plan_known_malware(current: str, wanted: object, field: str, errors: list) -> list[Change]:
+def _plan_known_malware(current: str, wanted: object, field: str, errors: list[FieldError]) -> list[Change]:
     if not _check_choice(wanted, RULE_ACTIONS, field, errors) or wanted == current:
         return []
     return [Change("mode-switched", KNOWN_MALWARE, mode=str(wanted))]

@@ -295,7 +295,7 @@ class Policy(Aggregate):
     def known_malware(self) -> str:
         """What imported known-malware advisories do in this workspace (policies saved before
         the setting existed enforce them)."""
-        return self.__dict__.get("malware_action", ENFORCE)
+        return str(self.__dict__.get("malware_action", ENFORCE))
 
     @event("EgressChanged", topic="runcode_policy:Policy.EgressChanged")
     def _change_egress(

@@ -85,3 +85,14 @@ def test_the_impact_preview_names_the_downloads_a_drafted_rule_would_have_hidden
     assert "Its rules beyond names would have hidden 1 download of versions" in preview.plain
     assert "sharp 0.34.0 (install-scripts) ×1" in preview.plain
     assert api(live, "GET", "/policy")["version"] == 0
+
+
+def test_the_change_history_says_which_rule_changed(live):
+    api(live, "PUT", "/policy", {"note": "cool down", "node": {"rules": NODE_RULES}, "known_malware": "monitor"})
+    api(live, "PUT", "/policy", {"node": {"rules": {}}})
+    page = signed_in(live, "auditor").get("/console/history")
+    assert page.status == 200
+    assert "Node: set the rule min_release_age (enforce)" in page.plain
+    assert "Node: set the rule versions_deny (monitor)" in page.plain
+    assert "Node: turned the rule install_scripts off" in page.plain
+    assert "known malware: switched to monitor" in page.plain
