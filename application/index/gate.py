@@ -22,6 +22,9 @@ Root listings are not judged per project, so they fail nothing. Several workers 
 store, so "this run failed" is read from the store: the reader's first denied decision, one seek
 of the run_decisions primary key per fetch until it is known; a failed run never un-fails, so a
 worker then remembers it and asks the store no more (a token's failure until its window ends).
+
+Versions are judged too (`versions_hidden`, and a file's own facts in `judge`): known malware and
+the rules beyond names hide a version - never a denial of its project, so no run fails by it.
 """
 
 from __future__ import annotations
