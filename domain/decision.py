@@ -18,6 +18,7 @@ from eventsourcing.domain import Aggregate, event
 from domain.egress import REASONS as EGRESS_REASONS
 from domain.egress import EgressVerdict
 from domain.policy import LanguageRules
+from domain.rules import REASONS as RULE_REASONS
 from domain.specs import KINDS, Spec
 
 # The package index refuses everything to a run after its first project denial (see `run_failed`).
@@ -37,6 +38,7 @@ REASONS = (
     RUN_FAILED,
     KNOWN_MALWARE,
     NOT_FOUND_UPSTREAM,
+    *RULE_REASONS,  # a version the index hides by a rule beyond names (domain.rules)
 )
 EXCEPTION_REASON = "matches-an-exception"
 # Every reason a decision can carry: the package rules', then the egress rules'.

@@ -22,6 +22,9 @@ Root listings are not judged per project, so they fail nothing. Several workers 
 store, so "this run failed" is read from the store: the reader's first denied decision, one seek
 of the run_decisions primary key per fetch until it is known; a failed run never un-fails, so a
 worker then remembers it and asks the store no more (a token's failure until its window ends).
+
+Versions are judged too (`versions_hidden`, and a file's own facts in `judge`): known malware and
+the rules beyond names hide a version - never a denial of its project, so no run fails by it.
 """
 
 from __future__ import annotations
@@ -30,12 +33,14 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from application.advisories import Advisories
 from application.decision_writer import AlreadyRecorded, DecisionWriter
 from application.index.listing import Listing, Listings, ListingSource
+from application.index.versions import Hidden, Judged, Judgements, hidden, judge_facts
 from application.policies import Policies
 from application.store.reads import ReadModel
 from domain.decision import (
@@ -53,6 +58,9 @@ from domain.decision import (
 )
 from domain.declared import declared_record, declared_specs, hidden_message, judge_declared, version_label
 from domain.errors import NotFoundError
+from domain.policy import LanguageRules
+from domain.rules import MONITOR, VersionFacts
+from domain.rules import REASONS as RULE_REASONS
 from domain.run import reader_key
 from domain.specs import Spec, parse
 from domain.specs.pip import NAME_RE
@@ -62,6 +70,7 @@ REQUESTS = ("page", "metadata", "download")
 TOKEN_WINDOW_SECONDS = 15 * 60
 MAX_REMEMBERED = 100_000
 MAX_FILE_NAME = 255
+MAX_HIDDEN_RECORDED = 50  # hidden versions a page answer records, newest first (a bounded write)
 FOREVER = datetime.max.replace(tzinfo=UTC)
 
 
@@ -79,9 +88,11 @@ class Principal:
 
 
 # Refusals that are not project denials, so they fail no run: `run-failed` itself; a version
-# known to be malware (hidden like any refused version: the project's other versions stay);
-# a name the upstream does not have (nothing was refused by the policy; the client fails anyway).
-NOT_PROJECT_DENIALS = (RUN_FAILED, KNOWN_MALWARE, NOT_FOUND_UPSTREAM)
+# hidden - known malware, or by a rule beyond names (application.index.versions) - while the
+# project's other versions stay; a name the upstream does not have (nothing was refused by the
+# policy; the client fails anyway).
+VERSION_REFUSALS = (KNOWN_MALWARE, *RULE_REASONS)
+NOT_PROJECT_DENIALS = (RUN_FAILED, *VERSION_REFUSALS, NOT_FOUND_UPSTREAM)
 
 
 class IndexGate:
@@ -95,6 +106,7 @@ class IndexGate:
         self._failed: OrderedDict[str, tuple[dict, datetime]] = OrderedDict()
         self._lock = threading.Lock()
         self._listings = Listings()
+        self._judgements = Judgements()  # pages' hidden versions, by revision (application.index.versions)
 
     def judge(
         self,
@@ -104,9 +116,12 @@ class IndexGate:
         request: str,
         file: str | None = None,
         package_version: str | None = None,
+        facts: Callable[[], VersionFacts | None] | None = None,
     ) -> dict:
         """The verdict for one fetch; recorded unless this run already recorded the same one
-        (in this worker's memory, or, for runs, in the store: see `_record`)."""
+        (in this worker's memory, or, for runs, in the store: see `_record`). A file of an
+        allowed project is judged by its version's `facts` too (read only then: upstream is
+        never asked for a refused project), however the client came by its URL."""
         version, rules = self._policies.current(principal.workspace)
         spec = registry_spec(language, name)
         for field, value in (("file", file), ("package_version", package_version)):
@@ -117,10 +132,8 @@ class IndexGate:
         verdict = judge(rules[language], spec, principal.workspace) if failed is None else failed
         context = _context(principal)
         if verdict.allowed and file is not None and package_version is not None:
-            malware = self._advisories.affecting(language, spec.name, package_version)
-            if malware:  # a file of a known-malware version, by a lockfile or a direct URL
-                verdict = known_malware(version_label(language, spec.name, package_version), malware)
-                context["advisories"] = malware
+            refused = self._file_verdict(rules[language], language, spec.name, package_version, facts, context)
+            verdict = refused or verdict
         key = (reader, language, spec.name, request, file if request == "download" else None)
         outcome = (verdict.allowed, verdict.reason, version)
         earlier = self._earlier(key, outcome)
@@ -186,32 +199,103 @@ class IndexGate:
         self._record_all(made, principal)
         return hidden
 
-    def malware_hidden(self, principal: Principal, language: str, name: str, versions, request: str) -> dict[str, str]:
-        """{version: message} for the versions an imported advisory affects, each refusal recorded
-        once per run (reason `known-malware`, the advisories in its context), all in one commit.
-        No advisory names most packages: one dict lookup."""
-        if not self._advisories.names(language, name):
+    def judges_versions(self, workspace: str, language: str, name: str) -> bool:
+        """Whether any version of this project may be hidden: an advisory names it, or the
+        language has rules beyond names. Neither (most projects under most policies): a page is
+        answered without reading its versions."""
+        if self._advisories.names(language, name):
+            return True
+        _, rules = self._policies.current(workspace)
+        return bool(rules[language].version_rules)
+
+    def versions_hidden(
+        self,
+        principal: Principal,
+        language: str,
+        name: str,
+        facts: Callable[[], Mapping[str, VersionFacts]],
+        request: str,
+        revision: str | None = None,
+    ) -> dict[str, str]:
+        """{key: why} for the keys of `facts()` (npm versions, python file names) whose version
+        is hidden (application.index.versions). With the upstream page's `revision`, the
+        judgement is kept for the next reads of the same page (`facts` is then not called). A
+        version all of whose keys are hidden is recorded once per run and reason, its facts in
+        the context, at most `MAX_HIDDEN_RECORDED` per call (the newest first), in one commit."""
+        policy_version, rules = self._policies.current(principal.workspace)
+        language_rules = rules[language]
+        if not self._advisories.names(language, name) and not language_rules.version_rules:
             return {}
-        policy_version, _ = self._policies.current(principal.workspace)
-        hidden: dict[str, str] = {}
+        at = language_rules.at or self._policies.clock()
+        key = (principal.workspace, language, name, revision, policy_version, self._advisories.version)
+        judgement = self._judgements.get(key, at) if revision is not None else None
+        if judgement is None:
+            judgement = hidden(self._judged(language_rules, language, name, facts(), at), language_rules.version_rules)
+            if revision is not None:
+                self._judgements.put(key, judgement)
+        self._record_hidden(principal, language, name, request, judgement, policy_version)
+        return dict(judgement.keys)  # the caller's to add to
+
+    def _record_hidden(
+        self, principal: Principal, language: str, name: str, request: str, judgement: Hidden, policy_version: int
+    ) -> None:
+        reader = reader_key(principal.run, principal.token)
+        token = None if principal.run else principal.token
+        spec = registry_spec(language, name)
         made = []
-        for number in versions:
-            malware = self._advisories.affecting(language, name, number)
-            if not malware:
-                continue
-            label = version_label(language, name, number)
-            verdict = known_malware(label, malware)
-            hidden[number] = verdict.message
-            key = (reader_key(principal.run, principal.token), language, name, request, label, KNOWN_MALWARE)
-            outcome = (False, KNOWN_MALWARE, policy_version)
-            if self._earlier(key, outcome) is None:
-                context = {**_context(principal), "advisories": malware}
-                made_record = DecisionRecord.for_spec(registry_spec(language, name), verdict, policy_version, context)
-                token = None if principal.run else principal.token
-                record = made_record.fetched(request, principal.run, None, number, token)
+        for files in judgement.versions[:MAX_HIDDEN_RECORDED]:
+            reasons = {f.reason: (f, j) for j in files for f in j.hiding}
+            for reason, (finding, found) in reasons.items():
+                label = version_label(language, spec.name, found.facts.version)
+                key = (reader, language, spec.name, request, label, reason)
+                outcome = (False, reason, policy_version)
+                if self._earlier(key, outcome) is not None:
+                    continue
+                context = {**_context(principal), **found.context()}
+                verdict = Verdict(False, reason, finding.message)
+                record = DecisionRecord.for_spec(spec, verdict, policy_version, context)
+                record = record.fetched(request, principal.run, None, found.facts.version, token)
                 made.append((key, outcome, Decision(workspace=principal.workspace, record=record.to_dict())))
         self._record_all(made, principal)
-        return hidden
+
+    def _judged(
+        self, rules: LanguageRules, language: str, name: str, facts: Mapping[str, VersionFacts], at: datetime
+    ) -> dict[str, Judged]:
+        named = self._advisories.names(language, name)
+        monitored = rules.known_malware == MONITOR
+        return {
+            key: judge_facts(
+                rules.version_rules,
+                self._advisories.affecting(language, name, f.version) if named else [],
+                language,
+                name,
+                f,
+                at,
+                monitored,
+            )
+            for key, f in facts.items()
+        }
+
+    def _file_verdict(
+        self, rules: LanguageRules, language: str, name: str, version: str, facts, context: dict
+    ) -> Verdict | None:
+        """A file of a version hidden (by a lockfile or a direct URL too) is refused: the
+        refusal, else None; the facts judged (and what monitor rules found) go into `context`."""
+        advisories = self._advisories.affecting(language, name, version)
+        known = facts() if facts is not None else None
+        monitored = rules.known_malware == MONITOR
+        if known is None:  # no such file upstream (the client gets a 404): malware is still refused
+            if advisories:
+                context["advisories"] = advisories
+                if monitored:
+                    context["monitor"] = [KNOWN_MALWARE]
+                    return None
+                return known_malware(version_label(language, name, version), advisories)
+            return None
+        at = rules.at or self._policies.clock()
+        found = judge_facts(rules.version_rules, advisories, language, name, known, at, monitored)
+        context.update(found.context())
+        return Verdict(False, found.hiding[0].reason, found.message) if found.hiding else None
 
     def _record_all(self, made: list[tuple[tuple, tuple, Decision]], principal: Principal) -> None:
         """Several (key, outcome, decision) in one commit, then remembered."""

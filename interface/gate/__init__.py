@@ -71,7 +71,9 @@ EXIT_USAGE, EXIT_DENIED, EXIT_UNVERIFIED = 2, 3, 4
 EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND = 126, 127
 PREFIX = "runcode-policy-gate:"
 RUN_FAILED = "run-failed"  # the index's reason for everything it refuses a run after its first denial
-KNOWN_MALWARE, NOT_FOUND = "known-malware", "not-found-upstream"  # the index's refusals of no project
+NOT_FOUND = "not-found-upstream"  # the index's refusals of no project: a name upstream lacks,
+# and a version hidden (known malware, or a rule beyond names: release age, versions, scripts, sdists)
+HIDDEN_VERSIONS = ("known-malware", "too-new", "version-denied", "install-scripts", "sdist-refused")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,7 +175,7 @@ def report_run(config: dict, run_id: str, status: int) -> int:
         say("what it installed cannot be verified (fail closed); exit status 4")
         return EXIT_UNVERIFIED
     # Refusals that deny no project: a version hidden for a dependency it declares (a URL, git or
-    # path source) or for known malware, and a name the upstream does not have. The resolver may
+    # path source), for known malware or by a rule beyond names, and a name the upstream does not have. The resolver may
     # pick another version (or fails by itself), so they are said, and the installer's status stands.
     for decision in (d for d in denials if not is_project_denial(d)):
         say(f"{'refused' if decision.get('reason') == NOT_FOUND else 'hidden'}: {index_denial_text(decision)}")
@@ -194,7 +196,7 @@ def report_run(config: dict, run_id: str, status: int) -> int:
 
 
 def is_project_denial(decision: dict) -> bool:
-    return not decision.get("declared_by") and decision.get("reason") not in (KNOWN_MALWARE, NOT_FOUND)
+    return not decision.get("declared_by") and decision.get("reason") not in (*HIDDEN_VERSIONS, NOT_FOUND)
 
 
 def request_hint(decision: dict) -> str | None:
