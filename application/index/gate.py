@@ -42,6 +42,7 @@ from domain.decision import (
     KNOWN_MALWARE,
     NOT_FOUND_UPSTREAM,
     RUN_FAILED,
+    UPSTREAM_FAILED,
     Decision,
     DecisionRecord,
     Verdict,
@@ -50,6 +51,7 @@ from domain.decision import (
     known_malware,
     not_found_upstream,
     run_failed,
+    upstream_failed,
 )
 from domain.declared import declared_record, declared_specs, hidden_message, judge_declared, version_label
 from domain.errors import NotFoundError
@@ -80,8 +82,9 @@ class Principal:
 
 # Refusals that are not project denials, so they fail no run: `run-failed` itself; a version
 # known to be malware (hidden like any refused version: the project's other versions stay);
-# a name the upstream does not have (nothing was refused by the policy; the client fails anyway).
-NOT_PROJECT_DENIALS = (RUN_FAILED, KNOWN_MALWARE, NOT_FOUND_UPSTREAM)
+# a name the upstream does not have, an upstream that failed (nothing was refused by the policy;
+# the client fails anyway).
+NOT_PROJECT_DENIALS = (RUN_FAILED, KNOWN_MALWARE, NOT_FOUND_UPSTREAM, UPSTREAM_FAILED)
 
 
 class IndexGate:
@@ -223,11 +226,19 @@ class IndexGate:
 
     def not_found(self, principal: Principal, language: str, name: str, request: str) -> None:
         """Record that a client asked for a name the upstream does not have (once per run)."""
+        verdict = not_found_upstream(registry_spec(language, name).name, language)
+        self._refused_upstream(principal, language, name, request, verdict)
+
+    def upstream_failed(self, principal: Principal, language: str, name: str, request: str, why: str) -> None:
+        """Record that the upstream failed a fetch the policy allowed, and why (once per run and
+        fetch: a client's retries are counted), so the gate can say it after the install."""
+        self._refused_upstream(principal, language, name, request, upstream_failed(why))
+
+    def _refused_upstream(self, principal: Principal, language: str, name: str, request: str, verdict) -> None:
         policy_version, _ = self._policies.current(principal.workspace)
         spec = registry_spec(language, name)
-        verdict = not_found_upstream(spec.name, language)
-        key = (reader_key(principal.run, principal.token), language, spec.name, request, NOT_FOUND_UPSTREAM)
-        outcome = (False, NOT_FOUND_UPSTREAM, policy_version)
+        key = (reader_key(principal.run, principal.token), language, spec.name, request, verdict.reason)
+        outcome = (False, verdict.reason, policy_version)
         if self._earlier(key, outcome) is not None:
             return
         token = None if principal.run else principal.token

@@ -72,6 +72,8 @@ EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND = 126, 127
 PREFIX = "runcode-policy-gate:"
 RUN_FAILED = "run-failed"  # the index's reason for everything it refuses a run after its first denial
 KNOWN_MALWARE, NOT_FOUND = "known-malware", "not-found-upstream"  # the index's refusals of no project
+UPSTREAM_FAILED = "upstream-failed"  # the index's upstream failed a fetch (its reason names the setting)
+SAID_AS = {NOT_FOUND: "refused", UPSTREAM_FAILED: "upstream failed"}  # else "hidden"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,8 +177,9 @@ def report_run(config: dict, run_id: str, status: int) -> int:
     # Refusals that deny no project: a version hidden for a dependency it declares (a URL, git or
     # path source) or for known malware, and a name the upstream does not have. The resolver may
     # pick another version (or fails by itself), so they are said, and the installer's status stands.
+    # So is an upstream that failed the index (untrusted, unreachable): pip prints only a status.
     for decision in (d for d in denials if not is_project_denial(d)):
-        say(f"{'refused' if decision.get('reason') == NOT_FOUND else 'hidden'}: {index_denial_text(decision)}")
+        say(f"{SAID_AS.get(decision.get('reason'), 'hidden')}: {index_denial_text(decision)}")
     denials = [d for d in denials if is_project_denial(d)]
     if not denials:
         return status
@@ -194,7 +197,7 @@ def report_run(config: dict, run_id: str, status: int) -> int:
 
 
 def is_project_denial(decision: dict) -> bool:
-    return not decision.get("declared_by") and decision.get("reason") not in (KNOWN_MALWARE, NOT_FOUND)
+    return not decision.get("declared_by") and decision.get("reason") not in (KNOWN_MALWARE, NOT_FOUND, UPSTREAM_FAILED)
 
 
 def request_hint(decision: dict) -> str | None:
