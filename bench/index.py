@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bench import pip_install, servers
 from bench.figures import LoadFigure, Result, figure, register
-from bench.load import Request
+from bench.load import CONNECTIONS, Request
 from tests.support.pypi_upstream import PyPIUpstream
 
 SERVER, UPSTREAM = "service-index", "index-upstream"
@@ -50,7 +50,9 @@ def _start(run):
     work = Path(tempfile.mkdtemp(dir=run.workdir, prefix="index-"))
     upstream = PyPIUpstream()  # threads of this process, idle while wrk runs
     database = run.postgres("index")
-    token = pip_install.sandbox_token(database)  # the default policy: every package allowed
+    # The default policy: every package allowed. One token per connection, as many sandboxes
+    # would be: the index bounds what one token may hold at once (interface.index.bounds).
+    tokens = tuple(pip_install.sandbox_tokens(database, CONNECTIONS))
     governance = run.governance(database)
     try:
         service = servers.service(
@@ -60,7 +62,7 @@ def _start(run):
         governance.close()
         upstream.close()
         raise
-    return _Proxied(service, upstream), governance, token
+    return _Proxied(service, upstream), governance, tokens
 
 
 @dataclass
@@ -82,7 +84,7 @@ register(
     LoadFigure(
         "index_page",
         SERVER,
-        lambda run: Request(f"/pypi/{pip_install.WORKSPACE}/simple/{PROJECT}/", token=run.token(SERVER)),
+        lambda run: Request(f"/pypi/{pip_install.WORKSPACE}/simple/{PROJECT}/", tokens=run.token(SERVER)),
         "req/s (PyPI project page via the fixture upstream, PostgreSQL)",
         ceiling="index_upstream",
     )

@@ -52,10 +52,15 @@ def tree(directory: Path) -> None:
 
 
 def sandbox_token(database_url: str) -> str:
+    return sandbox_tokens(database_url, 1)[0]
+
+
+def sandbox_tokens(database_url: str, count: int) -> list[str]:
+    """`count` sandbox tokens of the bench workspace (made here): one per sandbox."""
     app = Governance(env=store_env(database_url))
     try:
         app.create_workspace(WORKSPACE, by="bench")
-        return app.issue_token(WORKSPACE, "bench-sandbox", "sandbox", by="bench")["token"]
+        return [app.issue_token(WORKSPACE, f"bench-sandbox-{n}", "sandbox", by="bench")["token"] for n in range(count)]
     finally:
         app.close()
 
