@@ -33,7 +33,7 @@ from interface.problems import HTTPProblem
 
 log = logging.getLogger(__name__)
 UNAVAILABLE = 503  # what Upstream raises when it cannot be reached or times out
-MAX_REMEMBERED = 10_000  # fresh pages a worker remembers (a few hundred bytes each, no body)
+MAX_REMEMBERED = 2_048  # fresh pages a worker remembers (a few hundred bytes each, no body)
 
 
 @dataclass(frozen=True)
