@@ -20,6 +20,8 @@ Usage:  runcode-policy-gate -- pip install pandas numpy
    without it); whenever the run recorded a denial, the gate prints each one and how to ask for
    it, and exits 3 even if the installer exited 0:
    `denied: beta (python) — not-on-the-allow-list: ...` (pip, uv and pnpm do not show them).
+   It prints too why the index's upstream failed a fetch, with the setting that would help:
+   `upstream failed: alpha (python) — upstream-failed: upstream TLS certificate not trusted: ...`.
 
 Environment:
   RUNCODE_POLICY_URL             service base URL, e.g. http://policy:8000 (required)
