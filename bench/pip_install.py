@@ -90,7 +90,8 @@ def timed_install(index: str, token: str, work: Path) -> float:
 
 
 def measure(rounds: int, work: Path) -> tuple[float, float, float]:
-    """Median wall times: direct, through a cold index, through the same index warm."""
+    """Median wall times: direct (before and after each round's two), through a cold index,
+    through the same index warm."""
     packages, database = work / "packages", f"sqlite:///{work}/store.sqlite"
     tree(packages)
     upstream = pypiserver(packages, work)
@@ -115,6 +116,9 @@ def measure(rounds: int, work: Path) -> tuple[float, float, float]:
                     times.append(timed_install(run["pypi"], run["token"], work))
             finally:
                 service.close()
+            # Direct again, after: on a shared machine the load drifts, and each ratio's two sides
+            # should meet the same drift (the median of both sides of every round).
+            direct.append(timed_install(simple, "unused", work))
         return statistics.median(direct), statistics.median(cold), statistics.median(warm)
     finally:
         upstream.close()
