@@ -232,6 +232,9 @@ class Governance(Application):
     def index_not_found(self, principal, language: str, name: str, request: str) -> None:
         self.index.gate.not_found(principal, language, name, request)
 
+    def index_upstream_failed(self, principal, language: str, name: str, request: str, why: str) -> None:
+        self.index.gate.upstream_failed(principal, language, name, request, why)
+
     def unknown_names(self, workspace: str, days: int) -> dict:
         self.require_workspace(workspace)
         return self.advisories.unknown_names(workspace, days, self.clock())

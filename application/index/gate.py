@@ -15,12 +15,15 @@ copy is refused by the event store's key and that worker answers with the first.
 
 A run fails closed at its first project denial: once a page, metadata or file of a project was
 refused to a run, every later fetch of that run - of any project - is refused with reason
-`run-failed`, naming that first denial. Otherwise a resolver reads the denial as "no versions of
+`run-failed`, naming that first denial (but for a repeat, in another worker, of a fetch that
+worker already answered the run on the same policy: the client hears again what it was told,
+nothing new, so no older release comes of it; this keeps a repeat free of any read but the
+token's own). Otherwise a resolver reads the denial as "no versions of
 that dependency" and back-tracks to an older release of its parent that lacks it. An API token
 reading the index without a run fails the same way for `TOKEN_WINDOW_SECONDS` after its denial.
 Root listings are not judged per project, so they fail nothing. Several workers share one
 store, so "this run failed" is read from the store: the reader's first denied decision, one seek
-of the run_decisions primary key per fetch until it is known; a failed run never un-fails, so a
+of the run_decisions primary key per new fetch until it is known; a failed run never un-fails, so a
 worker then remembers it and asks the store no more (a token's failure until its window ends).
 
 Versions are judged too (`versions_hidden`, and a file's own facts in `judge`): known malware and
@@ -47,6 +50,7 @@ from domain.decision import (
     KNOWN_MALWARE,
     NOT_FOUND_UPSTREAM,
     RUN_FAILED,
+    UPSTREAM_FAILED,
     Decision,
     DecisionRecord,
     Verdict,
@@ -55,6 +59,7 @@ from domain.decision import (
     known_malware,
     not_found_upstream,
     run_failed,
+    upstream_failed,
 )
 from domain.declared import declared_record, declared_specs, hidden_message, judge_declared, version_label
 from domain.errors import NotFoundError
@@ -85,14 +90,15 @@ class Principal:
     run: str | None = None
     sandbox: str | None = None
     expires: float | None = None  # monotonic deadline for a run's memory of its decisions
+    head: int | None = None  # the workspace's policy head version, read with the token (no second read)
 
 
 # Refusals that are not project denials, so they fail no run: `run-failed` itself; a version
 # hidden - known malware, or by a rule beyond names (application.index.versions) - while the
-# project's other versions stay; a name the upstream does not have (nothing was refused by the
-# policy; the client fails anyway).
+# project's other versions stay; a name the upstream does not have, an upstream that failed
+# (nothing was refused by the policy; the client fails anyway).
 VERSION_REFUSALS = (KNOWN_MALWARE, *RULE_REASONS)
-NOT_PROJECT_DENIALS = (RUN_FAILED, *VERSION_REFUSALS, NOT_FOUND_UPSTREAM)
+NOT_PROJECT_DENIALS = (RUN_FAILED, *VERSION_REFUSALS, NOT_FOUND_UPSTREAM, UPSTREAM_FAILED)
 
 
 class IndexGate:
@@ -122,21 +128,23 @@ class IndexGate:
         (in this worker's memory, or, for runs, in the store: see `_record`). A file of an
         allowed project is judged by its version's `facts` too (read only then: upstream is
         never asked for a refused project), however the client came by its URL."""
-        version, rules = self._policies.current(principal.workspace)
+        version, rules = self._policies.current(principal.workspace, head=principal.head)
         spec = registry_spec(language, name)
         for field, value in (("file", file), ("package_version", package_version)):
             if value is not None:
                 check_text(value, field, MAX_FILE_NAME)  # from the URL: bounded and printable before it is stored
         reader = reader_key(principal.run, principal.token)
-        failed = self.failure(principal)
-        verdict = judge(rules[language], spec, principal.workspace) if failed is None else failed
-        context = _context(principal)
-        if verdict.allowed and file is not None and package_version is not None:
-            refused = self._file_verdict(rules[language], language, spec.name, package_version, facts, context)
-            verdict = refused or verdict
         key = (reader, language, spec.name, request, file if request == "download" else None)
+        failed = self.failure(principal, remembered_only=True)
+        verdict, context = self._verdict(rules[language], spec, principal, file, package_version, failed, facts)
         outcome = (verdict.allowed, verdict.reason, version)
         earlier = self._earlier(key, outcome)
+        if earlier is None and failed is None:  # a new fetch: has the run failed in another worker?
+            failed = self.failure(principal)
+            if failed is not None:
+                verdict, context = self._verdict(rules[language], spec, principal, file, package_version, failed)
+                outcome = (verdict.allowed, verdict.reason, version)
+                earlier = self._earlier(key, outcome)
         if earlier is not None:
             return _answer(verdict, version, earlier, recorded=False)
         made = DecisionRecord.for_spec(spec, verdict, version, context)
@@ -147,6 +155,19 @@ class IndexGate:
         if not verdict.allowed and verdict.reason not in NOT_PROJECT_DENIALS:
             self._fail(reader, record.to_dict(), datetime.now(UTC), principal)
         return _answer(verdict, version, decision_id, recorded=recorded)
+
+    def _verdict(
+        self, rules, spec: Spec, principal: Principal, file, package_version, failed, facts=None
+    ) -> tuple[Verdict, dict]:
+        """The verdict on one fetch (`failed`, the run's refusal, when it failed) and its context."""
+        context = _context(principal)
+        if failed is not None:
+            return failed, context
+        verdict = judge(rules, spec, principal.workspace)
+        if verdict.allowed and file is not None and package_version is not None:
+            refused = self._file_verdict(rules, spec.language, spec.name, package_version, facts, context)
+            verdict = refused or verdict
+        return verdict, context
 
     def _record(self, principal: Principal, key: tuple, outcome: tuple, record: dict) -> tuple[str, bool]:
         """Record one fetch's decision: (its id, whether this call recorded it). A run's decision
@@ -170,7 +191,7 @@ class IndexGate:
         """Judge what each version declares (`{version: npm manifest or Requires-Dist list}`):
         {version: message} for the versions a refused non-registry dependency hides. Each such
         dependency is recorded once per run, allowed or not, all in one commit."""
-        policy_version, rules = self._policies.current(principal.workspace)
+        policy_version, rules = self._policies.current(principal.workspace, head=principal.head)
         if file is not None:
             check_text(file, "file", MAX_FILE_NAME)
         hidden: dict[str, str] = {}
@@ -222,7 +243,7 @@ class IndexGate:
         judgement is kept for the next reads of the same page (`facts` is then not called). A
         version all of whose keys are hidden is recorded once per run and reason, its facts in
         the context, at most `MAX_HIDDEN_RECORDED` per call (the newest first), in one commit."""
-        policy_version, rules = self._policies.current(principal.workspace)
+        policy_version, rules = self._policies.current(principal.workspace, head=principal.head)
         language_rules = rules[language]
         if not self._advisories.names(language, name) and not language_rules.version_rules:
             return {}
@@ -306,11 +327,19 @@ class IndexGate:
 
     def not_found(self, principal: Principal, language: str, name: str, request: str) -> None:
         """Record that a client asked for a name the upstream does not have (once per run)."""
-        policy_version, _ = self._policies.current(principal.workspace)
+        verdict = not_found_upstream(registry_spec(language, name).name, language)
+        self._refused_upstream(principal, language, name, request, verdict)
+
+    def upstream_failed(self, principal: Principal, language: str, name: str, request: str, why: str) -> None:
+        """Record that the upstream failed a fetch the policy allowed, and why (once per run and
+        fetch: a client's retries are counted), so the gate can say it after the install."""
+        self._refused_upstream(principal, language, name, request, upstream_failed(why))
+
+    def _refused_upstream(self, principal: Principal, language: str, name: str, request: str, verdict) -> None:
+        policy_version, _ = self._policies.current(principal.workspace, head=principal.head)
         spec = registry_spec(language, name)
-        verdict = not_found_upstream(spec.name, language)
-        key = (reader_key(principal.run, principal.token), language, spec.name, request, NOT_FOUND_UPSTREAM)
-        outcome = (False, NOT_FOUND_UPSTREAM, policy_version)
+        key = (reader_key(principal.run, principal.token), language, spec.name, request, verdict.reason)
+        outcome = (False, verdict.reason, policy_version)
         if self._earlier(key, outcome) is not None:
             return
         token = None if principal.run else principal.token
@@ -319,14 +348,17 @@ class IndexGate:
         decision_id, _ = self._record(principal, key, outcome, record.to_dict())
         self._remember(key, outcome, decision_id, principal)
 
-    def failure(self, principal: Principal) -> Verdict | None:
+    def failure(self, principal: Principal, remembered_only: bool = False) -> Verdict | None:
         """The `run-failed` refusal when this run (or token, within its window) was already
-        refused a project; None otherwise. Remembered here once known, else one indexed read."""
+        refused a project; None otherwise. Remembered here once known, else one indexed read
+        (`remembered_only`: only what this worker knows)."""
         reader = reader_key(principal.run, principal.token)
         now = datetime.now(UTC)
         with self._lock:
             known = self._failed.get(reader)
         if known is None or known[1] <= now:
+            if remembered_only:
+                return None
             since = None if principal.run else now - timedelta(seconds=TOKEN_WINDOW_SECONDS)
             row = self._readmodel.first_project_denial(reader, since, NOT_PROJECT_DENIALS)
             if row is None:

@@ -23,7 +23,14 @@ from application.cache import from_npm
 from domain.errors import GovernanceError
 from interface import metrics
 from interface.index import facts, files, packument
-from interface.index.access import governance, reader, refuse_a_failed_run, within_limits
+from interface.index.access import (
+    governance,
+    reader,
+    record_upstream_failure,
+    refuse_a_failed_run,
+    upstream_failure_recorded,
+    within_limits,
+)
 from interface.index.answers import judged
 from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
 from interface.index.pages import Fetched, Pages
@@ -99,6 +106,7 @@ def packument_answer(principal, ws: str, name: str) -> Response:
     except HTTPProblem as error:
         if error.status == 404:  # a name the upstream lacks: recorded, answered 404
             governance().index_not_found(principal, "node", name, "page")
+        record_upstream_failure(principal, "node", name, "page", error)
         raise
     base = f"{request.url_root}npm/{ws}/{name}/-/"
 
@@ -222,7 +230,7 @@ def tarball(principal, name: str, filename: str) -> Response:
     if not verdict["allowed"]:
         raise HTTPProblem(403, "Forbidden", verdict["message"])
     delivered = delivery_hook(principal, verdict, request_kind)
-    with undelivered_on_error(delivered):
+    with upstream_failure_recorded(principal, "node", name, request_kind), undelivered_on_error(delivered):
         return _tarball_answer(principal, name, filename, delivered, found.get("source"))
 
 

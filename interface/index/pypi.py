@@ -23,7 +23,14 @@ from werkzeug.http import parse_accept_header
 from application.cache import from_pypi
 from interface import metrics
 from interface.index import core_metadata, facts, files, simple
-from interface.index.access import governance, reader, refuse_a_failed_run, within_limits
+from interface.index.access import (
+    governance,
+    reader,
+    record_upstream_failure,
+    refuse_a_failed_run,
+    upstream_failure_recorded,
+    within_limits,
+)
 from interface.index.answers import Rendered, judged
 from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
 from interface.index.pages import Fetched, Pages
@@ -120,6 +127,7 @@ def project_page(ws, project):
     except HTTPProblem as error:
         if error.status == 404:  # a name the upstream lacks: recorded, answered 404
             governance().index_not_found(principal, "python", name, "page")
+        record_upstream_failure(principal, "python", name, "page", error)
         raise
     key = (ws, name, media, verdict["policy_version"], fetched.revision, request.url_root, hidden)
     content_type = media if simple.is_json(media) else f"{media}; charset=utf-8"
@@ -222,7 +230,7 @@ def file(ws, project, filename):
     if not verdict["allowed"]:
         raise HTTPProblem(403, "Forbidden", verdict["message"])
     delivered = delivery_hook(principal, verdict, request_kind)
-    with undelivered_on_error(delivered):
+    with upstream_failure_recorded(principal, "python", project, request_kind), undelivered_on_error(delivered):
         entry = found["entry"] if "entry" in found else _file_entry(project, dist)
         return _file_answer(principal, project, dist, filename, is_metadata, delivered, entry)
 
