@@ -6,19 +6,25 @@ current one) and incremental commands. Both refuse the whole request, naming eve
 
 from __future__ import annotations
 
+from typing import Any
+
 from domain.egress.workspace import EGRESS, EGRESS_MODES, default_egress, normalised_entries, plan_egress
 from domain.entries import parse_entries
 from domain.errors import FieldError, InvalidEntriesError, InvalidInputError
 from domain.limits import MAX_LIST_ENTRIES
-from domain.policy import CHANGE_LANGUAGES, KNOWN_MALWARE, LANGUAGES, LISTS, MODES, RULE_CHANGED, Change
+from domain.policy import CHANGE_LANGUAGES, KNOWN_MALWARE, LISTS, MODES, RULE_CHANGED, Change
 from domain.rules import ACTIONS as RULE_ACTIONS
 from domain.rules import ENFORCE, RULES, read_rules
+from domain.specs import LANGUAGES
 
 ACTIONS = ("switch-mode", "add", "remove", "set-rules", "set-known-malware")
 
 
 def plan_desired_state(
-    state: dict[str, dict], desired: dict, egress: dict | None = None, known_malware: str = ENFORCE
+    state: dict[str, dict[str, Any]],
+    desired: dict[str, Any],
+    egress: dict[str, Any] | None = None,
+    known_malware: str = ENFORCE,
 ) -> list[Change]:
     """Changes that turn `state` into `desired` (per language: mode, allow, deny, rules; all
     optional), `egress` (the workspace's egress allowlist) into `desired["egress"]["allow"]`, and
@@ -41,7 +47,7 @@ def plan_desired_state(
     return changes
 
 
-def _language_diff(language: str, current: dict, wanted: dict, errors: list) -> list[Change]:
+def _language_diff(language: str, current: dict[str, Any], wanted: dict[str, Any], errors: list[Any]) -> list[Change]:
     changes = []
     mode = wanted.get("mode")
     if mode is not None:
@@ -84,7 +90,10 @@ def _plan_known_malware(current: str, wanted: object, field: str, errors: list[F
 
 
 def plan_incremental(
-    state: dict[str, dict], commands: list[dict], egress: dict | None = None, known_malware: str = ENFORCE
+    state: dict[str, dict[str, Any]],
+    commands: list[dict[str, Any]],
+    egress: dict[str, Any] | None = None,
+    known_malware: str = ENFORCE,
 ) -> list[Change]:
     """Apply commands in order to a working copy; adding a present entry or removing an absent
     one (or switching to the current mode) plans nothing. Language `egress` edits the workspace's
@@ -106,14 +115,15 @@ def plan_incremental(
     return changes
 
 
-def _plan_one(work: dict, command: dict, where: str, errors: list) -> list[Change]:
-    action, language = command.get("action"), command.get("language")
+def _plan_one(work: dict[str, Any], command: dict[str, Any], where: str, errors: list[Any]) -> list[Change]:
+    action: Any = command.get("action")
+    language: Any = command.get("language")  # checked below
     if action == "set-known-malware":
-        planned = _plan_known_malware(
+        switched = _plan_known_malware(
             work[KNOWN_MALWARE]["mode"], command.get("known_malware"), f"{where}.known_malware", errors
         )
-        work[KNOWN_MALWARE]["mode"] = planned[-1].mode if planned else work[KNOWN_MALWARE]["mode"]
-        return planned
+        work[KNOWN_MALWARE]["mode"] = switched[-1].mode if switched else work[KNOWN_MALWARE]["mode"]
+        return switched
     bad_before = len(errors)
     _check_choice(action, ACTIONS, f"{where}.action", errors)
     _check_choice(language, CHANGE_LANGUAGES, f"{where}.language", errors)
@@ -124,9 +134,9 @@ def _plan_one(work: dict, command: dict, where: str, errors: list) -> list[Chang
     if action == "switch-mode":
         return _plan_switch(work[language], language, command.get("mode"), where, errors)
     if action == "set-rules":
-        planned = _plan_rules(language, work[language]["rules"], command.get("rules") or {}, f"{where}.rules", errors)
-        work[language]["rules"] = {**work[language]["rules"], **{c.name: c.rule for c in planned}}
-        return planned
+        ruled = _plan_rules(language, work[language]["rules"], command.get("rules") or {}, f"{where}.rules", errors)
+        work[language]["rules"] = {**work[language]["rules"], **{c.name: c.rule for c in ruled}}
+        return ruled
     list_name = command.get("list")
     if not _check_choice(list_name, LISTS, f"{where}.list", errors):
         return []
@@ -141,14 +151,14 @@ def _plan_one(work: dict, command: dict, where: str, errors: list) -> list[Chang
     return [Change(kind, language, list_name, n) for n in planned]
 
 
-def _plan_switch(rules: dict, language: str, mode, where: str, errors: list) -> list[Change]:
+def _plan_switch(rules: dict[str, Any], language: str, mode: Any, where: str, errors: list[Any]) -> list[Change]:
     if not _check_choice(mode, MODES, f"{where}.mode", errors) or mode == rules["mode"]:
         return []
     rules["mode"] = mode
     return [Change("mode-switched", language, mode=mode)]
 
 
-def _plan_egress_one(work: dict, command: dict, where: str, errors: list) -> list[Change]:
+def _plan_egress_one(work: dict[str, Any], command: dict[str, Any], where: str, errors: list[Any]) -> list[Change]:
     if command["action"] == "switch-mode":
         mode = command.get("mode")
         if not _check_choice(mode, EGRESS_MODES, f"{where}.mode", errors) or mode == work["mode"]:
@@ -166,7 +176,7 @@ def _plan_egress_one(work: dict, command: dict, where: str, errors: list) -> lis
     return [_egress_change("entry-added" if adding else "entry-removed", h) for h in planned]
 
 
-def _egress_change(kind: str, value: str) -> Change:
+def _egress_change(kind: str, value: str | None) -> Change:
     if kind == "mode-switched":
         return Change(kind, EGRESS, mode=value)
     return Change(kind, EGRESS, "allow", value)
@@ -178,7 +188,7 @@ def _size_errors(size: int, field: str) -> list[FieldError]:
     return [FieldError(field, f"a list may hold at most {MAX_LIST_ENTRIES} entries; this one would hold {size}")]
 
 
-def _check_choice(value, choices: tuple, field: str, errors: list) -> bool:
+def _check_choice(value: object, choices: tuple[Any, ...], field: str, errors: list[Any]) -> bool:
     if value in choices:
         return True
     errors.append(FieldError(field, f"must be one of {', '.join(choices)}; got {value!r}"))

@@ -22,6 +22,7 @@ TABLES = (
     "change_tokens",
     "token_names",
     "deliveries",
+    "read_model",
     *COUNT_TABLES,
     *ACCESS_TABLES,
 )
@@ -73,6 +74,8 @@ DDL = (
     # issuing one name at once cannot both win.
     "CREATE TABLE IF NOT EXISTS {token_names} (workspace TEXT NOT NULL, name_key TEXT NOT NULL, "
     "PRIMARY KEY (workspace, name_key))",
+    # The version of these tables and of the projection that fills them (application.store.upgrade).
+    "CREATE TABLE IF NOT EXISTS {read_model} (version INTEGER NOT NULL)",
     # Console sign-ins (application/store/sessions.py): operational state, not part of the record.
     "CREATE TABLE IF NOT EXISTS {sessions} (id TEXT PRIMARY KEY, token_id TEXT NOT NULL, "
     "created_at {ts} NOT NULL, expires_at {ts} NOT NULL, ended_at {ts})",
