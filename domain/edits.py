@@ -119,11 +119,11 @@ def _plan_one(work: dict[str, Any], command: dict[str, Any], where: str, errors:
     action: Any = command.get("action")
     language: Any = command.get("language")  # checked below
     if action == "set-known-malware":
-        set_malware = _plan_known_malware(
+        switched = _plan_known_malware(
             work[KNOWN_MALWARE]["mode"], command.get("known_malware"), f"{where}.known_malware", errors
         )
-        work[KNOWN_MALWARE]["mode"] = set_malware[-1].mode if set_malware else work[KNOWN_MALWARE]["mode"]
-        return set_malware
+        work[KNOWN_MALWARE]["mode"] = switched[-1].mode if switched else work[KNOWN_MALWARE]["mode"]
+        return switched
     bad_before = len(errors)
     _check_choice(action, ACTIONS, f"{where}.action", errors)
     _check_choice(language, CHANGE_LANGUAGES, f"{where}.language", errors)

@@ -221,7 +221,8 @@ class Policy(Aggregate):
             egress_changed = self.EgressChanged  # type: ignore[attr-defined]  # made by @event
             return egress_changed, {"change": change.type, "host": change.name, "mode": change.mode}
         if change.language == KNOWN_MALWARE:
-            return self.KnownMalwareSet, {"action": change.mode}  # type: ignore[attr-defined]  # made by @event
+            malware_set = self.KnownMalwareSet  # type: ignore[attr-defined]  # made by @event
+            return malware_set, {"action": change.mode}
         if change.type == RULE_CHANGED:
             rule_changed = self.RuleChanged  # type: ignore[attr-defined]  # made by @event
             return rule_changed, {"language": change.language, "rule": change.name, "value": change.rule}

@@ -19,7 +19,7 @@ from eventsourcing.persistence import StoredEvent
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, TABLES
 
-READ_MODEL_VERSION = 2
+READ_MODEL_VERSION = 3  # 3: impact_versions, and the changes rows of rules beyond names
 DERIVED = tuple(t for t in TABLES if t not in ("sessions", "read_model"))
 BATCH = 1000
 
