@@ -95,7 +95,14 @@ class Governance(Application):
         # known-malware advisories, deployment-wide: `gov.advisories.import_records(...)`
         self.advisories = Advisories(self.repository, self.save, self.readmodel, self.recorder)
         self.index = PackageIndex(
-            self.policies, self.writer, self.readmodel, self.save, self.authenticate, self.checked, self.advisories
+            self.policies,
+            self.writer,
+            self.readmodel,
+            self.save,
+            self.repository.get,
+            self.authenticate,
+            self.checked,
+            self.advisories,
         )
         self.require_workspace = self.policies.require_workspace
         self.load_policy = self.policies.load_policy
@@ -208,6 +215,9 @@ class Governance(Application):
     # -- the package index (application.index) ------------------------------------------------
     def start_run(self, workspace: str, caller: dict, context: dict | None = None, seconds: int | None = None) -> dict:
         return self.index.runs.start(workspace, caller, context, seconds)
+
+    def end_run(self, workspace: str, run: str, caller: dict) -> None:
+        self.index.runs.end(workspace, run, caller)
 
     def run_decisions(self, workspace: str, run: str, caller: dict) -> dict:
         return self.index.runs.decisions(workspace, run, caller)

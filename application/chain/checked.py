@@ -42,10 +42,11 @@ class CheckedReads:
         return None if revoked else {"id": token_id, **sealed, "head": found["head"]}
 
     def run(self, run_id: str) -> dict | None:
-        """The run as its sealed `Run.Started` says (expiry included); None when there is no such
-        event or its row was edited."""
+        """The run as its sealed `Run.Started` says (expiry included), `ended` when a sealed
+        `Run.Ended` follows it; None when there is no such event or its row was edited."""
         rows = self.store.run(run_id)
-        started = _first(self._facts("run", f"run {run_id}", rows), Run.Started.TOPIC)
+        facts = self._facts("run", f"run {run_id}", rows)
+        started = _first(facts, Run.Started.TOPIC)
         if started is None:
             return None
         state = started.state
@@ -60,7 +61,8 @@ class CheckedReads:
         found = rows[0] | {"row_expires_at": _instant(rows[0]["row_expires_at"])}
         if self._differs("run", "runs", run_id, sealed, found, found["row_id"]):
             return None
-        return {"id": run_id, **sealed, "context": state.get("context") or {}}
+        ended = _first(facts, Run.Ended.TOPIC) is not None
+        return {"id": run_id, **sealed, "context": state.get("context") or {}, "ended": ended}
 
     def _facts(self, kind: str, what: str, rows: list[dict]) -> list[Fact]:
         try:
