@@ -37,13 +37,13 @@ from application.index import PackageIndex
 from application.overview import Overview
 from application.policies import Policies
 from application.races import SAVE_ERRORS, lost_race
+from application.sessions import ConsoleSessions
 from application.store import SNAPSHOT_INTERVAL
 from application.store.access_reads import AccessReads
 from application.store.chain import ChainStore
 from application.store.counts import CountReads
 from application.store.overview import OverviewReads
 from application.store.reads import ReadModel
-from application.store.sessions import ConsoleSessions
 from application.synthesis import Synthesis
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
@@ -77,7 +77,8 @@ class Governance(Application):
         self.integrity = IntegrityAlarms()
         # What authentication reads, checked against the sealed events on every use.
         self.checked = CheckedReads(ChainStore(self.recorder), state_reader(self.mapper), self.integrity)
-        self.sessions = ConsoleSessions(self.recorder)  # console sign-ins, server-side
+        # console sign-ins, server-side and sealed
+        self.sessions = ConsoleSessions(self.save, self.repository.get, self.checked, clock)
         self.callers = Callers()  # for the evaluate hot path, checked again where it records
         self.writer = DecisionWriter(self.record_events)
         self.policies = Policies(self.repository, self.readmodel, clock)

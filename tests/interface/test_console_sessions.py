@@ -45,5 +45,5 @@ def test_signing_out_one_session_leaves_the_others(live):
 def test_the_session_store_holds_a_digest_not_the_id_in_the_cookie(live, app):
     console = signed_in(live, "owner")
     value = next(c.value for c in console.jar if c.name == "runcode_console")
-    rows = app.recorder.fetch(app.readmodel.dialect.sql("SELECT id FROM {sessions}"))
+    rows = app.recorder.fetch(app.readmodel.dialect.sql("SELECT id FROM {console_sessions}"))
     assert len(rows) == 1 and rows[0]["id"] not in value
