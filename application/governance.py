@@ -48,7 +48,7 @@ from application.synthesis import Synthesis
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
 from domain.limits import MAX_LABEL
-from domain.policy import Policy
+from domain.policy import Policy, policy_id
 from domain.text import check_text
 from domain.token import (
     RESERVED_NAME_PREFIXES,
@@ -109,6 +109,7 @@ class Governance(Application):
         self.load_policy = self.policies.load_policy
         self.chain = AuditChain(self.recorder, self.mapper, self.require_workspace)  # seals every stored event
         self.repository.check = SnapshotCheck(self.chain.store, self.chain.read_state, self.integrity)
+        self.chain.stored_snapshots = lambda ws: self.repository.snapshot_store.recorder.select_events(policy_id(ws))
 
     def construct_repository(self) -> SealedRepository:
         repository = super().construct_repository()  # the library's settings, read its way

@@ -159,6 +159,47 @@ def test_a_run_whose_starter_was_swapped_in_the_runs_table_is_refused(snapshotte
     assert "started_by" in snapshotted.integrity.first
 
 
+# -- audit verify holds the signed notes, the stored tree and the snapshots against the chain ----------
+def test_audit_verify_names_a_snapshot_edited_in_the_store_before_anything_loads_it(snapshotted, tamper):
+    tamper.replace_in_snapshot(str(policy_id("acme")), '"beta",', "")
+    result = snapshotted.chain.verify("acme")
+    assert not result["ok"] and result["problem"] == "altered", result
+    assert "did not verify: its stored bytes differ from the sealed digest" in result["detail"]
+    assert result["record"]["originator_id"] == str(policy_id("acme"))
+
+
+def forged_note(app, checkpoint: dict, key: AuditKey) -> str:
+    """The checkpoint's note over a root of no history, signed with `key` under its origin."""
+    from application.chain import notes
+
+    origin = notes.origin_of(checkpoint["note"])
+    return notes.sign(notes.checkpoint_text(origin, checkpoint["seq"], bytes(32)), origin, key.public, key.sign)
+
+
+@pytest.mark.parametrize("holds_the_key", [False, True], ids=["database-write", "with-the-key"])
+def test_audit_verify_names_a_checkpoint_note_whose_root_was_replaced(snapshotted, tamper, holds_the_key):
+    checkpoint = snapshotted.chain.checkpoint("acme")
+    assert snapshotted.chain.verify("acme")["ok"]
+    key = snapshotted.chain.key if holds_the_key else AuditKey.generate()
+    note = forged_note(snapshotted, checkpoint, key)
+    tamper.sql("UPDATE rcp_checkpoint_notes SET note = %s WHERE size = %s", (note, checkpoint["seq"]))
+    result = snapshotted.chain.verify("acme")
+    assert not result["ok"] and result["record"]["seq"] == checkpoint["seq"], result
+    if holds_the_key:  # signed as the service signs: only the recomputed tree tells
+        assert result["problem"] == "checkpoint-mismatch"
+        assert "not the Merkle root recomputed from the chain" in result["detail"]
+    else:
+        assert result["problem"] == "signature" and "not signed by a trusted key" in result["detail"]
+
+
+def test_audit_verify_names_a_stored_merkle_node_that_was_edited(snapshotted, tamper):
+    checkpoint = snapshotted.chain.checkpoint("acme")
+    tamper.sql("UPDATE rcp_merkle_nodes SET hash = %s WHERE workspace = 'acme'", ("00" * 32,))
+    result = snapshotted.chain.verify("acme")
+    assert not result["ok"] and result["problem"] == "altered", result
+    assert "stored Merkle tree differs" in result["detail"] and result["record"]["seq"] == checkpoint["seq"]
+
+
 # -- console sessions: what lets a browser in ----------------------------------------------------------
 @pytest.fixture
 def signed_in(snapshotted) -> dict:
