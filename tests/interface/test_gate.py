@@ -193,7 +193,7 @@ def test_the_runs_token_reads_the_index_no_more_once_the_install_is_over(
     index = urllib.parse.urlsplit(kept.read_text())
     credentials = base64.b64encode(urllib.parse.unquote(index.netloc.rpartition("@")[0]).encode()).decode()
     reply = live.call("GET", index.path + "alpha/", headers={"Authorization": "Basic " + credentials})
-    assert reply.status == 403 and "a valid token is required" in reply.body, (
+    assert reply.status == 403 and b"a valid token is required" in reply.body, (
         reply.status,
         reply.body,
     )  # as pip expects
