@@ -39,6 +39,7 @@ bench: install
 lint: install
 	$(BIN)/ruff check domain application interface tests bench
 	$(BIN)/ruff format --check domain application interface tests bench
+	$(BIN)/mypy
 
 format: install
 	$(BIN)/ruff format domain application interface tests bench

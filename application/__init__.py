@@ -6,12 +6,12 @@ store settings, the egress configuration, the parsing of instants, the store-out
 
 from __future__ import annotations
 
-from application.callers import StaleCaller
 from application.decision_writer import StoreUnavailableError
 from application.egress import EgressConfig, checked_config
 from application.formats import optional_bound, optional_instant, parse_bound, parse_day, parse_instant
 from application.governance import Governance
 from application.store import default_database_url, store_env
+from application.store.guards import StaleCaller
 
 __all__ = [
     "EgressConfig",

@@ -9,20 +9,17 @@ wiring, and judge them at an instant: expiry is data in the grant, never a later
 from __future__ import annotations
 
 import functools
-import random
-import time
 from datetime import datetime
 from uuid import uuid4
 
 from eventsourcing.application import AggregateNotFoundError
-from eventsourcing.persistence import IntegrityError
 
 from application.access_views import exception_views, request_view
 from application.clock import Clock, system_clock
 from application.formats import iso, parse_uuid
 from application.impact import Impact
 from application.policies import Policies
-from application.races import SAVE_ERRORS, lost_race
+from application.races import ATTEMPTS, LOST_RACE, pause, saved, too_fast
 from application.store.access_reads import AccessReads
 from domain.access import STATUS_FILTERS, AccessRequest, expiry, plan_closure_grants, plan_grant, requested_package
 from domain.egress.workspace import EGRESS
@@ -30,7 +27,6 @@ from domain.errors import ConflictError, FieldError, InvalidInputError, NotFound
 from domain.policy import Change, bind_rules
 from domain.text import check_context, check_text
 
-ATTEMPTS = 50
 DENIALS_WINDOW_DAYS = 30
 
 
@@ -51,9 +47,18 @@ class Access:
 
     # -- requests -------------------------------------------------------------------------------
     def file_request(
-        self, workspace: str, language: str, name: str, justification: str, context: dict | None, by: str, token_id: str
+        self,
+        workspace: str,
+        language: str,
+        name: str,
+        justification: str,
+        context: dict | None,
+        by: str,
+        token_id: str,
+        only_own: bool = False,
     ) -> dict:
-        """File a request, or join the open one for the same package (`joined` says which)."""
+        """File a request, or join the open one for the same package (`joined` says which).
+        `only_own`: the answer shows only this token's own asking (a sandbox's view)."""
         self.require_workspace(workspace)
         language, name = requested_package(language, name)
         asked = {
@@ -71,22 +76,21 @@ class Access:
                     request = self._get_request(workspace, row["id"])
                     request.join(asked)  # ConflictError if it was decided since the row was read
                 self.save(request)
-            except (IntegrityError, ConflictError):
-                _pause()  # another filer or decider won: read again
+            except (LOST_RACE, ConflictError):
+                pause()  # another filer or decider won: read again
                 continue
-            return {**self.request(workspace, str(request.id)), "joined": row is not None}
-        raise ConflictError(
-            "requests for this package are changing too fast; try again",
-            [FieldError("name", "the open request kept moving")],
-        )
+            viewer = token_id if only_own else None
+            return {**self.request(workspace, str(request.id), viewer), "joined": row is not None}
+        raise too_fast("the open request", "name")
 
     def request(self, workspace: str, request_id: str, token_id: str | None = None) -> dict:
-        """One request; with `token_id`, only if that token asked for it (else 404)."""
+        """One request; with `token_id`, only if that token asked for it (else 404), and only
+        its own asking shown."""
         row = self.access_reads.request(workspace, request_id) if parse_uuid(request_id) else None
         asked = self.access_reads.askers([request_id]) if row else []
         if row is None or (token_id is not None and token_id not in {a["token_id"] for a in asked}):
             raise NotFoundError(f"no request {request_id!r} in this workspace")
-        return request_view(row, asked, self.clock(), self._denials(row))
+        return request_view(row, asked, self.clock(), self._denials(row), viewer=token_id)
 
     def requests(self, workspace: str, status: str = "open", token_id: str | None = None, limit: int = 100) -> dict:
         self.require_workspace(workspace)
@@ -99,7 +103,8 @@ class Access:
         askers = self.access_reads.askers([r["id"] for r in rows])
         return {
             "requests": [
-                request_view(r, [a for a in askers if a["request_id"] == r["id"]], now, self._denials(r)) for r in rows
+                request_view(r, [a for a in askers if a["request_id"] == r["id"]], now, self._denials(r), token_id)
+                for r in rows
             ]
         }
 
@@ -136,19 +141,19 @@ class Access:
                 terms = functools.partial(_dependency_grant, until=until, request_id=request_id)
                 changes += plan_closure_grants(rules, policy.state, others, terms, lift_deny, workspace)
             policy.record(changes, by, note or "")
-            if self._saved(policy, request):
+            if saved(self.save, policy, request):
                 granted = [c.name for c in changes if c.type == "exception-granted"]
                 return {**self.request(workspace, request_id), "granted": granted}
-        raise _too_fast()
+        raise too_fast()
 
     def reject_request(self, workspace: str, request_id: str, by: str, note: str = "") -> dict:
         check_text(note or "", "note")
         for _ in range(ATTEMPTS):
             request = self._get_request(workspace, request_id)
             request.reject(by, note or "")
-            if self._saved(request):
+            if saved(self.save, request):
                 return self.request(workspace, request_id)
-        raise _too_fast()
+        raise too_fast()
 
     def _get_request(self, workspace: str, request_id: str) -> AccessRequest:
         request_uuid = parse_uuid(request_id)
@@ -159,16 +164,6 @@ class Access:
         if not isinstance(request, AccessRequest) or request.workspace != workspace:
             raise NotFoundError(f"no request {request_id!r} in this workspace")
         return request
-
-    def _saved(self, *aggregates) -> bool:
-        try:
-            self.save(*aggregates)
-        except SAVE_ERRORS as error:
-            if not lost_race(error):
-                raise
-            _pause()  # someone else saved first: plan again against what won
-            return False
-        return True
 
     def _denials(self, row: dict) -> int:
         return self.impacts.denied_recently(row["workspace"], row["language"], row["name"], DENIALS_WINDOW_DAYS)
@@ -194,15 +189,15 @@ class Access:
             policy.record(
                 plan_grant(policy.state, language, name, _grant(exception_id, until, None), lift_deny), by, note or ""
             )
-            if self._saved(policy):
+            if saved(self.save, policy):
                 return next(e for e in exception_views(policy) if e["id"] == exception_id)
-        raise _too_fast()
+        raise too_fast()
 
     def revoke_exception(self, workspace: str, exception_id: str, by: str, note: str = "") -> None:
         check_text(note or "", "note")
         for _ in range(ATTEMPTS):
             policy = self.load_policy(workspace)
-            grant = policy.grants().get(exception_id)
+            grant = policy.exceptions.get(exception_id)
             if grant is None:
                 row = self.access_reads.exception(workspace, exception_id) if parse_uuid(exception_id) else None
                 if row is not None:
@@ -215,9 +210,9 @@ class Access:
                 "exception-revoked", grant["language"], name=grant["name"], exception={"exception_id": exception_id}
             )
             policy.record([change], by, note or "")
-            if self._saved(policy):
+            if saved(self.save, policy):
                 return
-        raise _too_fast()
+        raise too_fast()
 
     def exceptions(self, workspace: str, at: datetime | None = None) -> dict:
         """The exceptions in force at `at` (default now), soonest expiry first."""
@@ -231,14 +226,3 @@ def _grant(exception_id: str, until: datetime | None, request_id: str | None) ->
 
 def _dependency_grant(name: str, until: datetime | None, request_id: str) -> dict:
     return _grant(str(uuid4()), until, request_id)  # one exception per name of the closure
-
-
-def _pause() -> None:
-    time.sleep(random.uniform(0, 0.005))  # let the winner's readers through
-
-
-def _too_fast() -> ConflictError:
-    return ConflictError(
-        "the policy is changing too fast to apply this; try again",
-        [FieldError("expected_version", "the policy kept moving")],
-    )

@@ -17,7 +17,13 @@ def request_status(row: dict, now: datetime) -> str:
     return "expired" if over else "approved"
 
 
-def request_view(row: dict, askers: list[dict], now: datetime, denied_recently: int) -> dict:
+def request_view(row: dict, askers: list[dict], now: datetime, denied_recently: int, viewer: str | None = None) -> dict:
+    """With `viewer` (a sandbox token's id), only what that token asked is shown: its own
+    justification and context, never another asker's (who may have written secrets there)."""
+    requesters = len(askers)
+    if viewer is not None:
+        askers = [a for a in askers if a["token_id"] == viewer]
+        row = {**row, **{k: askers[0][k] for k in ("justification", "context")}} if askers else row
     exception = None
     if row["exception_id"]:
         exception = {
@@ -35,7 +41,7 @@ def request_view(row: dict, askers: list[dict], now: datetime, denied_recently: 
         "filed_by": row["filed_by"],
         "justification": row["justification"],
         "context": json.loads(row["context"]),
-        "requesters": len(askers),
+        "requesters": requesters,
         "askers": [
             {
                 "by": a["by_actor"],
@@ -57,7 +63,9 @@ def request_view(row: dict, askers: list[dict], now: datetime, denied_recently: 
 
 def exception_views(policy: Policy, at: datetime | None = None) -> list[dict]:
     """The policy's standing exceptions (with `at`, only those in force then), soonest end first."""
-    grants = [g for g in policy.grants().values() if at is None or (exception_end(g) is None or at < exception_end(g))]
+    grants = [
+        g for g in policy.exceptions.values() if at is None or (exception_end(g) is None or at < exception_end(g))
+    ]
     views = [
         {
             "id": g["id"],

@@ -15,9 +15,9 @@ import time
 from datetime import datetime, timedelta
 
 from eventsourcing.application import AggregateNotFoundError
-from eventsourcing.persistence import IntegrityError
 
 from application.formats import iso
+from application.races import ATTEMPTS, saved, too_fast
 from application.store.reads import ReadModel
 from domain.advisories import FEED_ID, AdvisoryFeed, Affected, package_name, read_records
 from domain.decision import NOT_FOUND_UPSTREAM
@@ -26,7 +26,6 @@ from domain.errors import FieldError, InvalidInputError, NotFoundError
 REFRESH_SECONDS = 2.0
 MAX_RECORDS = 50_000  # records in one import
 MAX_REVISION = 200
-IMPORT_ATTEMPTS = 5
 # Exposure: how many of a package's recorded decisions in the period are read, and answered.
 EXPOSURE_SCAN = 50_000
 MAX_EXPOSURES = 1000
@@ -63,18 +62,16 @@ class Advisories:
         affected = read_records(records)
         ids = list(dict.fromkeys(r["id"] for r in records))
         revision = revision or "sha256:" + hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
-        for attempt in range(IMPORT_ATTEMPTS):
+        for _ in range(ATTEMPTS):
             try:
                 feed = self._repository.get(FEED_ID)
             except AggregateNotFoundError:
                 feed = AdvisoryFeed.start()
             feed.imported(revision, ids, [a.to_dict() for a in affected], by)
-            try:
-                self._save(feed)
+            if saved(self._save, feed):  # else another import came first: apply ours after it
                 break
-            except IntegrityError:  # another import came first: apply ours after it
-                if attempt == IMPORT_ATTEMPTS - 1:
-                    raise
+        else:
+            raise too_fast("the advisory feed", "records")
         self._load(feed)
         return {"revision": revision, "records": len(ids), "packages": len(affected)}
 

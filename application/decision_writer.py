@@ -23,7 +23,8 @@ from collections.abc import Callable
 
 from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
 
-from application.callers import Guard, StaleCaller, is_stale
+from application.callers import Guard
+from application.store.guards import StaleCaller, is_stale
 from domain.errors import GovernanceError
 
 MAX_BATCH_EVENTS = 1000

@@ -31,7 +31,7 @@ NOT_ON_ALLOWLIST = "not-on-hostname-allowlist"
 class EgressConfig:
     """What a deployment adds to the fixed rules. Validated and normalised on construction.
 
-    `hostname_allowlist`: None = open egress, () = deny every name, else entries (EGRESS.md 2).
+    `hostname_allowlist`: None = open egress, () = deny every name, else entries.
     `deny_ranges`: extra CIDRs, always denied. `allow_addresses`: a TEST-ONLY hatch that lets an
     enforcing proxy's tests reach a loopback upstream; nothing reads it from the environment.
     """

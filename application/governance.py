@@ -8,8 +8,6 @@ method takes and returns plain data, so the HTTP API, the console and the CLI ar
 from __future__ import annotations
 
 import hmac
-import random
-import time
 from datetime import datetime
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
@@ -36,7 +34,7 @@ from application.imports import expand_imports
 from application.index import PackageIndex
 from application.overview import Overview
 from application.policies import Policies
-from application.races import SAVE_ERRORS, lost_race
+from application.races import ATTEMPTS, saved, too_fast
 from application.sessions import ConsoleSessions
 from application.store import SNAPSHOT_INTERVAL
 from application.store.access_reads import AccessReads
@@ -44,10 +42,12 @@ from application.store.chain import ChainStore
 from application.store.counts import CountReads
 from application.store.overview import OverviewReads
 from application.store.reads import ReadModel
+from application.store.upgrade import upgrade_read_models
 from application.synthesis import Synthesis
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
 from domain.limits import MAX_LABEL
+from domain.names import check_visible, skeleton
 from domain.policy import Policy, policy_id
 from domain.text import check_text
 from domain.token import (
@@ -57,12 +57,9 @@ from domain.token import (
     Token,
     digest,
     is_reserved_name,
-    name_key,
     new_secret,
     token_id,
 )
-
-CHANGE_ATTEMPTS = 50
 
 
 class Governance(Application):
@@ -71,6 +68,8 @@ class Governance(Application):
 
     def __init__(self, env: dict | None = None, egress: EgressConfig | None = None, clock: Clock = system_clock):
         super().__init__(env)
+        if self.factory.env_create_table():  # the tables are this code's, so must their rows be
+            upgrade_read_models(self.recorder, self.mapper)
         self.clock = clock  # "now" for every collaborator that reads the time (tests give their own)
         self.readmodel = ReadModel(self.recorder)
         # What was found not to match the sealed record while answering (and so was not used).
@@ -321,7 +320,7 @@ class Governance(Application):
             )
         if not isinstance(name, str) or not name.strip():
             raise InvalidInputError("a token needs a name", [FieldError("name", "must be 1 to 200 characters")])
-        check_text(name, "name", MAX_LABEL)
+        check_visible(check_text(name, "name", MAX_LABEL), "name")
         check_token_name(name, self.readmodel.tokens(workspace))
         token, secret = self._new_token(workspace, name.strip(), role, by)
         try:
@@ -430,7 +429,7 @@ class Governance(Application):
             by,
             note,
             expected_version,
-            lambda policy: plan_desired_state(policy.state, desired, policy.egress_state()),
+            lambda policy: plan_desired_state(policy.state, desired, policy.egress),
             by_token,
         )
 
@@ -449,7 +448,7 @@ class Governance(Application):
             by,
             note,
             expected_version,
-            lambda policy: plan_incremental(policy.state, changes, policy.egress_state()),
+            lambda policy: plan_incremental(policy.state, changes, policy.egress),
             by_token,
         )
 
@@ -458,22 +457,14 @@ class Governance(Application):
         expected_version asked for "apply this now": when another save wins the race, its
         request is planned again against the state that won (a no-op stays a no-op)."""
         check_text(note or "", "note")
-        for _ in range(CHANGE_ATTEMPTS):
+        for _ in range(ATTEMPTS):
             policy = self.load_policy(workspace)
             if expected_version is not None and expected_version != policy.policy_version:
                 raise stale(expected_version, policy.policy_version)
             policy.record(plan(policy), by, note or "", by_token=by_token)
-            try:
-                self.save(policy)
+            if saved(self.save, policy):
                 return policy_view(policy, None, self.clock())
-            except SAVE_ERRORS as error:
-                if not lost_race(error):
-                    raise
-                time.sleep(random.uniform(0, 0.005))  # let the winner's readers through
-        raise ConflictError(
-            "the policy is changing too fast to apply this; try again",
-            [FieldError("expected_version", "the policy kept moving")],
-        )
+        raise too_fast()
 
 
 def _crosses(events, aggregate, interval: int) -> bool:
@@ -510,14 +501,17 @@ def check_token_name(name: str, tokens: list[dict]) -> None:
                 )
             ],
         )
-    if any(name_key(t["name"]) == name_key(name) for t in tokens):
-        raise name_taken(name)
+    looks = skeleton(name)
+    same = next((t["name"] for t in tokens if skeleton(t["name"]) == looks), None)
+    if same is not None:
+        raise name_taken(name, same)
 
 
-def name_taken(name: str) -> ConflictError:
+def name_taken(name: str, same: str | None = None) -> ConflictError:
+    looks = "" if same is None or same == name.strip() else f" (looks the same as {same!r})"
     return ConflictError(
-        f"a token named {name.strip()!r} exists or existed in this workspace",
-        [FieldError("name", "must differ from the name of every token this workspace ever had")],
+        f"a token named {name.strip()!r} exists or existed in this workspace{looks}",
+        [FieldError("name", "must differ from (and not look like) the name of every token this workspace ever had")],
     )
 
 

@@ -160,7 +160,7 @@ def _interval(verdict, start: datetime, version: int) -> dict:
 
 
 def describe_change(row: dict | None) -> dict | None:
-    """A change row as API.md shows it (history entries and `because`)."""
+    """A change row as the API shows it (history entries and `because`)."""
     if row is None:
         return None
     out = {

@@ -1,14 +1,46 @@
-"""Telling a Save that lost a race (plan it again) from a store that failed (give up)."""
+"""The one retry rule for a Save that lost a race: plan it again against the state that won.
+
+- Retried: only a lost race, the events' own `IntegrityError` (another Save of the same aggregate
+  came first; nothing was written). On PostgreSQL too: a Save is one message, not a pipeline
+  (`application.store.postgres`), so the conflict is never seen later as an aborted pipeline.
+  Anything else the store raises is not a race: it propagates (the store is down: a 503), after
+  the PostgreSQL recorder's own tries of a lost connection (`insert_events`, as the library's).
+- How many times: `ATTEMPTS` plans in all, then a `ConflictError` ("changing too fast").
+- Backoff: a random pause of up to `PAUSE_SECONDS` before planning again, so the winner's readers
+  get through rather than every loser replanning at once.
+"""
 
 from __future__ import annotations
 
-from eventsourcing.persistence import IntegrityError, OperationalError
+import random
+import time
+from collections.abc import Callable
 
-# What a lost race can raise: the version conflict itself, or on PostgreSQL an aborted pipeline
-# (the conflict seen at the pipeline's end, not on the events' insert).
-SAVE_ERRORS = (IntegrityError, OperationalError)
+from eventsourcing.persistence import IntegrityError
+
+from domain.errors import ConflictError, FieldError
+
+ATTEMPTS = 50
+PAUSE_SECONDS = 0.005
+LOST_RACE = IntegrityError
 
 
-def lost_race(error: Exception) -> bool:
-    """Nothing was written, so the caller may plan again against the state that won."""
-    return isinstance(error, IntegrityError) or "pipeline aborted" in str(error)
+def pause() -> None:
+    time.sleep(random.uniform(0, PAUSE_SECONDS))
+
+
+def saved(save: Callable[..., object], *aggregates) -> bool:
+    """Save atomically; False (after the pause) when the Save lost a race, so plan again."""
+    try:
+        save(*aggregates)
+    except LOST_RACE:
+        pause()
+        return False
+    return True
+
+
+def too_fast(what: str = "the policy", field: str = "expected_version") -> ConflictError:
+    """What a caller is told when every attempt lost its race."""
+    return ConflictError(
+        f"{what} is changing too fast to apply this; try again", [FieldError(field, f"{what} kept moving")]
+    )

@@ -9,7 +9,9 @@ the policy like the lists, and its expiry is data in that event, never a clock-d
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 from eventsourcing.domain import Aggregate, event
 
@@ -92,7 +94,7 @@ def requested_package(language: str, text: str) -> tuple[str, str]:
     return language, spec.name
 
 
-def plan_grant(state: dict, language: str, name: str, grant: dict, lift_deny: bool) -> list[Change]:
+def plan_grant(state: dict[str, Any], language: str, name: str, grant: dict[str, Any], lift_deny: bool) -> list[Change]:
     """The grant, after the removal of every deny entry that matches the name when asked to:
     the deny list wins over exceptions, so granting one for a denied name alone would be a lie."""
     key = deny_key(language, name) if language != EGRESS else name
@@ -110,7 +112,12 @@ def plan_grant(state: dict, language: str, name: str, grant: dict, lift_deny: bo
 
 
 def plan_closure_grants(
-    rules: LanguageRules, state: dict, names: list[str], grant_for, lift_deny: bool, workspace: str
+    rules: LanguageRules,
+    state: dict[str, Any],
+    names: list[str],
+    grant_for: Callable[[str], dict[str, Any]],
+    lift_deny: bool,
+    workspace: str,
 ) -> list[Change]:
     """Grants for every name of a dependency closure the policy does not allow yet (one each,
     `grant_for(name)` giving its terms). Deny-listed names are refused all at once, named, unless
@@ -139,21 +146,21 @@ class AccessRequest(Aggregate):
         TOPIC = "runcode_policy:AccessRequest.Created"
 
     @event("Filed", topic="runcode_policy:AccessRequest.Filed")
-    def __init__(self, workspace: str, language: str, name: str, asked: dict):
+    def __init__(self, workspace: str, language: str, name: str, asked: dict[str, Any]):
         # `asked`: who asked and why ({"by", "token_id", "justification", "context"}), checked.
         self.workspace = workspace
         self.language = language
         self.name = name
         self.status = "open"
         self.askers = [asked]
-        self.decision: dict | None = None
+        self.decision: dict[str, Any] | None = None
 
-    def join(self, asked: dict) -> None:
+    def join(self, asked: dict[str, Any]) -> None:
         self._check_open()
         self._join(asked)
 
     @event("Joined", topic="runcode_policy:AccessRequest.Joined")
-    def _join(self, asked: dict) -> None:
+    def _join(self, asked: dict[str, Any]) -> None:
         self.askers.append(asked)
 
     def approve(self, by: str, note: str, exception_id: str, expires_at: str | None, lift_deny: bool) -> None:

@@ -13,7 +13,9 @@ ordered against a range of its package is affected.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from uuid import NAMESPACE_URL, uuid5
 
 from eventsourcing.domain import Aggregate, event
@@ -49,7 +51,7 @@ class Affected:
     versions: tuple[str, ...]
     ranges: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]  # (type, ((event, version), ...))
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "advisory": self.advisory,
             "language": self.language,
@@ -59,7 +61,7 @@ class Affected:
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> Affected:
+    def from_dict(cls, data: dict[str, Any]) -> Affected:
         ranges = tuple((r["type"], tuple(next(iter(e.items())) for e in r["events"])) for r in data.get("ranges", ()))
         return cls(data["advisory"], data["language"], data["name"], tuple(data.get("versions", ())), ranges)
 
@@ -74,7 +76,7 @@ def package_name(language: str, name: str) -> str:
     return canonicalize_name(name) if language == "python" else name
 
 
-def read_records(records: list, where: str = "records") -> list[Affected]:
+def read_records(records: list[Any], where: str = "records") -> list[Affected]:
     """The affected packages of OSV records, for the ecosystems the index serves. Malformed
     records are refused, naming the field; entries of other ecosystems are skipped."""
     found = []
@@ -95,11 +97,11 @@ def read_records(records: list, where: str = "records") -> list[Affected]:
     return found
 
 
-def _read_affected(advisory: str, entry, at: str) -> Affected | None:
+def _read_affected(advisory: str, entry: Any, at: str) -> Affected | None:
     package = entry.get("package") if isinstance(entry, dict) else None
     if not isinstance(package, dict) or not isinstance(package.get("name"), str) or not package["name"]:
         raise _bad(f"{at}.package", "must name the package (ecosystem and name)")
-    language = ECOSYSTEMS.get(package.get("ecosystem"))
+    language = ECOSYSTEMS.get(package.get("ecosystem"))  # type: ignore[arg-type]
     if language is None:
         return None
     versions = entry.get("versions", [])
@@ -124,7 +126,7 @@ def _read_affected(advisory: str, entry, at: str) -> Affected | None:
     return Affected(advisory, language, package_name(language, package["name"]), tuple(versions), tuple(ranges))
 
 
-def _is_version_text(value) -> bool:
+def _is_version_text(value: object) -> bool:
     return isinstance(value, str) and 0 < len(value) <= MAX_VERSION
 
 
@@ -143,8 +145,8 @@ def _same(language: str, version: str, listed: str) -> bool:
     return False
 
 
-def _in_range(language: str, kind: str, events: tuple, version: str) -> bool:
-    key = _semver_key if kind == "SEMVER" or language == "node" else _pep440_key
+def _in_range(language: str, kind: str, events: tuple[Any, ...], version: str) -> bool:
+    key: Callable[[str], Any] = _semver_key if kind == "SEMVER" or language == "node" else _pep440_key
     try:
         at = key(version)
         ordered = sorted(events, key=lambda e: _event_key(key, e))
@@ -161,7 +163,7 @@ def _in_range(language: str, kind: str, events: tuple, version: str) -> bool:
         return True  # fail closed: a version we cannot place is treated as affected
 
 
-def _event_key(key, event: tuple[str, str]):
+def _event_key(key: Callable[[str], Any], event: tuple[str, str]) -> tuple[Any, ...]:
     kind, bound = event
     return (0,) if kind == "introduced" and bound == "0" else (1, key(bound))
 
@@ -173,7 +175,7 @@ def _pep440_key(version: str) -> Version:
         raise Unordered(version) from None
 
 
-def _semver_key(version: str) -> tuple:
+def _semver_key(version: str) -> tuple[Any, ...]:
     """SemVer 2.0 precedence: a pre-release sorts before its release; its identifiers compare
     numerically when numeric, and numeric ones before alphanumeric ones; build metadata is ignored."""
     match = _SEMVER.fullmatch(version.strip().removeprefix("v"))
@@ -200,16 +202,16 @@ class AdvisoryFeed(Aggregate):
         TOPIC = "runcode_policy:AdvisoryFeed.Created"
 
     @event("Started", topic="runcode_policy:AdvisoryFeed.Started")
-    def __init__(self):
-        self.affected: list[dict] = []  # every import's Affected.to_dict(), in import order
-        self.imports: list[dict] = []
+    def __init__(self) -> None:
+        self.affected: list[dict[str, Any]] = []  # every import's Affected.to_dict(), in import order
+        self.imports: list[dict[str, Any]] = []
 
     @classmethod
     def start(cls) -> AdvisoryFeed:
-        return cls._create(cls.Started, id=FEED_ID)
+        return cls._create(cls.Started, id=FEED_ID)  # type: ignore[attr-defined]  # made by @event
 
     @event("Imported", topic="runcode_policy:AdvisoryFeed.Imported")
-    def imported(self, revision: str, records: list[str], affected: list[dict], by: str) -> None:
+    def imported(self, revision: str, records: list[str], affected: list[dict[str, Any]], by: str) -> None:
         # A record imported again replaces its earlier word (OSV records are revised in place).
         replaced = set(records)
         self.affected = [a for a in self.affected if a["advisory"] not in replaced] + affected

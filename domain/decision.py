@@ -8,7 +8,9 @@ otherwise conflict on the Policy's version.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
@@ -55,7 +57,7 @@ class Verdict:
 
 
 def judge(rules: LanguageRules, spec: Spec, workspace: str) -> Verdict:
-    """The rule of API.md: deny list first, then the mode; direct references never ride on a
+    """The rule (docs/policy-rules.md): deny list first, then the mode; direct references never ride on a
     registry name's approval; unjudgeable specs are refused."""
     if spec.kind not in JUDGED_KINDS or (spec.kind not in DIRECT_KINDS and spec.name is None):
         return _deny("invalid-spec", spec, workspace)  # also any kind added later: fail closed
@@ -68,9 +70,9 @@ def judge(rules: LanguageRules, spec: Spec, workspace: str) -> Verdict:
         return _deny("matches-the-deny-list", spec, workspace)
     if rules.mode == "denylist":
         return Verdict(True, "not-on-the-deny-list")
-    if rules.allows(spec.name):
+    if rules.allows(spec.name):  # type: ignore[arg-type]  # a registry spec has its name
         return Verdict(True, "matches-the-allow-list")
-    if rules.excepts(spec.name):  # a time-boxed exception vouches for the name, like the allow list
+    if rules.excepts(spec.name):  # type: ignore[arg-type]  # a time-boxed exception vouches for the name, like the allow list
         return Verdict(True, EXCEPTION_REASON)
     return _deny("not-on-the-allow-list", spec, workspace)
 
@@ -110,7 +112,7 @@ def denial_message(reason: str, spec: Spec, workspace: str, mode: str = "") -> s
     return f"{spec.text!r} cannot be judged, so it is refused: {detail}."
 
 
-def run_failed(first: dict, who: str) -> Verdict:
+def run_failed(first: dict[str, Any], who: str) -> Verdict:
     """Every fetch after a run's first project denial (`first`, a decision as recorded): refused,
     naming that denial, so no resolver can back-track to an old release that lacks the denied
     dependency. `who` says whose reads failed ("run", or a token and for how long)."""
@@ -153,7 +155,7 @@ class DecisionRecord:
     allowed: bool
     reason: str
     policy_version: int | None
-    context: dict | None
+    context: dict[str, Any] | None
     detail: str | None = None
     message: str | None = None
     resolved: tuple[str, ...] | None = None
@@ -170,7 +172,9 @@ class DecisionRecord:
     token: str | None = None
 
     @classmethod
-    def for_spec(cls, spec: Spec, verdict: Verdict, policy_version: int, context: dict | None) -> DecisionRecord:
+    def for_spec(
+        cls, spec: Spec, verdict: Verdict, policy_version: int, context: dict[str, Any] | None
+    ) -> DecisionRecord:
         detail = spec.detail if spec.detail and not verdict.allowed else None
         return cls(
             spec.text,
@@ -187,7 +191,12 @@ class DecisionRecord:
 
     @classmethod
     def for_egress(
-        cls, target: str, verdict: EgressVerdict, resolved, context: dict | None, policy_version: int | None = None
+        cls,
+        target: str,
+        verdict: EgressVerdict,
+        resolved: Iterable[str],
+        context: dict[str, Any] | None,
+        policy_version: int | None = None,
     ) -> DecisionRecord:
         return cls(
             target,
@@ -218,7 +227,7 @@ class DecisionRecord:
     def sandbox(self) -> str | None:
         return (self.context or {}).get("sandbox")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         record = {
             "spec": self.spec,
             "language": self.language,
@@ -244,7 +253,7 @@ class DecisionRecord:
         return {**record, **{k: v for k, v in extra.items() if v is not None}}
 
     @classmethod
-    def from_dict(cls, record: dict) -> DecisionRecord:
+    def from_dict(cls, record: dict[str, Any]) -> DecisionRecord:
         resolved = record.get("resolved")
         return cls(
             record["spec"],
@@ -286,16 +295,16 @@ class Decision(Aggregate):
         TOPIC = "runcode_policy:Decision.Created"
 
     @event("Recorded", topic="runcode_policy:Decision.Recorded")
-    def __init__(self, workspace: str, record: dict):
+    def __init__(self, workspace: str, record: dict[str, Any]):
         # `record` is a DecisionRecord's `to_dict()`, already computed: replay only assigns it.
         self.workspace = workspace
         self.record = record
 
     @classmethod
-    def named(cls, decision_id: UUID, workspace: str, record: dict) -> Decision:
+    def named(cls, decision_id: UUID, workspace: str, record: dict[str, Any]) -> Decision:
         """A decision whose id the caller worked out (`fetch_decision_id`), so that every worker
         making it makes the same one and the store keeps the first."""
-        return cls._create(cls.Recorded, id=decision_id, workspace=workspace, record=record)
+        return cls._create(cls.Recorded, id=decision_id, workspace=workspace, record=record)  # type: ignore[attr-defined]
 
     @property
     def decision(self) -> DecisionRecord:
@@ -305,7 +314,7 @@ class Decision(Aggregate):
 _FETCHES = uuid5(NAMESPACE_URL, "https://runcode-policy/index-fetches")
 
 
-def fetch_decision_id(run: str, fetch: tuple, outcome: tuple) -> UUID:
+def fetch_decision_id(run: str, fetch: tuple[Any, ...], outcome: tuple[Any, ...]) -> UUID:
     """The id of a run's decision on one fetch (language, project, request kind, file) with one
     outcome (allowed, reason, policy version): the same in every worker process."""
     return uuid5(_FETCHES, json.dumps([run, *fetch, *outcome]))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from domain.decision import DecisionRecord, Verdict, judge
 from domain.limits import MAX_TEXT
@@ -37,7 +38,7 @@ class Declared:
     verdict: Verdict
 
 
-def declared_specs(language: str, metadata) -> list[tuple[str, Spec]]:
+def declared_specs(language: str, metadata: Any) -> list[tuple[str, Spec]]:
     """Every dependency a version declares, as the spec a command line would carry: npm
     `name@<spec>` from the manifest's fields, python each Requires-Dist string. Environment
     markers are not evaluated: the index knows neither the installer's Python and platform nor
@@ -60,7 +61,7 @@ def declared_specs(language: str, metadata) -> list[tuple[str, Spec]]:
     return found
 
 
-def _spec(language: str, text) -> Spec:
+def _spec(language: str, text: object) -> Spec:
     if not isinstance(text, str):
         return _unreadable(language, repr(text), "not a string")
     if len(text) > MAX_TEXT:
@@ -98,10 +99,10 @@ def declared_record(
     found: Declared,
     label: str,
     policy_version: int,
-    context: dict | None,
+    context: dict[str, Any] | None,
     request: str,
-    run,
-    file,
+    run: str | None,
+    file: str | None,
     version: str,
     token: str | None = None,
 ) -> DecisionRecord:

@@ -6,16 +6,21 @@ current one) and incremental commands. Both refuse the whole request, naming eve
 
 from __future__ import annotations
 
+from typing import Any
+
 from domain.egress.workspace import EGRESS, EGRESS_MODES, default_egress, normalised_entries, plan_egress
 from domain.entries import parse_entries
 from domain.errors import FieldError, InvalidEntriesError, InvalidInputError
 from domain.limits import MAX_LIST_ENTRIES
-from domain.policy import CHANGE_LANGUAGES, LANGUAGES, LISTS, MODES, Change
+from domain.policy import CHANGE_LANGUAGES, LISTS, MODES, Change
+from domain.specs import LANGUAGES
 
 ACTIONS = ("switch-mode", "add", "remove")
 
 
-def plan_desired_state(state: dict[str, dict], desired: dict, egress: dict | None = None) -> list[Change]:
+def plan_desired_state(
+    state: dict[str, dict[str, Any]], desired: dict[str, Any], egress: dict[str, Any] | None = None
+) -> list[Change]:
     """Changes that turn `state` into `desired` (per language: mode, allow, deny; all optional),
     and `egress` (the workspace's egress allowlist) into `desired["egress"]["allow"]` when given."""
     errors: list[FieldError] = []
@@ -34,7 +39,7 @@ def plan_desired_state(state: dict[str, dict], desired: dict, egress: dict | Non
     return changes
 
 
-def _language_diff(language: str, current: dict, wanted: dict, errors: list) -> list[Change]:
+def _language_diff(language: str, current: dict[str, Any], wanted: dict[str, Any], errors: list[Any]) -> list[Change]:
     changes = []
     mode = wanted.get("mode")
     if mode is not None:
@@ -52,7 +57,9 @@ def _language_diff(language: str, current: dict, wanted: dict, errors: list) -> 
     return changes
 
 
-def plan_incremental(state: dict[str, dict], commands: list[dict], egress: dict | None = None) -> list[Change]:
+def plan_incremental(
+    state: dict[str, dict[str, Any]], commands: list[dict[str, Any]], egress: dict[str, Any] | None = None
+) -> list[Change]:
     """Apply commands in order to a working copy; adding a present entry or removing an absent
     one (or switching to the current mode) plans nothing. Language `egress` edits the workspace's
     egress allowlist (list `allow`; modes open and allowlist)."""
@@ -68,8 +75,9 @@ def plan_incremental(state: dict[str, dict], commands: list[dict], egress: dict 
     return changes
 
 
-def _plan_one(work: dict, command: dict, where: str, errors: list) -> list[Change]:
-    action, language = command.get("action"), command.get("language")
+def _plan_one(work: dict[str, Any], command: dict[str, Any], where: str, errors: list[Any]) -> list[Change]:
+    action: Any = command.get("action")
+    language: Any = command.get("language")  # checked below
     bad_before = len(errors)
     _check_choice(action, ACTIONS, f"{where}.action", errors)
     _check_choice(language, CHANGE_LANGUAGES, f"{where}.language", errors)
@@ -93,14 +101,14 @@ def _plan_one(work: dict, command: dict, where: str, errors: list) -> list[Chang
     return [Change(kind, language, list_name, n) for n in planned]
 
 
-def _plan_switch(rules: dict, language: str, mode, where: str, errors: list) -> list[Change]:
+def _plan_switch(rules: dict[str, Any], language: str, mode: Any, where: str, errors: list[Any]) -> list[Change]:
     if not _check_choice(mode, MODES, f"{where}.mode", errors) or mode == rules["mode"]:
         return []
     rules["mode"] = mode
     return [Change("mode-switched", language, mode=mode)]
 
 
-def _plan_egress_one(work: dict, command: dict, where: str, errors: list) -> list[Change]:
+def _plan_egress_one(work: dict[str, Any], command: dict[str, Any], where: str, errors: list[Any]) -> list[Change]:
     if command["action"] == "switch-mode":
         mode = command.get("mode")
         if not _check_choice(mode, EGRESS_MODES, f"{where}.mode", errors) or mode == work["mode"]:
@@ -118,7 +126,7 @@ def _plan_egress_one(work: dict, command: dict, where: str, errors: list) -> lis
     return [_egress_change("entry-added" if adding else "entry-removed", h) for h in planned]
 
 
-def _egress_change(kind: str, value: str) -> Change:
+def _egress_change(kind: str, value: str | None) -> Change:
     if kind == "mode-switched":
         return Change(kind, EGRESS, mode=value)
     return Change(kind, EGRESS, "allow", value)
@@ -130,7 +138,7 @@ def _size_errors(size: int, field: str) -> list[FieldError]:
     return [FieldError(field, f"a list may hold at most {MAX_LIST_ENTRIES} entries; this one would hold {size}")]
 
 
-def _check_choice(value, choices: tuple, field: str, errors: list) -> bool:
+def _check_choice(value: object, choices: tuple[Any, ...], field: str, errors: list[Any]) -> bool:
     if value in choices:
         return True
     errors.append(FieldError(field, f"must be one of {', '.join(choices)}; got {value!r}"))

@@ -47,7 +47,7 @@ def parse_entries(
         name, problem = _judge(language, entry)
         if problem is not None:
             errors.append(FieldError(field=f"{field}[{index}]", message=problem))
-        elif name not in seen:
+        elif name is not None and name not in seen:
             seen.add(name)
             names.append(name)
     return names, errors

@@ -23,6 +23,7 @@ MAX_FILTER = 500  # a filter value or cursor in a query
 # Per token and per worker process (interface.index.bounds): a token bucket of this many a
 # minute, as many at once. Far above what one install asks for; a runaway loop is refused.
 RUN_STARTS_PER_MINUTE = 120  # POST /runs
+REQUESTS_FILED_PER_MINUTE = 60  # POST /requests (filing or joining): each is a sealed event
 INDEX_FETCHES_PER_MINUTE = 6000  # pages, packuments and files of the package index
 # A dependency closure (POST /allowlist/closure, approval with dependencies): names it may hold
 # and upstream fetches (project pages, packuments, metadata files) one call may make.

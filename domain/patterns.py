@@ -15,7 +15,9 @@ match everything, and a wildcard inside a name would make a match no one can pre
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any
 
 from domain.specs import deny_key, parse
 from domain.specs.pip import canonical
@@ -72,7 +74,7 @@ def pattern_covers(language: str, wide: str, narrow: str) -> bool:
     return wide_key == narrow_key or narrow_key.startswith(wide_key[:-1])
 
 
-def shadowed(language: str, allow, deny) -> list[dict]:
+def shadowed(language: str, allow: Iterable[str], deny: Iterable[str]) -> list[dict[str, Any]]:
     """Each deny pattern with the allow entries it overrides: `{"pattern", "shadows": [...]}`.
 
     The deny list wins, so these allow entries decide nothing while the pattern stands; a draft

@@ -12,11 +12,13 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
 from domain.egress.workspace import EGRESS, EgressRules, default_egress
+from domain.events import Attributed
 from domain.patterns import is_pattern, patterns_for, shadowed
 from domain.specs import LANGUAGES, deny_key
 
@@ -46,7 +48,7 @@ class Change:
     list: str | None = None  # for entry changes
     name: str | None = None  # canonical entry name
     mode: str | None = None  # for mode switches
-    exception: dict | None = None  # for exception changes: exception_id (+ expires_at, request_id)
+    exception: dict[str, Any] | None = None  # for exception changes: exception_id (+ expires_at, request_id)
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ class LanguageRules:
     # Whether either list holds a pattern: without one, judging never works out a name's patterns.
     patterned: tuple[bool, bool] = field(init=False, repr=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "deny_keys", frozenset(deny_key(self.language, n) for n in self.deny))
         object.__setattr__(self, "patterned", (any(map(is_pattern, self.allow)), any(map(is_pattern, self.deny))))
 
@@ -99,11 +101,13 @@ class LanguageRules:
         return bound
 
 
-def default_state() -> dict[str, dict]:
+def default_state() -> dict[str, dict[str, Any]]:
     return {lang: {"mode": DEFAULT_MODE, "allow": [], "deny": []} for lang in LANGUAGES}
 
 
-def rules_from_state(state: dict[str, dict], exceptions: dict | None = None) -> dict[str, LanguageRules]:
+def rules_from_state(
+    state: dict[str, dict[str, Any]], exceptions: dict[str, Any] | None = None
+) -> dict[str, LanguageRules]:
     ends = exception_ends(exceptions or {})
     return {
         lang: LanguageRules(lang, s["mode"], frozenset(s["allow"]), frozenset(s["deny"]), ends.get(lang, {}))
@@ -111,7 +115,7 @@ def rules_from_state(state: dict[str, dict], exceptions: dict | None = None) -> 
     }
 
 
-def shadowed_entries(rules: dict[str, LanguageRules]) -> list[dict]:
+def shadowed_entries(rules: dict[str, LanguageRules]) -> list[dict[str, Any]]:
     """Deny patterns that override allow entries, per language (`domain.patterns.shadowed`):
     `[{"language", "pattern", "shadows": [...]}]`, what a draft shows before it is saved."""
     return [
@@ -126,18 +130,18 @@ def bind_rules(rules: dict[str, LanguageRules], at: datetime) -> dict[str, Langu
     return {lang: r.at_instant(at) for lang, r in rules.items()}
 
 
-def exception_end(grant: dict) -> datetime | None:
+def exception_end(grant: dict[str, Any]) -> datetime | None:
     return None if grant["expires_at"] is None else datetime.fromisoformat(grant["expires_at"])
 
 
-def exception_ends(exceptions: dict) -> dict[str, dict[str, datetime | None]]:
+def exception_ends(exceptions: dict[str, Any]) -> dict[str, dict[str, datetime | None]]:
     """Per language, per name, the latest end of its standing exceptions (None: permanent)."""
     ends: dict[str, dict[str, datetime | None]] = {}
     for grant in exceptions.values():
         names, end = ends.setdefault(grant["language"], {}), exception_end(grant)
         if grant["name"] not in names or end is None:
             names[grant["name"]] = end
-        elif names[grant["name"]] is not None and end > names[grant["name"]]:
+        elif (latest := names[grant["name"]]) is not None and end > latest:
             names[grant["name"]] = end
     return ends
 
@@ -146,6 +150,12 @@ class Policy(Aggregate):
     """Per-workspace package policy. `state` is plain data so snapshots serialise it as is."""
 
     TOPIC = "runcode_policy:Policy"
+    class_version = 2  # of its snapshots: version 1 was taken before egress and exceptions existed
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        state.setdefault("egress", default_egress())
+        state.setdefault("exceptions", {})
 
     @staticmethod
     def create_id(workspace: str) -> UUID:
@@ -157,7 +167,7 @@ class Policy(Aggregate):
         self.state = default_state()
         self.egress = default_egress()
         self.changed_by: str | None = None
-        self.exceptions: dict[str, dict] = {}  # standing exceptions by id (expired ones too)
+        self.exceptions: dict[str, dict[str, Any]] = {}  # standing exceptions by id (expired ones too)
 
     @property
     def policy_version(self) -> int:
@@ -176,23 +186,35 @@ class Policy(Aggregate):
             event_class, fields = self._event_for(change)
             self.trigger_event(event_class, timestamp=at, by=by, by_token=by_token, note=note, **fields)
 
-    def _event_for(self, change: Change) -> tuple[type, dict]:
+    def _event_for(self, change: Change) -> tuple[type, dict[str, Any]]:
         if change.type in EXCEPTION_CHANGES:  # host exceptions (language EGRESS) too
-            event_class = self.ExceptionGranted if change.type == "exception-granted" else self.ExceptionRevoked
-            return event_class, {"language": change.language, "name": change.name, **change.exception}
+            event_class: type = self.ExceptionGranted if change.type == "exception-granted" else self.ExceptionRevoked
+            return event_class, {"language": change.language, "name": change.name, **(change.exception or {})}
         if change.language == EGRESS:
-            return self.EgressChanged, {"change": change.type, "host": change.name, "mode": change.mode}
+            egress_changed = self.EgressChanged  # type: ignore[attr-defined]  # made by @event
+            return egress_changed, {"change": change.type, "host": change.name, "mode": change.mode}
         if change.type == "mode-switched":
             return self.ModeSwitched, {"language": change.language, "mode": change.mode}
         event_class = self.EntryAdded if change.type == "entry-added" else self.EntryRemoved
         return event_class, {"language": change.language, "list_name": change.list, "name": change.name}
 
-    @event("ModeSwitched", topic="runcode_policy:Policy.ModeSwitched")
+    class ModeSwitched(Attributed, Aggregate.Event):
+        TOPIC = "runcode_policy:Policy.ModeSwitched"
+        language: str
+        mode: str
+
+    @event(ModeSwitched)
     def _switch_mode(self, language: str, mode: str, by: str, note: str, by_token: str | None = None) -> None:
         self.state[language]["mode"] = mode
         self._touch(by)
 
-    @event("EntryAdded", topic="runcode_policy:Policy.EntryAdded")
+    class EntryAdded(Attributed, Aggregate.Event):
+        TOPIC = "runcode_policy:Policy.EntryAdded"
+        language: str
+        list_name: str
+        name: str
+
+    @event(EntryAdded)
     def _add_entry(
         self, language: str, list_name: str, name: str, by: str, note: str, by_token: str | None = None
     ) -> None:
@@ -205,7 +227,13 @@ class Policy(Aggregate):
             entries.append(name)
         self._touch(by)
 
-    @event("EntryRemoved", topic="runcode_policy:Policy.EntryRemoved")
+    class EntryRemoved(Attributed, Aggregate.Event):
+        TOPIC = "runcode_policy:Policy.EntryRemoved"
+        language: str
+        list_name: str
+        name: str
+
+    @event(EntryRemoved)
     def _remove_entry(
         self, language: str, list_name: str, name: str, by: str, note: str, by_token: str | None = None
     ) -> None:
@@ -217,7 +245,15 @@ class Policy(Aggregate):
             entries.remove(name)  # never expected: lists are kept sorted; raises like before
         self._touch(by)
 
-    @event("ExceptionGranted", topic="runcode_policy:Policy.ExceptionGranted")
+    class ExceptionGranted(Attributed, Aggregate.Event):
+        TOPIC = "runcode_policy:Policy.ExceptionGranted"
+        language: str
+        name: str
+        exception_id: str
+        expires_at: str | None
+        request_id: str | None
+
+    @event(ExceptionGranted)
     def _grant_exception(
         self,
         language: str,
@@ -230,7 +266,7 @@ class Policy(Aggregate):
         by_token: str | None = None,
     ) -> None:
         # `version`: the policy version this grant makes (the aggregate's is bumped after).
-        self.grants()[exception_id] = {
+        self.exceptions[exception_id] = {
             "id": exception_id,
             "language": language,
             "name": name,
@@ -242,18 +278,24 @@ class Policy(Aggregate):
         }
         self._touch(by)
 
-    @event("ExceptionRevoked", topic="runcode_policy:Policy.ExceptionRevoked")
+    class ExceptionRevoked(Attributed, Aggregate.Event):
+        TOPIC = "runcode_policy:Policy.ExceptionRevoked"
+        language: str
+        name: str
+        exception_id: str
+
+    @event(ExceptionRevoked)
     def _revoke_exception(
         self, language: str, name: str, exception_id: str, by: str, note: str, by_token: str | None = None
     ) -> None:
-        self.grants().pop(exception_id, None)
+        self.exceptions.pop(exception_id, None)
         self._touch(by)
 
     @event("EgressChanged", topic="runcode_policy:Policy.EgressChanged")
     def _change_egress(
         self, change: str, host: str | None, mode: str | None, by: str, note: str, by_token: str | None = None
     ) -> None:
-        egress = self.egress_state()
+        egress = self.egress
         if change == "mode-switched":
             egress["mode"] = mode
         elif change == "entry-added":
@@ -262,28 +304,20 @@ class Policy(Aggregate):
             egress["allow"].remove(host)
         self._touch(by)
 
-    def egress_state(self) -> dict:
-        """The workspace's egress allowlist (snapshots taken before it existed have none)."""
-        return self.__dict__.setdefault("egress", default_egress())
-
     def egress_rules(self) -> EgressRules:
         """Unbound, like `rules`: `dataclasses.replace(..., at=...)` binds host exceptions."""
-        egress = self.egress_state()
-        ends = exception_ends(self.grants()).get(EGRESS, {})
+        egress = self.egress
+        ends = exception_ends(self.exceptions).get(EGRESS, {})
         return EgressRules(egress["mode"], tuple(egress["allow"]), ends)
-
-    def grants(self) -> dict[str, dict]:
-        """Standing exceptions by id (snapshots taken before exceptions existed have none)."""
-        return self.__dict__.setdefault("exceptions", {})
 
     def _touch(self, by: str) -> None:
         self.changed_by = by
 
     @property
-    def changed_at(self):
+    def changed_at(self) -> datetime | None:
         """When the last change happened (the creation event is not a change)."""
         return self.modified_on if self.policy_version else None
 
     def rules(self) -> dict[str, LanguageRules]:
         """Unbound: bind them to an instant (`bind_rules`) for exceptions to count."""
-        return rules_from_state(self.state, self.grants())
+        return rules_from_state(self.state, self.exceptions)

@@ -9,6 +9,7 @@ the run's id is derived from the secret's digest, so authenticating is one looku
 from __future__ import annotations
 
 import secrets
+from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
@@ -42,11 +43,13 @@ class Run(Aggregate):
         TOPIC = "runcode_policy:Run.Created"
 
     @staticmethod
-    def create_id(secret_digest: str, **_) -> UUID:
+    def create_id(secret_digest: str, **_: Any) -> UUID:
         return run_id(secret_digest)
 
     @event("Started", topic="runcode_policy:Run.Started")
-    def __init__(self, secret_digest: str, workspace: str, started_by: str, by: str, expires_at: str, context: dict):
+    def __init__(
+        self, secret_digest: str, workspace: str, started_by: str, by: str, expires_at: str, context: dict[str, Any]
+    ):
         # `expires_at` is an RFC 3339 instant worked out by the application: replay only assigns.
         self.secret_digest = secret_digest
         self.workspace = workspace

@@ -28,7 +28,7 @@ class ConsoleSession(Aggregate):
         TOPIC = "runcode_policy:ConsoleSession.Created"
 
     @staticmethod
-    def create_id(session_digest: str, **_) -> UUID:
+    def create_id(session_digest: str, **_: object) -> UUID:
         return console_session_id(session_digest)
 
     @event("Started", topic="runcode_policy:ConsoleSession.Started")

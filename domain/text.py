@@ -7,14 +7,17 @@ both stores refuse them the same way: a 422 naming the field, never a store erro
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from domain.errors import FieldError, InvalidInputError
 from domain.limits import MAX_LABEL, MAX_NOTE
+from domain.names import check_visible
 
+IDENTITY_KEYS = ("actor", "sandbox")  # context values that name someone, like a token's name
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, LF and CR are fine in notes
 
 
-def check_text(value, field: str, max_length: int = MAX_NOTE) -> str:
+def check_text(value: object, field: str, max_length: int = MAX_NOTE) -> str:
     if not isinstance(value, str):
         raise _refuse(field, "must be a string")
     if len(value) > max_length:
@@ -24,12 +27,15 @@ def check_text(value, field: str, max_length: int = MAX_NOTE) -> str:
     return value
 
 
-def check_context(context: dict | None) -> dict:
-    """The request context recorded with a decision: string (or null) values only."""
+def check_context(context: dict[str, Any] | None) -> dict[str, Any]:
+    """The request context recorded with a decision: string (or null) values only; the ones that
+    name who asked hold no invisible characters (domain.names)."""
     context = dict(context or {})
     for key, value in context.items():
         if value is not None:
             check_text(value, f"context.{key}", MAX_LABEL)
+            if key in IDENTITY_KEYS:
+                check_visible(value, f"context.{key}")
     return context
 
 

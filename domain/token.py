@@ -14,10 +14,12 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
+from domain.names import skeleton
+
 ROLES = ("owner", "admin", "auditor", "sandbox")
 ROLE_RANK = {"sandbox": 0, "auditor": 1, "admin": 2, "owner": 3}
-# The right that adds to the record (evaluate, egress evaluate, and every later one): API.md's
-# "X+" except auditors, whose tokens are read-only.
+# The right that adds to the record (evaluate, egress evaluate, and every later one): a role
+# "X+" (X or higher) except auditors, whose tokens are read-only.
 RECORDING_RIGHT = "sandbox"
 # Names the service's own actors write into the record (the CLI's `cli:USER`, the server's first
 # start): no token may take one, so the history can never confuse a token with them.
@@ -44,12 +46,14 @@ def token_id(secret_digest: str) -> UUID:
 
 
 def name_key(name: str) -> str:
-    """How token names compare: look-alike forms (NFKC), case and surrounding blanks folded."""
+    """The key of the store's token-name index (compatibility forms, case and surrounding blanks
+    folded): kept as it was, so the index of an existing store can always be rebuilt. Whether a
+    new name may be issued is decided by its skeleton (domain.names), which folds more."""
     return unicodedata.normalize("NFKC", name).casefold().strip()
 
 
 def is_reserved_name(name: str) -> bool:
-    return name_key(name).startswith(RESERVED_NAME_PREFIXES)
+    return skeleton(name).startswith(tuple(skeleton(p) for p in RESERVED_NAME_PREFIXES))
 
 
 def role_allows(role: str, needed: str) -> bool:

@@ -8,7 +8,7 @@ from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from application import Governance
-from interface import api, audit, console, index, metrics, problems
+from interface import api, audit, console, index, metrics, problems, services
 from interface.settings import MAX_BODY_BYTES, Settings, open_governance
 
 
@@ -17,12 +17,11 @@ def create_app(env: Mapping[str, str] | None = None, governance: Governance | No
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.json.sort_keys = False
-    app.extensions["governance"] = governance or open_governance(settings)
-    app.extensions["settings"] = settings
-    audit.install(app.extensions["governance"], settings)  # the signing key; sealing in the background
+    built = services.install(app, governance or open_governance(settings), settings)
+    audit.install(built.governance, settings)  # the signing key; sealing in the background
     problems.install(app)
     metrics.install(app)
-    metrics.count_integrity_alarms(app.extensions["governance"].integrity)
+    metrics.count_integrity_alarms(built.governance.integrity)
     app.register_blueprint(api.blueprint)
     console.install(app)  # the admin console at /console: blueprint, secret key, CSRF
     app.register_blueprint(api.operations.blueprint)

@@ -48,8 +48,11 @@ CSV_COLUMNS = (
 # the sandbox, so an agent could otherwise plant one in an auditor's export. Spreadsheets skip
 # leading blanks before they look for the sign, so it is looked for after every leading
 # separator (Unicode category Z: spaces such as NBSP), control or format character (category C:
-# LF, VT, zero-width space) as well.
+# LF, VT, zero-width space) as well. A sign's look-alikes count too: its fullwidth, small,
+# superscript and subscript forms (`＝＋－＠`, which NFKC folds to the sign, and which some
+# spreadsheets' input conversion reads as the sign), and the minus sign and dashes (_LIKE_MINUS).
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_LIKE_MINUS = "\u2212\u2010\u2011\u2012\u2013\u2014\u2015"
 
 
 def csv_row(decision: dict) -> list:
@@ -70,7 +73,11 @@ def csv_cell(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     text = str(value)
-    return "'" + text if text.startswith(FORMULA_START) or _after_blanks(text).startswith(FORMULA_START) else text
+    return "'" + text if text.startswith(FORMULA_START) or _is_sign(_after_blanks(text)[:1]) else text
+
+
+def _is_sign(char: str) -> bool:
+    return bool(char) and (unicodedata.normalize("NFKC", char).startswith(FORMULA_START) or char in _LIKE_MINUS)
 
 
 def _after_blanks(text: str) -> str:

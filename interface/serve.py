@@ -93,9 +93,10 @@ def serve(settings: Settings, host: str, port: int, workers: int, threads: int) 
 def worker_app():
     """The app of one granian worker; its listener, built next, gets the stalled-client cut."""
     from interface.app import create_app
+    from interface.services import services
 
     app = create_app()
-    seconds = app.extensions["settings"].stalled_client_seconds
+    seconds = services(app).settings.stalled_client_seconds
     threading.Thread(target=cut_stalled_clients, args=(seconds,), daemon=True, name="stalled-clients").start()
     return app
 

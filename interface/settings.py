@@ -20,7 +20,7 @@ from domain.errors import EgressConfigError, FieldError, InvalidInputError
 from interface.cache_settings import CacheSettings
 
 MAX_BODY_BYTES = 1024 * 1024
-# The package index's upstreams (API.md "Package index"): trusted by the operator.
+# The package index's upstreams (docs/index-upstream.md): trusted by the operator.
 PYPI_UPSTREAM_VAR = "RUNCODE_POLICY_PYPI_UPSTREAM"
 NPM_UPSTREAM_VAR = "RUNCODE_POLICY_NPM_UPSTREAM"
 DEFAULT_PYPI_UPSTREAM = "https://pypi.org/simple/"
@@ -272,8 +272,8 @@ def open_governance(settings: Settings) -> Governance:
 # The deployment's egress configuration, read from the environment (or a JSON file it names).
 #
 # - `RUNCODE_POLICY_EGRESS_ALLOWLIST`: unset = open egress. Set = hostname entries separated by
-#   commas and/or newlines. Set but EMPTY = the empty allowlist = deny every name (EGRESS.md: `[]`
-#   denies all names). We fail closed on purpose: a variable that was meant to carry a list but
+#   commas and/or newlines. Set but EMPTY = the empty allowlist = deny every name (an allowlist
+#   `[]` denies all names). We fail closed on purpose: a variable that was meant to carry a list but
 #   came through empty must not silently open egress; to have open egress, unset it.
 # - `RUNCODE_POLICY_EGRESS_DENY_RANGES`: extra CIDRs, same separators; empty = none.
 # - `RUNCODE_POLICY_EGRESS_CONFIG`: path of a JSON file

@@ -183,9 +183,6 @@ class DiskCache:
                 continue
         return entries, total
 
-    def bytes_kept(self) -> int:
-        return self._entries()[1]
-
 
 def _touch(path: Path) -> None:
     try:

@@ -35,12 +35,6 @@ def key_id(name: str, kind: int, public: Ed25519PublicKey) -> bytes:
     return hashlib.sha256(name.encode("utf-8") + b"\n" + bytes([kind]) + raw(public)).digest()[:4]
 
 
-def vkey(name: str, kind: int, public: Ed25519PublicKey) -> str:
-    """The verifier key text: name+hex(key ID)+base64(type || public key)."""
-    material = base64.b64encode(bytes([kind]) + raw(public)).decode("ascii")
-    return f"{name}+{key_id(name, kind, public).hex()}+{material}"
-
-
 def checkpoint_text(origin: str, size: int, root: bytes) -> str:
     return f"{origin}\n{size}\n{base64.b64encode(root).decode('ascii')}\n"
 
@@ -129,18 +123,3 @@ def cosign(note: str, name: str, private: Ed25519PrivateKey, timestamp: int) -> 
     text, _ = split(note)
     signature = private.sign(cosignature_message(text, timestamp))
     return signature_line(name, COSIGNATURE, private.public_key(), timestamp.to_bytes(8, "big") + signature)
-
-
-def cosigned_at(note: str, name: str, public: Ed25519PublicKey) -> int:
-    """The timestamp of the verified cosignature by (name, public key) on the note."""
-    text, signatures = split(note)
-    wanted = key_id(name, COSIGNATURE, public)
-    for signer, kid, blob in signatures:
-        if signer == name and kid == wanted and len(blob) == 72:
-            timestamp = int.from_bytes(blob[:8], "big")
-            try:
-                public.verify(blob[8:], cosignature_message(text, timestamp))
-            except InvalidSignature:
-                raise NoteError(f"the cosignature by {name} does not verify") from None
-            return timestamp
-    raise NoteError(f"the note carries no cosignature by {name}")

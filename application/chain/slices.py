@@ -79,7 +79,7 @@ def verify_slice(lines: Iterable[dict], checkpoints: list[dict], keys: dict) -> 
         else:
             decisions.append(line)
     if not decisions:
-        return {"ok": True, "checked": 0, "checkpoint": None}
+        return {"ok": True, "complete": True, "checked": 0, "checkpoint": None}
     if not links:
         return _failure(0, "unsealed", "the export carries no chain links (export with chain=true)")
     workspace = links[0]["workspace"]
@@ -137,15 +137,30 @@ def _walk(links: list[dict], by_seq: dict, checkpoints: dict, workspace: str) ->
                         f"the exported chain does not reach checkpoint {seq} signed at {checkpoint['at']}",
                     )
                 covered = seq
-    uncovered = [s for s in by_seq if s > covered]
-    if uncovered:
-        return _failure(
-            len(by_seq) - len(uncovered),
-            "uncovered",
-            f"{len(uncovered)} exported decision(s) after record {covered} are covered by no "
-            "checkpoint given: copy out a newer checkpoint, or export up to an older instant",
+    newer = sum(1 for s in by_seq if s > covered)
+    verified = {"ok": True, "complete": not newer, "checked": len(by_seq) - newer, "checkpoint": covered}
+    if not newer:
+        return verified
+    return verified | {"newer": newer, "detail": _newer_detail(newer, verified["checked"], covered, seq, checkpoints)}
+
+
+def _newer_detail(newer: int, verified: int, covered: int, last: int, checkpoints: dict) -> str:
+    """Checkpoints older than some exported decisions are no sign of tampering: what they cover
+    is verified, and the rest is named as not vouched for yet (nothing signed reaches it)."""
+    if covered:
+        given = (
+            f"the newest one this export's chain reaches is record {covered}, signed at {checkpoints[covered]['at']}"
         )
-    return {"ok": True, "checked": len(by_seq), "checkpoint": covered}
+    elif any(s > last for s in checkpoints):
+        given = f"those given are newer than this export, whose chain ends at record {last}: export again"
+    else:
+        given = "none given lies within this export's chain"
+    return (
+        f"these decisions are newer than the newest checkpoint given: {newer} exported decision(s) after "
+        f"record {covered} match their sealed events and the chain's hashes, but no signed checkpoint vouches "
+        f"for them yet ({given}); {verified} decision(s) before them verified. Copy out a newer checkpoint "
+        "(`audit checkpoints`) to verify them too"
+    )
 
 
 def _failure(checked: int, problem: str, detail: str) -> dict:

@@ -95,7 +95,6 @@ class IndexGate:
         self._failed: OrderedDict[str, tuple[dict, datetime]] = OrderedDict()
         self._lock = threading.Lock()
         self._listings = Listings()
-        self.repeats = 0  # fetches answered from an earlier decision of the same run
 
     def judge(
         self,
@@ -274,7 +273,6 @@ class IndexGate:
             found = self._seen.get(key)
             if found is None or found[0] != outcome or found[2] < time.monotonic():
                 return None
-            self.repeats += 1
             return found[1]
 
     def _remember(self, key: tuple, outcome: tuple, decision_id: str, principal: Principal) -> None:

@@ -88,13 +88,3 @@ class AccessReads(ReadModel):
             "language = %s AND name = %s ORDER BY granted_version",
             (workspace, language, name),
         )
-
-    def exceptions_by_id(self, workspace: str, ids: list[str]) -> dict[str, dict]:
-        if not ids:
-            return {}
-        marks = ", ".join(["%s"] * len(ids))
-        rows = self._rows(
-            f"SELECT {EXCEPTION_COLUMNS} FROM {{exceptions}} WHERE workspace = %s AND id IN ({marks})",
-            [workspace, *ids],
-        )
-        return {r["id"]: r for r in rows}

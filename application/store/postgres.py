@@ -11,8 +11,8 @@ from eventsourcing.utils import retry
 from psycopg.pq import TransactionStatus
 from psycopg.sql import SQL, Identifier
 
-from application.callers import GUARD_FAILED, guards_statement
 from application.store import chain, merkle
+from application.store.guards import GUARD_FAILED, guards_statement
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, postgres_dialect
 
@@ -92,7 +92,7 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
             " RETURNING notification_id",
         )
         statements = [(self.lock_table_statements[0], None), events]
-        if guards := kwargs.get("guards"):  # remembered callers (application.callers)
+        if guards := kwargs.get("guards"):  # remembered callers (application.store.guards)
             check, params = guards_statement(self.dialect, self.events_table_name, guards)
             statements.append((f"SELECT {self.dialect.table('assert')}(({check}) = 0, %s)", (*params, GUARD_FAILED)))
         return statements + read_model_statements(

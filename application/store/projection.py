@@ -90,7 +90,7 @@ def read_model_rows(events, workspaces: dict, dialect: Dialect) -> list[tuple[st
             rows.append(("workspace", (e.workspace, at, e.by)))
         elif isinstance(e, POLICY_CHANGES):
             rows.append(("change", _change_row(e, workspaces[e.originator_id], at)))
-            if getattr(e, "by_token", None):  # events recorded before attribution have none
+            if e.by_token:  # None for the CLI and the service, and in changes made before tokens were named
                 rows.append(("change_token", (workspaces[e.originator_id], e.originator_version - 1, e.by_token)))
         elif isinstance(e, Decision.Recorded):
             rows.append(("decision", _decision_row(e, at)))

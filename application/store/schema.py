@@ -22,6 +22,7 @@ TABLES = (
     "change_tokens",
     "token_names",
     "deliveries",
+    "read_model",
     *COUNT_TABLES,
     *ACCESS_TABLES,
 )
@@ -78,6 +79,8 @@ DDL = (
     "token_id TEXT NOT NULL, started_at {ts} NOT NULL, expires_at {ts} NOT NULL, ended_at {ts})",
     # Superseded by console_sessions: its sign-ins were no events, so they end (sign in again).
     "DROP TABLE IF EXISTS {in_schema}rcp_sessions",
+    # The version of these tables and of the projection that fills them (application.store.upgrade).
+    "CREATE TABLE IF NOT EXISTS {read_model} (version INTEGER NOT NULL)",
 )
 
 

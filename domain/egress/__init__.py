@@ -1,4 +1,4 @@
-"""Egress evaluation facade (EGRESS.md section 1): one target in, one verdict with one reason out.
+"""Egress evaluation facade (docs/egress.md): one target in, one verdict with one reason out.
 
 Order: syntax, scheme, host parse; then denial reasons from the name rules, the literal IP and
 every resolved address, the most severe winning; then the hostname allowlist; else allowed. The
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_network
+from typing import Any
 
 from domain.egress.addresses import (
     Finding,
@@ -53,7 +54,7 @@ REASONS = (
     "not-on-hostname-allowlist",
     "package-registry",
 )
-# Most severe first (EGRESS.md section 1, step 3).
+# Most severe first: when several reasons apply, the first of these is the one reported.
 SEVERITY = (
     "cloud-metadata",
     "loopback",
@@ -143,7 +144,7 @@ def _evaluate(
     return EgressVerdict(True, "allowed", parsed.host, parsed.port)
 
 
-def _findings(parsed: Target, addresses: list, rules: _Rules) -> list[Finding]:
+def _findings(parsed: Target, addresses: list[Any], rules: _Rules) -> list[Finding]:
     if parsed.ip is None:
         found = [name_finding(parsed.host), registry_finding(parsed.host) if rules.refuse_registries else None]
     else:

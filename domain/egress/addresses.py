@@ -1,7 +1,7 @@
-"""Address and name classification for egress (EGRESS.md sections 4 and 5).
+"""Address and name classification for egress: the ranges and names always denied.
 
 Explicit CIDR tables rather than `ipaddress.is_private`/`is_global`: on 3.11.7 those disagree with
-our policy in both directions (EGRESS.md section 6). Embedded IPv4 in `::ffff:0:0/96` (mapped) and
+our policy in both directions (docs/egress.md). Embedded IPv4 in `::ffff:0:0/96` (mapped) and
 `64:ff9b::/96` (NAT64 well-known prefix) is unwrapped here and classified as the IPv4 it reaches.
 """
 

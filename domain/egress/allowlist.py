@@ -1,4 +1,4 @@
-"""Hostname allowlist for egress (EGRESS.md section 2): validating, normalising and matching entries.
+"""Hostname allowlist for egress: validating, normalising and matching entries.
 
 An entry is `name` (exact) or `*.name` (any depth of subdomain, never the apex: smokescreen's
 `HostMatchesGlob`). Entries are normalised like hosts (UTS-46, punycode, lowercase, one trailing

@@ -1,4 +1,4 @@
-"""Target parsing for egress checks (EGRESS.md section 3): URL or `host[:port]` to host, port, IP.
+"""Target parsing for egress checks: URL or `host[:port]` to host, port, IP.
 
 Stricter than WHATWG wherever parsers disagree (userinfo, backslash, whitespace, percent-encoding,
 zone ids): we refuse rather than guess which reading the client will use. Where the thing that
@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
+from typing import cast
 
 import idna
 
@@ -158,7 +159,7 @@ def parse_ipv4(text: str) -> IPv4Address | None:
     numbers = [_ipv4_number(part) for part in parts]
     if any(number is None for number in numbers):
         return None
-    *head, last = numbers
+    *head, last = cast(list[int], numbers)
     if any(number > 255 for number in head) or last >= 256 ** (5 - len(numbers)):
         return None
     return IPv4Address(sum(number << (8 * (3 - index)) for index, number in enumerate(head)) + last)

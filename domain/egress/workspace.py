@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from domain.egress.allowlist import host_matches, normalize_allowlist, normalize_entry
 from domain.errors import EgressConfigError, FieldError
@@ -21,7 +22,7 @@ EGRESS_MODES = ("open", "allowlist")
 DEFAULT_EGRESS = "open"
 
 
-def default_egress() -> dict:
+def default_egress() -> dict[str, Any]:
     return {"mode": DEFAULT_EGRESS, "allow": []}
 
 
@@ -66,7 +67,9 @@ def requested_host(text: str) -> str:
     return entry
 
 
-def plan_egress(current: dict, allow, field_name: str) -> tuple[list[tuple[str, str | None]], list[FieldError]]:
+def plan_egress(
+    current: dict[str, Any], allow: object, field_name: str
+) -> tuple[list[tuple[str, str | None]], list[FieldError]]:
     """The desired workspace allowlist (None: open) as (change type, host or mode) steps."""
     if allow is None:
         steps = [("entry-removed", h) for h in current["allow"]]
@@ -79,12 +82,12 @@ def plan_egress(current: dict, allow, field_name: str) -> tuple[list[tuple[str, 
     return steps, errors
 
 
-def normalised_entries(entries, field_name: str) -> tuple[list[str], list[FieldError]]:
+def normalised_entries(entries: object, field_name: str) -> tuple[list[str], list[FieldError]]:
     """Entries normalised as the deployment's (`normalize_allowlist`), or one error per bad one."""
     if isinstance(entries, str) or not isinstance(entries, list):
         return [], [FieldError(field_name, "must be a list of hostnames such as api.github.com or *.example.org")]
     try:
-        return list(normalize_allowlist(entries, field_name)), []
+        return list(normalize_allowlist(entries, field_name) or ()), []  # a list: never None (open)
     except EgressConfigError as refused:  # each error's field ends in the entry's index: quote it
         return [], [
             FieldError(e.field, f"{entries[int(e.field.rsplit('[', 1)[1][:-1])]!r}: {e.message}")

@@ -1,4 +1,4 @@
-"""Install specs: what a pip or npm argument would really install (SPECS.md).
+"""Install specs: what a pip or npm argument would really install (docs/policy-rules.md).
 
 `parse` is the one entry point. It classifies exactly the text it is given (no trimming, no
 case folding beyond PEP 503) into one of `KINDS` and names the package only when the name is a
@@ -9,6 +9,7 @@ gate built on it fails closed.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from functools import lru_cache
 
 from domain.errors import FieldError, InvalidInputError
@@ -41,10 +42,10 @@ def _node(text: str) -> Parsed:
 _PARSERS = {"python": _python, "node": _node}
 
 
-def check_language(language, refusal=InvalidInputError) -> str:
+def check_language(language: object, refusal: Callable[[str, list[FieldError]], Exception] = InvalidInputError) -> str:
     if language not in LANGUAGES:
         raise refusal(f"unknown language {language!r}", [FieldError("language", "must be python or node")])
-    return language
+    return str(language)
 
 
 # Sandboxes ask about the same specs over and over: a bounded per-process memo turns a repeated

@@ -80,11 +80,11 @@ def _pip_specs(args: list[str], argv: list[str]) -> list[Spec]:
 
 def _pip_event(event: Event) -> list[Spec]:
     if event.name == ARG:
-        return [make_spec("python", event.text, pip.parse_argument(event.value))]
+        return [make_spec("python", event.text, pip.parse_argument(event.value))]  # type: ignore[arg-type]
     if event.name is None:
         return [_option("python", event.text, f"pip cannot parse it: {event.value}")]
     if event.name == "--editable":
-        return [make_spec("python", event.text, pip.parse_editable(event.value))]
+        return [make_spec("python", event.text, pip.parse_editable(event.value))]  # type: ignore[arg-type]
     reason = PIP_CLI.reason(event.name)
     return [_option("python", event.text, f"{event.name} {reason}")] if reason else []
 

@@ -10,6 +10,7 @@ satisfies, else the highest satisfying version.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from domain.specs.node_semver import comparator_sets
 
@@ -19,7 +20,7 @@ _VERSION = re.compile(
 _OPERATOR = re.compile(r"(<=|>=|<|>|=)?(.*)")
 
 
-def parse_version(text: str) -> tuple | None:
+def parse_version(text: str) -> tuple[Any, ...] | None:
     """(major, minor, patch, prerelease identifiers) or None when `text` is not a version."""
     found = _VERSION.fullmatch(text.strip()) if isinstance(text, str) else None
     if found is None:
@@ -29,16 +30,16 @@ def parse_version(text: str) -> tuple | None:
     return int(major), int(minor), int(patch), identifiers
 
 
-def _key(version: tuple) -> tuple:
+def _key(version: tuple[Any, ...]) -> tuple[Any, ...]:
     """SemVer precedence: a release sorts after its prereleases; numeric identifiers before others."""
     *core, pre = version
     return (*core, not pre, tuple((isinstance(p, str), p) if isinstance(p, str) else (False, p) for p in pre))
 
 
-def _holds(version: tuple, comparator: str) -> bool:
+def _holds(version: tuple[Any, ...], comparator: str) -> bool:
     if comparator == "":
         return True
-    operator, text = _OPERATOR.fullmatch(comparator).groups()
+    operator, text = _OPERATOR.fullmatch(comparator).groups()  # type: ignore[union-attr]  # comparators match
     bound = parse_version(text)
     if bound is None:
         return False
@@ -53,11 +54,11 @@ def _holds(version: tuple, comparator: str) -> bool:
     }[operator]
 
 
-def _prerelease_allowed(version: tuple, comparators: list[str]) -> bool:
+def _prerelease_allowed(version: tuple[Any, ...], comparators: list[str]) -> bool:
     if not version[3]:
         return True
     for comparator in comparators:
-        bound = parse_version(_OPERATOR.fullmatch(comparator).group(2)) if comparator else None
+        bound = parse_version(_OPERATOR.fullmatch(comparator).group(2)) if comparator else None  # type: ignore[union-attr]
         if bound is not None and bound[3] and bound[:3] == version[:3]:
             return True
     return False
@@ -75,4 +76,4 @@ def pick(versions: list[str], range_text: str, latest: str | None = None) -> str
     if latest in versions and satisfies(latest, range_text):
         return latest
     matching = [v for v in versions if satisfies(v, range_text)]
-    return max(matching, key=lambda v: _key(parse_version(v)), default=None)
+    return max(matching, key=lambda v: _key(parse_version(v)), default=None)  # type: ignore[arg-type]  # they parsed

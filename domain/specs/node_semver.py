@@ -4,6 +4,8 @@ and the comparators a range stands for (`domain.specs.node_ranges` matches versi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from domain.specs.npm_hosts import JS_BLANK_CHARS
 
@@ -110,7 +112,7 @@ def _trim_comparators(text: str) -> str:
         return _TRIM_COMPARATOR.sub(_trimmed, text)
     out, pos, done = [], 0, 0
     while pos < len(text):
-        run_end = _PREFIX_RUN.match(text, pos).end()
+        run_end = _PREFIX_RUN.match(text, pos).end()  # type: ignore[union-attr]  # the run may be empty
         if run_end > pos + 1 and text[run_end : run_end + 1] not in tuple("0123456789xX*"):
             pos = run_end - 1
         match = _TRIM_COMPARATOR.match(text, pos)
@@ -122,8 +124,8 @@ def _trim_comparators(text: str) -> str:
     return "".join(out) + text[done:]
 
 
-def _trimmed(match: re.Match) -> str:
-    return match.group(1) + match.group(2) + match.group(3)  # r"\1\2\3", all three always match
+def _trimmed(match: re.Match[str]) -> str:
+    return str(match.group(1) + match.group(2) + match.group(3))  # r"\1\2\3", all three always match
 
 
 def _gte0(comp: str) -> str:
@@ -153,7 +155,7 @@ def _inc(number: str) -> str:
     return str(int(value)) if value < 1e21 else repr(value)
 
 
-def _hyphen_replace(groups: tuple) -> str:
+def _hyphen_replace(groups: tuple[Any, ...]) -> str:
     start, f_major, f_minor, f_patch, f_pre, _, end, t_major, t_minor, t_patch, t_pre = groups[:11]
     if _is_x(f_major):
         start = ""
@@ -172,7 +174,7 @@ def _hyphen_replace(groups: tuple) -> str:
     return f"{start} {end}".strip(JS_BLANK_CHARS)
 
 
-def _partial(pattern, comp: str, bounds) -> str:
+def _partial(pattern: re.Pattern[str], comp: str, bounds: Callable[[str, str, str, str | None], str]) -> str:
     """node-semver's replaceCaret/replaceTilde share their first steps: no match leaves the
     comparator as is, `x` in major is "any", `x` in minor spans the major; `bounds` does the rest."""
     match = pattern.fullmatch(comp)

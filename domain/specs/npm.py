@@ -1,4 +1,4 @@
-"""npm install arguments (SPECS.md section 3): a small port of npm-package-arg's `npa()`.
+"""npm install arguments: a small port of npm-package-arg's `npa()`.
 
 With it come the pieces npa leans on: validate-npm-package-name's `validForOldPackages`,
 hosted-git-info (in `npm_hosts`) and node-semver 7.8's (in `node_semver`) loose `valid`/`validRange` (only

@@ -60,6 +60,7 @@ def hosted(spec: str) -> str | None:
     if parsed is None:
         return None
     scheme, host, path, fragment = parsed
+    parts: tuple[str | None, ...] | None
     if scheme in _SHORTCUTS:
         parts = _shortcut_parts(path, fragment)
     else:
@@ -182,8 +183,8 @@ def _extract(host: str, path: str, fragment: str) -> tuple[str | None, ...] | No
         if "/-/" in path[1:] or "/archive.tar.gz" in path[1:]:
             return None
         segments = path[1:].split("/")
-        user, project = "/".join(segments[:-1]), segments[-1].removesuffix(".git")
-        return (user, project, fragment) if user and project else None
+        owner, repo = "/".join(segments[:-1]), segments[-1].removesuffix(".git")
+        return (owner, repo, fragment) if owner and repo else None
     user, project, aux = (parts + [None, None, None])[:3]
     if host == "github" and aux:  # only /tree/<ref> is a clone; /archive/... is a tarball
         if aux != "tree":
@@ -222,9 +223,12 @@ def parse_url(text: str) -> Url | None:
     scheme, rest = match.group(1).lower(), match.group(2)
     if scheme in _SPECIAL:  # `https:x` and `https:/\\x` mean https://x; `\\` is `/` before ?/#
         rest = rest.lstrip("/\\")
-        end = _QUERY_OR_FRAGMENT.search(rest).start()
+        found = _QUERY_OR_FRAGMENT.search(rest)
+        assert found is not None  # \Z always matches
+        end = found.start()
         rest = "//" + rest[:end].replace("\\", "/") + rest[end:]
     match = _URL_PARTS.fullmatch(rest)
+    assert match is not None  # every part is optional
     authority, path, fragment = match.group(2), match.group(3), match.group(4) or ""
     host = _host(scheme, authority)
     return None if host is None else (scheme, host, path, fragment)

@@ -1,4 +1,4 @@
-"""pip requirement lines and arguments (SPECS.md section 2), classified without touching a disk.
+"""pip requirement lines and arguments, classified without touching a disk.
 
 Returns (kind, name, detail) triples; `domain.specs` wraps them in `Spec`. The order of checks
 is pip's own (`req_file.break_args_options`, `constructors.parse_req_from_line` and
@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlsplit
 
 from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import parse_wheel_filename
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from domain.specs import pip_options
 from domain.specs.types import UNSAFE_CHARS, Parsed
@@ -27,7 +27,6 @@ _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # two letters at least: C:
 _EGG_RE = re.compile(r"[#&]egg=([^&]*)")
 _COMMENT_RE = re.compile(r"(^|\s+)#.*$")  # pip's req_file.COMMENT_RE: '#' after blanks only
 _EXTRAS_RE = re.compile(r"^(.+)(\[[^\]]+\])$", re.DOTALL)
-_SEPARATORS = re.compile(r"[-_.]+")
 # printable ASCII and tabs without quotes or backslashes: shlex splits them at blanks only
 _PLAIN_WORDS = re.compile(r"[\t !#-&(-\[\]-~]*")
 _PATH_SEPARATOR = re.compile(r"[/\\]")
@@ -66,10 +65,14 @@ _SOURCE = {
 
 
 def canonical(name: str) -> str | None:
-    """PEP 503 form of an ASCII PEP 508 name, or None when the name is not one."""
+    """PEP 503 form of an ASCII PEP 508 name, or None when the name is not one.
+
+    The project's one canonical form of a Python name: packaging's `canonicalize_name`, after an
+    ASCII check of our own (its `validate` folds case, so it takes `ſ` or the Kelvin sign for
+    ASCII letters). Names read from an upstream's pages are canonicalised by the same function."""
     if not NAME_RE.fullmatch(name):
         return None
-    return _SEPARATORS.sub("-", name).lower()
+    return canonicalize_name(name)
 
 
 def _invalid(why: str) -> Parsed:
@@ -142,8 +145,8 @@ def _option_line(line: str) -> Parsed:
     if errors:
         return _invalid(f"pip cannot parse {errors[0].text!r}: {errors[0].value}")
     if len(options) == 1 and options[0].name == "--editable":
-        return parse_editable(options[0].value)
-    why = "; ".join(f"{e.text!r} {pip_options.PIP_CLI.reason(e.name) or 'is a pip option'}" for e in options)
+        return parse_editable(options[0].value)  # type: ignore[arg-type]  # --editable takes a value
+    why = "; ".join(f"{e.text!r} {pip_options.PIP_CLI.reason(e.name) or 'is a pip option'}" for e in options)  # type: ignore[arg-type]
     return ("option", None, f"a pip option line, it names no package: {why}")
 
 

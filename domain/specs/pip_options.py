@@ -170,13 +170,13 @@ def scan(tokens: list[str], table: OptionTable) -> list[Event]:
     return events
 
 
-def _take_next(name: str, token: str, tokens: list[str], at: int, spelled: str):
+def _take_next(name: str, token: str, tokens: list[str], at: int, spelled: str) -> tuple[Event, int]:
     if at + 1 >= len(tokens):
         return Event(None, token, f"{spelled} needs a value", at), 1
     return Event(name, f"{token} {tokens[at + 1]}", tokens[at + 1], at), 2
 
 
-def _long(token: str, tokens: list[str], at: int, table: OptionTable):
+def _long(token: str, tokens: list[str], at: int, table: OptionTable) -> tuple[list[Event], int]:
     spelled, eq, value = token.partition("=")
     name = table.match_long(spelled)
     if name is None:
@@ -190,8 +190,8 @@ def _long(token: str, tokens: list[str], at: int, table: OptionTable):
     return [event], used
 
 
-def _short(token: str, tokens: list[str], at: int, table: OptionTable):
-    events = []
+def _short(token: str, tokens: list[str], at: int, table: OptionTable) -> tuple[list[Event], int]:
+    events: list[Event] = []
     for i in range(1, len(token)):
         name = table.aliases.get("-" + token[i])
         if name is None:

@@ -1,4 +1,4 @@
-"""The JSON API of API.md (v1) at /api/v1, and the operations endpoints (health, readiness, metrics).
+"""The JSON API (v1, published as OpenAPI) at /api/v1, and the operations endpoints (health, readiness, metrics).
 
 Importing this package registers every route; the app factory registers `blueprint` and
 `operations.blueprint`.

@@ -1,4 +1,4 @@
-"""Requests, exceptions and impact (API.md, "Requests, exceptions, impact"), declared on the
+"""Requests, exceptions and impact (docs/requests.md), declared on the
 shared `api` registry so they are authenticated, validated and published like every endpoint."""
 
 from __future__ import annotations
@@ -45,7 +45,14 @@ def _own(caller: dict) -> str | None:
 def post_request(gov, ws, caller, body):
     context = body.context.model_dump() if body.context else {}
     filed = gov.access.file_request(
-        ws, body.language, body.name, body.justification, context, by=caller["name"], token_id=caller["id"]
+        ws,
+        body.language,
+        body.name,
+        body.justification,
+        context,
+        by=caller["name"],
+        token_id=caller["id"],
+        only_own=_own(caller) is not None,
     )
     return filed, 200 if filed["joined"] else 201
 

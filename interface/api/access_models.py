@@ -1,5 +1,5 @@
-"""Request and answer schemas of the requests, exceptions and impact endpoints (API.md,
-"Requests, exceptions, impact"); the shared closed sets come from `interface.api.schemas`."""
+"""Request and answer schemas of the requests, exceptions and impact endpoints
+(docs/requests.md); the shared closed sets come from `interface.api.schemas`."""
 
 from __future__ import annotations
 

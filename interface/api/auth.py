@@ -1,4 +1,4 @@
-"""Bearer-token authentication and the role table of API.md.
+"""Bearer-token authentication and the role checks: each route declares its least role.
 
 Order matters: no or unknown token is 401; a token of another workspace is 404 (it never learns
 whether that workspace exists); a known token without the role is 403.

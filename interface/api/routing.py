@@ -8,12 +8,13 @@ import json
 from dataclasses import dataclass, field
 from functools import wraps
 
-from flask import Blueprint, current_app, request
+from flask import Blueprint, request
 from pydantic import BaseModel
 
 from application import StaleCaller
 from interface.api.auth import authenticate, authorize
 from interface.problems import HTTPProblem
+from interface.services import services
 
 
 @dataclass
@@ -72,7 +73,7 @@ class Api:
 
             @wraps(view)
             def handle(**params):
-                governance = current_app.extensions["governance"]
+                governance = services().governance
                 try:
                     return dispatch(governance, dict(params), remembered)
                 except StaleCaller:  # nothing was recorded: read the token and the head this time

@@ -1,4 +1,4 @@
-"""Runs (API.md "Package index"): one install through the index, with its own index-only token.
+"""Runs (docs/index-runs.md): one install through the index, with its own index-only token.
 
 `POST /runs` may be called by the roles that may evaluate (sandbox, admin, owner; never an
 auditor, whose token never adds to the record); `GET /runs/{id}/decisions` by auditor+, and by a

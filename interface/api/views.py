@@ -1,4 +1,4 @@
-"""The JSON API of API.md (v1). Views are thin: parse, call the application, shape the answer."""
+"""The JSON API (v1). Views are thin: parse, call the application, shape the answer."""
 
 from __future__ import annotations
 
@@ -226,7 +226,7 @@ def delete_token(gov, ws, caller, token_id):
     return response
 
 
-# Egress (API.md "Egress"): evaluate is recorded under the deployment allowlist; test takes an
+# Egress (docs/egress.md): evaluate is recorded under the deployment allowlist; test takes an
 # explicit allowlist and records nothing.
 @api.route(
     "POST",

@@ -1,7 +1,7 @@
 """The audit chain in a deployment: the signing key (a file, or a command that signs), the public
 keys every host trusts, the checkpoints' origin, the witness they are pushed to, and the
 background sealer started with the service (docs/audit-integrity.md). The CLI is in
-`interface.audit.command`."""
+`interface.cli.audit`."""
 
 from __future__ import annotations
 

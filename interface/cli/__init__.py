@@ -19,11 +19,11 @@ from application.store import DEFAULT_DATA_DIR
 from domain.policy import LANGUAGES, LISTS, MODES
 from domain.token import ROLES
 from interface import exports
-from interface.audit.command import audit as audit_command
 from interface.cli.access import exceptions_group, requests_group
 from interface.cli.advisories import advisories_group
+from interface.cli.audit import audit as audit_command
 from interface.cli.common import GovernanceGroup, actor, governance, note_option, workspace_option
-from interface.egress_proxy.command import egress_proxy_command
+from interface.cli.egress_proxy import egress_proxy_command
 from interface.exports import Tally, output_file, progress, show_json, table
 from interface.serve import server_options
 from interface.settings import Settings

@@ -29,6 +29,7 @@ from interface.console import (  # noqa: F401 - importing a page module register
 from interface.console.forms import TITLES, field_label
 from interface.console.session import blueprint
 from interface.problems import HTTPProblem, status_of
+from interface.services import services
 
 SESSION_LIFETIME = timedelta(hours=8)
 SECURITY_HEADERS = {
@@ -59,7 +60,7 @@ class ConsoleSessions(SecureCookieSessionInterface):
 
 
 def install(app: Flask) -> None:
-    app.secret_key = app.extensions["settings"].console_secret_key()
+    app.secret_key = services(app).settings.console_secret_key()
     app.config.update(
         SESSION_COOKIE_NAME="runcode_console",
         SESSION_COOKIE_PATH="/console",

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 
 BARS_WIDTH, BARS_HEIGHT, AXIS = 900, 180, 44  # viewBox units; the SVG scales to its box
-BAND_WIDTH, BAND_HEIGHT = 900, 36
+BAND_WIDTH = 900
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ from interface.console.forms import error_items
 from interface.console.instants import instant
 from interface.console.session import blueprint, caller, governance
 
-DEFAULT_DAYS = 30
 RECENT = 10
 MAX_INTERVALS = 200  # each costs a few index seeks for the change that opened it
 

@@ -22,6 +22,7 @@ from flask import (
 
 from domain.token import role_allows
 from interface.problems import HTTPProblem
+from interface.services import services
 
 blueprint = Blueprint(
     "console",
@@ -36,7 +37,7 @@ CONSOLE_ROLES = ("owner", "admin", "auditor")
 
 
 def governance():
-    return current_app.extensions["governance"]
+    return services().governance
 
 
 def caller() -> dict:

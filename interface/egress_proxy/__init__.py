@@ -1,4 +1,4 @@
-"""The enforcing egress proxy (EGRESS.md section 7): an HTTP forward proxy for one workspace.
+"""The enforcing egress proxy (docs/egress.md): an HTTP forward proxy for one workspace.
 
 It serves CONNECT (an opaque tunnel, so TLS passes through untouched) and absolute-form plain HTTP
 (`GET http://host/path`). For each request it judges the name (before resolving it, so a name off

@@ -1,5 +1,5 @@
 """The package index: a PyPI simple-index proxy (`/pypi/{ws}/...`) and an npm registry proxy
-(`/npm/{ws}/...`), thin views over `Governance.judge_index` (API.md "Package index").
+(`/npm/{ws}/...`), thin views over `Governance.judge_index` (docs/package-index.md).
 
 `install` registers both, opens one upstream client for each configured upstream, with the pages
 kept of it, over one on-disk cache (application.cache) that every worker shares, and bounds what
@@ -16,10 +16,11 @@ from interface.index import npm, pypi
 from interface.index.bounds import IndexBounds
 from interface.index.pages import Pages
 from interface.index.upstream import Upstream
+from interface.services import services
 
 
 def install(app: Flask) -> None:
-    settings, governance = app.extensions["settings"], app.extensions["governance"]
+    settings, governance = services(app).settings, services(app).governance
     kept = settings.cache or CacheSettings.from_env({}, settings.data_dir)
     app.extensions["index_cache"] = cache = DiskCache(kept.directory, kept.max_bytes)
     # The service's own fetches: public registries allowed (sandboxes' egress refuses them).

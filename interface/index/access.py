@@ -16,17 +16,18 @@ from __future__ import annotations
 import base64
 import binascii
 
-from flask import current_app, request
+from flask import request
 
 from application.index import Principal, may_read
 from domain.decision import RUN_FAILED
 from domain.errors import FieldError
 from domain.limits import MAX_TEXT
 from interface.problems import HTTPProblem
+from interface.services import services
 
 
 def governance():
-    return current_app.extensions["governance"]
+    return services().governance
 
 
 def credentials() -> str | None:

@@ -10,8 +10,9 @@ as that lasts. So, per worker process:
   tokens, and a client's next request never finds its previous one still counted while its
   response closes (pip fetches one file after another, and retries a 503 but not a 429);
   past that, 429 with Retry-After;
-- each token has a token bucket for index fetches and one for starting runs (POST /runs);
-  an empty bucket is 429 with Retry-After (the seconds until the next request fits).
+- each token has a token bucket for index fetches, one for starting runs (POST /runs) and one
+  for filing requests (POST /requests: each is a sealed event); an empty bucket is 429 with
+  Retry-After (the seconds until the next request fits).
 
 The buckets and counts are per worker process (workers share no memory): a token's limit over
 the whole service is the per-worker one times the workers its connections land on. A token is
@@ -28,13 +29,17 @@ import threading
 import time
 from collections import OrderedDict
 
-from domain.limits import INDEX_FETCHES_PER_MINUTE, RUN_STARTS_PER_MINUTE
+from domain.limits import INDEX_FETCHES_PER_MINUTE, REQUESTS_FILED_PER_MINUTE, RUN_STARTS_PER_MINUTE
 from interface.problems import problem
 
 RESERVED_THREADS = 2  # request threads index requests never take
 UNBOUNDED_SLOTS = 64  # when the server's thread count is unknown (the development server)
 MAX_KEYS = 10_000  # tokens whose buckets a worker remembers (least recently seen forgotten)
-_RUNS = re.compile(r"^/api/v1/workspaces/[^/]+/runs/?$")
+# API writes with a rate of their own: what they are, the path, their bucket's rate.
+_RATED = (
+    ("runs started", re.compile(r"^/api/v1/workspaces/[^/]+/runs/?$"), RUN_STARTS_PER_MINUTE),
+    ("requests filed", re.compile(r"^/api/v1/workspaces/[^/]+/requests/?$"), REQUESTS_FILED_PER_MINUTE),
+)
 _INDEX = ("/pypi/", "/npm/")
 
 
@@ -74,7 +79,7 @@ class Buckets:
 
 class IndexBounds:
     """WSGI middleware around the whole app: index requests take a slot for as long as their
-    body is being sent; index fetches and run starts spend their token's bucket."""
+    body is being sent; index fetches, run starts and filed requests spend their token's bucket."""
 
     def __init__(self, app, threads: int | None):
         self.app = app
@@ -83,16 +88,18 @@ class IndexBounds:
         self._held: dict[str, int] = {}
         self._lock = threading.Lock()
         self._fetches = Buckets(INDEX_FETCHES_PER_MINUTE)
-        self._runs = Buckets(RUN_STARTS_PER_MINUTE)
+        self._rated = [(what, path, Buckets(per_minute)) for what, path, per_minute in _RATED]
 
     def __call__(self, environ, start_response):
         path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "")
-        if method == "POST" and _RUNS.match(path):
-            refusal = self._spend(self._runs, environ, "runs started", RUN_STARTS_PER_MINUTE)
-            return (refusal or self.app)(environ, start_response)
+        if method == "POST":
+            for what, pattern, buckets in self._rated:
+                if pattern.match(path):
+                    refusal = self._spend(buckets, environ, what)
+                    return (refusal or self.app)(environ, start_response)
         if not path.startswith(_INDEX):
             return self.app(environ, start_response)
-        refusal = self._spend(self._fetches, environ, "index requests", INDEX_FETCHES_PER_MINUTE)
+        refusal = self._spend(self._fetches, environ, "index requests")
         key = _key(environ)
         refusal = refusal or self._take_slot(key)
         if refusal is not None:
@@ -104,13 +111,15 @@ class IndexBounds:
             raise
         return _Releasing(body, lambda: self._release(key))
 
-    def _spend(self, buckets: Buckets, environ, what: str, per_minute: int):
+    def _spend(self, buckets: Buckets, environ, what: str):
         with self._lock:
             wait = buckets.take(_key(environ), time.monotonic())
         if not wait:
             return None
         seconds = max(1, math.ceil(wait))
-        detail = f"too many {what} with this token: at most {per_minute} a minute per worker; retry in {seconds} s"
+        detail = (
+            f"too many {what} with this token: at most {buckets.per_minute} a minute per worker; retry in {seconds} s"
+        )
         return _refusal(429, "Too Many Requests", detail, seconds)
 
     def _take_slot(self, key: str):

@@ -14,9 +14,9 @@ after the request was judged, so a denied name never causes an upstream fetch.
 from __future__ import annotations
 
 import json
-import re
 
 from flask import Blueprint, Response, current_app, redirect, request, url_for
+from packaging.utils import canonicalize_name
 from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header
 
@@ -35,11 +35,6 @@ blueprint = Blueprint("pypi_index", __name__)
 READ = ["GET", "HEAD"]
 # pip prompts for a password on a 401 (see interface.index.access): refuse missing tokens with 403.
 UNAUTHENTICATED = 403
-_SEPARATORS = re.compile(r"[-_.]+")
-
-
-def canonical(name: str) -> str:
-    return _SEPARATORS.sub("-", name).lower()
 
 
 def upstream() -> Upstream:
@@ -94,7 +89,7 @@ class _UpstreamNames:
     def names(self) -> list[str]:
         page = self._page
         try:
-            return [canonical(n) for n in simple.read_names(page.body, page.content_type)]
+            return [canonicalize_name(n) for n in simple.read_names(page.body, page.content_type)]
         except simple.PageError as error:
             raise bad_gateway(str(error)) from None
 
@@ -103,7 +98,7 @@ class _UpstreamNames:
 def unslashed(ws, project):
     reader(ws, UNAUTHENTICATED)
     within_limits(project=project)
-    return redirect(url_for(".project_page", ws=ws, project=canonical(project)), 301)
+    return redirect(url_for(".project_page", ws=ws, project=canonicalize_name(project)), 301)
 
 
 @blueprint.route("/pypi/<ws>/simple/<project>/", methods=READ)
@@ -111,7 +106,7 @@ def project_page(ws, project):
     principal = reader(ws, UNAUTHENTICATED)
     within_limits(project=project)
     media = negotiated()
-    name = canonical(project)
+    name = canonicalize_name(project)
     if project != name:  # PEP 503: one URL per project
         return redirect(url_for(".project_page", ws=ws, project=name), 301)
     verdict = governance().judge_index(principal, "python", name, "page")
@@ -201,7 +196,7 @@ def _file_entry(project: str, dist: str) -> dict | None:
 def file(ws, project, filename):
     principal = reader(ws, UNAUTHENTICATED)
     within_limits(project=project, filename=filename)
-    if project != canonical(project):
+    if project != canonicalize_name(project):
         raise HTTPProblem(404, "Not Found", "file URLs name the project in its normalized form")
     is_metadata = filename.endswith(".metadata")
     dist = filename.removesuffix(".metadata")

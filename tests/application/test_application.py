@@ -230,7 +230,7 @@ def test_token_names_are_unique_so_the_audit_trail_names_one_holder(app, workspa
     with pytest.raises(ConflictError):
         app.issue_token(workspace, "alice", "auditor", by="owner")
     app.revoke_token(workspace, first["id"], by="owner")
-    with pytest.raises(ConflictError):  # not even after revocation (issue 12, finding 5)
+    with pytest.raises(ConflictError):  # not even after revocation
         app.issue_token(workspace, "alice", "admin", by="owner")
 
 

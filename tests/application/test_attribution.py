@@ -1,4 +1,4 @@
-"""Who did it, beyond doubt (finding 5 of issue 12: changes were attributed by token name only,
+"""Who did it, beyond doubt (once: changes were attributed by token name only,
 an owner could issue a token named `cli:root`, and a revoked token's name could be reused).
 
 History answers carry the token id with the name; names that the service's own actors use are

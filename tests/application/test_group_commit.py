@@ -1,4 +1,4 @@
-"""Group commit under pressure (finding 1 of issue 12): a request answered 503 is never recorded
+"""Group commit under pressure: a request answered 503 is never recorded
 afterwards, and one large request cannot make others wait behind an unbounded commit.
 
 The save is the real one on a real store, held at chosen moments so the interleaving is certain."""

@@ -1,4 +1,4 @@
-"""A large Save writes its events and one snapshot (finding 6 of issue 12: a Save of n entries
+"""A large Save writes its events and one snapshot (once: a Save of n entries
 also took a snapshot at every 50th version, each replaying from the one before)."""
 
 from __future__ import annotations

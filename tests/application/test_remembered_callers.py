@@ -10,7 +10,8 @@ import threading
 
 import pytest
 
-from application.callers import MAX_REMEMBERED, Callers, StaleCaller
+from application.callers import MAX_REMEMBERED, Callers
+from application.store.guards import StaleCaller
 
 ALLOW_PANDAS = {"python": {"mode": "allowlist", "allow": ["pandas"]}}
 

@@ -1,5 +1,5 @@
-"""Bounded cost per request (finding 1 of issue 12): one 64 KB command of pip short-option
-clusters expanded to 65,504 recorded decisions and a 30 MB answer. A request now yields at most
+"""Bounded cost per request: one 64 KB command of pip short-option
+clusters once expanded to 65,504 recorded decisions and a 30 MB answer. A request now yields at most
 MAX_SPECS decisions after option expansion, and its answer stays below a stated size."""
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def test_a_token_added_to_the_tokens_table_alone_authenticates_nobody(snapshotte
 
 
 def test_a_revocation_undone_in_the_tokens_table_stops_even_a_remembered_caller(snapshotted, sandbox, tamper):
-    from application.callers import StaleCaller
+    from application.store.guards import StaleCaller
 
     caller = snapshotted.authenticate(sandbox["token"])  # remembered by this process from now on
     snapshotted.evaluate("acme", "python", ["numpy"], head=caller["head_version"])

@@ -1,6 +1,6 @@
 """The SQLite store holds token digests and the whole audit log: its data directory is 0700 and
-the database (with its WAL and shared-memory files) 0600, whatever the umask (finding 8 of issue
-12: the store was created world-readable)."""
+the database (with its WAL and shared-memory files) 0600, whatever the umask (it
+was once created world-readable)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,7 @@ def test_an_existing_world_readable_store_is_made_private(tmp_path):
 
 def test_the_services_data_directory_is_private(tmp_path):
     from interface import create_app
+    from interface.services import services
 
     data = tmp_path / "var"
     data.mkdir(mode=0o755)
@@ -55,4 +56,4 @@ def test_the_services_data_directory_is_private(tmp_path):
         assert mode(data) == 0o700
         assert mode(data / "runcode-policy.sqlite") == 0o600 and mode(data / "secret_key") == 0o600
     finally:
-        app.extensions["governance"].close()
+        services(app).governance.close()

@@ -1,6 +1,6 @@
 """Property tests: every spelling of a blocked address is blocked for the same reason.
 
-The range tables here are copied from EGRESS.md section 4 on purpose rather than imported, so a
+The range tables here are written out again on purpose rather than imported from `domain.egress`, so a
 row dropped from the implementation shows up as a failure instead of being agreed with.
 """
 

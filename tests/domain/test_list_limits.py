@@ -1,5 +1,5 @@
-"""A documented list-size limit and a Save whose cost grows linearly (finding 6 of issue 12:
-no limit, and every added entry re-sorted its list: saving 60,000 entries took 46 s)."""
+"""A documented list-size limit and a Save whose cost grows linearly (once
+there was no limit, and every added entry re-sorted its list: saving 60,000 entries took 46 s)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Spec parsing: every corpus case, the SPECS.md pitfalls, and properties that must always hold."""
+"""Spec parsing: every corpus case, the known pitfalls, and properties that must always hold."""
 
 from __future__ import annotations
 

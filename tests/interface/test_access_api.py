@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -235,6 +236,44 @@ def test_a_sandbox_reads_only_the_requests_it_asked_for(live):
     assert (
         joined.status == 200 and live.call("GET", f"{P}/requests/{theirs['id']}", live.tokens["sandbox"]).status == 200
     )
+
+
+def test_a_joining_sandbox_sees_only_its_own_justification_and_context(live):
+    first = ask(live, "beta", role="admin", why="SECRET: the payroll migration").json
+    other = call(live, "POST", "/tokens", "owner", {"name": "sandbox-two", "role": "sandbox"}, expect=201)["token"]
+    body = {"language": "python", "name": "beta", "justification": "ci needs it", "context": {"sandbox": "sbx-2"}}
+    joined = live.call("POST", P + "/requests", other, body)
+    again = live.call("POST", P + "/requests", live.tokens["sandbox"], {"language": "python", "name": "beta"})
+    for reply, token, requesters in ((joined, other, 2), (again, live.tokens["sandbox"], 3)):
+        assert reply.status == 200 and reply.json["id"] == first["id"] and reply.json["requesters"] == requesters
+        for shown in (reply.json, live.call("GET", f"{P}/requests/{first['id']}", token).json):
+            text = str(shown)
+            assert "payroll" not in text and "sbx-42" not in text and "agent-7" not in text, text
+            assert len(shown["askers"]) == 1
+        listed = live.call("GET", P + "/requests", token).json["requests"]
+        assert len(listed[0]["askers"]) == 1 and "payroll" not in str(listed)
+    seen = live.call("GET", P + "/requests/" + first["id"], other).json
+    assert (seen["justification"], seen["context"]["sandbox"]) == ("ci needs it", "sbx-2")
+    for role in ("admin", "auditor"):  # who decides still reads every asker
+        full = call(live, "GET", f"/requests/{first['id']}", role, expect=200)
+        assert full["justification"] == "SECRET: the payroll migration" and len(full["askers"]) == 3
+
+
+def test_filing_requests_past_the_per_token_rate_is_429_with_retry_after(live):
+    from domain.limits import REQUESTS_FILED_PER_MINUTE
+
+    started, filed = time.monotonic(), 0
+    while (reply := ask(live, f"pkg-{filed}")).status in (200, 201):
+        filed += 1
+        assert filed <= 2 * REQUESTS_FILED_PER_MINUTE
+    refilled = (time.monotonic() - started) * REQUESTS_FILED_PER_MINUTE / 60
+    assert REQUESTS_FILED_PER_MINUTE <= filed <= REQUESTS_FILED_PER_MINUTE + refilled + 1
+    assert reply.status == 429 and reply.media == "application/problem+json"
+    assert int(reply.headers["retry-after"]) >= 1
+    assert (
+        f"too many requests filed with this token: at most {REQUESTS_FILED_PER_MINUTE} a minute" in reply.json["detail"]
+    )
+    assert ask(live, "other", role="admin").status == 201  # per token
 
 
 def test_the_openapi_document_says_a_request_may_be_joined_filed_or_refused(live):

@@ -149,6 +149,7 @@ def test_when_the_store_goes_away_answers_are_503_and_the_sandbox_fails_closed(p
     from urllib.parse import urlsplit
 
     from interface import create_app
+    from interface.services import services
     from tests.support.http_client import LiveServer
     from tests.support.tcp_forwarder import Forwarder
 
@@ -156,7 +157,7 @@ def test_when_the_store_goes_away_answers_are_503_and_the_sandbox_fails_closed(p
     forwarder = Forwarder(parts.port or 5432)
     url = parts._replace(netloc=f"{parts.username}@127.0.0.1:{forwarder.port}").geturl() + "&connect_timeout=1"
     server = LiveServer(create_app(env={"RUNCODE_POLICY_DATABASE_URL": url}))
-    governance = server.app.extensions["governance"]
+    governance = services(server.app).governance
     sandbox = governance.issue_token(governance.create_workspace("acme")["workspace"], "s", "sandbox", by="t")
     try:
         assert server.call("POST", P + "/evaluate", sandbox["token"], EVALUATE).status == 200

@@ -88,6 +88,29 @@ def test_an_export_with_links_verifies_without_the_store(cli, acme, tmp_path):
     assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "altered"
 
 
+def test_an_export_newer_than_the_checkpoints_given_verifies_what_they_cover_and_says_so(cli, acme, open_app, tmp_path):
+    export, older = tmp_path / "decisions.jsonl", tmp_path / "older-checkpoints.json"
+    assert cli("audit", "checkpoints", "-w", "acme", "-o", str(older)).exit_code == 0
+    newer = open_app().evaluate("acme", "python", ["numpy"], None, {})["decisions"][0]["id"]
+    assert cli("audit", "checkpoint", "-w", "acme").exit_code == 0  # sealed, but not in the copy held
+    assert cli("decisions", "export", "-w", "acme", "--format", "jsonl", "--chain", "-o", str(export)).exit_code == 0
+    done = cli("audit", "verify-export", str(export), "--checkpoints", str(older), "--public-key", str(older))
+    assert done.exit_code == 3, done.output
+    result = json.loads(done.stdout)
+    assert (result["ok"], result["complete"], result["checked"], result["newer"]) == (True, False, 2, 1)
+    assert result["detail"].startswith("these decisions are newer than the newest checkpoint given: 1 exported")
+    assert "FAILED" not in done.stderr and "export verified up to record 4" in done.stderr
+    lines = export.read_text().splitlines()
+    for edited in (acme[0], newer):  # what the older checkpoints cover is still checked, and so is the rest
+        export.write_text("\n".join(_edited(line, edited) for line in lines) + "\n")
+        done = cli("audit", "verify-export", str(export), "--checkpoints", str(older), "--public-key", str(older))
+        assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "altered", done.output
+
+
+def _edited(line: str, decision: str) -> str:
+    return line.replace('"allowed": true', '"allowed": false') if decision in line else line
+
+
 def test_the_signing_key_is_generated_once_into_the_data_directory_readable_by_its_owner_only(tmp_path):
     from interface.audit import signing_key
     from interface.settings import Settings

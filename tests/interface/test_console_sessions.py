@@ -1,4 +1,4 @@
-"""Console sessions are server-side (finding 3 of issue 12: a cookie copied before sign-out still
+"""Console sessions are server-side (once: a cookie copied before sign-out still
 opened the audit log afterwards). The cookie carries only a session id; the store records each
 session, and signing out or revoking the token ends it at once, for every copy of the cookie."""
 

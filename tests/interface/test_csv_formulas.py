@@ -1,5 +1,6 @@
-"""CSV exports neutralise formulas hidden behind leading whitespace or control characters
-(finding 7 of issue 12: only the first character was checked, so `" =1+1"` passed unchanged)."""
+"""CSV exports neutralise formulas hidden behind leading whitespace or control characters, or
+started with a look-alike of the sign (fullwidth `＝＋－＠`, the minus sign); only the first
+character used to be checked, so `" =1+1"` passed unchanged."""
 
 from __future__ import annotations
 
@@ -19,13 +20,22 @@ def test_a_formula_after_leading_blanks_or_controls_is_neutralised(text):
     assert csv_cell(text) == "'" + text
 
 
-@pytest.mark.parametrize("text", ["pandas", "a=1", "numpy==1.0", " pandas", "", "2+2", "ümlaut=1"])
+LOOKALIKES = ["\uff1d1+1", "\uff0bcmd", "\uff0d1+2", "\uff20SUM(A1)", "\ufe66HYPERLINK(1)", "\u207a1", "\u208c1"]
+LOOKALIKES += ["\u22121+2", "\u20131+2", " \uff1d1+1", "\u3000\uff20x"]  # minus sign, en dash; after blanks
+
+
+@pytest.mark.parametrize("text", LOOKALIKES, ids=repr)
+def test_a_formula_sign_s_lookalikes_are_neutralised_too(text):
+    assert csv_cell(text) == "'" + text
+
+
+@pytest.mark.parametrize("text", ["pandas", "a=1", "numpy==1.0", " pandas", "", "2+2", "ümlaut=1", "a\uff1d1"])
 def test_ordinary_cells_pass_unchanged(text):
     assert csv_cell(text) == text
 
 
 def test_the_export_neutralises_what_a_sandbox_planted(live):
-    specs = [" =1+1", "\n=2+2"]
+    specs = [" =1+1", "\n=2+2", "\uff1d1+1", "\uff20SUM(A1)"]
     context = {"actor": "\u00a0=4+4", "sandbox": " @evil"}
     body = {"language": "python", "specs": specs, "context": context}
     assert live.call("POST", P + "/evaluate", live.tokens["sandbox"], body).status == 200

@@ -13,6 +13,7 @@ from application.egress import EgressConfig
 from application.governance import Governance
 from domain.errors import EgressConfigError
 from interface import create_app
+from interface.services import services
 from interface.settings import Settings, egress_config_from_env
 from tests.support.corpus import CORPUS_DIR
 from tests.support.http_client import LiveServer
@@ -144,7 +145,7 @@ def deployed(database_url):
         "RUNCODE_POLICY_EGRESS_DENY_RANGES": "151.101.64.0/18",
     }
     flask_app = create_app(env=env)
-    governance: Governance = flask_app.extensions["governance"]
+    governance: Governance = services(flask_app).governance
     owner = governance.create_workspace("acme", by="founder")["token"]
     server = LiveServer(flask_app)
     sandbox = governance.issue_token("acme", "s", "sandbox", by="x")["token"]

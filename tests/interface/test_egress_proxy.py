@@ -21,8 +21,8 @@ from click.testing import CliRunner
 
 from application.egress import EgressConfig
 from application.governance import Governance
+from interface.cli.egress_proxy import egress_proxy_command, parse_listen
 from interface.egress_proxy import EgressProxy, ProxyLimits
-from interface.egress_proxy.command import egress_proxy_command, parse_listen
 
 LOOPBACK_ONLY = EgressConfig(allow_addresses=("127.0.0.1",))  # test-only: our upstream is local
 NAMES = {
@@ -316,7 +316,7 @@ def test_a_client_that_never_finishes_its_head_is_dropped_at_the_head_deadline(s
 
 
 def test_silent_sockets_cannot_hold_the_connection_slots(start_proxy, governance, upstream):
-    """Finding 4 of issue 12: four sockets that never sent a request held `--max-connections 4`
+    """Four sockets that never sent a request once held `--max-connections 4`
     for the whole idle timeout (300 s), so every CONNECT was answered 503. The request line and
     headers have a deadline of their own, far shorter than the idle timeout of a tunnel."""
     proxy = start_proxy(governance, max_connections=2, idle_timeout=60.0, head_timeout=0.3)

@@ -17,6 +17,11 @@ import pytest
 from tests.support.gate import Gate, sandbox_env
 from tests.support.index_fixtures import set_policy
 from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url: SQLite only
+from tests.support.python_gate import (  # noqa: F401 - fixtures project, live_env
+    index_decisions,
+    project_folder,
+    pypiserver_behind_the_index,
+)
 from tests.support.target_env import TargetEnv
 from tests.support.third_party import require
 
@@ -26,12 +31,6 @@ MARKER = "import pathlib, sys; pathlib.Path({path!r}).write_text('evil ran'); sy
 @pytest.fixture
 def wheelhouse(tmp_path, pypiserver_upstream):
     return tmp_path / "wheels"  # the wheels pypiserver serves
-
-
-@pytest.fixture
-def live_env(pypiserver_upstream) -> dict:
-    """`live` (the real service) with pypiserver behind its index."""
-    return {"RUNCODE_POLICY_PYPI_UPSTREAM": f"{pypiserver_upstream.url}/simple/"}
 
 
 @pytest.fixture
@@ -52,21 +51,12 @@ def env(live, tmp_path) -> dict:
     return sandbox_env(live, home, VIRTUAL_ENV=str(venv), PATH=f"{venv / 'bin'}:/usr/bin:/bin")
 
 
-@pytest.fixture
-def project(tmp_path):
-    path = tmp_path / "project"
-    path.mkdir()
-    return path
-
-
 def test_an_allowed_tree_installs_through_the_index(gate, env, app, target, project):
     set_policy(app, "allowlist", python=["alpha", "beta"])
     done = gate("--", "pip", "install", "alpha", env=env, cwd=project)
     assert done.returncode == 0, done.stderr
     assert {"alpha", "beta"} <= target.installed()
-    index = [d for d in app.decisions("acme")["decisions"] if d["context"].get("source") == "index"]
-    judged = {(d["name"], d["allowed"]) for d in index}
-    assert {("alpha", True), ("beta", True)} <= judged
+    assert {("alpha", True), ("beta", True)} <= index_decisions(app)
 
 
 @pytest.mark.parametrize("rule", ["allowlist", "denylist"])

@@ -16,7 +16,12 @@ import pytest
 from tests.support.gate import Gate, sandbox_env
 from tests.support.index_fixtures import set_policy
 from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url: SQLite only
-from tests.support.pypi_upstream import Dist, PyPIUpstream
+from tests.support.python_gate import (  # noqa: F401 - fixtures live_env, public, project
+    index_decisions,
+    project_folder,
+    public_index,
+    pypiserver_behind_the_index,
+)
 from tests.support.python_tools import tool_bin
 
 PYPROJECT = '[project]\nname = "app"\nversion = "0"\nrequires-python = ">=3.8"\ndependencies = ["alpha"]\n'
@@ -24,29 +29,10 @@ DENIAL = "denied: beta (python) \u2014 not-on-the-allow-list"
 
 
 @pytest.fixture
-def live_env(pypiserver_upstream) -> dict:
-    return {"RUNCODE_POLICY_PYPI_UPSTREAM": f"{pypiserver_upstream.url}/simple/"}
-
-
-@pytest.fixture
-def public():
-    server = PyPIUpstream((Dist("alpha", "1.0", requires=("beta",)), Dist("beta", "1.0")))
-    yield server
-    server.close()
-
-
-@pytest.fixture
 def env(live, tmp_path) -> dict:
     home = tmp_path / "home"
     home.mkdir()
     return sandbox_env(live, home, PIPENV_VENV_IN_PROJECT="1", PIPENV_PYTHON=sys.executable)
-
-
-@pytest.fixture
-def project(tmp_path):
-    path = tmp_path / "project"
-    path.mkdir()
-    return path
 
 
 def gate_for(tmp_path, tool: str) -> Gate:
@@ -61,12 +47,6 @@ def written(path) -> str:
 def installed_in(project) -> set:
     """The distributions in the project's own environment (pipenv's, in the project)."""
     return {p.name.split("-")[0].lower() for p in project.glob(".venv/lib/python*/site-packages/*.dist-info")}
-
-
-def index_decisions(app) -> set:
-    return {
-        (d["name"], d["allowed"]) for d in app.decisions("acme")["decisions"] if d["context"].get("source") == "index"
-    }
 
 
 @pytest.mark.parametrize("allowed", [["alpha", "beta"], ["alpha"]], ids=["allowed", "beta-denied"])

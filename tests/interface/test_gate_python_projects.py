@@ -18,24 +18,16 @@ import pytest
 from tests.support.gate import Gate, sandbox_env
 from tests.support.index_fixtures import set_policy
 from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url: SQLite only
-from tests.support.pypi_upstream import Dist, PyPIUpstream
+from tests.support.python_gate import (  # noqa: F401 - fixtures live_env, public, project
+    index_decisions,
+    project_folder,
+    public_index,
+    pypiserver_behind_the_index,
+)
 from tests.support.target_env import TargetEnv
 from tests.support.third_party import require
 
 PYPROJECT = '[project]\nname = "app"\nversion = "0"\nrequires-python = ">=3.8"\ndependencies = {deps}\n'
-
-
-@pytest.fixture
-def live_env(pypiserver_upstream) -> dict:
-    return {"RUNCODE_POLICY_PYPI_UPSTREAM": f"{pypiserver_upstream.url}/simple/"}
-
-
-@pytest.fixture
-def public():
-    """Stands for public PyPI: the same tree, on another port, every request logged."""
-    server = PyPIUpstream((Dist("alpha", "1.0", requires=("beta",)), Dist("beta", "1.0")))
-    yield server
-    server.close()
 
 
 @pytest.fixture
@@ -71,19 +63,6 @@ def env(live, tmp_path) -> dict:
         UV_CACHE_DIR=str(tmp_path / "uv-cache"),
         UV_PYTHON=sys.executable,
     )
-
-
-@pytest.fixture
-def project(tmp_path):
-    path = tmp_path / "project"
-    path.mkdir()
-    return path
-
-
-def index_decisions(app) -> set:
-    return {
-        (d["name"], d["allowed"]) for d in app.decisions("acme")["decisions"] if d["context"].get("source") == "index"
-    }
 
 
 def installed_by_uv(project: Path) -> set:

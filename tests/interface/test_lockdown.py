@@ -18,18 +18,13 @@ from tests.support.gate import Gate
 from tests.support.index_fixtures import set_policy
 from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url: SQLite only
 from tests.support.netns import Sandbox, connects, namespaces_or_skip
+from tests.support.python_gate import pypiserver_behind_the_index  # noqa: F401 - fixture live_env
 from tests.support.target_env import TargetEnv
 from tests.support.third_party import require
 
 
 def no_dns(host: str, port: int) -> list[str]:
     raise socket.gaierror(socket.EAI_NONAME, "the test resolves nothing")
-
-
-@pytest.fixture
-def live_env(pypiserver_upstream) -> dict:
-    """`live` (the real service) with pypiserver behind its index."""
-    return {"RUNCODE_POLICY_PYPI_UPSTREAM": f"{pypiserver_upstream.url}/simple/"}
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""API.md, roles: an auditor's token is read-only, so it never adds to the record (finding 9 of
-issue 12: an auditor could evaluate, and its decisions were recorded)."""
+"""Roles: an auditor's token is read-only, so it never adds to the record (an auditor could once
+evaluate, and its decisions were recorded)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ def parse_listen(text: str) -> tuple[str, int]:
     "--listen",
     default="127.0.0.1:3128",
     show_default=True,
-    callback=lambda ctx, param, value: parse_listen(value),
+    callback=lambda _ctx, _param, value: parse_listen(value),
     help="IP:port to listen on",
 )
 @click.option("--workspace", required=True, help="Workspace whose audit log records the decisions")
@@ -79,5 +79,5 @@ def _serve(proxy: EgressProxy, governance) -> None:
         log.info("stopped")
 
 
-def _interrupt(signum, frame):
+def _interrupt(_signum, _frame):
     raise KeyboardInterrupt

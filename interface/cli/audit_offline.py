@@ -19,7 +19,6 @@ from application.chain.links import event_hash
 from application.chain.merkle import consistent, inclusion_root, leaf_hash
 from application.chain.receipts import ReceiptError, verify_receipt
 from application.chain.witness import Refused, Witness, request_body
-from interface.audit.command import audit
 from interface.audit.push import file_size
 
 key_option = click.option(
@@ -45,7 +44,7 @@ def _json(path: str) -> dict:
     return value
 
 
-@audit.command("verify-proof")
+@click.command("verify-proof")
 @click.argument("proof", type=click.Path(exists=True, dir_okay=False))
 @key_option
 @click.option(
@@ -116,7 +115,7 @@ def _consistency(answer: dict, public, held: list[str]) -> str:
     return f"{origin} at size {new} extends its tree at size {old}: nothing before was changed"
 
 
-@audit.command("verify-receipt")
+@click.command("verify-receipt")
 @click.argument("receipt", type=click.Path(exists=True, dir_okay=False))
 @key_option
 def verify_receipt_command(receipt: str, key_file: str) -> None:
@@ -129,7 +128,7 @@ def verify_receipt_command(receipt: str, key_file: str) -> None:
     click.echo(facts["message"], err=True)
 
 
-@audit.command("witness")
+@click.command("witness")
 @click.option("--state", required=True, type=click.Path(file_okay=False), help="Where the witness keeps what it saw.")
 @click.option(
     "--key",

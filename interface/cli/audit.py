@@ -16,8 +16,11 @@ from application.chain.signing import key_id
 from application.chain.slices import verify_slice
 from domain.errors import FieldError, InvalidInputError
 from interface.audit import configure
+from interface.cli.audit_offline import verify_proof, verify_receipt_command, witness
+from interface.cli.common import governance
 from interface.settings import Settings
 
+NEWER_THAN_CHECKPOINTS = 3  # verify-export's exit status: verified, but not all of it yet (see there)
 CHECKPOINT_FIELDS = {"workspace": str, "seq": int, "head": str, "at": str, "key_id": str, "signature": str}
 
 workspace_option = click.option(
@@ -52,9 +55,7 @@ def audit() -> None:
 
 
 def _governance(create_key: bool):
-    from interface.cli.common import governance  # the CLI's one store per invocation
-
-    gov = governance()
+    gov = governance()  # the CLI's one store per invocation
     configure(gov.chain, Settings.from_env(), create=create_key)
     return gov
 
@@ -111,7 +112,11 @@ def public_key() -> None:
 @checkpoints_option
 @public_key_option
 def verify_export(export: str, checkpoint_files: tuple[str, ...], key_files: tuple[str, ...]) -> None:
-    """Check a decisions export made with chain=true against checkpoints, without the store."""
+    """Check a decisions export made with chain=true against checkpoints, without the store.
+
+    Exit 0: every decision verified; 1: something differs (named); 3: nothing differs, but the
+    newest decisions are newer than the newest checkpoint given, so only those before it are
+    verified."""
     keys = trusted({}, key_files)
     if not keys:
         raise click.UsageError("give the public key to trust with --public-key")
@@ -121,6 +126,9 @@ def verify_export(export: str, checkpoint_files: tuple[str, ...], key_files: tup
     _echo_json(result)
     if not result["ok"]:
         raise click.ClickException(f"export verification FAILED: {result['detail']}")
+    if not result["complete"]:
+        click.echo(f"export verified up to record {result['checkpoint']}; {result['detail']}", err=True)
+        raise SystemExit(NEWER_THAN_CHECKPOINTS)
 
 
 def trusted(keys: dict, key_files: tuple[str, ...]) -> dict:
@@ -155,4 +163,5 @@ def _bad_file(path: str, message: str) -> InvalidInputError:
     return InvalidInputError(f"{path} {message}", [FieldError("--checkpoints", message)])
 
 
-from interface.audit import offline  # noqa: E402, F401 - registers the offline commands on `audit`
+for offline in (verify_proof, verify_receipt_command, witness):  # checks made away from the service
+    audit.add_command(offline)

@@ -1,0 +1,73 @@
+"""Read models rebuilt from the events when a store's were made by older code.
+
+The read-model tables are written with their events (`application.store.projection`), so each
+row has the shape the code that saved its event gave it, and a table added later is empty for
+the events saved before it. When the tables or the projection change, `READ_MODEL_VERSION` goes
+up by one. Opening a store with table creation on compares it with the store's: a store of an
+older version (1: every store made before the version was kept) has its derived tables dropped
+and filled again from every stored event, in order, in one transaction, by the projection that
+writes them live (console sessions too: signing in and out are events). The audit chain seals
+the events themselves and is not touched.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from eventsourcing.persistence import StoredEvent
+
+from application.store.projection import ManyRows, read_model_statements
+from application.store.schema import DDL, TABLES
+
+READ_MODEL_VERSION = 3  # 3: console sessions are a read model of their events
+DERIVED = tuple(t for t in TABLES if t != "read_model")
+BATCH = 1000
+
+
+def upgrade_read_models(recorder, mapper) -> bool:
+    """Bring the store's read models to this code's version; True if they were rebuilt."""
+    dialect = recorder.dialect
+    events = dialect.library_table(recorder.events_table_name)
+    with recorder.datastore.transaction(commit=True) as curs:
+        # Taken first, so a second process opening the store waits here, then finds it done.
+        lock = "LOCK TABLE {read_model} IN EXCLUSIVE MODE" if dialect.schema else "DELETE FROM {read_model} WHERE 0"
+        curs.execute(dialect.sql(lock))
+        curs.execute(dialect.sql("SELECT version FROM {read_model}"))
+        found = [row["version"] for row in curs.fetchall()]
+        if found == [READ_MODEL_VERSION]:
+            return False
+        curs.execute(f"SELECT 1 FROM {events} LIMIT 1")
+        rebuild = curs.fetchone() is not None
+        if rebuild:
+            for table in DERIVED:
+                curs.execute(f"DROP TABLE IF EXISTS {dialect.table(table)}")
+            for statement in DDL:
+                curs.execute(dialect.sql(statement))
+            _replay(curs, dialect, events, mapper)
+        curs.execute(dialect.sql("DELETE FROM {read_model}"))
+        curs.execute(dialect.sql("INSERT INTO {read_model} (version) VALUES (%s)"), (READ_MODEL_VERSION,))
+    return rebuild
+
+
+def _replay(curs, dialect, events: str, mapper) -> None:
+    """Every stored event through the projection, one at a time as `rebuilt` checks them."""
+    workspaces: dict[UUID, str] = {}  # policy changes name no workspace: their Policy's creation does
+    after, position = 0, "notification_id" if dialect.schema else "rowid"  # as each store numbers events
+    select = dialect.sql(
+        f"SELECT {position} AS position, originator_id, originator_version, topic, state FROM {events} "
+        f"WHERE {position} > %s ORDER BY {position} LIMIT {BATCH}"
+    )
+    while True:
+        curs.execute(select, (after,))
+        rows = curs.fetchall()
+        if not rows:
+            return
+        for row in rows:
+            stored = StoredEvent(UUID(str(row["originator_id"])), row["originator_version"], row["topic"], row["state"])
+            event = mapper.to_domain_event(stored)
+            if isinstance(getattr(event, "workspace", None), str):
+                workspaces.setdefault(event.originator_id, event.workspace)
+            for item in read_model_statements(dialect, [event], workspaces):
+                for statement, params in item.statements() if isinstance(item, ManyRows) else (item,):
+                    curs.execute(statement, params)
+        after = rows[-1]["position"]
