@@ -16,6 +16,7 @@ from domain.decision import DECISION_KINDS, DECISION_REASONS
 from domain.errors import FieldError, InvalidInputError, NotFoundError
 from domain.limits import MAX_FILTER, MAX_PAGE
 from domain.policy import LANGUAGES
+from domain.rules import rules_for
 from domain.specs import check_language, registry_name
 from domain.text import check_text
 
@@ -28,6 +29,7 @@ class Audit:
     def __init__(self, readmodel: ReadModel, policies: Policies, exceptions: AccessReads):
         self.readmodel = readmodel
         self.exceptions = exceptions  # what decided an answer may be an exception
+        self.policies = policies
         self.require_workspace = policies.require_workspace
 
     def history(self, workspace: str, start=None, end=None, limit: int = 100, cursor: str | None = None) -> dict:
@@ -86,7 +88,12 @@ class Audit:
     def package_at(self, workspace: str, language: str, name: str, at) -> dict:
         name = self._package_name(workspace, language, name)
         found, grants = self._name_at(workspace, language, name, at)
-        return package_at(found, grants, workspace, language, name, at)
+        answer = package_at(found, grants, workspace, language, name, at)
+        answer["rules"] = {}
+        if found.ruled:  # the language had rules then: the policy as it stood, for them
+            version_rules = self.policies.at(workspace, at).rules()[language].version_rules
+            answer["rules"] = rules_for(version_rules, language, name)
+        return answer
 
     def package_timeline(self, workspace: str, language: str, name: str, start, end) -> dict:
         if end <= start:

@@ -226,21 +226,26 @@ class Governance(Application):
     def index_principal(self, secret: str):
         return self.index.authenticate(secret)
 
-    def judge_index(self, principal, language: str, name: str, request: str, file=None, package_version=None) -> dict:
-        return self.index.gate.judge(principal, language, name, request, file, package_version)
+    def judge_index(
+        self, principal, language: str, name: str, request: str, file=None, package_version=None, facts=None
+    ) -> dict:
+        return self.index.gate.judge(principal, language, name, request, file, package_version, facts)
 
     def index_hidden_versions(self, principal, language: str, name: str, declarations: dict, request: str, file=None):
         return self.index.gate.hidden_versions(principal, language, name, declarations, request, file)
 
-    def index_malware_hidden(self, principal, language: str, name: str, versions, request: str) -> dict:
-        return self.index.gate.malware_hidden(principal, language, name, versions, request)
+    def index_versions_hidden(self, principal, language: str, name: str, facts, request: str, revision=None) -> dict:
+        return self.index.gate.versions_hidden(principal, language, name, facts, request, revision)
 
-    def index_advised(self, language: str, name: str) -> bool:
-        """Whether any imported advisory names this package (most are named by none)."""
-        return self.advisories.names(language, name)
+    def index_judges_versions(self, workspace: str, language: str, name: str) -> bool:
+        """Whether any version of this package may be hidden (most packages: none may)."""
+        return self.index.gate.judges_versions(workspace, language, name)
 
     def index_not_found(self, principal, language: str, name: str, request: str) -> None:
         self.index.gate.not_found(principal, language, name, request)
+
+    def index_upstream_failed(self, principal, language: str, name: str, request: str, why: str) -> None:
+        self.index.gate.upstream_failed(principal, language, name, request, why)
 
     def unknown_names(self, workspace: str, days: int) -> dict:
         self.require_workspace(workspace)
@@ -429,7 +434,7 @@ class Governance(Application):
             by,
             note,
             expected_version,
-            lambda policy: plan_desired_state(policy.state, desired, policy.egress),
+            lambda policy: plan_desired_state(policy.state, desired, policy.egress, policy.known_malware()),
             by_token,
         )
 
@@ -448,7 +453,7 @@ class Governance(Application):
             by,
             note,
             expected_version,
-            lambda policy: plan_incremental(policy.state, changes, policy.egress),
+            lambda policy: plan_incremental(policy.state, changes, policy.egress, policy.known_malware()),
             by_token,
         )
 
@@ -485,6 +490,7 @@ def policy_view(policy: Policy, at, now: datetime) -> dict:
         "changed_by": policy.changed_by,
         "exceptions": exception_views(policy, at or now),  # those in force then
         "egress": {"allow": policy.egress_rules().allow_view()},
+        "known_malware": policy.known_malware(),
     }
 
 
@@ -517,9 +523,10 @@ def name_taken(name: str, same: str | None = None) -> ConflictError:
 
 def state_copy(state: dict[str, dict]) -> dict[str, dict]:
     """The policy's state for an answer: its own lists (the aggregate's stay untouched), without
-    deepcopy's per-string bookkeeping (which cost ~50 ms for a few thousand entries)."""
+    deepcopy's per-string bookkeeping (which cost ~50 ms for a few thousand entries). A language's
+    `rules` are shown only when one is on (absent: all off)."""
     return {
-        language: {k: list(v) if isinstance(v, list) else v for k, v in rules.items()}
+        language: {k: list(v) if isinstance(v, list) else v for k, v in rules.items() if k != "rules" or v}
         for language, rules in state.items()
     }
 

@@ -5,7 +5,9 @@ For impact, every recorded install of a named package in the period is judged ag
 under the saved policy and under the draft (both at this instant, exceptions included): a
 package whose outcome differs moves all its installs to `would_deny` or `would_allow`. The read
 model holds one row per package and day and one per package and sandbox, so the cost follows the
-number of packages in use, not the number of decisions recorded.
+number of packages in use, not the number of decisions recorded. When either side has rules
+beyond names, the downloads of the period are judged again per version too (`would_hide`,
+`would_show`), from one row per version, day and sandbox.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from application.store.counts import CountReads
 from domain.decision import judge
 from domain.errors import FieldError, InvalidInputError
 from domain.policy import shadowed_entries
+from domain.rules import VersionFacts, judge_version
 from domain.specs import Spec
 
 MAX_DAYS = 366
@@ -78,7 +81,34 @@ class Impact:
             else:
                 moved["would_deny" if before else "would_allow"].append((language, name, n))
         changed = {key: _packages(rows, sandboxes) for key, rows in moved.items()}
-        return {"days": days, "from": start, **changed, "unchanged": unchanged, "shadowed": shadowed_entries(drafted)}
+        answer = {"days": days, "from": start, **changed, "unchanged": unchanged, "shadowed": shadowed_entries(drafted)}
+        if any(saved[lang].version_rules or drafted[lang].version_rules for lang in saved):
+            answer |= self._versions_moved(workspace, saved, drafted, start, now.date().isoformat())
+        return answer
+
+    def _versions_moved(self, workspace: str, saved: dict, drafted: dict, start: str, today: str) -> dict:
+        """The downloads of the period that the draft's rules beyond names would have hidden and
+        the saved ones did not (`would_hide`), and the reverse (`would_show`): each version
+        judged by both with the facts known at its day's first fetch, at that instant."""
+        moved: dict[str, dict[tuple, list]] = {"would_hide": {}, "would_show": {}}
+        for row in self.counts.fetched_versions(workspace, start, today):
+            language, at = row["language"], datetime.fromisoformat(row["first_at"])
+            facts = _facts(row)
+            before = _hiding(judge_version(saved[language].version_rules, language, row["name"], facts, at))
+            after = _hiding(judge_version(drafted[language].version_rules, language, row["name"], facts, at))
+            if bool(before) == bool(after):
+                continue
+            side, reason = ("would_hide", after[0]) if after else ("would_show", before[0])
+            found = moved[side].setdefault((language, row["name"], row["version"], reason), [0, set()])
+            found[0] += row["installs"]
+            found[1].update([row["sandbox"]] if row["sandbox"] else [])
+        return {
+            side: [
+                {"language": k[0], "name": k[1], "version": k[2], "reason": k[3], "installs": n, "sandboxes": len(s)}
+                for k, (n, s) in sorted(found.items(), key=lambda item: (-item[1][0], item[0]))
+            ]
+            for side, found in moved.items()
+        }
 
     def _saved_verdicts(self, workspace: str, version: int) -> dict:
         """The saved policy's answers by name, kept while its version stands (one per workspace)."""
@@ -133,6 +163,17 @@ class _Union:
     def get(self, key, default=frozenset()):
         new = self.new.get(key)
         return self.past.get(key, default) | new if new else self.past.get(key, default)
+
+
+def _facts(row: dict) -> VersionFacts:
+    uploaded = datetime.fromisoformat(row["uploaded_at"].replace("Z", "+00:00")) if row["uploaded_at"] else None
+    scripts = {"true": True, "false": False}.get(row["install_scripts"])
+    return VersionFacts(row["version"], uploaded, scripts, row["sdist"])
+
+
+def _hiding(findings: list) -> list[str]:
+    """The reasons of the enforced findings (monitored ones hide nothing)."""
+    return [f.reason for f in findings if not f.monitor]
 
 
 @lru_cache(maxsize=65536)

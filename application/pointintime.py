@@ -16,7 +16,7 @@ from application.formats import iso
 from application.store.reads import NameRows, ReadModel
 from domain.decision import EXCEPTION_REASON, judge
 from domain.patterns import matches
-from domain.policy import DEFAULT_MODE, LanguageRules
+from domain.policy import DEFAULT_MODE, RULE_CHANGED, LanguageRules
 from domain.specs import Spec
 
 
@@ -174,6 +174,8 @@ def describe_change(row: dict | None) -> dict | None:
     }
     if row["type"] == "mode-switched":
         out["mode"] = row["mode"]
+    elif row["type"] == RULE_CHANGED:
+        out |= {"rule": row["name"], "action": row["mode"]}
     else:
         out |= {"list": row["list"], "name": row["name"]}
     return out

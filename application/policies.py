@@ -119,7 +119,7 @@ class Policies:
         policy = copy.deepcopy(self.load_policy(workspace))
         version = policy.policy_version
         try:
-            changes = plan_desired_state(policy.state, draft, policy.egress)
+            changes = plan_desired_state(policy.state, draft, policy.egress, policy.known_malware())
         except InvalidInputError as refused:  # name the fields as the request spelled them
             raise type(refused)(
                 "the draft breaks the rules named in errors; nothing was tested",

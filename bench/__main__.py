@@ -2,8 +2,9 @@
 each with its ratio to a ceiling measured in the same run on the same server configuration.
 
 Prints one line per figure, `name: value unit (ratio to ceiling)`, and writes them to --json as
-one object: name -> {"value", "unit", "ratio", "p50_ms", "p99_ms"}. Figures whose feature is
-not in this tree are reported as skipped, with the reason."""
+one object: name -> {"value", "unit", "ratio", "p50_ms", "p99_ms"} (and "cpu_ms_per_decision"
+for the figures that measure it: bench.cpu). Figures whose feature is not in this tree are
+reported as skipped, with the reason."""
 
 from __future__ import annotations
 
@@ -18,7 +19,15 @@ from bench.load import require_wrk
 
 # Modules that register figures. A feature built elsewhere adds its own module here; until then
 # `PENDING` names its figures (name -> why), reported as skipped with the reason.
-MODULES = ("bench.service", "bench.auditor", "bench.readmodels", "bench.index", "bench.index_memory", "bench.parse")
+MODULES = (
+    "bench.service",
+    "bench.auditor",
+    "bench.readmodels",
+    "bench.index",
+    "bench.index_memory",
+    "bench.parse",
+    "bench.startup",
+)
 PENDING: dict[str, str] = {}
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/runcode_policy_bench"
 
@@ -78,7 +87,11 @@ def line(name: str, result: Result | None) -> str:
     ceiling = REGISTRY[name].ceiling
     ratio = f"{result.ratio:.2f}× {ceiling}" if result.ratio is not None else "no ceiling"
     latency = f", p50 {result.p50_ms} ms, p99 {result.p99_ms} ms" if result.p99_ms is not None else ""
-    return f"{name}: {result.value:g} {result.unit} ({ratio}{latency})"
+    cpu = ""
+    if result.cpu is not None:
+        server, postgres = result.cpu
+        cpu = f"; cpu {result.cpu_ms_per_decision} ms/decision = server {server} + postgres {postgres}"
+    return f"{name}: {result.value:g} {result.unit} ({ratio}{latency}{cpu})"
 
 
 def _arguments(argv):

@@ -26,15 +26,23 @@ class Result:
     p50_ms: float | None = None
     p99_ms: float | None = None
     ratio: float | None = None
+    cpu: tuple[float, float] | None = None  # ms of CPU per decision: (server processes, PostgreSQL)
+
+    @property
+    def cpu_ms_per_decision(self) -> float | None:
+        return None if self.cpu is None else round(sum(self.cpu), 3)
 
     def as_json(self) -> dict:
-        return {
+        shown = {
             "value": self.value,
             "unit": self.unit,
             "ratio": self.ratio,
             "p50_ms": self.p50_ms,
             "p99_ms": self.p99_ms,
         }
+        if self.cpu is not None:
+            shown["cpu_ms_per_decision"] = self.cpu_ms_per_decision
+        return shown
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,7 @@ class LoadFigure:
     per_request: int = 1  # decisions per request, for figures counted in decisions/s
     ceiling: str | None = None
     recorded_specs: int = 0  # decisions each answered request must leave in the store
+    cpu: bool = False  # measure CPU per decision (the server's tree and its PostgreSQL backends)
 
     skip = staticmethod(lambda: None)
 

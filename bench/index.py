@@ -6,11 +6,13 @@ upstream (bench/pip_install.py); `index_rss`, the service's memory after 10,000 
 For `index_page` the upstream is the tests' fixture PyPI index (tests/support/pypi_upstream.py,
 PEP 503/691 pages on a threaded server in this process): pypiserver, which `pip_install_ratio`
 installs from, answers ~300 req/s here with seconds-long tails, and under the proxy's 16
-connections some requests came back non-2xx. The service is the production `serve` on PostgreSQL. Every
-page request authenticates the token, judges the project on the current policy and answers from
-the page the index keeps (fetched once, revalidated with upstream after its freshness window);
-the gate records a run's fetch of a page once (it remembers what a token was told), so under
-wrk only the first fetch is recorded and the figure is the judged, cached path. Its ceiling is
+connections some requests came back non-2xx. The service is the production `serve` on PostgreSQL,
+read by 16 sandboxes (one token per wrk connection: the index bounds what one token may hold at
+once), each of which fetched the page once before the load (recorded; the page kept). Every page
+request authenticates the token (one read, which brings the policy head), judges the project on
+the current policy and answers from the page the index keeps (fetched once, revalidated with
+upstream after its freshness window); the gate records a token's fetch of a page once (it
+remembers what a token was told), so the figure is the judged, cached path. Its ceiling is
 `index_upstream`, the same page served by the same upstream directly, under the same load in the
 same rounds: the target is at least 1.0 (the index from its cache no slower than upstream).
 """
@@ -18,16 +20,18 @@ same rounds: the target is at least 1.0 (the index from its cache no slower than
 from __future__ import annotations
 
 import tempfile
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench import pip_install, servers
 from bench.figures import LoadFigure, Result, figure, register
-from bench.load import Request
+from bench.load import CONNECTIONS, Request
 from tests.support.pypi_upstream import PyPIUpstream
 
 SERVER, UPSTREAM = "service-index", "index-upstream"
 PROJECT = "beta"  # three releases, five files (one yanked, one requires-python)
+PAGE = f"/pypi/{pip_install.WORKSPACE}/simple/{PROJECT}/"
 
 
 @dataclass
@@ -50,17 +54,27 @@ def _start(run):
     work = Path(tempfile.mkdtemp(dir=run.workdir, prefix="index-"))
     upstream = PyPIUpstream()  # threads of this process, idle while wrk runs
     database = run.postgres("index")
-    token = pip_install.sandbox_token(database)  # the default policy: every package allowed
+    # The default policy: every package allowed. One token per connection, as many sandboxes
+    # would be: the index bounds what one token may hold at once (interface.index.bounds).
+    tokens = tuple(pip_install.sandbox_tokens(database, CONNECTIONS))
     governance = run.governance(database)
     try:
         service = servers.service(
             SERVER, database, str(work), RUNCODE_POLICY_PYPI_UPSTREAM=f"{upstream.url}/simple/"
         ).start()
+        for token in tokens:  # each sandbox's first fetch (recorded, and the page kept) before the load
+            _fetch(f"{service.url}{PAGE}", token)
     except BaseException:
         governance.close()
         upstream.close()
         raise
-    return _Proxied(service, upstream), governance, token
+    return _Proxied(service, upstream), governance, tokens
+
+
+def _fetch(url: str, token: str) -> None:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=60) as reply:
+        reply.read()
 
 
 @dataclass
@@ -82,7 +96,7 @@ register(
     LoadFigure(
         "index_page",
         SERVER,
-        lambda run: Request(f"/pypi/{pip_install.WORKSPACE}/simple/{PROJECT}/", token=run.token(SERVER)),
+        lambda run: Request(PAGE, tokens=run.token(SERVER)),
         "req/s (PyPI project page via the fixture upstream, PostgreSQL)",
         ceiling="index_upstream",
     )

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
+import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,6 +26,8 @@ from tests.support.fixture_server import FixtureServer
 PAGES, FIRST = 10_000, 1_000
 BOUND = 16 * 1024 * 1024
 FILES_PER_PAGE = 24
+CLIENTS = 4  # fewer than a worker's index slots: even all on one worker, none is refused busy
+RETRIES = 30
 
 
 class ManyProjects(FixtureServer):
@@ -69,7 +73,9 @@ def index_rss(run) -> Result:
     work = tempfile.mkdtemp(dir=run.workdir, prefix="rss-")
     upstream = ManyProjects()
     database = run.sqlite("index-rss")
-    token = pip_install.sandbox_token(database)
+    # One token per client thread, as many sandboxes would be: the index bounds what one token
+    # may hold at once and how fast it may fetch (interface.index.bounds).
+    tokens = pip_install.sandbox_tokens(database, CLIENTS)
     service = servers.service(
         "index-rss",
         database,
@@ -78,10 +84,10 @@ def index_rss(run) -> Result:
         RUNCODE_POLICY_CACHE_MAX_BYTES=str(BOUND),
     ).start()
     try:
-        with ThreadPoolExecutor(8) as pool:
-            list(pool.map(_get(service.url, token), range(FIRST)))
+        with ThreadPoolExecutor(CLIENTS) as pool:
+            list(pool.map(_get(service.url, tokens), range(FIRST)))
             first = rss_mib(service.process.pid)
-            list(pool.map(_get(service.url, token), range(FIRST, PAGES)))
+            list(pool.map(_get(service.url, tokens), range(FIRST, PAGES)))
         last = rss_mib(service.process.pid)
         kept = sum(f.stat().st_size for f in (Path(work) / "cache").rglob("*") if f.is_file())
         run.say(f"  RSS after {FIRST:,} pages {first:.0f} MiB, after {PAGES:,} {last:.0f} MiB")
@@ -92,12 +98,20 @@ def index_rss(run) -> Result:
         upstream.close()
 
 
-def _get(base: str, token: str):
+def _get(base: str, tokens: list[str]):
     def fetch(n: int) -> None:
         request = urllib.request.Request(f"{base}/pypi/{pip_install.WORKSPACE}/simple/p{n}/")
         request.add_header("Accept", "application/vnd.pypi.simple.v1+json")
-        request.add_header("Authorization", f"Bearer {token}")
-        with urllib.request.urlopen(request, timeout=60) as reply:
-            reply.read()
+        request.add_header("Authorization", f"Bearer {tokens[n % len(tokens)]}")
+        for _ in range(RETRIES):  # a busy index says when to come back (429, 503), as pip and npm heed
+            try:
+                with urllib.request.urlopen(request, timeout=60) as reply:
+                    reply.read()
+                    return
+            except urllib.error.HTTPError as error:
+                if error.code not in (429, 503) or "Retry-After" not in error.headers:
+                    raise RuntimeError(f"p{n}: {error.code} {error.read()[:300]!r}") from None
+                time.sleep(float(error.headers["Retry-After"]))
+        raise RuntimeError(f"p{n}: the index stayed busy")
 
     return fetch

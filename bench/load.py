@@ -25,6 +25,7 @@ class Request:
     path: str
     body: str | None = None
     token: str | None = None
+    tokens: tuple[str, ...] = ()  # several callers (sandboxes): each request the next one's token
 
     def script(self) -> str:
         lines = []
@@ -36,6 +37,16 @@ class Request:
             ]
         if self.token is not None:
             lines.append(f'wrk.headers["Authorization"] = "Bearer {self.token}"')
+        if self.tokens:
+            listed = ", ".join(f'"{t}"' for t in self.tokens)
+            lines += [
+                f"tokens, turn = {{{listed}}}, 0",
+                "request = function()",
+                "  turn = turn % #tokens + 1",
+                '  wrk.headers["Authorization"] = "Bearer " .. tokens[turn]',
+                "  return wrk.format()",
+                "end",
+            ]
         return "\n".join(lines) + "\n"
 
 

@@ -52,10 +52,15 @@ def tree(directory: Path) -> None:
 
 
 def sandbox_token(database_url: str) -> str:
+    return sandbox_tokens(database_url, 1)[0]
+
+
+def sandbox_tokens(database_url: str, count: int) -> list[str]:
+    """`count` sandbox tokens of the bench workspace (made here): one per sandbox."""
     app = Governance(env=store_env(database_url))
     try:
         app.create_workspace(WORKSPACE, by="bench")
-        return app.issue_token(WORKSPACE, "bench-sandbox", "sandbox", by="bench")["token"]
+        return [app.issue_token(WORKSPACE, f"bench-sandbox-{n}", "sandbox", by="bench")["token"] for n in range(count)]
     finally:
         app.close()
 
@@ -85,7 +90,8 @@ def timed_install(index: str, token: str, work: Path) -> float:
 
 
 def measure(rounds: int, work: Path) -> tuple[float, float, float]:
-    """Median wall times: direct, through a cold index, through the same index warm."""
+    """Median wall times: direct (before and after each round's two), through a cold index,
+    through the same index warm."""
     packages, database = work / "packages", f"sqlite:///{work}/store.sqlite"
     tree(packages)
     upstream = pypiserver(packages, work)
@@ -110,6 +116,9 @@ def measure(rounds: int, work: Path) -> tuple[float, float, float]:
                     times.append(timed_install(run["pypi"], run["token"], work))
             finally:
                 service.close()
+            # Direct again, after: on a shared machine the load drifts, and each ratio's two sides
+            # should meet the same drift (the median of both sides of every round).
+            direct.append(timed_install(simple, "unused", work))
         return statistics.median(direct), statistics.median(cold), statistics.median(warm)
     finally:
         upstream.close()

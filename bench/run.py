@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from application.governance import Governance
 from application.store import store_env
 from bench import ceiling, servers
+from bench.cpu import Meter
 from bench.figures import LoadFigure, Result
 from bench.load import CONNECTIONS, drive
 from bench.service import count_decisions, prepare_workspace
@@ -91,10 +92,15 @@ class Run:
             self.stop_servers()  # they hold pool connections the other figures' stores need
         return {f.name: _median(f, loads[f.name]) for f in figures}
 
-    def _load_once(self, f: LoadFigure, request):
+    def _load_once(self, f: LoadFigure, request) -> tuple:
+        """One load: (wrk's figures, (server ms, PostgreSQL ms) of CPU per decision or None)."""
         server, governance, _ = self.started[f.server]
         before = count_decisions(governance) if f.recorded_specs else 0
+        meter = Meter(server.process.pid, self.postgres_url) if f.cpu else None
+        if meter:
+            meter.start()
         load = drive(server.url, request, self.seconds)
+        cpu = meter.stop() if meter else None
         if f.recorded_specs:
             recorded = count_decisions(governance) - before
             # wrk stops with requests in flight: those may be recorded without being counted.
@@ -102,7 +108,8 @@ class Run:
                 raise RuntimeError(
                     f"{f.name}: {load.answered} answers x {f.recorded_specs} specs, but {recorded} decisions recorded"
                 )
-        return load
+        decisions = load.answered * f.per_request
+        return load, (cpu and (1000 * cpu.server / decisions, 1000 * cpu.postgres / decisions))
 
     def stop_servers(self) -> None:
         for server, governance, _ in self.started.values():
@@ -124,13 +131,16 @@ class Run:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def _median(f: LoadFigure, loads: list) -> Result:
+def _median(f: LoadFigure, rounds: list) -> Result:
+    loads = [load for load, _ in rounds]
+    cpus = [cpu for _, cpu in rounds if cpu]
     rate = statistics.median(x.rate for x in loads) * f.per_request
     return Result(
         round(rate, 1),
         f.unit,
         round(statistics.median(x.p50_ms for x in loads), 3),
         round(statistics.median(x.p99_ms for x in loads), 3),
+        cpu=tuple(round(statistics.median(c[i] for c in cpus), 3) for i in (0, 1)) if cpus else None,
     )
 
 

@@ -31,8 +31,10 @@ class Server:
     process: subprocess.Popen | None = None
     url: str = ""
     log: list[str] = field(default_factory=list)
+    ready_seconds: float = 0.0  # from spawning the process to its first /healthz 200
 
     def start(self) -> Server:
+        spawned = time.monotonic()
         self.process = subprocess.Popen(
             [sys.executable, *self.command, "--host", "127.0.0.1", "--port", "0"],
             cwd=ROOT,
@@ -54,6 +56,7 @@ class Server:
             self.stop()
             raise RuntimeError(f"{self.name} did not start: {self.log}")
         _await_health(self.url, deadline)
+        self.ready_seconds = time.monotonic() - spawned
         return self
 
     def stop(self) -> None:
@@ -89,4 +92,4 @@ def _await_health(url: str, deadline: float) -> None:
         except OSError:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{url} never became healthy") from None
-        time.sleep(0.1)
+        time.sleep(0.02)

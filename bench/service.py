@@ -24,18 +24,22 @@ TEN_SPECS = json.dumps(
 POLICY = {"python": {"mode": "allowlist", "allow": ", ".join(ALLOWED), "deny": ["evil"]}}
 
 register(LoadFigure("hello", "ceiling", lambda run: Request("/hello"), "req/s"))
-register(LoadFigure("naive_durable_pg", "ceiling", lambda run: Request("/naive", ONE_SPEC), "req/s", ceiling="hello"))
+register(
+    LoadFigure(
+        "naive_durable_pg", "ceiling", lambda run: Request("/naive", ONE_SPEC), "req/s", ceiling="hello", cpu=True
+    )
+)
 
 
-def _evaluate(name: str, server: str, body: str, specs: int, ceiling: str) -> None:
+def _evaluate(name: str, server: str, body: str, specs: int, ceiling: str, cpu: bool = False) -> None:
     unit = "req/s" if specs == 1 else "decisions/s"
     request = lambda run: Request(EVALUATE, body, run.token(server))  # noqa: E731 - built once the token exists
-    register(LoadFigure(name, server, request, unit, specs, ceiling, recorded_specs=specs))
+    register(LoadFigure(name, server, request, unit, specs, ceiling, recorded_specs=specs, cpu=cpu))
 
 
-_evaluate("evaluate_1spec_pg", "service-pg", ONE_SPEC, 1, "naive_durable_pg")
+_evaluate("evaluate_1spec_pg", "service-pg", ONE_SPEC, 1, "naive_durable_pg", cpu=True)
 _evaluate("evaluate_1spec_sqlite", "service-sqlite", ONE_SPEC, 1, "hello")
-_evaluate("evaluate_10spec_pg", "service-pg", TEN_SPECS, 10, "naive_durable_pg")
+_evaluate("evaluate_10spec_pg", "service-pg", TEN_SPECS, 10, "naive_durable_pg", cpu=True)
 
 
 def prepare_workspace(governance) -> str:

@@ -8,14 +8,14 @@ the policy like the lists, and its expiry is data in that event, never a clock-d
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from eventsourcing.domain import Aggregate, event
 
 from domain.decision import judge
+from domain.durations import parse_duration
 from domain.egress.workspace import EGRESS, requested_host
 from domain.errors import ConflictError, FieldError, InvalidInputError
 from domain.policy import Change, LanguageRules
@@ -25,38 +25,6 @@ from domain.text import check_text
 _LANGUAGE_RULE = FieldError("language", f"must be python, node or {EGRESS} (a host)")
 STATUSES = ("open", "approved", "rejected", "expired")
 STATUS_FILTERS = (*STATUSES, "all")
-MAX_DURATION = timedelta(days=3660)
-# ISO 8601 durations of fixed length only: months and years have no fixed length, so "P1M"
-# would expire at a different instant depending on when it was approved.
-_CALENDAR = re.compile(r"P(?=\d+[YM])(?:\d+Y)?(?:\d+M)?(?:\d+W)?(?:\d+D)?(?:T[\d.HMS]*)?")
-_DURATION = re.compile(r"P(?!$)(?:(\d+)W)?(?:(\d+)D)?(?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d{1,6})?)S)?)?")
-
-
-def parse_duration(text: str, field: str = "duration") -> timedelta:
-    """`P7D`, `PT12H`, `P1W`, `P1DT6H`: weeks, days, hours, minutes, seconds."""
-    found = _DURATION.fullmatch(text.strip().upper()) if isinstance(text, str) else None
-    if found is None and isinstance(text, str) and _CALENDAR.fullmatch(text.strip().upper()):
-        raise InvalidInputError(
-            f"{field}: {text!r}: months and years are not accepted, use days (such as P30D or P365D)",
-            [FieldError(field, "months and years are not accepted (their length varies): use days, such as P30D")],
-        )
-    if found is None:
-        raise InvalidInputError(
-            f"{field}: {text!r} is not an ISO 8601 duration such as P7D",
-            [
-                FieldError(
-                    field,
-                    "must be an ISO 8601 duration in weeks, days, hours, minutes or seconds, such as P7D or PT12H",
-                )
-            ],
-        )
-    weeks, days, hours, minutes, seconds = (float(g) if g else 0.0 for g in found.groups())
-    length = timedelta(weeks=weeks, days=days, hours=hours, minutes=minutes, seconds=seconds)
-    if not timedelta(0) < length <= MAX_DURATION:
-        raise InvalidInputError(
-            f"{field}: {text!r} is out of range", [FieldError(field, "must be longer than zero and at most 3660 days")]
-        )
-    return length
 
 
 def expiry(now: datetime, expires_at: datetime | None, duration: str | None) -> datetime | None:

@@ -18,6 +18,7 @@ from eventsourcing.domain import Aggregate, event
 from domain.egress import REASONS as EGRESS_REASONS
 from domain.egress import EgressVerdict
 from domain.policy import LanguageRules
+from domain.rules import REASONS as RULE_REASONS
 from domain.specs import KINDS, Spec
 
 # The package index refuses everything to a run after its first project denial (see `run_failed`).
@@ -26,6 +27,9 @@ RUN_FAILED = "run-failed"
 # its files 403), and records a name its upstream does not have: neither denies a project.
 KNOWN_MALWARE = "known-malware"
 NOT_FOUND_UPSTREAM = "not-found-upstream"
+# The index records an upstream that failed what it allowed (unreachable, untrusted, too slow), with
+# the reason: package clients print only the status line, so the gate prints this. No project denial.
+UPSTREAM_FAILED = "upstream-failed"
 REASONS = (
     "matches-the-allow-list",
     "not-on-the-allow-list",
@@ -37,6 +41,8 @@ REASONS = (
     RUN_FAILED,
     KNOWN_MALWARE,
     NOT_FOUND_UPSTREAM,
+    *RULE_REASONS,  # a version the index hides by a rule beyond names (domain.rules)
+    UPSTREAM_FAILED,
 )
 EXCEPTION_REASON = "matches-an-exception"
 # Every reason a decision can carry: the package rules', then the egress rules'.
@@ -137,6 +143,12 @@ def not_found_upstream(name: str, language: str) -> Verdict:
     """A name the upstream registry does not have: recorded (names that do not exist are what
     squatters register), never served, and no project denial."""
     return Verdict(False, NOT_FOUND_UPSTREAM, f"the {LANGUAGE_TITLES[language]} upstream has no package {name!r}.")
+
+
+def upstream_failed(why: str) -> Verdict:
+    """What the index allowed but its upstream could not deliver, and why (the problem's detail,
+    which names the setting to change when one would help)."""
+    return Verdict(False, UPSTREAM_FAILED, why)
 
 
 @dataclass(frozen=True)

@@ -12,17 +12,23 @@ from domain.egress.workspace import EGRESS, EGRESS_MODES, default_egress, normal
 from domain.entries import parse_entries
 from domain.errors import FieldError, InvalidEntriesError, InvalidInputError
 from domain.limits import MAX_LIST_ENTRIES
-from domain.policy import CHANGE_LANGUAGES, LISTS, MODES, Change
+from domain.policy import CHANGE_LANGUAGES, KNOWN_MALWARE, LISTS, MODES, RULE_CHANGED, Change
+from domain.rules import ACTIONS as RULE_ACTIONS
+from domain.rules import ENFORCE, RULES, read_rules
 from domain.specs import LANGUAGES
 
-ACTIONS = ("switch-mode", "add", "remove")
+ACTIONS = ("switch-mode", "add", "remove", "set-rules", "set-known-malware")
 
 
 def plan_desired_state(
-    state: dict[str, dict[str, Any]], desired: dict[str, Any], egress: dict[str, Any] | None = None
+    state: dict[str, dict[str, Any]],
+    desired: dict[str, Any],
+    egress: dict[str, Any] | None = None,
+    known_malware: str = ENFORCE,
 ) -> list[Change]:
-    """Changes that turn `state` into `desired` (per language: mode, allow, deny; all optional),
-    and `egress` (the workspace's egress allowlist) into `desired["egress"]["allow"]` when given."""
+    """Changes that turn `state` into `desired` (per language: mode, allow, deny, rules; all
+    optional), `egress` (the workspace's egress allowlist) into `desired["egress"]["allow"]`, and
+    the workspace's `known_malware` action into `desired["known_malware"]`, when given."""
     errors: list[FieldError] = []
     changes: list[Change] = []
     for language in LANGUAGES:
@@ -30,6 +36,8 @@ def plan_desired_state(
         if wanted is None:
             continue
         changes += _language_diff(language, state[language], wanted, errors)
+    if desired.get("known_malware") is not None:
+        changes += _plan_known_malware(known_malware, desired["known_malware"], "known_malware", errors)
     if isinstance(desired.get("egress"), dict) and "allow" in desired["egress"]:
         steps, bad = plan_egress(egress or default_egress(), desired["egress"]["allow"], "egress.allow")
         errors += bad + _size_errors(len(desired["egress"]["allow"] or ()), "egress.allow")
@@ -54,18 +62,50 @@ def _language_diff(language: str, current: dict[str, Any], wanted: dict[str, Any
         have = set(current[list_name])
         changes += [Change("entry-removed", language, list_name, n) for n in sorted(have - set(names))]
         changes += [Change("entry-added", language, list_name, n) for n in names if n not in have]
+    if wanted.get("rules") is not None:
+        changes += _plan_rules(language, current.get("rules") or {}, wanted["rules"], f"{language}.rules", errors)
     return changes
 
 
+def _plan_rules(
+    language: str, current: dict[str, object], wanted: object, field: str, errors: list[FieldError]
+) -> list[Change]:
+    """One change per rule that differs (a rule absent from `wanted` is turned off)."""
+    try:
+        rules = read_rules(language, wanted, field).to_json()
+    except InvalidInputError as refused:
+        errors += refused.errors
+        return []
+    return [
+        Change(RULE_CHANGED, language, name=rule, rule=value if isinstance(value, dict) else None)
+        for rule in RULES[language]
+        if (value := rules.get(rule)) != current.get(rule)
+    ]
+
+
+def _plan_known_malware(current: str, wanted: object, field: str, errors: list[FieldError]) -> list[Change]:
+    if not _check_choice(wanted, RULE_ACTIONS, field, errors) or wanted == current:
+        return []
+    return [Change("mode-switched", KNOWN_MALWARE, mode=str(wanted))]
+
+
 def plan_incremental(
-    state: dict[str, dict[str, Any]], commands: list[dict[str, Any]], egress: dict[str, Any] | None = None
+    state: dict[str, dict[str, Any]],
+    commands: list[dict[str, Any]],
+    egress: dict[str, Any] | None = None,
+    known_malware: str = ENFORCE,
 ) -> list[Change]:
     """Apply commands in order to a working copy; adding a present entry or removing an absent
     one (or switching to the current mode) plans nothing. Language `egress` edits the workspace's
-    egress allowlist (list `allow`; modes open and allowlist)."""
-    work = {lang: {"mode": s["mode"], "allow": set(s["allow"]), "deny": set(s["deny"])} for lang, s in state.items()}
+    egress allowlist (list `allow`; modes open and allowlist). `set-rules` makes a language's
+    rules exactly those given; `set-known-malware` (no language) sets the workspace's action."""
+    work = {
+        lang: {"mode": s["mode"], "allow": set(s["allow"]), "deny": set(s["deny"]), "rules": s.get("rules") or {}}
+        for lang, s in state.items()
+    }
     egress = egress or default_egress()
     work[EGRESS] = {"mode": egress["mode"], "allow": set(egress["allow"])}
+    work[KNOWN_MALWARE] = {"mode": known_malware}
     errors: list[FieldError] = []
     changes: list[Change] = []
     for i, command in enumerate(commands):
@@ -78,6 +118,12 @@ def plan_incremental(
 def _plan_one(work: dict[str, Any], command: dict[str, Any], where: str, errors: list[Any]) -> list[Change]:
     action: Any = command.get("action")
     language: Any = command.get("language")  # checked below
+    if action == "set-known-malware":
+        set_malware = _plan_known_malware(
+            work[KNOWN_MALWARE]["mode"], command.get("known_malware"), f"{where}.known_malware", errors
+        )
+        work[KNOWN_MALWARE]["mode"] = set_malware[-1].mode if set_malware else work[KNOWN_MALWARE]["mode"]
+        return set_malware
     bad_before = len(errors)
     _check_choice(action, ACTIONS, f"{where}.action", errors)
     _check_choice(language, CHANGE_LANGUAGES, f"{where}.language", errors)
@@ -87,6 +133,10 @@ def _plan_one(work: dict[str, Any], command: dict[str, Any], where: str, errors:
         return _plan_egress_one(work[EGRESS], command, where, errors)
     if action == "switch-mode":
         return _plan_switch(work[language], language, command.get("mode"), where, errors)
+    if action == "set-rules":
+        ruled = _plan_rules(language, work[language]["rules"], command.get("rules") or {}, f"{where}.rules", errors)
+        work[language]["rules"] = {**work[language]["rules"], **{c.name: c.rule for c in ruled}}
+        return ruled
     list_name = command.get("list")
     if not _check_choice(list_name, LISTS, f"{where}.list", errors):
         return []

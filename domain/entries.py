@@ -43,7 +43,7 @@ def parse_entries(
     names: list[str] = []
     seen: set[str] = set()
     errors: list[FieldError] = []
-    for index, entry in enumerate(_entries(language, value)):
+    for index, entry in enumerate(split_entries(language, value)):
         name, problem = _judge(language, entry)
         if problem is not None:
             errors.append(FieldError(field=f"{field}[{index}]", message=problem))
@@ -53,7 +53,8 @@ def parse_entries(
     return names, errors
 
 
-def _entries(language: str, value: object) -> Iterator[object]:
+def split_entries(language: str, value: object) -> Iterator[object]:
+    """The entries of a pasted list, one string each (other JSON values as they are), before judging."""
     chunks = value if isinstance(value, list) else [value]
     for chunk in chunks:
         if not isinstance(chunk, str):

@@ -31,3 +31,7 @@ MAX_CLOSURE_NAMES = 500
 MAX_CLOSURE_FETCHES = 2000
 # Names one imported requirements file or lockfile may list (every package of a lockfile).
 MAX_IMPORT_NAMES = 5000
+# Rules beyond names (`domain.rules`): version deny entries per language, and the length of one.
+# A node range costs ~4 µs a character to read, so a Save's ranges stay within a second of work.
+MAX_VERSION_DENIES = 1000
+MAX_VERSION_DENY_TEXT = 256

@@ -20,6 +20,7 @@ from eventsourcing.domain import Aggregate, event
 from domain.egress.workspace import EGRESS, EgressRules, default_egress
 from domain.events import Attributed
 from domain.patterns import is_pattern, patterns_for, shadowed
+from domain.rules import ENFORCE, VersionRules
 from domain.specs import LANGUAGES, deny_key
 
 MODES = ("allowlist", "denylist")
@@ -27,9 +28,14 @@ LISTS = ("allow", "deny")
 DEFAULT_MODE = "denylist"
 # Exceptions are policy changes too (see `domain.access`): versioned, in the history, judged.
 EXCEPTION_CHANGES = ("exception-granted", "exception-revoked")
-CHANGE_TYPES = ("mode-switched", "entry-added", "entry-removed", *EXCEPTION_CHANGES)
+# A rule beyond names (`domain.rules`) set, changed or turned off: `name` is the rule.
+RULE_CHANGED = "rule-changed"
+CHANGE_TYPES = ("mode-switched", "entry-added", "entry-removed", *EXCEPTION_CHANGES, RULE_CHANGED)
 # Changes of the workspace's egress allowlist carry `language` EGRESS and the same three types.
 CHANGE_LANGUAGES = (*LANGUAGES, EGRESS)
+# The workspace's known-malware action (enforce or monitor) is switched like a mode, under this
+# language of its own: it is one setting for every language.
+KNOWN_MALWARE = "known-malware"
 
 _NAMESPACE = uuid5(NAMESPACE_URL, "https://runcode-policy/workspaces")
 
@@ -44,11 +50,12 @@ class Change:
     """One policy change as commands plan it and read models record it."""
 
     type: str  # one of CHANGE_TYPES
-    language: str  # one of CHANGE_LANGUAGES
+    language: str  # one of CHANGE_LANGUAGES, or KNOWN_MALWARE
     list: str | None = None  # for entry changes
-    name: str | None = None  # canonical entry name
-    mode: str | None = None  # for mode switches
+    name: str | None = None  # canonical entry name; for rule changes, the rule
+    mode: str | None = None  # for mode switches (KNOWN_MALWARE: enforce or monitor)
     exception: dict[str, Any] | None = None  # for exception changes: exception_id (+ expires_at, request_id)
+    rule: dict[str, Any] | None = None  # for rule changes: the rule as `VersionRules.to_json` shows it (None: off)
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,11 @@ class LanguageRules:
     # these rules are bound to (see `at_instant`); unbound rules grant no exception.
     exceptions: Mapping[str, datetime | None] = field(default_factory=dict)
     at: datetime | None = None
+    # Rules beyond names (`domain.rules`): which versions of an allowed name are shown.
+    version_rules: VersionRules = VersionRules()
+    # The workspace's word on imported known-malware advisories (the same for every language):
+    # `enforce` denies affected versions, `monitor` serves them and records it.
+    known_malware: str = ENFORCE
     deny_keys: frozenset[str] = field(init=False, repr=False)
     # Whether either list holds a pattern: without one, judging never works out a name's patterns.
     patterned: tuple[bool, bool] = field(init=False, repr=False)
@@ -106,11 +118,19 @@ def default_state() -> dict[str, dict[str, Any]]:
 
 
 def rules_from_state(
-    state: dict[str, dict[str, Any]], exceptions: dict[str, Any] | None = None
+    state: dict[str, dict[str, Any]], exceptions: dict[str, Any] | None = None, known_malware: str = ENFORCE
 ) -> dict[str, LanguageRules]:
     ends = exception_ends(exceptions or {})
     return {
-        lang: LanguageRules(lang, s["mode"], frozenset(s["allow"]), frozenset(s["deny"]), ends.get(lang, {}))
+        lang: LanguageRules(
+            lang,
+            s["mode"],
+            frozenset(s["allow"]),
+            frozenset(s["deny"]),
+            ends.get(lang, {}),
+            version_rules=VersionRules.from_json(lang, s.get("rules")),  # states saved before rules have none
+            known_malware=known_malware,
+        )
         for lang, s in state.items()
     }
 
@@ -150,12 +170,18 @@ class Policy(Aggregate):
     """Per-workspace package policy. `state` is plain data so snapshots serialise it as is."""
 
     TOPIC = "runcode_policy:Policy"
-    class_version = 2  # of its snapshots: version 1 was taken before egress and exceptions existed
+    # Of its snapshots: version 1 was taken before egress and exceptions existed, version 2
+    # before the workspace's known-malware action.
+    class_version = 3
 
     @staticmethod
     def upcast_v1_v2(state: dict[str, Any]) -> None:
         state.setdefault("egress", default_egress())
         state.setdefault("exceptions", {})
+
+    @staticmethod
+    def upcast_v2_v3(state: dict[str, Any]) -> None:
+        state.setdefault("malware_action", ENFORCE)
 
     @staticmethod
     def create_id(workspace: str) -> UUID:
@@ -168,6 +194,7 @@ class Policy(Aggregate):
         self.egress = default_egress()
         self.changed_by: str | None = None
         self.exceptions: dict[str, dict[str, Any]] = {}  # standing exceptions by id (expired ones too)
+        self.malware_action = ENFORCE  # what imported known-malware advisories do here
 
     @property
     def policy_version(self) -> int:
@@ -193,6 +220,11 @@ class Policy(Aggregate):
         if change.language == EGRESS:
             egress_changed = self.EgressChanged  # type: ignore[attr-defined]  # made by @event
             return egress_changed, {"change": change.type, "host": change.name, "mode": change.mode}
+        if change.language == KNOWN_MALWARE:
+            return self.KnownMalwareSet, {"action": change.mode}  # type: ignore[attr-defined]  # made by @event
+        if change.type == RULE_CHANGED:
+            rule_changed = self.RuleChanged  # type: ignore[attr-defined]  # made by @event
+            return rule_changed, {"language": change.language, "rule": change.name, "value": change.rule}
         if change.type == "mode-switched":
             return self.ModeSwitched, {"language": change.language, "mode": change.mode}
         event_class = self.EntryAdded if change.type == "entry-added" else self.EntryRemoved
@@ -291,6 +323,27 @@ class Policy(Aggregate):
         self.exceptions.pop(exception_id, None)
         self._touch(by)
 
+    @event("RuleChanged", topic="runcode_policy:Policy.RuleChanged")
+    def _change_rule(
+        self, language: str, rule: str, value: dict[str, Any] | None, by: str, note: str, by_token: str | None = None
+    ) -> None:
+        # The rule as read when it was saved: replay assigns it, never reads it again.
+        rules = self.state[language].setdefault("rules", {})  # states saved before rules have none
+        if value is None:
+            rules.pop(rule, None)
+        else:
+            rules[rule] = copy.deepcopy(value)
+        self._touch(by)
+
+    @event("KnownMalwareSet", topic="runcode_policy:Policy.KnownMalwareSet")
+    def _set_known_malware(self, action: str, by: str, note: str, by_token: str | None = None) -> None:
+        self.malware_action = action
+        self._touch(by)
+
+    def known_malware(self) -> str:
+        """What imported known-malware advisories do in this workspace."""
+        return self.malware_action
+
     @event("EgressChanged", topic="runcode_policy:Policy.EgressChanged")
     def _change_egress(
         self, change: str, host: str | None, mode: str | None, by: str, note: str, by_token: str | None = None
@@ -320,4 +373,4 @@ class Policy(Aggregate):
 
     def rules(self) -> dict[str, LanguageRules]:
         """Unbound: bind them to an instant (`bind_rules`) for exceptions to count."""
-        return rules_from_state(self.state, self.exceptions)
+        return rules_from_state(self.state, self.exceptions, self.known_malware())

@@ -68,10 +68,11 @@ class AuditChain:
             return self._key
 
     # -- sealing -----------------------------------------------------------------------------
-    def seal(self) -> int:
-        """Seal everything committed so far (the background sealer calls this; tests may too)."""
+    def seal(self, wait: bool = True) -> int:
+        """Seal everything committed so far (tests may call this too). The background rounds do
+        not `wait` for another process's sealer: it seals what is committed."""
         with self._seal_lock:
-            return self.sealer.seal()
+            return self.sealer.seal(wait)
 
     def start(self, poll: float = POLL_SECONDS, checkpoint_every: float = CHECKPOINT_SECONDS) -> None:
         if self._thread is None or not self._thread.is_alive():
@@ -90,7 +91,7 @@ class AuditChain:
         next_checkpoint, failing = time.monotonic() + checkpoint_every, False
         while not self._stop.wait(poll):
             try:
-                self.seal()
+                self.seal(wait=False)
                 if time.monotonic() >= next_checkpoint and self.key is not None:
                     self.checkpoint_moved_heads()
                     next_checkpoint = time.monotonic() + checkpoint_every

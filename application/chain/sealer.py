@@ -32,19 +32,24 @@ class Sealer:
         self.read_workspace = workspace_reader(mapper)
         self._origins: OrderedDict = OrderedDict()  # originator id -> workspace, most recent last
 
-    def seal(self) -> int:
-        """Seal everything committed so far; the number of events sealed."""
+    def seal(self, wait: bool = True) -> int:
+        """Seal everything committed so far; the number of events sealed. Not `wait`ing (the
+        background rounds), it stops when another process is sealing: that one seals what is
+        committed, and reading the same events only to find them sealed is the work saved."""
         total = 0
         while True:
-            sealed = self.seal_once()
+            sealed = self.seal_once(wait=wait)
             total += max(sealed, 0)
             if sealed == 0:
                 return total
 
-    def seal_once(self, limit: int = BATCH) -> int:
+    def seal_once(self, limit: int = BATCH, wait: bool = True) -> int:
         """One round: read past the sealed position, then seal under the lock if nobody moved it.
-        Returns the count sealed, 0 when caught up, -1 when another sealer got there first."""
-        position = self.store.position()
+        Returns the count sealed, 0 when caught up (or, not `wait`ing, when another sealer holds
+        the lock), -1 when another sealer got there first."""
+        position = self.store.position(skip_locked=not wait)
+        if position is None:
+            return 0
         notes = self.recorder.select_notifications(start=position, limit=limit, inclusive_of_start=False)
         if not notes:
             return 0

@@ -59,7 +59,13 @@ class PackageIndex:
         caller = self._authenticate_token(secret)
         if caller is None:
             return None
-        return Principal(workspace=caller["workspace"], token=caller["id"], name=caller["name"], role=caller["role"])
+        return Principal(
+            workspace=caller["workspace"],
+            token=caller["id"],
+            name=caller["name"],
+            role=caller["role"],
+            head=caller["head_version"],
+        )
 
 
 def may_read(principal: Principal) -> bool:

@@ -15,13 +15,19 @@ copy is refused by the event store's key and that worker answers with the first.
 
 A run fails closed at its first project denial: once a page, metadata or file of a project was
 refused to a run, every later fetch of that run - of any project - is refused with reason
-`run-failed`, naming that first denial. Otherwise a resolver reads the denial as "no versions of
+`run-failed`, naming that first denial (but for a repeat, in another worker, of a fetch that
+worker already answered the run on the same policy: the client hears again what it was told,
+nothing new, so no older release comes of it; this keeps a repeat free of any read but the
+token's own). Otherwise a resolver reads the denial as "no versions of
 that dependency" and back-tracks to an older release of its parent that lacks it. An API token
 reading the index without a run fails the same way for `TOKEN_WINDOW_SECONDS` after its denial.
 Root listings are not judged per project, so they fail nothing. Several workers share one
 store, so "this run failed" is read from the store: the reader's first denied decision, one seek
-of the run_decisions primary key per fetch until it is known; a failed run never un-fails, so a
+of the run_decisions primary key per new fetch until it is known; a failed run never un-fails, so a
 worker then remembers it and asks the store no more (a token's failure until its window ends).
+
+Versions are judged too (`versions_hidden`, and a file's own facts in `judge`): known malware and
+the rules beyond names hide a version - never a denial of its project, so no run fails by it.
 """
 
 from __future__ import annotations
@@ -30,18 +36,21 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from application.advisories import Advisories
 from application.decision_writer import AlreadyRecorded, DecisionWriter
 from application.index.listing import Listing, Listings, ListingSource
+from application.index.versions import Hidden, Judged, Judgements, hidden, judge_facts
 from application.policies import Policies
 from application.store.reads import ReadModel
 from domain.decision import (
     KNOWN_MALWARE,
     NOT_FOUND_UPSTREAM,
     RUN_FAILED,
+    UPSTREAM_FAILED,
     Decision,
     DecisionRecord,
     Verdict,
@@ -50,9 +59,13 @@ from domain.decision import (
     known_malware,
     not_found_upstream,
     run_failed,
+    upstream_failed,
 )
 from domain.declared import declared_record, declared_specs, hidden_message, judge_declared, version_label
 from domain.errors import NotFoundError
+from domain.policy import LanguageRules
+from domain.rules import MONITOR, VersionFacts
+from domain.rules import REASONS as RULE_REASONS
 from domain.run import reader_key
 from domain.specs import Spec, parse
 from domain.specs.pip import NAME_RE
@@ -62,6 +75,7 @@ REQUESTS = ("page", "metadata", "download")
 TOKEN_WINDOW_SECONDS = 15 * 60
 MAX_REMEMBERED = 100_000
 MAX_FILE_NAME = 255
+MAX_HIDDEN_RECORDED = 50  # hidden versions a page answer records, newest first (a bounded write)
 FOREVER = datetime.max.replace(tzinfo=UTC)
 
 
@@ -76,12 +90,15 @@ class Principal:
     run: str | None = None
     sandbox: str | None = None
     expires: float | None = None  # monotonic deadline for a run's memory of its decisions
+    head: int | None = None  # the workspace's policy head version, read with the token (no second read)
 
 
 # Refusals that are not project denials, so they fail no run: `run-failed` itself; a version
-# known to be malware (hidden like any refused version: the project's other versions stay);
-# a name the upstream does not have (nothing was refused by the policy; the client fails anyway).
-NOT_PROJECT_DENIALS = (RUN_FAILED, KNOWN_MALWARE, NOT_FOUND_UPSTREAM)
+# hidden - known malware, or by a rule beyond names (application.index.versions) - while the
+# project's other versions stay; a name the upstream does not have, an upstream that failed
+# (nothing was refused by the policy; the client fails anyway).
+VERSION_REFUSALS = (KNOWN_MALWARE, *RULE_REASONS)
+NOT_PROJECT_DENIALS = (RUN_FAILED, *VERSION_REFUSALS, NOT_FOUND_UPSTREAM, UPSTREAM_FAILED)
 
 
 class IndexGate:
@@ -95,6 +112,7 @@ class IndexGate:
         self._failed: OrderedDict[str, tuple[dict, datetime]] = OrderedDict()
         self._lock = threading.Lock()
         self._listings = Listings()
+        self._judgements = Judgements()  # pages' hidden versions, by revision (application.index.versions)
 
     def judge(
         self,
@@ -104,26 +122,29 @@ class IndexGate:
         request: str,
         file: str | None = None,
         package_version: str | None = None,
+        facts: Callable[[], VersionFacts | None] | None = None,
     ) -> dict:
         """The verdict for one fetch; recorded unless this run already recorded the same one
-        (in this worker's memory, or, for runs, in the store: see `_record`)."""
-        version, rules = self._policies.current(principal.workspace)
+        (in this worker's memory, or, for runs, in the store: see `_record`). A file of an
+        allowed project is judged by its version's `facts` too (read only then: upstream is
+        never asked for a refused project), however the client came by its URL."""
+        version, rules = self._policies.current(principal.workspace, head=principal.head)
         spec = registry_spec(language, name)
         for field, value in (("file", file), ("package_version", package_version)):
             if value is not None:
                 check_text(value, field, MAX_FILE_NAME)  # from the URL: bounded and printable before it is stored
         reader = reader_key(principal.run, principal.token)
-        failed = self.failure(principal)
-        verdict = judge(rules[language], spec, principal.workspace) if failed is None else failed
-        context = _context(principal)
-        if verdict.allowed and file is not None and package_version is not None:
-            malware = self._advisories.affecting(language, spec.name, package_version)
-            if malware:  # a file of a known-malware version, by a lockfile or a direct URL
-                verdict = known_malware(version_label(language, spec.name, package_version), malware)
-                context["advisories"] = malware
         key = (reader, language, spec.name, request, file if request == "download" else None)
+        failed = self.failure(principal, remembered_only=True)
+        verdict, context = self._verdict(rules[language], spec, principal, file, package_version, failed, facts)
         outcome = (verdict.allowed, verdict.reason, version)
         earlier = self._earlier(key, outcome)
+        if earlier is None and failed is None:  # a new fetch: has the run failed in another worker?
+            failed = self.failure(principal)
+            if failed is not None:
+                verdict, context = self._verdict(rules[language], spec, principal, file, package_version, failed)
+                outcome = (verdict.allowed, verdict.reason, version)
+                earlier = self._earlier(key, outcome)
         if earlier is not None:
             return _answer(verdict, version, earlier, recorded=False)
         made = DecisionRecord.for_spec(spec, verdict, version, context)
@@ -134,6 +155,19 @@ class IndexGate:
         if not verdict.allowed and verdict.reason not in NOT_PROJECT_DENIALS:
             self._fail(reader, record.to_dict(), datetime.now(UTC), principal)
         return _answer(verdict, version, decision_id, recorded=recorded)
+
+    def _verdict(
+        self, rules, spec: Spec, principal: Principal, file, package_version, failed, facts=None
+    ) -> tuple[Verdict, dict]:
+        """The verdict on one fetch (`failed`, the run's refusal, when it failed) and its context."""
+        context = _context(principal)
+        if failed is not None:
+            return failed, context
+        verdict = judge(rules, spec, principal.workspace)
+        if verdict.allowed and file is not None and package_version is not None:
+            refused = self._file_verdict(rules, spec.language, spec.name, package_version, facts, context)
+            verdict = refused or verdict
+        return verdict, context
 
     def _record(self, principal: Principal, key: tuple, outcome: tuple, record: dict) -> tuple[str, bool]:
         """Record one fetch's decision: (its id, whether this call recorded it). A run's decision
@@ -157,7 +191,7 @@ class IndexGate:
         """Judge what each version declares (`{version: npm manifest or Requires-Dist list}`):
         {version: message} for the versions a refused non-registry dependency hides. Each such
         dependency is recorded once per run, allowed or not, all in one commit."""
-        policy_version, rules = self._policies.current(principal.workspace)
+        policy_version, rules = self._policies.current(principal.workspace, head=principal.head)
         if file is not None:
             check_text(file, "file", MAX_FILE_NAME)
         hidden: dict[str, str] = {}
@@ -186,32 +220,103 @@ class IndexGate:
         self._record_all(made, principal)
         return hidden
 
-    def malware_hidden(self, principal: Principal, language: str, name: str, versions, request: str) -> dict[str, str]:
-        """{version: message} for the versions an imported advisory affects, each refusal recorded
-        once per run (reason `known-malware`, the advisories in its context), all in one commit.
-        No advisory names most packages: one dict lookup."""
-        if not self._advisories.names(language, name):
+    def judges_versions(self, workspace: str, language: str, name: str) -> bool:
+        """Whether any version of this project may be hidden: an advisory names it, or the
+        language has rules beyond names. Neither (most projects under most policies): a page is
+        answered without reading its versions."""
+        if self._advisories.names(language, name):
+            return True
+        _, rules = self._policies.current(workspace)
+        return bool(rules[language].version_rules)
+
+    def versions_hidden(
+        self,
+        principal: Principal,
+        language: str,
+        name: str,
+        facts: Callable[[], Mapping[str, VersionFacts]],
+        request: str,
+        revision: str | None = None,
+    ) -> dict[str, str]:
+        """{key: why} for the keys of `facts()` (npm versions, python file names) whose version
+        is hidden (application.index.versions). With the upstream page's `revision`, the
+        judgement is kept for the next reads of the same page (`facts` is then not called). A
+        version all of whose keys are hidden is recorded once per run and reason, its facts in
+        the context, at most `MAX_HIDDEN_RECORDED` per call (the newest first), in one commit."""
+        policy_version, rules = self._policies.current(principal.workspace, head=principal.head)
+        language_rules = rules[language]
+        if not self._advisories.names(language, name) and not language_rules.version_rules:
             return {}
-        policy_version, _ = self._policies.current(principal.workspace)
-        hidden: dict[str, str] = {}
+        at = language_rules.at or self._policies.clock()
+        key = (principal.workspace, language, name, revision, policy_version, self._advisories.version)
+        judgement = self._judgements.get(key, at) if revision is not None else None
+        if judgement is None:
+            judgement = hidden(self._judged(language_rules, language, name, facts(), at), language_rules.version_rules)
+            if revision is not None:
+                self._judgements.put(key, judgement)
+        self._record_hidden(principal, language, name, request, judgement, policy_version)
+        return dict(judgement.keys)  # the caller's to add to
+
+    def _record_hidden(
+        self, principal: Principal, language: str, name: str, request: str, judgement: Hidden, policy_version: int
+    ) -> None:
+        reader = reader_key(principal.run, principal.token)
+        token = None if principal.run else principal.token
+        spec = registry_spec(language, name)
         made = []
-        for number in versions:
-            malware = self._advisories.affecting(language, name, number)
-            if not malware:
-                continue
-            label = version_label(language, name, number)
-            verdict = known_malware(label, malware)
-            hidden[number] = verdict.message
-            key = (reader_key(principal.run, principal.token), language, name, request, label, KNOWN_MALWARE)
-            outcome = (False, KNOWN_MALWARE, policy_version)
-            if self._earlier(key, outcome) is None:
-                context = {**_context(principal), "advisories": malware}
-                made_record = DecisionRecord.for_spec(registry_spec(language, name), verdict, policy_version, context)
-                token = None if principal.run else principal.token
-                record = made_record.fetched(request, principal.run, None, number, token)
+        for files in judgement.versions[:MAX_HIDDEN_RECORDED]:
+            reasons = {f.reason: (f, j) for j in files for f in j.hiding}
+            for reason, (finding, found) in reasons.items():
+                label = version_label(language, spec.name, found.facts.version)
+                key = (reader, language, spec.name, request, label, reason)
+                outcome = (False, reason, policy_version)
+                if self._earlier(key, outcome) is not None:
+                    continue
+                context = {**_context(principal), **found.context()}
+                verdict = Verdict(False, reason, finding.message)
+                record = DecisionRecord.for_spec(spec, verdict, policy_version, context)
+                record = record.fetched(request, principal.run, None, found.facts.version, token)
                 made.append((key, outcome, Decision(workspace=principal.workspace, record=record.to_dict())))
         self._record_all(made, principal)
-        return hidden
+
+    def _judged(
+        self, rules: LanguageRules, language: str, name: str, facts: Mapping[str, VersionFacts], at: datetime
+    ) -> dict[str, Judged]:
+        named = self._advisories.names(language, name)
+        monitored = rules.known_malware == MONITOR
+        return {
+            key: judge_facts(
+                rules.version_rules,
+                self._advisories.affecting(language, name, f.version) if named else [],
+                language,
+                name,
+                f,
+                at,
+                monitored,
+            )
+            for key, f in facts.items()
+        }
+
+    def _file_verdict(
+        self, rules: LanguageRules, language: str, name: str, version: str, facts, context: dict
+    ) -> Verdict | None:
+        """A file of a version hidden (by a lockfile or a direct URL too) is refused: the
+        refusal, else None; the facts judged (and what monitor rules found) go into `context`."""
+        advisories = self._advisories.affecting(language, name, version)
+        known = facts() if facts is not None else None
+        monitored = rules.known_malware == MONITOR
+        if known is None:  # no such file upstream (the client gets a 404): malware is still refused
+            if advisories:
+                context["advisories"] = advisories
+                if monitored:
+                    context["monitor"] = [KNOWN_MALWARE]
+                    return None
+                return known_malware(version_label(language, name, version), advisories)
+            return None
+        at = rules.at or self._policies.clock()
+        found = judge_facts(rules.version_rules, advisories, language, name, known, at, monitored)
+        context.update(found.context())
+        return Verdict(False, found.hiding[0].reason, found.message) if found.hiding else None
 
     def _record_all(self, made: list[tuple[tuple, tuple, Decision]], principal: Principal) -> None:
         """Several (key, outcome, decision) in one commit, then remembered."""
@@ -222,11 +327,19 @@ class IndexGate:
 
     def not_found(self, principal: Principal, language: str, name: str, request: str) -> None:
         """Record that a client asked for a name the upstream does not have (once per run)."""
-        policy_version, _ = self._policies.current(principal.workspace)
+        verdict = not_found_upstream(registry_spec(language, name).name, language)
+        self._refused_upstream(principal, language, name, request, verdict)
+
+    def upstream_failed(self, principal: Principal, language: str, name: str, request: str, why: str) -> None:
+        """Record that the upstream failed a fetch the policy allowed, and why (once per run and
+        fetch: a client's retries are counted), so the gate can say it after the install."""
+        self._refused_upstream(principal, language, name, request, upstream_failed(why))
+
+    def _refused_upstream(self, principal: Principal, language: str, name: str, request: str, verdict) -> None:
+        policy_version, _ = self._policies.current(principal.workspace, head=principal.head)
         spec = registry_spec(language, name)
-        verdict = not_found_upstream(spec.name, language)
-        key = (reader_key(principal.run, principal.token), language, spec.name, request, NOT_FOUND_UPSTREAM)
-        outcome = (False, NOT_FOUND_UPSTREAM, policy_version)
+        key = (reader_key(principal.run, principal.token), language, spec.name, request, verdict.reason)
+        outcome = (False, verdict.reason, policy_version)
         if self._earlier(key, outcome) is not None:
             return
         token = None if principal.run else principal.token
@@ -235,14 +348,17 @@ class IndexGate:
         decision_id, _ = self._record(principal, key, outcome, record.to_dict())
         self._remember(key, outcome, decision_id, principal)
 
-    def failure(self, principal: Principal) -> Verdict | None:
+    def failure(self, principal: Principal, remembered_only: bool = False) -> Verdict | None:
         """The `run-failed` refusal when this run (or token, within its window) was already
-        refused a project; None otherwise. Remembered here once known, else one indexed read."""
+        refused a project; None otherwise. Remembered here once known, else one indexed read
+        (`remembered_only`: only what this worker knows)."""
         reader = reader_key(principal.run, principal.token)
         now = datetime.now(UTC)
         with self._lock:
             known = self._failed.get(reader)
         if known is None or known[1] <= now:
+            if remembered_only:
+                return None
             since = None if principal.run else now - timedelta(seconds=TOKEN_WINDOW_SECONDS)
             row = self._readmodel.first_project_denial(reader, since, NOT_PROJECT_DENIALS)
             if row is None:

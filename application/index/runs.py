@@ -62,7 +62,8 @@ class Runs:
         if row is None or row["ended"] or not hmac.compare_digest(row["secret_digest"], secret_digest):
             return None
         left = (row["expires_at"] - datetime.now(UTC)).total_seconds()
-        if left <= 0 or self._checked.caller(row["started_by"]) is None:  # expired, or its starter revoked
+        starter = self._checked.caller(row["started_by"]) if left > 0 else None
+        if starter is None:  # expired, or its starter revoked
             return None
         context = row["context"]
         return Principal(
@@ -72,6 +73,7 @@ class Runs:
             run=row["id"],
             sandbox=context.get("sandbox"),
             expires=time.monotonic() + left,
+            head=starter["head"],  # read with the starter's token: no second read of the policy head
         )
 
     def end(self, workspace: str, run: str, caller: dict) -> None:

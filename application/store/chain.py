@@ -7,6 +7,8 @@
 - `chain_position`: one row, the last notification id sealed. Every sealing transaction starts
   by updating it, which takes the store's write lock on SQLite and a row lock on PostgreSQL: two
   sealers (threads or server processes) take turns and the second sees what the first sealed.
+  A background round on PostgreSQL first looks with SKIP LOCKED and, finding it locked, leaves
+  the sealing to the process that holds it.
 - `checkpoints`: the signed heads.
 """
 
@@ -113,9 +115,12 @@ class ChainStore:
             yield tx, rows[0]["notification_id"] if rows else None
 
     # -- reads for the sealer and the checkpointer ---------------------------------------------
-    def position(self) -> int:
-        rows = self._rows("SELECT notification_id FROM {chain_position} WHERE singleton = 1")
-        return rows[0]["notification_id"] if rows else 0
+    def position(self, skip_locked: bool = False) -> int | None:
+        """The sealed position. `skip_locked` (PostgreSQL): None while another sealer holds its
+        lock, found without waiting (the row lock is taken and let go within the statement)."""
+        lock = " FOR UPDATE SKIP LOCKED" if skip_locked and self.postgres else ""
+        rows = self._rows("SELECT notification_id FROM {chain_position} WHERE singleton = 1" + lock)
+        return rows[0]["notification_id"] if rows else (None if lock else 0)
 
     def head(self, workspace: str) -> dict | None:
         rows = self._rows("SELECT workspace, seq, link FROM {chain_heads} WHERE workspace = %s", (workspace,))

@@ -6,7 +6,14 @@ impact. Kept apart from `schema` so the tables of this read model are defined in
 
 from __future__ import annotations
 
-COUNT_TABLES = ("decision_counts", "impact_names", "impact_sandboxes", "impact_days", "outcome_days")
+COUNT_TABLES = (
+    "decision_counts",
+    "impact_names",
+    "impact_sandboxes",
+    "impact_days",
+    "outcome_days",
+    "impact_versions",
+)
 
 COUNT_DDL = (
     # One row per (workspace, UTC day, language, name, outcome, sandbox); see
@@ -38,4 +45,12 @@ COUNT_DDL = (
     # read two rows a day, not every (name, sandbox) key of the period.
     "CREATE TABLE IF NOT EXISTS {outcome_days} (workspace TEXT NOT NULL, day TEXT NOT NULL, "
     "allowed {bool} NOT NULL, installs INTEGER NOT NULL, PRIMARY KEY (workspace, day, allowed)){norowid}",
+    # What the rules beyond names judge (`domain.rules`), for impact previews of drafted rules:
+    # downloads through the package index per day, version (python: wheel or sdist) and sandbox,
+    # with the facts the index judged at the day's first fetch (`uploaded_at` '' : none given;
+    # `install_scripts` 'true', 'false' or '' : not known) and that fetch's instant.
+    "CREATE TABLE IF NOT EXISTS {impact_versions} (workspace TEXT NOT NULL, day TEXT NOT NULL, "
+    "language TEXT NOT NULL, name TEXT NOT NULL, version TEXT NOT NULL, sdist {bool} NOT NULL, "
+    "sandbox TEXT NOT NULL, uploaded_at TEXT NOT NULL, install_scripts TEXT NOT NULL, first_at TEXT NOT NULL, "
+    "installs INTEGER NOT NULL, PRIMARY KEY (workspace, day, language, name, version, sdist, sandbox)){norowid}",
 )

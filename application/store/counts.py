@@ -12,6 +12,7 @@ from datetime import UTC
 
 from application.store.reads import ReadModel
 from domain.decision import Decision
+from domain.rules import sdist_file
 from domain.specs import LANGUAGES
 
 _UPSERT = {
@@ -29,6 +30,14 @@ _UPSERT = {
     "ON CONFLICT (workspace, day) DO UPDATE SET installs = c.installs + excluded.installs",
     "outcome_day": "INSERT INTO {outcome_days} AS c VALUES (%s, %s, %s, %s) "
     "ON CONFLICT (workspace, day, allowed) DO UPDATE SET installs = c.installs + excluded.installs",
+    # The facts of the day's first fetch are kept (as they were known then).
+    "version_day": "INSERT INTO {impact_versions} AS c VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+    "ON CONFLICT (workspace, day, language, name, version, sdist, sandbox) DO UPDATE SET "
+    "installs = c.installs + excluded.installs, "
+    "uploaded_at = CASE WHEN excluded.first_at < c.first_at THEN excluded.uploaded_at ELSE c.uploaded_at END, "
+    "install_scripts = CASE WHEN excluded.first_at < c.first_at THEN excluded.install_scripts "
+    "ELSE c.install_scripts END, "
+    "first_at = CASE WHEN excluded.first_at < c.first_at THEN excluded.first_at ELSE c.first_at END",
 }
 
 
@@ -57,7 +66,48 @@ def count_statements(dialect, events) -> list[tuple[str, tuple]]:
     rows += [("name_sandbox", (*key, day)) for key, day in sandboxes.items()]
     rows += [("day", (*key, n)) for key, n in days.items()]
     rows += [("outcome_day", (*key, n)) for key, n in outcomes.items()]
+    rows += [("version_day", params) for params in _version_rows(events)]
     return [(dialect.sql(_UPSERT[kind]), params) for kind, params in rows]
+
+
+def _version_rows(events) -> list[tuple]:
+    """Downloads whose decision recorded the facts judged (`context.version`), summed per key,
+    each key with the facts and instant of its first fetch in these events."""
+    found: dict[tuple, list] = {}
+    for e in events:
+        if not isinstance(e, Decision.Recorded):
+            continue
+        r, context = e.record, e.record.get("context") or {}
+        version = context.get("version")
+        if r.get("request") != "download" or r.get("language") not in LANGUAGES or not r.get("name"):
+            continue
+        if not isinstance(version, str):
+            continue
+        at = e.timestamp.astimezone(UTC)
+        sdist = r["language"] == "python" and sdist_file(r.get("file") or "")
+        key = (
+            e.workspace,
+            at.date().isoformat(),
+            r["language"],
+            r["name"],
+            version,
+            sdist,
+            context.get("sandbox") or "",
+        )
+        scripts = context.get("install_scripts")
+        facts = [
+            context.get("uploaded_at") or "",
+            "" if scripts is None else str(bool(scripts)).lower(),
+            at.isoformat(),
+        ]
+        known = found.get(key)
+        if known is None:
+            found[key] = [*facts, 1]
+        else:
+            known[3] += 1
+            if facts[2] < known[2]:
+                known[:3] = facts
+    return [(*key, *values) for key, values in found.items()]
 
 
 class CountReads(ReadModel):
@@ -119,6 +169,15 @@ class CountReads(ReadModel):
             "AND prev_day < %s AND sandbox <> ''",
             (workspace, today, start_day),
         )
+
+    def fetched_versions(self, workspace: str, start_day: str, end_day: str) -> list[dict]:
+        """Downloads over [start_day, end_day] per day, version and sandbox, with the facts judged."""
+        rows = self._rows(
+            "SELECT language, name, version, sdist, sandbox, uploaded_at, install_scripts, first_at, installs "
+            "FROM {impact_versions} WHERE workspace = %s AND day >= %s AND day <= %s",
+            (workspace, start_day, end_day),
+        )
+        return [{**row, "sdist": bool(row["sdist"]), "installs": int(row["installs"])} for row in rows]
 
     def allowed_by_name_and_sandbox(self, workspace: str, start_day: str, end_day: str, language: str) -> list[dict]:
         """Allowed decisions of one language (or 'egress') over [start_day, end_day], summed per

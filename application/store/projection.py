@@ -17,7 +17,7 @@ from application.store.schema import Dialect
 from domain.decision import Decision, DecisionRecord
 from domain.delivery import Delivery
 from domain.egress.workspace import EGRESS
-from domain.policy import Policy
+from domain.policy import KNOWN_MALWARE, RULE_CHANGED, Policy
 from domain.run import Run, reader_key
 from domain.session import ConsoleSession
 from domain.specs import deny_key
@@ -71,6 +71,8 @@ POLICY_CHANGES = (
     Policy.ExceptionGranted,
     Policy.ExceptionRevoked,
     Policy.EgressChanged,
+    Policy.RuleChanged,
+    Policy.KnownMalwareSet,
 )
 
 
@@ -162,7 +164,7 @@ def batched(dialect: Dialect, rows: list[tuple[str, tuple]]) -> list:
 
 def _change_row(e, workspace: str, at) -> tuple:
     change_type, list_name, name, mode = _describe_change(e)
-    language = EGRESS if isinstance(e, Policy.EgressChanged) else e.language
+    language = EGRESS if isinstance(e, Policy.EgressChanged) else getattr(e, "language", KNOWN_MALWARE)
     # Exception rows have no name key: the list lookups of point-in-time answers skip them.
     # Egress hosts are stored normalised, so a host is its own key.
     key = (name if language == EGRESS else deny_key(language, name)) if name and list_name else None
@@ -174,6 +176,10 @@ def _describe_change(e) -> tuple[str, str | None, str | None, str | None]:
         return e.change, None if e.change == "mode-switched" else "allow", e.host, e.mode
     if isinstance(e, Policy.ModeSwitched):
         return "mode-switched", None, None, e.mode
+    if isinstance(e, Policy.KnownMalwareSet):  # switched like a mode, for every language at once
+        return "mode-switched", None, None, e.action
+    if isinstance(e, Policy.RuleChanged):  # the rule, and its action (None: turned off)
+        return RULE_CHANGED, None, e.rule, e.value["action"] if e.value else None
     if isinstance(e, (Policy.ExceptionGranted, Policy.ExceptionRevoked)):
         kind = "exception-granted" if isinstance(e, Policy.ExceptionGranted) else "exception-revoked"
         return kind, None, e.name, None

@@ -24,7 +24,8 @@ VERSION_AT = "SELECT version FROM {changes} WHERE workspace = %s AND at <= %s OR
 
 # One name's rules at the version at T, as one statement of index seeks (both stores): the
 # version (no row: no such workspace) with whether the name ever had an exception, then the
-# language's last mode switch, the last allow-list change of the name and of each pattern that
+# language's last mode switch, its last rule change (`domain.rules`: with one, the policy then is
+# read for its rules), the last allow-list change of the name and of each pattern that
 # matches it (`domain.patterns`), and the last deny-list change of each spelling under their deny
 # keys (Node deny lists ignore case). Each arm binds all the leading columns of its index and
 # reads it backwards from the version, so its cost follows the answer and not the history; the
@@ -61,6 +62,7 @@ def name_at_sql(keys: int) -> str:
         "SELECT 'version' AS part, version, NULL AS at, NULL AS by_actor, NULL AS note, NULL AS type, "
         "NULL AS language, NULL AS list, NULL AS name, NULL AS mode, grants FROM v"
         + _arm("mode", f"type = 'mode-switched' AND {_UNTIL} ORDER BY version DESC LIMIT 1")
+        + _arm("rules", f"type = 'rule-changed' AND {_UNTIL} ORDER BY version DESC LIMIT 1")
         + _arm("allow", _latest_of_each("allow", keys, keys))
         + _arm("deny", _latest_of_each("deny", keys, None))
     )
@@ -85,6 +87,7 @@ class NameRows:
     version: int  # the version at T
     grants: bool  # whether an exception was ever granted for the name (then read them)
     changes: list[dict]  # the rows that decide it, oldest first
+    ruled: bool = False  # whether the language had a rule beyond names by then (then read them)
 
 
 class ReadModel:
@@ -152,6 +155,7 @@ class ReadModel:
             name_at_sql(len(entries)),
             (workspace, self._ts(at), workspace, language, name, workspace)
             + ws_lang
+            + ws_lang
             + (*ws_lang, *keys, *entries)
             + (*ws_lang, *keys),
             prepare=True,  # on PostgreSQL, planning it costs more than running it (so for POLICY_AT)
@@ -159,8 +163,9 @@ class ReadModel:
         head = next((r for r in rows if r["part"] == "version"), None)
         if head is None:
             return None
-        changes = sorted((r for r in rows if r is not head), key=lambda r: r["version"])
-        return NameRows(head["version"], bool(head["grants"]), changes)
+        ruled = any(r["part"] == "rules" for r in rows)
+        changes = sorted((r for r in rows if r["part"] not in ("version", "rules")), key=lambda r: r["version"])
+        return NameRows(head["version"], bool(head["grants"]), changes, ruled)
 
     def changes_for_name(self, workspace: str, language: str, name: str, after: int, until: datetime) -> list[dict]:
         """Mode switches and entry changes of this name's keys (its own, its patterns'), after a

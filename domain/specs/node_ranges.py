@@ -64,11 +64,15 @@ def _prerelease_allowed(version: tuple[Any, ...], comparators: list[str]) -> boo
     return False
 
 
-def satisfies(version_text: str, range_text: str) -> bool:
+def satisfies(version_text: str, range_text: str, include_prerelease: bool = False) -> bool:
+    """node-semver's `satisfies`; `include_prerelease` (its option of that name) lets a
+    prerelease match any range, as a deny must (fail closed)."""
     version, sets = parse_version(version_text), comparator_sets(range_text)
     if version is None or sets is None:
         return False
-    return any(all(_holds(version, c) for c in s) and _prerelease_allowed(version, s) for s in sets)
+    return any(
+        all(_holds(version, c) for c in s) and (include_prerelease or _prerelease_allowed(version, s)) for s in sets
+    )
 
 
 def pick(versions: list[str], range_text: str, latest: str | None = None) -> str | None:

@@ -8,8 +8,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from domain.access import STATUS_FILTERS, STATUSES
+from domain.rules import REASONS
 from interface.api.answers import AskLanguage, ExceptionView, Shadowed
-from interface.api.schemas import Body, Draft, Instant, Query
+from interface.api.schemas import Body, Draft, Instant, Language, Query
 
 Note = Annotated[str, Field(max_length=2000)]
 ContextText = Annotated[str, Field(max_length=200)]
@@ -120,6 +121,15 @@ class ImpactPackage(BaseModel):
     sandboxes: int
 
 
+class ImpactVersion(BaseModel):
+    language: Language
+    name: str
+    version: str
+    reason: Literal[REASONS] = Field(description="the first rule that hides it (on the side that hides it)")
+    installs: int
+    sandboxes: int
+
+
 class ImpactAnswer(BaseModel):
     days: int
     from_: Annotated[str, Field(alias="from", description="First UTC day counted")]
@@ -127,3 +137,9 @@ class ImpactAnswer(BaseModel):
     would_allow: list[ImpactPackage]
     unchanged: int
     shadowed: list[Shadowed] = Field([], description="deny patterns of the draft that shadow allow entries")
+    would_hide: list[ImpactVersion] | None = Field(
+        None,
+        description="when the saved policy or the draft has rules beyond names: downloads of versions the draft's "
+        "rules would have hidden and the saved ones did not, judged with the facts known at the day's first fetch",
+    )
+    would_show: list[ImpactVersion] | None = Field(None, description="the reverse of would_hide")

@@ -10,7 +10,9 @@ from pydantic import BaseModel, Field
 from application.index import REQUESTS as INDEX_REQUESTS
 from domain.delivery import STATUSES as DELIVERY_STATUSES
 from domain.egress.workspace import EGRESS_MODES
-from domain.policy import CHANGE_TYPES
+from domain.policy import CHANGE_TYPES, KNOWN_MALWARE
+from domain.rules import ACTIONS as RULE_ACTIONS
+from domain.rules import RULES
 from interface.api.schemas import Instant, Kind, Language, ListName, Mode, Reason, Role
 
 # Requests, exceptions and impact may be about a host (language `egress`) as well as a package.
@@ -21,6 +23,11 @@ class LanguagePolicy(BaseModel):
     mode: Mode
     allow: list[str]
     deny: list[str]
+    rules: dict = Field(
+        {},
+        description="rules beyond names that are on (min_release_age, versions_deny, install_scripts for node, "
+        "sdists for python), in the shape they are saved in; {} when all are off",
+    )
 
 
 class ExceptionView(BaseModel):
@@ -51,6 +58,9 @@ class PolicyView(BaseModel):
         description="`{\"allow\": [...]}`: the workspace's egress allowlist, narrowing the deployment's; "
         "`null`: no narrowing",
     )
+    known_malware: Literal[RULE_ACTIONS] = Field(
+        "enforce", description="what imported known-malware advisories do: enforce (deny) or monitor (serve, record)"
+    )
 
 
 class ChangeView(BaseModel):
@@ -62,10 +72,16 @@ class ChangeView(BaseModel):
     )
     note: str
     type: Literal[CHANGE_TYPES]
-    language: AskLanguage
-    mode: Mode | Literal[EGRESS_MODES] | None = None
+    language: AskLanguage | Literal[KNOWN_MALWARE]
+    mode: Mode | Literal[EGRESS_MODES] | Literal[RULE_ACTIONS] | None = Field(
+        None, description="mode switches; for language known-malware, its action"
+    )
     list: ListName | None = None
     name: str | None = None
+    rule: Literal[tuple(sorted({r for rules in RULES.values() for r in rules}))] | None = Field(
+        None, description="rule changes: the rule"
+    )
+    action: Literal[RULE_ACTIONS] | None = Field(None, description="rule changes: the rule's action (null: turned off)")
     exception: dict | None = Field(None, description="`because` an exception decided: its id and expiry")
     request: dict | None = Field(None, description="`because` an exception decided: the request it approved")
 
@@ -150,6 +166,11 @@ class PackageAnswer(BaseModel):
     mode: Mode
     policy_version: int
     because: ChangeView | None
+    rules: dict = Field(
+        {},
+        description="the rules beyond names that could hide a version of this package then (its exempt and allow "
+        "entries left out, only its own version deny entries); {} when none",
+    )
 
 
 class Interval(BaseModel):

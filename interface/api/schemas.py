@@ -23,8 +23,11 @@ from domain.limits import (
     MAX_RESOLVED,
     MAX_SPECS,
     MAX_TEXT,
+    MAX_VERSION_DENIES,
+    MAX_VERSION_DENY_TEXT,
 )
 from domain.policy import LANGUAGES, LISTS, MODES
+from domain.rules import ACTIONS as RULE_ACTIONS
 from domain.token import ROLES
 
 # The closed sets come from the domain, so the schema cannot list a value the rules don't know.
@@ -57,10 +60,52 @@ class Context(Body):
     actor: Annotated[str, Field(max_length=MAX_LABEL)] | None = None
 
 
+RuleAction = Annotated[
+    Literal[RULE_ACTIONS], Field(description="enforce: hide what the rule catches; monitor: serve it and record")
+]
+
+
+class MinReleaseAgeRule(Body):
+    age: Annotated[str, Field(max_length=64, description="ISO 8601 duration in weeks, days or time, such as P3D")]
+    exempt: Entries | None = Field(None, description="names (or patterns) the rule never hides")
+    action: RuleAction = "enforce"
+
+
+class VersionsDenyRule(Body):
+    entries: Annotated[
+        str
+        | Annotated[
+            list[Annotated[str, Field(max_length=MAX_VERSION_DENY_TEXT)]], Field(max_length=MAX_VERSION_DENIES)
+        ],
+        Field(
+            description="name and range: python 'requests<2.20' (PEP 440), node 'left-pad@<1.3' (node-semver); "
+            f"at most {MAX_VERSION_DENIES}"
+        ),
+    ]
+    action: RuleAction = "enforce"
+
+
+class NamesAllowedRule(Body):
+    allow: Entries | None = Field(None, description="names (or patterns) the rule lets through")
+    action: RuleAction = "enforce"
+
+
+class RulesDraft(Body):
+    """Rules beyond names; a rule absent or null is off. install_scripts is node's, sdists python's."""
+
+    min_release_age: MinReleaseAgeRule | None = None
+    versions_deny: VersionsDenyRule | None = None
+    install_scripts: NamesAllowedRule | None = None
+    sdists: NamesAllowedRule | None = None
+
+
 class LanguageDraft(Body):
     mode: Mode | None = None
     allow: Entries | None = None
     deny: Entries | None = None
+    rules: RulesDraft | None = Field(
+        None, description="the language's rules beyond names, all of them (absent: unchanged)"
+    )
 
 
 class Draft(Body):
@@ -70,6 +115,7 @@ class Draft(Body):
 
 class PolicyPut(Draft):
     egress: EgressDraft | None = None
+    known_malware: RuleAction | None = Field(None, description="what imported known-malware advisories do here")
     expected_version: Annotated[int, Field(ge=0)] | None = None
     note: Annotated[str, Field(max_length=MAX_NOTE)] = ""
 
@@ -100,11 +146,28 @@ class ImportEntries(Body):
     content: Annotated[str, Field(description="The file's text (the whole body is at most 1 MiB)")]
 
 
+class SetRules(Body):
+    """The language's rules beyond names become exactly these."""
+
+    action: Literal["set-rules"]
+    language: Language
+    rules: RulesDraft
+
+
+class SetKnownMalware(Body):
+    action: Literal["set-known-malware"]
+    known_malware: RuleAction
+
+
 class PolicyChanges(Body):
     expected_version: Annotated[int, Field(ge=0)] | None = None
     note: Annotated[str, Field(max_length=MAX_NOTE)] = ""
     changes: Annotated[
-        list[Annotated[SwitchMode | EditEntries | ImportEntries, Field(discriminator="action")]],
+        list[
+            Annotated[
+                SwitchMode | EditEntries | ImportEntries | SetRules | SetKnownMalware, Field(discriminator="action")
+            ]
+        ],
         Field(min_length=1, max_length=MAX_CHANGES),
     ]
 

@@ -65,7 +65,7 @@ def get_policy(gov, ws, caller, query):
     errors=(409,),
 )
 def put_policy(gov, ws, caller, body):
-    desired = body.model_dump(include={"python", "node"}, exclude_none=True)
+    desired = body.model_dump(include={"python", "node", "known_malware"}, exclude_none=True)
     if body.egress is not None:
         desired["egress"] = {"allow": body.egress.allow}
     return gov.save_policy(

@@ -36,10 +36,33 @@ LABELS = {
 }
 
 
+# The rule that refuses install-time code, per language (`domain.rules`); inputs of the rules are
+# named after the fields the API names in errors (`node-rules-min_release_age-age`).
+REFUSING_RULE = {"python": "sdists", "node": "install_scripts"}
+
+
+def _rule_inputs(language: str) -> tuple[str, ...]:
+    refusing = REFUSING_RULE[language]
+    return (
+        "min_release_age-age",
+        "min_release_age-exempt",
+        "min_release_age-action",
+        "versions_deny-entries",
+        "versions_deny-action",
+        refusing,
+        f"{refusing}-allow",
+        f"{refusing}-action",
+    )
+
+
 def policy_form(form) -> dict:
-    """The policy part of a posted form, as typed: {language: {mode, allow, deny}} plus note."""
+    """The policy part of a posted form, as typed: {language: {mode, allow, deny, rules}} plus note."""
     state = {
-        lang: {"mode": form.get(f"{lang}-mode", ""), **{lst: form.get(f"{lang}-{lst}", "") for lst in LISTS}}
+        lang: {
+            "mode": form.get(f"{lang}-mode", ""),
+            **{lst: form.get(f"{lang}-{lst}", "") for lst in LISTS},
+            "rules": {key: form.get(f"{lang}-rules-{key}", "") for key in _rule_inputs(lang)},
+        }
         for lang in LANGUAGES
     }
     return {**state, "note": form.get("note", ""), "expected_version": form.get("expected_version", "")}
@@ -48,10 +71,51 @@ def policy_form(form) -> dict:
 def policy_as_form(policy: dict) -> dict:
     """A saved policy shown in the form: one entry per line."""
     state = {
-        lang: {"mode": policy[lang]["mode"], **{lst: "\n".join(policy[lang][lst]) for lst in LISTS}}
+        lang: {
+            "mode": policy[lang]["mode"],
+            **{lst: "\n".join(policy[lang][lst]) for lst in LISTS},
+            "rules": _rules_as_form(lang, policy[lang].get("rules") or {}),
+        }
         for lang in LANGUAGES
     }
     return {**state, "note": "", "expected_version": str(policy["version"])}
+
+
+def _rules_as_form(language: str, rules: dict) -> dict:
+    age, deny = rules.get("min_release_age") or {}, rules.get("versions_deny") or {}
+    refusing = REFUSING_RULE[language]
+    refused = rules.get(refusing)
+    return {
+        "min_release_age-age": age.get("age", ""),
+        "min_release_age-exempt": "\n".join(age.get("exempt", [])),
+        "min_release_age-action": age.get("action", "enforce"),
+        "versions_deny-entries": "\n".join(deny.get("entries", [])),
+        "versions_deny-action": deny.get("action", "enforce"),
+        refusing: "on" if refused is not None else "",
+        f"{refusing}-allow": "\n".join((refused or {}).get("allow", [])),
+        f"{refusing}-action": (refused or {}).get("action", "enforce"),
+    }
+
+
+def rules_of(language: str, typed: dict) -> dict:
+    """A language's rules as the form sets them: a blank age or deny list is that rule off; the
+    refusing rule is on when its box is ticked."""
+    rules: dict = {}
+    if typed["min_release_age-age"].strip():
+        rules["min_release_age"] = {
+            "age": typed["min_release_age-age"].strip(),
+            "exempt": typed["min_release_age-exempt"],
+            "action": typed["min_release_age-action"] or "enforce",
+        }
+    if typed["versions_deny-entries"].strip():
+        rules["versions_deny"] = {
+            "entries": typed["versions_deny-entries"],
+            "action": typed["versions_deny-action"] or "enforce",
+        }
+    refusing = REFUSING_RULE[language]
+    if typed[refusing]:
+        rules[refusing] = {"allow": typed[f"{refusing}-allow"], "action": typed[f"{refusing}-action"] or "enforce"}
+    return rules
 
 
 def desired_state(form: dict) -> dict:
@@ -63,7 +127,10 @@ def desired_state(form: dict) -> dict:
     ]
     if errors:
         raise InvalidInputError("choose a mode for every language; nothing was saved", errors)
-    return {lang: {key: form[lang][key] for key in ("mode", *LISTS)} for lang in LANGUAGES}
+    return {
+        lang: {**{key: form[lang][key] for key in ("mode", *LISTS)}, "rules": rules_of(lang, form[lang]["rules"])}
+        for lang in LANGUAGES
+    }
 
 
 def expected_version(form: dict) -> int | None:

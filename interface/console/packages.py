@@ -18,6 +18,7 @@ from domain.errors import ConflictError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES, MODES
 from domain.token import role_allows
 from interface.console.forms import (
+    REFUSING_RULE,
     desired_state,
     error_items,
     expected_version,
@@ -156,4 +157,5 @@ def _page(
         can_edit=can_edit(),
         languages=LANGUAGES,
         modes=MODES,
+        refusing_rule=REFUSING_RULE,
     ), status

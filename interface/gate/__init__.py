@@ -20,6 +20,8 @@ Usage:  runcode-policy-gate -- pip install pandas numpy
    without it); whenever the run recorded a denial, the gate prints each one and how to ask for
    it, and exits 3 even if the installer exited 0:
    `denied: beta (python) — not-on-the-allow-list: ...` (pip, uv and pnpm do not show them).
+   It prints too why the index's upstream failed a fetch, with the setting that would help:
+   `upstream failed: alpha (python) — upstream-failed: upstream TLS certificate not trusted: ...`.
    Then it ends the run (DELETE /runs/{id}): its token reads the index no more.
 
 Environment:
@@ -72,7 +74,11 @@ EXIT_USAGE, EXIT_DENIED, EXIT_UNVERIFIED = 2, 3, 4
 EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND = 126, 127
 PREFIX = "runcode-policy-gate:"
 RUN_FAILED = "run-failed"  # the index's reason for everything it refuses a run after its first denial
-KNOWN_MALWARE, NOT_FOUND = "known-malware", "not-found-upstream"  # the index's refusals of no project
+NOT_FOUND = "not-found-upstream"  # the index's refusals of no project: a name upstream lacks,
+# and a version hidden (known malware, or a rule beyond names: release age, versions, scripts, sdists)
+HIDDEN_VERSIONS = ("known-malware", "too-new", "version-denied", "install-scripts", "sdist-refused")
+UPSTREAM_FAILED = "upstream-failed"  # the index's upstream failed a fetch (its reason names the setting)
+SAID_AS = {NOT_FOUND: "refused", UPSTREAM_FAILED: "upstream failed"}  # else "hidden"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,10 +190,11 @@ def report_run(config: dict, run_id: str, status: int) -> int:
         say("what it installed cannot be verified (fail closed); exit status 4")
         return EXIT_UNVERIFIED
     # Refusals that deny no project: a version hidden for a dependency it declares (a URL, git or
-    # path source) or for known malware, and a name the upstream does not have. The resolver may
+    # path source), for known malware or by a rule beyond names, and a name the upstream does not have. The resolver may
     # pick another version (or fails by itself), so they are said, and the installer's status stands.
+    # So is an upstream that failed the index (untrusted, unreachable): pip prints only a status.
     for decision in (d for d in denials if not is_project_denial(d)):
-        say(f"{'refused' if decision.get('reason') == NOT_FOUND else 'hidden'}: {index_denial_text(decision)}")
+        say(f"{SAID_AS.get(decision.get('reason'), 'hidden')}: {index_denial_text(decision)}")
     denials = [d for d in denials if is_project_denial(d)]
     if not denials:
         return status
@@ -205,7 +212,11 @@ def report_run(config: dict, run_id: str, status: int) -> int:
 
 
 def is_project_denial(decision: dict) -> bool:
-    return not decision.get("declared_by") and decision.get("reason") not in (KNOWN_MALWARE, NOT_FOUND)
+    return not decision.get("declared_by") and decision.get("reason") not in (
+        *HIDDEN_VERSIONS,
+        NOT_FOUND,
+        UPSTREAM_FAILED,
+    )
 
 
 def request_hint(decision: dict) -> str | None:

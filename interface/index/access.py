@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from contextlib import contextmanager
 
 from flask import request
 
@@ -22,6 +23,7 @@ from application.index import Principal, may_read
 from domain.decision import RUN_FAILED
 from domain.errors import FieldError
 from domain.limits import MAX_TEXT
+from interface.index.upstream import UpstreamProblem
 from interface.problems import HTTPProblem
 from interface.services import services
 
@@ -79,3 +81,21 @@ def within_limits(**values: str) -> None:
     if errors:
         detail = "; ".join(f"{e.field} {e.message}" for e in errors)
         raise HTTPProblem(400, "Bad Request", detail, errors, phrase=f"Bad Request: {detail}")
+
+
+def record_upstream_failure(principal, language: str, name: str, request_kind: str, error: BaseException) -> None:
+    """When `error` is the upstream's failure (unreachable, untrusted, too slow, a bad answer),
+    record it for the reader with its detail: pip and uv print only the status line (whose
+    reason phrase the server replaces by the standard one), so the gate reads it from the run."""
+    if isinstance(error, UpstreamProblem):
+        governance().index_upstream_failed(principal, language, name, request_kind, error.detail)
+
+
+@contextmanager
+def upstream_failure_recorded(principal, language: str, name: str, request_kind: str):
+    """`record_upstream_failure` for an upstream failure raised in the block."""
+    try:
+        yield
+    except UpstreamProblem as error:
+        record_upstream_failure(principal, language, name, request_kind, error)
+        raise

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from flask import Response, request
 
 CACHE_CONTROL = "private, no-cache"
-RENDERED_BYTES = 32 * 1024 * 1024  # answers kept rendered, per worker process
+RENDERED_BYTES = 8 * 1024 * 1024  # answers kept rendered, per worker process (~1,000 typical pages)
 
 
 def judged(body: bytes | str, content_type: str, policy_version) -> Response:

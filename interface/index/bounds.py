@@ -5,7 +5,11 @@ its body is sent: a client that stops reading, or an upstream that trickles, hol
 as that lasts. So, per worker process:
 
 - index requests hold at most `slots` threads at once (the pool minus RESERVED_THREADS, which
-  stay free for `/healthz`, `/evaluate` and the console); past that, 503 with Retry-After;
+  stay free for `/healthz`, `/evaluate` and the console); past that, 503 with Retry-After. A
+  busy worker is not a stuck one, though: when every slot is taken but one of them was taken
+  less than QUEUE_SECONDS ago (a page answered from the cache takes milliseconds), a request
+  waits up to QUEUE_SECONDS for a slot before it is refused; slots all held longer than that
+  (clients that stopped reading, a trickling upstream) refuse at once;
 - one token holds all of those slots but one (at least two): the last stays free for other
   tokens, and a client's next request never finds its previous one still counted while its
   response closes (pip fetches one file after another, and retries a 503 but not a 429);
@@ -33,6 +37,7 @@ from domain.limits import INDEX_FETCHES_PER_MINUTE, REQUESTS_FILED_PER_MINUTE, R
 from interface.problems import problem
 
 RESERVED_THREADS = 2  # request threads index requests never take
+QUEUE_SECONDS = 0.5  # the longest a request waits for a slot that quick requests hold
 UNBOUNDED_SLOTS = 64  # when the server's thread count is unknown (the development server)
 MAX_KEYS = 10_000  # tokens whose buckets a worker remembers (least recently seen forgotten)
 # API writes with a rate of their own: what they are, the path, their bucket's rate.
@@ -86,7 +91,9 @@ class IndexBounds:
         self.slots = slots_for(threads)
         self.per_token = max(2, self.slots - 1)
         self._held: dict[str, int] = {}
+        self._taken: list[float] = []  # when each held slot was taken (monotonic), oldest first
         self._lock = threading.Lock()
+        self._released = threading.Condition(self._lock)
         self._fetches = Buckets(INDEX_FETCHES_PER_MINUTE)
         self._rated = [(what, path, Buckets(per_minute)) for what, path, per_minute in _RATED]
 
@@ -101,15 +108,17 @@ class IndexBounds:
             return self.app(environ, start_response)
         refusal = self._spend(self._fetches, environ, "index requests")
         key = _key(environ)
-        refusal = refusal or self._take_slot(key)
         if refusal is not None:
             return refusal(environ, start_response)
+        taken = self._take_slot(key)
+        if not isinstance(taken, float):
+            return taken(environ, start_response)
         try:
             body = self.app(environ, start_response)
         except BaseException:
-            self._release(key)
+            self._release(key, taken)
             raise
-        return _Releasing(body, lambda: self._release(key))
+        return _Releasing(body, lambda: self._release(key, taken))
 
     def _spend(self, buckets: Buckets, environ, what: str):
         with self._lock:
@@ -123,6 +132,7 @@ class IndexBounds:
         return _refusal(429, "Too Many Requests", detail, seconds)
 
     def _take_slot(self, key: str):
+        """When the slot was taken (time.monotonic()), or the refusal."""
         with self._lock:
             if self._held.get(key, 0) >= self.per_token:
                 detail = (
@@ -130,22 +140,30 @@ class IndexBounds:
                     "(the most one token may hold); retry when one has finished"
                 )
                 return _refusal(429, "Too Many Requests", detail, 1)
-            if sum(self._held.values()) >= self.slots:
-                detail = (
-                    f"all {self.slots} index request slots of this worker are busy (slow upstreams or clients "
-                    "that stopped reading); retry shortly"
-                )
-                return _refusal(503, "Index busy", detail, 1)
+            until = time.monotonic() + QUEUE_SECONDS
+            while len(self._taken) >= self.slots:
+                now = time.monotonic()
+                if now >= until or now - self._taken[-1] >= QUEUE_SECONDS:  # all held long: stuck, not busy
+                    detail = (
+                        f"all {self.slots} index request slots of this worker are busy (slow upstreams or clients "
+                        "that stopped reading); retry shortly"
+                    )
+                    return _refusal(503, "Index busy", detail, 1)
+                self._released.wait(until - now)
             self._held[key] = self._held.get(key, 0) + 1
-        return None
+            taken = time.monotonic()
+            self._taken.append(taken)
+        return taken
 
-    def _release(self, key: str) -> None:
+    def _release(self, key: str, taken: float) -> None:
         with self._lock:
             left = self._held.get(key, 0) - 1
             if left > 0:
                 self._held[key] = left
             else:
                 self._held.pop(key, None)
+            self._taken.remove(taken)
+            self._released.notify()
 
 
 def _key(environ) -> str:

@@ -14,6 +14,7 @@ lists the version numbers of a packument kept before, if any).
 from __future__ import annotations
 
 import json
+import logging
 from urllib.parse import quote
 
 from flask import Blueprint, Response, current_app, request
@@ -21,16 +22,24 @@ from flask import Blueprint, Response, current_app, request
 from application.cache import from_npm
 from domain.errors import GovernanceError
 from interface import metrics
-from interface.index import files, packument
-from interface.index.access import governance, reader, refuse_a_failed_run, within_limits
+from interface.index import facts, files, packument
+from interface.index.access import (
+    governance,
+    reader,
+    record_upstream_failure,
+    refuse_a_failed_run,
+    upstream_failure_recorded,
+    within_limits,
+)
 from interface.index.answers import judged
 from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
-from interface.index.pages import Pages
+from interface.index.pages import Fetched, Pages
 from interface.index.streaming import relay
 from interface.index.upstream import Upstream, bad_gateway
 from interface.problems import HTTPProblem, problem, status_of
 
 blueprint = Blueprint("npm_index", __name__)
+log = logging.getLogger(__name__)
 UNAUTHENTICATED = 401  # npm and pnpm never prompt on it (see interface.index.access)
 FULL = "application/json"
 
@@ -92,10 +101,12 @@ def packument_answer(principal, ws: str, name: str) -> Response:
     if not verdict["allowed"]:
         return _restricted(name, verdict["message"], media, verdict["policy_version"])
     try:
-        document = fetch_packument(name, media)
+        page = pages().get(packument_url(name), ACCEPTS[media])
+        document = _document(name, page)
     except HTTPProblem as error:
         if error.status == 404:  # a name the upstream lacks: recorded, answered 404
             governance().index_not_found(principal, "node", name, "page")
+        record_upstream_failure(principal, "node", name, "page", error)
         raise
     base = f"{request.url_root}npm/{ws}/{name}/-/"
 
@@ -103,7 +114,9 @@ def packument_answer(principal, ws: str, name: str) -> Response:
         return base + quote(packument.tarball_name(url)) if upstream().allows_host(url) else None
 
     manifests = packument.manifests(document)
-    hidden = governance().index_malware_hidden(principal, "node", name, list(manifests), "page")
+    hidden = {}
+    if governance().index_judges_versions(ws, "node", name):
+        hidden = _versions_hidden(principal, name, page if media == FULL else _full_page(name), manifests, page)
     declared = {v: m for v, m in manifests.items() if v not in hidden}
     hidden.update(governance().index_hidden_versions(principal, "node", name, declared, "page"))
     return _json(packument.rewrite(document, ours, hidden), media, verdict["policy_version"])
@@ -143,6 +156,44 @@ def kept_packument(name: str) -> dict | None:
         return None
 
 
+def _versions_hidden(principal, name: str, full: Fetched | None, manifests: dict, page: Fetched) -> dict[str, str]:
+    """The versions an advisory or a rule beyond names hides, judged once per revision of the
+    packument and of the full one (for its `time`)."""
+
+    def judged() -> dict:
+        times = _times(name, full)
+        return {v: facts.npm_version(v, m, times) for v, m in manifests.items()}
+
+    revision = f"{page.revision}/{full.revision if full is not None else '-'}"
+    return governance().index_versions_hidden(principal, "node", name, judged, "page", revision)
+
+
+def upload_times(name: str) -> dict | None:
+    """The packument's `time` ({version: ISO instant}), which only the full packument has (kept
+    and revalidated like any page). Read for every download too, rules or not, so that its
+    decision records when the version was uploaded and a rule drafted later can be replayed on
+    it. None when not known: a release-age rule then counts every version as too new."""
+    return _times(name, _full_page(name))
+
+
+def _full_page(name: str) -> Fetched | None:
+    try:
+        page = pages().get(packument_url(name), ACCEPTS[FULL])
+    except HTTPProblem as error:
+        log.warning("no upload times for %s: %s", name, error.detail)
+        return None
+    return page if page.status == 200 else None
+
+
+def _times(name: str, full: Fetched | None) -> dict | None:
+    try:
+        times = _document(name, full).get("time") if full is not None else None
+    except HTTPProblem as error:
+        log.warning("no upload times for %s: %s", name, error.detail)
+        return None
+    return times if isinstance(times, dict) else None
+
+
 def _document(name: str, page) -> dict:
     if page.status == 404:
         raise HTTPProblem(404, "Not Found", f"the upstream registry has no package {name!r}")
@@ -167,18 +218,24 @@ def tarball(principal, name: str, filename: str) -> Response:
         filename[len(basename) + 1 : -4] if filename.startswith(basename + "-") and filename.endswith(".tgz") else None
     )
     request_kind = file_request(metadata_file=False)
-    verdict = governance().judge_index(principal, "node", name, request_kind, filename, number or None)
+    found = {}
+
+    def judged_facts():  # read only for an allowed project; its source is then used to answer
+        found["source"] = version, manifest, _ = tarball_source(name, filename)
+        return facts.npm_version(version, manifest, upload_times(name))
+
+    verdict = governance().judge_index(principal, "node", name, request_kind, filename, number or None, judged_facts)
     metrics.count_index(verdict, "node", request_kind)
     refuse_a_failed_run(verdict)
     if not verdict["allowed"]:
         raise HTTPProblem(403, "Forbidden", verdict["message"])
     delivered = delivery_hook(principal, verdict, request_kind)
-    with undelivered_on_error(delivered):
-        return _tarball_answer(principal, name, filename, delivered)
+    with upstream_failure_recorded(principal, "node", name, request_kind), undelivered_on_error(delivered):
+        return _tarball_answer(principal, name, filename, delivered, found.get("source"))
 
 
-def _tarball_answer(principal, name: str, filename: str, delivered) -> Response:
-    version, manifest, url = tarball_source(name, filename)
+def _tarball_answer(principal, name: str, filename: str, delivered, source) -> Response:
+    version, manifest, url = source or tarball_source(name, filename)
     # A lockfile or a hand-made URL must not fetch a version the packument hides.
     hidden = governance().index_hidden_versions(principal, "node", name, {version: manifest}, "download", filename)
     if hidden:

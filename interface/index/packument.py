@@ -1,6 +1,7 @@
 """npm packuments as the proxy answers them: tarballs rewritten, or no installable version.
 
-Everything else npm relies on passes through untouched: `time`, `dist-tags`, `hasInstallScript`,
+Everything else npm relies on passes through untouched: `time` and `dist-tags` (but for the
+versions not offered: their times go, their tags move to a version offered), `hasInstallScript`,
 `dist.integrity`, `dist.shasum` and `dist.signatures` (the bytes are not changed, so they stay
 true). A denied project keeps its version numbers under `policyRestrictions`, with stub
 manifests and no tarball: npm then fails with `E403 ... due to policy violations: <message>`
@@ -48,6 +49,8 @@ def rewrite(packument: dict, ours: Callable[[str], str | None], hidden: dict[str
     answer = {**packument, "versions": versions}
     if removed:
         answer["dist-tags"] = repoint(packument.get("dist-tags") or {}, versions)
+        if isinstance(packument.get("time"), dict):  # no time for a version not offered
+            answer["time"] = {k: v for k, v in packument["time"].items() if k not in removed}
     if hidden and "policyRestrictions" not in packument:
         reasons = list(dict.fromkeys(hidden.values()))
         more = f" (and {len(reasons) - MAX_REASONS} other reasons)" if len(reasons) > MAX_REASONS else ""

@@ -10,14 +10,22 @@ and a refused name never reaches upstream.
 
 Each kept page carries a `revision` (a digest of its body): what an answer built from it
 depends on, with the policy version (the judged root listing is reused per revision).
+
+While a page is fresh, each worker remembers what it read of it (its revision and where its body
+lies, never the body): a page asked for again within its freshness is answered without touching
+the disk, so a judged answer already rendered for that revision (interface.index.answers) costs
+no I/O at all. Its body is read only to render a new answer.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
-from dataclasses import dataclass
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from application.cache import DiskCache, StoredPage
 from interface.index.upstream import Page, Upstream
@@ -25,6 +33,7 @@ from interface.problems import HTTPProblem
 
 log = logging.getLogger(__name__)
 UNAVAILABLE = 503  # what Upstream raises when it cannot be reached or times out
+MAX_REMEMBERED = 2_048  # fresh pages a worker remembers (a few hundred bytes each, no body)
 
 
 @dataclass(frozen=True)
@@ -37,19 +46,57 @@ class Fetched:
     revision: str
     stored: StoredPage | None = None
     fetched: bytes | None = None
+    again: Callable[[], Fetched] | None = None  # the page asked for anew, if its kept body is gone
 
     @property
     def body(self) -> bytes:
-        return self.fetched if self.fetched is not None else self.stored.body()
+        if self.fetched is not None:
+            return self.fetched
+        try:
+            return self.stored.body()
+        except FileNotFoundError:  # evicted (or rewritten) since it was read: ask again
+            if self.again is None:
+                raise
+            return self.again().body
 
 
 class Pages:
     def __init__(self, upstream: Upstream, cache: DiskCache, seconds: int):
         self.upstream, self.cache, self.seconds = upstream, cache, seconds
+        self._fresh: OrderedDict[str, tuple[float, Fetched]] = OrderedDict()  # key -> (fresh until, page)
+        self._lock = threading.Lock()
 
     def get(self, url: str, accept: str) -> Fetched:
         """The page, kept if fresh, else from upstream (revalidated), else kept if upstream fails."""
         key = _key(url, accept)
+        with self._lock:
+            remembered = self._fresh.get(key)
+        if remembered is not None and time.monotonic() < remembered[0]:
+            return remembered[1]
+        found = self._get(key, url, accept)
+        if found.stored is not None:
+            left = self.seconds - (time.time() - found.stored.meta["validated"])
+            if left > 0:
+                self._remember(key, time.monotonic() + left, replace(found, fetched=None, again=self._again(key)))
+        return found
+
+    def _again(self, key: str) -> Callable[[], Fetched]:
+        def again() -> Fetched:
+            with self._lock:
+                self._fresh.pop(key, None)
+            url, accept = _parts(key)
+            return self.get(url, accept)
+
+        return again
+
+    def _remember(self, key: str, until: float, page: Fetched) -> None:
+        with self._lock:
+            self._fresh[key] = (until, page)
+            self._fresh.move_to_end(key)
+            while len(self._fresh) > MAX_REMEMBERED:
+                self._fresh.popitem(last=False)
+
+    def _get(self, key: str, url: str, accept: str) -> Fetched:
         stored = self.cache.page(key)
         if stored is not None and time.time() - stored.meta["validated"] < self.seconds:
             return _kept(stored)
@@ -92,6 +139,11 @@ class Pages:
 
 def _key(url: str, accept: str) -> str:
     return f"{accept}|{url}"
+
+
+def _parts(key: str) -> tuple[str, str]:
+    accept, _, url = key.partition("|")
+    return url, accept
 
 
 def _kept(stored: StoredPage) -> Fetched:

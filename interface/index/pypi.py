@@ -22,8 +22,15 @@ from werkzeug.http import parse_accept_header
 
 from application.cache import from_pypi
 from interface import metrics
-from interface.index import core_metadata, files, simple
-from interface.index.access import governance, reader, refuse_a_failed_run, within_limits
+from interface.index import core_metadata, facts, files, simple
+from interface.index.access import (
+    governance,
+    reader,
+    record_upstream_failure,
+    refuse_a_failed_run,
+    upstream_failure_recorded,
+    within_limits,
+)
 from interface.index.answers import Rendered, judged
 from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
 from interface.index.pages import Fetched, Pages
@@ -116,10 +123,11 @@ def project_page(ws, project):
         return answer(simple.quarantined(name, verdict["message"]), media, verdict["policy_version"])
     try:
         fetched = _fetched(name)
-        hidden = _malware_hidden(principal, name, fetched)
+        hidden = _hidden(principal, name, fetched)
     except HTTPProblem as error:
         if error.status == 404:  # a name the upstream lacks: recorded, answered 404
             governance().index_not_found(principal, "python", name, "page")
+        record_upstream_failure(principal, "python", name, "page", error)
         raise
     key = (ws, name, media, verdict["policy_version"], fetched.revision, request.url_root, hidden)
     content_type = media if simple.is_json(media) else f"{media}; charset=utf-8"
@@ -128,15 +136,21 @@ def project_page(ws, project):
     )
 
 
-def _malware_hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
-    """The versions on the page that an imported known-malware advisory affects (recorded);
-    the page is read for its versions only when an advisory names the project."""
+def _hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
+    """The files on the page whose version is hidden (known malware, a rule beyond names: see
+    application.index.versions; recorded). The page is read for its files' facts only when
+    something may hide a version of this project."""
     if fetched.status == 404:
         _read(name, fetched)  # the 404 for a name the upstream lacks
-    if not governance().index_advised("python", name):
+    if not governance().index_judges_versions(principal.workspace, "python", name):
         return frozenset()
-    versions = {simple.version_of(f["filename"]) for f in _read(name, fetched)["files"]} - {None}
-    return frozenset(governance().index_malware_hidden(principal, "python", name, sorted(versions), "page"))
+
+    def judged() -> dict:  # read only when this revision of the page was not judged before
+        found = ((entry, simple.file_version(entry)) for entry in _read(name, fetched)["files"])
+        return {entry["filename"]: facts.python_file(entry, v) for entry, v in found if v is not None}
+
+    hidden = governance().index_versions_hidden(principal, "python", name, judged, "page", fetched.revision)
+    return frozenset(hidden)
 
 
 def rendered() -> Rendered:
@@ -149,16 +163,19 @@ def _render(ws: str, name: str, fetched: Fetched, media: str, hidden: frozenset[
 
 
 def _allowed_page(ws: str, name: str, page: dict, hidden: frozenset[str] = frozenset()) -> dict:
-    """Upstream's page with its file URLs pointing here, without the files of `hidden` versions
-    (known malware: their files are 403 too, however they are asked for)."""
+    """Upstream's page with its file URLs pointing here, without the `hidden` files (their
+    files are 403 too, however they are asked for) nor, in `versions`, a version they all were."""
     files = []
     for entry in page["files"]:
-        if simple.version_of(entry["filename"]) in hidden:
+        if entry.get("filename") in hidden:
             continue
         if upstream().allows_host(entry["url"]):  # checked again, with addresses, on download
             files.append(
                 {**entry, "url": url_for(".file", ws=ws, project=name, filename=entry["filename"], _external=True)}
             )
+    if hidden and isinstance(page.get("versions"), list):
+        gone = {simple.version_of(f) for f in hidden} - set(map(simple.file_version, files))
+        page = {**page, "versions": [v for v in page["versions"] if v not in gone]}
     return simple.finish({**page, "files": files}, name)
 
 
@@ -201,18 +218,24 @@ def file(ws, project, filename):
     is_metadata = filename.endswith(".metadata")
     dist = filename.removesuffix(".metadata")
     request_kind = file_request(is_metadata)
-    verdict = governance().judge_index(principal, "python", project, request_kind, dist, simple.version_of(dist))
+    version, found = simple.version_of(dist), {}
+
+    def judged_facts():  # read only for an allowed project; its entry is then used to answer
+        found["entry"] = entry = _file_entry(project, dist)
+        return facts.python_file(entry, version) if entry is not None else None
+
+    verdict = governance().judge_index(principal, "python", project, request_kind, dist, version, judged_facts)
     metrics.count_index(verdict, "python", request_kind)
     refuse_a_failed_run(verdict)
     if not verdict["allowed"]:
         raise HTTPProblem(403, "Forbidden", verdict["message"])
     delivered = delivery_hook(principal, verdict, request_kind)
-    with undelivered_on_error(delivered):
-        return _file_answer(principal, project, dist, filename, is_metadata, delivered)
+    with upstream_failure_recorded(principal, "python", project, request_kind), undelivered_on_error(delivered):
+        entry = found["entry"] if "entry" in found else _file_entry(project, dist)
+        return _file_answer(principal, project, dist, filename, is_metadata, delivered, entry)
 
 
-def _file_answer(principal, project: str, dist: str, filename: str, is_metadata: bool, delivered) -> Response:
-    entry = _file_entry(project, dist)
+def _file_answer(principal, project: str, dist: str, filename: str, is_metadata: bool, delivered, entry) -> Response:
     metadata_hashes = entry.get("core-metadata", entry.get("dist-info-metadata")) if entry else None
     if entry is None or (is_metadata and not metadata_hashes):
         raise HTTPProblem(404, "Not Found", f"the upstream index lists no {filename!r} for {project!r}")

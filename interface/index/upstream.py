@@ -33,7 +33,14 @@ import httpx
 
 from domain.egress.allowlist import host_matches
 from interface.problems import HTTPProblem
-from interface.settings import CA_BUNDLE_VAR, FILE_DEADLINE_VAR, PAGE_DEADLINE_VAR, PROXY_VAR, UpstreamOptions
+from interface.settings import (
+    CA_BUNDLE_VAR,
+    FILE_DEADLINE_VAR,
+    FILE_HOSTS_VAR,
+    PAGE_DEADLINE_VAR,
+    PROXY_VAR,
+    UpstreamOptions,
+)
 
 CONNECT_SECONDS = 5.0
 READ_SECONDS = 30.0
@@ -44,16 +51,21 @@ _REDIRECTS = (301, 302, 303, 307, 308)
 log = logging.getLogger(__name__)
 
 
-def unavailable(detail: str) -> HTTPProblem:
-    return HTTPProblem(503, "Upstream unavailable", detail, headers={"Retry-After": "5"}, phrase=detail)
+class UpstreamProblem(HTTPProblem):
+    """The upstream failed a fetch (not a refusal of the index's own): the index records it for
+    the run with its detail (interface.index.access), so the gate can print why."""
 
 
-def bad_gateway(detail: str) -> HTTPProblem:
-    return HTTPProblem(502, "Bad upstream answer", detail, phrase=detail)
+def unavailable(detail: str) -> UpstreamProblem:
+    return UpstreamProblem(503, "Upstream unavailable", detail, headers={"Retry-After": "5"}, phrase=detail)
 
 
-def too_slow(detail: str) -> HTTPProblem:
-    return HTTPProblem(504, "Upstream too slow", detail, headers={"Retry-After": "5"}, phrase=detail)
+def bad_gateway(detail: str) -> UpstreamProblem:
+    return UpstreamProblem(502, "Bad upstream answer", detail, phrase=detail)
+
+
+def too_slow(detail: str) -> UpstreamProblem:
+    return UpstreamProblem(504, "Upstream too slow", detail, headers={"Retry-After": "5"}, phrase=detail)
 
 
 def origin(url: str) -> tuple[str, str, int]:
@@ -239,11 +251,11 @@ class Upstream:
         addresses = list(dict.fromkeys(info[4][0] for info in found))
         verdict = self._judge(url, addresses)
         if not verdict["allowed"]:
-            raise HTTPProblem(
+            raise UpstreamProblem(
                 403,
                 "File host refused",
                 f"the upstream keeps this file on {parts.hostname}, which the egress rules "
-                f"refuse ({verdict['reason']})",
+                f"refuse ({verdict['reason']}); to fetch it as the upstream itself, set {FILE_HOSTS_VAR}",
             )
         return addresses[0]
 

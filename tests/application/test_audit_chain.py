@@ -138,6 +138,29 @@ def test_two_applications_on_one_store_seal_one_chain_without_forks_or_duplicate
     assert second.chain.verify("acme", keys=first.chain.trusted_keys())["ok"]
 
 
+@pytest.mark.postgres
+def test_a_background_round_leaves_the_sealing_to_the_process_holding_the_lock(postgres_schema_url):
+    import psycopg
+
+    from application import Governance, store_env
+
+    app = Governance(env=store_env(postgres_schema_url))
+    try:
+        app.create_workspace("acme", by="founder")
+        url, schema = postgres_schema_url.split("?schema=")
+        with psycopg.connect(url) as other:  # another process's sealer, in its sealing transaction
+            other.execute(f'SELECT * FROM "{schema}".rcp_chain_position FOR UPDATE')
+            done: list[int] = []
+            background = threading.Thread(target=lambda: done.append(app.chain.seal(wait=False)))
+            background.start()
+            background.join(timeout=GENEROUS)
+            assert done == [0], "a background round waited for the lock instead of leaving at once"
+            assert chain_rows(app, "acme") == []
+        assert app.chain.seal() == 2 and caught_up(app)  # on demand, it seals (waiting if it must)
+    finally:
+        app.close()
+
+
 def test_checkpoints_are_signed_by_themselves_while_the_chain_moves(app):
     app.chain.use_key(AuditKey.generate())
     app.create_workspace("acme", by="founder")

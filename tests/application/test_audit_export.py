@@ -29,7 +29,7 @@ def test_an_exported_slice_verifies_against_a_checkpoint(exported):
     app, lines, checkpoints = exported
     assert all(line["chain"]["seq"] > 0 for line in lines if "id" in line)
     result = verify_slice(lines, checkpoints, app.chain.trusted_keys())
-    assert result == {"ok": True, "checked": 3, "checkpoint": checkpoints[-1]["seq"]}
+    assert result == {"ok": True, "checked": 3, "checkpoint": checkpoints[-1]["seq"], "complete": True}
 
 
 def test_a_slice_with_an_edited_outcome_fails(exported):
@@ -53,4 +53,6 @@ def test_a_slice_whose_links_were_tampered_with_misses_the_checkpoint(exported):
 def test_a_slice_newer_than_every_checkpoint_is_not_vouched_for(exported):
     app, lines, checkpoints = exported
     result = verify_slice(lines, [], app.chain.trusted_keys())
-    assert result["problem"] == "uncovered"
+    # Nothing is vouched for: every decision is named as newer than the (absent) checkpoints.
+    assert (result["complete"], result["checked"], result["newer"]) == (False, 0, 3)
+    assert "newer than the newest checkpoint given" in result["detail"]

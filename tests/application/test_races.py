@@ -17,7 +17,7 @@ def test_a_lost_race_is_the_events_own_integrity_error_on_every_store(open_app, 
     stale = [loser.load_policy(workspace), loser.load_policy(workspace)]
     winner.change_policy(workspace, [{**ADD[0], "entries": ["first"]}], by="winner")
     for policy in stale:
-        policy.record(plan_incremental(policy.state, ADD, policy.egress_state()), "loser", "")
+        policy.record(plan_incremental(policy.state, ADD, policy.egress), "loser", "")
     with pytest.raises(LOST_RACE):
         loser.save(stale[0])
     assert not saved(loser.save, stale[1])  # told to plan again, nothing written

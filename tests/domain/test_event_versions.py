@@ -68,4 +68,5 @@ def test_a_version_1_policy_snapshot_gains_egress_and_exceptions():
     )
     policy = snapshot.mutate(None)
     assert (policy.egress, policy.exceptions, policy.version) == ({"mode": "open", "allow": []}, {}, 3)
-    assert json.loads(_mapper().to_stored_event(Policy.Snapshot.take(policy)).state)["state"]["class_version"] == 2
+    assert policy.known_malware() == "enforce"  # version 2 had no known-malware action
+    assert json.loads(_mapper().to_stored_event(Policy.Snapshot.take(policy)).state)["state"]["class_version"] == 3

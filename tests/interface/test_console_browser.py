@@ -216,3 +216,25 @@ def test_the_audit_table_fits_1280_px_with_actor_and_message(live, browser):
     last = table.locator("thead th").last
     box = last.bounding_box()
     assert box["x"] + box["width"] <= 1280
+
+
+def test_an_admin_saves_a_release_age_rule_in_a_real_browser(live, browser):
+    from playwright.sync_api import expect
+
+    page = chromium.sign_in(browser, live.url, live.tokens["admin"])
+    chromium.open_page(page, "Run-code packages")
+    node = page.get_by_role("group", name="Node", exact=True)
+    node.get_by_text("Node rules beyond names").click()  # the rules are folded away until used
+    node.get_by_role("textbox", name="Minimum release age").fill("P3D")
+    node.get_by_label("Never too new").fill("@acme/*")
+    node.get_by_label("Minimum release age: action").select_option("monitor")
+    node.get_by_label("Refuse versions that run install scripts").check()
+    page.get_by_label("Note").fill("three days' cooldown, watched first")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.get_by_text("Saved. The policy is now version 2.")).to_be_visible()
+    rules = live.call("GET", API + "/policy", live.tokens["admin"]).json["node"]["rules"]
+    assert rules == {
+        "min_release_age": {"age": "P3D", "exempt": ["@acme/*"], "action": "monitor"},
+        "install_scripts": {"allow": [], "action": "enforce"},
+    }
+    expect(node.get_by_role("textbox", name="Minimum release age")).to_have_value("P3D")  # shown as saved, unfolded

@@ -123,6 +123,8 @@ PAGES = (
     "package-index.md",
     "allowlist-patterns-and-synthesis.md",
     "audit-integrity.md",
+    "rules.md",
+    "index-rules.md",  # after rules.md: it changes the python rules rules.md shows
 )
 NORUN = re.compile(r"```sh norun\n(?P<first>[^\n]*)\n")
 

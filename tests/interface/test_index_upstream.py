@@ -19,8 +19,10 @@ import pytest
 import trustme
 
 from tests.support.clients import pip_install
+from tests.support.gate import Gate
 from tests.support.pypi_upstream import Dist, PyPIUpstream
 from tests.support.service import served
+from tests.support.target_env import TargetEnv
 from tests.support.upstream_network import BIG_FILE_BYTES, ForwardProxy, SlowUpstream, TLSFront
 
 JSON = "application/vnd.pypi.simple.v1+json"
@@ -96,6 +98,23 @@ def test_an_upstream_signed_by_a_private_ca_is_refused_with_the_reason_until_its
         installed = pip_install(tmp_path / "pip", f"{url}/pypi/default/simple/", token, "alpha")
         assert installed.ok, installed.output
         assert (tmp_path / "pip" / "site" / "alpha").is_dir() and (tmp_path / "pip" / "site" / "beta").is_dir()
+
+
+def test_the_gate_prints_why_the_upstream_failed_an_install_and_the_log_says_why(database_url, tls_upstream, tmp_path):
+    """pip prints only the status line of the index's 502 (the server sends the standard reason
+    phrase): the gate reads the run's recorded upstream failure and prints its reason."""
+    target = TargetEnv(tmp_path / "venv")
+    gate = Gate(tmp_path, installer_path=f"{target.bin}:/usr/bin:/bin")
+    service = served(service_env(database_url, tls_upstream.url + "/simple/"))
+    with service as (url, said):
+        (tmp_path / "home").mkdir()
+        env = {"RUNCODE_POLICY_URL": url, "RUNCODE_POLICY_TOKEN": owner_token(said), "HOME": str(tmp_path / "home")}
+        done = gate("--", "pip", "install", "--retries", "0", "alpha", env=env, cwd=tmp_path)
+    assert done.returncode == 1 and "alpha" not in target.installed(), done.stderr  # pip's own status stands
+    printed = [line for line in done.stderr.splitlines() if line.startswith("runcode-policy-gate: upstream failed")]
+    assert len(printed) == 1 and "alpha (python)" in printed[0] and UNTRUSTED in printed[0], done.stderr
+    logged = [line for line in service.log.splitlines() if "upstream fetch failed" in line]
+    assert logged and all(UNTRUSTED in line for line in logged), service.log
 
 
 def test_the_system_trust_store_is_used_so_ssl_cert_file_is_honoured(database_url, tls_upstream, tmp_path):

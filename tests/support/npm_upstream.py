@@ -137,8 +137,8 @@ class NpmUpstream(FixtureServer):
                 **release.declared(),
                 "dist": self.dist(release),
             }
-            if release.scripts.get("install") or release.scripts.get("preinstall"):
-                manifest["hasInstallScript"] = True
+            if any(release.scripts.get(s) for s in ("preinstall", "install", "postinstall")):
+                manifest["hasInstallScript"] = True  # as the registry sets it: in both shapes
             if not abbreviated:
                 manifest.update(
                     {"description": f"{name} for tests", "scripts": release.scripts, "_id": f"{name}@{version}"}

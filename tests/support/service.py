@@ -51,7 +51,8 @@ class served:
         try:
             # granian gives its workers 30 s to finish their requests before it kills them
             assert self.process.wait(timeout=90) == 0
-            assert "runcode-policy stopped" in self.process.stderr.read()
+            self.log = self.process.stderr.read()  # the server's log, for tests to read after the stop
+            assert "runcode-policy stopped" in self.log
         finally:
             self.process.stdout.close()
             self.process.stderr.close()

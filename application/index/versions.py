@@ -1,0 +1,144 @@
+"""Versions the index hides, and why: one judgement per version (npm) or file (python) of its
+facts, for every reason a version is refused while its project stays allowed - known malware
+(an imported advisory) and the language's rules beyond names (release age, version denies,
+install scripts, sdists; `domain.rules`).
+
+A page's judgement is kept (`Judgements`) by everything it depends on - the upstream page's
+revision, the policy version, the advisories' version - until the first too-new version on it
+grows old enough: a page read again is not parsed nor judged again (most pages are).
+
+An enforced finding hides the version (its files 403 with the reason); a monitor finding hides
+nothing and is recorded as what the rule would have done (`monitor: [reason, ...]`). Neither is
+a denial of the project: a resolver may pick another version.
+
+What was judged goes into the decision's context (`version`, `uploaded_at`, `install_scripts`,
+`advisories`), so an answer can be replayed with the facts as they were known then.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from application.formats import iso
+from domain.decision import KNOWN_MALWARE, known_malware
+from domain.declared import version_label
+from domain.rules import TOO_NEW, Finding, VersionFacts, VersionRules, judge_version
+
+MAX_PAGES = 1024  # page judgements kept per worker
+FOREVER = datetime.max.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One version's (or file's) facts and what was found."""
+
+    facts: VersionFacts
+    advisories: tuple[str, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def hiding(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if not f.monitor)
+
+    @property
+    def monitored(self) -> list[str]:
+        return list(dict.fromkeys(f.reason for f in self.findings if f.monitor))
+
+    @property
+    def message(self) -> str | None:
+        """What a client is told of a hidden version: its first reason's message."""
+        return self.hiding[0].message if self.hiding else None
+
+    def context(self) -> dict:
+        """The facts judged, as the decision records them (an unknown upload time is null: it is
+        what a release-age rule refused)."""
+        context: dict = {"version": self.facts.version, "uploaded_at": iso(self.facts.uploaded_at)}
+        if self.facts.install_scripts is not None:
+            context["install_scripts"] = self.facts.install_scripts
+        context["advisories"] = list(self.advisories)
+        if self.monitored:
+            context["monitor"] = self.monitored
+        return context
+
+
+def judge_facts(
+    rules: VersionRules,
+    advisories: list[str],
+    language: str,
+    name: str,
+    facts: VersionFacts,
+    at: datetime,
+    malware_monitored: bool = False,
+) -> Judged:
+    """Known malware first (`advisories`: the ids that affect this version), then the rules."""
+    findings = []
+    if advisories:
+        message = known_malware(version_label(language, name, facts.version), advisories).message
+        findings.append(Finding(KNOWN_MALWARE, message, malware_monitored))
+    if rules:
+        findings += judge_version(rules, language, name, facts, at)
+    return Judged(facts, tuple(advisories), tuple(findings))
+
+
+@dataclass(frozen=True)
+class Hidden:
+    """One page's judgement: {key: why} for the keys hidden; the versions wholly hidden (each
+    its judged keys), newest first; and until when it holds."""
+
+    keys: dict[str, str]
+    versions: tuple[tuple[Judged, ...], ...]
+    until: datetime
+
+
+NOTHING = Hidden({}, (), FOREVER)
+
+
+def hidden(judged: dict[str, Judged], rules: VersionRules) -> Hidden:
+    """What `judged` hides. Python keys are files: a version is wholly hidden once all are."""
+    by_version: dict[str, list[Judged]] = {}
+    for found in judged.values():
+        by_version.setdefault(found.facts.version, []).append(found)
+    refused = sorted((tuple(f) for f in by_version.values() if all(j.hiding for j in f)), key=_newest_first)
+    age = rules.min_release_age.age if rules.min_release_age is not None else None
+    ripening = [
+        j.facts.uploaded_at + age
+        for j in judged.values()
+        if age is not None and j.facts.uploaded_at is not None and any(f.reason == TOO_NEW for f in j.findings)
+    ]
+    keys = {key: found.message for key, found in judged.items() if found.hiding}
+    return Hidden(keys, tuple(refused), min(ripening, default=FOREVER))
+
+
+def _newest_first(files: tuple[Judged, ...]) -> tuple:
+    """Unknown upload times first (they are what a release-age rule hides), then the newest."""
+    times = [j.facts.uploaded_at for j in files]
+    if None in times:
+        return (0, 0.0)
+    return (1, -max(times).timestamp())
+
+
+class Judgements:
+    """Pages judged, least recently used out past `MAX_PAGES`; one is used until its `until`."""
+
+    def __init__(self, limit: int = MAX_PAGES):
+        self._kept: OrderedDict[tuple, Hidden] = OrderedDict()
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple, at: datetime) -> Hidden | None:
+        with self._lock:
+            found = self._kept.get(key)
+            if found is None or found.until <= at:
+                return None
+            self._kept.move_to_end(key)
+            return found
+
+    def put(self, key: tuple, judgement: Hidden) -> None:
+        with self._lock:
+            self._kept[key] = judgement
+            self._kept.move_to_end(key)
+            while len(self._kept) > self._limit:
+                self._kept.popitem(last=False)

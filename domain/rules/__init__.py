@@ -1,0 +1,47 @@
+"""Rules beyond names: per-version rules of a language's policy (`model`), read from what an
+admin sent (`read`) and judged against the facts the index knows of one version (`judge`)."""
+
+from domain.rules.judge import judge_version, rules_for
+from domain.rules.model import (
+    ACTIONS,
+    ENFORCE,
+    INSTALL_SCRIPTS,
+    MONITOR,
+    REASONS,
+    RULES,
+    SDIST_REFUSED,
+    TOO_NEW,
+    VERSION_DENIED,
+    Finding,
+    MinReleaseAge,
+    NamesAllowed,
+    VersionDeny,
+    VersionFacts,
+    VersionRules,
+    VersionsDeny,
+    sdist_file,
+)
+from domain.rules.read import read_rules
+
+__all__ = [
+    "ACTIONS",
+    "ENFORCE",
+    "INSTALL_SCRIPTS",
+    "MONITOR",
+    "REASONS",
+    "RULES",
+    "SDIST_REFUSED",
+    "TOO_NEW",
+    "VERSION_DENIED",
+    "Finding",
+    "MinReleaseAge",
+    "NamesAllowed",
+    "VersionDeny",
+    "VersionFacts",
+    "VersionRules",
+    "VersionsDeny",
+    "judge_version",
+    "read_rules",
+    "rules_for",
+    "sdist_file",
+]

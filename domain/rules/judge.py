@@ -1,0 +1,136 @@
+"""Judging one version (node) or one file (python) by a language's version rules.
+
+Pure: the rules, the facts the index read from the upstream, and the instant. Each rule that
+catches the version gives one `Finding`; an enforced one hides the version (and refuses its
+files), a monitored one is only recorded. No finding: the version is shown.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from functools import lru_cache
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from domain.patterns import patterns_for
+from domain.rules.model import (
+    INSTALL_SCRIPTS,
+    MONITOR,
+    SDIST_REFUSED,
+    TOO_NEW,
+    VERSION_DENIED,
+    Finding,
+    MinReleaseAge,
+    NamesAllowed,
+    VersionFacts,
+    VersionRules,
+    VersionsDeny,
+)
+from domain.specs import deny_key
+from domain.specs.node_ranges import parse_version, satisfies
+
+
+def judge_version(rules: VersionRules, language: str, name: str, facts: VersionFacts, at: datetime) -> list[Finding]:
+    """The findings of every rule that catches `facts` of package `name` at instant `at`
+    (timezone-aware, as `facts.uploaded_at`). Empty when the version is shown unremarked."""
+    if not rules:
+        return []
+    named = deny_key(language, name) if language == "python" else name  # python: PEP 503
+    found: list[Finding] = []
+    if rules.versions_deny is not None:
+        found += _denied(rules.versions_deny, language, named, facts.version)
+    if rules.min_release_age is not None and not _listed(language, named, rules.min_release_age.exempt_set):
+        found += _too_new(rules.min_release_age, named, facts, at)
+    scripts = rules.install_scripts
+    if language == "node" and scripts is not None and facts.install_scripts is not False:
+        if not _listed(language, named, scripts.allow_set):
+            found.append(
+                _finding(INSTALL_SCRIPTS, scripts, f"{named} {facts.version} {_SCRIPTS[facts.install_scripts]}")
+            )
+    sdists = rules.sdists
+    if language == "python" and sdists is not None and facts.sdist and not _listed(language, named, sdists.allow_set):
+        found.append(_finding(SDIST_REFUSED, sdists, f"{named} {facts.version}: {_SDIST}"))
+    return found
+
+
+_ONLY_ALLOWED = "only for the names in its allow list"
+_SCRIPTS = {
+    True: "runs code at install time (a preinstall, install or postinstall script): install_scripts allows it "
+    + _ONLY_ALLOWED,
+    None: f"may run code at install time (the upstream does not say): install_scripts allows it {_ONLY_ALLOWED}",
+}
+_SDIST = f"this file is a source distribution (its build runs at install time): sdists allows those {_ONLY_ALLOWED}"
+
+
+def _finding(reason: str, rule: MinReleaseAge | VersionsDeny | NamesAllowed, message: str) -> Finding:
+    return Finding(reason, message, rule.action == MONITOR)
+
+
+def _listed(language: str, name: str, names: frozenset[str]) -> bool:
+    return name in names or any(p in names for p in patterns_for(language, name))
+
+
+def _denied(rule: VersionsDeny, language: str, name: str, version: str) -> list[Finding]:
+    for entry in rule.by_name.get(deny_key(language, name), ()):
+        if _in_range(language, version, entry.range):
+            return [_finding(VERSION_DENIED, rule, f"{name} {version} matches the version deny entry {entry.entry!r}")]
+    return []
+
+
+def _in_range(language: str, version: str, versions: str) -> bool:
+    """Prereleases count, and a version the range cannot order is in it: a deny fails closed."""
+    if language == "node":
+        return satisfies(version, versions, include_prerelease=True) or parse_version(version) is None
+    try:
+        return _specifiers(versions).contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        return True
+
+
+@lru_cache(maxsize=4096)
+def _specifiers(text: str) -> SpecifierSet:
+    return SpecifierSet(text)
+
+
+def _too_new(rule: MinReleaseAge, name: str, facts: VersionFacts, at: datetime) -> list[Finding]:
+    if facts.uploaded_at is None:
+        why = f"{name} {facts.version} has no upload time from the upstream: min_release_age "
+        why += f"({rule.age_text}) takes it as too new"
+        return [_finding(TOO_NEW, rule, why)]
+    age = at - facts.uploaded_at
+    if age >= rule.age:
+        return []
+    when = facts.uploaded_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    ago = f"{_plain(age)} ago" if age > timedelta(0) else "after the instant judged"
+    why = f"{name} {facts.version} was uploaded {ago} ({when}), less than min_release_age ({rule.age_text})"
+    return [_finding(TOO_NEW, rule, why)]
+
+
+def _plain(length: timedelta) -> str:
+    """A span in plain words, to the minute: `2 days 3 hours`, `40 minutes`."""
+    minutes = int(length.total_seconds() // 60)
+    days, hours, minutes = minutes // 1440, minutes // 60 % 24, minutes % 60
+    parts = [
+        f"{n} {unit}{'s' if n != 1 else ''}" for n, unit in ((days, "day"), (hours, "hour"), (minutes, "minute")) if n
+    ]
+    return " ".join(parts[:2]) or "under a minute"
+
+
+def rules_for(rules: VersionRules, language: str, name: str) -> dict[str, object]:
+    """The rules that can hide a version of `name`, in the shape they are saved in, narrowed to
+    it: a rule whose exempt or allow list holds the name is left out, and only this name's
+    version deny entries are shown. `{}`: no rule looks at its versions."""
+    named = deny_key(language, name) if language == "python" else name
+    shown: dict[str, object] = {}
+    age = rules.min_release_age
+    if age is not None and not _listed(language, named, age.exempt_set):
+        shown["min_release_age"] = {"age": age.age_text, "action": age.action}
+    deny = rules.versions_deny
+    entries = deny.by_name.get(deny_key(language, named), ()) if deny is not None else ()
+    if deny is not None and entries:
+        shown["versions_deny"] = {"entries": [e.entry for e in entries], "action": deny.action}
+    for key, rule in (("install_scripts", rules.install_scripts), ("sdists", rules.sdists)):
+        if rule is not None and not _listed(language, named, rule.allow_set):
+            shown[key] = {"action": rule.action}
+    return shown

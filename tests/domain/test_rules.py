@@ -1,0 +1,217 @@
+"""Rules beyond names, from the domain alone: reading what an admin sends, and judging versions."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from domain.errors import InvalidInputError
+from domain.limits import MAX_VERSION_DENIES
+from domain.policy import LanguageRules, rules_from_state
+from domain.rules import (
+    ENFORCE,
+    INSTALL_SCRIPTS,
+    SDIST_REFUSED,
+    TOO_NEW,
+    VERSION_DENIED,
+    VersionFacts,
+    VersionRules,
+    judge_version,
+    read_rules,
+)
+
+NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
+NODE = {
+    "min_release_age": {"age": "P3D", "exempt": ["@acme/*"], "action": "enforce"},
+    "install_scripts": {"allow": ["esbuild"], "action": "enforce"},
+    "versions_deny": {"entries": ["axios@1.14.1", "left-pad@<1.3"], "action": "enforce"},
+}
+PYTHON = {
+    "min_release_age": {"age": "P3D", "exempt": [], "action": "monitor"},
+    "sdists": {"allow": ["pyyaml"], "action": "enforce"},
+    "versions_deny": {"entries": ["requests<2.20", "urllib3==1.26.5"], "action": "enforce"},
+}
+
+
+def refused(language: str, body: object) -> dict[str, str]:
+    with pytest.raises(InvalidInputError) as caught:
+        read_rules(language, body, f"{language}.rules")
+    return {e.field: e.message for e in caught.value.errors}
+
+
+def facts(version: str, days_old: float | None, **more: object) -> VersionFacts:
+    uploaded = None if days_old is None else NOW - timedelta(days=days_old)
+    return VersionFacts(version, uploaded, **more)  # type: ignore[arg-type]
+
+
+def reasons(rules: VersionRules, language: str, name: str, version: VersionFacts) -> list[tuple[str, bool]]:
+    return [(f.reason, f.monitor) for f in judge_version(rules, language, name, version, NOW)]
+
+
+@pytest.mark.parametrize("body", [None, {}])
+def test_no_rules_are_all_off_and_falsy(body):
+    rules = read_rules("python", body, "python.rules")
+    assert not rules and rules == VersionRules() and rules.to_json() == {}
+    assert judge_version(rules, "python", "anything", facts("1.0", None, sdist=True), NOW) == []
+
+
+@pytest.mark.parametrize("language, body", [("node", NODE), ("python", PYTHON)])
+def test_the_contract_examples_read_back_as_written_and_survive_storage(language, body):
+    rules = read_rules(language, body, f"{language}.rules")
+    assert rules and rules.to_json() == body
+    assert VersionRules.from_json(language, rules.to_json()) == rules
+
+
+def test_rules_are_stored_canonical_sorted_and_deduplicated():
+    rules = read_rules(
+        "python",
+        {
+            "min_release_age": {"age": "p1w", "exempt": "Zope_Interface, attrs\nDjango_*"},
+            "versions_deny": {"entries": "Requests >=2.0, <2.20\nurllib3==1.26.5\nurllib3 == 1.26.5"},
+            "sdists": {"allow": []},
+        },
+        "python.rules",
+    )
+    assert rules.to_json() == {
+        "min_release_age": {"age": "P7D", "exempt": ["attrs", "django-*", "zope-interface"], "action": ENFORCE},
+        "versions_deny": {"entries": ["requests<2.20,>=2.0", "urllib3==1.26.5"], "action": ENFORCE},
+        "sdists": {"allow": [], "action": ENFORCE},
+    }
+
+
+def test_every_bad_field_is_named_with_its_rule():
+    errors = refused(
+        "python",
+        {
+            "min_release_age": {"age": "P1M", "exempt": ["not a name!"], "action": "warn"},
+            "install_scripts": {"allow": []},
+            "versions_deny": {"entries": ["requests", "requests[socks]<2", "==1.0"], "limit": 3},
+        },
+    )
+    assert set(errors) == {
+        "python.rules.min_release_age.age",
+        "python.rules.min_release_age.exempt[0]",
+        "python.rules.min_release_age.action",
+        "python.rules.install_scripts",
+        "python.rules.versions_deny.entries[0]",
+        "python.rules.versions_deny.entries[1]",
+        "python.rules.versions_deny.entries[2]",
+        "python.rules.versions_deny.limit",
+    }
+    assert "months" in errors["python.rules.min_release_age.age"]
+    assert "enforce, monitor" in errors["python.rules.min_release_age.action"]
+    assert "not a python rule" in errors["python.rules.install_scripts"]
+    assert "deny list" in errors["python.rules.versions_deny.entries[0]"]
+
+
+def test_node_deny_entries_need_a_name_and_a_range_that_is_not_everything():
+    errors = refused("node", {"sdists": {}, "versions_deny": {"entries": ["left-pad@*", "left-pad", "-x@1", "a@^^"]}})
+    assert set(errors) == {"node.rules.sdists", *(f"node.rules.versions_deny.entries[{i}]" for i in range(4))}
+    assert "every version" in errors["node.rules.versions_deny.entries[0]"]
+    assert read_rules("node", {"versions_deny": {"entries": "@scope/pkg@>=1 <2"}}, "r").to_json() == {
+        "versions_deny": {"entries": ["@scope/pkg@>=1 <2"], "action": ENFORCE}
+    }
+
+
+def test_shapes_and_sizes_are_bounded():
+    assert set(refused("node", [])) == {"node.rules"}
+    assert set(refused("node", {"min_release_age": "P3D"})) == {"node.rules.min_release_age"}
+    assert set(refused("node", {"min_release_age": {}})) == {"node.rules.min_release_age.age"}
+    assert set(refused("node", {"versions_deny": {"entries": 5}})) == {"node.rules.versions_deny.entries"}
+    many = [f"pkg{i}@1.0.{i}" for i in range(MAX_VERSION_DENIES + 1)]
+    assert "node.rules.versions_deny.entries" in refused("node", {"versions_deny": {"entries": many}})
+    assert "node.rules.versions_deny.entries[0]" in refused("node", {"versions_deny": {"entries": ["a@" + "1" * 300]}})
+
+
+def test_an_empty_version_deny_is_off():
+    assert not read_rules("node", {"versions_deny": {"entries": []}}, "node.rules")
+
+
+def test_a_release_younger_than_the_minimum_age_is_too_new_and_a_missing_time_fails_closed():
+    rules = read_rules("node", NODE, "node.rules")
+    assert reasons(rules, "node", "react", facts("19.0.0", 1, install_scripts=False)) == [(TOO_NEW, False)]
+    assert reasons(rules, "node", "react", facts("19.0.0", 3, install_scripts=False)) == []
+    assert reasons(rules, "node", "react", facts("19.0.0", None, install_scripts=False)) == [(TOO_NEW, False)]
+    assert reasons(rules, "node", "react", facts("19.0.0", -1, install_scripts=False)) == [(TOO_NEW, False)]
+    assert reasons(rules, "node", "@acme/api", facts("1.0.0", 0, install_scripts=False)) == []
+    [finding] = judge_version(rules, "node", "react", facts("19.0.0", 1.5, install_scripts=False), NOW)
+    assert finding.message.startswith("react 19.0.0 was uploaded 1 day 12 hours ago") and "P3D" in finding.message
+
+
+def test_a_monitored_rule_finds_but_does_not_hide():
+    rules = read_rules("python", PYTHON, "python.rules")
+    assert reasons(rules, "python", "Django", facts("5.0", 1)) == [(TOO_NEW, True)]
+
+
+def test_version_denies_match_ranges_prereleases_and_fail_closed_on_unordered_versions():
+    node, python = read_rules("node", NODE, "node.rules"), read_rules("python", PYTHON, "python.rules")
+    old = {"install_scripts": False}
+    assert reasons(node, "node", "axios", facts("1.14.1", 30, **old)) == [(VERSION_DENIED, False)]
+    assert reasons(node, "node", "axios", facts("1.14.2", 30, **old)) == []
+    assert reasons(node, "node", "Left-Pad", facts("1.2.9-beta.1", 30, **old)) == [(VERSION_DENIED, False)]
+    assert reasons(node, "node", "left-pad", facts("1.3.0", 30, **old)) == []
+    assert reasons(node, "node", "left-pad", facts("not-a-version", 30, **old)) == [(VERSION_DENIED, False)]
+    assert reasons(python, "python", "Requests", facts("2.19.0rc1", 30)) == [(VERSION_DENIED, False)]
+    assert reasons(python, "python", "requests", facts("2.20.0", 30)) == []
+    assert reasons(python, "python", "urllib3", facts("1.26.5", 30)) == [(VERSION_DENIED, False)]
+    assert reasons(python, "python", "requests", facts("1.0-legacy!", 30)) == [(VERSION_DENIED, False)]
+    [finding] = judge_version(python, "python", "urllib3", facts("1.26.5", 30), NOW)
+    assert finding.message == "urllib3 1.26.5 matches the version deny entry 'urllib3==1.26.5'"
+
+
+def test_install_scripts_are_refused_unless_allowed_and_unknown_scripts_fail_closed():
+    rules = read_rules("node", NODE, "node.rules")
+    assert reasons(rules, "node", "sharp", facts("1.0.0", 9, install_scripts=True)) == [(INSTALL_SCRIPTS, False)]
+    assert reasons(rules, "node", "sharp", facts("1.0.0", 9, install_scripts=None)) == [(INSTALL_SCRIPTS, False)]
+    assert reasons(rules, "node", "sharp", facts("1.0.0", 9, install_scripts=False)) == []
+    assert reasons(rules, "node", "esbuild", facts("1.0.0", 9, install_scripts=True)) == []
+
+
+def test_sdists_are_refused_unless_allowed_and_wheels_pass():
+    rules = read_rules("python", {"sdists": {"allow": ["pyyaml", "corp-*"]}}, "python.rules")
+    assert reasons(rules, "python", "numpy", facts("2.0", 9, sdist=True)) == [(SDIST_REFUSED, False)]
+    assert reasons(rules, "python", "numpy", facts("2.0", 9)) == []
+    assert reasons(rules, "python", "PyYAML", facts("6.0", 9, sdist=True)) == []
+    assert reasons(rules, "python", "corp_tools", facts("6.0", 9, sdist=True)) == []
+
+
+def test_every_rule_that_catches_a_version_gives_its_own_finding():
+    rules = read_rules("node", {**NODE, "min_release_age": {"age": "PT12H", "action": "monitor"}}, "node.rules")
+    found = reasons(rules, "node", "axios", facts("1.14.1", 0.1, install_scripts=True))
+    assert found == [(VERSION_DENIED, False), (TOO_NEW, True), (INSTALL_SCRIPTS, False)]
+
+
+def test_the_policy_carries_version_rules_off_by_default_and_from_its_state():
+    assert not LanguageRules("python").version_rules
+    assert LanguageRules("python").known_malware == ENFORCE
+    state = {
+        "python": {"mode": "denylist", "allow": [], "deny": []},  # a state saved before rules existed
+        "node": {"mode": "denylist", "allow": [], "deny": [], "rules": read_rules("node", NODE, "r").to_json()},
+    }
+    rules = rules_from_state(state)
+    assert not rules["python"].version_rules
+    assert rules["node"].version_rules.to_json() == NODE
+
+
+def test_rule_changes_replay_by_assignment_and_policies_saved_before_rules_load_with_them_off():
+    from domain.edits import plan_desired_state
+    from domain.policy import Policy
+
+    old = Policy(workspace="acme", by="alice")  # as a snapshot from before rules: no rules, no setting
+    snapshot = Policy.Snapshot.take(old)
+    restored = snapshot.mutate(None)
+    assert not restored.rules()["node"].version_rules and restored.known_malware() == ENFORCE
+    restored.record(
+        plan_desired_state(restored.state, {"node": {"rules": NODE}, "known_malware": "monitor"}), "alice", "rules"
+    )
+    assert restored.rules()["node"].version_rules.to_json() == NODE
+    assert restored.rules()["python"].known_malware == "monitor"
+    events = restored.collect_events()
+    assert [type(e).__name__ for e in events] == ["RuleChanged"] * 3 + ["KnownMalwareSet"]
+    again = snapshot.mutate(None)
+    for event in events:
+        again = event.mutate(again)
+    assert again.state == restored.state and again.known_malware() == "monitor"
+    # an event holds the rule as saved: replay never reads it again
+    assert events[0].value == NODE["min_release_age"]

@@ -1,0 +1,244 @@
+"""The rules beyond names applied in the index, per version, with real pip, uv and npm.
+
+The fixture registries publish `cool` 1.0 (uploaded long ago) and 2.0 (an hour ago), `mixed`
+(1.0 with a wheel, 2.0 an sdist only), `untimed` (no upload time given) and, on npm, `scripted`
+(1.1.0 runs a postinstall script). Rules are saved with `PUT /policy` like the lists; a hidden
+version is no project denial, so the resolver falls back to an older one and the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.support import clients
+from tests.support.gate import Gate, sandbox_env
+from tests.support.index_fixtures import run_decisions, start_run
+from tests.support.index_live import index_live_env, sqlite_store  # noqa: F401 - fixtures live_env, database_url
+from tests.support.npm_upstream import NpmUpstream, Release
+from tests.support.pypi_upstream import Dist, PyPIUpstream
+from tests.support.target_env import TargetEnv
+
+W = "/api/v1/workspaces/acme"
+OLD = "2025-01-02T03:04:05.000000Z"
+JSON_PAGE = {"Accept": "application/vnd.pypi.simple.v1+json"}
+COOLDOWN = {"min_release_age": {"age": "P3D", "exempt": [], "action": "enforce"}}
+
+
+def recent() -> str:
+    return (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@pytest.fixture
+def pypi_upstream():
+    upstream = PyPIUpstream(
+        [
+            Dist("cool", "1.0", upload_time=OLD),
+            Dist("cool", "2.0", upload_time=recent()),
+            Dist("app", "1.0", requires=("cool",), upload_time=OLD),
+            Dist("mixed", "1.0", upload_time=OLD),
+            Dist("mixed", "2.0", files=("sdist",), upload_time=OLD),
+            Dist("untimed", "1.0", upload_time=None),
+            Dist("0-8", "0.0.0.1", upload_time=OLD),  # known malware: tests/corpus/osv
+        ]
+    )
+    yield upstream
+    upstream.close()
+
+
+@pytest.fixture
+def npm_upstream():
+    old = "2025-01-02T03:04:05.000Z"
+    upstream = NpmUpstream(
+        [
+            Release("cool", "1.0.0", published=old),
+            Release("cool", "2.0.0", published=recent()),
+            Release("scripted", "1.0.0", published=old),
+            Release("scripted", "1.1.0", scripts={"postinstall": "node -e 0"}, published=old),
+        ]
+    )
+    yield upstream
+    upstream.close()
+
+
+def set_rules(live, python: dict | None = None, node: dict | None = None) -> dict:
+    """Denylist mode, no names listed, these rules: saved with PUT /policy like the lists."""
+    body = {
+        language: {"mode": "denylist", "allow": [], "deny": [], **({"rules": rules} if rules else {})}
+        for language, rules in (("python", python), ("node", node))
+    }
+    reply = live.call("PUT", W + "/policy", live.tokens["admin"], body)
+    assert reply.status == 200, reply.body
+    return reply.json
+
+
+def monitor_known_malware(live) -> None:
+    change = {"action": "set-known-malware", "known_malware": "monitor"}
+    reply = live.call("POST", W + "/policy/changes", live.tokens["admin"], {"changes": [change]})
+    assert reply.status == 200, reply.body
+
+
+def fresh(tmp_path: Path, name: str) -> Path:
+    (tmp_path / name).mkdir()
+    return tmp_path / name
+
+
+def installed(site: Path, module: str) -> str:
+    return (site / module / "__init__.py").read_text().split("=")[1].strip().strip("'")
+
+
+def hidden(decisions: list[dict], reason: str) -> list[dict]:
+    return [d for d in decisions if d["reason"] == reason]
+
+
+def test_pip_and_uv_resolve_the_older_version_under_a_cooldown_and_the_record_keeps_the_facts(live, tmp_path):
+    set_rules(live, python=COOLDOWN)
+    run = start_run(live)
+    assert clients.pip_install(fresh(tmp_path, "pip"), run["pypi"], run["token"], "app").ok
+    assert installed(tmp_path / "pip" / "site", "cool") == "1.0"
+    other = start_run(live)
+    assert clients.uv_install(fresh(tmp_path, "uv"), other["pypi"], other["token"], "cool").ok
+    assert installed(tmp_path / "uv" / "site", "cool") == "1.0"
+
+    page = live.call("GET", "/pypi/acme/simple/cool/", run["token"], headers=JSON_PAGE)
+    assert [f["filename"] for f in page.json["files"]] == ["cool-1.0-py3-none-any.whl", "cool-1.0.tar.gz"]
+    assert page.json["versions"] == ["1.0"]
+    decisions = run_decisions(live, run)
+    [too_new] = hidden(decisions, "too-new")  # once per run, however often the page was read
+    assert (too_new["name"], too_new["package_version"], too_new["request"]) == ("cool", "2.0", "page")
+    assert too_new["context"]["version"] == "2.0" and too_new["context"]["uploaded_at"].endswith("Z")
+    [download] = [d for d in decisions if d["request"] == "download" and d["name"] == "cool"]
+    assert download["allowed"] and download["context"]["version"] == "1.0"
+    assert download["context"]["uploaded_at"] == "2025-01-02T03:04:05.000000Z"
+    assert download["context"]["advisories"] == []
+    listed = live.call("GET", W + "/decisions?reason=too-new", live.tokens["auditor"])
+    assert listed.status == 200 and too_new["id"] in {d["id"] for d in listed.json["decisions"]}
+
+
+def test_a_pin_of_a_too_new_version_fails_with_the_reason_and_its_file_is_403_but_the_run_goes_on(live, app, tmp_path):
+    set_rules(live, python=COOLDOWN)
+    target = TargetEnv(tmp_path / "venv")
+    gate = Gate(tmp_path / "gate", installer_path=f"{target.bin}:/usr/bin:/bin")
+    home = fresh(tmp_path, "home")
+    env = sandbox_env(live, home, VIRTUAL_ENV=str(target.root), PATH=f"{target.bin}:/usr/bin:/bin")
+    done = gate("--", "pip", "install", "cool==2.0", env=env, cwd=home)
+    assert done.returncode != 0 and "cool" not in target.installed()
+    assert "hidden: cool (python) \u2014 too-new" in done.stderr, done.stderr
+
+    run = start_run(live)
+    wheel = live.call("GET", "/pypi/acme/files/cool/cool-2.0-py3-none-any.whl", run["token"])
+    assert wheel.status == 403
+    [refused] = hidden(run_decisions(live, run), "too-new")
+    assert (refused["request"], refused["file"], refused["allowed"]) == ("download", "cool-2.0-py3-none-any.whl", False)
+    assert refused["message"] in wheel.json["detail"] and refused["context"]["version"] == "2.0"
+    assert live.call("GET", "/pypi/acme/files/cool/cool-1.0-py3-none-any.whl", run["token"]).status == 200
+
+
+def test_a_version_becomes_visible_once_old_enough_and_a_missing_upload_time_counts_as_too_new(live, clock):
+    set_rules(live, python=COOLDOWN)
+    run = start_run(live)
+    assert live.call("GET", "/pypi/acme/simple/cool/", run["token"], headers=JSON_PAGE).json["versions"] == ["1.0"]
+    untimed = live.call("GET", "/pypi/acme/simple/untimed/", run["token"], headers=JSON_PAGE).json
+    assert untimed["files"] == [] and untimed.get("project-status") is None  # hidden, not quarantined
+    clock.step(timedelta(days=4))
+    assert live.call("GET", "/pypi/acme/simple/cool/", run["token"], headers=JSON_PAGE).json["versions"] == [
+        "1.0",
+        "2.0",
+    ]
+    assert live.call("GET", "/pypi/acme/simple/untimed/", run["token"], headers=JSON_PAGE).json["files"] == []
+
+
+def test_sdists_refused_hide_only_the_source_files_and_pip_takes_the_wheel(live, tmp_path):
+    set_rules(live, python={"sdists": {"allow": [], "action": "enforce"}})
+    run = start_run(live)
+    page = live.call("GET", "/pypi/acme/simple/mixed/", run["token"], headers=JSON_PAGE)
+    assert [f["filename"] for f in page.json["files"]] == ["mixed-1.0-py3-none-any.whl"]
+    assert page.json["versions"] == ["1.0"]
+    assert clients.pip_install(fresh(tmp_path, "pip"), run["pypi"], run["token"], "mixed").ok
+    assert installed(tmp_path / "pip" / "site", "mixed") == "1.0"
+    sdist = live.call("GET", "/pypi/acme/files/mixed/mixed-1.0.tar.gz", run["token"])
+    assert sdist.status == 403
+    reasons = {(d["package_version"], d["request"]) for d in hidden(run_decisions(live, run), "sdist-refused")}
+    assert reasons == {("2.0", "page"), ("1.0", "download")}  # 1.0 keeps its wheel: not a hidden version
+
+
+def test_a_versions_deny_hides_the_version_and_its_direct_url_is_403(live, tmp_path):
+    set_rules(live, python={"versions_deny": {"entries": ["cool==2.0"], "action": "enforce"}})
+    run = start_run(live)
+    assert clients.pip_install(fresh(tmp_path, "pip"), run["pypi"], run["token"], "cool").ok
+    assert installed(tmp_path / "pip" / "site", "cool") == "1.0"
+    reply = live.call("GET", "/pypi/acme/files/cool/cool-2.0.tar.gz", run["token"])
+    assert reply.status == 403
+    assert {d["request"] for d in hidden(run_decisions(live, run), "version-denied")} == {"page", "download"}
+
+
+def test_a_monitor_rule_serves_and_records_what_it_would_have_done(live, tmp_path):
+    set_rules(live, python={"min_release_age": {"age": "P3D", "exempt": [], "action": "monitor"}})
+    run = start_run(live)
+    assert clients.pip_install(fresh(tmp_path, "pip"), run["pypi"], run["token"], "cool").ok
+    assert installed(tmp_path / "pip" / "site", "cool") == "2.0"
+    decisions = run_decisions(live, run)
+    assert all(d["allowed"] for d in decisions)
+    [download] = [d for d in decisions if d["request"] == "download"]
+    assert download["context"]["monitor"] == ["too-new"] and download["context"]["version"] == "2.0"
+
+
+def test_npm_falls_back_to_an_older_version_under_a_cooldown_with_dist_tags_and_time_kept_consistent(live, tmp_path):
+    set_rules(live, node=COOLDOWN)
+    run = start_run(live)
+    assert clients.npm(fresh(tmp_path, "npm"), run["npm"], run["token"], "install", "cool").ok
+    lock = (tmp_path / "npm" / "project" / "node_modules" / "cool" / "package.json").read_text()
+    assert '"version": "1.0.0"' in lock
+    document = live.call("GET", "/npm/acme/cool", run["token"]).json
+    assert list(document["versions"]) == ["1.0.0"] and document["dist-tags"] == {"latest": "1.0.0"}
+    assert "2.0.0" not in document["time"] and "2.0.0" in document["policyRestrictions"]["versions"]
+    tarball = live.call("GET", "/npm/acme/cool/-/cool-2.0.0.tgz", run["token"])
+    assert tarball.status == 403 and "2.0.0" in tarball.json["error"]
+    reasons = {(d["package_version"], d["request"]) for d in hidden(run_decisions(live, run), "too-new")}
+    assert reasons == {("2.0.0", "page"), ("2.0.0", "download")}
+    pinned = start_run(live)
+    outcome = clients.npm(fresh(tmp_path, "pinned"), pinned["npm"], pinned["token"], "install", "cool@2.0.0")
+    assert not outcome.ok and "cool@2.0.0" in outcome.output and "E403" in outcome.output
+
+
+def test_npm_install_scripts_hide_the_scripted_version_unless_its_name_is_allowed(live, tmp_path):
+    set_rules(live, node={"install_scripts": {"allow": [], "action": "enforce"}})
+    run = start_run(live)
+    assert clients.npm(fresh(tmp_path, "npm"), run["npm"], run["token"], "install", "scripted").ok
+    manifest = tmp_path / "npm" / "project" / "node_modules" / "scripted" / "package.json"
+    assert '"version": "1.0.0"' in manifest.read_text()
+    [refused] = hidden(run_decisions(live, run), "install-scripts")
+    assert refused["package_version"] == "1.1.0" and refused["context"]["install_scripts"] is True
+
+    set_rules(live, node={"install_scripts": {"allow": ["scripted"], "action": "enforce"}})
+    allowed = start_run(live)
+    assert clients.npm(fresh(tmp_path, "allowed"), allowed["npm"], allowed["token"], "install", "scripted").ok
+    manifest = tmp_path / "allowed" / "project" / "node_modules" / "scripted" / "package.json"
+    assert '"version": "1.1.0"' in manifest.read_text()
+
+
+def test_known_malware_under_a_monitor_policy_is_served_and_the_download_records_it(live, tmp_path):
+    record = Path(__file__).parents[1] / "corpus" / "osv" / "malicious" / "pypi" / "0-8" / "MAL-2025-2925.json"
+    imported = live.call("POST", W + "/advisories", live.tokens["owner"], json.loads(record.read_text()))
+    assert imported.status == 201, imported.body
+    monitor_known_malware(live)
+    run = start_run(live)
+    assert clients.pip_install(fresh(tmp_path, "pip"), run["pypi"], run["token"], "0-8==0.0.0.1").ok
+    [download] = [d for d in run_decisions(live, run) if d["request"] == "download"]
+    assert download["allowed"] and download["context"]["monitor"] == ["known-malware"]
+    assert download["context"]["advisories"] == ["MAL-2025-2925"]
+
+
+def test_downloads_record_the_facts_so_a_drafted_cooldown_shows_what_it_would_have_hidden(live, tmp_path):
+    run = start_run(live, sandbox="sbx-early")  # no rules yet: the newest versions are installed
+    assert clients.pip_install(fresh(tmp_path, "pip"), run["pypi"], run["token"], "cool").ok
+    assert clients.npm(fresh(tmp_path, "npm"), run["npm"], run["token"], "install", "cool", "scripted").ok
+    draft = {"python": {"rules": COOLDOWN}, "node": {"rules": COOLDOWN}}
+    reply = live.call("POST", W + "/impact", live.tokens["admin"], {"draft": draft, "days": 30})
+    assert reply.status == 200, reply.body
+    hidden = {(h["language"], h["name"], h["version"], h["reason"]) for h in reply.json["would_hide"]}
+    # scripted 1.1.0, uploaded long ago, is not: its upload time was recorded with the download
+    assert hidden == {("python", "cool", "2.0", "too-new"), ("node", "cool", "2.0.0", "too-new")}

@@ -1,0 +1,144 @@
+"""Two `runcode-policy serve` instances over one PostgreSQL, as on two machines: separate process
+trees (their own sessions), separate data directories, no shared memory. The store is all they
+share, yet a Save through one is in force at the next evaluate through the other, concurrent
+evaluates through both lose or double no decision, and the workspace keeps one chain that verifies."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+pytestmark = pytest.mark.postgres
+ROOT = Path(__file__).resolve().parents[2]
+W = "/api/v1/workspaces/default"
+EVALUATES = 30  # per connection
+CONNECTIONS = 3  # per instance
+
+
+def call(port: int, method: str, path: str, token: str, body=None) -> tuple[int, dict]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        conn.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
+        reply = conn.getresponse()
+        return reply.status, json.loads(reply.read() or b"null")
+    finally:
+        conn.close()
+
+
+class Instance:
+    """One `serve` in its own session and data directory; what it printed while starting."""
+
+    def __init__(self, database_url: str, data_dir: Path):
+        env = {**os.environ, "RUNCODE_POLICY_DATABASE_URL": database_url, "RUNCODE_POLICY_DATA_DIR": str(data_dir)}
+        env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "interface.cli", "serve", "--port", "0", "--workers", "2", "--threads", "4"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,  # its own process tree, as on another machine
+        )
+        self.said: list[str] = []
+        while not self.said or not self.said[-1].startswith("runcode-policy listening on "):
+            line = self.process.stdout.readline()
+            assert line, f"serve exited: {self.said}"
+            self.said.append(line.strip())
+        self.port = int(self.said[-1].split()[3].rsplit(":", 1)[1])
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=90)
+        self.process.stdout.close()
+
+
+@pytest.fixture
+def instances(postgres_schema_url, tmp_path):
+    """(first, second, owner token): the first start made the workspace `default` and printed its
+    owner token; the second found the store in use."""
+    started = []
+    try:
+        started.append(Instance(postgres_schema_url, tmp_path / "one"))
+        started.append(Instance(postgres_schema_url, tmp_path / "two"))
+        owner = next(s for s in started[0].said if s.startswith("owner token")).rsplit(" ", 1)[1]
+        assert not any(s.startswith("owner token") for s in started[1].said)
+        yield started[0], started[1], owner
+    finally:
+        for instance in started:
+            instance.stop()
+
+
+def issue(instance: Instance, owner: str, role: str) -> str:
+    status, body = call(instance.port, "POST", W + "/tokens", owner, {"name": role, "role": role})
+    assert status == 201, body
+    return body["token"]
+
+
+def test_a_save_through_one_instance_is_in_force_at_the_next_evaluate_through_the_other(instances):
+    one, two, owner = instances
+    admin, sandbox = issue(one, owner, "admin"), issue(two, owner, "sandbox")
+    ask = {"language": "python", "specs": ["pandas"]}
+    for saver, asker, mode in ((one, two, "allowlist"), (two, one, "denylist"), (one, two, "allowlist")):
+        status, saved = call(saver.port, "PUT", W + "/policy", admin, {"python": {"mode": mode, "allow": []}})
+        assert status == 200, saved
+        status, answer = call(asker.port, "POST", W + "/evaluate", sandbox, ask)
+        assert status == 200, answer
+        assert (answer["policy_version"], answer["allowed"]) == (saved["version"], mode == "denylist")
+
+
+def test_concurrent_evaluates_through_both_are_each_recorded_once_in_one_chain_that_verifies(
+    instances, postgres_schema_url
+):
+    one, two, owner = instances
+    sandbox, auditor = issue(one, owner, "sandbox"), issue(two, owner, "auditor")
+    answered: list[str] = []
+    failures: list = []
+    lock = threading.Lock()
+
+    def hammer(instance: Instance) -> None:
+        for _ in range(EVALUATES):
+            body = {"language": "python", "specs": ["pandas", "numpy==1.0"]}
+            status, answer = call(instance.port, "POST", W + "/evaluate", sandbox, body)
+            with lock:
+                if status != 200:
+                    failures.append(answer)
+                    return
+                answered.extend(d["id"] for d in answer["decisions"])
+
+    threads = [threading.Thread(target=hammer, args=(i,)) for i in (one, two) for _ in range(CONNECTIONS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not failures
+    assert len(answered) == 2 * EVALUATES * len(threads) == len(set(answered))
+    url, schema = postgres_schema_url.split("?schema=")
+    with psycopg.connect(url) as conn:
+        stored = [r[0] for r in conn.execute(f'SELECT id FROM "{schema}".rcp_decisions')]
+    assert sorted(stored) == sorted(answered)  # none lost, none doubled, none unanswered
+
+    # Both instances' sealers follow the same store: each event is sealed once, in one chain.
+    deadline = time.monotonic() + 120
+    while True:
+        status, verdict = call(two.port, "GET", W + "/audit/verify", auditor)
+        assert status == 200 and verdict["ok"] is True, verdict
+        if not verdict["unsealed"]:
+            break
+        assert time.monotonic() < deadline, f"the sealers did not catch up: {verdict}"
+        time.sleep(0.05)
+    with psycopg.connect(url) as conn:
+        seqs = [r[0] for r in conn.execute(f"SELECT seq FROM \"{schema}\".rcp_chain WHERE workspace = 'default'")]
+    assert sorted(seqs) == list(range(1, verdict["checked"] + 1))  # one chain: 1..n, no gap, no fork
+    assert verdict["checked"] >= len(answered)
+    assert call(one.port, "GET", W + "/audit/verify", auditor)[1]["checked"] == verdict["checked"]
