@@ -35,20 +35,20 @@ from application.index import PackageIndex
 from application.overview import Overview
 from application.policies import Policies
 from application.races import ATTEMPTS, saved, too_fast
+from application.sessions import ConsoleSessions
 from application.store import SNAPSHOT_INTERVAL
 from application.store.access_reads import AccessReads
 from application.store.chain import ChainStore
 from application.store.counts import CountReads
 from application.store.overview import OverviewReads
 from application.store.reads import ReadModel
-from application.store.sessions import ConsoleSessions
 from application.store.upgrade import upgrade_read_models
 from application.synthesis import Synthesis
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
 from domain.limits import MAX_LABEL
 from domain.names import check_visible, skeleton
-from domain.policy import Policy
+from domain.policy import Policy, policy_id
 from domain.text import check_text
 from domain.token import (
     RESERVED_NAME_PREFIXES,
@@ -76,7 +76,8 @@ class Governance(Application):
         self.integrity = IntegrityAlarms()
         # What authentication reads, checked against the sealed events on every use.
         self.checked = CheckedReads(ChainStore(self.recorder), state_reader(self.mapper), self.integrity)
-        self.sessions = ConsoleSessions(self.recorder)  # console sign-ins, server-side
+        # console sign-ins, server-side and sealed
+        self.sessions = ConsoleSessions(self.save, self.repository.get, self.checked, clock)
         self.callers = Callers()  # for the evaluate hot path, checked again where it records
         self.writer = DecisionWriter(self.record_events)
         self.policies = Policies(self.repository, self.readmodel, clock)
@@ -94,12 +95,20 @@ class Governance(Application):
         # known-malware advisories, deployment-wide: `gov.advisories.import_records(...)`
         self.advisories = Advisories(self.repository, self.save, self.readmodel, self.recorder)
         self.index = PackageIndex(
-            self.policies, self.writer, self.readmodel, self.save, self.authenticate, self.checked, self.advisories
+            self.policies,
+            self.writer,
+            self.readmodel,
+            self.save,
+            self.repository.get,
+            self.authenticate,
+            self.checked,
+            self.advisories,
         )
         self.require_workspace = self.policies.require_workspace
         self.load_policy = self.policies.load_policy
         self.chain = AuditChain(self.recorder, self.mapper, self.require_workspace)  # seals every stored event
         self.repository.check = SnapshotCheck(self.chain.store, self.chain.read_state, self.integrity)
+        self.chain.stored_snapshots = lambda ws: self.repository.snapshot_store.recorder.select_events(policy_id(ws))
 
     def construct_repository(self) -> SealedRepository:
         repository = super().construct_repository()  # the library's settings, read its way
@@ -207,6 +216,9 @@ class Governance(Application):
     # -- the package index (application.index) ------------------------------------------------
     def start_run(self, workspace: str, caller: dict, context: dict | None = None, seconds: int | None = None) -> dict:
         return self.index.runs.start(workspace, caller, context, seconds)
+
+    def end_run(self, workspace: str, run: str, caller: dict) -> None:
+        self.index.runs.end(workspace, run, caller)
 
     def run_decisions(self, workspace: str, run: str, caller: dict) -> dict:
         return self.index.runs.decisions(workspace, run, caller)

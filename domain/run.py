@@ -33,7 +33,8 @@ def run_id(secret_digest: str) -> UUID:
 
 
 class Run(Aggregate):
-    """Started by a token of the workspace; its token reads the package index until it expires."""
+    """Started by a token of the workspace; its token reads the package index until it expires or
+    the run is ended (the gate ends it when the install is over): ending is an event and final."""
 
     TOPIC = "runcode_policy:Run"
 
@@ -56,3 +57,12 @@ class Run(Aggregate):
         self.by = by  # that token's name
         self.expires_at = expires_at
         self.context = context
+        self.ended_by: str | None = None
+
+    def end(self, by: str) -> None:
+        if self.ended_by is None:
+            self._end(by)
+
+    @event("Ended", topic="runcode_policy:Run.Ended")
+    def _end(self, by: str) -> None:
+        self.ended_by = by  # the id of the token that ended it

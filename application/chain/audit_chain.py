@@ -11,8 +11,10 @@ from application.chain.links import checkpoint_message
 from application.chain.proofs import Proofs
 from application.chain.readmodels import check_read_models
 from application.chain.sealer import Sealer, state_reader, workspace_reader
+from application.chain.signed_state import check_notes, check_snapshots
 from application.chain.signing import AuditKey, key_id, public_document
 from application.chain.slices import with_links
+from application.chain.snapshots import SnapshotCheck
 from application.chain.verify import verify
 from application.formats import iso
 from application.store.chain import ChainStore
@@ -40,6 +42,8 @@ class AuditChain:
         self.read_state = state_reader(mapper)
         self.to_domain_event = mapper.to_domain_event
         self.require_workspace = require_workspace
+        # workspace -> its policy's stored snapshots (the library's records), set by the application
+        self.stored_snapshots = lambda workspace: []
         self._key, self._key_source = key, None
         self.previous_keys: list = []  # public keys of rotated-out signing keys, still trusted
         self._seal_lock, self._key_lock = threading.Lock(), threading.Lock()
@@ -168,10 +172,19 @@ class AuditChain:
         unique = {(c["seq"], c["head"], c["signature"]): c for c in self.all_checkpoints(workspace) + list(copied)}
         keys = self.trusted_keys() if keys is None else keys
         result = verify(self.store, self.read_workspace, workspace, list(unique.values()), keys)
-        if result["ok"]:  # the chain holds: then the tables the service answers from must agree with it
-            checked = result["checked"]
-            return check_read_models(self.store, self.read_state, self.to_domain_event, workspace, checked) or result
-        return result
+        if not result["ok"]:
+            return result
+        # The chain holds: then what is signed over it, what enforcement loads and the tables the
+        # service answers from must agree with it.
+        checked = result["checked"]
+        return (
+            check_notes(self.proofs.tree, workspace, list(unique.values()), keys, checked)
+            or check_snapshots(
+                SnapshotCheck(self.store, self.read_state, None), self.stored_snapshots(workspace), checked
+            )
+            or check_read_models(self.store, self.read_state, self.to_domain_event, workspace, checked)
+            or result
+        )
 
     def with_links(self, workspace: str, decisions):
         """An export's decisions, each with its chain link and stored event, then the links after

@@ -1,11 +1,12 @@
 """What authentication reads, checked against the sealed events on every use.
 
-A token's role and revocation, and a run's existence, expiry and starter, are taken from their
-events (each checked against the chain: `application.chain.facts`), and the read-model row
-written beside them in the same transaction must say the same: the two can only differ when
-someone edited one of them behind the service's back. Then the caller is refused (fail closed)
+A token's role and revocation, a run's existence, expiry, starter and end, and a console
+session's token, expiry and end are taken from their events (each checked against the chain:
+`application.chain.facts`), and the read-model row written beside them in the same transaction
+must say the same: the two can only differ when someone edited one of them behind the service's
+back. Then the caller is refused (fail closed)
 and an integrity alarm names the row, the column, what the sealed event says and what was found.
-A row with no event behind it (a forged token or run) authenticates nobody. It is one round trip
+A row with no event behind it (a forged token, run or session) authenticates nobody. It is one round trip
 of primary-key seeks, as the table read it replaces was; remembered callers (application.callers)
 skip it and are checked again where their decisions are recorded.
 """
@@ -19,6 +20,7 @@ from application.chain.alarms import IntegrityAlarms
 from application.chain.facts import Fact, Tampered, checked_facts
 from application.store.chain import ChainStore
 from domain.run import Run
+from domain.session import ConsoleSession
 from domain.token import Token
 
 
@@ -36,16 +38,17 @@ class CheckedReads:
             return None
         revoked = _first(facts, Token.Revoked.TOPIC) is not None
         sealed = {k: issued.state.get(k) for k in ("workspace", "name", "role", "secret_digest")}
-        found = rows[0]
+        found = rows[0] | {"row_revoked": rows[0]["row_revoked_at"] is not None}
         if self._differs("token", "tokens", token_id, sealed | {"revoked": revoked}, found, found["row_id"]):
             return None
         return None if revoked else {"id": token_id, **sealed, "head": found["head"]}
 
     def run(self, run_id: str) -> dict | None:
-        """The run as its sealed `Run.Started` says (expiry included); None when there is no such
-        event or its row was edited."""
+        """The run as its sealed `Run.Started` says (expiry included), `ended` when a sealed
+        `Run.Ended` follows it; None when there is no such event or its row was edited."""
         rows = self.store.run(run_id)
-        started = _first(self._facts("run", f"run {run_id}", rows), Run.Started.TOPIC)
+        facts = self._facts("run", f"run {run_id}", rows)
+        started = _first(facts, Run.Started.TOPIC)
         if started is None:
             return None
         state = started.state
@@ -60,7 +63,30 @@ class CheckedReads:
         found = rows[0] | {"row_expires_at": _instant(rows[0]["row_expires_at"])}
         if self._differs("run", "runs", run_id, sealed, found, found["row_id"]):
             return None
-        return {"id": run_id, **sealed, "context": state.get("context") or {}}
+        ended = _first(facts, Run.Ended.TOPIC) is not None
+        return {"id": run_id, **sealed, "context": state.get("context") or {}, "ended": ended}
+
+    def session(self, session_id: str) -> dict | None:
+        """A console session as its sealed events say (workspace, token_id, expires_at, ended);
+        None when there is no such event or its row was edited (revived, extended, moved)."""
+        rows = self.store.session(session_id)
+        facts = self._facts("session", f"console session {session_id}", rows)
+        started = _first(facts, ConsoleSession.Started.TOPIC)
+        if started is None:
+            return None
+        sealed = {
+            "workspace": started.state.get("workspace"),
+            "token_id": started.state.get("token_id"),
+            "expires_at": _instant(started.state.get("expires_at")),
+            "ended": _first(facts, ConsoleSession.Ended.TOPIC) is not None,
+        }
+        found = rows[0] | {
+            "row_expires_at": _instant(rows[0]["row_expires_at"]),
+            "row_ended": rows[0]["row_ended_at"] is not None,
+        }
+        if self._differs("session", "console_sessions", session_id, sealed, found, found["row_id"]):
+            return None
+        return {"id": session_id, **sealed}
 
     def _facts(self, kind: str, what: str, rows: list[dict]) -> list[Fact]:
         try:
@@ -75,7 +101,7 @@ class CheckedReads:
             self.alarms.alarm(kind, key, detail)
             return True
         for column, expected in sealed.items():
-            value = (found["row_revoked_at"] is not None) if column == "revoked" else found[f"row_{column}"]
+            value = found[f"row_{column}"]
             if value != expected:
                 self.alarms.alarm(
                     kind,

@@ -74,6 +74,14 @@ class SnapshotCheck:
 
     def holds(self, stored: StoredEvent) -> bool:
         """Whether the chain seals this stored snapshot; raises the alarm when it does not."""
+        problem = self.problem(stored)
+        if problem is None:
+            return True
+        subject = f"{stored.originator_id} v{stored.originator_version}"
+        return self._refuse(subject, f"{problem}; it was not used, the policy was rebuilt from its events")
+
+    def problem(self, stored: StoredEvent) -> str | None:
+        """What is wrong with this stored snapshot against its seal, or None when it holds."""
         subject = f"{stored.originator_id} v{stored.originator_version}"
         state = (self.read_state(stored.state) or {}).get("state")
         workspace = state.get("workspace", "?") if isinstance(state, dict) else "?"
@@ -82,18 +90,12 @@ class SnapshotCheck:
         try:
             facts = checked_facts(rows, self.read_state, f"{what}'s seal")
         except Tampered as tampered:
-            return self._refuse(
-                subject, f"{tampered}; the snapshot was not used, the policy was rebuilt from its events"
-            )
+            return str(tampered)
         if not facts:
-            return self._refuse(subject, f"{what} has no seal; it was not used, the policy was rebuilt from its events")
+            return f"{what} has no seal"
         if facts[0].state.get("digest") != snapshot_digest(stored):
-            return self._refuse(
-                subject,
-                f"{what} did not verify: its stored bytes differ from the sealed digest; it was not used, "
-                "the policy was rebuilt from its events",
-            )
-        return True
+            return f"{what} did not verify: its stored bytes differ from the sealed digest"
+        return None
 
     def _refuse(self, subject: str, detail: str) -> bool:
         self.alarms.alarm("snapshot", subject, detail)

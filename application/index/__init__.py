@@ -41,12 +41,13 @@ class PackageIndex:
         writer: DecisionWriter,
         readmodel: ReadModel,
         save,
+        get,
         authenticate_token: Callable[[str], dict | None],
         checked: CheckedReads,
         advisories: Advisories,
     ):
         self.gate = IndexGate(policies, writer, readmodel, advisories)
-        self.runs = Runs(save, readmodel, checked)
+        self.runs = Runs(save, get, readmodel, checked)
         self.deliveries = Deliveries(writer)
         self._authenticate_token = authenticate_token
 

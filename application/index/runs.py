@@ -1,4 +1,5 @@
-"""Runs: start one (a recorded event with its expiry), authenticate its token, list its decisions."""
+"""Runs: start one (a recorded event with its expiry), authenticate its token, list its decisions,
+end it (a recorded event: its token reads the index no more)."""
 
 from __future__ import annotations
 
@@ -7,24 +8,26 @@ import json
 import time
 from datetime import UTC, datetime, timedelta
 
+from eventsourcing.persistence import IntegrityError
+
 from application.chain.checked import CheckedReads
 from application.evaluation import decision_view
-from application.formats import iso
+from application.formats import iso, parse_uuid
 from application.index.deliveries import with_deliveries
 from application.index.gate import Principal
 from application.store.reads import ReadModel
 from domain.errors import FieldError, InvalidInputError, NotFoundError
 from domain.run import RUN_SECRET_PREFIX, Run, new_run_secret, run_id
 from domain.text import check_context
-from domain.token import digest
+from domain.token import digest, role_allows
 
 DEFAULT_RUN_SECONDS = 30 * 60
 MAX_RUN_SECONDS = 24 * 60 * 60
 
 
 class Runs:
-    def __init__(self, save, readmodel: ReadModel, checked: CheckedReads):
-        self._save = save
+    def __init__(self, save, get, readmodel: ReadModel, checked: CheckedReads):
+        self._save, self._get = save, get  # `get`: an aggregate from the repository, by id
         self._readmodel = readmodel
         self._checked = checked  # a run and its starter, as the chain seals them
 
@@ -51,12 +54,12 @@ class Runs:
         return {"id": str(run.id), "token": secret, "expires_at": iso(expires)}
 
     def authenticate(self, secret: str) -> Principal | None:
-        """The run whose secret this is, unless it is unknown or expired (or its starter revoked)."""
+        """The run whose secret this is, unless it is unknown, ended or expired (or its starter revoked)."""
         if not secret.startswith(RUN_SECRET_PREFIX):
             return None
         secret_digest = digest(secret)
         row = self._checked.run(str(run_id(secret_digest)))
-        if row is None or not hmac.compare_digest(row["secret_digest"], secret_digest):
+        if row is None or row["ended"] or not hmac.compare_digest(row["secret_digest"], secret_digest):
             return None
         left = (row["expires_at"] - datetime.now(UTC)).total_seconds()
         starter = self._checked.caller(row["started_by"]) if left > 0 else None
@@ -72,6 +75,25 @@ class Runs:
             expires=time.monotonic() + left,
             head=starter["head"],  # read with the starter's token: no second read of the policy head
         )
+
+    def end(self, workspace: str, run: str, caller: dict) -> None:
+        """End the run: its token is refused from then on. Its starter may end it, and admin+
+        tokens of its workspace; ending an ended run changes nothing (ending is final)."""
+        run_uuid = parse_uuid(run)
+        row = self._checked.run(str(run_uuid)) if run_uuid else None
+        if row is None or row["workspace"] != workspace:
+            raise NotFoundError(f"no run {run!r} in this workspace")
+        if row["started_by"] != caller["id"] and not role_allows(caller["role"], "admin"):
+            raise NotFoundError(f"no run {run!r} in this workspace")  # a sandbox sees only its own runs
+        if row["ended"]:
+            return
+        found = self._get(run_uuid)
+        found.end(caller["id"])
+        try:
+            self._save(found)
+        except IntegrityError:  # ended at the same moment by someone else
+            if not self._checked.run(str(run_uuid))["ended"]:
+                raise
 
     def decisions(self, workspace: str, run: str, caller: dict) -> dict:
         """That run's decisions, denied first; a sandbox token sees only the runs it started."""

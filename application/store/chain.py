@@ -82,6 +82,12 @@ RUN = (
     f"r.secret_digest AS row_secret_digest FROM ({_ANY_VERSION}) f LEFT JOIN {{runs}} r ON r.id = %s"
 )
 
+SESSION = (
+    "SELECT f.*, s.id AS row_id, s.workspace AS row_workspace, s.token_id AS row_token_id, "
+    "s.expires_at AS row_expires_at, s.ended_at AS row_ended_at "
+    f"FROM ({_ANY_VERSION}) f LEFT JOIN {{console_sessions}} s ON s.id = %s"
+)
+
 
 class ChainStore:
     """Queries over one of our recorders (it knows its dialect, its connection and its events)."""
@@ -211,6 +217,11 @@ class ChainStore:
         """A run's facts (as `facts`), each with its runs-table row (`row_*`)."""
         oid = self.oid(UUID(run_id))
         return self._rows(RUN, (oid, oid, run_id))
+
+    def session(self, session_id: str) -> list[dict]:
+        """A console session's facts (as `facts`), each with its console_sessions row (`row_*`)."""
+        oid = self.oid(UUID(session_id))
+        return self._rows(SESSION, (oid, oid, session_id))
 
     # -- reads for exports with links ------------------------------------------------------------
     def sealed_events(self, originator_ids: list) -> list[dict]:

@@ -19,6 +19,7 @@ from domain.delivery import Delivery
 from domain.egress.workspace import EGRESS
 from domain.policy import KNOWN_MALWARE, RULE_CHANGED, Policy
 from domain.run import Run, reader_key
+from domain.session import ConsoleSession
 from domain.specs import deny_key
 from domain.token import Token, name_key
 
@@ -33,6 +34,8 @@ _INSERT = {
     "run": "INSERT INTO {runs} VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
     "run_decision": "INSERT INTO {run_decisions} VALUES (%s, %s, %s, %s)",
     "delivery": "INSERT INTO {deliveries} VALUES (%s, %s, %s, %s, %s, %s, %s)",
+    "session": "INSERT INTO {console_sessions} VALUES (%s, %s, %s, %s, %s, NULL)",
+    "session_end": "UPDATE {console_sessions} SET ended_at = %s WHERE id = %s",
 }
 
 
@@ -105,6 +108,11 @@ def read_model_rows(events, workspaces: dict, dialect: Dialect) -> list[tuple[st
             rows.append(("run", _run_row(e, at, dialect)))
         elif isinstance(e, Delivery.Recorded):
             rows.append(("delivery", delivery_row(e, at)))
+        elif isinstance(e, ConsoleSession.Started):
+            expires = dialect.ts(_instant(e.expires_at))
+            rows.append(("session", (str(e.originator_id), e.workspace, e.token_id, at, expires)))
+        elif isinstance(e, ConsoleSession.Ended):
+            rows.append(("session_end", (at, str(e.originator_id))))
     return rows
 
 
@@ -179,8 +187,12 @@ def _describe_change(e) -> tuple[str, str | None, str | None, str | None]:
     return kind, e.list_name, e.name, None
 
 
+def _instant(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
 def _run_row(e, at, dialect: Dialect) -> tuple:
-    expires = dialect.ts(datetime.fromisoformat(e.expires_at.replace("Z", "+00:00")))
+    expires = dialect.ts(_instant(e.expires_at))
     context = json.dumps(e.context, sort_keys=True)
     return (str(e.originator_id), e.workspace, at, expires, e.started_by, e.by, context, e.secret_digest)
 

@@ -18,7 +18,7 @@ TABLES = (
     "owner_guard",
     "runs",
     "run_decisions",
-    "sessions",
+    "console_sessions",
     "change_tokens",
     "token_names",
     "deliveries",
@@ -74,12 +74,13 @@ DDL = (
     # issuing one name at once cannot both win.
     "CREATE TABLE IF NOT EXISTS {token_names} (workspace TEXT NOT NULL, name_key TEXT NOT NULL, "
     "PRIMARY KEY (workspace, name_key))",
+    # Console sign-ins (application.sessions), written from their sealed events (domain.session).
+    "CREATE TABLE IF NOT EXISTS {console_sessions} (id TEXT PRIMARY KEY, workspace TEXT NOT NULL, "
+    "token_id TEXT NOT NULL, started_at {ts} NOT NULL, expires_at {ts} NOT NULL, ended_at {ts})",
+    # Superseded by console_sessions: its sign-ins were no events, so they end (sign in again).
+    "DROP TABLE IF EXISTS {in_schema}rcp_sessions",
     # The version of these tables and of the projection that fills them (application.store.upgrade).
     "CREATE TABLE IF NOT EXISTS {read_model} (version INTEGER NOT NULL)",
-    # Console sign-ins (application/store/sessions.py): operational state, not part of the record.
-    "CREATE TABLE IF NOT EXISTS {sessions} (id TEXT PRIMARY KEY, token_id TEXT NOT NULL, "
-    "created_at {ts} NOT NULL, expires_at {ts} NOT NULL, ended_at {ts})",
-    "CREATE INDEX IF NOT EXISTS rcp_sessions_by_expiry ON {sessions} (expires_at)",
 )
 
 

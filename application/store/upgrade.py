@@ -6,8 +6,8 @@ the events saved before it. When the tables or the projection change, `READ_MODE
 up by one. Opening a store with table creation on compares it with the store's: a store of an
 older version (1: every store made before the version was kept) has its derived tables dropped
 and filled again from every stored event, in order, in one transaction, by the projection that
-writes them live. Console sessions are not derived from events and are kept; the audit chain
-seals the events themselves and is not touched.
+writes them live (console sessions too: signing in and out are events). The audit chain seals
+the events themselves and is not touched.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from eventsourcing.persistence import StoredEvent
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, TABLES
 
-READ_MODEL_VERSION = 3  # 3: impact_versions, and the changes rows of rules beyond names
-DERIVED = tuple(t for t in TABLES if t not in ("sessions", "read_model"))
+# 3: impact_versions, and the changes rows of rules beyond names; 4: console sessions are a read
+# model of their events
+READ_MODEL_VERSION = 4
+DERIVED = tuple(t for t in TABLES if t != "read_model")
 BATCH = 1000
 
 

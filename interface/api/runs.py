@@ -2,14 +2,15 @@
 
 `POST /runs` may be called by the roles that may evaluate (sandbox, admin, owner; never an
 auditor, whose token never adds to the record); `GET /runs/{id}/decisions` by auditor+, and by a
-sandbox token for the runs it started.
+sandbox token for the runs it started; `DELETE /runs/{id}` (the gate calls it when the install is
+over) by the token that started the run, and by admin+.
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from flask import url_for
+from flask import Response, url_for
 from pydantic import BaseModel, Field
 
 from application.index import DEFAULT_RUN_SECONDS, MAX_RUN_SECONDS
@@ -63,6 +64,20 @@ def post_run(gov, ws, caller, body):
     run["pypi"] = url_for("pypi_index.root", ws=ws, _external=True)
     run["npm"] = url_for("npm_index.package", ws=ws, _external=True)
     return run, 201
+
+
+@api.route(
+    "DELETE",
+    W + "/runs/<run_id>",
+    "End a run at once: its token reads the package index no more (ending is final)",
+    role="sandbox",
+    status=204,
+)
+def delete_run(gov, ws, caller, run_id):
+    gov.end_run(ws, run_id, caller)  # a sandbox token: only the runs it started
+    response = Response(status=204)
+    del response.headers["Content-Type"]  # no body, so no media type
+    return response
 
 
 @api.route(

@@ -84,6 +84,9 @@ class WitnessPusher:
             self._write(workspace, size, note)
 
     def _proof(self, workspace: str, old: int, size: int) -> list[bytes]:
+        # The stored tree may be behind the checkpoint (its tables emptied and being rebuilt from
+        # the chain): bring it up first, so one checkpoint never holds back the ones after it.
+        self.tree.extend(workspace)
         return self.tree.consistency(workspace, old, size)[1]
 
     def _write(self, workspace: str, size: int, note: str) -> None:

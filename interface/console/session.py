@@ -1,9 +1,9 @@
 """The console's blueprint and who is signed in to it: sign-in, sign-out and the per-request check.
 
-Sessions are server-side (`application.store.sessions`): the signed cookie holds only a random
-session id, never the token, and every request looks the session up with its token, so signing
-out ends this session and revoking the token ends all of its sessions at once, for every copy
-of the cookie.
+Sessions are server-side and sealed (`application.sessions`): the signed cookie holds only a
+random session id, never the token, and every request reads the session and its token from their
+sealed events, so signing out ends this session and revoking the token ends all of its sessions
+at once, for every copy of the cookie.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def sign_in():
         )
     session.clear()  # a fresh session for the new identity (no fixation)
     session.permanent = True
-    session["sid"] = governance().sessions.start(found["id"], current_app.permanent_session_lifetime)
+    session["sid"] = governance().sessions.start(found, current_app.permanent_session_lifetime)
     flash(f"Signed in to workspace {found['workspace']} as {found['name']} ({found['role']}).", "ok")
     return redirect(url_for("console.overview"))
 

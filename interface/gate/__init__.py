@@ -22,6 +22,7 @@ Usage:  runcode-policy-gate -- pip install pandas numpy
    `denied: beta (python) — not-on-the-allow-list: ...` (pip, uv and pnpm do not show them).
    It prints too why the index's upstream failed a fetch, with the setting that would help:
    `upstream failed: alpha (python) — upstream-failed: upstream TLS certificate not trusted: ...`.
+   Then it ends the run (DELETE /runs/{id}): its token reads the index no more.
 
 Environment:
   RUNCODE_POLICY_URL             service base URL, e.g. http://policy:8000 (required)
@@ -67,7 +68,7 @@ import tempfile
 from .clients import Plan, plan, prepare
 from .installers import Unresolvable, Usage, resolved_argv
 from .request import is_request, request_main
-from .service import CannotVerify, CommandRefused, ask, config_from, create_run, run_denials
+from .service import CannotVerify, CommandRefused, ask, config_from, create_run, end_run, run_denials
 
 EXIT_USAGE, EXIT_DENIED, EXIT_UNVERIFIED = 2, 3, 4
 EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND = 126, 127
@@ -163,9 +164,19 @@ def install(config: dict, found: Plan, command: list[str]) -> int:
         raise CannotVerify(str(error)) from None
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    if status in (EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE):
-        return status  # nothing ran, so nothing was fetched
-    return report_run(config, run["id"], status)
+    if status not in (EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE):  # else nothing ran, so nothing was fetched
+        status = report_run(config, run["id"], status)
+    finish_run(config, run["id"])  # after its decisions were read
+    return status
+
+
+def finish_run(config: dict, run_id: str) -> None:
+    """End the run: its token reads the index no more. If the service cannot be told, the
+    install's status stands and the token lasts until it expires, which is said."""
+    try:
+        end_run(config, run_id)
+    except CannotVerify as error:
+        say(f"this run's token could not be ended ({error}); it works until the run expires")
 
 
 def report_run(config: dict, run_id: str, status: int) -> int:

@@ -107,6 +107,12 @@ def run_denials(config: dict, run_id: str) -> list[dict]:
     return [d for d in decisions if isinstance(d, dict) and d.get("allowed") is False]
 
 
+def end_run(config: dict, run_id: str) -> None:
+    """DELETE /runs/{id}: the run's token reads the index no more, so nothing the install left
+    running (a postinstall script) can use it."""
+    call(config, "DELETE", f"/runs/{urllib.parse.quote(run_id, safe='')}")
+
+
 def context_of(config: dict) -> dict:
     return {"sandbox": config["sandbox"], "source": "run-code", "actor": config["actor"]}
 
@@ -129,6 +135,8 @@ def call(config: dict, method: str, path: str, body: dict | None = None) -> dict
     )
     try:
         with opener.open(request, timeout=config["timeout"]) as response:
+            if response.status == 204:  # done, and nothing to say
+                return {}
             return parse_answer(response.read(MAX_ANSWER_BYTES + 1))
     except urllib.error.HTTPError as error:
         raise error_answer(error) from None

@@ -5,7 +5,7 @@ Each tamper is raw SQL on the store (tests/support/tamper.py), as that attacker 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -159,6 +159,116 @@ def test_a_run_whose_starter_was_swapped_in_the_runs_table_is_refused(snapshotte
     assert "started_by" in snapshotted.integrity.first
 
 
+# -- audit verify holds the signed notes, the stored tree and the snapshots against the chain ----------
+def test_audit_verify_names_a_snapshot_edited_in_the_store_before_anything_loads_it(snapshotted, tamper):
+    tamper.replace_in_snapshot(str(policy_id("acme")), '"beta",', "")
+    result = snapshotted.chain.verify("acme")
+    assert not result["ok"] and result["problem"] == "altered", result
+    assert "did not verify: its stored bytes differ from the sealed digest" in result["detail"]
+    assert result["record"]["originator_id"] == str(policy_id("acme"))
+
+
+def forged_note(app, checkpoint: dict, key: AuditKey) -> str:
+    """The checkpoint's note over a root of no history, signed with `key` under its origin."""
+    from application.chain import notes
+
+    origin = notes.origin_of(checkpoint["note"])
+    return notes.sign(notes.checkpoint_text(origin, checkpoint["seq"], bytes(32)), origin, key.public, key.sign)
+
+
+@pytest.mark.parametrize("holds_the_key", [False, True], ids=["database-write", "with-the-key"])
+def test_audit_verify_names_a_checkpoint_note_whose_root_was_replaced(snapshotted, tamper, holds_the_key):
+    checkpoint = snapshotted.chain.checkpoint("acme")
+    assert snapshotted.chain.verify("acme")["ok"]
+    key = snapshotted.chain.key if holds_the_key else AuditKey.generate()
+    note = forged_note(snapshotted, checkpoint, key)
+    tamper.sql("UPDATE rcp_checkpoint_notes SET note = %s WHERE size = %s", (note, checkpoint["seq"]))
+    result = snapshotted.chain.verify("acme")
+    assert not result["ok"] and result["record"]["seq"] == checkpoint["seq"], result
+    if holds_the_key:  # signed as the service signs: only the recomputed tree tells
+        assert result["problem"] == "checkpoint-mismatch"
+        assert "not the Merkle root recomputed from the chain" in result["detail"]
+    else:
+        assert result["problem"] == "signature" and "not signed by a trusted key" in result["detail"]
+
+
+def test_audit_verify_names_a_stored_merkle_node_that_was_edited(snapshotted, tamper):
+    checkpoint = snapshotted.chain.checkpoint("acme")
+    tamper.sql("UPDATE rcp_merkle_nodes SET hash = %s WHERE workspace = 'acme'", ("00" * 32,))
+    result = snapshotted.chain.verify("acme")
+    assert not result["ok"] and result["problem"] == "altered", result
+    assert "stored Merkle tree differs" in result["detail"] and result["record"]["seq"] == checkpoint["seq"]
+
+
+# -- console sessions: what lets a browser in ----------------------------------------------------------
+@pytest.fixture
+def signed_in(snapshotted) -> dict:
+    """An auditor token signed in to the console (its session id, as the cookie holds it)."""
+    auditor = snapshotted.issue_token("acme", "auditing", "auditor", by="alice")
+    caller = snapshotted.authenticate(auditor["token"])
+    return {"token": auditor, "sid": snapshotted.sessions.start(caller, timedelta(hours=1))}
+
+
+def session_row(sid: str) -> str:
+    from domain.session import console_session_id
+    from domain.token import digest
+
+    return str(console_session_id(digest(sid)))
+
+
+def test_an_untouched_session_lets_its_token_in_until_signed_out(snapshotted, signed_in):
+    assert snapshotted.sessions.caller(signed_in["sid"])["role"] == "auditor"
+    snapshotted.sessions.end(signed_in["sid"])
+    assert snapshotted.sessions.caller(signed_in["sid"]) is None
+    assert snapshotted.integrity.first is None
+
+
+def test_a_signed_out_session_revived_in_the_sessions_table_lets_nobody_in(snapshotted, signed_in, tamper):
+    snapshotted.sessions.end(signed_in["sid"])
+    tamper.sql("UPDATE rcp_console_sessions SET ended_at = NULL WHERE id = %s", (session_row(signed_in["sid"]),))
+    assert snapshotted.sessions.caller(signed_in["sid"]) is None
+    assert "console_sessions table's row" in snapshotted.integrity.first
+    assert "ended is False, sealed True" in snapshotted.integrity.first
+
+
+def test_a_sign_out_whose_event_was_deleted_still_ends_the_session(snapshotted, signed_in, tamper):
+    snapshotted.sessions.end(signed_in["sid"])
+    snapshotted.chain.seal()
+    tamper.delete_event(session_row(signed_in["sid"]), 2)
+    tamper.sql("UPDATE rcp_console_sessions SET ended_at = NULL WHERE id = %s", (session_row(signed_in["sid"]),))
+    assert snapshotted.sessions.caller(signed_in["sid"]) is None
+    assert "gone from the store (deleted)" in snapshotted.integrity.first
+
+
+def test_a_session_moved_to_an_owner_token_in_the_sessions_table_is_refused(snapshotted, signed_in, tamper):
+    owner = next(t["id"] for t in snapshotted.readmodel.tokens("acme") if t["role"] == "owner")
+    tamper.sql("UPDATE rcp_console_sessions SET token_id = %s", (owner,))
+    assert snapshotted.sessions.caller(signed_in["sid"]) is None
+    assert "token_id is" in snapshotted.integrity.first
+
+
+def test_a_sessions_token_role_raised_in_the_tokens_table_is_refused(snapshotted, signed_in, tamper):
+    tamper.sql("UPDATE rcp_tokens SET role = 'owner' WHERE name = 'auditing'")
+    assert snapshotted.sessions.caller(signed_in["sid"]) is None
+    assert "role is 'owner', sealed 'auditor'" in snapshotted.integrity.first
+
+
+def test_a_session_expiry_pushed_back_in_the_sessions_table_is_refused(snapshotted, signed_in, tamper):
+    tamper.sql("UPDATE rcp_console_sessions SET expires_at = %s", ("2999-01-01T00:00:00.000000+00:00",))
+    assert snapshotted.sessions.caller(signed_in["sid"]) is None
+    assert "expires_at" in snapshotted.integrity.first
+
+
+def test_a_session_added_to_the_sessions_table_alone_lets_nobody_in(snapshotted, signed_in, tamper):
+    forged = "forged-session-id"
+    tamper.sql(
+        "INSERT INTO rcp_console_sessions SELECT %s, workspace, token_id, started_at, expires_at, NULL "
+        "FROM rcp_console_sessions",
+        (session_row(forged),),
+    )
+    assert snapshotted.sessions.caller(forged) is None
+
+
 # -- what the operator sees ---------------------------------------------------------------------------
 def test_readiness_and_metrics_report_a_snapshot_that_did_not_verify(snapshotted, open_app, tamper, tmp_path):
     from interface import create_app
@@ -188,6 +298,10 @@ def everything(snapshotted, sandbox, run):
     app.access.file_request("acme", "python", "beta", "me too", {}, by="alice", token_id="t-alice")
     app.access.approve_request("acme", first["id"], by="alice", duration="P7D", note="ok", lift_deny=True)
     app.access.file_request("acme", "python", "gamma", "also", {}, by="ci", token_id=sandbox["id"])
+    auditor = app.issue_token("acme", "auditing", "auditor", by="alice")
+    signed_out = app.sessions.start(app.authenticate(auditor["token"]), timedelta(hours=1))
+    app.sessions.end(signed_out)
+    app.sessions.start(app.authenticate(auditor["token"]), timedelta(hours=1))  # still signed in
     app.chain.checkpoint("acme")
     assert app.chain.verify("acme")["ok"], app.chain.verify("acme")
     return app
@@ -209,6 +323,18 @@ TABLE_TAMPERING = [
     ("decision_counts", "DELETE FROM rcp_decision_counts WHERE allowed = FALSE", None),  # the denials erased
     ("decision_counts", "UPDATE rcp_decision_counts SET installs = 0 WHERE allowed = FALSE", "installs"),
     ("outcome_days", "UPDATE rcp_outcome_days SET installs = 0", "installs"),
+    ("console_sessions", "UPDATE rcp_console_sessions SET ended_at = NULL", "ended_at"),  # signed out, revived
+    (
+        "console_sessions",
+        "UPDATE rcp_console_sessions SET expires_at = '2999-01-01T00:00:00.000000+00:00'",
+        "expires_at",
+    ),
+    (
+        "console_sessions",
+        "UPDATE rcp_console_sessions SET token_id = (SELECT id FROM rcp_tokens WHERE role = 'owner')",
+        "token_id",
+    ),
+    ("console_sessions", "DELETE FROM rcp_console_sessions WHERE ended_at IS NULL", None),
 ]
 
 

@@ -45,5 +45,20 @@ def test_signing_out_one_session_leaves_the_others(live):
 def test_the_session_store_holds_a_digest_not_the_id_in_the_cookie(live, app):
     console = signed_in(live, "owner")
     value = next(c.value for c in console.jar if c.name == "runcode_console")
-    rows = app.recorder.fetch(app.readmodel.dialect.sql("SELECT id FROM {sessions}"))
+    rows = app.recorder.fetch(app.readmodel.dialect.sql("SELECT id FROM {console_sessions}"))
     assert len(rows) == 1 and rows[0]["id"] not in value
+
+
+def test_a_signed_out_session_revived_in_the_store_still_does_not_open_the_console(live, app, database_url):
+    from tests.support.tamper import Tamperer
+
+    console = signed_in(live, "auditor")
+    thief = copy_of(console, live)
+    page = console.get(P)
+    console.post("/console/sign-out", [("csrf_token", page.form().get("csrf_token"))])
+    tamper = Tamperer(database_url)  # write access to the database: the sign-out undone in the table
+    tamper.sql("UPDATE rcp_console_sessions SET ended_at = NULL, expires_at = '2999-01-01T00:00:00.000000+00:00'")
+    tamper.close()
+    answer = thief.request("GET", "/console/audit")
+    assert answer.status == 302 and answer.headers["Location"].endswith("/console/sign-in")
+    assert "console_sessions table's row" in app.integrity.first

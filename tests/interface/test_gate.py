@@ -5,11 +5,13 @@ stand-in program (tests/interface/test_gate_installs.py runs real installers).""
 from __future__ import annotations
 
 import ast
+import base64
 import http.server
 import json
 import socket
 import sys
 import threading
+import urllib.parse
 
 import pytest
 
@@ -144,6 +146,8 @@ for project in os.environ["FETCH"].split():
         urllib.request.urlopen(urllib.request.Request(base + project + "/", headers=basic))
     except urllib.error.HTTPError:
         pass
+if os.environ.get("KEEP_INDEX"):  # something the install leaves behind takes the run's token
+    open(os.environ["KEEP_INDEX"], "w").write(os.environ["PIP_INDEX_URL"])
 if os.environ.get("THEN_REVOKE"):  # the gate's own token, revoked while the installer runs
     owner = {{"Authorization": "Bearer " + os.environ["OWNER"]}}
     urllib.request.urlopen(urllib.request.Request(os.environ["THEN_REVOKE"], method="DELETE", headers=owner))
@@ -174,6 +178,25 @@ def test_an_install_whose_run_recorded_no_denial_keeps_the_installers_status(fet
     app.save_policy("acme", {"python": {"mode": "allowlist", "allow": ["alpha", "pandas"]}}, by="x")
     done = fetching_pip("--", "pip", "install", "pandas", env={**sandbox_env, "FETCH": "alpha"})
     assert done.returncode == 0 and "denied" not in done.stderr, done.stderr
+
+
+def test_the_runs_token_reads_the_index_no_more_once_the_install_is_over(
+    fetching_pip, sandbox_env, app, live, tmp_path
+):
+    app.save_policy("acme", {"python": {"mode": "allowlist", "allow": ["alpha", "pandas"]}}, by="x")
+    kept = tmp_path / "kept-index-url"
+    done = fetching_pip(
+        "--", "pip", "install", "pandas", env={**sandbox_env, "FETCH": "alpha", "KEEP_INDEX": str(kept)}
+    )
+    assert done.returncode == 0 and "could not be ended" not in done.stderr, done.stderr
+    assert app.decisions("acme")["decisions"][0]["name"] == "alpha"  # the token read the index during the install
+    index = urllib.parse.urlsplit(kept.read_text())
+    credentials = base64.b64encode(urllib.parse.unquote(index.netloc.rpartition("@")[0]).encode()).decode()
+    reply = live.call("GET", index.path + "alpha/", headers={"Authorization": "Basic " + credentials})
+    assert reply.status == 403 and b"a valid token is required" in reply.body, (
+        reply.status,
+        reply.body,
+    )  # as pip expects
 
 
 def test_when_the_runs_decisions_cannot_be_read_after_the_install_the_gate_fails_closed(

@@ -89,6 +89,23 @@ def test_a_revoked_starter_ends_its_runs_at_once(live, app):
     assert fetch(live, "/pypi/acme/simple/alpha/", run["token"]).status == 403
 
 
+def test_a_run_ended_by_its_starter_or_an_admin_reads_the_index_no_more(live, app):
+    set_policy(app, "denylist")
+    other = app.issue_token("acme", "another-sandbox", "sandbox", by="founder")["token"]
+    for ender in ("sandbox", "admin"):
+        run = start_run(live)  # started by the sandbox token
+        assert fetch(live, "/pypi/acme/simple/alpha/", run["token"]).status == 200
+        for stranger, status in ((other, 404), (live.tokens["auditor"], 403), (live.tokens["other-workspace"], 404)):
+            assert live.call("DELETE", f"{RUNS}/{run['id']}", stranger).status == status
+        assert fetch(live, "/pypi/acme/simple/alpha/", run["token"]).status == 200  # none of them ended it
+        for _ in range(2):  # ending is final: again changes nothing
+            assert live.call("DELETE", f"{RUNS}/{run['id']}", live.tokens[ender]).status == 204
+        assert fetch(live, "/pypi/acme/simple/alpha/", run["token"]).status == 403
+        npm = live.call("GET", "/npm/acme/left-pad", headers={"Authorization": f"Bearer {run['token']}"})
+        assert npm.status == 401
+    assert live.call("DELETE", f"{RUNS}/not-a-run", live.tokens["admin"]).status == 404
+
+
 def test_the_point_in_time_answer_for_an_index_decision_equals_the_decision(live, app):
     set_policy(app, "allowlist", python=["alpha"])
     decisions = []

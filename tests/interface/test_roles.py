@@ -76,6 +76,7 @@ API = {
     ("POST", W + "/impact"): Right("admin", "/impact", {"draft": {}}),
     ("POST", W + "/runs"): Right("sandbox", "/runs", {}, records=True),
     ("GET", W + "/runs/<run_id>/decisions"): Right("sandbox", "/runs/{run}/decisions"),  # a sandbox: its runs
+    ("DELETE", W + "/runs/<run_id>"): Right("sandbox", "/runs/{run}", records=True),  # a sandbox: its runs
     ("GET", W + "/audit/checkpoints"): Right("auditor", "/audit/checkpoints"),
     ("POST", W + "/audit/checkpoints"): Right("admin", "/audit/checkpoints"),
     ("GET", W + "/audit/verify"): Right("auditor", "/audit/verify"),

@@ -1,5 +1,5 @@
-"""The read models checked by rebuilding them: runs, requests and their askers, exceptions, and
-the decision counts the overview and impact read.
+"""The read models checked by rebuilding them: runs, requests and their askers, exceptions, the
+decision counts the overview and impact read, and console sessions.
 
 The workspace's stored events (those its chain seals, then any still waiting for the sealer)
 are replayed, in order, through the very projection that wrote the live tables, into a scratch
@@ -37,6 +37,7 @@ KEYS = {
     "impact_names": ("day", "language", "name"),
     "impact_days": ("day",),
     "impact_sandboxes": ("language", "name", "sandbox"),
+    "console_sessions": ("id",),
 }
 _OF_WORKSPACE = {"run_decisions": "decision IN (SELECT id FROM {decisions} WHERE workspace = %s)"}
 

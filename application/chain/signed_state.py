@@ -1,0 +1,105 @@
+"""What verification holds against the chain once the chain itself verifies: the signed notes'
+roots, the stored Merkle tree proofs are served from, and the stored policy snapshots.
+
+- Each checkpoint's signed note (C2SP checkpoint) must be signed by a trusted key under an
+  origin of this workspace, and its root must be the RFC 6962 root recomputed here from the
+  chain's event hashes (which the walk has just held against the stored events), never from the
+  stored tree. A note re-signed with the key over a false root is named.
+- The stored tree's nodes must give that same root at each checkpoint's size: inclusion and
+  consistency proofs are read from them.
+- Each stored snapshot must hash to the digest its sealed `SnapshotSealed` event holds (the
+  check loading a snapshot makes, `application.chain.snapshots`), so a snapshot edited where no
+  request has loaded it yet is named too.
+"""
+
+from __future__ import annotations
+
+from application.chain import notes
+from application.chain.merkle import EMPTY_ROOT, leaf_hash, node_hash
+from application.chain.snapshots import SnapshotCheck
+from application.chain.tree import MerkleTree
+
+PAGE = 5000
+
+
+def check_notes(tree: MerkleTree, workspace: str, checkpoints: list[dict], keys: dict, checked: int) -> dict | None:
+    """`checkpoints` with their `note` (None for one signed before notes were); `keys`: trusted."""
+    noted = sorted((c for c in checkpoints if c.get("note")), key=lambda c: c["seq"])
+    roots = _roots(tree, workspace, {c["seq"] for c in noted})
+    stored_size = tree.store.size(workspace)
+    for checkpoint in noted:
+        size, record = checkpoint["seq"], {"seq": checkpoint["seq"]}
+        opened = _open(checkpoint["note"], workspace, keys.values())
+        if isinstance(opened, str):
+            return _failure(checked, "signature", f"the signed note of checkpoint {size} {opened}", record)
+        _, note_size, root = opened
+        if note_size != size or root != roots.get(size):
+            return _failure(
+                checked,
+                "checkpoint-mismatch",
+                f"the signed note of checkpoint {size} (size {note_size}) has a root that is not the Merkle "
+                "root recomputed from the chain: it was signed over another history",
+                record,
+            )
+        if size <= stored_size and tree.root(workspace, size) != root:
+            return _failure(
+                checked,
+                "altered",
+                f"the stored Merkle tree differs from the one recomputed from the chain at size {size}: "
+                "proofs served from it would not verify (the merkle_nodes table was edited)",
+                record,
+            )
+    return None
+
+
+def check_snapshots(check: SnapshotCheck, snapshots: list, checked: int) -> dict | None:
+    """`snapshots`: the workspace policy's stored snapshots (the library's records)."""
+    for stored in snapshots:
+        problem = check.problem(stored)
+        if problem is not None:
+            record = {
+                "seq": None,
+                "originator_id": str(stored.originator_id),
+                "originator_version": stored.originator_version,
+                "topic": stored.topic,
+            }
+            return _failure(checked, "altered", f"{problem}: the service will not use it", record)
+    return None
+
+
+def _roots(tree: MerkleTree, workspace: str, sizes: set[int]) -> dict[int, bytes]:
+    """The RFC 6962 root at each of `sizes`, from the chain's event hashes in one pass: the right
+    edge holds one perfect subtree per set bit of the size so far."""
+    roots, edge, size = {0: EMPTY_ROOT} if 0 in sizes else {}, [], 0
+    last = max(sizes, default=0)
+    while size < last and (hashes := tree.store.event_hashes(workspace, size, min(PAGE, last - size))):
+        for event in hashes:
+            digest, height = leaf_hash(bytes.fromhex(event)), 0
+            while edge and edge[-1][0] == height:  # two subtrees of one height make their parent
+                digest, height = node_hash(edge.pop()[1], digest), height + 1
+            edge.append((height, digest))
+            size += 1
+            if size in sizes:
+                root = edge[-1][1]
+                for _, left in reversed(edge[:-1]):
+                    root = node_hash(left, root)
+                roots[size] = root
+    return roots
+
+
+def _open(note: str, workspace: str, keys) -> tuple[str, int, bytes] | str:
+    """(origin, size, root) of a note a trusted key signed under an origin of this workspace (the
+    origin's host part is the deployment's own, so any is accepted); else what is wrong."""
+    origin = notes.origin_of(note)
+    if not (origin.startswith("runcode-policy/") and origin.endswith(f"/{workspace}")):
+        return f"names origin {origin!r}, not one of workspace {workspace!r}"
+    for public in keys:
+        try:
+            return notes.open_checkpoint(note, public)
+        except notes.NoteError:
+            continue
+    return "is not signed by a trusted key under its origin: forged or altered"
+
+
+def _failure(checked: int, problem: str, detail: str, record: dict) -> dict:
+    return {"ok": False, "checked": checked, "problem": problem, "detail": detail, "record": record}
