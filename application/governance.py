@@ -69,7 +69,8 @@ class Governance(Application):
     def __init__(self, env: dict | None = None, egress: EgressConfig | None = None, clock: Clock = system_clock):
         super().__init__(env)
         if self.factory.env_create_table():  # the tables are this code's, so must their rows be
-            upgrade_read_models(self.recorder, self.mapper)
+            snapshots = self.repository.snapshot_store
+            upgrade_read_models(self.recorder, self.mapper, snapshots and snapshots.recorder.events_table_name)
         self.clock = clock  # "now" for every collaborator that reads the time (tests give their own)
         self.readmodel = ReadModel(self.recorder)
         # What was found not to match the sealed record while answering (and so was not used).

@@ -7,7 +7,9 @@ up by one. Opening a store with table creation on compares it with the store's: 
 older version (1: every store made before the version was kept) has its derived tables dropped
 and filled again from every stored event, in order, in one transaction, by the projection that
 writes them live (console sessions too: signing in and out are events). The audit chain seals
-the events themselves and is not touched.
+the events themselves and is not touched. Stored snapshots are dropped with the read models:
+they are caches, those taken before snapshots were sealed would never be used again (an unsealed
+snapshot is refused and raises an alarm), and the next Saves take sealed ones.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ DERIVED = tuple(t for t in TABLES if t != "read_model")
 BATCH = 1000
 
 
-def upgrade_read_models(recorder, mapper) -> bool:
-    """Bring the store's read models to this code's version; True if they were rebuilt."""
+def upgrade_read_models(recorder, mapper, snapshots_table: str | None = None) -> bool:
+    """Bring the store's read models to this code's version; True if they were rebuilt.
+    `snapshots_table`: the library's table of stored snapshots, in the same database."""
     dialect = recorder.dialect
     events = dialect.library_table(recorder.events_table_name)
     with recorder.datastore.transaction(commit=True) as curs:
@@ -46,6 +49,8 @@ def upgrade_read_models(recorder, mapper) -> bool:
             for statement in DDL:
                 curs.execute(dialect.sql(statement))
             _replay(curs, dialect, events, mapper)
+            if snapshots_table is not None:
+                curs.execute(f"DELETE FROM {dialect.library_table(snapshots_table)}")
         curs.execute(dialect.sql("DELETE FROM {read_model}"))
         curs.execute(dialect.sql("INSERT INTO {read_model} (version) VALUES (%s)"), (READ_MODEL_VERSION,))
     return rebuild
