@@ -23,7 +23,7 @@ that dependency" and back-tracks to an older release of its parent that lacks it
 reading the index without a run fails the same way for `TOKEN_WINDOW_SECONDS` after its denial.
 Root listings are not judged per project, so they fail nothing. Several workers share one
 store, so "this run failed" is read from the store: the reader's first denied decision, one seek
-of the run_decisions primary key per new fetch until it is known; a failed run never un-fails, so a
+of the run_decisions primary key per fetch until it is known; a failed run never un-fails, so a
 worker then remembers it and asks the store no more (a token's failure until its window ends).
 
 Versions are judged too (`versions_hidden`, and a file's own facts in `judge`): known malware and
@@ -135,16 +135,12 @@ class IndexGate:
                 check_text(value, field, MAX_FILE_NAME)  # from the URL: bounded and printable before it is stored
         reader = reader_key(principal.run, principal.token)
         key = (reader, language, spec.name, request, file if request == "download" else None)
-        failed = self.failure(principal, remembered_only=True)
+        # Asked first, for repeats too: a run that failed in another worker is refused everything
+        # from then on, even a page this worker already served it.
+        failed = self.failure(principal)
         verdict, context = self._verdict(rules[language], spec, principal, file, package_version, failed, facts)
         outcome = (verdict.allowed, verdict.reason, version)
         earlier = self._earlier(key, outcome)
-        if earlier is None and failed is None:  # a new fetch: has the run failed in another worker?
-            failed = self.failure(principal)
-            if failed is not None:
-                verdict, context = self._verdict(rules[language], spec, principal, file, package_version, failed)
-                outcome = (verdict.allowed, verdict.reason, version)
-                earlier = self._earlier(key, outcome)
         if earlier is not None:
             return _answer(verdict, version, earlier, recorded=False)
         made = DecisionRecord.for_spec(spec, verdict, version, context)
@@ -348,17 +344,14 @@ class IndexGate:
         decision_id, _ = self._record(principal, key, outcome, record.to_dict())
         self._remember(key, outcome, decision_id, principal)
 
-    def failure(self, principal: Principal, remembered_only: bool = False) -> Verdict | None:
+    def failure(self, principal: Principal) -> Verdict | None:
         """The `run-failed` refusal when this run (or token, within its window) was already
-        refused a project; None otherwise. Remembered here once known, else one indexed read
-        (`remembered_only`: only what this worker knows)."""
+        refused a project; None otherwise. Remembered here once known, else one indexed read."""
         reader = reader_key(principal.run, principal.token)
         now = datetime.now(UTC)
         with self._lock:
             known = self._failed.get(reader)
         if known is None or known[1] <= now:
-            if remembered_only:
-                return None
             since = None if principal.run else now - timedelta(seconds=TOKEN_WINDOW_SECONDS)
             row = self._readmodel.first_project_denial(reader, since, NOT_PROJECT_DENIALS)
             if row is None:
