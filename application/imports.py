@@ -14,8 +14,6 @@ import json
 import re
 import tomllib
 
-import yaml
-
 from domain.errors import FieldError, InvalidInputError
 from domain.limits import MAX_IMPORT_NAMES
 from domain.specs import parse
@@ -179,6 +177,8 @@ def _v1_dependencies(tree: dict, names: list) -> None:
 
 
 def _yaml(content: str, field: str) -> dict:
+    import yaml  # here: only pnpm lock files need PyYAML, and every worker's start would pay its import
+
     try:
         document = yaml.safe_load(content)
     except yaml.YAMLError as error:

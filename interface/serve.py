@@ -25,9 +25,11 @@ import multiprocessing
 import os
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 
 import click
 
@@ -196,11 +198,30 @@ def run_server(factory: str, host: str, port: int, workers: int, threads: int) -
     announce = f"runcode-policy listening on http://{shown}:{bound}  (Ctrl-C to stop)"
     threading.Thread(target=announce_when_accepting, args=(address, bound, announce), daemon=True).start()
     try:
-        server.serve()  # returns after SIGTERM/Ctrl-C, once the workers finished their requests
+        with _main_script_hidden():
+            server.serve()  # returns after SIGTERM/Ctrl-C, once the workers finished their requests
     finally:
         holder.close()
         if own_dir:
             shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+@contextmanager
+def _main_script_hidden():
+    """Spawned workers skip the parent's main script. multiprocessing re-runs it in every spawned
+    process before the target (so that what it defines unpickles); the `runcode-policy` console
+    script's main imports the whole CLI, a worker none of it: its app comes from the factory."""
+    main = sys.modules["__main__"]
+    spec, path = getattr(main, "__spec__", None), getattr(main, "__file__", None)
+    main.__spec__ = None
+    if path is not None:
+        del main.__file__
+    try:
+        yield
+    finally:
+        main.__spec__ = spec
+        if path is not None:
+            main.__file__ = path
 
 
 def announce_when_accepting(address: str, port: int, line: str, seconds: float = 120) -> None:
