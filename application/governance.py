@@ -214,40 +214,7 @@ class Governance(Application):
         decisions, with its impact: see `application.synthesis`."""
         return self.synthesis.synthesise(workspace, language, days, coverage, by)
 
-    # -- the package index (application.index) ------------------------------------------------
-    def start_run(self, workspace: str, caller: dict, context: dict | None = None, seconds: int | None = None) -> dict:
-        return self.index.runs.start(workspace, caller, context, seconds)
-
-    def end_run(self, workspace: str, run: str, caller: dict) -> None:
-        self.index.runs.end(workspace, run, caller)
-
-    def run_decisions(self, workspace: str, run: str, caller: dict) -> dict:
-        return self.index.runs.decisions(workspace, run, caller)
-
-    def index_principal(self, secret: str):
-        return self.index.authenticate(secret)
-
-    def judge_index(
-        self, principal, language: str, name: str, request: str, file=None, package_version=None, facts=None
-    ) -> dict:
-        return self.index.gate.judge(principal, language, name, request, file, package_version, facts)
-
-    def index_hidden_versions(self, principal, language: str, name: str, declarations: dict, request: str, file=None):
-        return self.index.gate.hidden_versions(principal, language, name, declarations, request, file)
-
-    def index_versions_hidden(self, principal, language: str, name: str, facts, request: str, revision=None) -> dict:
-        return self.index.gate.versions_hidden(principal, language, name, facts, request, revision)
-
-    def index_judges_versions(self, workspace: str, language: str, name: str) -> bool:
-        """Whether any version of this package may be hidden (most packages: none may)."""
-        return self.index.gate.judges_versions(workspace, language, name)
-
-    def index_not_found(self, principal, language: str, name: str, request: str) -> None:
-        self.index.gate.not_found(principal, language, name, request)
-
-    def index_upstream_failed(self, principal, language: str, name: str, request: str, why: str) -> None:
-        self.index.gate.upstream_failed(principal, language, name, request, why)
-
+    # -- advisories (application.advisories), for a workspace that exists ---------------------
     def unknown_names(self, workspace: str, days: int) -> dict:
         self.require_workspace(workspace)
         return self.advisories.unknown_names(workspace, days, self.clock())
@@ -255,13 +222,6 @@ class Governance(Application):
     def advisory_exposure(self, workspace: str, advisory: str, start=None, end=None) -> dict:
         self.require_workspace(workspace)
         return self.advisories.exposure(workspace, advisory, start, end)
-
-    def index_delivery(self, principal, decision_id: str):
-        """The hook a file's transfer calls when it ends: (status, bytes sent, their sha256)."""
-        return self.index.deliveries.recorder(principal.workspace, decision_id)
-
-    def index_listing(self, workspace: str, language: str, source):
-        return self.index.gate.listing(workspace, language, source)
 
     def _take_snapshots(self, processing_event) -> None:
         # Taken before the Save was recorded, sealed with it (`_record`); stored now.

@@ -219,4 +219,4 @@ def get_consistency_proof(gov, ws, caller, query):
     response=Receipt,
 )
 def get_run_receipt(gov, ws, caller, run_id):
-    return receipt(gov.chain, ws, gov.run_decisions(ws, run_id, caller))  # a sandbox token: its own runs
+    return receipt(gov.chain, ws, gov.index.runs.decisions(ws, run_id, caller))  # a sandbox token: its own runs

@@ -60,7 +60,7 @@ class RunDecisions(BaseModel):
 )
 def post_run(gov, ws, caller, body):
     context = body.context.model_dump(exclude_none=True) if body.context else {}
-    run = gov.start_run(ws, caller, context, body.ttl_seconds)
+    run = gov.index.runs.start(ws, caller, context, body.ttl_seconds)
     run["pypi"] = url_for("pypi_index.root", ws=ws, _external=True)
     run["npm"] = url_for("npm_index.package", ws=ws, _external=True)
     return run, 201
@@ -74,7 +74,7 @@ def post_run(gov, ws, caller, body):
     status=204,
 )
 def delete_run(gov, ws, caller, run_id):
-    gov.end_run(ws, run_id, caller)  # a sandbox token: only the runs it started
+    gov.index.runs.end(ws, run_id, caller)  # a sandbox token: only the runs it started
     response = Response(status=204)
     del response.headers["Content-Type"]  # no body, so no media type
     return response
@@ -88,4 +88,4 @@ def delete_run(gov, ws, caller, run_id):
     response=RunDecisions,
 )
 def get_run_decisions(gov, ws, caller, run_id):
-    return gov.run_decisions(ws, run_id, caller)  # a sandbox token: only the runs it started
+    return gov.index.runs.decisions(ws, run_id, caller)  # a sandbox token: only the runs it started

@@ -1,5 +1,5 @@
 """The package index: a PyPI simple-index proxy (`/pypi/{ws}/...`) and an npm registry proxy
-(`/npm/{ws}/...`), thin views over `Governance.judge_index` (docs/package-index.md).
+(`/npm/{ws}/...`), thin views over the application's package index (`PackageIndex.gate.judge`; docs/package-index.md).
 
 `install` registers both, opens one upstream client for each configured upstream, with the pages
 kept of it, over one on-disk cache (application.cache) that every worker shares, and bounds what

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 from flask import request
 
-from application.index import Principal, may_read
+from application.index import PackageIndex, Principal, may_read
 from domain.decision import RUN_FAILED
 from domain.errors import FieldError
 from domain.limits import MAX_TEXT
@@ -28,8 +28,8 @@ from interface.problems import HTTPProblem
 from interface.services import services
 
 
-def governance():
-    return services().governance
+def package_index() -> PackageIndex:
+    return services().index
 
 
 def credentials() -> str | None:
@@ -49,7 +49,7 @@ def credentials() -> str | None:
 def reader(workspace: str, unauthenticated_status: int) -> Principal:
     """The principal reading this workspace's index, or the refusal its client expects."""
     secret = credentials()
-    principal = governance().index_principal(secret) if secret else None
+    principal = package_index().authenticate(secret) if secret else None
     if principal is None:
         detail = "a valid token is required: a run's token, or a sandbox, admin or owner token"
         headers = {"WWW-Authenticate": 'Bearer realm="runcode-policy"'} if unauthenticated_status == 401 else {}
@@ -88,7 +88,7 @@ def record_upstream_failure(principal, language: str, name: str, request_kind: s
     record it for the reader with its detail: pip and uv print only the status line (whose
     reason phrase the server replaces by the standard one), so the gate reads it from the run."""
     if isinstance(error, UpstreamProblem):
-        governance().index_upstream_failed(principal, language, name, request_kind, error.detail)
+        package_index().gate.upstream_failed(principal, language, name, request_kind, error.detail)
 
 
 @contextmanager

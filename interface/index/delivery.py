@@ -19,7 +19,7 @@ from flask import request
 
 from application.index.deliveries import Delivered
 from domain.delivery import FAILED, NOTHING_SENT, SERVED
-from interface.index.access import governance
+from interface.index.access import package_index
 
 
 class _Metered:
@@ -73,4 +73,4 @@ def delivery_hook(principal, verdict: dict, request_kind: str) -> Delivered | No
     """The hook an allowed download's transfer reports to; None for every other fetch."""
     if request_kind != "download" or not verdict["allowed"]:
         return None
-    return governance().index_delivery(principal, verdict["id"])
+    return package_index().deliveries.recorder(principal.workspace, verdict["id"])

@@ -24,7 +24,7 @@ from domain.errors import GovernanceError
 from interface import metrics
 from interface.index import facts, files, packument
 from interface.index.access import (
-    governance,
+    package_index,
     reader,
     record_upstream_failure,
     refuse_a_failed_run,
@@ -94,7 +94,7 @@ def wanted_media() -> str:
 
 
 def packument_answer(principal, ws: str, name: str) -> Response:
-    verdict = governance().judge_index(principal, "node", name, "page")
+    verdict = package_index().gate.judge(principal, "node", name, "page")
     metrics.count_index(verdict, "node", "page")
     refuse_a_failed_run(verdict)
     media = wanted_media()
@@ -105,7 +105,7 @@ def packument_answer(principal, ws: str, name: str) -> Response:
         document = _document(name, page)
     except HTTPProblem as error:
         if error.status == 404:  # a name the upstream lacks: recorded, answered 404
-            governance().index_not_found(principal, "node", name, "page")
+            package_index().gate.not_found(principal, "node", name, "page")
         record_upstream_failure(principal, "node", name, "page", error)
         raise
     base = f"{request.url_root}npm/{ws}/{name}/-/"
@@ -115,10 +115,10 @@ def packument_answer(principal, ws: str, name: str) -> Response:
 
     manifests = packument.manifests(document)
     hidden = {}
-    if governance().index_judges_versions(ws, "node", name):
+    if package_index().gate.judges_versions(ws, "node", name):
         hidden = _versions_hidden(principal, name, page if media == FULL else _full_page(name), manifests, page)
     declared = {v: m for v, m in manifests.items() if v not in hidden}
-    hidden.update(governance().index_hidden_versions(principal, "node", name, declared, "page"))
+    hidden.update(package_index().gate.hidden_versions(principal, "node", name, declared, "page"))
     return _json(packument.rewrite(document, ours, hidden), media, verdict["policy_version"])
 
 
@@ -165,7 +165,7 @@ def _versions_hidden(principal, name: str, full: Fetched | None, manifests: dict
         return {v: facts.npm_version(v, m, times) for v, m in manifests.items()}
 
     revision = f"{page.revision}/{full.revision if full is not None else '-'}"
-    return governance().index_versions_hidden(principal, "node", name, judged, "page", revision)
+    return package_index().gate.versions_hidden(principal, "node", name, judged, "page", revision)
 
 
 def upload_times(name: str) -> dict | None:
@@ -224,7 +224,7 @@ def tarball(principal, name: str, filename: str) -> Response:
         found["source"] = version, manifest, _ = tarball_source(name, filename)
         return facts.npm_version(version, manifest, upload_times(name))
 
-    verdict = governance().judge_index(principal, "node", name, request_kind, filename, number or None, judged_facts)
+    verdict = package_index().gate.judge(principal, "node", name, request_kind, filename, number or None, judged_facts)
     metrics.count_index(verdict, "node", request_kind)
     refuse_a_failed_run(verdict)
     if not verdict["allowed"]:
@@ -237,7 +237,7 @@ def tarball(principal, name: str, filename: str) -> Response:
 def _tarball_answer(principal, name: str, filename: str, delivered, source) -> Response:
     version, manifest, url = source or tarball_source(name, filename)
     # A lockfile or a hand-made URL must not fetch a version the packument hides.
-    hidden = governance().index_hidden_versions(principal, "node", name, {version: manifest}, "download", filename)
+    hidden = package_index().gate.hidden_versions(principal, "node", name, {version: manifest}, "download", filename)
     if hidden:
         raise HTTPProblem(403, "Forbidden", hidden[version])
     digests = from_npm(manifest.get("dist"))

@@ -1,6 +1,6 @@
 """The PyPI simple-index proxy: `/pypi/{ws}/simple/...` and the files it points at.
 
-Every project page and every file is judged by the application (`Governance.judge_index`) and
+Every project page and every file is judged by the application (`PackageIndex.gate.judge`) and
 the decision is durable before the client hears anything. An allowed project gets upstream's
 page with its file URLs pointing here; a denied one gets PEP 792 `quarantined` with the reason
 and no file. A file is judged again when it is fetched, so a page seen before a policy change,
@@ -24,7 +24,7 @@ from application.cache import from_pypi
 from interface import metrics
 from interface.index import core_metadata, facts, files, simple
 from interface.index.access import (
-    governance,
+    package_index,
     reader,
     record_upstream_failure,
     refuse_a_failed_run,
@@ -72,7 +72,7 @@ def answer(page: dict, media: str, policy_version) -> Response:
 def root(ws):
     reader(ws, UNAUTHENTICATED)
     media = negotiated()
-    listing = governance().index_listing(ws, "python", _UpstreamNames())
+    listing = package_index().gate.listing(ws, "python", _UpstreamNames())
     if simple.is_json(media):
         body = {"meta": {"api-version": simple.VERSIONS_API_VERSION}, "projects": [{"name": n} for n in listing.names]}
         return judged(json.dumps(body), media, listing.tag)
@@ -116,7 +116,7 @@ def project_page(ws, project):
     name = canonicalize_name(project)
     if project != name:  # PEP 503: one URL per project
         return redirect(url_for(".project_page", ws=ws, project=name), 301)
-    verdict = governance().judge_index(principal, "python", name, "page")
+    verdict = package_index().gate.judge(principal, "python", name, "page")
     metrics.count_index(verdict, "python", "page")
     refuse_a_failed_run(verdict)
     if not verdict["allowed"]:
@@ -126,7 +126,7 @@ def project_page(ws, project):
         hidden = _hidden(principal, name, fetched)
     except HTTPProblem as error:
         if error.status == 404:  # a name the upstream lacks: recorded, answered 404
-            governance().index_not_found(principal, "python", name, "page")
+            package_index().gate.not_found(principal, "python", name, "page")
         record_upstream_failure(principal, "python", name, "page", error)
         raise
     key = (ws, name, media, verdict["policy_version"], fetched.revision, request.url_root, hidden)
@@ -142,14 +142,14 @@ def _hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
     something may hide a version of this project."""
     if fetched.status == 404:
         _read(name, fetched)  # the 404 for a name the upstream lacks
-    if not governance().index_judges_versions(principal.workspace, "python", name):
+    if not package_index().gate.judges_versions(principal.workspace, "python", name):
         return frozenset()
 
     def judged() -> dict:  # read only when this revision of the page was not judged before
         found = ((entry, simple.file_version(entry)) for entry in _read(name, fetched)["files"])
         return {entry["filename"]: facts.python_file(entry, v) for entry, v in found if v is not None}
 
-    hidden = governance().index_versions_hidden(principal, "python", name, judged, "page", fetched.revision)
+    hidden = package_index().gate.versions_hidden(principal, "python", name, judged, "page", fetched.revision)
     return frozenset(hidden)
 
 
@@ -224,7 +224,7 @@ def file(ws, project, filename):
         found["entry"] = entry = _file_entry(project, dist)
         return facts.python_file(entry, version) if entry is not None else None
 
-    verdict = governance().judge_index(principal, "python", project, request_kind, dist, version, judged_facts)
+    verdict = package_index().gate.judge(principal, "python", project, request_kind, dist, version, judged_facts)
     metrics.count_index(verdict, "python", request_kind)
     refuse_a_failed_run(verdict)
     if not verdict["allowed"]:
@@ -296,7 +296,7 @@ def _judge_declared(principal, project: str, dist: str, metadata: bytes, request
     """403 when the version declares a refused `name @ URL` (or other non-registry) requirement."""
     version = simple.version_of(dist) or dist
     declarations = {version: core_metadata.requires_dist(metadata)}
-    hidden = governance().index_hidden_versions(principal, "python", project, declarations, request_kind, dist)
+    hidden = package_index().gate.hidden_versions(principal, "python", project, declarations, request_kind, dist)
     if hidden:
         raise HTTPProblem(403, "Forbidden", hidden[version])
 

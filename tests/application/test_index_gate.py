@@ -27,8 +27,8 @@ def policy(app, python_mode="allowlist", allow=(), deny=()):
 def test_the_index_judges_exactly_as_evaluate_does(app, sandbox):
     policy(app, "allowlist", allow=["alpha"], deny=["gamma"])
     for name in ("alpha", "beta", "gamma"):  # a run each: a run's first denial fails the rest of it
-        principal = app.index_principal(app.start_run("acme", sandbox)["token"])
-        index = app.judge_index(principal, "python", name, "page")
+        principal = app.index.authenticate(app.index.runs.start("acme", sandbox)["token"])
+        index = app.index.gate.judge(principal, "python", name, "page")
         (evaluated,) = app.evaluate("acme", "python", [name])["decisions"]
         assert (index["allowed"], index["reason"], index["message"], index["policy_version"]) == (
             evaluated["allowed"],
@@ -40,15 +40,15 @@ def test_the_index_judges_exactly_as_evaluate_does(app, sandbox):
 
 def test_one_decision_per_run_project_and_request_kind(app, sandbox):
     policy(app, "denylist")
-    principal = app.index_principal(app.start_run("acme", sandbox)["token"])
-    first = app.judge_index(principal, "python", "alpha", "page")
-    again = app.judge_index(principal, "python", "alpha", "page")
+    principal = app.index.authenticate(app.index.runs.start("acme", sandbox)["token"])
+    first = app.index.gate.judge(principal, "python", "alpha", "page")
+    again = app.index.gate.judge(principal, "python", "alpha", "page")
     assert first["recorded"] and not again["recorded"] and again["id"] == first["id"]
-    wheel = app.judge_index(principal, "python", "alpha", "download", "alpha-1.0-py3-none-any.whl", "1.0")
-    sdist = app.judge_index(principal, "python", "alpha", "download", "alpha-1.0.tar.gz", "1.0")
+    wheel = app.index.gate.judge(principal, "python", "alpha", "download", "alpha-1.0-py3-none-any.whl", "1.0")
+    sdist = app.index.gate.judge(principal, "python", "alpha", "download", "alpha-1.0.tar.gz", "1.0")
     assert wheel["recorded"] and sdist["recorded"] and wheel["id"] != sdist["id"]
-    other_run = app.index_principal(app.start_run("acme", sandbox)["token"])
-    assert app.judge_index(other_run, "python", "alpha", "page")["recorded"]
+    other_run = app.index.authenticate(app.index.runs.start("acme", sandbox)["token"])
+    assert app.index.gate.judge(other_run, "python", "alpha", "page")["recorded"]
     assert len(app.decisions("acme", {"source": "index"})["decisions"]) == 4
 
 
@@ -57,9 +57,9 @@ def test_a_plain_sandbox_token_may_read_the_index_and_an_auditor_may_not(app, wo
 
     for role, allowed in (("sandbox", True), ("admin", True), ("owner", True), ("auditor", False)):
         secret = app.issue_token(workspace, f"{role}-x", role, by="founder")["token"]
-        principal = app.index_principal(secret)
+        principal = app.index.authenticate(secret)
         assert principal.run is None and may_read(principal) is allowed
-    assert app.index_principal("rcp_unknown") is None and app.index_principal("rcr_unknown") is None
+    assert app.index.authenticate("rcp_unknown") is None and app.index.authenticate("rcr_unknown") is None
 
 
 def test_an_expired_run_token_no_longer_reads_the_index(app, sandbox):
@@ -75,22 +75,22 @@ def test_an_expired_run_token_no_longer_reads_the_index(app, sandbox):
             context={},
         )
     )
-    assert app.index_principal(secret) is None
-    live = app.start_run("acme", sandbox, seconds=60)
-    assert app.index_principal(live["token"]).run == live["id"]
+    assert app.index.authenticate(secret) is None
+    live = app.index.runs.start("acme", sandbox, seconds=60)
+    assert app.index.authenticate(live["token"]).run == live["id"]
 
 
 def test_a_run_lasts_between_a_minute_and_a_day(app, sandbox):
     for seconds in (59, 86_401, True, "60"):
         with pytest.raises(InvalidInputError):
-            app.start_run("acme", sandbox, seconds=seconds)
+            app.index.runs.start("acme", sandbox, seconds=seconds)
 
 
 def test_a_path_that_names_no_project_is_not_found(app, sandbox):
-    principal = app.index_principal(app.start_run("acme", sandbox)["token"])
+    principal = app.index.authenticate(app.index.runs.start("acme", sandbox)["token"])
     for language, name in (("python", "alpha==1.0"), ("python", "../etc"), ("node", "alpha@1"), ("node", "")):
         with pytest.raises(NotFoundError):
-            app.judge_index(principal, language, name, "page")
+            app.index.gate.judge(principal, language, name, "page")
 
 
 class Upstream:
@@ -116,57 +116,57 @@ class NoUpstream:
 
 def test_the_root_lists_allowed_names_only(app, workspace):
     policy(app, "allowlist", allow=["alpha", "beta"], deny=["beta"])
-    assert app.index_listing("acme", "python", NoUpstream()).names == ("alpha",)
+    assert app.index.gate.listing("acme", "python", NoUpstream()).names == ("alpha",)
     policy(app, "denylist", deny=["beta"])
-    assert app.index_listing("acme", "python", Upstream(["alpha", "beta", "gamma"])).names == ("alpha", "gamma")
+    assert app.index.gate.listing("acme", "python", Upstream(["alpha", "beta", "gamma"])).names == ("alpha", "gamma")
 
 
 def test_the_root_listing_is_judged_once_per_policy_version_and_upstream_revision(app, workspace):
     policy(app, "denylist", deny=["beta"])
     upstream = Upstream(["alpha", "beta", "gamma"])
-    first = app.index_listing("acme", "python", upstream)
-    assert app.index_listing("acme", "python", upstream) is first and upstream.reads == 1
+    first = app.index.gate.listing("acme", "python", upstream)
+    assert app.index.gate.listing("acme", "python", upstream) is first and upstream.reads == 1
     upstream.listed, upstream.current = ["alpha", "beta", "delta"], "r2"  # upstream's list changed
-    assert app.index_listing("acme", "python", upstream).names == ("alpha", "delta") and upstream.reads == 2
+    assert app.index.gate.listing("acme", "python", upstream).names == ("alpha", "delta") and upstream.reads == 2
     policy(app, "denylist", deny=["delta"])  # a new policy version
-    again = app.index_listing("acme", "python", upstream)
+    again = app.index.gate.listing("acme", "python", upstream)
     assert again.names == ("alpha", "beta") and upstream.reads == 3 and again.tag != first.tag
 
 
 def test_a_file_name_from_the_url_is_bounded_and_printable_before_it_is_stored(app, sandbox):
-    principal = app.index_principal(app.start_run("acme", sandbox)["token"])
+    principal = app.index.authenticate(app.index.runs.start("acme", sandbox)["token"])
     for file in ("a" * 256 + ".whl", "alpha\x00.whl"):
         with pytest.raises(InvalidInputError):
-            app.judge_index(principal, "python", "alpha", "download", file, None)
+            app.index.gate.judge(principal, "python", "alpha", "download", file, None)
     assert app.decisions("acme", {"source": "index"})["decisions"] == []
 
 
 def test_a_run_fails_closed_at_its_first_project_denial(app, sandbox):
     policy(app, "allowlist", allow=["alpha"])
-    principal = app.index_principal(app.start_run("acme", sandbox)["token"])
-    assert app.judge_index(principal, "python", "alpha", "page")["allowed"]
-    denied = app.judge_index(principal, "python", "beta", "page")
+    principal = app.index.authenticate(app.index.runs.start("acme", sandbox)["token"])
+    assert app.index.gate.judge(principal, "python", "alpha", "page")["allowed"]
+    denied = app.index.gate.judge(principal, "python", "beta", "page")
     assert (denied["allowed"], denied["reason"]) == (False, "not-on-the-allow-list")
     for request, file in (("page", None), ("metadata", "alpha-0.9-py3-none-any.whl"), ("download", "alpha-0.9.tar.gz")):
-        refused = app.judge_index(principal, "python", "alpha", request, file, "0.9" if file else None)
+        refused = app.index.gate.judge(principal, "python", "alpha", request, file, "0.9" if file else None)
         assert (refused["allowed"], refused["reason"]) == (False, "run-failed")
         assert refused["message"].startswith(
             "this run already failed: beta (python) was denied \u2014 not-on-the-allow-list: beta is not on the"
         )
         assert refused["message"].endswith("; nothing more is served to it")
-    other_run = app.index_principal(app.start_run("acme", sandbox)["token"])
-    assert app.judge_index(other_run, "python", "alpha", "page")["allowed"]  # one run's failure is its own
+    other_run = app.index.authenticate(app.index.runs.start("acme", sandbox)["token"])
+    assert app.index.gate.judge(other_run, "python", "alpha", "page")["allowed"]  # one run's failure is its own
 
 
 def test_a_run_failed_in_another_worker_fails_here_too(app, open_app, sandbox):
     policy(app, "allowlist", allow=["alpha"])
-    secret = app.start_run("acme", sandbox)["token"]
+    secret = app.index.runs.start("acme", sandbox)["token"]
     other_worker = open_app()  # a second process's application on the same store
     try:
-        here, there = app.index_principal(secret), other_worker.index_principal(secret)
-        assert app.judge_index(here, "python", "alpha", "page")["allowed"]  # not failed yet: known to no one
-        assert not other_worker.judge_index(there, "python", "beta", "page")["allowed"]
-        refused = app.judge_index(here, "python", "alpha", "download", "alpha-1.0-py3-none-any.whl", "1.0")
+        here, there = app.index.authenticate(secret), other_worker.index.authenticate(secret)
+        assert app.index.gate.judge(here, "python", "alpha", "page")["allowed"]  # not failed yet: known to no one
+        assert not other_worker.index.gate.judge(there, "python", "beta", "page")["allowed"]
+        refused = app.index.gate.judge(here, "python", "alpha", "download", "alpha-1.0-py3-none-any.whl", "1.0")
         assert refused["reason"] == "run-failed" and "beta (python) was denied" in refused["message"]
     finally:
         other_worker.close()
@@ -178,11 +178,11 @@ def test_a_plain_token_fails_closed_for_its_window_after_a_project_denial(app, w
     monkeypatch.setattr(application.index.gate, "TOKEN_WINDOW_SECONDS", 2)  # the real clock, a shorter window
     policy(app, "allowlist", allow=["alpha"])
     tokens = [app.issue_token(workspace, f"sbx-{n}", "sandbox", by="founder")["token"] for n in (1, 2)]
-    principal, another = (app.index_principal(t) for t in tokens)
-    assert not app.judge_index(principal, "python", "beta", "page")["allowed"]
-    refused = app.judge_index(principal, "python", "alpha", "page")
+    principal, another = (app.index.authenticate(t) for t in tokens)
+    assert not app.index.gate.judge(principal, "python", "beta", "page")["allowed"]
+    refused = app.index.gate.judge(principal, "python", "alpha", "page")
     assert refused["reason"] == "run-failed"
     assert refused["message"].startswith("this token (reading the index without a run, for 0 minutes after")
-    assert app.judge_index(another, "python", "alpha", "page")["allowed"]  # one token's failure is its own
+    assert app.index.gate.judge(another, "python", "alpha", "page")["allowed"]  # one token's failure is its own
     time.sleep(2.1)
-    assert app.judge_index(principal, "python", "alpha", "page")["allowed"]  # the window is over
+    assert app.index.gate.judge(principal, "python", "alpha", "page")["allowed"]  # the window is over

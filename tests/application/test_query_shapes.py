@@ -160,12 +160,12 @@ def test_whether_a_run_already_failed_is_one_seek_of_its_decisions_primary_key(p
     pg_app.save_policy("acme", {"python": {"mode": "allowlist", "allow": ["p1"]}}, by="a")
     sandbox = pg_app.authenticate(pg_app.issue_token("acme", "sbx", "sandbox", by="a")["token"])
     for _ in range(3):  # other runs' decisions, failed and not, to walk past
-        other = pg_app.index_principal(pg_app.start_run("acme", sandbox)["token"])
-        pg_app.judge_index(other, "python", "p1", "page")
-        pg_app.judge_index(other, "python", "torch", "page")
-    principal = pg_app.index_principal(pg_app.start_run("acme", sandbox)["token"])
+        other = pg_app.index.authenticate(pg_app.index.runs.start("acme", sandbox)["token"])
+        pg_app.index.gate.judge(other, "python", "p1", "page")
+        pg_app.index.gate.judge(other, "python", "torch", "page")
+    principal = pg_app.index.authenticate(pg_app.index.runs.start("acme", sandbox)["token"])
     spy = Statements(pg_app.recorder)
-    assert pg_app.judge_index(principal, "python", "p1", "page")["allowed"]
+    assert pg_app.index.gate.judge(principal, "python", "p1", "page")["allowed"]
     (lookup,) = [p for p, (statement, _) in zip(spy.plans(), spy.seen, strict=True) if "run_decisions" in statement]
     assert "Seq Scan" not in lookup and "Sort" not in lookup
     (seek,) = [n for n in scans(lookup) if n.get("Relation Name", "").endswith("run_decisions")]

@@ -129,33 +129,33 @@ def test_a_revocation_whose_event_was_deleted_still_stops_the_token(snapshotted,
 @pytest.fixture
 def run(snapshotted, sandbox) -> dict:
     caller = snapshotted.authenticate(sandbox["token"])
-    return snapshotted.start_run("acme", caller, {"sandbox": "s1"}, seconds=60)
+    return snapshotted.index.runs.start("acme", caller, {"sandbox": "s1"}, seconds=60)
 
 
 def test_a_run_forged_in_the_runs_table_is_no_index_token(snapshotted, run, tamper):
     from domain.run import new_run_secret, run_id
     from domain.token import digest
 
-    assert snapshotted.index_principal(run["token"]).run == run["id"]  # the real one works
+    assert snapshotted.index.authenticate(run["token"]).run == run["id"]  # the real one works
     secret = new_run_secret()
     tamper.sql(
         "INSERT INTO rcp_runs SELECT %s, workspace, started_at, expires_at, started_by, started_by_name, context, %s "
         "FROM rcp_runs WHERE id = %s",
         (str(run_id(digest(secret))), digest(secret), run["id"]),
     )
-    assert snapshotted.index_principal(secret) is None
+    assert snapshotted.index.authenticate(secret) is None
 
 
 def test_a_run_expiry_pushed_back_in_the_runs_table_is_refused(snapshotted, run, tamper):
     tamper.sql("UPDATE rcp_runs SET expires_at = %s WHERE id = %s", ("2999-01-01T00:00:00.000000+00:00", run["id"]))
-    assert snapshotted.index_principal(run["token"]) is None
+    assert snapshotted.index.authenticate(run["token"]) is None
     assert f"run {run['id']} differs from its sealed events: expires_at" in snapshotted.integrity.first
 
 
 def test_a_run_whose_starter_was_swapped_in_the_runs_table_is_refused(snapshotted, run, tamper):
     owner = snapshotted.readmodel.tokens("acme")[0]["id"]
     tamper.sql("UPDATE rcp_runs SET started_by = %s WHERE id = %s", (owner, run["id"]))
-    assert snapshotted.index_principal(run["token"]) is None
+    assert snapshotted.index.authenticate(run["token"]) is None
     assert "started_by" in snapshotted.integrity.first
 
 

@@ -43,9 +43,9 @@ def run_with_decisions(live, app) -> str:
     app.save_policy("acme", {"python": {"mode": "denylist", "allow": [], "deny": ["gamma"]}}, by="founder")
     started = live.call("POST", "/api/v1/workspaces/acme/runs", live.tokens["sandbox"], {})
     assert started.status == 201, started.body
-    principal = app.index_principal(started.json["token"])
+    principal = app.index.authenticate(started.json["token"])
     for name in ("alpha", "beta", "gamma"):
-        app.judge_index(principal, "python", name, "page")
+        app.index.gate.judge(principal, "python", name, "page")
     return started.json["id"]
 
 
