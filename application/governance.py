@@ -121,10 +121,6 @@ class Governance(Application):
         self.writer.close()
         super().close()
 
-    @property
-    def egress_config(self) -> EgressConfig:
-        return self.egress.egress_config
-
     # -- the collaborators' public surface --------------------------------------------------
     def evaluate(
         self,
@@ -152,18 +148,6 @@ class Governance(Application):
 
     def draft_rules(self, workspace: str, draft: dict) -> tuple[int, dict]:
         return self.policies.draft_rules(workspace, draft)
-
-    def evaluate_egress(self, workspace: str, target: str, resolved=(), context: dict | None = None) -> dict:
-        return self.egress.evaluate_egress(workspace, target, resolved, context)
-
-    def judge_egress(self, target: str, resolved=(), workspace: str | None = None) -> dict:
-        return self.egress.judge_egress(target, resolved, workspace)
-
-    def judge_upstream_egress(self, target: str, resolved=()) -> dict:
-        return self.egress.judge_upstream_egress(target, resolved)
-
-    def test_egress(self, workspace: str, target: str, resolved=(), hostname_allowlist=None, at=None) -> dict:
-        return self.egress.test_egress(workspace, target, resolved, hostname_allowlist, at)
 
     def history(self, workspace: str, start=None, end=None, limit: int = 100, cursor: str | None = None) -> dict:
         return self.audit.history(workspace, start, end, limit, cursor)

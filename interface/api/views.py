@@ -240,7 +240,7 @@ def delete_token(gov, ws, caller, token_id):
 )
 def post_egress_evaluate(gov, ws, caller, body):
     context = body.context.model_dump() if body.context else {}
-    answer = gov.evaluate_egress(ws, body.target, body.resolved, context)
+    answer = gov.egress.evaluate_egress(ws, body.target, body.resolved, context)
     metrics.count_decisions([{"kind": "egress", **answer}])
     return answer
 
@@ -262,4 +262,4 @@ def post_egress_test(gov, ws, caller, body):
             "give hostname_allowlist (null = open) or at, one of them",
             [FieldError("hostname_allowlist", "is required unless at is given, and must not come with at")],
         )
-    return gov.test_egress(ws, body.target, body.resolved, body.hostname_allowlist, at)
+    return gov.egress.test_egress(ws, body.target, body.resolved, body.hostname_allowlist, at)

@@ -199,7 +199,7 @@ class _Exchange:
     def open(self, target: str, default_port: int | None) -> tuple[dict, socket.socket]:
         """Judge the name, resolve once, judge name and addresses (recorded), dial a vetted one."""
         # the workspace's egress allowlist as it stands now: a Save is in force at the next connection
-        first = self.proxy.governance.judge_egress(target, workspace=self.proxy.workspace)
+        first = self.proxy.governance.egress.judge_egress(target, workspace=self.proxy.workspace)
         if not first["allowed"]:
             self.decide(target, ())  # records the same denial and raises: a refused name is never resolved
         port = first["port"] or default_port
@@ -223,7 +223,7 @@ class _Exchange:
     def decide(self, target: str, resolved: Sequence[str]) -> dict:
         """Record the decision (fail closed if that is impossible); refuse unless allowed."""
         try:
-            answer = self.proxy.governance.evaluate_egress(self.proxy.workspace, target, resolved, self.context)
+            answer = self.proxy.governance.egress.evaluate_egress(self.proxy.workspace, target, resolved, self.context)
         except StoreUnavailableError as error:
             log.warning("decision=unrecorded target=%r error=%s", target, error.detail)
             raise Refusal(503, "the decision could not be recorded, so it is refused") from None

@@ -20,12 +20,12 @@ from interface.services import services
 
 
 def install(app: Flask) -> None:
-    settings, governance = services(app).settings, services(app).governance
+    settings, egress = services(app).settings, services(app).egress
     kept = settings.cache or CacheSettings.from_env({}, settings.data_dir)
     app.extensions["index_cache"] = cache = DiskCache(kept.directory, kept.max_bytes)
     # The service's own fetches: public registries allowed (sandboxes' egress refuses them).
     for key, base in (("pypi_upstream", settings.pypi_upstream), ("npm_upstream", settings.npm_upstream)):
-        app.extensions[key] = Upstream(base, governance.judge_upstream_egress, settings.upstream)
+        app.extensions[key] = Upstream(base, egress.judge_upstream_egress, settings.upstream)
         app.extensions[key.replace("upstream", "pages")] = Pages(app.extensions[key], cache, kept.page_seconds)
         # Whoever stops serving this app closes these (their pooled upstream connections).
         app.extensions.setdefault("on_close", []).append(app.extensions[key].close)

@@ -28,7 +28,7 @@ def test_counts_match_the_recorded_decisions_key_by_key(app, workspace):
     for _ in range(40):  # concurrent-looking batches: one evaluate records several decisions at once
         specs = rng.sample(NAMES, rng.randint(1, 4))
         app.evaluate(workspace, "python", specs, context={"sandbox": rng.choice(["sbx-1", "sbx-2", None])})
-    app.evaluate_egress(workspace, "https://pypi.org/simple/", ["151.101.0.223"], {"sandbox": "sbx-1"})
+    app.egress.evaluate_egress(workspace, "https://pypi.org/simple/", ["151.101.0.223"], {"sandbox": "sbx-1"})
     recorded = app.decisions(workspace, limit=1000)["decisions"]
     expected = Counter(
         (d["at"][:10], d["language"] or "egress", d["name"] or "", d["allowed"], d["context"].get("sandbox") or "")

@@ -38,13 +38,13 @@ def random_egress_history(app, workspace: str, steps: int, seed: int) -> None:
 
 def test_was_a_host_reachable_at_t_equals_replaying_the_events_up_to_t(app, workspace):
     random_egress_history(app, workspace, steps=80, seed=13)
-    deployment = app.egress_config
+    deployment = app.egress.egress_config
     for at in instants(app, workspace, random.Random(17), 30):
         naive = replay_until(app, workspace, at)
         narrowing = naive.egress_rules()
         assert app.policy(workspace, at=at)["egress"] == {"allow": narrowing.allow_view()}
         for host in HOSTS:
-            answer = app.test_egress(workspace, f"https://{host}/", PUBLIC, at=at)
+            answer = app.egress.test_egress(workspace, f"https://{host}/", PUBLIC, at=at)
             expected = evaluate_egress(f"https://{host}/", PUBLIC, deployment.hostname_allowlist)
             expected_allowed = expected.allowed and narrowing.passes(expected.host)
             assert answer["allowed"] == expected_allowed, (at, host)
@@ -70,11 +70,11 @@ def test_a_workspace_list_never_widens_the_deployments_and_registries_stay_refus
     app.create_workspace("acme", by="founder")
     app.save_policy("acme", {"egress": {"allow": ["api.github.com", "evil.test", "pypi.org"]}}, by="alice")
     outcomes = {
-        h: app.evaluate_egress("acme", f"https://{h}/", PUBLIC)["allowed"]
+        h: app.egress.evaluate_egress("acme", f"https://{h}/", PUBLIC)["allowed"]
         for h in ("api.github.com", "evil.test", "pypi.org")
     }
     assert outcomes == {"api.github.com": True, "evil.test": False, "pypi.org": False}
-    assert app.evaluate_egress("acme", "http://169.254.169.254/", ())["reason"] == "cloud-metadata"
+    assert app.egress.evaluate_egress("acme", "http://169.254.169.254/", ())["reason"] == "cloud-metadata"
 
 
 def test_bad_egress_entries_are_refused_naming_each_one(app, workspace):
@@ -86,13 +86,13 @@ def test_bad_egress_entries_are_refused_naming_each_one(app, workspace):
 
 def test_an_agent_asks_for_a_host_and_an_admin_grants_it_for_a_while(app, workspace):
     app.save_policy(workspace, {"egress": {"allow": ["api.github.com"]}}, by="alice")
-    denied = app.evaluate_egress(workspace, "https://Files.Example.com/x", PUBLIC)
+    denied = app.egress.evaluate_egress(workspace, "https://Files.Example.com/x", PUBLIC)
     assert not denied["allowed"] and '"language": "egress"' in denied["detail"]
     asked = app.access.file_request(workspace, "egress", "FILES.example.com.", "datasets", None, "agent", "t1")
     assert (asked["language"], asked["name"]) == ("egress", "files.example.com")
     app.access.approve_request(workspace, asked["id"], by="admin", duration="PT1H", note="for the run")
-    assert app.evaluate_egress(workspace, "https://files.example.com/x", PUBLIC)["allowed"]
+    assert app.egress.evaluate_egress(workspace, "https://files.example.com/x", PUBLIC)["allowed"]
     later = datetime.now(UTC) + timedelta(hours=2)
-    assert not app.test_egress(workspace, "https://files.example.com/x", PUBLIC, at=later)["allowed"]
+    assert not app.egress.test_egress(workspace, "https://files.example.com/x", PUBLIC, at=later)["allowed"]
     with pytest.raises(InvalidInputError):
         app.access.file_request(workspace, "egress", "*.example.com", "all of it", None, "agent", "t1")

@@ -92,13 +92,13 @@ def test_a_period_with_nothing_allowed_synthesises_an_empty_list(app, workspace)
 def test_a_host_allowlist_is_synthesised_from_the_recorded_egress_decisions(app, workspace):
     for host, times in (("api.github.com", 3), ("files.example.org", 1)):
         for _ in range(times):
-            app.evaluate_egress(workspace, f"https://{host}/", ["140.82.112.5"], context={"sandbox": "s1"})
-    app.evaluate_egress(workspace, "http://127.0.0.1/", ())  # denied: not counted
+            app.egress.evaluate_egress(workspace, f"https://{host}/", ["140.82.112.5"], context={"sandbox": "s1"})
+    app.egress.evaluate_egress(workspace, "http://127.0.0.1/", ())  # denied: not counted
     answer = app.synthesise(workspace, "egress", coverage=0.7)
     assert (answer["allow"], answer["covered"], answer["total"]) == (["api.github.com"], 3, 4)
     assert answer["impact"]["would_deny"] == [
         {"language": "egress", "name": "files.example.org", "installs": 1, "sandboxes": 1}
     ]
     app.save_policy(workspace, answer["draft"], by="alice")
-    assert not app.evaluate_egress(workspace, "https://files.example.org/", ["140.82.112.5"])["allowed"]
-    assert app.evaluate_egress(workspace, "https://api.github.com/", ["140.82.112.5"])["allowed"]
+    assert not app.egress.evaluate_egress(workspace, "https://files.example.org/", ["140.82.112.5"])["allowed"]
+    assert app.egress.evaluate_egress(workspace, "https://api.github.com/", ["140.82.112.5"])["allowed"]

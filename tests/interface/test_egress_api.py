@@ -259,8 +259,8 @@ def test_the_test_only_address_allowance_is_only_set_in_code():
 def test_the_index_fetches_registry_files_its_upstream_links_to_though_sandboxes_may_not(app, tmp_path):
     flask_app = create_app(env={"RUNCODE_POLICY_DATA_DIR": str(tmp_path)}, governance=app)
     wheel = "https://files.pythonhosted.org/packages/aa/bb/requests-2.32.0-py3-none-any.whl"
-    assert app.judge_egress(wheel)["reason"] == "package-registry"  # a sandbox's own connection
-    assert app.judge_upstream_egress(wheel, ["146.75.28.223"])["allowed"] is True
+    assert app.egress.judge_egress(wheel)["reason"] == "package-registry"  # a sandbox's own connection
+    assert app.egress.judge_upstream_egress(wheel, ["146.75.28.223"])["allowed"] is True
     assert flask_app.extensions["pypi_upstream"].allows_host(wheel)
     assert not flask_app.extensions["pypi_upstream"].allows_host("http://169.254.169.254/latest/")
     for upstream in ("pypi_upstream", "npm_upstream"):

@@ -1,7 +1,7 @@
 """The enforcing egress proxy, on loopback only: a real upstream HTTP server on 127.0.0.1, a fake
 resolver, and a TEST-ONLY allowance of 127.0.0.1 (EgressConfig.allow_addresses).
 
-These run on SQLite only: the proxy reaches the store through `Governance.evaluate_egress` and
+These run on SQLite only: the proxy reaches the store through `EgressJudge.evaluate_egress` and
 its group-commit writer, which the API tests run on both backends; PostgreSQL would add time, not
 coverage.
 """

@@ -89,7 +89,7 @@ def seed(gov: Governance, today: datetime) -> dict:
                     "acme", "node", ["left-pad", "event-stream"] if n % 4 == 0 else ["lodash"], context=context
                 )
                 target = "http://169.254.169.254/latest/meta-data/" if n % 5 == 0 else "https://pypi.org/simple/"
-                gov.evaluate_egress("acme", target, [], context)
+                gov.egress.evaluate_egress("acme", target, [], context)
     with clock_at(today - timedelta(minutes=5)):
         tokens["auditor"] = gov.issue_token("acme", "audit", "auditor", by="owner")["token"]
         sandbox = gov.issue_token("acme", "sbx-agent-7", "sandbox", by="owner")
