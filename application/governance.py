@@ -149,35 +149,6 @@ class Governance(Application):
     def draft_rules(self, workspace: str, draft: dict) -> tuple[int, dict]:
         return self.policies.draft_rules(workspace, draft)
 
-    def history(self, workspace: str, start=None, end=None, limit: int = 100, cursor: str | None = None) -> dict:
-        return self.audit.history(workspace, start, end, limit, cursor)
-
-    def changes_since(self, workspace: str, version: int, limit: int = 100) -> list[dict]:
-        return self.audit.changes_since(workspace, version, limit)
-
-    def decisions(
-        self,
-        workspace: str,
-        filters: dict | None = None,
-        start=None,
-        end=None,
-        limit: int = 100,
-        cursor: str | None = None,
-    ) -> dict:
-        return self.audit.decisions(workspace, filters, start, end, limit, cursor)
-
-    def export_decisions(self, workspace: str, filters: dict | None = None, start=None, end=None):
-        return self.audit.export_decisions(workspace, filters, start, end)
-
-    def decision(self, workspace: str, decision_id: str) -> dict:
-        return self.audit.decision(workspace, decision_id)
-
-    def package_at(self, workspace: str, language: str, name: str, at) -> dict:
-        return self.audit.package_at(workspace, language, name, at)
-
-    def package_timeline(self, workspace: str, language: str, name: str, start, end) -> dict:
-        return self.audit.package_timeline(workspace, language, name, start, end)
-
     def overview(self, workspace: str, first_day, last_day, top_since) -> dict:
         return self.facts.overview(workspace, first_day, last_day, top_since)
 

@@ -85,7 +85,7 @@ def decisions_query(run) -> Result:
     rng = random.Random(7)
     samples = [
         timed(
-            lambda: governance.decisions(
+            lambda: governance.audit.decisions(
                 "bench", {"language": "python", "name": rng.choice(history.NAMES)}, start, end, limit=100
             )
         )

@@ -94,7 +94,7 @@ def post_changes(gov, ws, caller, body):
 )
 def get_history(gov, ws, caller, query):
     start, end = optional_bound(query.from_, "from"), optional_bound(query.to, "to")
-    return gov.history(ws, start, end, query.limit, query.cursor)
+    return gov.audit.history(ws, start, end, query.limit, query.cursor)
 
 
 @api.route(
@@ -149,8 +149,8 @@ def get_decisions(gov, ws, caller, query):
     if query.chain and query.format != "jsonl":
         raise InvalidInputError("chain links come with format=jsonl only", [FieldError("chain", "needs format=jsonl")])
     if query.format == "json":
-        return gov.decisions(ws, filters, start, end, query.limit, query.cursor)
-    rows = gov.export_decisions(ws, filters, start, end)
+        return gov.audit.decisions(ws, filters, start, end, query.limit, query.cursor)
+    rows = gov.audit.export_decisions(ws, filters, start, end)
     if query.chain:
         rows = gov.chain.with_links(ws, rows)
     return exports.stream(rows, query.format, f"decisions-{ws}")
@@ -158,7 +158,7 @@ def get_decisions(gov, ws, caller, query):
 
 @api.route("GET", W + "/decisions/<decision_id>", "One recorded decision", role="auditor", response=DecisionView)
 def get_decision(gov, ws, caller, decision_id):
-    return gov.decision(ws, decision_id)
+    return gov.audit.decision(ws, decision_id)
 
 
 @api.route(
@@ -173,8 +173,8 @@ def get_package(gov, ws, caller, language, name, query):
     period = _period(query)
     if period is None:
         at = optional_instant(query.at, "at") or gov.clock()
-        return gov.package_at(ws, language, name, at)
-    return Timeline.model_validate(gov.package_timeline(ws, language, name, *period)).model_dump(by_alias=True)
+        return gov.audit.package_at(ws, language, name, at)
+    return Timeline.model_validate(gov.audit.package_timeline(ws, language, name, *period)).model_dump(by_alias=True)
 
 
 def _period(query) -> tuple[datetime, datetime] | None:

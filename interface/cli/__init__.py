@@ -201,7 +201,9 @@ def decisions_export(workspace: str, start: str | None, end: str | None, fmt: st
     """Stream every decision in the period, newest first (constant memory, any size)."""
     if chain and fmt != "jsonl":
         raise click.UsageError("--chain needs --format jsonl")
-    rows = Tally(governance().export_decisions(workspace, {}, optional_bound(start, "from"), optional_bound(end, "to")))
+    rows = Tally(
+        governance().audit.export_decisions(workspace, {}, optional_bound(start, "from"), optional_bound(end, "to"))
+    )
     try:
         with output_file(output) as out, progress(rows, output) as shown:
             for line in exports.lines(governance().chain.with_links(workspace, shown) if chain else shown, fmt):

@@ -51,7 +51,7 @@ def audit():
     cursor = request.args.get("cursor") or None
     try:
         filters, start, end = query_of(typed)
-        page = governance().decisions(caller()["workspace"], filters, start, end, PAGE_SIZE, cursor)
+        page = governance().audit.decisions(caller()["workspace"], filters, start, end, PAGE_SIZE, cursor)
     except GovernanceError as error:
         return _audit_page(typed, cursor, None, error), 422
     return _audit_page(typed, cursor, page, None)
@@ -78,7 +78,7 @@ def export(fmt: str):
     except GovernanceError:
         return redirect(url_for("console.audit", **request.args))  # which shows what is wrong
     workspace = caller()["workspace"]
-    rows = governance().export_decisions(workspace, filters, start, end)
+    rows = governance().audit.export_decisions(workspace, filters, start, end)
     return exports.stream(rows, fmt, f"decisions-{workspace}")
 
 
@@ -89,7 +89,7 @@ def history():
     try:
         start = instant(typed.get("from"), "from", day_start=True)
         end = instant(typed.get("to"), "to", day_start=True, end=True)
-        page = governance().history(caller()["workspace"], start, end, PAGE_SIZE, cursor)
+        page = governance().audit.history(caller()["workspace"], start, end, PAGE_SIZE, cursor)
     except GovernanceError as error:
         return render_template(
             "console/history.html", typed=typed, page=None, refusal=error, problems=error_items(error)

@@ -25,12 +25,12 @@ MAX_INTERVALS = 200  # each costs a few index seeks for the change that opened i
 def package(language: str, name: str):
     workspace, instant_now = caller()["workspace"], governance().clock()
     today = instant_now.date()
-    now = governance().package_at(workspace, language, name, instant_now)  # 404/422 for a bad name
+    now = governance().audit.package_at(workspace, language, name, instant_now)  # 404/422 for a bad name
     typed = period_typed(request.args, today)
     try:
         start = instant(typed["from"], "from", day_start=True)
         end = instant(typed["to"], "to", day_start=True, end=True)
-        timeline = governance().package_timeline(workspace, language, now["name"], start, end)
+        timeline = governance().audit.package_timeline(workspace, language, now["name"], start, end)
     except GovernanceError as error:
         return _page(now, typed, None, error, today), 422
     return _page(now, typed, timeline, None, today)
@@ -49,7 +49,7 @@ def _page(now: dict, typed: dict, timeline: dict | None, refusal, today: date):
     drawn = []
     if timeline:
         drawn = band(opened_by(workspace, timeline), _at(timeline["from"]), _at(timeline["to"]))
-    recent = governance().decisions(workspace, {"language": now["language"], "name": now["name"]}, limit=RECENT)
+    recent = governance().audit.decisions(workspace, {"language": now["language"], "name": now["name"]}, limit=RECENT)
     return render_template(
         "console/package.html",
         now=now,
@@ -69,7 +69,7 @@ def opened_by(workspace: str, timeline: dict) -> list[dict]:
     out = []
     for interval in timeline["intervals"][:MAX_INTERVALS]:
         start = _at(interval["from"])
-        answer = governance().package_at(workspace, timeline["language"], timeline["name"], start)
+        answer = governance().audit.package_at(workspace, timeline["language"], timeline["name"], start)
         out.append({**interval, "from_at": start, "to_at": _at(interval["to"]), "because": answer["because"]})
     return out
 

@@ -123,7 +123,7 @@ def _conflict(form: dict, error: ConflictError):
 def _changes_after(version_text: str) -> list[dict]:
     if not version_text.strip().isdigit():
         return []
-    return governance().changes_since(_workspace(), int(version_text))
+    return governance().audit.changes_since(_workspace(), int(version_text))
 
 
 def _page(

@@ -47,7 +47,7 @@ def _answers(typed: dict) -> tuple[dict | None, dict | None, dict | None]:
                 raise InvalidInputError("Say when: the instant is empty", [FieldError("at", rule)])
             return None, None, None
         policy = gov.policy(workspace, moment)
-    package = gov.package_at(workspace, typed["language"], typed["name"], moment) if typed["name"] else None
+    package = gov.audit.package_at(workspace, typed["language"], typed["name"], moment) if typed["name"] else None
     return policy, package, diff
 
 
@@ -61,7 +61,7 @@ def _version(workspace: str, text: str) -> tuple[dict, dict]:
     if version == 0:
         return policy, {"changes": [], "previous": None, "languages": []}
     before = gov.policy_version(workspace, version - 1)
-    change = gov.history(workspace, limit=1, cursor=encode_cursor(version - 1))["changes"]
+    change = gov.audit.history(workspace, limit=1, cursor=encode_cursor(version - 1))["changes"]
     return policy, {"changes": change, "previous": version - 1, "languages": differences(before, policy)}
 
 

@@ -39,7 +39,7 @@ def test_save_records_only_the_differences_atomically(app, workspace):
         workspace, {"python": {"mode": "allowlist", "allow": ["numpy", "pandas", "scipy"]}}, by="bob"
     )
     assert again["version"] == 4
-    types = [c["type"] for c in app.history(workspace)["changes"]]
+    types = [c["type"] for c in app.audit.history(workspace)["changes"]]
     assert types == ["mode-switched", "entry-added", "entry-added", "entry-added"]
 
 
@@ -81,7 +81,7 @@ def test_evaluate_records_every_decision_durably(open_app, workspace, app):
     assert (second["allowed"], second["reason"]) == (False, "not-on-the-allow-list")
     assert "message" in second and second["context"]["sandbox"] == "sbx-42"
     reopened = open_app()
-    assert reopened.decision(workspace, second["id"]) == second
+    assert reopened.audit.decision(workspace, second["id"]) == second
 
 
 def test_evaluate_parses_a_whole_command_and_judges_its_options(app, workspace):
@@ -94,28 +94,28 @@ def test_decisions_filter_and_paginate_newest_first(app, workspace):
     app.save_policy(workspace, {"python": {"deny": ["numpy"]}}, by="alice")
     for i in range(5):
         app.evaluate(workspace, "python", ["numpy", f"pkg{i}"], context={"sandbox": f"s{i % 2}"})
-    denied = app.decisions(workspace, {"allowed": False})
+    denied = app.audit.decisions(workspace, {"allowed": False})
     assert [d["name"] for d in denied["decisions"]] == ["numpy"] * 5
-    page1 = app.decisions(workspace, {"sandbox": "s0"}, limit=3)
-    page2 = app.decisions(workspace, {"sandbox": "s0"}, limit=3, cursor=page1["next_cursor"])
+    page1 = app.audit.decisions(workspace, {"sandbox": "s0"}, limit=3)
+    page2 = app.audit.decisions(workspace, {"sandbox": "s0"}, limit=3, cursor=page1["next_cursor"])
     names = [d["name"] for d in page1["decisions"] + page2["decisions"]]
     assert names == ["pkg4", "numpy", "pkg2", "numpy", "pkg0", "numpy"] and page2["next_cursor"] is None
-    exported = list(app.export_decisions(workspace, {"language": "python"}))
+    exported = list(app.audit.export_decisions(workspace, {"language": "python"}))
     assert len(exported) == 10 and exported[0]["at"] >= exported[-1]["at"]
 
 
 def test_a_bad_cursor_is_refused_not_crashed(app, workspace):
     with pytest.raises(InvalidInputError):
-        app.decisions(workspace, cursor="not-a-cursor")
+        app.audit.decisions(workspace, cursor="not-a-cursor")
     with pytest.raises(InvalidInputError):
-        app.history(workspace, cursor="WzFd")
+        app.audit.history(workspace, cursor="WzFd")
 
 
 def test_testing_a_draft_records_nothing(app, workspace):
     answer = app.test(workspace, "python", ["pandas"], draft={"python": {"mode": "allowlist", "allow": "pandas"}})
     assert answer["allowed"] is True and "id" not in answer["decisions"][0]
     assert app.policy(workspace)["version"] == 0
-    assert app.decisions(workspace)["decisions"] == []
+    assert app.audit.decisions(workspace)["decisions"] == []
 
 
 def test_a_save_in_another_process_is_in_force_for_the_next_evaluate(open_app, app, workspace):
@@ -222,7 +222,7 @@ def test_a_request_too_long_to_judge_is_refused_before_parsing(app, workspace):
     with pytest.raises(InvalidInputError) as refused:
         app.evaluate(workspace, "node", ["lodash@" + "1 || " * 800] * 20)
     assert refused.value.errors[0].field == "specs"
-    assert app.decisions(workspace)["decisions"] == []
+    assert app.audit.decisions(workspace)["decisions"] == []
 
 
 def test_token_names_are_unique_so_the_audit_trail_names_one_holder(app, workspace):

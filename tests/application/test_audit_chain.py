@@ -264,7 +264,7 @@ def test_a_decision_edited_in_the_decisions_table_is_named(recorded, tamper):
         "WHERE id = %s",
         (True, denied),
     )
-    assert recorded.decision("acme", denied)["allowed"] is True  # what an auditor would now read
+    assert recorded.audit.decision("acme", denied)["allowed"] is True  # what an auditor would now read
     result = recorded.chain.verify("acme")
     assert (result["problem"], result["record"]["originator_id"]) == ("altered", denied)
 

@@ -21,7 +21,7 @@ def exported(app):
     app.issue_token("acme", "ci", "sandbox", by="alice")
     app.evaluate("acme", "python", ["numpy"], None, {})
     app.chain.checkpoint("acme")
-    lines = list(app.chain.with_links("acme", app.export_decisions("acme")))
+    lines = list(app.chain.with_links("acme", app.audit.export_decisions("acme")))
     return app, json.loads(json.dumps(lines)), app.chain.all_checkpoints("acme")
 
 

@@ -29,7 +29,7 @@ def test_counts_match_the_recorded_decisions_key_by_key(app, workspace):
         specs = rng.sample(NAMES, rng.randint(1, 4))
         app.evaluate(workspace, "python", specs, context={"sandbox": rng.choice(["sbx-1", "sbx-2", None])})
     app.egress.evaluate_egress(workspace, "https://pypi.org/simple/", ["151.101.0.223"], {"sandbox": "sbx-1"})
-    recorded = app.decisions(workspace, limit=1000)["decisions"]
+    recorded = app.audit.decisions(workspace, limit=1000)["decisions"]
     expected = Counter(
         (d["at"][:10], d["language"] or "egress", d["name"] or "", d["allowed"], d["context"].get("sandbox") or "")
         for d in recorded

@@ -54,6 +54,6 @@ def test_a_bad_request_in_a_batch_fails_alone_and_its_neighbours_are_recorded(ap
         t.join(20)
     writer.close()
     assert outcomes == {"warm-up": "recorded", "a": "recorded", "b": "recorded", "c": "recorded", "poison": "503"}
-    stored = sorted(d["spec"] for d in app.export_decisions(workspace))
+    stored = sorted(d["spec"] for d in app.audit.export_decisions(workspace))
     assert stored == ["a", "b", "c", "warm-up"]
     assert max(batches) > 1  # requests really were grouped

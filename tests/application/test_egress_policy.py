@@ -55,14 +55,15 @@ def test_the_history_lists_each_egress_change_with_its_author_and_note(app, work
     app.save_policy(workspace, {"egress": {"allow": ["API.GitHub.com."]}}, by="alice", note="only github")
     app.change_policy(workspace, [{"action": "switch-mode", "language": "egress", "mode": "open"}], by="bob")
     changes = [
-        (c["type"], c["language"], c.get("name") or c.get("mode"), c["by"]) for c in app.history(workspace)["changes"]
+        (c["type"], c["language"], c.get("name") or c.get("mode"), c["by"])
+        for c in app.audit.history(workspace)["changes"]
     ]
     assert changes == [
         ("mode-switched", "egress", "allowlist", "alice"),
         ("entry-added", "egress", "api.github.com", "alice"),
         ("mode-switched", "egress", "open", "bob"),
     ]
-    assert app.history(workspace)["changes"][0]["note"] == "only github"
+    assert app.audit.history(workspace)["changes"][0]["note"] == "only github"
 
 
 def test_a_workspace_list_never_widens_the_deployments_and_registries_stay_refused(open_app):

@@ -68,7 +68,7 @@ def test_answers_with_exceptions_and_expiries_match_a_full_replay(app, workspace
             tested = app.test(workspace, language, names, at=at)["decisions"]
             for name, decision in zip(names, tested, strict=True):
                 expected = judge(rules[language], parse(language, name), workspace)
-                answer = app.package_at(workspace, language, name, at)
+                answer = app.audit.package_at(workspace, language, name, at)
                 assert (answer["allowed"], answer["reason"]) == (expected.allowed, expected.reason), (at, name)
                 assert (decision["allowed"], decision["reason"]) == (expected.allowed, expected.reason)
                 if expected.reason == "matches-an-exception":

@@ -91,7 +91,7 @@ def with_exceptions(tmp_path):
 
 
 def test_the_policy_at_each_instant_and_its_history(old):
-    history = old.history("acme")["changes"]
+    history = old.audit.history("acme")["changes"]
     assert [(c["version"], c["by"], c["note"], c["type"], c["language"], c.get("name")) for c in history] == HISTORY
     assert all(c["by_token"] is None for c in history)
     for change in history:
@@ -123,7 +123,7 @@ def test_a_first_schema_snapshot_is_upcast(old):
 
 
 def test_decisions_and_tokens_read_back(old):
-    decisions = list(reversed(old.decisions("acme", limit=100)["decisions"]))
+    decisions = list(reversed(old.audit.decisions("acme", limit=100)["decisions"]))
     assert [(d["spec"], d["allowed"], d["reason"], d["policy_version"]) for d in decisions] == DECISIONS
     denied = {d["spec"]: d for d in decisions if not d["allowed"]}
     assert "evil-pkg is not on the Python allow list of workspace acme" in denied["evil-pkg"]["message"]
@@ -163,7 +163,7 @@ def test_exceptions_recorded_before_tokens_were_named_read_back(with_exceptions)
         ("ExceptionGranted", "attrs", "bob", None),
         ("ExceptionRevoked", "attrs", "bob", None),
     ]
-    history = app.history("acme")["changes"]
+    history = app.audit.history("acme")["changes"]
     assert [(c["version"], c["type"], c.get("name"), c["by_token"]) for c in history[2:]] == [
         (3, "exception-granted", "leftpad", None),
         (4, "exception-granted", "six", None),
@@ -176,7 +176,7 @@ def test_exceptions_recorded_before_tokens_were_named_read_back(with_exceptions)
         assert {e["name"] for e in at["exceptions"]} == standing[change["version"]]
     leftpad = next(e for e in at["exceptions"] if e["name"] == "leftpad")
     assert leftpad["request_id"] and leftpad["expires_at"] and leftpad["granted_version"] == 3
-    decisions = app.decisions("acme")["decisions"]
+    decisions = app.audit.decisions("acme")["decisions"]
     assert sorted((d["spec"], d["allowed"], d["reason"]) for d in decisions) == [
         ("attrs", False, "not-on-the-allow-list"),
         ("leftpad", True, "matches-an-exception"),

@@ -56,7 +56,7 @@ class Asker(threading.Thread):
 
 
 def stored_specs(app, workspace) -> set[str]:
-    return {d["spec"] for d in app.export_decisions(workspace)}
+    return {d["spec"] for d in app.audit.export_decisions(workspace)}
 
 
 def queued(writer: DecisionWriter, count: int) -> None:

@@ -49,7 +49,7 @@ def test_one_decision_per_run_project_and_request_kind(app, sandbox):
     assert wheel["recorded"] and sdist["recorded"] and wheel["id"] != sdist["id"]
     other_run = app.index.authenticate(app.index.runs.start("acme", sandbox)["token"])
     assert app.index.gate.judge(other_run, "python", "alpha", "page")["recorded"]
-    assert len(app.decisions("acme", {"source": "index"})["decisions"]) == 4
+    assert len(app.audit.decisions("acme", {"source": "index"})["decisions"]) == 4
 
 
 def test_a_plain_sandbox_token_may_read_the_index_and_an_auditor_may_not(app, workspace):
@@ -138,7 +138,7 @@ def test_a_file_name_from_the_url_is_bounded_and_printable_before_it_is_stored(a
     for file in ("a" * 256 + ".whl", "alpha\x00.whl"):
         with pytest.raises(InvalidInputError):
             app.index.gate.judge(principal, "python", "alpha", "download", file, None)
-    assert app.decisions("acme", {"source": "index"})["decisions"] == []
+    assert app.audit.decisions("acme", {"source": "index"})["decisions"] == []
 
 
 def test_a_run_fails_closed_at_its_first_project_denial(app, sandbox):

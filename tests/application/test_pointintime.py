@@ -68,7 +68,7 @@ def test_policy_and_package_answers_match_a_full_replay(app, workspace):
         rules = rules_from_state(naive.state)
         for language, names in NAMES.items():
             for name in names:
-                answer = app.package_at(workspace, language, name, at)
+                answer = app.audit.package_at(workspace, language, name, at)
                 expected = judge(rules[language], parse(language, name), workspace)
                 assert (answer["allowed"], answer["reason"]) == (expected.allowed, expected.reason), (at, name)
                 assert answer["policy_version"] == naive.policy_version
@@ -84,11 +84,11 @@ def test_because_names_the_change_that_decided_the_answer(app, workspace):
     app.change_policy(
         workspace, [{"action": "switch-mode", "language": "python", "mode": "allowlist"}], by="bob", note="lock down"
     )
-    added = app.history(workspace)["changes"]
+    added = app.audit.history(workspace)["changes"]
     from datetime import datetime
 
     now = datetime.now(UTC)
-    answer = app.package_at(workspace, "python", "Pandas==2.1", now)
+    answer = app.audit.package_at(workspace, "python", "Pandas==2.1", now)
     assert answer["allowed"] and answer["reason"] == "matches-the-allow-list"
     assert answer["because"]["by"] == "bob" and answer["because"]["type"] == "mode-switched"
     app.change_policy(
@@ -97,9 +97,9 @@ def test_because_names_the_change_that_decided_the_answer(app, workspace):
         by="carol",
         note="CVE",
     )
-    denied = app.package_at(workspace, "python", "pandas", datetime.now(UTC))
+    denied = app.audit.package_at(workspace, "python", "pandas", datetime.now(UTC))
     assert (denied["allowed"], denied["because"]["by"], denied["because"]["note"]) == (False, "carol", "CVE")
-    before = app.package_at(workspace, "python", "pandas", now - timedelta(days=1))
+    before = app.audit.package_at(workspace, "python", "pandas", now - timedelta(days=1))
     assert before["because"] is None and before["policy_version"] == 0 and added[0]["version"] == 1
 
 
@@ -114,7 +114,7 @@ def test_a_timeline_shows_each_interval_and_the_decisions_in_the_period(app, wor
     app.evaluate(workspace, "python", ["numpy"])
     app.change_policy(workspace, [{**deny_numpy, "action": "remove"}], by="a")
     end = datetime.now(UTC) + timedelta(seconds=1)
-    line = app.package_timeline(workspace, "python", "NumPy", start, end)
+    line = app.audit.package_timeline(workspace, "python", "NumPy", start, end)
     assert [(i["allowed"], i["reason"]) for i in line["intervals"]] == [
         (True, "not-on-the-deny-list"),
         (False, "matches-the-deny-list"),
@@ -150,7 +150,7 @@ def test_point_in_time_reads_do_not_replay_the_whole_history(app, workspace, ste
 
 def test_one_save_is_one_instant_so_no_read_sees_it_half_applied(app, workspace):
     app.save_policy(workspace, {"python": {"mode": "allowlist", "allow": "pandas, numpy, scipy"}}, by="alice")
-    changes = app.history(workspace)["changes"]
+    changes = app.audit.history(workspace)["changes"]
     assert len(changes) == 4 and len({c["at"] for c in changes}) == 1
     from datetime import datetime
 
@@ -159,7 +159,7 @@ def test_one_save_is_one_instant_so_no_read_sees_it_half_applied(app, workspace)
     at_the_save = app.policy(workspace, at=saved_at)
     assert (just_before["version"], just_before["python"]["mode"]) == (0, "denylist")
     assert (at_the_save["version"], at_the_save["python"]["allow"]) == (4, ["numpy", "pandas", "scipy"])
-    line = app.package_timeline(
+    line = app.audit.package_timeline(
         workspace, "python", "torch", saved_at - timedelta(seconds=1), saved_at + timedelta(seconds=1)
     )
     assert [(i["allowed"], i["reason"], i["policy_version"]) for i in line["intervals"]] == [
@@ -176,7 +176,7 @@ def test_a_writer_with_a_slow_clock_cannot_put_a_change_before_the_one_it_follow
     real = Policy.Event.create_timestamp
     monkeypatch.setattr(Policy.Event, "create_timestamp", staticmethod(lambda: real() - timedelta(seconds=5)))
     app.change_policy(workspace, [{**add, "action": "remove"}], by="slow-clock")
-    first, second = app.history(workspace)["changes"]
+    first, second = app.audit.history(workspace)["changes"]
     assert second["at"] > first["at"]
     between = datetime.fromisoformat(first["at"].replace("Z", "+00:00"))
     naive = replay_until(app, workspace, between)
@@ -188,7 +188,7 @@ def test_a_timeline_agrees_with_a_full_replay_when_patterns_come_and_go(app, wor
     random_history(app, workspace, steps=60, seed=5)
     end = datetime.now(UTC) + timedelta(seconds=1)
     for language, name in (("python", "django-rest-framework"), ("node", "@s/p")):
-        line = app.package_timeline(workspace, language, name, start, end)
+        line = app.audit.package_timeline(workspace, language, name, start, end)
         for interval in line["intervals"]:
             at = datetime.fromisoformat(interval["from"].replace("Z", "+00:00"))
             rules = rules_from_state(replay_until(app, workspace, at).state)
@@ -205,15 +205,15 @@ def test_because_names_the_pattern_entry_that_decided_the_answer(app, workspace)
         note="the django family",
     )
     now = datetime.now(UTC)
-    allowed = app.package_at(workspace, "python", "django-rest-framework", now)
+    allowed = app.audit.package_at(workspace, "python", "django-rest-framework", now)
     assert (allowed["allowed"], allowed["reason"]) == (True, "matches-the-allow-list")
     assert (allowed["because"]["name"], allowed["because"]["note"]) == ("django-*", "the django family")
-    itself = app.package_at(workspace, "python", "django", now)  # the prefix alone is not matched
+    itself = app.audit.package_at(workspace, "python", "django", now)  # the prefix alone is not matched
     assert (itself["allowed"], itself["reason"]) == (False, "not-on-the-allow-list")
     app.change_policy(
         workspace, [{"action": "add", "language": "node", "list": "deny", "entries": ["@Evil/*"]}], by="carol", note="x"
     )
-    denied = app.package_at(workspace, "node", "@evil/steal", datetime.now(UTC))
+    denied = app.audit.package_at(workspace, "node", "@evil/steal", datetime.now(UTC))
     assert (denied["reason"], denied["because"]["name"], denied["because"]["by"]) == (
         "matches-the-deny-list",
         "@Evil/*",

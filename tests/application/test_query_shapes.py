@@ -63,8 +63,10 @@ def test_one_packages_decisions_page_on_their_index_with_the_keyset_as_an_index_
     history_with_decisions(pg_app)
     spy = Statements(pg_app.recorder)
     now = datetime.now(UTC)
-    first = pg_app.decisions("acme", {"language": "python", "name": "p1"}, now - timedelta(days=30), now, limit=1)
-    pg_app.decisions("acme", {"language": "python", "name": "p1"}, None, None, limit=1, cursor=first["next_cursor"])
+    first = pg_app.audit.decisions("acme", {"language": "python", "name": "p1"}, now - timedelta(days=30), now, limit=1)
+    pg_app.audit.decisions(
+        "acme", {"language": "python", "name": "p1"}, None, None, limit=1, cursor=first["next_cursor"]
+    )
     plan = spy.plans()[-1]
     assert "rcp_decisions_by_package" in plan and "ROW(at, id) <" in plan and "Seq Scan" not in plan
 
@@ -72,7 +74,7 @@ def test_one_packages_decisions_page_on_their_index_with_the_keyset_as_an_index_
 def test_history_from_an_instant_pages_on_version_after_one_seek_of_the_time_index(pg_app):
     history_with_decisions(pg_app)
     spy = Statements(pg_app.recorder)
-    pg_app.history("acme", datetime.now(UTC) - timedelta(hours=1), None, limit=2)
+    pg_app.audit.history("acme", datetime.now(UTC) - timedelta(hours=1), None, limit=2)
     plans = spy.plans()
     assert any("rcp_changes_by_instant" in p for p in plans)
     page = plans[-1]
@@ -123,7 +125,7 @@ def test_was_it_allowed_at_t_is_one_statement_of_index_seeks(pg_app):
     pg_app.change_policy("acme", changes + [{"action": "switch-mode", "language": "node", "mode": "allowlist"}], by="a")
     pg_app.change_policy("acme", [{**changes[0], "action": "remove"}], by="a")
     spy = Statements(pg_app.recorder)
-    answer = pg_app.package_at("acme", "node", "left-pad", datetime.now(UTC))
+    answer = pg_app.audit.package_at("acme", "node", "left-pad", datetime.now(UTC))
     assert answer["reason"] == "matches-the-deny-list"
     assert len(spy.seen) == 1  # the version, the mode, the name's entries, each spelling's: one round trip
     (plan,) = spy.plans()

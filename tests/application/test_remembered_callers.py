@@ -17,7 +17,7 @@ ALLOW_PANDAS = {"python": {"mode": "allowlist", "allow": ["pandas"]}}
 
 
 def recorded(app, workspace) -> list[tuple[str, int]]:
-    return sorted((d["spec"], d["policy_version"]) for d in app.export_decisions(workspace))
+    return sorted((d["spec"], d["policy_version"]) for d in app.audit.export_decisions(workspace))
 
 
 @pytest.fixture

@@ -21,13 +21,13 @@ def test_a_command_that_expands_past_the_cap_is_refused_naming_the_field_and_rec
             app.evaluate(workspace, command=command)
         (error,) = refused.value.errors
         assert error.field == "command" and f"at most {MAX_SPECS} decisions" in error.message
-    assert list(app.export_decisions(workspace)) == []
+    assert list(app.audit.export_decisions(workspace)) == []
 
 
 def test_a_command_of_exactly_the_cap_is_judged_and_recorded(app, workspace):
     answer = app.evaluate(workspace, command=["pip", "install", "-" + "I" * (MAX_SPECS - 1), "pandas"])
     assert len(answer["decisions"]) == MAX_SPECS
-    assert len(list(app.export_decisions(workspace))) == MAX_SPECS
+    assert len(list(app.audit.export_decisions(workspace))) == MAX_SPECS
 
 
 def test_the_largest_answer_stays_below_the_stated_bound(live):

@@ -57,7 +57,7 @@ def test_many_writers_on_one_sqlite_file_never_see_database_is_locked(tmp_path):
     assert len(replies) == 8 * 30 + 4 * 12 + 2 * 6
     assert all(r.status in (200, 201) for r in replies), [(r.status, r.body[:200]) for r in replies if r.status > 201]
     assert not [r for r in replies if b"locked" in r.body]
-    stored = {d["id"] for d in apps[1].export_decisions("acme")}
+    stored = {d["id"] for d in apps[1].audit.export_decisions("acme")}
     assert set(acknowledged) <= stored and len(acknowledged) == 8 * 30 * 2
     allow = set(apps[1].policy("acme")["python"]["allow"])
     assert allow == {f"s{i}-{j}" for i in range(4) for j in range(12)}  # no lost update

@@ -28,7 +28,7 @@ def record_period(app, workspace):
 
 def allowed_decisions(app, workspace: str, since: str) -> list[dict]:
     start = datetime.fromisoformat(since).replace(tzinfo=UTC)
-    return app.decisions(workspace, {"language": "python", "allowed": True}, start, None, limit=1000)["decisions"]
+    return app.audit.decisions(workspace, {"language": "python", "allowed": True}, start, None, limit=1000)["decisions"]
 
 
 def replayed_coverage(app, workspace: str, since: str, allow: list[str]) -> float:

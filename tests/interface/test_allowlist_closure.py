@@ -88,9 +88,9 @@ def test_each_name_is_marked_against_the_policy_with_what_needs_it(live, app):
 
 def test_a_closure_records_nothing(live, app):
     version = set_policy(app, "allowlist")
-    before = app.decisions("acme", limit=1000)["decisions"]
+    before = app.audit.decisions("acme", limit=1000)["decisions"]
     assert names(closure(live, "python", "webkit"))
-    assert app.decisions("acme", limit=1000)["decisions"] == before
+    assert app.audit.decisions("acme", limit=1000)["decisions"] == before
     assert app.policy("acme")["version"] == version
 
 

@@ -49,7 +49,7 @@ def test_one_click_grants_the_closure_and_pip_then_installs_the_tree(live, app, 
 def test_the_grants_are_one_save_with_one_note_and_one_event_per_name(live, app, asked):
     before = app.policy("acme")["version"]
     assert approve(live, asked, with_dependencies=True, note="one note").status == 200
-    changes = [c for c in app.history("acme", limit=1000)["changes"] if c["version"] > before]
+    changes = [c for c in app.audit.history("acme", limit=1000)["changes"] if c["version"] > before]
     assert sorted(c["name"] for c in changes) == sorted(TREE - {"urlkit"})
     assert {(c["type"], c["note"], c["at"]) for c in changes} == {("exception-granted", "one note", changes[0]["at"])}
     exceptions = app.access.exceptions("acme")["exceptions"]

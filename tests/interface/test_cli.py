@@ -184,13 +184,13 @@ def test_decisions_export_as_jsonl_to_a_file_newest_first(cli, decided, tmp_path
     done = cli("decisions", "export", "-w", "acme", "--format", "jsonl", "--output", str(target))
     assert done.exit_code == 0 and done.stdout == ""
     lines = [json.loads(line) for line in target.read_text().splitlines()]
-    assert len(lines) == 3 and lines == decided.decisions("acme")["decisions"]
+    assert len(lines) == 3 and lines == decided.audit.decisions("acme")["decisions"]
     assert [d["at"] for d in lines] == sorted((d["at"] for d in lines), reverse=True)
     assert f"exported 3 decisions to {target}" in done.stderr
 
 
 def test_decisions_export_honours_the_period(cli, decided):
-    today = decided.decisions("acme")["decisions"][-1]["at"][:10]  # the first decision's day, as stamped
+    today = decided.audit.decisions("acme")["decisions"][-1]["at"][:10]  # the first decision's day, as stamped
     assert len(cli("decisions", "export", "-w", "acme", "--from", today).stdout.splitlines()) == 4
     future = cli("decisions", "export", "-w", "acme", "--from", "2999-01-01T00:00:00Z")
     assert future.exit_code == 0 and future.stdout.splitlines() == [",".join(CSV_COLUMNS)]

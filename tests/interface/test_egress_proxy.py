@@ -158,7 +158,7 @@ def _get(proxy: EgressProxy, url: str) -> http.client.HTTPResponse:
 
 
 def _decisions(governance: Governance) -> list[dict]:
-    return list(reversed(governance.decisions("acme", {"kind": "egress"})["decisions"]))
+    return list(reversed(governance.audit.decisions("acme", {"kind": "egress"})["decisions"]))
 
 
 # -- what gets through -------------------------------------------------------------------------

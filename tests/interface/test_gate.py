@@ -55,7 +55,7 @@ def test_an_allowed_install_runs_the_gates_own_program_with_the_arguments(gate, 
     assert done.returncode == 0, done.stderr
     ran = gate.ran()["argv"]
     assert ran == [str(gate.programs / runs[0]), *runs[1:]]
-    recorded = app.decisions("acme")["decisions"][0]
+    recorded = app.audit.decisions("acme")["decisions"][0]
     assert recorded["allowed"] is True
     assert recorded["context"] == {"sandbox": "sbx-7", "source": "run-code", "actor": "agent-7", "skill": None}
 
@@ -189,7 +189,7 @@ def test_the_runs_token_reads_the_index_no_more_once_the_install_is_over(
         "--", "pip", "install", "pandas", env={**sandbox_env, "FETCH": "alpha", "KEEP_INDEX": str(kept)}
     )
     assert done.returncode == 0 and "could not be ended" not in done.stderr, done.stderr
-    assert app.decisions("acme")["decisions"][0]["name"] == "alpha"  # the token read the index during the install
+    assert app.audit.decisions("acme")["decisions"][0]["name"] == "alpha"  # the token read the index during the install
     index = urllib.parse.urlsplit(kept.read_text())
     credentials = base64.b64encode(urllib.parse.unquote(index.netloc.rpartition("@")[0]).encode()).decode()
     reply = live.call("GET", index.path + "alpha/", headers={"Authorization": "Basic " + credentials})

@@ -175,7 +175,7 @@ def test_an_npmrc_key_the_client_leaves_unexpanded_fails_closed(gate, env, proje
 def test_an_installer_named_by_path_is_refused_before_anything_is_asked(gate, env, project, program, app):
     done = gate("--", program, "install", "pandas", env=env, cwd=project)
     assert done.returncode == 2 and gate.ran() is None and "not a path" in done.stderr
-    assert app.decisions("acme")["decisions"] == []
+    assert app.audit.decisions("acme")["decisions"] == []
 
 
 def test_only_absolute_entries_of_the_trusted_path_are_searched(tmp_path, env, project):

@@ -334,13 +334,13 @@ def _status_line(connection: socket.socket) -> int:
 
 # -- names and rates -----------------------------------------------------------------------------
 def test_a_name_longer_than_evaluate_allows_is_refused_and_never_recorded(live, app):
-    before = len(app.decisions("acme", limit=1000)["decisions"])
+    before = len(app.audit.decisions("acme", limit=1000)["decisions"])
     name = "a" * 60_000
     for path, field in ((f"/pypi/acme/simple/{name}/", "project"), (f"/npm/acme/{name}", "name")):
         reply = live.call("GET", path, live.tokens["sandbox"])
         assert reply.status == 400 and reply.media == "application/problem+json"
         assert reply.json["errors"] == [{"field": field, "message": "must be at most 4096 characters (it has 60000)"}]
-    assert len(app.decisions("acme", limit=1000)["decisions"]) == before
+    assert len(app.audit.decisions("acme", limit=1000)["decisions"]) == before
 
 
 def test_starting_runs_past_the_per_token_rate_is_429_with_retry_after(live):

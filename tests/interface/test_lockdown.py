@@ -66,12 +66,12 @@ def test_pip_aimed_straight_at_a_public_registry_is_refused_by_the_egress_proxy(
     finally:
         sandbox.close()
     assert through_proxy.returncode != 0 and "403" in through_proxy.stdout + through_proxy.stderr
-    decisions = app.decisions("acme", {"kind": "egress"})["decisions"]
+    decisions = app.audit.decisions("acme", {"kind": "egress"})["decisions"]
     assert [(d["name"], d["allowed"], d["reason"]) for d in decisions] == [("pypi.org", False, "package-registry")]
     assert "package index" in decisions[0]["detail"]
     # Without the proxy nothing is reachable at all (there is no route, not even to a resolver).
     assert direct.returncode != 0 and not list((tmp_path / "dl").glob("*"))
-    assert len(app.decisions("acme", {"kind": "egress"})["decisions"]) == 1
+    assert len(app.audit.decisions("acme", {"kind": "egress"})["decisions"]) == 1
 
 
 @pytest.mark.parametrize("allowed", [["alpha", "beta"], ["alpha"]], ids=["alpha-and-beta", "alpha-only"])
@@ -104,7 +104,7 @@ def test_an_allowed_tree_installs_through_the_index_and_only_through_it(
     else:
         assert done.returncode == 0, done.stdout + done.stderr
         assert {"alpha", "beta"} <= target.installed()
-    assert app.decisions("acme", {"kind": "egress"})["decisions"] == []  # nothing went round the index
+    assert app.audit.decisions("acme", {"kind": "egress"})["decisions"] == []  # nothing went round the index
 
 
 # --- hostile code in the sandbox: curl, not an installer ------------------------------------------
@@ -146,7 +146,8 @@ def curl_in_sandbox(tmp_path, governance, url: str, *extra: str):
 
 def egress_decisions(governance) -> list[tuple]:
     return [
-        (d["name"], d["allowed"], d["reason"]) for d in governance.decisions("acme", {"kind": "egress"})["decisions"]
+        (d["name"], d["allowed"], d["reason"])
+        for d in governance.audit.decisions("acme", {"kind": "egress"})["decisions"]
     ]
 
 
@@ -157,7 +158,7 @@ def test_curl_of_a_denied_packages_tarball_from_a_mirror_is_refused_before_any_l
     assert done.returncode != 0 and done.stdout == "000 403", done.stderr  # the CONNECT was answered 403
     assert not (tmp_path / "fetched").exists()
     assert egress_decisions(app) == [("registry.npmmirror.com", False, "package-registry")]
-    (decision,) = app.decisions("acme", {"kind": "egress"})["decisions"]
+    (decision,) = app.audit.decisions("acme", {"kind": "egress"})["decisions"]
     assert "Alibaba's npm mirror" in decision["detail"] and "package index" in decision["detail"]
     assert lookups == []  # refused by name: never resolved
     assert dialled == [("127.0.0.1", port)]  # the bridge reaching the proxy, and nothing else

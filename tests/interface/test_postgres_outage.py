@@ -118,7 +118,7 @@ def test_postgres_stopped_and_started_again_under_evaluate_load(cluster, tmp_pat
     assert down and all(a.status == 503 for a in down), "while it is down, every answer is a denial"
     assert ready_while_down.status == 503 and ready_after.status == 200
     answered = {i for a in answers if a.status == 200 for i in a.ids}
-    stored = {d["id"] for d in app.export_decisions("acme")}
+    stored = {d["id"] for d in app.audit.export_decisions("acme")}
     assert answered <= stored, "every decision answered 200 is in the store"
     assert all(a.allowed for a in answers if a.status == 200)
     app.close()

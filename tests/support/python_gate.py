@@ -36,5 +36,7 @@ def project_folder(tmp_path):
 def index_decisions(app) -> set:
     """(name, allowed) of every decision the index recorded in workspace acme."""
     return {
-        (d["name"], d["allowed"]) for d in app.decisions("acme")["decisions"] if d["context"].get("source") == "index"
+        (d["name"], d["allowed"])
+        for d in app.audit.decisions("acme")["decisions"]
+        if d["context"].get("source") == "index"
     }
