@@ -146,29 +146,6 @@ class Governance(Application):
     ) -> dict:
         return self.evaluation.test(workspace, language, specs, command, context, draft, at)
 
-    def draft_rules(self, workspace: str, draft: dict) -> tuple[int, dict]:
-        return self.policies.draft_rules(workspace, draft)
-
-    def overview(self, workspace: str, first_day, last_day, top_since) -> dict:
-        return self.facts.overview(workspace, first_day, last_day, top_since)
-
-    def decision_counts(
-        self, workspace: str, start_day: str, end_day: str, language: str | None = None, allowed: bool | None = None
-    ) -> list[dict]:
-        """Decisions counted per (day, language, name, outcome, sandbox): see `Impact.decision_counts`."""
-        return self.impacts.decision_counts(workspace, start_day, end_day, language, allowed)
-
-    def impact(self, workspace: str, draft: dict, days: int = 30) -> dict:
-        """How many recorded installs of the last `days` days the draft would change: see `Impact`."""
-        return self.impacts.impact(workspace, draft, days)
-
-    def synthesise(
-        self, workspace: str, language: str, days: int = 30, coverage: float = 0.99, by: str = "installs"
-    ) -> dict:
-        """The smallest allowlist that would have allowed `coverage` of the period's allowed
-        decisions, with its impact: see `application.synthesis`."""
-        return self.synthesis.synthesise(workspace, language, days, coverage, by)
-
     # -- advisories (application.advisories), for a workspace that exists ---------------------
     def unknown_names(self, workspace: str, days: int) -> dict:
         self.require_workspace(workspace)

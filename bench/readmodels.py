@@ -35,7 +35,7 @@ def indexed_read(run) -> Result:
 @figure("impact", ceiling="indexed_read")
 def impact(run) -> Result:
     governance = decision_history(run)
-    samples = _samples(run, lambda: governance.impact("bench", DRAFT, DAYS))
+    samples = _samples(run, lambda: governance.impacts.impact("bench", DRAFT, DAYS))
     return latency(samples, f"ms p50 (a {DAYS}-day impact of an allowlist draft, {history_size(run)} decisions)")
 
 
@@ -44,5 +44,5 @@ def overview(run) -> Result:
     governance = decision_history(run)
     today = datetime.now(UTC).date()
     first, week = today - timedelta(days=DAYS - 1), today - timedelta(days=TOP_DAYS - 1)
-    samples = _samples(run, lambda: governance.overview("bench", first, today, week))
+    samples = _samples(run, lambda: governance.facts.overview("bench", first, today, week))
     return latency(samples, f"ms p50 (the console overview's {DAYS} days, {history_size(run)} decisions)")

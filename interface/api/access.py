@@ -172,4 +172,4 @@ def delete_exception(gov, ws, caller, exception_id):
 )
 def post_impact(gov, ws, caller, body):
     draft = body.draft.model_dump(exclude_none=True)
-    return ImpactAnswer.model_validate(gov.impact(ws, draft, body.days)).model_dump(by_alias=True)
+    return ImpactAnswer.model_validate(gov.impacts.impact(ws, draft, body.days)).model_dump(by_alias=True)

@@ -41,5 +41,5 @@ class SynthesisAnswer(BaseModel):
     response=SynthesisAnswer,
 )
 def post_synthesis(gov, ws, caller, body):
-    found = gov.synthesise(ws, body.language, body.days, body.coverage, body.by)
+    found = gov.synthesis.synthesise(ws, body.language, body.days, body.coverage, body.by)
     return SynthesisAnswer.model_validate(found).model_dump(by_alias=True, exclude_none=True)

@@ -99,7 +99,7 @@ def preview_impact():
     saved = governance().policy(_workspace())
     form = policy_form(request.form)
     try:
-        impact = governance().impact(_workspace(), desired_state(form), IMPACT_DAYS)
+        impact = governance().impacts.impact(_workspace(), desired_state(form), IMPACT_DAYS)
     except InvalidInputError as error:
         return policy_page._page(saved, form, refusal=error, status=422)
     return policy_page._page(saved, form, impact=impact_summary(impact))
@@ -115,7 +115,7 @@ def synthesise_draft():
     language = request.form.get("synthesis-language", "")
     try:
         check_language(language)  # the console's form holds package lists only
-        found = governance().synthesise(
+        found = governance().synthesis.synthesise(
             _workspace(), language, IMPACT_DAYS, _share(request.form.get("synthesis-coverage", "")), "installs"
         )
     except InvalidInputError as error:

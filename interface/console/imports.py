@@ -27,7 +27,7 @@ def import_file():
         have = set(typed.replace(",", "\n").split())
         added = [n for n in names if n not in have]
         form[language]["allow"] = "\n".join(filter(None, [typed.rstrip(), *added]))
-        impact = governance().impact(workspace, desired_state(form), IMPACT_DAYS)
+        impact = governance().impacts.impact(workspace, desired_state(form), IMPACT_DAYS)
     except InvalidInputError as error:
         return policy_page._page(saved, form, refusal=error, status=422)
     imported = {"format": fmt, "language": language, "listed": len(names), "added": added}

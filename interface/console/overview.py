@@ -25,7 +25,7 @@ def overview():
     today = governance().clock().date()
     days = [today - timedelta(days=n) for n in range(CHART_DAYS - 1, -1, -1)]
     week_start = today - timedelta(days=TOP_DAYS - 1)
-    facts = governance().overview(caller()["workspace"], days[0], today, week_start)
+    facts = governance().facts.overview(caller()["workspace"], days[0], today, week_start)
     return render_template(
         "console/overview.html",
         facts=facts,

@@ -35,18 +35,18 @@ def test_counts_match_the_recorded_decisions_key_by_key(app, workspace):
         for d in recorded
     )
     first, last = days_of(recorded)
-    rows = app.decision_counts(workspace, first, last)
+    rows = app.impacts.decision_counts(workspace, first, last)
     assert {(r["day"], r["language"], r["name"], r["allowed"], r["sandbox"]): r["installs"] for r in rows} == expected
     assert sum(r["installs"] for r in rows) == len(recorded)
-    denied = app.decision_counts(workspace, first, last, language="python", allowed=False)
+    denied = app.impacts.decision_counts(workspace, first, last, language="python", allowed=False)
     assert {r["name"] for r in denied} == {"scipy", ""} and all(not r["allowed"] for r in denied)
-    assert [r["name"] for r in app.decision_counts(workspace, first, last, language="egress")] == ["pypi.org"]
+    assert [r["name"] for r in app.impacts.decision_counts(workspace, first, last, language="egress")] == ["pypi.org"]
 
 
 def test_counts_outside_the_period_and_bad_days(app, workspace):
     day, _ = days_of(app.evaluate(workspace, "python", ["pandas"])["decisions"])
     yesterday = (date.fromisoformat(day) - timedelta(days=1)).isoformat()
-    assert app.decision_counts(workspace, yesterday, yesterday) == []
+    assert app.impacts.decision_counts(workspace, yesterday, yesterday) == []
     with pytest.raises(InvalidInputError) as refused:
-        app.decision_counts(workspace, "2026-13-01", day)
+        app.impacts.decision_counts(workspace, "2026-13-01", day)
     assert refused.value.errors[0].field == "start_day"

@@ -55,7 +55,7 @@ def test_impact_matches_counts_computed_independently(app, workspace):
         "python": {"mode": "allowlist", "allow": ["pandas", "torch", "numpy"], "deny": []},
         "node": {"deny": ["express"]},
     }
-    answer = app.impact(workspace, draft, 30)
+    answer = app.impacts.impact(workspace, draft, 30)
 
     def before(key):  # saved: denylist everywhere, torch denied
         return key != ("python", "torch")
@@ -76,14 +76,14 @@ def test_an_exception_counts_on_both_sides(app, workspace):
     app.change_policy(workspace, [{"action": "switch-mode", "language": "python", "mode": "allowlist"}], by="a")
     app.access.grant_exception(workspace, "python", "scipy", by="a", duration="P1D")
     installs, sandboxes = seeded_history(app, workspace, seed=4)
-    same = app.impact(workspace, {"python": {"mode": "allowlist", "allow": []}}, 30)
+    same = app.impacts.impact(workspace, {"python": {"mode": "allowlist", "allow": []}}, 30)
     assert same["would_deny"] == same["would_allow"] == []
-    denied = app.impact(workspace, {"python": {"deny": ["scipy"]}}, 30)
+    denied = app.impacts.impact(workspace, {"python": {"deny": ["scipy"]}}, 30)
     assert [(p["name"], p["installs"]) for p in denied["would_deny"]] == [("scipy", installs[("python", "scipy")])]
 
 
 def test_an_empty_history_changes_nothing(app, workspace):
-    answer = app.impact(workspace, {"python": {"mode": "allowlist"}}, 30)
+    answer = app.impacts.impact(workspace, {"python": {"mode": "allowlist"}}, 30)
     assert (answer["would_deny"], answer["would_allow"], answer["unchanged"]) == ([], [], 0)
 
 
@@ -94,7 +94,7 @@ def test_a_draft_identical_to_the_saved_policy_changes_nothing(app, workspace):
     installs, _ = seeded_history(app, workspace, seed=5)
     saved = app.policy(workspace)
     draft = {lang: {k: saved[lang][k] for k in ("mode", "allow", "deny")} for lang in NAMES}
-    answer = app.impact(workspace, draft, 30)
+    answer = app.impacts.impact(workspace, draft, 30)
     assert (answer["would_deny"], answer["would_allow"]) == ([], [])
     assert answer["unchanged"] == sum(installs.values())
 
@@ -102,7 +102,7 @@ def test_a_draft_identical_to_the_saved_policy_changes_nothing(app, workspace):
 @pytest.mark.parametrize("days", [0, 367, True, "30"])
 def test_days_out_of_range(app, workspace, days):
     with pytest.raises(InvalidInputError) as refused:
-        app.impact(workspace, {}, days)
+        app.impacts.impact(workspace, {}, days)
     assert refused.value.errors[0].field == "days"
 
 
@@ -131,7 +131,7 @@ def test_days_before_today_are_summed_once_and_rechecked_when_they_move(open_app
     draft = {"python": {"mode": "allowlist", "allow": []}}
 
     def denied():
-        answer = app.impact(workspace, draft, 30)
+        answer = app.impacts.impact(workspace, draft, 30)
         return {(p["name"], p["installs"], p["sandboxes"]) for p in answer["would_deny"]}
 
     assert denied() == {("pandas", 2, 2), ("scipy", 1, 1)}

@@ -151,7 +151,7 @@ def test_the_overviews_most_denied_lists_read_only_the_denied_counts(pg_app):
     pg_app.evaluate("acme", "python", ["p1", "torch"], context={"sandbox": "s1"})
     spy = Statements(pg_app.recorder)
     today = datetime.now(UTC).date()
-    answer = pg_app.overview("acme", today - timedelta(days=29), today, today - timedelta(days=6))
+    answer = pg_app.facts.overview("acme", today - timedelta(days=29), today, today - timedelta(days=6))
     assert answer["top_denied"][0]["name"] == "torch"
     denied = [p for p, (statement, _) in zip(spy.plans(), spy.seen, strict=True) if "allowed = FALSE" in statement]
     assert len(denied) == 3 and all("rcp_denied_counts" in p for p in denied)
@@ -180,7 +180,7 @@ def test_synthesis_reads_the_decision_counts_and_never_the_decisions(pg_app):
     for sandbox in ("s1", "s2"):
         pg_app.evaluate("acme", "python", ["p1", "p1", "torch"], context={"sandbox": sandbox})
     spy = Statements(pg_app.recorder)
-    answer = pg_app.synthesise("acme", "python", coverage=0.6)
+    answer = pg_app.synthesis.synthesise("acme", "python", coverage=0.6)
     assert answer["allow"] == ["p1"]
     assert not [
         s for s, _ in spy.seen if "rcp_decisions " in s or "rcp_decisions\n" in s or s.endswith("rcp_decisions")

@@ -55,7 +55,7 @@ def test_a_drafted_cooldown_and_no_install_scripts_show_the_downloads_they_would
         },
         "python": {"rules": {"sdists": {"allow": ["pyyaml"]}}},
     }
-    answer = app.impact(workspace, draft, 30)
+    answer = app.impacts.impact(workspace, draft, 30)
 
     # the same judgement, worked out here from the downloads as listed
     expected: dict[str, dict] = {}
@@ -86,8 +86,8 @@ def test_a_drafted_cooldown_and_no_install_scripts_show_the_downloads_they_would
 
     # saved, the same rules hide nothing new; a draft without them shows what they hid
     app.save_policy(workspace, draft, by="alice")
-    assert app.impact(workspace, draft, 30)["would_hide"] == []
-    shown = app.impact(workspace, {"node": {"rules": {}}, "python": {"rules": {}}}, 30)["would_show"]
+    assert app.impacts.impact(workspace, draft, 30)["would_hide"] == []
+    shown = app.impacts.impact(workspace, {"node": {"rules": {}}, "python": {"rules": {}}}, 30)["would_show"]
     assert {(s["name"], s["reason"]) for s in shown} == {
         ("react", "too-new"),
         ("sharp", "install-scripts"),
@@ -98,5 +98,5 @@ def test_a_drafted_cooldown_and_no_install_scripts_show_the_downloads_they_would
 
 def test_an_impact_without_rules_on_either_side_reads_no_versions(app, workspace):
     download(app, workspace, "node", "react", "19.0.0", "react-19.0.0.tgz", "sbx-1", None, False)
-    answer = app.impact(workspace, {"node": {"deny": ["react"]}}, 30)
+    answer = app.impacts.impact(workspace, {"node": {"deny": ["react"]}}, 30)
     assert "would_hide" not in answer and answer["would_deny"][0]["name"] == "react"

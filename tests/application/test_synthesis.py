@@ -33,7 +33,7 @@ def allowed_decisions(app, workspace: str, since: str) -> list[dict]:
 
 def replayed_coverage(app, workspace: str, since: str, allow: list[str]) -> float:
     """Judge every recorded allowed decision of the period under the list, as an allowlist."""
-    _, rules = app.draft_rules(workspace, {"python": {"mode": "allowlist", "allow": allow}})
+    _, rules = app.policies.draft_rules(workspace, {"python": {"mode": "allowlist", "allow": allow}})
     recorded = allowed_decisions(app, workspace, since)
     again = [judge(rules["python"], parse("python", d["spec"]), workspace).allowed for d in recorded]
     return sum(again) / len(again)
@@ -42,7 +42,7 @@ def replayed_coverage(app, workspace: str, since: str, allow: list[str]) -> floa
 @pytest.mark.parametrize("coverage", [0.5, 0.8, 0.99, 1.0])
 def test_the_claimed_coverage_equals_the_coverage_replayed_under_the_list(app, workspace, coverage):
     record_period(app, workspace)
-    answer = app.synthesise(workspace, "python", days=30, coverage=coverage)
+    answer = app.synthesis.synthesise(workspace, "python", days=30, coverage=coverage)
     assert answer["coverage"] == replayed_coverage(app, workspace, answer["from"], answer["allow"]) >= coverage
     # the smallest such list: without its lightest name it falls short of the share asked for
     weight = Counter(d["name"] for d in allowed_decisions(app, workspace, answer["from"]))
@@ -52,17 +52,17 @@ def test_the_claimed_coverage_equals_the_coverage_replayed_under_the_list(app, w
 
 def test_the_heaviest_names_come_first_and_sandboxes_weigh_once_each(app, workspace):
     record_period(app, workspace)
-    by_installs = app.synthesise(workspace, "python", coverage=0.5)
+    by_installs = app.synthesis.synthesise(workspace, "python", coverage=0.5)
     assert by_installs["allow"] == ["numpy", "requests"] and by_installs["total"] == 13
-    by_sandboxes = app.synthesise(workspace, "python", coverage=0.5, by="sandboxes")
+    by_sandboxes = app.synthesis.synthesise(workspace, "python", coverage=0.5, by="sandboxes")
     assert by_sandboxes["allow"] == ["numpy", "pandas", "requests"]  # two sandboxes each: 6/10
     assert by_sandboxes["total"] == 10  # (sandbox, name) pairs: the path and the invalid spec were denied
 
 
 def test_the_impact_is_what_impact_answers_for_the_draft(app, workspace):
     record_period(app, workspace)
-    answer = app.synthesise(workspace, "python", coverage=0.8)
-    assert answer["impact"] == app.impact(workspace, answer["draft"], 30)
+    answer = app.synthesis.synthesise(workspace, "python", coverage=0.8)
+    assert answer["impact"] == app.impacts.impact(workspace, answer["draft"], 30)
     denied = {p["name"] for p in answer["impact"]["would_deny"]}
     assert denied and not denied & set(answer["allow"])
 
@@ -79,12 +79,12 @@ def test_the_impact_is_what_impact_answers_for_the_draft(app, workspace):
 )
 def test_bad_requests_name_the_field(app, workspace, kwargs, field):
     with pytest.raises(InvalidInputError) as refused:
-        app.synthesise(workspace, **kwargs)
+        app.synthesis.synthesise(workspace, **kwargs)
     assert [e.field for e in refused.value.errors] == [field]
 
 
 def test_a_period_with_nothing_allowed_synthesises_an_empty_list(app, workspace):
-    answer = app.synthesise(workspace, "node", days=1)
+    answer = app.synthesis.synthesise(workspace, "node", days=1)
     assert (answer["allow"], answer["coverage"], answer["total"]) == ([], 1.0, 0)
     assert datetime.fromisoformat(answer["from"]).date() == (datetime.now(UTC) - timedelta(days=0)).date()
 
@@ -94,7 +94,7 @@ def test_a_host_allowlist_is_synthesised_from_the_recorded_egress_decisions(app,
         for _ in range(times):
             app.egress.evaluate_egress(workspace, f"https://{host}/", ["140.82.112.5"], context={"sandbox": "s1"})
     app.egress.evaluate_egress(workspace, "http://127.0.0.1/", ())  # denied: not counted
-    answer = app.synthesise(workspace, "egress", coverage=0.7)
+    answer = app.synthesis.synthesise(workspace, "egress", coverage=0.7)
     assert (answer["allow"], answer["covered"], answer["total"]) == (["api.github.com"], 3, 4)
     assert answer["impact"]["would_deny"] == [
         {"language": "egress", "name": "files.example.org", "installs": 1, "sandboxes": 1}
