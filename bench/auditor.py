@@ -34,7 +34,7 @@ def _point_in_time(run, events: int) -> Result:
         for _ in range(samples_for(run)):
             at = first + (last - first) * rng.random()
             name = rng.choice(history.NAMES)
-            samples.append(timed(governance.package_at, "bench", "python", name, at))
+            samples.append(timed(governance.audit.package_at, "bench", "python", name, at))
             samples.append(timed(governance.policy, "bench", at))
     finally:
         governance.close()
