@@ -122,30 +122,6 @@ class Governance(Application):
         super().close()
 
     # -- the collaborators' public surface --------------------------------------------------
-    def evaluate(
-        self,
-        workspace: str,
-        language: str | None = None,
-        specs: list[str] | None = None,
-        command: list[str] | None = None,
-        context: dict | None = None,
-        head: int | None = None,
-        remembered: str | None = None,
-    ) -> dict:
-        return self.evaluation.evaluate(workspace, language, specs, command, context, head, remembered)
-
-    def test(
-        self,
-        workspace: str,
-        language: str | None = None,
-        specs: list[str] | None = None,
-        command: list[str] | None = None,
-        context: dict | None = None,
-        draft: dict | None = None,
-        at=None,
-    ) -> dict:
-        return self.evaluation.test(workspace, language, specs, command, context, draft, at)
-
     # -- advisories (application.advisories), for a workspace that exists ---------------------
     def unknown_names(self, workspace: str, days: int) -> dict:
         self.require_workspace(workspace)

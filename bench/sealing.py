@@ -30,7 +30,7 @@ def block(app: Governance, evaluates: int, threads: int) -> float:
 
     def work(n: int) -> None:
         for i in range(evaluates // threads):
-            app.evaluate("bench", "python", [f"p{n}-{i}", "pandas"], None, {"sandbox": "bench"})
+            app.evaluation.evaluate("bench", "python", [f"p{n}-{i}", "pandas"], None, {"sandbox": "bench"})
 
     workers = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
     began = time.perf_counter()

@@ -112,7 +112,9 @@ def post_evaluate(gov, ws, caller, body):
     # The head version came with the token (one query), or the caller was remembered and the
     # recording checks that the cached version is still the head (application.callers).
     remembered = caller["id"] if caller["remembered"] else None
-    answer = gov.evaluate(ws, body.language, body.specs, body.command, context, caller["head_version"], remembered)
+    answer = gov.evaluation.evaluate(
+        ws, body.language, body.specs, body.command, context, caller["head_version"], remembered
+    )
     metrics.count_decisions(answer["decisions"])
     return answer
 
@@ -131,7 +133,7 @@ def post_test(gov, ws, caller, body):
     context = body.context.model_dump() if body.context else {}
     draft = body.draft.model_dump(exclude_none=True) if body.draft else None
     at = optional_instant(body.at, "at")
-    return gov.test(ws, body.language, body.specs, body.command, context, draft=draft, at=at)
+    return gov.evaluation.test(ws, body.language, body.specs, body.command, context, draft=draft, at=at)
 
 
 @api.route(

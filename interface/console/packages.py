@@ -102,7 +102,7 @@ def _tested(saved: dict, values):
 def _test(form: dict, tried: dict, against: str) -> dict:
     language, specs, command = spec_input(tried["language"], tried["input"])
     draft = desired_state(form) if against == "draft" else None
-    return governance().test(
+    return governance().evaluation.test(
         _workspace(), language, specs, command, context={"source": "console", "actor": caller()["name"]}, draft=draft
     )
 

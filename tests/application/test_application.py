@@ -74,7 +74,7 @@ def test_incremental_changes_and_no_ops(app, workspace):
 
 def test_evaluate_records_every_decision_durably(open_app, workspace, app):
     app.save_policy(workspace, {"python": {"mode": "allowlist", "allow": ["pandas"]}}, by="alice")
-    answer = app.evaluate(workspace, "python", ["pandas==2.1", "numpy"], context=CONTEXT)
+    answer = app.evaluation.evaluate(workspace, "python", ["pandas==2.1", "numpy"], context=CONTEXT)
     assert answer["allowed"] is False and answer["policy_version"] == 2
     first, second = answer["decisions"]
     assert (first["name"], first["allowed"], first["reason"]) == ("pandas", True, "matches-the-allow-list")
@@ -85,7 +85,9 @@ def test_evaluate_records_every_decision_durably(open_app, workspace, app):
 
 
 def test_evaluate_parses_a_whole_command_and_judges_its_options(app, workspace):
-    answer = app.evaluate(workspace, command=["pip", "install", "--index-url", "https://evil/simple", "pandas"])
+    answer = app.evaluation.evaluate(
+        workspace, command=["pip", "install", "--index-url", "https://evil/simple", "pandas"]
+    )
     kinds = sorted(d["kind"] for d in answer["decisions"])
     assert answer["allowed"] is False and "option" in kinds and "registry" in kinds
 
@@ -93,7 +95,7 @@ def test_evaluate_parses_a_whole_command_and_judges_its_options(app, workspace):
 def test_decisions_filter_and_paginate_newest_first(app, workspace):
     app.save_policy(workspace, {"python": {"deny": ["numpy"]}}, by="alice")
     for i in range(5):
-        app.evaluate(workspace, "python", ["numpy", f"pkg{i}"], context={"sandbox": f"s{i % 2}"})
+        app.evaluation.evaluate(workspace, "python", ["numpy", f"pkg{i}"], context={"sandbox": f"s{i % 2}"})
     denied = app.audit.decisions(workspace, {"allowed": False})
     assert [d["name"] for d in denied["decisions"]] == ["numpy"] * 5
     page1 = app.audit.decisions(workspace, {"sandbox": "s0"}, limit=3)
@@ -112,17 +114,19 @@ def test_a_bad_cursor_is_refused_not_crashed(app, workspace):
 
 
 def test_testing_a_draft_records_nothing(app, workspace):
-    answer = app.test(workspace, "python", ["pandas"], draft={"python": {"mode": "allowlist", "allow": "pandas"}})
+    answer = app.evaluation.test(
+        workspace, "python", ["pandas"], draft={"python": {"mode": "allowlist", "allow": "pandas"}}
+    )
     assert answer["allowed"] is True and "id" not in answer["decisions"][0]
     assert app.policy(workspace)["version"] == 0
     assert app.audit.decisions(workspace)["decisions"] == []
 
 
 def test_a_save_in_another_process_is_in_force_for_the_next_evaluate(open_app, app, workspace):
-    assert app.evaluate(workspace, "node", ["left-pad"])["allowed"] is True
+    assert app.evaluation.evaluate(workspace, "node", ["left-pad"])["allowed"] is True
     other = open_app()
     other.save_policy(workspace, {"node": {"deny": ["left-pad"]}}, by="alice")
-    assert app.evaluate(workspace, "node", ["LEFT-PAD"])["allowed"] is False
+    assert app.evaluation.evaluate(workspace, "node", ["LEFT-PAD"])["allowed"] is False
 
 
 def test_a_policy_reads_back_identically_after_a_restart(open_app, app, workspace):
@@ -140,7 +144,7 @@ def test_authenticating_brings_the_workspace_head_version_so_a_save_is_seen_at_o
     saved = app.save_policy(workspace, {"python": {"mode": "allowlist", "allow": ["pandas"]}}, by="alice")
     assert app.authenticate(token)["head_version"] == saved["version"] == 2
     head = app.authenticate(token)["head_version"]
-    assert app.evaluate(workspace, "python", ["pandas"], head=head)["policy_version"] == 2
+    assert app.evaluation.evaluate(workspace, "python", ["pandas"], head=head)["policy_version"] == 2
 
 
 def test_tokens_are_issued_listed_and_revoked_at_once(app, workspace):
@@ -173,7 +177,7 @@ def test_when_decisions_cannot_be_recorded_the_answer_is_unavailable(app, worksp
     with app.recorder.datastore.transaction(commit=True) as c:
         c.execute(f"ALTER TABLE {table} RENAME TO rcp_gone")
     with pytest.raises(StoreUnavailableError):
-        app.evaluate(workspace, "python", ["pandas"])
+        app.evaluation.evaluate(workspace, "python", ["pandas"])
 
 
 def test_concurrent_writers_without_expected_version_all_land(open_app, workspace):
@@ -220,7 +224,7 @@ def test_the_last_owner_token_cannot_be_revoked(app):
 
 def test_a_request_too_long_to_judge_is_refused_before_parsing(app, workspace):
     with pytest.raises(InvalidInputError) as refused:
-        app.evaluate(workspace, "node", ["lodash@" + "1 || " * 800] * 20)
+        app.evaluation.evaluate(workspace, "node", ["lodash@" + "1 || " * 800] * 20)
     assert refused.value.errors[0].field == "specs"
     assert app.audit.decisions(workspace)["decisions"] == []
 
@@ -292,7 +296,7 @@ def test_saves_racing_evaluates_never_break_the_store_connection(app, workspace)
     def evaluate() -> None:
         for _ in range(100):
             try:
-                app.evaluate(workspace, "python", ["p1", "requests"])
+                app.evaluation.evaluate(workspace, "python", ["p1", "requests"])
             except Exception as error:
                 failures.append(repr(error))
 

@@ -25,11 +25,11 @@ def recorded(app):
     app.create_workspace("acme", by="founder")
     app.create_workspace("other", by="someone")
     app.save_policy("acme", {"python": {"mode": "allowlist", "allow": "pandas"}}, by="alice", note="data team")
-    first = app.evaluate("acme", "python", ["pandas", "requests", "numpy"], None, {"sandbox": "s1"})
-    app.evaluate("other", "python", ["left-pad"], None, {})
+    first = app.evaluation.evaluate("acme", "python", ["pandas", "requests", "numpy"], None, {"sandbox": "s1"})
+    app.evaluation.evaluate("other", "python", ["left-pad"], None, {})
     token = app.issue_token("acme", "ci", "sandbox", by="alice")
     app.revoke_token("acme", token["id"], by="alice")
-    app.evaluate("acme", "python", ["scipy"], None, {})
+    app.evaluation.evaluate("acme", "python", ["scipy"], None, {})
     app.chain.checkpoint("acme")
     app.decision_ids = {d["name"]: d["id"] for d in first["decisions"]}
     return app
@@ -103,7 +103,7 @@ def test_the_background_sealer_keeps_up_with_concurrent_evaluates(app):
     app.create_workspace("acme", by="founder")
     app.chain.start(poll=0.02)
     threads = [
-        threading.Thread(target=app.evaluate, args=("acme", "python", [f"pkg{i}", "numpy"], None, {}))
+        threading.Thread(target=app.evaluation.evaluate, args=("acme", "python", [f"pkg{i}", "numpy"], None, {}))
         for i in range(16)
     ]
     for thread in threads:
@@ -122,7 +122,7 @@ def test_two_applications_on_one_store_seal_one_chain_without_forks_or_duplicate
 
     def work(app, n):
         for i in range(10):
-            app.evaluate("acme", "python", [f"p{n}-{i}"], None, {})
+            app.evaluation.evaluate("acme", "python", [f"p{n}-{i}"], None, {})
 
     threads = [threading.Thread(target=work, args=(app, n)) for n, app in enumerate((first, second, first, second))]
     for thread in threads:
@@ -165,7 +165,7 @@ def test_checkpoints_are_signed_by_themselves_while_the_chain_moves(app):
     app.chain.use_key(AuditKey.generate())
     app.create_workspace("acme", by="founder")
     app.chain.start(poll=0.01, checkpoint_every=0.05)
-    app.evaluate("acme", "python", ["pandas"], None, {})
+    app.evaluation.evaluate("acme", "python", ["pandas"], None, {})
     eventually(
         lambda: (
             app.chain.store.head("acme") is not None

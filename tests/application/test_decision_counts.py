@@ -27,7 +27,7 @@ def test_counts_match_the_recorded_decisions_key_by_key(app, workspace):
     rng = random.Random(5)
     for _ in range(40):  # concurrent-looking batches: one evaluate records several decisions at once
         specs = rng.sample(NAMES, rng.randint(1, 4))
-        app.evaluate(workspace, "python", specs, context={"sandbox": rng.choice(["sbx-1", "sbx-2", None])})
+        app.evaluation.evaluate(workspace, "python", specs, context={"sandbox": rng.choice(["sbx-1", "sbx-2", None])})
     app.egress.evaluate_egress(workspace, "https://pypi.org/simple/", ["151.101.0.223"], {"sandbox": "sbx-1"})
     recorded = app.audit.decisions(workspace, limit=1000)["decisions"]
     expected = Counter(
@@ -44,7 +44,7 @@ def test_counts_match_the_recorded_decisions_key_by_key(app, workspace):
 
 
 def test_counts_outside_the_period_and_bad_days(app, workspace):
-    day, _ = days_of(app.evaluate(workspace, "python", ["pandas"])["decisions"])
+    day, _ = days_of(app.evaluation.evaluate(workspace, "python", ["pandas"])["decisions"])
     yesterday = (date.fromisoformat(day) - timedelta(days=1)).isoformat()
     assert app.impacts.decision_counts(workspace, yesterday, yesterday) == []
     with pytest.raises(InvalidInputError) as refused:

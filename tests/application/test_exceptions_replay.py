@@ -65,7 +65,7 @@ def test_answers_with_exceptions_and_expiries_match_a_full_replay(app, workspace
         assert view["version"] == naive.policy_version
         assert view["exceptions"] == exception_views(naive, at), at
         for language, names in NAMES.items():
-            tested = app.test(workspace, language, names, at=at)["decisions"]
+            tested = app.evaluation.test(workspace, language, names, at=at)["decisions"]
             for name, decision in zip(names, tested, strict=True):
                 expected = judge(rules[language], parse(language, name), workspace)
                 answer = app.audit.package_at(workspace, language, name, at)

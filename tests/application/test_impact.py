@@ -21,14 +21,14 @@ def seeded_history(app, workspace, seed: int):
         language = rng.choice(list(NAMES))
         names = rng.sample(NAMES[language], rng.randint(1, 3))
         sandbox = rng.choice(SANDBOXES)
-        app.evaluate(
+        app.evaluation.evaluate(
             workspace, language, [f"{n}>=1" if language == "python" else n for n in names], context={"sandbox": sandbox}
         )
         for name in names:
             installs[(language, name)] += 1
             if sandbox:
                 sandboxes[(language, name)].add(sandbox)
-    app.evaluate(workspace, "python", ["-r req.txt", "https://x.example/a.whl"])  # no name: not installs
+    app.evaluation.evaluate(workspace, "python", ["-r req.txt", "https://x.example/a.whl"])  # no name: not installs
     return installs, sandboxes
 
 
@@ -122,7 +122,7 @@ def test_days_before_today_are_summed_once_and_rechecked_when_they_move(open_app
     def on(days_ago: int, specs: list[str], sandbox: str):
         stamp = now - timedelta(days=days_ago)
         monkeypatch.setattr(Decision.Recorded, "create_timestamp", staticmethod(lambda: stamp))
-        app.evaluate(workspace, "python", specs, context={"sandbox": sandbox})
+        app.evaluation.evaluate(workspace, "python", specs, context={"sandbox": sandbox})
         monkeypatch.setattr(Decision.Recorded, "create_timestamp", real)
 
     on(40, ["pandas"], "old")  # outside the 30 days

@@ -29,7 +29,7 @@ def test_the_index_judges_exactly_as_evaluate_does(app, sandbox):
     for name in ("alpha", "beta", "gamma"):  # a run each: a run's first denial fails the rest of it
         principal = app.index.authenticate(app.index.runs.start("acme", sandbox)["token"])
         index = app.index.gate.judge(principal, "python", name, "page")
-        (evaluated,) = app.evaluate("acme", "python", [name])["decisions"]
+        (evaluated,) = app.evaluation.evaluate("acme", "python", [name])["decisions"]
         assert (index["allowed"], index["reason"], index["message"], index["policy_version"]) == (
             evaluated["allowed"],
             evaluated["reason"],

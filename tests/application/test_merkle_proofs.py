@@ -70,7 +70,7 @@ SIZES = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 70)  # powe
 def chain(app, workspace):
     """A workspace whose chain holds 70 records: sizes 1 to 70 cover 1, 2, every power of two up
     to 64 and their neighbours."""
-    app.evaluate(workspace, "python", [f"package-{i}" for i in range(70)], None, {})
+    app.evaluation.evaluate(workspace, "python", [f"package-{i}" for i in range(70)], None, {})
     app.chain.seal()
     leaves = [bytes.fromhex(r["event_hash"]) for r in app.chain.store.links(workspace, 0, 1000)][:70]
     assert len(leaves) == 70

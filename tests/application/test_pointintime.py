@@ -107,11 +107,11 @@ def test_a_timeline_shows_each_interval_and_the_decisions_in_the_period(app, wor
     from datetime import datetime
 
     start = datetime.now(UTC)
-    app.evaluate(workspace, "python", ["numpy"])
+    app.evaluation.evaluate(workspace, "python", ["numpy"])
     deny_numpy = {"action": "add", "language": "python", "list": "deny", "entries": ["numpy"]}
     app.change_policy(workspace, [deny_numpy], by="a")
-    app.evaluate(workspace, "python", ["numpy"])
-    app.evaluate(workspace, "python", ["numpy"])
+    app.evaluation.evaluate(workspace, "python", ["numpy"])
+    app.evaluation.evaluate(workspace, "python", ["numpy"])
     app.change_policy(workspace, [{**deny_numpy, "action": "remove"}], by="a")
     end = datetime.now(UTC) + timedelta(seconds=1)
     line = app.audit.package_timeline(workspace, "python", "NumPy", start, end)

@@ -56,7 +56,7 @@ def history_with_decisions(app) -> None:
             "acme", [{"action": "add", "language": "python", "list": "allow", "entries": [f"p{i}"]}], by="a"
         )
     for _ in range(3):
-        app.evaluate("acme", "python", ["p1", "torch"])
+        app.evaluation.evaluate("acme", "python", ["p1", "torch"])
 
 
 def test_one_packages_decisions_page_on_their_index_with_the_keyset_as_an_index_condition(pg_app):
@@ -148,7 +148,7 @@ def test_the_policy_at_t_is_one_statement_of_index_seeks(pg_app):
 def test_the_overviews_most_denied_lists_read_only_the_denied_counts(pg_app):
     pg_app.create_workspace("acme", by="founder")
     pg_app.save_policy("acme", {"python": {"mode": "allowlist", "allow": ["p1"]}}, by="a")
-    pg_app.evaluate("acme", "python", ["p1", "torch"], context={"sandbox": "s1"})
+    pg_app.evaluation.evaluate("acme", "python", ["p1", "torch"], context={"sandbox": "s1"})
     spy = Statements(pg_app.recorder)
     today = datetime.now(UTC).date()
     answer = pg_app.facts.overview("acme", today - timedelta(days=29), today, today - timedelta(days=6))
@@ -178,7 +178,7 @@ def test_whether_a_run_already_failed_is_one_seek_of_its_decisions_primary_key(p
 def test_synthesis_reads_the_decision_counts_and_never_the_decisions(pg_app):
     pg_app.create_workspace("acme", by="founder")
     for sandbox in ("s1", "s2"):
-        pg_app.evaluate("acme", "python", ["p1", "p1", "torch"], context={"sandbox": sandbox})
+        pg_app.evaluation.evaluate("acme", "python", ["p1", "p1", "torch"], context={"sandbox": sandbox})
     spy = Statements(pg_app.recorder)
     answer = pg_app.synthesis.synthesise("acme", "python", coverage=0.6)
     assert answer["allow"] == ["p1"]

@@ -17,7 +17,7 @@ def test_read_models_of_an_older_version_are_rebuilt_from_the_events(database_ur
     app = Governance(env=store_env(database_url))
     app.create_workspace("acme", by="alice")
     app.change_policy("acme", [{"action": "add", "language": "python", "list": "deny", "entries": ["evil"]}], "alice")
-    app.evaluate("acme", "python", ["numpy", "evil", "numpy==2"])
+    app.evaluation.evaluate("acme", "python", ["numpy", "evil", "numpy==2"])
     counts = _counts(app)
     assert [(c["name"], c["installs"]) for c in counts] == [("evil", 1), ("numpy", 2)]
     # As a store of the previous version looks: no version, a table the projection fills empty.

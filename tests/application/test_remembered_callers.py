@@ -29,7 +29,7 @@ def sandbox(app, workspace) -> tuple[str, str]:
 def remembered_evaluate(app, workspace, token, spec):
     caller = app.authenticate(token, remembered=True)
     assert caller["remembered"], "the first, read, authentication should have been remembered"
-    return app.evaluate(workspace, "python", [spec], head=caller["head_version"], remembered=caller["id"])
+    return app.evaluation.evaluate(workspace, "python", [spec], head=caller["head_version"], remembered=caller["id"])
 
 
 def test_a_remembered_caller_is_recorded_with_the_cached_version_while_nothing_moved(app, workspace, sandbox):
@@ -43,7 +43,7 @@ def test_a_remembered_caller_is_recorded_with_the_cached_version_while_nothing_m
 def test_a_save_elsewhere_stops_the_remembered_version_and_nothing_is_recorded(open_app, app, workspace, sandbox):
     token, _ = sandbox
     app.authenticate(token)
-    app.evaluate(workspace, "python", ["numpy"])  # caches version 0 (the default) here
+    app.evaluation.evaluate(workspace, "python", ["numpy"])  # caches version 0 (the default) here
     other = open_app()  # another worker process
     other.save_policy(workspace, ALLOW_PANDAS, by="alice")
     with pytest.raises(StaleCaller):
@@ -51,7 +51,7 @@ def test_a_save_elsewhere_stops_the_remembered_version_and_nothing_is_recorded(o
     assert recorded(app, workspace) == [("numpy", 0)]
     # Judged again the slow way (what the API does on StaleCaller): the new head, in force.
     caller = app.authenticate(token)
-    answer = app.evaluate(workspace, "python", ["torch"], head=caller["head_version"])
+    answer = app.evaluation.evaluate(workspace, "python", ["torch"], head=caller["head_version"])
     assert (answer["allowed"], answer["policy_version"]) == (False, 2)
 
 
@@ -71,7 +71,7 @@ def test_in_one_batch_only_the_stale_request_fails_and_its_neighbour_is_recorded
     fresh = app.issue_token(workspace, "fresh", "sandbox", by="founder")
     for t in (stale, fresh):
         app.authenticate(t["token"])
-    app.evaluate(workspace, "python", ["warm"])
+    app.evaluation.evaluate(workspace, "python", ["warm"])
     open_app().revoke_token(workspace, stale["id"], by="founder")
     hold, release = threading.Event(), threading.Event()
     save = app.writer._save

@@ -18,14 +18,14 @@ ATTACK = ["pip", "install"] + ["-" + "I" * 4000] * 16  # the black-box reproduct
 def test_a_command_that_expands_past_the_cap_is_refused_naming_the_field_and_records_nothing(app, workspace):
     for command in (ATTACK, ["pip", "install", "-" + "I" * (MAX_SPECS + 1)]):
         with pytest.raises(InvalidInputError) as refused:
-            app.evaluate(workspace, command=command)
+            app.evaluation.evaluate(workspace, command=command)
         (error,) = refused.value.errors
         assert error.field == "command" and f"at most {MAX_SPECS} decisions" in error.message
     assert list(app.audit.export_decisions(workspace)) == []
 
 
 def test_a_command_of_exactly_the_cap_is_judged_and_recorded(app, workspace):
-    answer = app.evaluate(workspace, command=["pip", "install", "-" + "I" * (MAX_SPECS - 1), "pandas"])
+    answer = app.evaluation.evaluate(workspace, command=["pip", "install", "-" + "I" * (MAX_SPECS - 1), "pandas"])
     assert len(answer["decisions"]) == MAX_SPECS
     assert len(list(app.audit.export_decisions(workspace))) == MAX_SPECS
 

@@ -45,7 +45,9 @@ def test_a_drafted_cooldown_and_no_install_scripts_show_the_downloads_they_would
         download(
             app, workspace, language, name, version, file, sandbox, uploaded, scripts if language == "node" else None
         )
-    app.evaluate(workspace, "node", ["react"], context={"sandbox": "sbx-1"})  # an evaluate: no version, not counted
+    app.evaluation.evaluate(
+        workspace, "node", ["react"], context={"sandbox": "sbx-1"}
+    )  # an evaluate: no version, not counted
     draft = {
         "node": {
             "rules": {

@@ -34,7 +34,7 @@ def snapshotted(app):
 
 
 def reason(app, name: str) -> tuple[int, str]:
-    answer = app.evaluate("acme", "python", [name], None, {})
+    answer = app.evaluation.evaluate("acme", "python", [name], None, {})
     return answer["policy_version"], answer["decisions"][0]["reason"]
 
 
@@ -106,12 +106,12 @@ def test_a_revocation_undone_in_the_tokens_table_stops_even_a_remembered_caller(
     from application.store.guards import StaleCaller
 
     caller = snapshotted.authenticate(sandbox["token"])  # remembered by this process from now on
-    snapshotted.evaluate("acme", "python", ["numpy"], head=caller["head_version"])
+    snapshotted.evaluation.evaluate("acme", "python", ["numpy"], head=caller["head_version"])
     snapshotted.revoke_token("acme", sandbox["id"], by="alice")
     tamper.sql("UPDATE rcp_tokens SET revoked_at = NULL, revoked_by = NULL WHERE name = 'ci'")
     remembered = snapshotted.authenticate(sandbox["token"], remembered=True)
     with pytest.raises(StaleCaller):  # nothing recorded: the API judges again, the slow way
-        snapshotted.evaluate("acme", "python", ["torch"], head=None, remembered=remembered["id"])
+        snapshotted.evaluation.evaluate("acme", "python", ["torch"], head=None, remembered=remembered["id"])
     assert snapshotted.authenticate(sandbox["token"]) is None
     assert "revoked is False, sealed True" in snapshotted.integrity.first
 
@@ -293,7 +293,7 @@ def test_readiness_and_metrics_report_a_snapshot_that_did_not_verify(snapshotted
 def everything(snapshotted, sandbox, run):
     """Requests (one approved, one open, with two askers), an exception, runs and counted decisions."""
     app = snapshotted
-    app.evaluate("acme", "python", ["beta", "numpy"], None, {"sandbox": "s1"})
+    app.evaluation.evaluate("acme", "python", ["beta", "numpy"], None, {"sandbox": "s1"})
     first = app.access.file_request("acme", "python", "beta", "tests need it", {}, by="ci", token_id=sandbox["id"])
     app.access.file_request("acme", "python", "beta", "me too", {}, by="alice", token_id="t-alice")
     app.access.approve_request("acme", first["id"], by="alice", duration="P7D", note="ok", lift_deny=True)

@@ -22,8 +22,8 @@ INSTALLS = [  # (sandbox, specs) evaluated in denylist mode: all allowed but the
 
 def record_period(app, workspace):
     for sandbox, specs in INSTALLS:
-        app.evaluate(workspace, "python", specs, context={"sandbox": sandbox})
-    app.evaluate(workspace, "node", ["left-pad"], context={"sandbox": "s1"})
+        app.evaluation.evaluate(workspace, "python", specs, context={"sandbox": sandbox})
+    app.evaluation.evaluate(workspace, "node", ["left-pad"], context={"sandbox": "s1"})
 
 
 def allowed_decisions(app, workspace: str, since: str) -> list[dict]:

@@ -28,7 +28,7 @@ def acme(cli, open_app):
     """Workspace acme with decisions, a checkpoint signed by the CLI, and its ids."""
     cli("workspace", "create", "acme")
     app = open_app()
-    answer = app.evaluate("acme", "python", ["pandas", "left-pad"], None, {})
+    answer = app.evaluation.evaluate("acme", "python", ["pandas", "left-pad"], None, {})
     done = cli("audit", "checkpoint", "-w", "acme")
     assert done.exit_code == 0, done.output
     return [d["id"] for d in answer["decisions"]]
@@ -91,7 +91,7 @@ def test_an_export_with_links_verifies_without_the_store(cli, acme, tmp_path):
 def test_an_export_newer_than_the_checkpoints_given_verifies_what_they_cover_and_says_so(cli, acme, open_app, tmp_path):
     export, older = tmp_path / "decisions.jsonl", tmp_path / "older-checkpoints.json"
     assert cli("audit", "checkpoints", "-w", "acme", "-o", str(older)).exit_code == 0
-    newer = open_app().evaluate("acme", "python", ["numpy"], None, {})["decisions"][0]["id"]
+    newer = open_app().evaluation.evaluate("acme", "python", ["numpy"], None, {})["decisions"][0]["id"]
     assert cli("audit", "checkpoint", "-w", "acme").exit_code == 0  # sealed, but not in the copy held
     assert cli("decisions", "export", "-w", "acme", "--format", "jsonl", "--chain", "-o", str(export)).exit_code == 0
     done = cli("audit", "verify-export", str(export), "--checkpoints", str(older), "--public-key", str(older))
@@ -140,7 +140,7 @@ def test_a_rotated_key_keeps_verifying_old_checkpoints_once_listed_as_previous(
     old_public.write_text(cli("audit", "public-key").stdout)
     key_file = tmp_path / "data" / "audit-signing-key.pem"
     key_file.rename(tmp_path / "retired.pem")
-    open_app().evaluate("acme", "python", ["numpy"], None, {})
+    open_app().evaluation.evaluate("acme", "python", ["numpy"], None, {})
     assert cli("audit", "checkpoint", "-w", "acme").exit_code == 0  # signed by a new key, made on first use
     done = cli("audit", "verify", "-w", "acme")
     assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "signature"  # the old one is unknown

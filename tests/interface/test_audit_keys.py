@@ -49,7 +49,7 @@ def test_a_signer_command_signs_checkpoints_and_no_key_is_written_to_the_data_di
     )
     runner = CliRunner()
     assert runner.invoke(main, ["workspace", "create", "acme"], env=env).exit_code == 0
-    open_app().evaluate("acme", "python", ["pandas"], None, {})
+    open_app().evaluation.evaluate("acme", "python", ["pandas"], None, {})
     done = runner.invoke(main, ["audit", "checkpoint", "-w", "acme"], env=env, catch_exceptions=False)
     assert done.exit_code == 0, done.output
     checkpoint = json.loads(done.stdout)

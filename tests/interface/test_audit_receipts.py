@@ -117,7 +117,7 @@ def test_only_the_runs_own_sandbox_token_or_an_auditor_gets_its_receipt(live, ap
 def test_inclusion_and_consistency_proofs_verify_with_the_cli(live, app, public_key, tmp_path):
     auditor, admin = live.tokens["auditor"], live.tokens["admin"]
     first = live.call("POST", "/api/v1/workspaces/acme/audit/checkpoints", admin).json
-    decided = app.evaluate("acme", "python", ["alpha"], None, {})["decisions"][0]["id"]
+    decided = app.evaluation.evaluate("acme", "python", ["alpha"], None, {})["decisions"][0]["id"]
     second = live.call("POST", "/api/v1/workspaces/acme/audit/checkpoints", admin).json
     inclusion = live.call("GET", f"/api/v1/workspaces/acme/audit/proof/inclusion?decision={decided}", auditor)
     assert inclusion.status == 200 and inclusion.json["tree_size"] == second["seq"]
@@ -177,7 +177,7 @@ def witness(tmp_path: Path, witness_dir: Path, public_key: Path) -> subprocess.C
 def test_checkpoints_reach_the_witness_directory_by_themselves_and_the_witness_cosigns(
     live, app, witness_dir, public_key, tmp_path
 ):
-    app.evaluate("acme", "python", ["alpha"], None, {})  # the sealer seals and signs it within 0.2 s
+    app.evaluation.evaluate("acme", "python", ["alpha"], None, {})  # the sealer seals and signs it within 0.2 s
     delivered(witness_dir)
     done = witness(tmp_path, witness_dir, public_key)
     assert done.returncode == 0, done.stderr
@@ -187,7 +187,7 @@ def test_checkpoints_reach_the_witness_directory_by_themselves_and_the_witness_c
 def test_the_witness_refuses_a_history_rewritten_and_re_signed_with_the_key(
     live, app, witness_dir, public_key, tmp_path, database_url
 ):
-    decided = app.evaluate("acme", "python", ["left-pad"], None, {})["decisions"][0]["id"]
+    decided = app.evaluation.evaluate("acme", "python", ["left-pad"], None, {})["decisions"][0]["id"]
     size = app.chain.checkpoint("acme")["seq"]
     deadline = time.monotonic() + 30
     while not any(f.name.startswith(f"{size:020d}") for f in delivered(witness_dir)):

@@ -136,10 +136,10 @@ def cosigned_up_to(witness: HttpWitness, size: int) -> list[tuple[int, str, int]
 
 
 def test_each_checkpoint_reaches_the_http_witness_by_itself_and_is_cosigned(live, app, witness):
-    app.evaluate("acme", "python", ["alpha"], None, {})
+    app.evaluation.evaluate("acme", "python", ["alpha"], None, {})
     first = app.chain.checkpoint("acme")["seq"]  # the sealer's own checkpoints may come first
     cosigned_up_to(witness, first)
-    app.evaluate("acme", "python", ["beta"], None, {})
+    app.evaluation.evaluate("acme", "python", ["beta"], None, {})
     second = app.chain.checkpoint("acme")["seq"]
     answers = cosigned_up_to(witness, second)
     assert second > first
@@ -151,7 +151,7 @@ def test_each_checkpoint_reaches_the_http_witness_by_itself_and_is_cosigned(live
 
 
 def test_the_http_witness_refuses_a_history_rewritten_and_re_signed_with_the_key(live, app, witness, database_url):
-    decided = app.evaluate("acme", "python", ["left-pad"], None, {})["decisions"][0]["id"]
+    decided = app.evaluation.evaluate("acme", "python", ["left-pad"], None, {})["decisions"][0]["id"]
     honest = app.chain.checkpoint("acme")["seq"]
     cosigned_up_to(witness, honest)
     seen = witness.keeper.latest(ORIGIN)
@@ -171,7 +171,7 @@ def test_the_http_witness_refuses_a_history_rewritten_and_re_signed_with_the_key
     tamper.sql("UPDATE rcp_chain_position SET notification_id = 0")
     tamper.sql("COMMIT")
     tamper.close()
-    app.evaluate("acme", "python", ["numpy"], None, {})  # the rewritten log grows past what was seen
+    app.evaluation.evaluate("acme", "python", ["numpy"], None, {})  # the rewritten log grows past what was seen
     app.chain.checkpoint("acme")
     answers = witness.wait_for(lambda answers: any(s == 422 for s, _, _ in answers))
     refusal = next(text for status, text, _ in answers if status == 422)

@@ -158,8 +158,8 @@ def decided(acme, open_app):
         "acme", [{"action": "add", "language": "python", "list": "deny", "entries": ["numpy"]}], by="security"
     )
     context = {"sandbox": "sbx-1", "source": "run-code"}
-    gov.evaluate("acme", command=["pip", "install", "pandas", "numpy"], context=context)
-    gov.evaluate("acme", command=["pip", "install", "pandas==2.1"], context=context)
+    gov.evaluation.evaluate("acme", command=["pip", "install", "pandas", "numpy"], context=context)
+    gov.evaluation.evaluate("acme", command=["pip", "install", "pandas==2.1"], context=context)
     return gov
 
 

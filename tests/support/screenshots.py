@@ -84,8 +84,8 @@ def seed(gov: Governance, today: datetime) -> dict:
             context = {"sandbox": sandbox, "source": "run-code", "actor": f"agent-{n % 3 + 1}"}
             with clock_at(moment + timedelta(minutes=10 + n * 7)):
                 specs = ["pandas==2.2", "numpy", "requests" if n % 2 else "httpx", "torch" if n % 3 == 0 else "scipy"]
-                gov.evaluate("acme", "python", specs, context=context)
-                gov.evaluate(
+                gov.evaluation.evaluate("acme", "python", specs, context=context)
+                gov.evaluation.evaluate(
                     "acme", "node", ["left-pad", "event-stream"] if n % 4 == 0 else ["lodash"], context=context
                 )
                 target = "http://169.254.169.254/latest/meta-data/" if n % 5 == 0 else "https://pypi.org/simple/"
