@@ -264,13 +264,6 @@ class Governance(Application):
         except AggregateNotFoundError:
             return None
 
-    def workspaces(self) -> list[str]:
-        return self.readmodel.workspaces()
-
-    def has_workspaces(self) -> bool:
-        """One indexed probe (readiness checks, first start), not a listing."""
-        return self.readmodel.has_workspaces()
-
     # -- the policy ---------------------------------------------------------------------------
     def policy(self, workspace: str, at=None) -> dict:
         if at is None:

@@ -158,7 +158,7 @@ def prepare_store(settings: Settings):
     """Open the store with table creation on (unless the operator turned it off:
     RUNCODE_POLICY_CREATE_TABLES=n, the schema is managed elsewhere)."""
     governance = open_governance(settings)
-    if not governance.has_workspaces():
+    if not governance.readmodel.has_workspaces():
         try:
             announce_first_token(governance.create_workspace(DEFAULT_WORKSPACE, by="runcode-policy serve"))
         except ConflictError:
