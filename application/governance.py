@@ -1,7 +1,10 @@
 """The Governance application: workspaces, tokens and policy commands, composing its collaborators.
 
-`Policies` (loading, cache, drafts), `Evaluation`, `EgressJudge` and `Audit` each receive what
-they need in their constructors. Governance is the one way in for the interface: every public
+The composition root: `__init__` builds each collaborator once (`Policies`, `Evaluation`,
+`EgressJudge`, `Audit`, `Impact`, `Synthesis`, `Overview`, `Access`, `Advisories`,
+`PackageIndex`, the chain...), each receiving what it needs in its constructor. The interface
+calls the collaborator that does the work (`interface.services`); Governance's own methods are
+only what coordinates several: workspaces and tokens, the policy's views and saves. Every public
 method takes and returns plain data, so the HTTP API, the console and the CLI are thin layers.
 """
 
@@ -121,7 +124,6 @@ class Governance(Application):
         self.writer.close()
         super().close()
 
-    # -- the collaborators' public surface --------------------------------------------------
     # -- advisories (application.advisories), for a workspace that exists ---------------------
     def unknown_names(self, workspace: str, days: int) -> dict:
         self.require_workspace(workspace)
@@ -131,6 +133,7 @@ class Governance(Application):
         self.require_workspace(workspace)
         return self.advisories.exposure(workspace, advisory, start, end)
 
+    # -- the library's hooks: sealed snapshots, the group-commit writer's save -----------------
     def _take_snapshots(self, processing_event) -> None:
         # Taken before the Save was recorded, sealed with it (`_record`); stored now.
         if snapshots := getattr(processing_event, "sealed_snapshots", None):
