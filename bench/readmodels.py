@@ -1,6 +1,6 @@
 """The read models' figures over the run's decision history (bench.auditor.decision_history, 1M
-decisions, smaller under --quick): `impact` (Governance.impact, what POST /impact answers) and
-`overview` (Governance.overview, the console's landing page), each p50 ms and divided by
+decisions, smaller under --quick): `impact` (Impact.impact, what POST /impact answers) and
+`overview` (Overview.overview, the console's landing page), each p50 ms and divided by
 `indexed_read`, one indexed read of the same store in the same run (the workspace's head version),
 since these machines are noisy and only ratios compare across runs.
 

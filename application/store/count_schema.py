@@ -17,7 +17,7 @@ COUNT_TABLES = (
 
 COUNT_DDL = (
     # One row per (workspace, UTC day, language, name, outcome, sandbox); see
-    # `Governance.decision_counts`. `language` is 'egress' for egress decisions (name = host).
+    # `Impact.decision_counts`. `language` is 'egress' for egress decisions (name = host).
     "CREATE TABLE IF NOT EXISTS {decision_counts} (workspace TEXT NOT NULL, day TEXT NOT NULL, "
     "language TEXT NOT NULL, name TEXT NOT NULL, allowed {bool} NOT NULL, sandbox TEXT NOT NULL, "
     "installs INTEGER NOT NULL, PRIMARY KEY (workspace, day, language, name, allowed, sandbox)){norowid}",

@@ -27,7 +27,7 @@ def typed_filters(args) -> dict:
 
 
 def query_of(typed: dict) -> tuple[dict, object, object]:
-    """(filters, start, end) for `Governance.decisions`, from the typed filters."""
+    """(filters, start, end) for `Audit.decisions`, from the typed filters."""
     language = typed.get("language")  # checked with the other filters by the application
     outcome = typed.get("outcome")
     if outcome is not None and outcome not in OUTCOMES:

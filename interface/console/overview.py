@@ -2,7 +2,7 @@
 
 Every number links into the audit log filtered to exactly the decisions it counts, so a bar,
 a package or a sandbox leads to the decisions behind it. The facts come from read models
-(`Governance.overview`), never from a scan of the decisions.
+(`Overview.overview`), never from a scan of the decisions.
 """
 
 from __future__ import annotations
