@@ -116,8 +116,8 @@ class Advisories:
 
     def unknown_names(self, workspace: str, days: int, now: datetime) -> dict:
         """The names clients asked the index for that its upstream did not have, in the last
-        `days`: when first asked, how often, by which sandboxes. `now_exists` is not asked of the
-        upstream here (one request per name): false."""
+        `days`: when first asked, how often, by which sandboxes, and whether the name exists now
+        (`now_exists`, see `_now_exists`)."""
         if not 1 <= days <= MAX_UNKNOWN_DAYS:
             rule = f"an integer from 1 to {MAX_UNKNOWN_DAYS}"
             raise InvalidInputError(f"days must be {rule}", [FieldError("days", rule)])
@@ -129,11 +129,19 @@ class Advisories:
                 "first_asked": iso(r["first_asked"]),
                 "count": r["count"],
                 "sandboxes": r["sandboxes"],
-                "now_exists": False,
+                "now_exists": self._now_exists(workspace, r["language"], r["name"]),
             }
             for r in rows
         ]
         return {"names": names, "truncated": len(names) == MAX_UNKNOWN}
+
+    def _now_exists(self, workspace: str, language: str, name: str) -> bool:
+        """Whether the upstream has had the name since it was last not found, as the index saw it
+        (the upstream is not asked here): the index's newest decision on it allowed a fetch. Within
+        one fetch the allowed page comes first and the not-found after it, so a name still missing
+        ends on the not-found; an upstream failure after an allowed page says nothing (false)."""
+        newest = self._readmodel.newest_index_decision(workspace, language, name)
+        return newest is not None and bool(newest["allowed"])
 
     # -- the worker's copy -----------------------------------------------------------------
     def _current(self) -> dict[tuple[str, str], list[Affected]]:

@@ -23,6 +23,7 @@ MODULES = (
     "bench.service",
     "bench.auditor",
     "bench.readmodels",
+    "bench.cooldown",
     "bench.index",
     "bench.index_memory",
     "bench.parse",

@@ -16,8 +16,9 @@ import random
 from datetime import UTC, datetime, timedelta
 
 from application.evaluation import decision_records
-from domain.decision import Decision
-from domain.specs import parse
+from application.formats import iso
+from domain.decision import Decision, DecisionRecord, judge
+from domain.specs import Spec, parse
 
 NAMES = [f"pkg-{i}" for i in range(2000)]
 LANGUAGES = ("python", "node")
@@ -79,6 +80,46 @@ def decisions(governance, workspace: str, count: int, say=print, seed: int = 13)
         done += n
         if done % 100_000 == 0:
             say(f"  … {done:,} decisions recorded")
+
+
+RELEASES, RELEASE_DAYS = 20, 5  # per package, one every RELEASE_DAYS days, the newest 2 to 7 days ago
+
+
+def downloads(governance, workspace: str, count: int, say=print, seed: int = 13) -> None:
+    """`count` downloads recorded as the index records them: a wheel of a version the upstream had
+    at the fetch's instant (the newest available most often), its facts in the context
+    (`version`, `uploaded_at`), stamped across DAYS days and written by the group-commit writer, so
+    that the version rollup (`impact_versions`) fills as it does live."""
+    rng = random.Random(seed)
+    version, rules = governance.policies.current(workspace)
+    names, sandboxes, recent = _zipf(len(NAMES), 1.1), _zipf(SANDBOXES, 1.0), _zipf(RELEASES // 2, 1.5)
+    now, real = datetime.now(UTC), Decision.Recorded.create_timestamp
+    newest = [now - timedelta(days=2, hours=rng.uniform(0, 24 * RELEASE_DAYS)) for _ in NAMES]
+    done = 0
+    while done < count:
+        n = min(DECISIONS_PER_SAVE, count - done)
+        stamp = now - timedelta(days=DAYS - 1 - done * DAYS // count, seconds=rng.randint(0, 3600))
+        records = []
+        for _ in range(n):
+            index = _pick(rng, names)
+            name = NAMES[index]
+            later = max(0, -(-(newest[index] - stamp) // timedelta(days=RELEASE_DAYS)))  # releases after `stamp`
+            k = min(RELEASES - 1, later + _pick(rng, recent))  # k releases before the newest
+            number, uploaded = f"1.{RELEASES - 1 - k}.0", newest[index] - timedelta(days=RELEASE_DAYS * k)
+            spec = Spec(name, "python", "registry", name)
+            context = {"source": "index", "sandbox": f"sbx-{_pick(rng, sandboxes)}", "actor": "bench"}
+            context |= {"version": number, "uploaded_at": iso(uploaded)}
+            made = DecisionRecord.for_spec(spec, judge(rules["python"], spec, workspace), version, context)
+            records.append(made.fetched("download", None, f"{name}-{number}-py3-none-any.whl", number, "bench"))
+        Decision.Recorded.create_timestamp = staticmethod(lambda stamp=stamp: stamp)  # as in `decisions`
+        try:
+            batch = [Decision(workspace=workspace, record=r.to_dict()) for r in records]
+        finally:
+            Decision.Recorded.create_timestamp = real
+        governance.writer.record(*batch)
+        done += n
+        if done % 100_000 == 0:
+            say(f"  … {done:,} downloads recorded")
 
 
 def _zipf(n: int, s: float) -> list[float]:

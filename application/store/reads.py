@@ -270,6 +270,15 @@ class ReadModel:
             found["sandboxes"].sort()
         return ordered[:limit]
 
+    def newest_index_decision(self, workspace: str, language: str, name: str) -> dict | None:
+        """The newest decision the package index recorded on one package (`allowed`, `reason`):
+        one range of rcp_decisions_by_package, read from its newest end."""
+        return self._first(
+            "SELECT allowed, reason FROM {decisions} WHERE workspace = %s AND language = %s AND name = %s "
+            "AND source = %s ORDER BY at DESC, id DESC LIMIT 1",
+            (workspace, language, name, "index"),
+        )
+
     def decision(self, workspace: str, decision_id: str) -> dict | None:
         return self._first(
             "SELECT id, at, record FROM {decisions} WHERE workspace = %s AND id = %s", (workspace, decision_id)

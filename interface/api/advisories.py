@@ -52,7 +52,9 @@ class UnknownName(BaseModel):
     first_asked: Instant
     count: int
     sandboxes: list[str]
-    now_exists: bool = Field(description="not asked of the upstream: always false")
+    now_exists: bool = Field(
+        description="the index has served the name since it was last not found (the upstream is not asked here)"
+    )
 
 
 class UnknownNames(BaseModel):

@@ -11,13 +11,16 @@ from datetime import date, datetime, timedelta
 from flask import render_template, request
 
 from application.formats import parse_instant
+from domain.decision import KNOWN_MALWARE
 from domain.errors import GovernanceError
+from domain.rules import REASONS as RULE_REASONS
 from interface.console.charts import band
 from interface.console.forms import error_items
 from interface.console.instants import instant
 from interface.console.session import blueprint, caller, governance
 
 RECENT = 10
+HIDDEN_READ = 100  # recorded hidings read per reason (a bounded cost: one package range each)
 MAX_INTERVALS = 200  # each costs a few index seeks for the change that opened it
 
 
@@ -33,7 +36,7 @@ def package(language: str, name: str):
         timeline = governance().audit.package_timeline(workspace, language, now["name"], start, end)
     except GovernanceError as error:
         return _page(now, typed, None, error, today), 422
-    return _page(now, typed, timeline, None, today)
+    return _page(now, typed, timeline, None, today, hidden_versions(workspace, now, start, end))
 
 
 def period_typed(args, today: date) -> dict:
@@ -44,7 +47,24 @@ def period_typed(args, today: date) -> dict:
     return {"from": start or end, "to": end or start}
 
 
-def _page(now: dict, typed: dict, timeline: dict | None, refusal, today: date):
+def hidden_versions(workspace: str, now: dict, start: datetime, end: datetime) -> list[dict]:
+    """The versions the index hid from this package's fetches in the period, and why: one row
+    per version and reason (known malware, or a rule beyond names), newest first, from the
+    recorded decisions (a page's hidden versions, a refused file)."""
+    found: dict[tuple[str, str], dict] = {}
+    for reason in (KNOWN_MALWARE, *RULE_REASONS):
+        filters = {"language": now["language"], "name": now["name"], "reason": reason}
+        for d in governance().audit.decisions(workspace, filters, start, end, limit=HIDDEN_READ)["decisions"]:
+            if not d.get("package_version"):
+                continue
+            row = found.setdefault((d["package_version"], reason), {"version": d["package_version"], "reason": reason})
+            row["count"] = row.get("count", 0) + 1
+            row.setdefault("last", d["at"])  # newest first
+            row.setdefault("message", d.get("message") or "")
+    return sorted(found.values(), key=lambda r: r["last"], reverse=True)
+
+
+def _page(now: dict, typed: dict, timeline: dict | None, refusal, today: date, hidden: list | None = None):
     workspace = caller()["workspace"]
     drawn = []
     if timeline:
@@ -57,6 +77,7 @@ def _page(now: dict, typed: dict, timeline: dict | None, refusal, today: date):
         timeline=timeline,
         drawn=drawn,
         recent=recent["decisions"],
+        hidden=hidden or [],
         more=recent["next_cursor"] is not None,
         refusal=refusal,
         problems=error_items(refusal) if refusal else [],

@@ -186,3 +186,28 @@ def test_a_plain_token_fails_closed_for_its_window_after_a_project_denial(app, w
     assert app.index.gate.judge(another, "python", "alpha", "page")["allowed"]  # one token's failure is its own
     time.sleep(2.1)
     assert app.index.gate.judge(principal, "python", "alpha", "page")["allowed"]  # the window is over
+
+
+def test_an_unknown_name_the_upstream_later_has_is_said_to_exist_now(app, sandbox):
+    policy(app, "denylist")
+
+    def fetch(name: str, found: bool, why: str | None = None) -> None:
+        """One client's page fetch as the index records it: judged, then the upstream's answer."""
+        principal = app.index.authenticate(app.index.runs.start("acme", sandbox)["token"])
+        assert app.index.gate.judge(principal, "python", name, "page")["allowed"]
+        if why is not None:
+            app.index.gate.upstream_failed(principal, "python", name, "page", why)
+        elif not found:
+            app.index.gate.not_found(principal, "python", name, "page")
+
+    def now_exists() -> dict:
+        return {n["name"]: n["now_exists"] for n in app.unknown_names("acme", 7)["names"]}
+
+    fetch("slop-a", found=False)
+    fetch("slop-b", found=False)
+    fetch("slop-c", found=False)
+    assert now_exists() == {"slop-a": False, "slop-b": False, "slop-c": False}
+    fetch("slop-a", found=False)  # still missing in a later run
+    fetch("slop-b", found=True)  # registered since: the index served its page
+    fetch("slop-c", found=True, why="HTTP 502")  # an allowed page the upstream failed: nothing known
+    assert now_exists() == {"slop-a": False, "slop-b": True, "slop-c": False}

@@ -11,6 +11,7 @@ import pytest
 
 from application.chain import AuditKey
 from domain.policy import policy_id
+from tests.support.recorded import download
 from tests.support.tamper import Tamperer
 
 # Enough entries that one Save crosses the snapshot interval: its snapshot is what a new process loads.
@@ -302,6 +303,7 @@ def everything(snapshotted, sandbox, run):
     signed_out = app.sessions.start(app.authenticate(auditor["token"]), timedelta(hours=1))
     app.sessions.end(signed_out)
     app.sessions.start(app.authenticate(auditor["token"]), timedelta(hours=1))  # still signed in
+    download(app, "acme", "python", "alpha", "1.0", "alpha-1.0.tar.gz", "s1", "2026-11-30T00:00:00.000000Z")
     app.chain.checkpoint("acme")
     assert app.chain.verify("acme")["ok"], app.chain.verify("acme")
     return app
@@ -323,6 +325,8 @@ TABLE_TAMPERING = [
     ("decision_counts", "DELETE FROM rcp_decision_counts WHERE allowed = FALSE", None),  # the denials erased
     ("decision_counts", "UPDATE rcp_decision_counts SET installs = 0 WHERE allowed = FALSE", "installs"),
     ("outcome_days", "UPDATE rcp_outcome_days SET installs = 0", "installs"),
+    # a fetched version's facts made older, so a drafted cooldown would not count it
+    ("impact_versions", "UPDATE rcp_impact_versions SET uploaded_at = '2001-01-01T00:00:00.000000Z'", "uploaded_at"),
     ("console_sessions", "UPDATE rcp_console_sessions SET ended_at = NULL", "ended_at"),  # signed out, revived
     (
         "console_sessions",

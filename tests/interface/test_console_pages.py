@@ -122,3 +122,26 @@ def test_the_overview_shows_pending_requests(live):
     assert "1 pending request" in page.plain
     assert "Pending requests polars Python: asked by 1 requester since" in page.plain and "(“dataframes”)" in page.plain
     assert _links(page)["1 pending request"] == "/console/requests"
+
+
+def test_a_package_page_shows_the_versions_the_index_hid_and_why(live, app):
+    from datetime import UTC, datetime, timedelta
+
+    from domain.rules import VersionFacts
+
+    saved = api(live, "PUT", "/policy", {"python": {"rules": {"versions_deny": {"entries": ["alpha==1.0"]}}}})
+    run = app.index.authenticate(app.index.runs.start("acme", app.authenticate(live.tokens["sandbox"]))["token"])
+    old = datetime.now(UTC) - timedelta(days=30)
+    for version in ("1.0", "2.0"):
+        facts = VersionFacts(version, old, sdist=False)
+        wheel = f"alpha-{version}-py3-none-any.whl"
+        app.index.gate.judge(run, "python", "alpha", "download", wheel, version, facts=lambda facts=facts: facts)
+    console = signed_in(live, "auditor")
+    page = console.get("/console/packages/python/alpha", **{"from": saved["changed_at"][:10]})
+    assert page.status == 200, page.plain
+    hidden = [r for r in page.rows() if r and r[0] in ("1.0", "2.0") and len(r) == 4]
+    assert [(r[0], r[1].split(":")[0], r[2]) for r in hidden] == [("1.0", "version-denied", "1")]
+    link = _links(page)["1"]
+    assert "reason=version-denied" in link and _count(console, link) == 1
+    quiet = console.get("/console/packages/python/beta", **{"from": saved["changed_at"][:10]})
+    assert "The index hid no version of beta in this period" in quiet.plain

@@ -1,5 +1,6 @@
 """The read models checked by rebuilding them: runs, requests and their askers, exceptions, the
-decision counts the overview and impact read, and console sessions.
+decision counts the overview and impact read (fetched versions with their facts too), and console
+sessions.
 
 The workspace's stored events (those its chain seals, then any still waiting for the sealer)
 are replayed, in order, through the very projection that wrote the live tables, into a scratch
@@ -37,6 +38,7 @@ KEYS = {
     "impact_names": ("day", "language", "name"),
     "impact_days": ("day",),
     "impact_sandboxes": ("language", "name", "sandbox"),
+    "impact_versions": ("day", "language", "name", "version", "sdist", "sandbox"),
     "console_sessions": ("id",),
 }
 _OF_WORKSPACE = {"run_decisions": "decision IN (SELECT id FROM {decisions} WHERE workspace = %s)"}
