@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from application.governance import Governance  # noqa: E402
 from application.store import store_env  # noqa: E402
-from bench.evaluate import fresh_store  # noqa: E402
+from bench.run import Run  # noqa: E402
 
 
 def block(app: Governance, evaluates: int, threads: int) -> float:
@@ -65,7 +65,8 @@ def main() -> None:
     parser.add_argument("--evaluates", type=int, default=200)
     parser.add_argument("--threads", type=int, default=8)
     args = parser.parse_args()
-    app = Governance(env=store_env(fresh_store(args)))
+    run = Run(args.postgres_url, quick=False, seconds=0, rounds=args.rounds)
+    app = Governance(env=store_env(run.postgres("sealing") if args.store == "postgres" else run.sqlite("sealing")))
     app.create_workspace("bench", by="bench")
     times: dict[bool, list[float]] = {True: [], False: []}
     try:
