@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from domain.rules import VersionFacts
+from domain.rules import VersionFacts, sdist_file
 
 INSTALL_SCRIPTS = ("preinstall", "install", "postinstall")
 
@@ -23,7 +23,7 @@ INSTALL_SCRIPTS = ("preinstall", "install", "postinstall")
 def python_file(entry: dict, version: str) -> VersionFacts:
     """The facts of one file of a PEP 691 page (`version`: the one its name says)."""
     filename = entry.get("filename") or ""
-    return VersionFacts(version, instant(entry.get("upload-time")), sdist=not filename.endswith(".whl"))
+    return VersionFacts(version, instant(entry.get("upload-time")), sdist=sdist_file(filename))
 
 
 def npm_version(version: str, manifest: dict, times: dict | None) -> VersionFacts:
