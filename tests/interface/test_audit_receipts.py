@@ -197,19 +197,7 @@ def test_the_witness_refuses_a_history_rewritten_and_re_signed_with_the_key(
     honest = set(delivered(witness_dir))
     # The attacker holds the database and the key: rewrite a decision, re-seal everything, re-sign.
     tamper = Tamperer(database_url)
-    tamper.sql("BEGIN")
-    tamper.replace_in_state(decided, '"reason":"not-on-the-deny-list"', '"reason":"matches-the-allow-list"')
-    for table in (
-        "rcp_chain",
-        "rcp_chain_heads",
-        "rcp_checkpoints",
-        "rcp_merkle_nodes",
-        "rcp_merkle_size",
-        "rcp_checkpoint_notes",
-    ):
-        tamper.sql(f"DELETE FROM {table}")
-    tamper.sql("UPDATE rcp_chain_position SET notification_id = 0")
-    tamper.sql("COMMIT")
+    tamper.rewrite_history(decided)
     tamper.close()
     resigned = app.chain.checkpoint("acme")
     assert resigned["seq"] >= size

@@ -7,6 +7,16 @@ import sqlite3
 import uuid
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
+# What seals the log: the chain, its heads, checkpoints and their Merkle tree and notes.
+SEALS = (
+    "rcp_chain",
+    "rcp_chain_heads",
+    "rcp_checkpoints",
+    "rcp_merkle_nodes",
+    "rcp_merkle_size",
+    "rcp_checkpoint_notes",
+)
+
 
 class Tamperer:
     def __init__(self, database_url: str):
@@ -116,3 +126,13 @@ class Tamperer:
             "AND seq = %s) WHERE workspace = %s",
             (keep, workspace, keep, workspace),
         )
+
+    def rewrite_history(self, decision_id: str) -> None:
+        """An attacker holding the database and the key: turn a denied decision into an allowed
+        one and drop every seal, so the service re-seals (and re-signs) the rewritten log."""
+        self.sql("BEGIN")
+        self.replace_in_state(decision_id, '"reason":"not-on-the-deny-list"', '"reason":"matches-the-allow-list"')
+        for table in SEALS:
+            self.sql(f"DELETE FROM {table}")
+        self.sql("UPDATE rcp_chain_position SET notification_id = 0")
+        self.sql("COMMIT")
