@@ -56,27 +56,15 @@ def decisions(governance, workspace: str, count: int, say=print, seed: int = 13)
     version, rules = governance.policies.current(workspace)
     names, sandboxes = _zipf(len(NAMES), 1.1), _zipf(SANDBOXES, 1.0)
     parsed = [parse("python", name) for name in NAMES]  # parsing is measured elsewhere
-    now, real = datetime.now(UTC), Decision.Recorded.create_timestamp
+    now = datetime.now(UTC)
     done = 0
     while done < count:
         n = min(DECISIONS_PER_SAVE, count - done)
         specs = [parsed[_pick(rng, names)] for _ in range(n)]
         records = decision_records(specs, rules, workspace, version, {"source": "bench"})
         stamp = now - timedelta(days=DAYS - 1 - done * DAYS // count, seconds=rng.randint(0, 3600))
-        # Decisions are stamped when made: back-date this batch's as it is built (a day of history
-        # cannot be waited for), and restore the clock before the writer sees them.
-        Decision.Recorded.create_timestamp = staticmethod(lambda stamp=stamp: stamp)
-        try:
-            batch = [
-                Decision(
-                    workspace=workspace,
-                    record={**r, "context": {**r["context"], "sandbox": f"sbx-{_pick(rng, sandboxes)}"}},
-                )
-                for r in records
-            ]
-        finally:
-            Decision.Recorded.create_timestamp = real
-        governance.writer.record(*batch)
+        sandboxed = [{**r, "context": {**r["context"], "sandbox": f"sbx-{_pick(rng, sandboxes)}"}} for r in records]
+        _record_at(governance, workspace, sandboxed, stamp)
         done += n
         if done % 100_000 == 0:
             say(f"  … {done:,} decisions recorded")
@@ -93,7 +81,7 @@ def downloads(governance, workspace: str, count: int, say=print, seed: int = 13)
     rng = random.Random(seed)
     version, rules = governance.policies.current(workspace)
     names, sandboxes, recent = _zipf(len(NAMES), 1.1), _zipf(SANDBOXES, 1.0), _zipf(RELEASES // 2, 1.5)
-    now, real = datetime.now(UTC), Decision.Recorded.create_timestamp
+    now = datetime.now(UTC)
     newest = [now - timedelta(days=2, hours=rng.uniform(0, 24 * RELEASE_DAYS)) for _ in NAMES]
     done = 0
     while done < count:
@@ -111,15 +99,23 @@ def downloads(governance, workspace: str, count: int, say=print, seed: int = 13)
             context |= {"version": number, "uploaded_at": iso(uploaded)}
             made = DecisionRecord.for_spec(spec, judge(rules["python"], spec, workspace), version, context)
             records.append(made.fetched("download", None, f"{name}-{number}-py3-none-any.whl", number, "bench"))
-        Decision.Recorded.create_timestamp = staticmethod(lambda stamp=stamp: stamp)  # as in `decisions`
-        try:
-            batch = [Decision(workspace=workspace, record=r.to_dict()) for r in records]
-        finally:
-            Decision.Recorded.create_timestamp = real
-        governance.writer.record(*batch)
+        _record_at(governance, workspace, [r.to_dict() for r in records], stamp)
         done += n
         if done % 100_000 == 0:
             say(f"  … {done:,} downloads recorded")
+
+
+def _record_at(governance, workspace: str, records: list[dict], stamp: datetime) -> None:
+    """One batch of decisions recorded by the group-commit writer as made at `stamp`. Decisions are
+    stamped when made: back-date this batch's as it is built (a day of history cannot be waited
+    for), and restore the clock before the writer sees them."""
+    real = Decision.Recorded.create_timestamp
+    Decision.Recorded.create_timestamp = staticmethod(lambda: stamp)
+    try:
+        batch = [Decision(workspace=workspace, record=r) for r in records]
+    finally:
+        Decision.Recorded.create_timestamp = real
+    governance.writer.record(*batch)
 
 
 def _zipf(n: int, s: float) -> list[float]:
