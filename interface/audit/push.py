@@ -113,7 +113,8 @@ class WitnessPusher:
                     self._cosigned[workspace] = size
                     return
             except urllib.error.HTTPError as error:
-                text = error.read().decode("utf-8", "replace").strip()
+                with error:  # its connection is closed here, not left to the garbage collector
+                    text = error.read().decode("utf-8", "replace").strip()
                 if error.code == 409 and error.headers.get_content_type() == SIZE_MEDIA_TYPE and text.isdigit():
                     self._cosigned[workspace] = int(text)
                     continue

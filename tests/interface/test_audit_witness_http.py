@@ -32,6 +32,9 @@ class HttpWitness:
         self.answers: list[tuple[int, str, int]] = []
         self.changed = threading.Condition()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        # Closing waits for the request threads, so no connection outlives its test (an unclosed
+        # TLS socket collected during the next test's set-up fails that test).
+        self.server.daemon_threads = False
         scheme = "http"
         if tls is not None:
             context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
