@@ -27,35 +27,33 @@ VERSION_AT = "SELECT version FROM {changes} WHERE workspace = %s AND at <= %s OR
 # language's last mode switch, its last rule change (`domain.rules`: with one, the policy then is
 # read for its rules), the last allow-list change of the name and of each pattern that
 # matches it (`domain.patterns`), and the last deny-list change of each spelling under their deny
-# keys (Node deny lists ignore case). Each arm binds all the leading columns of its index and
-# reads it backwards from the version, so its cost follows the answer and not the history; the
-# list arms walk the few keys' changes, a seek for each.
+# keys (Node deny lists ignore case). Each arm binds all the leading columns of its index, one
+# key per arm (an IN list leaves the key to a filter over the whole language's changes), and
+# reads it backwards from the version, so its cost follows the answer and not the history.
 _UNTIL = "version <= (SELECT version FROM v)"
 
 
-def _arm(part: str, where: str) -> str:
+def _arm(part: str, where: str, n: int = 0) -> str:
     return (
         f" UNION ALL SELECT * FROM (SELECT '{part}', {CHANGE_COLUMNS}, FALSE AS grants FROM {{changes}} c "
-        f"WHERE workspace = %s AND language = %s AND {where}) AS {part}_rows"
+        f"WHERE workspace = %s AND language = %s AND {where}) AS {part}_rows{n}"
     )
 
 
-def _latest_of_each(list_name: str, keys: int, names: int | None) -> str:
-    """The last change of each entry of `list_name` under `keys` deny keys (and, for the allow
-    list, only of these `names`: it matches exactly)."""
-    named = f" AND name IN ({', '.join(['%s'] * names)})" if names else ""
-    return (
-        f"name_key IN ({', '.join(['%s'] * keys)}) AND list = '{list_name}'{named} AND {_UNTIL} "
-        "AND version = (SELECT d.version FROM {changes} d WHERE d.workspace = c.workspace "
-        "AND d.language = c.language AND d.name_key = c.name_key "
-        f"AND d.list = '{list_name}' AND d.name = c.name AND d.{_UNTIL} "
-        "ORDER BY d.version DESC LIMIT 1) ORDER BY version"
-    )
+# The last change of one allow-list entry (it matches exactly); the last change of each deny-list
+# spelling under one deny key.
+_LAST_ALLOWED = f"name_key = %s AND list = 'allow' AND name = %s AND {_UNTIL} ORDER BY version DESC LIMIT 1"
+_LAST_DENIED = (
+    f"name_key = %s AND list = 'deny' AND {_UNTIL} AND version = (SELECT d.version FROM {{changes}} d "
+    "WHERE d.workspace = c.workspace AND d.language = c.language AND d.name_key = c.name_key "
+    f"AND d.list = 'deny' AND d.name = c.name AND d.{_UNTIL} ORDER BY d.version DESC LIMIT 1)"
+)
 
 
 @lru_cache(maxsize=64)
-def name_at_sql(keys: int) -> str:
-    """The statement for a name with `keys` candidate entries (itself and its patterns)."""
+def name_at_sql(entries: int, keys: int) -> str:
+    """The statement for a name with `entries` candidate entries (itself and its patterns) under
+    `keys` distinct deny keys."""
     return (
         f"WITH v AS (SELECT COALESCE(({VERSION_AT}), 0) AS version, EXISTS (SELECT 1 FROM {{exceptions}} "
         "WHERE workspace = %s AND language = %s AND name = %s) AS grants FROM {workspaces} WHERE workspace = %s) "
@@ -63,8 +61,8 @@ def name_at_sql(keys: int) -> str:
         "NULL AS language, NULL AS list, NULL AS name, NULL AS mode, grants FROM v"
         + _arm("mode", f"type = 'mode-switched' AND {_UNTIL} ORDER BY version DESC LIMIT 1")
         + _arm("rules", f"type = 'rule-changed' AND {_UNTIL} ORDER BY version DESC LIMIT 1")
-        + _arm("allow", _latest_of_each("allow", keys, keys))
-        + _arm("deny", _latest_of_each("deny", keys, None))
+        + "".join(_arm("allow", _LAST_ALLOWED, n) for n in range(entries))
+        + "".join(_arm("deny", _LAST_DENIED, n) for n in range(keys))
     )
 
 
@@ -151,13 +149,14 @@ class ReadModel:
         `name_at_sql`); None when there is no such workspace."""
         entries, ws_lang = (name, *patterns_for(language, name)), (workspace, language)
         keys = tuple(deny_key(language, e) for e in entries)
+        deny_keys = tuple(dict.fromkeys(keys))
         rows = self._rows(
-            name_at_sql(len(entries)),
+            name_at_sql(len(entries), len(deny_keys)),
             (workspace, self._ts(at), workspace, language, name, workspace)
             + ws_lang
             + ws_lang
-            + (*ws_lang, *keys, *entries)
-            + (*ws_lang, *keys),
+            + tuple(p for key, entry in zip(keys, entries, strict=True) for p in (*ws_lang, key, entry))
+            + tuple(p for key in deny_keys for p in (*ws_lang, key)),
             prepare=True,  # on PostgreSQL, planning it costs more than running it (so for POLICY_AT)
         )
         head = next((r for r in rows if r["part"] == "version"), None)

@@ -38,7 +38,14 @@ DDL = (
     "CREATE INDEX IF NOT EXISTS rcp_changes_by_instant ON {changes} (workspace, at, version)",
     "DROP INDEX IF EXISTS {in_schema}rcp_changes_by_time",  # superseded by rcp_changes_by_instant
     "CREATE INDEX IF NOT EXISTS rcp_changes_by_name ON {changes} (workspace, language, name_key, list, version)",
-    "CREATE INDEX IF NOT EXISTS rcp_changes_by_type ON {changes} (workspace, language, type, version)",
+    # A language's mode switches and rule changes, each its own partial index: an index over every
+    # type would also serve the list arms' (workspace, language, version) prefix, which a planner
+    # without statistics picks, walking the language's whole history.
+    "DROP INDEX IF EXISTS {in_schema}rcp_changes_by_type",
+    "CREATE INDEX IF NOT EXISTS rcp_changes_mode_switches ON {changes} (workspace, language, version) "
+    "WHERE type = 'mode-switched'",
+    "CREATE INDEX IF NOT EXISTS rcp_changes_rule_changes ON {changes} (workspace, language, version) "
+    "WHERE type = 'rule-changed'",
     "CREATE TABLE IF NOT EXISTS {decisions} (id TEXT PRIMARY KEY, workspace TEXT NOT NULL, "
     "at {ts} NOT NULL, language TEXT, name TEXT, kind TEXT NOT NULL, allowed {bool} NOT NULL, "
     "reason TEXT NOT NULL, source TEXT, sandbox TEXT, record TEXT NOT NULL)",

@@ -86,7 +86,8 @@ def test_history_from_an_instant_pages_on_version_after_one_seek_of_the_time_ind
 LEADING = {
     "rcp_changes_by_instant": ("workspace =", "at <="),
     "rcp_changes_by_name": ("workspace =", "language =", "name_key =", "list =", "version <="),
-    "rcp_changes_by_type": ("workspace =", "language =", "type =", "version <="),
+    "rcp_changes_mode_switches": ("workspace =", "language =", "version <="),
+    "rcp_changes_rule_changes": ("workspace =", "language =", "version <="),
     "governance_snapshots_pkey": ("originator_id =", "originator_version <="),
     "governance_events_pkey": ("originator_id =", "originator_version >", "originator_version <="),
 }
@@ -131,7 +132,31 @@ def test_was_it_allowed_at_t_is_one_statement_of_index_seeks(pg_app):
     (plan,) = spy.plans()
     assert "Seq Scan" not in plan and "Sort" not in plan
     used = assert_seeks_only(plan, ("rcp_changes",))
-    assert used == {"rcp_changes_by_instant", "rcp_changes_by_name", "rcp_changes_by_type"}
+    assert used == {
+        "rcp_changes_by_instant",
+        "rcp_changes_by_name",
+        "rcp_changes_mode_switches",
+        "rcp_changes_rule_changes",
+    }
+
+
+def test_was_it_allowed_at_t_seeks_each_key_in_a_long_history_without_statistics(pg_app):
+    """20,000 list changes and no ANALYZE (as a young store on a server without autovacuum): each
+    list arm still binds its key, rather than walking the language's history by version."""
+    history_with_decisions(pg_app)
+    with pg_app.recorder.datastore.transaction(commit=True) as curs:
+        curs.execute(
+            f"INSERT INTO {pg_app.readmodel.dialect.sql('{changes}')} (workspace, version, at, by_actor, note, type, "
+            "language, list, name, name_key, mode) SELECT 'acme', 100 + n, now(), 'a', '', 'entry-added', "
+            "'python', CASE WHEN n % 2 = 0 THEN 'deny' ELSE 'allow' END, 'pkg-' || (n % 2000), "
+            "'pkg-' || (n % 2000), NULL FROM generate_series(1, 20000) AS n"
+        )
+    spy = Statements(pg_app.recorder)
+    pg_app.audit.package_at("acme", "python", "pkg-7", datetime.now(UTC))
+    (plan,) = spy.plans()
+    assert "Sort" not in plan
+    used = assert_seeks_only(plan, ("rcp_changes",))
+    assert "rcp_changes_by_name" in used
 
 
 def test_the_policy_at_t_is_one_statement_of_index_seeks(pg_app):
