@@ -21,7 +21,7 @@ run: install
 	@$(BIN)/runcode-policy serve --host $(HOST) --port $(PORT)
 
 test: install
-	$(BIN)/python -m pytest -n 4 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 4 --dist worksteal $(PYTEST_ARGS)
 
 # What `make test` skips without (Chromium, PostgreSQL, verdaccio, the package clients), installed
 # as CI installs it (apt-get needs root).
