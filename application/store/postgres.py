@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import psycopg
@@ -21,13 +22,15 @@ EVENT_COLUMNS = "originator_id, originator_version, topic, state"
 
 class PostgresGovernanceRecorder(PostgresApplicationRecorder):
     def __init__(self, datastore, *, events_table_name: str = "stored_events"):
-        # No automatic server-side prepared statements: when a pipelined transaction fails
-        # (reproduced with Saves when they were pipelined; psycopg's executemany, which the audit
-        # chain's sealing uses, still pipelines), psycopg's cache can keep statements the server
-        # never prepared, and the connection's next use fails with 'prepared statement "_pg3_N"
-        # does not exist'. The pool opens lazily, so every
-        # connection it makes gets this setting.
-        datastore.pool.kwargs["prepare_threshold"] = None
+        # Server-side prepared statements only where a read asks (`fetch(..., prepare=True)`, outside
+        # any pipeline), never automatically: when a pipelined transaction fails (reproduced with
+        # Saves when they were pipelined; psycopg's executemany, which the audit chain's sealing
+        # uses, still pipelines), psycopg's cache can keep statements the server never prepared,
+        # and the connection's next use fails with 'prepared statement "_pg3_N" does not exist'.
+        # A threshold no statement reaches does that (None would turn the asked-for ones off too,
+        # and the hot reads would be planned again on every request). The pool opens lazily, so
+        # every connection it makes gets this setting.
+        datastore.pool.kwargs["prepare_threshold"] = sys.maxsize
         super().__init__(datastore, events_table_name=events_table_name)
         # The library's three statements before the insert (its lock timeout, the table lock,
         # the NOTIFY its subscribers listen for) as one.
