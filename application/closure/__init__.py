@@ -4,8 +4,8 @@
 upstream clients) and judges every name with the rule `evaluate` uses, at this instant, without
 recording anything (a closure is a question, not an install). The resolvers skip the versions the
 index would hide now (known malware, the rules beyond names: `application.index.versions`), so
-the versions chosen are those an install would get; a name every version of which that some
-requirement could take is hidden is `refused`, with the index's reason. Approving a request with
+the versions chosen are those an install would get; an allowed name every version of which
+that some requirement could take is hidden is `refused`, with the index's reason. Approving a request with
 its dependencies (`application.access`) grants what this answers.
 """
 
@@ -41,13 +41,13 @@ class Fetchers:
 
 
 def status_of(verdict, refused: str | None = None) -> str:
-    """allowed (the lists or an exception), denied (the deny list), refused (the index hides every
-    version it could take: `refused` is why) or unlisted (not allowed by the mode)."""
-    if verdict.reason == "matches-the-deny-list":
-        return "denied"
-    if refused is not None:
-        return "refused"
-    return "allowed" if verdict.allowed else "unlisted"
+    """allowed (the lists or an exception), denied (the deny list), unlisted (not allowed by the
+    mode) or, for an allowed name, refused (the index hides every version some requirement on it
+    could take: `refused` is why). The name's own answer comes first: it is what an approval
+    changes, and an exception does not show a hidden version (`unresolved` says it is hidden)."""
+    if not verdict.allowed:
+        return "denied" if verdict.reason == "matches-the-deny-list" else "unlisted"
+    return "allowed" if refused is None else "refused"
 
 
 class Closures:

@@ -23,8 +23,8 @@ class ClosureBody(Body):
 class ClosureName(BaseModel):
     name: str
     status: Literal[STATUSES] = Field(
-        description="allowed (by the lists or an exception), denied (the deny list), refused (the index hides every "
-        "version a requirement on it could take), unlisted (not allowed by the mode)"
+        description="allowed (by the lists or an exception), denied (the deny list), unlisted (not allowed by the "
+        "mode), refused (allowed, but the index hides every version a requirement on it could take)"
     )
     reason: str = Field(description="The reason an evaluation would record; for refused, the hiding rule's")
     versions: list[str] = Field(

@@ -279,3 +279,17 @@ def test_a_closure_takes_the_versions_the_index_shows_and_refuses_a_name_whose_e
     names, unresolved = closure(live, "node", "cool@2", "scripted@1.1.0")
     assert names == {"cool": ([], "refused", "too-new"), "scripted": ([], "refused", "install-scripts")}
     assert [u["spec"] for u in unresolved] == ["2", "1.1.0"]
+
+
+def test_in_a_closure_a_name_the_policy_does_not_allow_keeps_its_status_though_every_version_is_hidden(live):
+    body = {"python": {"mode": "allowlist", "allow": ["app"], "deny": [], "rules": COOLDOWN}}
+    assert live.call("PUT", W + "/policy", live.tokens["admin"], body).status == 200
+    names, unresolved = closure(live, "python", "app", "untimed")
+    assert names == {
+        "app": (["1.0"], "allowed", "matches-the-allow-list"),
+        "cool": (["1.0"], "unlisted", "not-on-the-allow-list"),
+        "untimed": ([], "unlisted", "not-on-the-allow-list"),  # what an approval changes; the hiding is below
+    }
+    assert [(u["name"], u["why"].split(":")[0]) for u in unresolved] == [
+        ("untimed", "every version it could take is hidden")
+    ]
