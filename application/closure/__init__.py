@@ -77,13 +77,17 @@ class Closures:
         return {"language": language, "policy_version": version, **found}
 
     def _hiding(self, rules: LanguageRules, language: str) -> Hide:
-        """What the index would hide of a project now: its judged keys that are hidden."""
+        """What the index would hide of a project now: its judged keys that are hidden, judged
+        once per closure (a resolver may choose a project's version several times)."""
         at = rules.at or self.policies.clock()
+        known: dict[str, dict] = {}
 
         def hide(name, facts):
             if not judges(rules, self.advisories, language, name):
                 return {}
-            judged = judge_all(rules, self.advisories, language, name, facts(), at)
-            return {key: found for key, found in judged.items() if found.hiding}
+            if name not in known:
+                judged = judge_all(rules, self.advisories, language, name, facts(), at)
+                known[name] = {key: found for key, found in judged.items() if found.hiding}
+            return known[name]
 
         return hide
