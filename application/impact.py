@@ -23,7 +23,7 @@ from application.store.counts import CountReads
 from domain.decision import judge
 from domain.errors import FieldError, InvalidInputError
 from domain.policy import shadowed_entries
-from domain.rules import VersionFacts, judge_version
+from domain.rules import VersionFacts, judge_version, ripens_at
 from domain.specs import Spec
 
 MAX_DAYS = 366
@@ -89,19 +89,19 @@ class Impact:
     def _versions_moved(self, workspace: str, saved: dict, drafted: dict, start: str, today: str) -> dict:
         """The downloads of the period that the draft's rules beyond names would have hidden and
         the saved ones did not (`would_hide`), and the reverse (`would_show`): each version
-        judged by both with the facts known at its day's first fetch, at that instant."""
+        judged by both with the facts known at its day's first fetch, at that instant. Only the
+        languages whose rules the draft changes are read (the others move nothing)."""
         moved: dict[str, dict[tuple, list]] = {"would_hide": {}, "would_show": {}}
-        for row in self.counts.fetched_versions(workspace, start, today):
-            language, at = row["language"], datetime.fromisoformat(row["first_at"])
-            facts = _facts(row)
-            before = _hiding(judge_version(saved[language].version_rules, language, row["name"], facts, at))
-            after = _hiding(judge_version(drafted[language].version_rules, language, row["name"], facts, at))
-            if bool(before) == bool(after):
+        languages = [lang for lang in saved if saved[lang].version_rules != drafted[lang].version_rules]
+        judged = _Judged(saved, drafted)
+        for row in self.counts.fetched_versions(workspace, start, today, languages) if languages else ():
+            change = judged.move(row)
+            if change is None:
                 continue
-            side, reason = ("would_hide", after[0]) if after else ("would_show", before[0])
-            found = moved[side].setdefault((language, row["name"], row["version"], reason), [0, set()])
-            found[0] += row["installs"]
-            found[1].update([row["sandbox"]] if row["sandbox"] else [])
+            found = moved[change[0]].setdefault((row["language"], row["name"], row["version"], change[1]), [0, set()])
+            found[0] += int(row["installs"])
+            if row["sandbox"]:
+                found[1].add(row["sandbox"])
         return {
             side: [
                 {"language": k[0], "name": k[1], "version": k[2], "reason": k[3], "installs": n, "sandboxes": len(s)}
@@ -165,10 +165,51 @@ class _Union:
         return self.past.get(key, default) | new if new else self.past.get(key, default)
 
 
+class _Judged:
+    """What the draft changes of one rollup row: `("would_hide" | "would_show", reason)` or None.
+
+    The rows of a version (one per day and sandbox) share its facts, and the instant of a row
+    matters only as it falls before or after the version ripens under each side's rules
+    (`ripens_at`): each version's facts are judged once per side of those instants, not once
+    per row."""
+
+    def __init__(self, saved: dict, drafted: dict):
+        self.saved, self.drafted = saved, drafted
+        self._facts: dict[tuple, tuple] = {}  # facts key -> (facts, ripe before, ripe after)
+        self._moves: dict[tuple, tuple[str, str] | None] = {}  # (facts key, ripe?, ripe?) -> move
+
+    def move(self, row: dict) -> tuple[str, str] | None:
+        language, name = row["language"], row["name"]
+        key = (language, name, row["version"], row["sdist"], row["uploaded_at"], row["install_scripts"])
+        known = self._facts.get(key)
+        if known is None:
+            facts = _facts(row)
+            known = self._facts[key] = (
+                facts,
+                ripens_at(self.saved[language].version_rules, language, name, facts),
+                ripens_at(self.drafted[language].version_rules, language, name, facts),
+            )
+        facts, ripe_before, ripe_after = known
+        at = datetime.fromisoformat(row["first_at"]) if ripe_before or ripe_after else None
+        side = (key, ripe_before is None or at >= ripe_before, ripe_after is None or at >= ripe_after)
+        if side not in self._moves:
+            at = at or datetime.fromisoformat(row["first_at"])
+            before = _hiding(judge_version(self.saved[language].version_rules, language, name, facts, at))
+            after = _hiding(judge_version(self.drafted[language].version_rules, language, name, facts, at))
+            self._moves[side] = (
+                None
+                if bool(before) == bool(after)
+                else ("would_hide", after[0])
+                if after
+                else ("would_show", before[0])
+            )
+        return self._moves[side]
+
+
 def _facts(row: dict) -> VersionFacts:
     uploaded = datetime.fromisoformat(row["uploaded_at"].replace("Z", "+00:00")) if row["uploaded_at"] else None
     scripts = {"true": True, "false": False}.get(row["install_scripts"])
-    return VersionFacts(row["version"], uploaded, scripts, row["sdist"])
+    return VersionFacts(row["version"], uploaded, scripts, bool(row["sdist"]))
 
 
 def _hiding(findings: list) -> list[str]:

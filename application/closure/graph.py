@@ -3,15 +3,20 @@
 A `Graph` collects, per registry name, the version chosen (None when none could be), the names
 that need it and why a part could not be followed; `Budget` counts upstream fetches and names so
 one call stays bounded (`domain.limits`), refusing with 422 rather than answering a partial
-closure that an approval would then grant as if it were whole.
+closure that an approval would then grant as if it were whole. `Hide` is what the index would
+hide of a project now: the resolvers choose among the versions it would show, as an install
+through it does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from application.index.versions import Judged
 from domain.errors import FieldError, InvalidInputError
 from domain.limits import MAX_CLOSURE_FETCHES, MAX_CLOSURE_NAMES
+from domain.rules import VersionFacts
 
 
 class ClosureTooLargeError(InvalidInputError):
@@ -53,11 +58,21 @@ def memo(fetch, budget: Budget):
     return fetched
 
 
+# `hide(name, facts)`: the keys of `facts()` (npm versions, python files) the index would hide,
+# each as judged (`application.index.versions`); `facts` is read only if a version may be hidden.
+Hide = Callable[[str, Callable[[], Mapping[str, VersionFacts]]], dict[str, Judged]]
+
+
+def shows_all(name: str, facts: Callable[[], Mapping[str, VersionFacts]]) -> dict[str, Judged]:
+    return {}
+
+
 @dataclass
 class Node:
     versions: set[str] = field(default_factory=set)
     needed_by: set[str] = field(default_factory=set)
     requested: bool = False
+    refused: str | None = None  # the reason every version some requirement on it could take is hidden
 
 
 @dataclass
@@ -82,8 +97,16 @@ class Graph:
         if entry not in self.unresolved:
             self.unresolved.append(entry)
 
+    def refuse(self, name: str, spec: str, newest: Judged) -> None:
+        """Every version `spec` could take is hidden: the index's reason for the newest of them."""
+        finding = newest.hiding[0]
+        node = self.nodes[name]
+        node.refused = node.refused or finding.reason
+        self.cannot_follow(name, spec, f"every version it could take is hidden: {finding.message}")
+
     def answer(self) -> dict:
-        """Names sorted, each with its chosen versions and the names that need it."""
+        """Names sorted, each with its chosen versions, the names that need it and, when the index
+        hides every version some requirement on it could take, that refusal's reason."""
         return {
             "names": [
                 {
@@ -91,6 +114,7 @@ class Graph:
                     "versions": sorted(node.versions),
                     "requested": node.requested,
                     "needed_by": sorted(node.needed_by),
+                    "refused": node.refused,
                 }
                 for name, node in sorted(self.nodes.items())
             ],

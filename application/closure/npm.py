@@ -1,7 +1,9 @@
 """The npm dependency closure: which packages npm 7+ would install for some specs.
 
-Pure over one callable the interface provides: `packument(name)` (the registry's document, or
-None when it has no such package). npm installs a version per range (several versions of one
+Pure over the callables the interface provides: `packument(name)` (the registry's document, or
+None when it has no such package) and `times(name)` (the full packument's `time`, read only when
+a version may be hidden: `hide`, then chosen among the versions the index would show, its
+`latest` tag moved as the index moves it). npm installs a version per range (several versions of one
 name may sit in one tree), so each (name, range) is resolved on its own, as npm-pick-manifest
 does: the `latest` tag when it satisfies, else the highest satisfying version (node-semver,
 prereleases only where the range names one). Followed: `dependencies`, `optionalDependencies`
@@ -15,10 +17,11 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from application.closure.graph import Budget, Graph, memo
+from application.closure.graph import Budget, Graph, Hide, memo, shows_all
+from application.index.facts import npm_version
 from domain.errors import FieldError, InvalidInputError
 from domain.specs import parse
-from domain.specs.node_ranges import pick
+from domain.specs.node_ranges import pick, repoint
 from domain.specs.node_semver import valid_range
 
 DEPENDENCY_FIELDS = ("dependencies", "optionalDependencies", "peerDependencies")
@@ -40,9 +43,11 @@ def roots(specs: list[str]) -> list[tuple[str, str]]:
     return found
 
 
-def resolve(specs: list[str], packument: Callable, budget: Budget) -> dict:
+def resolve(
+    specs: list[str], packument: Callable, budget: Budget, hide: Hide = shows_all, times: Callable = lambda name: None
+) -> dict:
     graph = Graph(budget)
-    packument = memo(packument, budget)
+    packument, times = memo(packument, budget), memo(times, budget)
     queue = deque((name, wanted, None) for name, wanted in roots(specs))
     done: set[tuple[str, str]] = set()
     while queue:
@@ -51,29 +56,40 @@ def resolve(specs: list[str], packument: Callable, budget: Budget) -> dict:
         if (name, wanted) in done:
             continue
         done.add((name, wanted))
-        version, manifest = _choose(name, wanted, packument, graph)
+        version, manifest = _choose(name, wanted, packument, times, hide, graph)
         if version is not None:
             graph.nodes[name].versions.add(version)
             queue.extend((*edge, name) for edge in _edges(name, manifest, graph))
     return graph.answer()
 
 
-def _choose(name: str, wanted: str, packument, graph: Graph) -> tuple[str | None, dict]:
+def _choose(name: str, wanted: str, packument, times, hide: Hide, graph: Graph) -> tuple[str | None, dict]:
     document = packument(name)
     if document is None:
         graph.cannot_follow(name, wanted, "the upstream registry has no such package")
         return None, {}
     versions = document.get("versions") if isinstance(document.get("versions"), dict) else {}
     tags = document.get("dist-tags") if isinstance(document.get("dist-tags"), dict) else {}
-    if wanted in tags and not valid_range(wanted):
-        version = tags[wanted] if tags[wanted] in versions else None
-    else:
-        version = pick(list(versions), wanted, tags.get("latest"))
+    manifests = {v: m for v, m in versions.items() if isinstance(m, dict)}
+    hidden = hide(name, lambda: {v: npm_version(v, m, times(name)) for v, m in manifests.items()})
+    shown = {v: m for v, m in versions.items() if v not in hidden}
+    version = _pick(shown, repoint(tags, shown) if hidden else tags, wanted)
     if version is None:
-        graph.cannot_follow(name, wanted, "no version satisfies this range")
+        refused = _pick(versions, tags, wanted) if hidden else None
+        if refused in hidden:
+            graph.refuse(name, wanted, hidden[refused])
+        else:
+            graph.cannot_follow(name, wanted, "no version satisfies this range")
         return None, {}
     manifest = versions[version]
     return version, manifest if isinstance(manifest, dict) else {}
+
+
+def _pick(versions: dict, tags: dict, wanted: str) -> str | None:
+    """A dist-tag's version, or the one npm picks for a range."""
+    if wanted in tags and not valid_range(wanted):
+        return tags[wanted] if tags[wanted] in versions else None
+    return pick(list(versions), wanted, tags.get("latest"))
 
 
 def _edges(name: str, manifest: dict, graph: Graph) -> list[tuple[str, str]]:

@@ -3,8 +3,9 @@
 Pure over two callables the interface provides: `page(name)` (the project's PEP 691 page as a
 dict with absolute file URLs, each file with the `version` its name gives, or None when upstream
 has no such project) and `requires(url)`
-(the `Requires-Dist` values of a wheel's PEP 658 metadata file). Like pip it picks, per
-project, the newest version every requirement on it allows (PEP 440; prereleases only when a
+(the `Requires-Dist` values of a wheel's PEP 658 metadata file). Like pip through the index it
+picks, among the files the index would not hide (`hide`), per project, the newest version every
+requirement on it allows (PEP 440; prereleases only when a
 specifier names one or nothing else matches; yanked files only for an `==` pin; files whose
 `Requires-Python` excludes the target skipped) and follows `Requires-Dist` whose markers hold
 for the target environment, with extras only where a requirement names them.
@@ -26,7 +27,8 @@ from packaging.tags import Tag
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from application.closure.graph import Budget, Graph, memo
+from application.closure.graph import Budget, Graph, Hide, memo, shows_all
+from application.index.facts import python_file
 from domain.errors import FieldError, InvalidInputError
 from domain.specs import parse
 
@@ -64,20 +66,22 @@ def roots(specs: list[str]) -> list[Requirement]:
     return found
 
 
-def resolve(specs: list[str], page: Callable, requires: Callable, target: Target, budget: Budget) -> dict:
+def resolve(
+    specs: list[str], page: Callable, requires: Callable, target: Target, budget: Budget, hide: Hide = shows_all
+) -> dict:
     asked = [r for r in roots(specs) if target.holds(r.marker, frozenset())]
     page, requires = memo(page, budget), memo(requires, budget)
     constraints: dict[str, tuple[SpecifierSet, frozenset[str]]] = {}
     choices: dict | None = None
     for _ in range(MAX_PASSES):
-        graph, met, chosen = _walk(asked, constraints, page, requires, target, budget)
+        graph, met, chosen = _walk(asked, constraints, page, requires, target, budget, hide)
         if chosen == choices:
             break
         constraints, choices = met, chosen
     return graph.answer()
 
 
-def _walk(asked, previous, page, requires, target, budget):
+def _walk(asked, previous, page, requires, target, budget, hide):
     """One breadth-first pass; each project's version chosen from every constraint met so far."""
     graph, met, chosen = Graph(budget), {}, {}
     queue = deque((r, None) for r in asked)
@@ -89,7 +93,7 @@ def _walk(asked, previous, page, requires, target, budget):
         met[name] = (specifier & requirement.specifier, extras | _extras(requirement))
         if name in chosen and met[name] == (specifier, extras):
             continue  # nothing new about this project
-        version, needs = _choose(name, *met[name], page, requires, target, graph)
+        version, needs = _choose(name, *met[name], page, requires, target, graph, hide)
         chosen[name] = version
         if version is not None:
             graph.nodes[name].versions = {version}
@@ -101,15 +105,20 @@ def _extras(requirement: Requirement) -> frozenset[str]:
     return frozenset(canonicalize_name(e) for e in requirement.extras)
 
 
-def _choose(name, specifier, extras, page, requires, target, graph) -> tuple[str | None, list[Requirement]]:
+def _choose(name, specifier, extras, page, requires, target, graph, hide) -> tuple[str | None, list[Requirement]]:
     found = page(name)
     if found is None:
         graph.cannot_follow(name, str(specifier), "the upstream index has no such project")
         return None, []
-    versions = _installable(found["files"], specifier, target)
+    hidden = hide(name, lambda: {f["filename"]: python_file(f, f["version"]) for f in found["files"] if f["version"]})
+    versions = _installable([f for f in found["files"] if f.get("filename") not in hidden], specifier, target)
     candidates = sorted(specifier.filter(versions), reverse=True)
     if not candidates:
-        graph.cannot_follow(name, str(specifier) or "any", "no release satisfies every requirement on it")
+        every = _installable(found["files"], specifier, target)
+        if hidden and (refused := sorted(specifier.filter(every), reverse=True)):
+            graph.refuse(name, str(specifier) or "any", hidden[every[refused[0]][0]["filename"]])
+        else:
+            graph.cannot_follow(name, str(specifier) or "any", "no release satisfies every requirement on it")
         return None, []
     version = candidates[0]
     wheel = _wheel_with_metadata(versions[version], target)

@@ -43,7 +43,7 @@ from datetime import UTC, datetime, timedelta
 from application.advisories import Advisories
 from application.decision_writer import AlreadyRecorded, DecisionWriter
 from application.index.listing import Listing, Listings, ListingSource
-from application.index.versions import Hidden, Judged, Judgements, hidden, judge_facts
+from application.index.versions import Hidden, Judgements, hidden, judge_all, judge_facts, judges
 from application.policies import Policies
 from application.store.reads import ReadModel
 from domain.decision import (
@@ -217,13 +217,12 @@ class IndexGate:
         return hidden
 
     def judges_versions(self, workspace: str, language: str, name: str) -> bool:
-        """Whether any version of this project may be hidden: an advisory names it, or the
-        language has rules beyond names. Neither (most projects under most policies): a page is
-        answered without reading its versions."""
+        """Whether a page's versions are judged (`versions.judges`): without, it is answered
+        without reading them. An advisory naming it answers before the policy is read."""
         if self._advisories.names(language, name):
             return True
         _, rules = self._policies.current(workspace)
-        return bool(rules[language].version_rules)
+        return judges(rules[language], self._advisories, language, name)
 
     def versions_hidden(
         self,
@@ -241,13 +240,15 @@ class IndexGate:
         the context, at most `MAX_HIDDEN_RECORDED` per call (the newest first), in one commit."""
         policy_version, rules = self._policies.current(principal.workspace, head=principal.head)
         language_rules = rules[language]
-        if not self._advisories.names(language, name) and not language_rules.version_rules:
+        if not judges(language_rules, self._advisories, language, name):
             return {}
         at = language_rules.at or self._policies.clock()
         key = (principal.workspace, language, name, revision, policy_version, self._advisories.version)
         judgement = self._judgements.get(key, at) if revision is not None else None
         if judgement is None:
-            judgement = hidden(self._judged(language_rules, language, name, facts(), at), language_rules.version_rules)
+            judgement = hidden(
+                judge_all(language_rules, self._advisories, language, name, facts(), at), language_rules.version_rules
+            )
             if revision is not None:
                 self._judgements.put(key, judgement)
         self._record_hidden(principal, language, name, request, judgement, policy_version)
@@ -274,24 +275,6 @@ class IndexGate:
                 record = record.fetched(request, principal.run, None, found.facts.version, token)
                 made.append((key, outcome, Decision(workspace=principal.workspace, record=record.to_dict())))
         self._record_all(made, principal)
-
-    def _judged(
-        self, rules: LanguageRules, language: str, name: str, facts: Mapping[str, VersionFacts], at: datetime
-    ) -> dict[str, Judged]:
-        named = self._advisories.names(language, name)
-        monitored = rules.known_malware == MONITOR
-        return {
-            key: judge_facts(
-                rules.version_rules,
-                self._advisories.affecting(language, name, f.version) if named else [],
-                language,
-                name,
-                f,
-                at,
-                monitored,
-            )
-            for key, f in facts.items()
-        }
 
     def _file_verdict(
         self, rules: LanguageRules, language: str, name: str, version: str, facts, context: dict

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from application.advisories import Advisories
 from application.formats import iso
 from domain.decision import KNOWN_MALWARE, known_malware
 from domain.declared import version_label
-from domain.rules import TOO_NEW, Finding, VersionFacts, VersionRules, judge_version
+from domain.policy import LanguageRules
+from domain.rules import MONITOR, TOO_NEW, Finding, VersionFacts, VersionRules, judge_version
 
 MAX_PAGES = 1024  # page judgements kept per worker
 FOREVER = datetime.max.replace(tzinfo=UTC)
@@ -81,6 +84,39 @@ def judge_facts(
     if rules:
         findings += judge_version(rules, language, name, facts, at)
     return Judged(facts, tuple(advisories), tuple(findings))
+
+
+def judges(rules: LanguageRules, advisories: Advisories, language: str, name: str) -> bool:
+    """Whether any version of this project may be hidden: an advisory names it, or the language
+    has rules beyond names. Neither (most projects under most policies): its versions need not
+    be read."""
+    return bool(advisories.names(language, name)) or bool(rules.version_rules)
+
+
+def judge_all(
+    rules: LanguageRules,
+    advisories: Advisories,
+    language: str,
+    name: str,
+    facts: Mapping[str, VersionFacts],
+    at: datetime,
+) -> dict[str, Judged]:
+    """Each key's facts (npm versions, python files) judged as the index judges them at `at`:
+    the advisories affecting its version, the language's rules and its word on malware."""
+    named = advisories.names(language, name)
+    monitored = rules.known_malware == MONITOR
+    return {
+        key: judge_facts(
+            rules.version_rules,
+            advisories.affecting(language, name, f.version) if named else [],
+            language,
+            name,
+            f,
+            at,
+            monitored,
+        )
+        for key, f in facts.items()
+    }
 
 
 @dataclass(frozen=True)

@@ -170,14 +170,15 @@ class CountReads(ReadModel):
             (workspace, today, start_day),
         )
 
-    def fetched_versions(self, workspace: str, start_day: str, end_day: str) -> list[dict]:
-        """Downloads over [start_day, end_day] per day, version and sandbox, with the facts judged."""
-        rows = self._rows(
+    def fetched_versions(self, workspace: str, start_day: str, end_day: str, languages: list[str]) -> list[dict]:
+        """Downloads of `languages` over [start_day, end_day] per day, version and sandbox, with
+        the facts judged (`sdist` as the store spells a boolean)."""
+        return self._rows(
             "SELECT language, name, version, sdist, sandbox, uploaded_at, install_scripts, first_at, installs "
-            "FROM {impact_versions} WHERE workspace = %s AND day >= %s AND day <= %s",
-            (workspace, start_day, end_day),
+            "FROM {impact_versions} WHERE workspace = %s AND day >= %s AND day <= %s "
+            f"AND language IN ({', '.join(['%s'] * len(languages))})",
+            (workspace, start_day, end_day, *languages),
         )
-        return [{**row, "sdist": bool(row["sdist"]), "installs": int(row["installs"])} for row in rows]
 
     def allowed_by_name_and_sandbox(self, workspace: str, start_day: str, end_day: str, language: str) -> list[dict]:
         """Allowed decisions of one language (or 'egress') over [start_day, end_day], summed per

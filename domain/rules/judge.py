@@ -36,12 +36,13 @@ def judge_version(rules: VersionRules, language: str, name: str, facts: VersionF
     (timezone-aware, as `facts.uploaded_at`). Empty when the version is shown unremarked."""
     if not rules:
         return []
-    named = deny_key(language, name) if language == "python" else name  # python: PEP 503
+    named = _named(language, name)
     found: list[Finding] = []
     if rules.versions_deny is not None:
         found += _denied(rules.versions_deny, language, named, facts.version)
-    if rules.min_release_age is not None and not _listed(language, named, rules.min_release_age.exempt_set):
-        found += _too_new(rules.min_release_age, named, facts, at)
+    age = _age_rule(rules, language, named)
+    if age is not None:
+        found += _too_new(age, named, facts, at)
     scripts = rules.install_scripts
     if language == "node" and scripts is not None and facts.install_scripts is not False:
         if not _listed(language, named, scripts.allow_set):
@@ -61,6 +62,16 @@ _SCRIPTS = {
     None: f"may run code at install time (the upstream does not say): install_scripts allows it {_ONLY_ALLOWED}",
 }
 _SDIST = f"this file is a source distribution (its build runs at install time): sdists allows those {_ONLY_ALLOWED}"
+
+
+def _named(language: str, name: str) -> str:
+    return deny_key(language, name) if language == "python" else name  # python: PEP 503
+
+
+def _age_rule(rules: VersionRules, language: str, named: str) -> MinReleaseAge | None:
+    """min_release_age, unless the name is exempt from it."""
+    rule = rules.min_release_age
+    return None if rule is None or _listed(language, named, rule.exempt_set) else rule
 
 
 def _finding(reason: str, rule: MinReleaseAge | VersionsDeny | NamesAllowed, message: str) -> Finding:
@@ -93,6 +104,20 @@ def _specifiers(text: str) -> SpecifierSet:
     return SpecifierSet(text)
 
 
+def ripens_at(rules: VersionRules, language: str, name: str, facts: VersionFacts) -> datetime | None:
+    """The instant from which min_release_age no longer catches `facts`: the only way the
+    instant judged changes `judge_version`'s findings (before it, they hold too-new; from it on,
+    not). None: the instant changes nothing (no such rule, an exempt name, no upload time, or
+    one so late it never ripens), so one judgement holds at every instant."""
+    rule = _age_rule(rules, language, _named(language, name))
+    if rule is None or facts.uploaded_at is None:
+        return None
+    try:
+        return facts.uploaded_at + rule.age
+    except OverflowError:
+        return None
+
+
 def _too_new(rule: MinReleaseAge, name: str, facts: VersionFacts, at: datetime) -> list[Finding]:
     if facts.uploaded_at is None:
         why = f"{name} {facts.version} has no upload time from the upstream: min_release_age "
@@ -121,10 +146,10 @@ def rules_for(rules: VersionRules, language: str, name: str) -> dict[str, object
     """The rules that can hide a version of `name`, in the shape they are saved in, narrowed to
     it: a rule whose exempt or allow list holds the name is left out, and only this name's
     version deny entries are shown. `{}`: no rule looks at its versions."""
-    named = deny_key(language, name) if language == "python" else name
+    named = _named(language, name)
     shown: dict[str, object] = {}
-    age = rules.min_release_age
-    if age is not None and not _listed(language, named, age.exempt_set):
+    age = _age_rule(rules, language, named)
+    if age is not None:
         shown["min_release_age"] = {"age": age.age_text, "action": age.action}
     deny = rules.versions_deny
     entries = deny.by_name.get(deny_key(language, named), ()) if deny is not None else ()

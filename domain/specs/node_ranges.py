@@ -10,6 +10,7 @@ satisfies, else the highest satisfying version.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Any
 
 from domain.specs.node_semver import comparator_sets
@@ -81,3 +82,14 @@ def pick(versions: list[str], range_text: str, latest: str | None = None) -> str
         return latest
     matching = [v for v in versions if satisfies(v, range_text)]
     return max(matching, key=lambda v: _key(parse_version(v)), default=None)  # type: ignore[arg-type]  # they parsed
+
+
+def repoint(tags: dict[str, Any], versions: Collection[str]) -> dict[str, Any]:
+    """A packument's `dist-tags` once only `versions` are offered: tags on the others are dropped,
+    and `latest` moves to the highest release offered (the highest prerelease if none is)."""
+    kept = {tag: v for tag, v in tags.items() if v in versions}
+    keyed = [(_key(parsed), v) for v in versions if (parsed := parse_version(v)) is not None]
+    releases = [(key, v) for key, v in keyed if key[3]] or keyed
+    if "latest" not in kept and releases:
+        kept["latest"] = max(releases)[1]
+    return kept

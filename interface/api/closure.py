@@ -12,7 +12,7 @@ from interface.api.blueprint import W, api
 from interface.api.schemas import Body, Language, Text
 from interface.index.closure import fetchers
 
-STATUSES = ("allowed", "denied", "unlisted")
+STATUSES = ("allowed", "denied", "refused", "unlisted")
 
 
 class ClosureBody(Body):
@@ -23,10 +23,13 @@ class ClosureBody(Body):
 class ClosureName(BaseModel):
     name: str
     status: Literal[STATUSES] = Field(
-        description="allowed (by the lists or an exception), denied (the deny list), unlisted (not allowed by the mode)"
+        description="allowed (by the lists or an exception), denied (the deny list), unlisted (not allowed by the "
+        "mode), refused (allowed, but the index hides every version a requirement on it could take)"
     )
-    reason: str
-    versions: list[str] = Field(description="The versions the resolver chose (npm may install several)")
+    reason: str = Field(description="The reason an evaluation would record; for refused, the hiding rule's")
+    versions: list[str] = Field(
+        description="The versions the resolver chose (npm may install several), among those the index shows"
+    )
     requested: bool = Field(description="Named by the specs themselves")
     needed_by: list[str] = Field(description="The names in the closure that depend on it")
 

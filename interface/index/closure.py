@@ -16,7 +16,7 @@ from packaging.tags import sys_tags
 
 from application.closure import Fetchers, Target
 from interface.index import core_metadata, packument, simple
-from interface.index.npm import fetch_packument
+from interface.index.npm import fetch_packument, upload_times
 from interface.index.upstream import bad_gateway
 from interface.problems import HTTPProblem
 
@@ -54,7 +54,7 @@ def fetchers() -> Fetchers:
                 return None
             raise
 
-    return Fetchers(pypi_page, pypi_requires, npm_packument, service_target())
+    return Fetchers(pypi_page, pypi_requires, npm_packument, service_target(), upload_times)
 
 
 def request_closure(governance, workspace: str, request_id: str) -> dict:

@@ -20,9 +20,10 @@ from urllib.parse import quote
 from flask import Blueprint, Response, current_app, request
 
 from application.cache import from_npm
+from application.index import facts
 from domain.errors import GovernanceError
 from interface import metrics
-from interface.index import facts, files, packument
+from interface.index import files, packument
 from interface.index.access import (
     package_index,
     reader,

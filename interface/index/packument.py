@@ -10,15 +10,14 @@ instead of "no matching version".
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from domain.specs.node_ranges import repoint
 from interface.problems import status_line_text
 
 ABBREVIATED = "application/vnd.npm.install-v1+json"
 MAX_REASONS = 3  # reasons for hidden versions told in one packument's policyRestrictions
-_SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
 
 
 def tarball_name(url: str) -> str:
@@ -59,25 +58,6 @@ def rewrite(packument: dict, ours: Callable[[str], str | None], hidden: dict[str
             "versions": {n: {"name": packument.get("name"), "version": n} for n in hidden},
         }
     return answer
-
-
-def repoint(tags: dict, versions: dict) -> dict:
-    """Tags on removed versions are dropped; `latest` moves to the highest remaining release."""
-    kept = {tag: v for tag, v in tags.items() if v in versions}
-    keyed = [(key, v) for v in versions if (key := _key(v)) is not None]
-    releases = [(key, v) for key, v in keyed if key[1] == 1] or keyed
-    if "latest" not in kept and releases:
-        kept["latest"] = max(releases)[1]
-    return kept
-
-
-def _key(version: str):
-    found = _SEMVER.match(version)
-    if not found:
-        return None
-    major, minor, patch, pre = found.groups()
-    parts = tuple((0, int(p)) if p.isdigit() else (1, p) for p in pre.split(".")) if pre else ()
-    return (int(major), int(minor), int(patch)), (0 if pre else 1), parts
 
 
 def restricted(packument: dict, name: str, message: str) -> dict:

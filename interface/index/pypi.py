@@ -21,8 +21,9 @@ from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header
 
 from application.cache import from_pypi
+from application.index import facts
 from interface import metrics
-from interface.index import core_metadata, facts, files, simple
+from interface.index import core_metadata, files, simple
 from interface.index.access import (
     package_index,
     reader,

@@ -90,3 +90,24 @@ def test_an_impact_without_rules_on_either_side_reads_no_versions(app, workspace
     download(app, workspace, "node", "react", "19.0.0", "react-19.0.0.tgz", "sbx-1", None, False)
     answer = app.impacts.impact(workspace, {"node": {"deny": ["react"]}}, 30)
     assert "would_hide" not in answer and answer["would_deny"][0]["name"] == "react"
+
+
+def test_the_downloads_of_one_version_move_as_they_fell_before_or_after_it_was_old_enough(app, workspace, monkeypatch):
+    from domain.decision import Decision
+
+    real, now = Decision.Recorded.create_timestamp, datetime.now(UTC)
+    uploaded = iso(now - timedelta(days=5))  # under a 3-day cooldown: too new until 2 days ago
+
+    def fetched_on(days_ago: int, sandbox: str) -> None:
+        stamp = now - timedelta(days=days_ago)
+        monkeypatch.setattr(Decision.Recorded, "create_timestamp", staticmethod(lambda: stamp))
+        download(app, workspace, "node", "react", "19.0.0", "react-19.0.0.tgz", sandbox, uploaded, False)
+        monkeypatch.setattr(Decision.Recorded, "create_timestamp", real)
+
+    for days_ago, sandbox in ((1, "sbx-1"), (4, "sbx-2"), (3, "sbx-3"), (4, "sbx-3"), (0, "sbx-2")):
+        fetched_on(days_ago, sandbox)
+    answer = app.impacts.impact(workspace, {"node": {"rules": {"min_release_age": {"age": "P3D"}}}}, 30)
+    # the fetches 4 and 3 days ago were of a version 1 and 2 days old; the later ones were not
+    assert [(h["version"], h["reason"], h["installs"], h["sandboxes"]) for h in answer["would_hide"]] == [
+        ("19.0.0", "too-new", 3, 2)
+    ]

@@ -19,6 +19,7 @@ from domain.rules import (
     VersionRules,
     judge_version,
     read_rules,
+    ripens_at,
 )
 
 NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
@@ -215,3 +216,19 @@ def test_rule_changes_replay_by_assignment_and_policies_saved_before_rules_load_
     assert again.state == restored.state and again.known_malware() == "monitor"
     # an event holds the rule as saved: replay never reads it again
     assert events[0].value == NODE["min_release_age"]
+
+
+def test_a_version_ripens_once_the_instant_after_which_min_release_age_no_longer_catches_it():
+    rules = read_rules("node", NODE, "node.rules")
+    young = facts("19.0.0", 1, install_scripts=False)
+    ripe = ripens_at(rules, "node", "react", young)
+    assert ripe == NOW + timedelta(days=2)
+    before = judge_version(rules, "node", "react", young, ripe - timedelta(microseconds=1))
+    assert [f.reason for f in before] == [TOO_NEW]
+    assert judge_version(rules, "node", "react", young, ripe) == []
+    # the instant changes nothing: an exempt name, no upload time, no such rule
+    assert ripens_at(rules, "node", "@acme/api", young) is None
+    assert ripens_at(rules, "node", "react", facts("19.0.0", None)) is None
+    assert ripens_at(read_rules("node", {"install_scripts": {}}, "node.rules"), "node", "react", young) is None
+    far = VersionFacts("1.0.0", datetime.max.replace(tzinfo=UTC))
+    assert ripens_at(rules, "node", "react", far) is None  # never ripens: too new at every instant

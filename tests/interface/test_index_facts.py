@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from interface.index import facts, packument
+from application.index import facts
+from interface.index import packument
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

@@ -242,3 +242,54 @@ def test_downloads_record_the_facts_so_a_drafted_cooldown_shows_what_it_would_ha
     hidden = {(h["language"], h["name"], h["version"], h["reason"]) for h in reply.json["would_hide"]}
     # scripted 1.1.0, uploaded long ago, is not: its upload time was recorded with the download
     assert hidden == {("python", "cool", "2.0", "too-new"), ("node", "cool", "2.0.0", "too-new")}
+
+
+def closure(live, language: str, *specs: str) -> tuple[dict, list[dict]]:
+    """POST /allowlist/closure: {name: (versions, status, reason)}, and what was not followed."""
+    body = {"language": language, "specs": list(specs)}
+    reply = live.call("POST", W + "/allowlist/closure", live.tokens["admin"], body)
+    assert reply.status == 200, reply.body
+    return {n["name"]: (n["versions"], n["status"], n["reason"]) for n in reply.json["names"]}, reply.json["unresolved"]
+
+
+def test_a_closure_takes_the_versions_the_index_shows_and_refuses_a_name_whose_every_version_is_hidden(live):
+    record = Path(__file__).parents[1] / "corpus" / "osv" / "malicious" / "pypi" / "0-8" / "MAL-2025-2925.json"
+    assert live.call("POST", W + "/advisories", live.tokens["owner"], json.loads(record.read_text())).status == 201
+    no_sdists, no_scripts = {"sdists": {"allow": []}}, {"install_scripts": {"allow": []}}
+    set_rules(live, python=COOLDOWN | no_sdists, node=COOLDOWN | no_scripts)
+    allowed = "not-on-the-deny-list"
+
+    # what pip gets through the index (the tests above): cool 1.0 under the cooldown, mixed 1.0 (2.0 is an sdist)
+    names, unresolved = closure(live, "python", "app", "mixed", "untimed", "0-8")
+    assert names == {
+        "app": (["1.0"], "allowed", allowed),
+        "cool": (["1.0"], "allowed", allowed),
+        "mixed": (["1.0"], "allowed", allowed),
+        "untimed": ([], "refused", "too-new"),  # no upload time: too new, its only version hidden
+        "0-8": ([], "refused", "known-malware"),
+    }
+    assert {u["name"]: u["spec"] for u in unresolved} == {"untimed": "any", "0-8": "any"}
+    assert all(u["why"].startswith("every version it could take is hidden: ") for u in unresolved)
+    names, unresolved = closure(live, "python", "cool>=2")
+    assert names == {"cool": ([], "refused", "too-new")} and "less than min_release_age (P3D)" in unresolved[0]["why"]
+
+    # and npm: cool 1.0.0 (`latest` moved off 2.0.0, as the index moves it), scripted 1.0.0
+    names, _ = closure(live, "node", "cool", "scripted")
+    assert names == {"cool": (["1.0.0"], "allowed", allowed), "scripted": (["1.0.0"], "allowed", allowed)}
+    names, unresolved = closure(live, "node", "cool@2", "scripted@1.1.0")
+    assert names == {"cool": ([], "refused", "too-new"), "scripted": ([], "refused", "install-scripts")}
+    assert [u["spec"] for u in unresolved] == ["2", "1.1.0"]
+
+
+def test_in_a_closure_a_name_the_policy_does_not_allow_keeps_its_status_though_every_version_is_hidden(live):
+    body = {"python": {"mode": "allowlist", "allow": ["app"], "deny": [], "rules": COOLDOWN}}
+    assert live.call("PUT", W + "/policy", live.tokens["admin"], body).status == 200
+    names, unresolved = closure(live, "python", "app", "untimed")
+    assert names == {
+        "app": (["1.0"], "allowed", "matches-the-allow-list"),
+        "cool": (["1.0"], "unlisted", "not-on-the-allow-list"),
+        "untimed": ([], "unlisted", "not-on-the-allow-list"),  # what an approval changes; the hiding is below
+    }
+    assert [(u["name"], u["why"].split(":")[0]) for u in unresolved] == [
+        ("untimed", "every version it could take is hidden")
+    ]
