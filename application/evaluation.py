@@ -129,7 +129,8 @@ def decision_view(decision_id: str | None, record: dict, at, workspace: str) -> 
     view = {"id": decision_id, **record, "at": iso(at)}
     if decision_id is None:
         del view["id"]
-    message = render_message(DecisionRecord.from_dict(record), workspace)
-    if message is not None:
-        view["message"] = message
+    if not record["allowed"]:  # only refusals have a message: an allowed one is not even typed
+        message = render_message(DecisionRecord.from_dict(record), workspace)
+        if message is not None:
+            view["message"] = message
     return view
