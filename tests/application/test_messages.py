@@ -251,3 +251,27 @@ def test_a_version_1_refusal_whose_parameters_were_not_recorded_shows_its_text(a
     assert render_message(DecisionRecord.from_dict(stored_record({**state, "record": listed})), "acme").startswith(
         "alpha is not on the Python allow list of workspace acme"
     )
+
+
+def test_an_export_of_version_1_decisions_verifies_and_its_words_are_not_sealed(tmp_path, monkeypatch):
+    """Exported lines carry today's record shape and words; the slice check reads the sealed
+    version 1 events as replay does (upcast), and a message worded otherwise since still verifies."""
+    from application.chain import AuditKey
+    from application.chain.slices import verify_slice
+
+    shutil.copyfile(CORPUS / "first_schema.sqlite", tmp_path / "old.sqlite")
+    app = Governance(env=store_env(f"sqlite:///{tmp_path / 'old.sqlite'}"))
+    try:
+        app.chain.use_key(AuditKey.generate())
+        app.chain.checkpoint("acme")
+        lines = json.loads(json.dumps(list(app.chain.with_links("acme", app.audit.export_decisions("acme")))))
+        checkpoints, keys = app.chain.all_checkpoints("acme"), app.chain.trusted_keys()
+        assert any("message" in line and "message" not in line.get("params", {}) for line in lines if "id" in line)
+        assert verify_slice(lines, checkpoints, keys)["ok"]
+        renamed = [dict(line, message="reworded") if line.get("message") else line for line in lines]
+        assert verify_slice(renamed, checkpoints, keys)["ok"]
+        denied = next(line for line in renamed if line.get("spec") == "requests")
+        denied["params"] = {"mode": "denylist"}
+        assert verify_slice(renamed, checkpoints, keys)["problem"] == "altered"
+    finally:
+        app.close()
