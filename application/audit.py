@@ -59,7 +59,7 @@ class Audit:
             workspace, decision_filters(filters), start, end, before, check_limit(limit) + 1
         )
         page, next_cursor = paged(rows, limit, lambda last: [iso(last["at"]), last["id"]])
-        return {"decisions": self._views(page), "next_cursor": next_cursor}
+        return {"decisions": self._views(page, workspace), "next_cursor": next_cursor}
 
     def export_decisions(self, workspace: str, filters: dict | None = None, start=None, end=None) -> Iterator[dict]:
         """The whole filtered set, newest first, streamed page by page (keyset, constant memory).
@@ -71,7 +71,7 @@ class Audit:
         before = None
         while True:
             rows = self.readmodel.decisions(workspace, filters, start, end, before, EXPORT_PAGE)
-            yield from self._views(rows)
+            yield from self._views(rows, workspace)
             if len(rows) < EXPORT_PAGE:
                 return
             before = (rows[-1]["at"], rows[-1]["id"])
@@ -80,10 +80,10 @@ class Audit:
         row = self.readmodel.decision(workspace, decision_id) if parse_uuid(decision_id) else None
         if row is None:
             raise NotFoundError(f"no decision {decision_id!r} in this workspace")
-        return self._views([row])[0]
+        return self._views([row], workspace)[0]
 
-    def _views(self, rows: list[dict]) -> list[dict]:
-        return with_deliveries(self.readmodel, [_row_view(r) for r in rows])
+    def _views(self, rows: list[dict], workspace: str) -> list[dict]:
+        return with_deliveries(self.readmodel, [_row_view(r, workspace) for r in rows])
 
     def package_at(self, workspace: str, language: str, name: str, at) -> dict:
         name = self._package_name(workspace, language, name)
@@ -168,5 +168,5 @@ def _decision_cursor(cursor: str):
     return parse_instant(value[0], "cursor"), value[1]
 
 
-def _row_view(row: dict) -> dict:
-    return decision_view(row["id"], json.loads(row["record"]), row["at"])
+def _row_view(row: dict, workspace: str) -> dict:
+    return decision_view(row["id"], json.loads(row["record"]), row["at"], workspace)

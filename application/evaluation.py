@@ -8,6 +8,7 @@ from __future__ import annotations
 from application.callers import Guard
 from application.decision_writer import DecisionWriter
 from application.formats import iso
+from application.messages import render_message
 from application.policies import Policies
 from domain.decision import Decision, DecisionRecord, judge
 from domain.errors import FieldError, InvalidInputError
@@ -45,7 +46,7 @@ class Evaluation:
         records = decision_records(parsed, rules, workspace, version, context)
         decisions = [Decision(workspace=workspace, record=r) for r in records]
         self.writer.record(*decisions, guard=Guard(remembered, workspace, version) if remembered else None)
-        return answer(version, [decision_view(str(d.id), d.record, d.created_on) for d in decisions])
+        return answer(version, [decision_view(str(d.id), d.record, d.created_on, workspace) for d in decisions])
 
     def test(
         self,
@@ -72,7 +73,7 @@ class Evaluation:
         else:
             version, rules = self.policies.current(workspace)
         records = decision_records(parsed, rules, workspace, version, context)
-        found = answer(version, [decision_view(None, r, None) for r in records])
+        found = answer(version, [decision_view(None, r, None, workspace) for r in records])
         return found if draft is None else {**found, "shadowed": shadowed_entries(rules)}
 
 
@@ -122,8 +123,14 @@ def decision_record(spec: Spec, rules: LanguageRules, workspace: str, version: i
     return DecisionRecord.for_spec(spec, judge(rules, spec, workspace), version, context).to_dict()
 
 
-def decision_view(decision_id: str | None, record: dict, at) -> dict:
+def decision_view(decision_id: str | None, record: dict, at, workspace: str) -> dict:
+    """A recorded decision as it is answered: its record, its id and instant, and the message
+    rendered now from its reason and parameters (`application.messages`), never read."""
     view = {"id": decision_id, **record, "at": iso(at)}
     if decision_id is None:
         del view["id"]
+    if not record["allowed"]:  # only refusals have a message: an allowed one is not even typed
+        message = render_message(DecisionRecord.from_dict(record), workspace)
+        if message is not None:
+            view["message"] = message
     return view

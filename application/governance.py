@@ -108,9 +108,7 @@ class Governance(Application):
             self.checked,
             self.advisories,
         )
-        self.require_workspace = self.policies.require_workspace
-        self.load_policy = self.policies.load_policy
-        self.chain = AuditChain(self.recorder, self.mapper, self.require_workspace)  # seals every stored event
+        self.chain = AuditChain(self.recorder, self.mapper, self.policies.require_workspace)  # seals every stored event
         self.repository.check = SnapshotCheck(self.chain.store, self.chain.read_state, self.integrity)
         self.chain.stored_snapshots = lambda ws: self.repository.snapshot_store.recorder.select_events(policy_id(ws))
 
@@ -126,11 +124,11 @@ class Governance(Application):
 
     # -- advisories (application.advisories), for a workspace that exists ---------------------
     def unknown_names(self, workspace: str, days: int) -> dict:
-        self.require_workspace(workspace)
+        self.policies.require_workspace(workspace)
         return self.advisories.unknown_names(workspace, days, self.clock())
 
     def advisory_exposure(self, workspace: str, advisory: str, start=None, end=None) -> dict:
-        self.require_workspace(workspace)
+        self.policies.require_workspace(workspace)
         return self.advisories.exposure(workspace, advisory, start, end)
 
     # -- the library's hooks: sealed snapshots, the group-commit writer's save -----------------
@@ -190,7 +188,7 @@ class Governance(Application):
         return {"workspace": workspace, "id": str(token.id), "token": secret, "role": "owner"}
 
     def issue_token(self, workspace: str, name: str, role: str, by: str) -> dict:
-        self.require_workspace(workspace)
+        self.policies.require_workspace(workspace)
         if role not in ROLES:
             raise InvalidInputError(
                 f"unknown role {role!r}", [FieldError("role", f"must be one of {', '.join(ROLES)}")]
@@ -231,7 +229,7 @@ class Governance(Application):
         return {**caller, "head_version": row["head"], "remembered": False}
 
     def list_tokens(self, workspace: str) -> list[dict]:
-        self.require_workspace(workspace)
+        self.policies.require_workspace(workspace)
         return [
             {
                 "id": r["id"],
@@ -270,18 +268,20 @@ class Governance(Application):
     # -- the policy ---------------------------------------------------------------------------
     def policy(self, workspace: str, at=None) -> dict:
         if at is None:
-            return policy_view(self.load_policy(workspace), None, self.clock())
+            return policy_view(self.policies.load_policy(workspace), None, self.clock())
         return policy_view(self.policies.at(workspace, at), at, self.clock())
 
     def policy_version(self, workspace: str, version: int) -> dict:
         """The policy right after change `version` (0: the default), `at` being when it was made.
         One Save stamps all its changes with one instant, so only a version tells them apart."""
-        self.require_workspace(workspace)
+        self.policies.require_workspace(workspace)
         head = self.readmodel.head_version(workspace)
         if not 0 <= version <= head:
             raise NotFoundError(f"no version {version} of this policy (its latest is version {head})")
         change = self.readmodel.change(workspace, version) if version else None
-        return policy_view(self.load_policy(workspace, version), change["at"] if change else None, self.clock())
+        return policy_view(
+            self.policies.load_policy(workspace, version), change["at"] if change else None, self.clock()
+        )
 
     def save_policy(
         self,
@@ -328,7 +328,7 @@ class Governance(Application):
         request is planned again against the state that won (a no-op stays a no-op)."""
         check_text(note or "", "note")
         for _ in range(ATTEMPTS):
-            policy = self.load_policy(workspace)
+            policy = self.policies.load_policy(workspace)
             if expected_version is not None and expected_version != policy.policy_version:
                 raise stale(expected_version, policy.policy_version)
             policy.record(plan(policy), by, note or "", by_token=by_token)

@@ -51,113 +51,79 @@ DECISION_REASONS = (*REASONS, *EGRESS_REASONS)
 DECISION_KINDS = (*KINDS, "egress")
 DIRECT_KINDS = ("url", "vcs", "path")
 JUDGED_KINDS = ("registry", "alias", *DIRECT_KINDS)
-LANGUAGE_TITLES = {"python": "Python", "node": "Node"}
-CONSOLE_PLACE = "Settings › Governance › Run-code packages"
+# A version 1 record's text, kept as its rendering where its parameters cannot be re-derived (`upcast_record`).
+LEGACY = "shown"
 
 
 @dataclass(frozen=True)
 class Verdict:
     allowed: bool
     reason: str
-    message: str | None = None  # for denials: what was denied, by which rule, what to ask for
+    # What a denial's message needs beyond the spec (`application.messages` words it); None: nothing.
+    params: dict[str, Any] | None = None
 
 
 def judge(rules: LanguageRules, spec: Spec, workspace: str) -> Verdict:
     """The rule (docs/policy-rules.md): deny list first, then the mode; direct references never ride on a
     registry name's approval; unjudgeable specs are refused."""
     if spec.kind not in JUDGED_KINDS or (spec.kind not in DIRECT_KINDS and spec.name is None):
-        return _deny("invalid-spec", spec, workspace)  # also any kind added later: fail closed
+        return Verdict(False, "invalid-spec")  # also any kind added later: fail closed
     denied = spec.name is not None and rules.denies(spec.name)
     if spec.kind in DIRECT_KINDS:
         if rules.mode == "allowlist" or denied or spec.name is None:
-            return _deny("direct-reference", spec, workspace, rules.mode)
+            return Verdict(False, "direct-reference", {"mode": rules.mode})
         return Verdict(True, "direct-reference")
     if denied:
-        return _deny("matches-the-deny-list", spec, workspace)
+        return Verdict(False, "matches-the-deny-list")
     if rules.mode == "denylist":
         return Verdict(True, "not-on-the-deny-list")
     if rules.allows(spec.name):  # type: ignore[arg-type]  # a registry spec has its name
         return Verdict(True, "matches-the-allow-list")
     if rules.excepts(spec.name):  # type: ignore[arg-type]  # a time-boxed exception vouches for the name, like the allow list
         return Verdict(True, EXCEPTION_REASON)
-    return _deny("not-on-the-allow-list", spec, workspace)
+    return Verdict(False, "not-on-the-allow-list")
 
 
-def _deny(reason: str, spec: Spec, workspace: str, mode: str = "") -> Verdict:
-    return Verdict(False, reason, denial_message(reason, spec, workspace, mode))
+# What of a run's first project denial its `run-failed` refusals keep: enough to render it.
+FIRST_DENIAL_FIELDS = ("spec", "language", "name", "kind", "reason", "detail", "params")
 
 
-def denial_message(reason: str, spec: Spec, workspace: str, mode: str = "") -> str:
-    """Written for the asker, a person or an agent: what, which rule, what to ask for."""
-    lang = LANGUAGE_TITLES[spec.language]
-    who = spec.name or spec.text
-    ask = f"an admin can change this under {CONSOLE_PLACE}"
-    if reason == "matches-the-deny-list":
-        return (
-            f"{who} is on the {lang} deny list of workspace {workspace}; {ask} if it should be allowed. "
-            + request_hint(spec.language, who, workspace)
-        )
-    if reason == "not-on-the-allow-list":
-        return (
-            f"{who} is not on the {lang} allow list of workspace {workspace}; {ask} by adding it to the "
-            f"allow list. " + request_hint(spec.language, who, workspace)
-        )
-    if reason == "direct-reference":
-        why = (
-            "the allow list vouches for registry names only"
-            if mode == "allowlist"
-            else "its package name cannot be known before it is fetched or built"
-            if spec.name is None
-            else f"{spec.name} is on the {lang} deny list"
-        )
-        return (
-            f"{spec.text!r} installs from a {spec.kind} source, which is refused in workspace "
-            f"{workspace}: {why}. Install the package from the registry by name instead."
-        )
-    detail = spec.detail or "it cannot be judged"
-    return f"{spec.text!r} cannot be judged, so it is refused: {detail}."
-
-
-def run_failed(first: dict[str, Any], who: str) -> Verdict:
+def run_failed(first: dict[str, Any], window_minutes: int | None = None) -> Verdict:
     """Every fetch after a run's first project denial (`first`, a decision as recorded): refused,
     naming that denial, so no resolver can back-track to an old release that lacks the denied
-    dependency. `who` says whose reads failed ("run", or a token and for how long)."""
-    denied = (
-        f"{first.get('name') or first.get('spec')} ({first.get('language')}) was denied \u2014 {first.get('reason')}"
-    )
-    why = f": {first['message'].rstrip('.')}" if first.get("message") else ""
-    return Verdict(False, RUN_FAILED, f"this {who} already failed: {denied}{why}; nothing more is served to it")
+    dependency. `window_minutes`: a token reading without a run fails for that long, a run for good."""
+    params: dict[str, Any] = {"first": {k: first[k] for k in FIRST_DENIAL_FIELDS if first.get(k) is not None}}
+    if window_minutes is not None:
+        params["window_minutes"] = window_minutes
+    return Verdict(False, RUN_FAILED, params)
 
 
-def known_malware(label: str, advisories: list[str]) -> Verdict:
+def known_malware(name: str, version: str, advisories: list[str]) -> Verdict:
     """A version an imported advisory affects: refused everywhere, whatever the lists say."""
-    return Verdict(
-        False,
-        KNOWN_MALWARE,
-        f"{label} is known malware ({', '.join(advisories)}): it is refused in every workspace; "
-        "use another version or another package.",
-    )
+    return Verdict(False, KNOWN_MALWARE, {"name": name, "version": version, "advisories": list(advisories)})
 
 
-def not_found_upstream(name: str, language: str) -> Verdict:
+def not_found_upstream() -> Verdict:
     """A name the upstream registry does not have: recorded (names that do not exist are what
     squatters register), never served, and no project denial."""
-    return Verdict(False, NOT_FOUND_UPSTREAM, f"the {LANGUAGE_TITLES[language]} upstream has no package {name!r}.")
+    return Verdict(False, NOT_FOUND_UPSTREAM)
 
 
 def upstream_failed(why: str) -> Verdict:
     """What the index allowed but its upstream could not deliver, and why (the problem's detail,
-    which names the setting to change when one would help)."""
-    return Verdict(False, UPSTREAM_FAILED, why)
+    which names the setting to change when one would help): a fact, kept as the upstream said it."""
+    return Verdict(False, UPSTREAM_FAILED, {"why": why})
 
 
 @dataclass(frozen=True)
 class DecisionRecord:
     """One decision as it is recorded and answered: the one definition of its shape.
 
-    `to_dict` is exactly what the Decision event stores (so stored events need no upcaster) and,
-    with `id` and `at`, what the API answers. Egress decisions always carry `detail`, `resolved`
-    and `port`; package decisions carry `detail` and `message` only when they have one.
+    `to_dict` is exactly what the Decision event stores and, with `id`, `at` and the rendered
+    `message` (`application.messages`), what the API answers. Egress decisions always carry
+    `detail`, `resolved` and `port`; package decisions carry `detail` and `params` only when they
+    have them. No words meant for a reader are stored: a refusal keeps its reason and `params`,
+    the facts its message is rendered from.
     """
 
     spec: str
@@ -169,7 +135,7 @@ class DecisionRecord:
     policy_version: int | None
     context: dict[str, Any] | None
     detail: str | None = None
-    message: str | None = None
+    params: dict[str, Any] | None = None
     resolved: tuple[str, ...] | None = None
     port: int | None = None
     # Made by the package index: what was fetched (page, metadata, download), in which run (or,
@@ -198,7 +164,7 @@ class DecisionRecord:
             policy_version,
             context,
             detail,
-            verdict.message,
+            verdict.params,
         )
 
     @classmethod
@@ -254,7 +220,7 @@ class DecisionRecord:
             return {**record, "detail": self.detail, "resolved": list(self.resolved or ()), "port": self.port}
         extra = {
             "detail": self.detail,
-            "message": self.message,
+            "params": self.params,
             "request": self.request,
             "run": self.run,
             "file": self.file,
@@ -277,7 +243,7 @@ class DecisionRecord:
             record.get("policy_version"),
             record.get("context"),
             record.get("detail"),
-            record.get("message"),
+            record.get("params"),
             None if resolved is None else tuple(resolved),
             record.get("port"),
             record.get("request"),
@@ -289,12 +255,40 @@ class DecisionRecord:
         )
 
 
-def request_hint(language: str, name: str, workspace: str) -> str:
-    """How an agent asks for a denied package: the gate's command, or the API call it makes."""
-    return (
-        f'To ask for it, run: runcode-policy-gate request {language} {name} --why "..." '
-        f"(or POST /api/v1/workspaces/{workspace}/requests)."
-    )
+def upcast_record(record: dict[str, Any]) -> None:
+    """A version 1 record (which stored its `message`) in today's shape, in place. The reasons
+    whose message is the record's own fields and the workspace (a list, an invalid spec, a name the
+    upstream lacks, and a direct reference, whose mode the text says) keep no text: they render
+    with today's words and places, as if recorded today. The others (a version's findings, an
+    upstream's failure, a run that failed, a hidden version) keep their text, shown as it was:
+    their parameters are not in the record, and re-reading them from free text would guess."""
+    message = record.pop("message", None)
+    if message is None:
+        return
+    if record.get("declared_by") is None and record["reason"] in _RE_RENDERED:
+        if record["reason"] == "direct-reference":
+            mode = "allowlist" if "the allow list vouches for registry names only" in message else "denylist"
+            record["params"] = {"mode": mode}
+        return
+    record["params"] = {LEGACY: message}
+
+
+def stored_record(state: dict[str, Any]) -> dict[str, Any]:
+    """The record of a `Decision.Recorded` event's state as stored (its JSON, not yet upcast) in
+    today's shape, as a replay reads it: what a read model or an export of it must equal."""
+    record = dict(state["record"])
+    if state.get("class_version", 1) < 2:
+        upcast_record(record)
+    return record
+
+
+_RE_RENDERED = (
+    "matches-the-deny-list",
+    "not-on-the-allow-list",
+    "direct-reference",
+    "invalid-spec",
+    NOT_FOUND_UPSTREAM,
+)
 
 
 class Decision(Aggregate):
@@ -306,7 +300,19 @@ class Decision(Aggregate):
         # Unused base "created" class; the library requires an explicit topic on it too.
         TOPIC = "runcode_policy:Decision.Created"
 
-    @event("Recorded", topic="runcode_policy:Decision.Recorded")
+    class Recorded(Aggregate.Created):
+        """Version 2: a refusal's `params` instead of its `message` (`upcast_record`)."""
+
+        TOPIC = "runcode_policy:Decision.Recorded"
+        class_version = 2
+        workspace: str
+        record: dict[str, Any]
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            upcast_record(state["record"])
+
+    @event(Recorded)
     def __init__(self, workspace: str, record: dict[str, Any]):
         # `record` is a DecisionRecord's `to_dict()`, already computed: replay only assigns it.
         self.workspace = workspace
@@ -316,7 +322,7 @@ class Decision(Aggregate):
     def named(cls, decision_id: UUID, workspace: str, record: dict[str, Any]) -> Decision:
         """A decision whose id the caller worked out (`fetch_decision_id`), so that every worker
         making it makes the same one and the store keeps the first."""
-        return cls._create(cls.Recorded, id=decision_id, workspace=workspace, record=record)  # type: ignore[attr-defined]
+        return cls._create(cls.Recorded, id=decision_id, workspace=workspace, record=record)
 
     @property
     def decision(self) -> DecisionRecord:

@@ -87,14 +87,6 @@ def version_label(language: str, name: str, version: str) -> str:
     return f"{name}=={version}" if language == "python" else f"{name}@{version}"
 
 
-def hidden_message(label: str, found: Declared) -> str:
-    """What a client that fetched a hidden version's file or metadata is told, and the record keeps."""
-    return (
-        f"{label} is not offered because of a dependency it declares in {found.field}: {found.verdict.message} "
-        "An older or newer version that does not declare it may still be installed."
-    )
-
-
 def declared_record(
     found: Declared,
     label: str,
@@ -112,6 +104,10 @@ def declared_record(
     the project."""
     made = DecisionRecord.for_spec(found.spec, found.verdict, policy_version, context)
     detail = f"{label} declares {found.spec.text} in {found.field} ({found.spec.kind}): {found.spec.detail}"
-    message = hidden_message(label, found) if not found.verdict.allowed else None
-    made = replace(made, detail=detail, message=message, declared_by=label)
+    params = None
+    if not found.verdict.allowed:  # the dependency's own refusal is rendered in the version's message
+        params = {**(found.verdict.params or {}), "field": found.field}
+        if found.spec.detail:
+            params["spec_detail"] = found.spec.detail
+    made = replace(made, detail=detail, params=params, declared_by=label)
     return made.fetched(request, run, file, version, token)

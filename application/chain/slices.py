@@ -24,6 +24,7 @@ from application.chain.verify import signature_problem
 from application.evaluation import decision_view
 from application.index.deliveries import FOLLOW_UPS
 from application.store.chain import ChainStore
+from domain.decision import stored_record
 
 PAGE = 1000
 
@@ -105,12 +106,15 @@ def _sealed_record_problem(decision: dict) -> tuple[str, str] | None:
         state = base64.b64decode(event["state"], validate=True)
         stored = json.loads(state)
         at = datetime.fromisoformat(stored["timestamp"]["_data_"])
-        expected = decision_view(event["originator_id"], stored["record"], at)
+        expected = decision_view(event["originator_id"], stored_record(stored), at, stored["workspace"])
     except (ValueError, KeyError, TypeError, binascii.Error):
         return "altered", f"decision {decision.get('id')}: its stored event cannot be read"
     # What was delivered follows the decision as facts of its own (sealed in the chain, checked
-    # by `audit verify`), not part of the decision's event.
-    shown = {k: v for k, v in decision.items() if k not in ("chain", *FOLLOW_UPS)}
+    # by `audit verify`), not part of the decision's event; its message is words rendered from
+    # the record when it was exported (`application.messages`), which a later release may word
+    # otherwise: the record's reason and parameters are what is sealed.
+    shown = {k: v for k, v in decision.items() if k not in ("chain", "message", *FOLLOW_UPS)}
+    expected.pop("message", None)
     if expected != shown or event["originator_id"] != decision.get("id"):
         return "altered", f"decision {decision.get('id')} (record {chain['seq']}) differs from its sealed event"
     chain["event_hash"] = event_hash(event["originator_id"], event["originator_version"], event["topic"], state)

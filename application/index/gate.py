@@ -44,6 +44,7 @@ from application.advisories import Advisories
 from application.decision_writer import AlreadyRecorded, DecisionWriter
 from application.index.listing import Listing, Listings, ListingSource
 from application.index.versions import Hidden, Judgements, hidden, judge_all, judge_facts, judges
+from application.messages import render_message
 from application.policies import Policies
 from application.store.reads import ReadModel
 from domain.decision import (
@@ -61,7 +62,7 @@ from domain.decision import (
     run_failed,
     upstream_failed,
 )
-from domain.declared import declared_record, declared_specs, hidden_message, judge_declared, version_label
+from domain.declared import declared_record, declared_specs, judge_declared, version_label
 from domain.errors import NotFoundError
 from domain.policy import LanguageRules
 from domain.rules import MONITOR, VersionFacts
@@ -140,17 +141,18 @@ class IndexGate:
         failed = self.failure(principal)
         verdict, context = self._verdict(rules[language], spec, principal, file, package_version, failed, facts)
         outcome = (verdict.allowed, verdict.reason, version)
-        earlier = self._earlier(key, outcome)
-        if earlier is not None:
-            return _answer(verdict, version, earlier, recorded=False)
         made = DecisionRecord.for_spec(spec, verdict, version, context)
         token = None if principal.run else principal.token
         record = made.fetched(request, principal.run, file, package_version if file is not None else None, token)
+        message = render_message(record, principal.workspace)
+        earlier = self._earlier(key, outcome)
+        if earlier is not None:
+            return _answer(verdict, message, version, earlier, recorded=False)
         decision_id, recorded = self._record(principal, key, outcome, record.to_dict())
         self._remember(key, outcome, decision_id, principal)
         if not verdict.allowed and verdict.reason not in NOT_PROJECT_DENIALS:
             self._fail(reader, record.to_dict(), datetime.now(UTC), principal)
-        return _answer(verdict, version, decision_id, recorded=recorded)
+        return _answer(verdict, message, version, decision_id, recorded=recorded)
 
     def _verdict(
         self, rules, spec: Spec, principal: Principal, file, package_version, failed, facts=None
@@ -195,8 +197,12 @@ class IndexGate:
         for version, metadata in declarations.items():
             label = version_label(language, name, version)
             for found in judge_declared(rules[language], declared_specs(language, metadata), principal.workspace):
+                token = None if principal.run else principal.token
+                record = declared_record(
+                    found, label, policy_version, _context(principal), request, principal.run, file, version, token
+                )
                 if not found.verdict.allowed:
-                    hidden.setdefault(version, hidden_message(label, found))
+                    hidden.setdefault(version, render_message(record, principal.workspace) or "")
                 key = (
                     reader_key(principal.run, principal.token),
                     language,
@@ -208,10 +214,6 @@ class IndexGate:
                 )
                 outcome = (found.verdict.allowed, found.verdict.reason, policy_version)
                 if self._earlier(key, outcome) is None:
-                    token = None if principal.run else principal.token
-                    record = declared_record(
-                        found, label, policy_version, _context(principal), request, principal.run, file, version, token
-                    )
                     made.append((key, outcome, Decision(workspace=principal.workspace, record=record.to_dict())))
         self._record_all(made, principal)
         return hidden
@@ -270,7 +272,7 @@ class IndexGate:
                 if self._earlier(key, outcome) is not None:
                     continue
                 context = {**_context(principal), **found.context()}
-                verdict = Verdict(False, reason, finding.message)
+                verdict = Verdict(False, reason, dict(finding.params))
                 record = DecisionRecord.for_spec(spec, verdict, policy_version, context)
                 record = record.fetched(request, principal.run, None, found.facts.version, token)
                 made.append((key, outcome, Decision(workspace=principal.workspace, record=record.to_dict())))
@@ -290,12 +292,12 @@ class IndexGate:
                 if monitored:
                     context["monitor"] = [KNOWN_MALWARE]
                     return None
-                return known_malware(version_label(language, name, version), advisories)
+                return known_malware(name, version, advisories)
             return None
         at = rules.at or self._policies.clock()
         found = judge_facts(rules.version_rules, advisories, language, name, known, at, monitored)
         context.update(found.context())
-        return Verdict(False, found.hiding[0].reason, found.message) if found.hiding else None
+        return Verdict(False, found.hiding[0].reason, dict(found.hiding[0].params)) if found.hiding else None
 
     def _record_all(self, made: list[tuple[tuple, tuple, Decision]], principal: Principal) -> None:
         """Several (key, outcome, decision) in one commit, then remembered."""
@@ -306,8 +308,7 @@ class IndexGate:
 
     def not_found(self, principal: Principal, language: str, name: str, request: str) -> None:
         """Record that a client asked for a name the upstream does not have (once per run)."""
-        verdict = not_found_upstream(registry_spec(language, name).name, language)
-        self._refused_upstream(principal, language, name, request, verdict)
+        self._refused_upstream(principal, language, name, request, not_found_upstream())
 
     def upstream_failed(self, principal: Principal, language: str, name: str, request: str, why: str) -> None:
         """Record that the upstream failed a fetch the policy allowed, and why (once per run and
@@ -340,7 +341,7 @@ class IndexGate:
             if row is None:
                 return None
             known = self._fail(reader, json.loads(row["record"]), row["at"], principal)
-        return run_failed(known[0], _whose(principal))
+        return run_failed(known[0], None if principal.run else TOKEN_WINDOW_SECONDS // 60)
 
     def _fail(self, reader: str, first: dict, at: datetime, principal: Principal) -> tuple[dict, datetime]:
         # A failed run never un-fails (its token stops working when it expires); a token's failure
@@ -386,22 +387,16 @@ def registry_spec(language: str, name: str) -> Spec:
     return spec
 
 
-def _whose(principal: Principal) -> str:
-    if principal.run is not None:
-        return "run"
-    return f"token (reading the index without a run, for {TOKEN_WINDOW_SECONDS // 60} minutes after a denial)"
-
-
 def _context(principal: Principal) -> dict:
     context = {"source": "index", "sandbox": principal.sandbox, "actor": principal.name}
     return {k: v for k, v in context.items() if v is not None}
 
 
-def _answer(verdict, version: int, decision_id: str, recorded: bool) -> dict:
+def _answer(verdict, message: str | None, version: int, decision_id: str, recorded: bool) -> dict:
     return {
         "allowed": verdict.allowed,
         "reason": verdict.reason,
-        "message": verdict.message,
+        "message": message,
         "policy_version": version,
         "id": decision_id,
         "recorded": recorded,

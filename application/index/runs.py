@@ -106,7 +106,7 @@ class Runs:
             raise NotFoundError(f"no run {run!r} in this workspace")
         rows = self._readmodel.run_decisions(run)
         decisions = with_deliveries(
-            self._readmodel, [decision_view(r["id"], json.loads(r["record"]), r["at"]) for r in rows]
+            self._readmodel, [decision_view(r["id"], json.loads(r["record"]), r["at"], workspace) for r in rows]
         )
         return {"run": run_view(row), "allowed": all(d["allowed"] for d in decisions), "decisions": decisions}
 

@@ -25,8 +25,8 @@ from datetime import UTC, datetime
 
 from application.advisories import Advisories
 from application.formats import iso
+from application.messages import message_of
 from domain.decision import KNOWN_MALWARE, known_malware
-from domain.declared import version_label
 from domain.policy import LanguageRules
 from domain.rules import MONITOR, TOO_NEW, Finding, VersionFacts, VersionRules, judge_version
 
@@ -41,6 +41,7 @@ class Judged:
     facts: VersionFacts
     advisories: tuple[str, ...]
     findings: tuple[Finding, ...]
+    language: str
 
     @property
     def hiding(self) -> tuple[Finding, ...]:
@@ -53,7 +54,7 @@ class Judged:
     @property
     def message(self) -> str | None:
         """What a client is told of a hidden version: its first reason's message."""
-        return self.hiding[0].message if self.hiding else None
+        return message_of(self.hiding[0], self.language) if self.hiding else None
 
     def context(self) -> dict:
         """The facts judged, as the decision records them (an unknown upload time is null: it is
@@ -79,11 +80,11 @@ def judge_facts(
     """Known malware first (`advisories`: the ids that affect this version), then the rules."""
     findings = []
     if advisories:
-        message = known_malware(version_label(language, name, facts.version), advisories).message
-        findings.append(Finding(KNOWN_MALWARE, message, malware_monitored))
+        found = known_malware(name, facts.version, advisories)
+        findings.append(Finding(KNOWN_MALWARE, found.params or {}, malware_monitored))
     if rules:
         findings += judge_version(rules, language, name, facts, at)
-    return Judged(facts, tuple(advisories), tuple(findings))
+    return Judged(facts, tuple(advisories), tuple(findings), language)
 
 
 def judges(rules: LanguageRules, advisories: Advisories, language: str, name: str) -> bool:

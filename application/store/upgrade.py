@@ -22,8 +22,8 @@ from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, TABLES
 
 # 3: impact_versions, and the changes rows of rules beyond names; 4: console sessions are a read
-# model of their events
-READ_MODEL_VERSION = 4
+# model of their events; 5: decisions' records in their version 2 shape (`params`, no `message`)
+READ_MODEL_VERSION = 5
 DERIVED = tuple(t for t in TABLES if t != "read_model")
 BATCH = 1000
 

@@ -7,7 +7,7 @@ files), a monitored one is only recorded. No finding: the version is shown.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import lru_cache
 
 from packaging.specifiers import SpecifierSet
@@ -46,22 +46,11 @@ def judge_version(rules: VersionRules, language: str, name: str, facts: VersionF
     scripts = rules.install_scripts
     if language == "node" and scripts is not None and facts.install_scripts is not False:
         if not _listed(language, named, scripts.allow_set):
-            found.append(
-                _finding(INSTALL_SCRIPTS, scripts, f"{named} {facts.version} {_SCRIPTS[facts.install_scripts]}")
-            )
+            found.append(_finding(INSTALL_SCRIPTS, scripts, named, facts, install_scripts=facts.install_scripts))
     sdists = rules.sdists
     if language == "python" and sdists is not None and facts.sdist and not _listed(language, named, sdists.allow_set):
-        found.append(_finding(SDIST_REFUSED, sdists, f"{named} {facts.version}: {_SDIST}"))
+        found.append(_finding(SDIST_REFUSED, sdists, named, facts))
     return found
-
-
-_ONLY_ALLOWED = "only for the names in its allow list"
-_SCRIPTS = {
-    True: "runs code at install time (a preinstall, install or postinstall script): install_scripts allows it "
-    + _ONLY_ALLOWED,
-    None: f"may run code at install time (the upstream does not say): install_scripts allows it {_ONLY_ALLOWED}",
-}
-_SDIST = f"this file is a source distribution (its build runs at install time): sdists allows those {_ONLY_ALLOWED}"
 
 
 def _named(language: str, name: str) -> str:
@@ -74,8 +63,10 @@ def _age_rule(rules: VersionRules, language: str, named: str) -> MinReleaseAge |
     return None if rule is None or _listed(language, named, rule.exempt_set) else rule
 
 
-def _finding(reason: str, rule: MinReleaseAge | VersionsDeny | NamesAllowed, message: str) -> Finding:
-    return Finding(reason, message, rule.action == MONITOR)
+def _finding(
+    reason: str, rule: MinReleaseAge | VersionsDeny | NamesAllowed, name: str, facts: VersionFacts, **values: object
+) -> Finding:
+    return Finding(reason, {"name": name, "version": facts.version, **values}, rule.action == MONITOR)
 
 
 def _listed(language: str, name: str, names: frozenset[str]) -> bool:
@@ -85,7 +76,11 @@ def _listed(language: str, name: str, names: frozenset[str]) -> bool:
 def _denied(rule: VersionsDeny, language: str, name: str, version: str) -> list[Finding]:
     for entry in rule.by_name.get(deny_key(language, name), ()):
         if _in_range(language, version, entry.range):
-            return [_finding(VERSION_DENIED, rule, f"{name} {version} matches the version deny entry {entry.entry!r}")]
+            return [
+                Finding(
+                    VERSION_DENIED, {"name": name, "version": version, "entry": entry.entry}, rule.action == MONITOR
+                )
+            ]
     return []
 
 
@@ -119,27 +114,13 @@ def ripens_at(rules: VersionRules, language: str, name: str, facts: VersionFacts
 
 
 def _too_new(rule: MinReleaseAge, name: str, facts: VersionFacts, at: datetime) -> list[Finding]:
-    if facts.uploaded_at is None:
-        why = f"{name} {facts.version} has no upload time from the upstream: min_release_age "
-        why += f"({rule.age_text}) takes it as too new"
-        return [_finding(TOO_NEW, rule, why)]
-    age = at - facts.uploaded_at
-    if age >= rule.age:
+    uploaded = facts.uploaded_at
+    if uploaded is not None and at - uploaded >= rule.age:
         return []
-    when = facts.uploaded_at.strftime("%Y-%m-%dT%H:%M:%SZ")
-    ago = f"{_plain(age)} ago" if age > timedelta(0) else "after the instant judged"
-    why = f"{name} {facts.version} was uploaded {ago} ({when}), less than min_release_age ({rule.age_text})"
-    return [_finding(TOO_NEW, rule, why)]
-
-
-def _plain(length: timedelta) -> str:
-    """A span in plain words, to the minute: `2 days 3 hours`, `40 minutes`."""
-    minutes = int(length.total_seconds() // 60)
-    days, hours, minutes = minutes // 1440, minutes // 60 % 24, minutes % 60
-    parts = [
-        f"{n} {unit}{'s' if n != 1 else ''}" for n, unit in ((days, "day"), (hours, "hour"), (minutes, "minute")) if n
+    when = None if uploaded is None else uploaded.isoformat()
+    return [
+        _finding(TOO_NEW, rule, name, facts, uploaded_at=when, judged_at=at.isoformat(), min_release_age=rule.age_text)
     ]
-    return " ".join(parts[:2]) or "under a minute"
 
 
 def rules_for(rules: VersionRules, language: str, name: str) -> dict[str, object]:

@@ -52,7 +52,9 @@ class Finding:
     """What one rule says of one version: hidden (enforce), or would have been (monitor)."""
 
     reason: str  # one of REASONS
-    message: str  # plain words, naming the package, version and rule
+    # what its message needs: the package (`name`, `version`) and the rule's values that caught it
+    # (`application.messages` words it)
+    params: Mapping[str, object]
     monitor: bool  # True: the rule's action is monitor (serve, record only)
 
 

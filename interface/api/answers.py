@@ -114,7 +114,10 @@ class DecisionView(BaseModel):
     at: Instant | None
     context: dict
     detail: str | None = None
-    message: str | None = None
+    params: dict | None = Field(
+        None, description="refusals: the facts their message is rendered from (what each reason needs)"
+    )
+    message: str | None = Field(None, description="refusals: what was refused, by which rule, what to ask for")
     resolved: list[str] | None = Field(None, description="egress decisions: the addresses judged")
     port: int | None = Field(None, description="egress decisions: the port of the target")
     request: Literal[INDEX_REQUESTS] | None = Field(None, description="package-index decisions: what was fetched")

@@ -60,7 +60,7 @@ def _open_proxy(settings: Settings, workspace: str, listen: tuple[str, int], lim
 
     governance = open_governance(settings)
     try:
-        governance.require_workspace(workspace)
+        governance.policies.require_workspace(workspace)
         return governance, EgressProxy(governance, workspace, listen, limits=limits, sandbox=sandbox)
     except (GovernanceError, OSError) as error:
         governance.close()

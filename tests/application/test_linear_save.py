@@ -13,7 +13,7 @@ def test_a_large_save_takes_one_snapshot_of_the_state_it_saved(app, workspace):
     assert saved["version"] == 1001 and saved["python"]["allow"] == sorted(entries)
     snapshots = list(app.snapshots.get(policy_id(workspace)))
     assert [s.originator_version for s in snapshots] == [1002]  # the creation event is version 1
-    assert app.load_policy(workspace).state == app.load_policy(workspace, 1001).state
+    assert app.policies.load_policy(workspace).state == app.policies.load_policy(workspace, 1001).state
     assert app.policy(workspace)["python"]["allow"] == sorted(entries)
 
 

@@ -14,7 +14,7 @@ ADD = [{"action": "add", "language": "python", "list": "deny", "entries": ["late
 
 def test_a_lost_race_is_the_events_own_integrity_error_on_every_store(open_app, workspace):
     winner, loser = open_app(), open_app()
-    stale = [loser.load_policy(workspace), loser.load_policy(workspace)]
+    stale = [loser.policies.load_policy(workspace), loser.policies.load_policy(workspace)]
     winner.change_policy(workspace, [{**ADD[0], "entries": ["first"]}], by="winner")
     for policy in stale:
         policy.record(plan_incremental(policy.state, ADD, policy.egress), "loser", "")

@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from application.messages import render_message
 from domain.access import parse_duration, plan_grant
-from domain.decision import judge
+from domain.decision import DecisionRecord, judge
 from domain.errors import ConflictError, InvalidInputError
 from domain.policy import LanguageRules
 from domain.specs import parse
@@ -69,7 +70,8 @@ def test_unbound_rules_grant_no_exception():
 
 
 def test_denials_name_the_request_path():
-    message = judge(rules(), parse("python", "gamma"), "acme").message
+    spec = parse("python", "gamma")
+    message = render_message(DecisionRecord.for_spec(spec, judge(rules(), spec, "acme"), 1, None), "acme")
     assert 'runcode-policy-gate request python gamma --why "..."' in message
     assert "POST /api/v1/workspaces/acme/requests" in message
 

@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from domain.decision import judge
+from application.messages import render_message
+from domain.decision import DecisionRecord, judge
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import InvalidEntriesError, InvalidInputError
 from domain.policy import Change, LanguageRules, Policy, policy_id
@@ -161,15 +162,17 @@ def test_an_npm_alias_is_judged_on_its_target():
 
 
 def test_unjudgeable_specs_are_refused_with_a_message():
-    v = judge(rules(), parse("python", "--index-url https://evil/simple"), "acme")
+    spec = parse("python", "--index-url https://evil/simple")
+    v = judge(rules(), spec, "acme")
     assert (v.allowed, v.reason) == (False, "invalid-spec")
-    assert "cannot be judged" in v.message
+    assert "cannot be judged" in render_message(DecisionRecord.for_spec(spec, v, 1, None), "acme")
 
 
 def test_a_denial_tells_the_asker_what_to_ask_for():
-    v = judge(rules("allowlist"), parse("python", "pandas"), "acme")
-    assert v.message.startswith("pandas is not on the Python allow list of workspace acme")
-    assert "Settings › Governance › Run-code packages" in v.message
+    spec = parse("python", "pandas")
+    message = render_message(DecisionRecord.for_spec(spec, judge(rules("allowlist"), spec, "acme"), 1, None), "acme")
+    assert message.startswith("pandas is not on the Python allow list of workspace acme")
+    assert "Settings › Governance › Run-code packages" in message
 
 
 def test_a_kind_the_rule_does_not_know_is_refused_not_judged_by_name():

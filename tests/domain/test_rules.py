@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from application.messages import message_of
 from domain.errors import InvalidInputError
 from domain.limits import MAX_VERSION_DENIES
 from domain.policy import LanguageRules, rules_from_state
@@ -137,7 +138,8 @@ def test_a_release_younger_than_the_minimum_age_is_too_new_and_a_missing_time_fa
     assert reasons(rules, "node", "react", facts("19.0.0", -1, install_scripts=False)) == [(TOO_NEW, False)]
     assert reasons(rules, "node", "@acme/api", facts("1.0.0", 0, install_scripts=False)) == []
     [finding] = judge_version(rules, "node", "react", facts("19.0.0", 1.5, install_scripts=False), NOW)
-    assert finding.message.startswith("react 19.0.0 was uploaded 1 day 12 hours ago") and "P3D" in finding.message
+    message = message_of(finding, "node")
+    assert message.startswith("react 19.0.0 was uploaded 1 day 12 hours ago") and "P3D" in message
 
 
 def test_a_monitored_rule_finds_but_does_not_hide():
@@ -158,7 +160,7 @@ def test_version_denies_match_ranges_prereleases_and_fail_closed_on_unordered_ve
     assert reasons(python, "python", "urllib3", facts("1.26.5", 30)) == [(VERSION_DENIED, False)]
     assert reasons(python, "python", "requests", facts("1.0-legacy!", 30)) == [(VERSION_DENIED, False)]
     [finding] = judge_version(python, "python", "urllib3", facts("1.26.5", 30), NOW)
-    assert finding.message == "urllib3 1.26.5 matches the version deny entry 'urllib3==1.26.5'"
+    assert message_of(finding, "python") == "urllib3 1.26.5 matches the version deny entry 'urllib3==1.26.5'"
 
 
 def test_install_scripts_are_refused_unless_allowed_and_unknown_scripts_fail_closed():

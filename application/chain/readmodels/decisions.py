@@ -12,11 +12,11 @@ import json
 
 from application.chain.readmodels.rows import OneRowPerEvent, check_rows, event_time
 from application.store.chain import ChainStore
-from domain.decision import Decision
+from domain.decision import Decision, stored_record
 
 
 def _same(store: ChainStore, row: dict, state: dict) -> bool:
-    record = state["record"]
+    record = stored_record(state)  # the row was written from the event as replay reads it: upcast
     return (
         json.loads(row["record"]) == record
         and bool(row["allowed"]) == bool(record.get("allowed"))
