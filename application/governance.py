@@ -95,9 +95,11 @@ class Governance(Application):
         self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts, clock)
         self.closures = Closures(self.policies)  # dependency closures, judged, never recorded
         self.synthesis = Synthesis(CountReads(self.recorder), self.impacts, self.policies.require_workspace)
-        self.facts = Overview(OverviewReads(self.recorder), self.readmodel, self.policies.require_workspace)
         # known-malware advisories, deployment-wide: `gov.advisories.import_records(...)`
         self.advisories = Advisories(self.repository, self.save, self.readmodel, self.recorder)
+        self.facts = Overview(
+            OverviewReads(self.recorder), self.readmodel, self.advisories, self.policies.require_workspace
+        )
         self.index = PackageIndex(
             self.policies,
             self.writer,
