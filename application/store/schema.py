@@ -48,8 +48,9 @@ DDL = (
     "CREATE INDEX IF NOT EXISTS rcp_decisions_by_package ON {decisions} (workspace, language, name, at, id)",
     "DROP INDEX IF EXISTS {in_schema}rcp_decisions_by_name",  # superseded by rcp_decisions_by_package
     # Names the upstream did not have (`ReadModel.reason_names`): a period's are one range of
-    # this index however many other decisions it holds. Its queries name the reason as written
-    # here (a bound parameter would not let either store use a partial index).
+    # this index however many other decisions it holds. Its queries spell the reason out: a
+    # generic plan of a prepared statement (psycopg prepares a statement run often) cannot use a
+    # partial index whose condition is a bound parameter.
     f"CREATE INDEX IF NOT EXISTS rcp_decisions_not_found ON {{decisions}} (workspace, at) "
     f"WHERE reason = '{NOT_FOUND_UPSTREAM}'",
     "CREATE TABLE IF NOT EXISTS {tokens} (id TEXT PRIMARY KEY, workspace TEXT NOT NULL, "

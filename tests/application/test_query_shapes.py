@@ -191,3 +191,22 @@ def test_synthesis_reads_the_decision_counts_and_never_the_decisions(pg_app):
         "decision_counts_pkey"
     )
     assert all(bound in seek["Index Cond"] for bound in ("workspace =", "day >=", "day <="))
+
+
+def test_the_overviews_watch_lists_read_the_not_found_index_and_the_fetch_rollup(pg_app):
+    pg_app.create_workspace("acme", by="founder")
+    sandbox = pg_app.authenticate(pg_app.issue_token("acme", "sbx", "sandbox", by="a")["token"])
+    pg_app.evaluation.evaluate("acme", "python", ["p1", "torch"], context={"sandbox": "s1"})  # other decisions
+    principal = pg_app.index.authenticate(pg_app.index.runs.start("acme", sandbox)["token"])
+    pg_app.index.gate.not_found(principal, "python", "slop", "page")
+    spy = Statements(pg_app.recorder)
+    today = datetime.now(UTC).date()
+    answer = pg_app.facts.overview("acme", today - timedelta(days=29), today, today - timedelta(days=6))
+    assert [n["name"] for n in answer["unknown"]["shown"]] == ["slop"]
+    plans = dict(zip((s for s, _ in spy.seen), spy.plans(), strict=True))
+    (unknown,) = [p for s, p in plans.items() if "reason =" in s and "GROUP BY" in s]
+    (seek,) = [n for n in scans(unknown) if n.get("Relation Name", "").endswith("rcp_decisions")]
+    assert seek["Index Name"] == "rcp_decisions_not_found" and "at >=" in seek["Index Cond"]
+    (rollup,) = [p for s, p in plans.items() if "impact_versions" in s]
+    (seek,) = [n for n in scans(rollup) if n.get("Relation Name", "").endswith("impact_versions")]
+    assert seek["Index Name"].endswith("impact_versions_pkey") and "day >=" in seek["Index Cond"]
