@@ -2,8 +2,9 @@
 changes, known malware fetched, and names the upstream did not have.
 
 All of it comes from read models: the decision counts (one row per workspace, day, language,
-name, outcome and sandbox, written with the decisions), the per-version fetch rollup (checked in
-memory against the imported advisories, so a fetch made before its advisory was imported counts),
+name, outcome and sandbox, written with the decisions), the per-version fetch rollup of the
+packages an advisory names (checked in memory against the advisories' affected versions, so a
+fetch made before its advisory was imported counts),
 the partial index of not-found decisions and the change index, so the page costs the same at a
 thousand recorded decisions as at a million.
 """
@@ -46,9 +47,16 @@ class Overview:
             "top_denied": self._most_denied(workspace, top_since, last_day, egress=False),
             "egress_denied": self._most_denied(workspace, top_since, last_day, egress=True),
             "changes": self.latest_changes(workspace),
-            "exposures": _watched(self.advisories.exposed(self.counts.fetched_versions(workspace, first, last))),
+            "exposures": _watched(self._exposures(workspace, first, last)),
             "unknown": self._unknown_names(workspace, first_day),
         }
+
+    def _exposures(self, workspace: str, first: str, last: str) -> list[dict]:
+        """The packages used in the period (one row each) that an advisory names, then only
+        their rows of the fetch rollup."""
+        used = self.counts.installs_by_name(workspace, first, last)
+        named = [(r["language"], r["name"]) for r in used if self.advisories.names(r["language"], r["name"])]
+        return self.advisories.exposed(self.counts.fetched_versions(workspace, first, last, named))
 
     def _unknown_names(self, workspace: str, first_day: date) -> dict:
         """Those asked by the most sandboxes first; whether each exists now is asked of the

@@ -55,4 +55,6 @@ COUNT_DDL = (
     "sandbox TEXT NOT NULL, allowed {bool} NOT NULL, uploaded_at TEXT NOT NULL, install_scripts TEXT NOT NULL, "
     "first_at TEXT NOT NULL, installs INTEGER NOT NULL, "
     "PRIMARY KEY (workspace, day, language, name, version, sdist, sandbox, allowed)){norowid}",
+    # A few packages' rows of a period (those an advisory names): one range each, not the period's.
+    "CREATE INDEX IF NOT EXISTS rcp_impact_versions_by_name ON {impact_versions} (workspace, language, name, day)",
 )

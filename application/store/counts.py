@@ -171,12 +171,19 @@ class CountReads(ReadModel):
             (workspace, today, start_day),
         )
 
-    def fetched_versions(self, workspace: str, start_day: str, end_day: str) -> list[dict]:
-        """Downloads over [start_day, end_day] per day, version, sandbox and outcome, with the facts judged."""
+    def fetched_versions(
+        self, workspace: str, start_day: str, end_day: str, names: list[tuple[str, str]] | None = None
+    ) -> list[dict]:
+        """Downloads over [start_day, end_day] per day, version, sandbox and outcome, with the facts
+        judged; only of these (language, name) `names` when given (a range of
+        rcp_impact_versions_by_name each)."""
+        if names is not None and not names:
+            return []
+        of = "" if names is None else " AND (" + " OR ".join(["(language = %s AND name = %s)"] * len(names)) + ")"
         rows = self._rows(
             "SELECT language, name, version, sdist, sandbox, allowed, uploaded_at, install_scripts, first_at, installs "
-            "FROM {impact_versions} WHERE workspace = %s AND day >= %s AND day <= %s",
-            (workspace, start_day, end_day),
+            f"FROM {{impact_versions}} WHERE workspace = %s AND day >= %s AND day <= %s{of}",
+            (workspace, start_day, end_day, *[v for pair in names or () for v in pair]),
         )
         return [
             {**row, "sdist": bool(row["sdist"]), "allowed": bool(row["allowed"]), "installs": int(row["installs"])}

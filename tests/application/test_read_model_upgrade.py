@@ -53,7 +53,11 @@ def test_an_older_store_without_events_gets_the_tables_of_this_version(database_
     sql = app.recorder.dialect.sql
     for statement in (
         "DROP TABLE {impact_versions}",
-        "CREATE TABLE {impact_versions} (workspace TEXT NOT NULL, day TEXT NOT NULL, version TEXT NOT NULL)",
+        # version 4's, without `allowed`
+        "CREATE TABLE {impact_versions} (workspace TEXT NOT NULL, day TEXT NOT NULL, language TEXT NOT NULL, "
+        "name TEXT NOT NULL, version TEXT NOT NULL, sdist BOOLEAN NOT NULL, sandbox TEXT NOT NULL, "
+        "uploaded_at TEXT NOT NULL, install_scripts TEXT NOT NULL, first_at TEXT NOT NULL, "
+        "installs INTEGER NOT NULL, PRIMARY KEY (workspace, day, language, name, version, sdist, sandbox))",
         "UPDATE {read_model} SET version = 4",
     ):
         app.recorder.execute(sql(statement))
