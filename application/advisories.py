@@ -146,13 +146,17 @@ class Advisories:
         rollup, `CountReads.fetched_versions`) of a version it affects, whenever it was
         imported: its packages and versions, how many fetches and sandboxes. Most sandboxes first."""
         found: dict[str, dict] = {}
+        judged: dict[tuple[str, str, str], list[str]] = {}  # a version's rows are many (days, sandboxes)
         for row in fetched:
-            language, name = row["language"], row["name"]
+            language, name, version = row["language"], row["name"], row["version"]
             if not row["allowed"] or not self.names(language, name):
                 continue
-            for advisory in self.affecting(language, name, row["version"]):
+            key = (language, name, version)
+            if key not in judged:
+                judged[key] = self.affecting(language, name, version)
+            for advisory in judged[key]:
                 entry = found.setdefault(advisory, {"advisory": advisory, "versions": set(), "fetches": 0, "in": set()})
-                entry["versions"].add((language, name, row["version"]))
+                entry["versions"].add(key)
                 entry["fetches"] += row["installs"]
                 entry["in"].add(row["sandbox"])
         exposed = [
