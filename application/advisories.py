@@ -86,6 +86,11 @@ class Advisories:
         """Whether any advisory names this package (the index's fast path when none does)."""
         return (language, package_name(language, name)) in self._current()
 
+    def named(self, packages: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Those of these (language, name) that an advisory names (`names`, for many at once)."""
+        current = self._current()
+        return [(language, name) for language, name in packages if (language, package_name(language, name)) in current]
+
     @property
     def version(self) -> int:
         self._current()

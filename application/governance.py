@@ -98,7 +98,7 @@ class Governance(Application):
         # known-malware advisories, deployment-wide: `gov.advisories.import_records(...)`
         self.advisories = Advisories(self.repository, self.save, self.readmodel, self.recorder)
         self.facts = Overview(
-            OverviewReads(self.recorder), self.readmodel, self.advisories, self.policies.require_workspace
+            OverviewReads(self.recorder), self.readmodel, self.advisories, self.impacts, self.policies.require_workspace
         )
         self.index = PackageIndex(
             self.policies,

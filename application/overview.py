@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, time
 
 from application.advisories import Advisories
+from application.impact import Impact
 from application.pointintime import describe_change
 from application.store.overview import OverviewReads
 from application.store.reads import ReadModel
@@ -25,10 +26,13 @@ LATEST_CHANGES = 6
 
 
 class Overview:
-    def __init__(self, counts: OverviewReads, readmodel: ReadModel, advisories: Advisories, require_workspace):
+    def __init__(
+        self, counts: OverviewReads, readmodel: ReadModel, advisories: Advisories, impacts: Impact, require_workspace
+    ):
         self.counts = counts
         self.readmodel = readmodel
         self.advisories = advisories
+        self.impacts = impacts
         self.require_workspace = require_workspace
 
     def overview(self, workspace: str, first_day: date, last_day: date, top_since: date) -> dict:
@@ -52,10 +56,9 @@ class Overview:
         }
 
     def _exposures(self, workspace: str, first: str, last: str) -> list[dict]:
-        """The packages used in the period (one row each) that an advisory names, then only
-        their rows of the fetch rollup."""
-        used = self.counts.installs_by_name(workspace, first, last)
-        named = [(r["language"], r["name"]) for r in used if self.advisories.names(r["language"], r["name"])]
+        """The packages used in the period that an advisory names (the impact preview's sums,
+        kept for the days before `last`), then only their rows of the fetch rollup."""
+        named = self.advisories.named(self.impacts.installs(workspace, first, last))
         return self.advisories.exposed(self.counts.fetched_versions(workspace, first, last, named))
 
     def _unknown_names(self, workspace: str, first_day: date) -> dict:
