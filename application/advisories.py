@@ -153,12 +153,11 @@ class Advisories:
         found: dict[str, dict] = {}
         judged: dict[tuple[str, str, str], list[str]] = {}  # a version's rows are many (days, sandboxes)
         for row in fetched:
-            language, name, version = row["language"], row["name"], row["version"]
-            if not row["allowed"] or not self.names(language, name):
+            if not row["allowed"]:
                 continue
-            key = (language, name, version)
+            key = (row["language"], row["name"], row["version"])
             if key not in judged:
-                judged[key] = self.affecting(language, name, version)
+                judged[key] = self.affecting(*key)
             for advisory in judged[key]:
                 entry = found.setdefault(advisory, {"advisory": advisory, "versions": set(), "fetches": 0, "in": set()})
                 entry["versions"].add(key)
