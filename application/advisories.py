@@ -12,6 +12,7 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from eventsourcing.application import AggregateNotFoundError
@@ -85,6 +86,11 @@ class Advisories:
         """Whether any advisory names this package (the index's fast path when none does)."""
         return (language, package_name(language, name)) in self._current()
 
+    def named(self, packages: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Those of these (language, name) that an advisory names (`names`, for many at once)."""
+        current = self._current()
+        return [(language, name) for language, name in packages if (language, package_name(language, name)) in current]
+
     @property
     def version(self) -> int:
         self._current()
@@ -121,19 +127,52 @@ class Advisories:
         if not 1 <= days <= MAX_UNKNOWN_DAYS:
             rule = f"an integer from 1 to {MAX_UNKNOWN_DAYS}"
             raise InvalidInputError(f"days must be {rule}", [FieldError("days", rule)])
-        rows = self._readmodel.reason_names(workspace, NOT_FOUND_UPSTREAM, now - timedelta(days=days), MAX_UNKNOWN)
-        names = [
-            {
-                "name": r["name"],
-                "language": r["language"],
-                "first_asked": iso(r["first_asked"]),
-                "count": r["count"],
-                "sandboxes": r["sandboxes"],
-                "now_exists": self._now_exists(workspace, r["language"], r["name"]),
-            }
-            for r in rows
-        ]
+        names = [self.unknown_name(workspace, r) for r in self.asked_unknown(workspace, now - timedelta(days=days))]
         return {"names": names, "truncated": len(names) == MAX_UNKNOWN}
+
+    def asked_unknown(self, workspace: str, since: datetime) -> list[dict]:
+        """The names asked for since `since` that the upstream did not have, first asked first,
+        at most `MAX_UNKNOWN` (one range of a partial index: see `ReadModel.reason_names`)."""
+        return self._readmodel.reason_names(workspace, NOT_FOUND_UPSTREAM, since, MAX_UNKNOWN)
+
+    def unknown_name(self, workspace: str, asked: dict) -> dict:
+        """One of `asked_unknown` as answered, with `now_exists` (one index seek)."""
+        return {
+            "name": asked["name"],
+            "language": asked["language"],
+            "first_asked": iso(asked["first_asked"]),
+            "count": asked["count"],
+            "sandboxes": asked["sandboxes"],
+            "now_exists": self._now_exists(workspace, asked["language"], asked["name"]),
+        }
+
+    def exposed(self, fetched: Iterable[dict]) -> list[dict]:
+        """Per advisory, the allowed downloads among `fetched` (rows of the per-version fetch
+        rollup, `CountReads.fetched_versions`) of a version it affects, whenever it was
+        imported: its packages and versions, how many fetches and sandboxes. Most sandboxes first."""
+        found: dict[str, dict] = {}
+        judged: dict[tuple[str, str, str], list[str]] = {}  # a version's rows are many (days, sandboxes)
+        for row in fetched:
+            if not row["allowed"]:
+                continue
+            key = (row["language"], row["name"], row["version"])
+            if key not in judged:
+                judged[key] = self.affecting(*key)
+            for advisory in judged[key]:
+                entry = found.setdefault(advisory, {"advisory": advisory, "versions": set(), "fetches": 0, "in": set()})
+                entry["versions"].add(key)
+                entry["fetches"] += row["installs"]
+                entry["in"].add(row["sandbox"])
+        exposed = [
+            {
+                "advisory": e["advisory"],
+                "versions": [{"language": v[0], "name": v[1], "version": v[2]} for v in sorted(e["versions"])],
+                "fetches": e["fetches"],
+                "sandboxes": len(e["in"] - {""}),
+            }
+            for e in found.values()
+        ]
+        return sorted(exposed, key=lambda e: (-e["sandboxes"], -e["fetches"], e["advisory"]))
 
     def _now_exists(self, workspace: str, language: str, name: str) -> bool:
         """Whether the upstream has had the name since it was last not found, as the index saw it

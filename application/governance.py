@@ -94,10 +94,12 @@ class Governance(Application):
         # requests and exceptions: `gov.access.file_request(...)`, `gov.access.approve_request(...)`...
         self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts, clock)
         self.synthesis = Synthesis(CountReads(self.recorder), self.impacts, self.policies.require_workspace)
-        self.facts = Overview(OverviewReads(self.recorder), self.readmodel, self.policies.require_workspace)
         # known-malware advisories, deployment-wide: `gov.advisories.import_records(...)`
         self.advisories = Advisories(self.repository, self.save, self.readmodel, self.recorder)
         self.closures = Closures(self.policies, self.advisories)  # dependency closures, judged, never recorded
+        self.facts = Overview(
+            OverviewReads(self.recorder), self.readmodel, self.advisories, self.impacts, self.policies.require_workspace
+        )
         self.index = PackageIndex(
             self.policies,
             self.writer,

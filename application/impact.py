@@ -118,10 +118,27 @@ class Impact:
                 kept = self._verdicts[workspace] = (version, {})
         return kept[1]
 
+    def installs(self, workspace: str, start: str, today: str) -> dict[tuple[str, str], int]:
+        """Installs per (language, name) over [start, today]: the kept sums of the days before
+        today (see `_past`) and today's."""
+        return self._with_today(self._past(workspace, start, today), workspace, today)
+
     def _period(self, workspace: str, start: str, today: str) -> tuple[dict, dict]:
-        """Installs and sandboxes per package over [start, today]. The days before today no
-        longer change (decisions are stamped when made), so their sums are kept per process and
-        re-read only when a few seeks show those days moved (a write that committed late)."""
+        """Installs and sandboxes per package over [start, today]."""
+        known = self._past(workspace, start, today)
+        new = _grouped(self.counts.sandboxes_new_today(workspace, start, today))
+        return self._with_today(known, workspace, today), _Union(known.sandboxes, new)
+
+    def _with_today(self, known: _Period, workspace: str, today: str) -> dict[tuple[str, str], int]:
+        installs = dict(known.installs)
+        for (language, name), n in _summed(self.counts.installs_by_name(workspace, today, today)).items():
+            installs[(language, name)] = installs.get((language, name), 0) + n
+        return installs
+
+    def _past(self, workspace: str, start: str, today: str) -> _Period:
+        """The sums over [start, today) of a period. Those days no longer change (decisions are
+        stamped when made), so the sums are kept per process and read again only when a few seeks
+        show those days moved (a write that committed late)."""
         past = self.counts.day_installs(workspace, start, _yesterday(today))
         key = (workspace, start, today)
         with self._lock:
@@ -134,11 +151,7 @@ class Impact:
             )
             with self._lock:
                 self._periods = {k: v for k, v in self._periods.items() if k[1:] == key[1:]} | {key: known}
-        installs = dict(known.installs)
-        for (language, name), n in _summed(self.counts.installs_by_name(workspace, today, today)).items():
-            installs[(language, name)] = installs.get((language, name), 0) + n
-        new = _grouped(self.counts.sandboxes_new_today(workspace, start, today))
-        return installs, _Union(known.sandboxes, new)
+        return known
 
     def denied_recently(self, workspace: str, language: str, name: str, days: int = 30) -> int:
         """Denied decisions of one package over the last `days` UTC days, today included."""

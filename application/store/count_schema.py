@@ -46,11 +46,15 @@ COUNT_DDL = (
     "CREATE TABLE IF NOT EXISTS {outcome_days} (workspace TEXT NOT NULL, day TEXT NOT NULL, "
     "allowed {bool} NOT NULL, installs INTEGER NOT NULL, PRIMARY KEY (workspace, day, allowed)){norowid}",
     # What the rules beyond names judge (`domain.rules`), for impact previews of drafted rules:
-    # downloads through the package index per day, version (python: wheel or sdist) and sandbox,
-    # with the facts the index judged at the day's first fetch (`uploaded_at` '' : none given;
-    # `install_scripts` 'true', 'false' or '' : not known) and that fetch's instant.
+    # downloads through the package index per day, version (python: wheel or sdist), sandbox and
+    # outcome, with the facts the index judged at the day's first fetch (`uploaded_at` '' : none
+    # given; `install_scripts` 'true', 'false' or '' : not known) and that fetch's instant. The
+    # overview's malware exposures read its allowed rows (what was delivered).
     "CREATE TABLE IF NOT EXISTS {impact_versions} (workspace TEXT NOT NULL, day TEXT NOT NULL, "
     "language TEXT NOT NULL, name TEXT NOT NULL, version TEXT NOT NULL, sdist {bool} NOT NULL, "
-    "sandbox TEXT NOT NULL, uploaded_at TEXT NOT NULL, install_scripts TEXT NOT NULL, first_at TEXT NOT NULL, "
-    "installs INTEGER NOT NULL, PRIMARY KEY (workspace, day, language, name, version, sdist, sandbox)){norowid}",
+    "sandbox TEXT NOT NULL, allowed {bool} NOT NULL, uploaded_at TEXT NOT NULL, install_scripts TEXT NOT NULL, "
+    "first_at TEXT NOT NULL, installs INTEGER NOT NULL, "
+    "PRIMARY KEY (workspace, day, language, name, version, sdist, sandbox, allowed)){norowid}",
+    # A few packages' rows of a period (those an advisory names): one range each, not the period's.
+    "CREATE INDEX IF NOT EXISTS rcp_impact_versions_by_name ON {impact_versions} (workspace, language, name, day)",
 )

@@ -31,8 +31,8 @@ _UPSERT = {
     "outcome_day": "INSERT INTO {outcome_days} AS c VALUES (%s, %s, %s, %s) "
     "ON CONFLICT (workspace, day, allowed) DO UPDATE SET installs = c.installs + excluded.installs",
     # The facts of the day's first fetch are kept (as they were known then).
-    "version_day": "INSERT INTO {impact_versions} AS c VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-    "ON CONFLICT (workspace, day, language, name, version, sdist, sandbox) DO UPDATE SET "
+    "version_day": "INSERT INTO {impact_versions} AS c VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+    "ON CONFLICT (workspace, day, language, name, version, sdist, sandbox, allowed) DO UPDATE SET "
     "installs = c.installs + excluded.installs, "
     "uploaded_at = CASE WHEN excluded.first_at < c.first_at THEN excluded.uploaded_at ELSE c.uploaded_at END, "
     "install_scripts = CASE WHEN excluded.first_at < c.first_at THEN excluded.install_scripts "
@@ -71,8 +71,8 @@ def count_statements(dialect, events) -> list[tuple[str, tuple]]:
 
 
 def _version_rows(events) -> list[tuple]:
-    """Downloads whose decision recorded the facts judged (`context.version`), summed per key,
-    each key with the facts and instant of its first fetch in these events."""
+    """Downloads whose decision recorded the facts judged (`context.version`), allowed or refused,
+    summed per key, each key with the facts and instant of its first fetch in these events."""
     found: dict[tuple, list] = {}
     for e in events:
         if not isinstance(e, Decision.Recorded):
@@ -93,6 +93,7 @@ def _version_rows(events) -> list[tuple]:
             version,
             sdist,
             context.get("sandbox") or "",
+            bool(r["allowed"]),
         )
         scripts = context.get("install_scripts")
         facts = [
@@ -170,15 +171,30 @@ class CountReads(ReadModel):
             (workspace, today, start_day),
         )
 
-    def fetched_versions(self, workspace: str, start_day: str, end_day: str, languages: list[str]) -> list[dict]:
-        """Downloads of `languages` over [start_day, end_day] per day, version and sandbox, with
-        the facts judged (`sdist` as the store spells a boolean)."""
-        return self._rows(
-            "SELECT language, name, version, sdist, sandbox, uploaded_at, install_scripts, first_at, installs "
-            "FROM {impact_versions} WHERE workspace = %s AND day >= %s AND day <= %s "
-            f"AND language IN ({', '.join(['%s'] * len(languages))})",
-            (workspace, start_day, end_day, *languages),
+    def fetched_versions(
+        self,
+        workspace: str,
+        start_day: str,
+        end_day: str,
+        languages: list[str] | None = None,
+        names: list[tuple[str, str]] | None = None,
+    ) -> list[dict]:
+        """Downloads over [start_day, end_day] per day, version, sandbox and outcome, with the facts
+        judged; only of these `languages`, and only of these (language, name) `names` (a range of
+        rcp_impact_versions_by_name each), when given."""
+        if (names is not None and not names) or (languages is not None and not languages):
+            return []
+        of = "" if names is None else " AND (" + " OR ".join(["(language = %s AND name = %s)"] * len(names)) + ")"
+        of += "" if languages is None else f" AND language IN ({', '.join(['%s'] * len(languages))})"
+        rows = self._rows(
+            "SELECT language, name, version, sdist, sandbox, allowed, uploaded_at, install_scripts, first_at, installs "
+            f"FROM {{impact_versions}} WHERE workspace = %s AND day >= %s AND day <= %s{of}",
+            (workspace, start_day, end_day, *[v for pair in names or () for v in pair], *(languages or ())),
         )
+        return [
+            {**row, "sdist": bool(row["sdist"]), "allowed": bool(row["allowed"]), "installs": int(row["installs"])}
+            for row in rows
+        ]
 
     def allowed_by_name_and_sandbox(self, workspace: str, start_day: str, end_day: str, language: str) -> list[dict]:
         """Allowed decisions of one language (or 'egress') over [start_day, end_day], summed per

@@ -1,16 +1,17 @@
 """The Overview's aggregates over the decision-count read model (`count_schema`): sums per day,
 and the most denied names with their sandboxes. Each reads one row per (day, name, outcome,
 sandbox) key of the period, never the decisions themselves; the most-denied lists read only the
-denied keys (the partial index `rcp_denied_counts`)."""
+denied keys (the partial index `rcp_denied_counts`). The per-version fetch rollup comes with
+`CountReads`."""
 
 from __future__ import annotations
 
 from datetime import date
 
-from application.store.reads import ReadModel
+from application.store.counts import CountReads
 
 
-class OverviewReads(ReadModel):
+class OverviewReads(CountReads):
     def counts_per_day(self, workspace: str, first_day: date, last_day: date) -> list[dict]:
         rows = self._rows(
             "SELECT day, allowed, installs FROM {outcome_days} WHERE workspace = %s AND day >= %s AND day <= %s",

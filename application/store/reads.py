@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 
+from domain.decision import NOT_FOUND_UPSTREAM
 from domain.patterns import patterns_for
 from domain.specs import deny_key
 
@@ -17,6 +18,8 @@ _BY_TOKEN = (
     "AND a.version = {changes}.version) AS by_token"
 )
 DECISION_FILTERS = ("language", "name", "allowed", "reason", "source", "sandbox", "kind")
+# The reasons whose decisions have a partial index (`schema`), written into its queries as is.
+PARTIAL_REASONS = (NOT_FOUND_UPSTREAM,)
 
 
 # "The version at T": the last change made at or before T (one seek of rcp_changes_by_instant).
@@ -250,11 +253,13 @@ class ReadModel:
 
     def reason_names(self, workspace: str, reason: str, since: datetime, limit: int) -> list[dict]:
         """The names decided with one reason since an instant: when first, how often, and by
-        which sandboxes (one range of rcp_decisions_by_time, grouped)."""
+        which sandboxes (one range of the reason's partial index, `PARTIAL_REASONS`, grouped)."""
+        if reason not in PARTIAL_REASONS:
+            raise ValueError(f"no index of the decisions with reason {reason!r}")
         rows = self._rows(
             "SELECT language, name, sandbox, MIN(at) AS at, COUNT(*) AS n FROM {decisions} "
-            "WHERE workspace = %s AND at >= %s AND reason = %s GROUP BY language, name, sandbox",
-            (workspace, self._ts(since), reason),
+            f"WHERE workspace = %s AND at >= %s AND reason = '{reason}' GROUP BY language, name, sandbox",
+            (workspace, self._ts(since)),
         )
         names: dict[tuple, dict] = {}
         for row in rows:

@@ -22,8 +22,9 @@ from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, TABLES
 
 # 3: impact_versions, and the changes rows of rules beyond names; 4: console sessions are a read
-# model of their events; 5: decisions' records in their version 2 shape (`params`, no `message`)
-READ_MODEL_VERSION = 5
+# model of their events; 5: decisions' records in their version 2 shape (`params`, no `message`);
+# 6: impact_versions keeps allowed and refused downloads apart
+READ_MODEL_VERSION = 6
 DERIVED = tuple(t for t in TABLES if t != "read_model")
 BATCH = 1000
 
@@ -43,11 +44,12 @@ def upgrade_read_models(recorder, mapper, snapshots_table: str | None = None) ->
             return False
         curs.execute(f"SELECT 1 FROM {events} LIMIT 1")
         rebuild = curs.fetchone() is not None
+        # Made again even when empty: a table whose columns changed is not altered by its DDL.
+        for table in DERIVED:
+            curs.execute(f"DROP TABLE IF EXISTS {dialect.table(table)}")
+        for statement in DDL:
+            curs.execute(dialect.sql(statement))
         if rebuild:
-            for table in DERIVED:
-                curs.execute(f"DROP TABLE IF EXISTS {dialect.table(table)}")
-            for statement in DDL:
-                curs.execute(dialect.sql(statement))
             _replay(curs, dialect, events, mapper)
             if snapshots_table is not None:
                 curs.execute(f"DELETE FROM {dialect.library_table(snapshots_table)}")

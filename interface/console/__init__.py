@@ -26,7 +26,7 @@ from interface.console import (  # noqa: F401 - importing a page module register
     packages,
     time_travel,
 )
-from interface.console.forms import TITLES, field_label
+from interface.console.forms import RULE_WORDS, TITLES, field_label
 from interface.console.session import blueprint
 from interface.problems import HTTPProblem, status_of
 from interface.services import services
@@ -75,7 +75,7 @@ def install(app: Flask) -> None:
     app.session_interface = ConsoleSessions()
     CSRFProtect(app)
     app.jinja_env.filters.update(when=when, field_label=field_label)
-    app.jinja_env.globals.update(titles=TITLES)
+    app.jinja_env.globals.update(titles=TITLES, rule_words=RULE_WORDS)
     app.register_blueprint(blueprint)
     # A person opening the service's address lands in the console (its sign-in when signed out).
     app.add_url_rule("/", "root", lambda: redirect(url_for("console.home")))

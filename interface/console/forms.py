@@ -39,6 +39,18 @@ LABELS = {
 # The rule that refuses install-time code, per language (`domain.rules`); inputs of the rules are
 # named after the fields the API names in errors (`node-rules-min_release_age-age`).
 REFUSING_RULE = {"python": "sdists", "node": "install_scripts"}
+# The rules beyond names, their parts and actions in words: the Packages page labels its inputs
+# with them, and Time travel says with them which rules were in force.
+RULE_WORDS = {
+    "min_release_age": "Minimum release age",
+    "exempt": "Never too new",
+    "versions_deny": "Denied versions",
+    "sdists": "Wheels only: refuse source distributions",
+    "install_scripts": "Refuse versions that run install scripts",
+    "allow": "Allowed anyway",
+    "enforce": "Enforce: hide the version",
+    "monitor": "Monitor: serve it, record what the rule would do",
+}
 
 
 def _rule_inputs(language: str) -> tuple[str, ...]:

@@ -1,7 +1,8 @@
 """The Overview, the console's landing page: what the sandboxes were told in the last month.
 
 Every number links into the audit log filtered to exactly the decisions it counts, so a bar,
-a package or a sandbox leads to the decisions behind it. The facts come from read models
+a package or a sandbox leads to the decisions behind it; a malware exposure leads to every fetch
+of the versions its advisory affects (`exposure`). The facts come from read models
 (`Overview.overview`), never from a scan of the decisions.
 """
 
@@ -9,9 +10,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from flask import render_template, url_for
+from flask import render_template, request, url_for
 
+from application.overview import WATCHED
 from interface.console.charts import day_bars
+from interface.console.instants import instant
 from interface.console.session import blueprint, caller, governance
 
 CHART_DAYS = 30
@@ -34,7 +37,16 @@ def overview():
         week={"from": week_start.isoformat(), "to": today.isoformat()},
         top_days=TOP_DAYS,
         pending=pending_requests(),
+        watched=WATCHED,
     )
+
+
+@blueprint.get("/advisories/<advisory>")
+def exposure(advisory: str):
+    """Every allowed fetch of a version the advisory affects, from a day on (the Overview's first)."""
+    start = instant(request.args.get("from"), "from")
+    found = governance().advisory_exposure(caller()["workspace"], advisory, start, None)
+    return render_template("console/exposure.html", exposure=found, start=request.args.get("from", ""))
 
 
 def pending_requests() -> dict:

@@ -14,6 +14,7 @@ import pytest
 
 from application.governance import Governance
 from application.store import store_env
+from domain.rules import VersionFacts
 
 pytestmark = pytest.mark.postgres
 
@@ -216,3 +217,28 @@ def test_synthesis_reads_the_decision_counts_and_never_the_decisions(pg_app):
         "decision_counts_pkey"
     )
     assert all(bound in seek["Index Cond"] for bound in ("workspace =", "day >=", "day <="))
+
+
+def test_the_overviews_watch_lists_read_the_not_found_index_and_the_named_packages_fetch_rollup(pg_app):
+    pg_app.create_workspace("acme", by="founder")
+    sandbox = pg_app.authenticate(pg_app.issue_token("acme", "sbx", "sandbox", by="a")["token"])
+    pg_app.evaluation.evaluate("acme", "python", ["p1", "torch"], context={"sandbox": "s1"})  # other decisions
+    principal = pg_app.index.authenticate(pg_app.index.runs.start("acme", sandbox)["token"])
+    pg_app.index.gate.not_found(principal, "python", "slop", "page")
+    wheel, facts = "evil-1.0-py3-none-any.whl", VersionFacts("1.0", datetime.now(UTC) - timedelta(days=9))
+    assert pg_app.index.gate.judge(principal, "python", "evil", "download", wheel, "1.0", lambda: facts)["allowed"]
+    affected = [{"package": {"ecosystem": "PyPI", "name": "evil"}, "versions": ["1.0"]}]
+    pg_app.advisories.import_records([{"id": "MAL-1", "affected": affected}], by="a")
+    spy = Statements(pg_app.recorder)
+    today = datetime.now(UTC).date()
+    answer = pg_app.facts.overview("acme", today - timedelta(days=29), today, today - timedelta(days=6))
+    assert [n["name"] for n in answer["unknown"]["shown"]] == ["slop"]
+    assert [(e["advisory"], e["fetches"]) for e in answer["exposures"]["shown"]] == [("MAL-1", 1)]
+    plans = dict(zip((s for s, _ in spy.seen), spy.plans(), strict=True))
+    (unknown,) = [p for s, p in plans.items() if "reason =" in s and "GROUP BY" in s]
+    (seek,) = [n for n in scans(unknown) if n.get("Relation Name", "").endswith("rcp_decisions")]
+    assert seek["Index Name"] == "rcp_decisions_not_found" and "at >=" in seek["Index Cond"]
+    (rollup,) = [p for s, p in plans.items() if "impact_versions" in s]
+    (seek,) = [n for n in scans(rollup) if n.get("Relation Name", "").endswith("impact_versions")]
+    assert seek["Index Name"] == "rcp_impact_versions_by_name"
+    assert all(bound in seek["Index Cond"] for bound in ("workspace =", "language =", "name =", "day >="))

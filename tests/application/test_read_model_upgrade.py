@@ -44,3 +44,27 @@ def test_a_new_store_starts_at_the_current_version(database_url):
         assert [r["version"] for r in version] == [READ_MODEL_VERSION]
     finally:
         app.close()
+
+
+def test_an_older_store_without_events_gets_the_tables_of_this_version(database_url):
+    """A table whose columns changed is made again even with no events to replay: its DDL would
+    leave the old one in place."""
+    app = Governance(env=store_env(database_url))
+    sql = app.recorder.dialect.sql
+    for statement in (
+        "DROP TABLE {impact_versions}",
+        # version 4's, without `allowed`
+        "CREATE TABLE {impact_versions} (workspace TEXT NOT NULL, day TEXT NOT NULL, language TEXT NOT NULL, "
+        "name TEXT NOT NULL, version TEXT NOT NULL, sdist BOOLEAN NOT NULL, sandbox TEXT NOT NULL, "
+        "uploaded_at TEXT NOT NULL, install_scripts TEXT NOT NULL, first_at TEXT NOT NULL, "
+        "installs INTEGER NOT NULL, PRIMARY KEY (workspace, day, language, name, version, sdist, sandbox))",
+        "UPDATE {read_model} SET version = 4",
+    ):
+        app.recorder.execute(sql(statement))
+    app.close()
+
+    reopened = Governance(env=store_env(database_url))
+    try:
+        assert reopened.recorder.fetch(sql("SELECT allowed, installs FROM {impact_versions}")) == []
+    finally:
+        reopened.close()

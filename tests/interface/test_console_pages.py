@@ -145,3 +145,22 @@ def test_a_package_page_shows_the_versions_the_index_hid_and_why(live, app):
     assert "reason=version-denied" in link and _count(console, link) == 1
     quiet = console.get("/console/packages/python/beta", **{"from": saved["changed_at"][:10]})
     assert "The index hid no version of beta in this period" in quiet.plain
+
+
+def test_time_travel_shows_the_rules_in_force_then_in_the_packages_page_words(live):
+    rules = {"min_release_age": {"age": "P3D", "exempt": ["@acme/*"]}, "install_scripts": {"allow": ["esbuild"]}}
+    first = api(live, "PUT", "/policy", {"note": "cool down", "node": {"rules": rules}})
+    later = {"versions_deny": {"entries": ["requests<2.20"], "action": "monitor"}, "sdists": {"allow": []}}
+    api(live, "PUT", "/policy", {"python": {"rules": later}})
+    console = signed_in(live, "auditor")
+    then = console.get("/console/time-travel", at=first["changed_at"]).plain
+    node = "Node: denylist Allow list (empty) Deny list (empty) Rules beyond names"
+    assert (
+        f"{node} Minimum release age: P3D; never too new: @acme/*. Enforce: hide the version."
+        " Refuse versions that run install scripts; allowed anyway: esbuild. Enforce: hide the version." in then
+    )
+    assert "Python: denylist Allow list (empty) Deny list (empty) Rules beyond names (none)" in then
+    assert "Denied versions" not in then and "Wheels only" not in then
+    now = console.get("/console/time-travel", at="2999-01-01 00:00").plain
+    assert "Denied versions: requests<2.20. Monitor: serve it, record what the rule would do." in now
+    assert "Wheels only: refuse source distributions. Enforce: hide the version." in now

@@ -38,7 +38,7 @@ KEYS = {
     "impact_names": ("day", "language", "name"),
     "impact_days": ("day",),
     "impact_sandboxes": ("language", "name", "sandbox"),
-    "impact_versions": ("day", "language", "name", "version", "sdist", "sandbox"),
+    "impact_versions": ("day", "language", "name", "version", "sdist", "sandbox", "allowed"),
     "console_sessions": ("id",),
 }
 _OF_WORKSPACE = {"run_decisions": "decision IN (SELECT id FROM {decisions} WHERE workspace = %s)"}
