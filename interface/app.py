@@ -25,6 +25,7 @@ def create_app(env: Mapping[str, str] | None = None, governance: Governance | No
     app.register_blueprint(api.blueprint)
     console.install(app)  # the admin console at /console: blueprint, secret key, CSRF
     app.register_blueprint(api.operations.blueprint)
+    api.evaluate_path.install(app)  # the hot path in front of Flask
     index.install(app)  # the package index: /pypi/{ws}/simple/ and /npm/{ws}/
     if settings.proxy_hops:  # behind TLS-terminating proxies: HTTPS as the client saw it (Secure cookies)
         n = settings.proxy_hops

@@ -70,11 +70,13 @@ def field_errors(error: ValidationError) -> list[FieldError]:
     return found
 
 
+def governance_problem(error: GovernanceError) -> Response:
+    headers, phrase = getattr(error, "headers", None), getattr(error, "phrase", None)
+    return problem(status_of(error), error.title, error.detail, error.errors, headers, phrase)
+
+
 def install(app: Flask) -> None:
-    @app.errorhandler(GovernanceError)
-    def _governance(error: GovernanceError):
-        headers, phrase = getattr(error, "headers", None), getattr(error, "phrase", None)
-        return problem(status_of(error), error.title, error.detail, error.errors, headers, phrase)
+    app.errorhandler(GovernanceError)(governance_problem)
 
     @app.errorhandler(ValidationError)
     def _validation(error: ValidationError):

@@ -308,6 +308,7 @@ class ChainStore:
 class _Transaction:
     def __init__(self, cursor, dialect: Dialect, events_table: str):
         self.cursor = cursor
+        self.postgres = dialect.schema is not None
         self.render = lambda template: render(dialect, events_table, template)
 
     def run(self, template: str, params=()) -> None:
@@ -318,8 +319,19 @@ class _Transaction:
         return [dict(row) for row in self.cursor.fetchall()]
 
     def many(self, template: str, params: list) -> None:
-        if params:
-            self.cursor.executemany(self.render(template), params)
+        """One `INSERT … VALUES (…)` template, many rows. PostgreSQL: one statement of every row
+        (executemany sends, and the server parses and plans, one statement per row: most of a
+        sealing round's cost); SQLite's executemany steps one prepared statement."""
+        if not params:
+            return
+        text = self.render(template)
+        if not self.postgres:
+            self.cursor.executemany(text, params)
+            return
+        head, values = text.split(" VALUES ", 1)
+        values, tail = values.split(")", 1)
+        rows = ", ".join([values + ")"] * len(params))
+        self.cursor.execute(f"{head} VALUES {rows}{tail}", [v for row in params for v in row])
 
     def head(self, workspace: str) -> dict | None:
         rows = self.rows("SELECT seq, link FROM {chain_heads} WHERE workspace = %s", (workspace,))

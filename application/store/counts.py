@@ -1,8 +1,8 @@
 """Decision counts: rows summed per key and upserted in the decisions' own transaction, and the
 queries over them.
 
-A group-commit batch of a thousand decisions becomes one upsert per distinct key, not a
-thousand inserts. See `count_schema` for the tables.
+A group-commit batch of a thousand decisions becomes one multi-row upsert per table, of one row
+per distinct key, not a thousand inserts. See `count_schema` for the tables.
 """
 
 from __future__ import annotations
@@ -50,7 +50,10 @@ def count_key(e) -> tuple:
     return e.workspace, day, language, r.get("name") or "", bool(r["allowed"]), sandbox
 
 
-def count_statements(dialect, events) -> list[tuple[str, tuple]]:
+def count_upserts(dialect, events) -> list[tuple[str, list[tuple]]]:
+    """(upsert, rows) per rollup table these events touch: each table's rows summed per key, so
+    no key comes twice and the rows can go as one multi-row upsert (PostgreSQL refuses a
+    statement that updates one row twice)."""
     counts: Counter = Counter(count_key(e) for e in events if isinstance(e, Decision.Recorded))
     rows = [("count", (*key, n)) for key, n in counts.items()]
     names, days, outcomes = Counter(), Counter(), Counter()
@@ -67,7 +70,10 @@ def count_statements(dialect, events) -> list[tuple[str, tuple]]:
     rows += [("day", (*key, n)) for key, n in days.items()]
     rows += [("outcome_day", (*key, n)) for key, n in outcomes.items()]
     rows += [("version_day", params) for params in _version_rows(events)]
-    return [(dialect.sql(_UPSERT[kind]), params) for kind, params in rows]
+    tables: dict[str, list[tuple]] = {}
+    for kind, params in rows:
+        tables.setdefault(kind, []).append(params)
+    return [(dialect.sql(_UPSERT[kind]), found) for kind, found in tables.items()]
 
 
 def _version_rows(events) -> list[tuple]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from application.store.access_projection import access_statements
-from application.store.counts import count_statements
+from application.store.counts import count_upserts
 from application.store.schema import Dialect
 from domain.decision import Decision, DecisionRecord
 from domain.delivery import Delivery
@@ -44,7 +44,8 @@ def read_model_statements(dialect: Dialect, saved_events, workspaces: dict) -> l
 
     Every refusal must be the database's (a constraint, the owner guard): a Python exception here
     would only stop the save before anything is sent."""
-    statements = rows_for_events(saved_events, workspaces, dialect) + count_statements(dialect, saved_events)
+    statements = rows_for_events(saved_events, workspaces, dialect)
+    statements += [ManyRows.of(upsert, tuple(rows)) for upsert, rows in count_upserts(dialect, saved_events)]
     statements += access_statements(dialect, saved_events, workspaces)
     for e in saved_events:
         if isinstance(e, Token.Revoked):
@@ -132,7 +133,14 @@ class ManyRows:
     head: str  # INSERT INTO t (columns)
     values: str  # (%s, %s, ...)
     rows: tuple[tuple, ...]
-    tail: str = ""  # RETURNING ...
+    tail: str = ""  # RETURNING ..., ON CONFLICT ...
+
+    @classmethod
+    def of(cls, statement: str, rows: tuple[tuple, ...]) -> ManyRows:
+        """From a one-row statement, `head VALUES (values) tail`."""
+        head, rest = statement.split(" VALUES ", 1)
+        values, tail = rest.split(")", 1)
+        return cls(head, values + ")", rows, tail)
 
     def statements(self) -> list[tuple[str, tuple]]:
         """SQLite: statements of at most BATCH_ROWS rows, every value a parameter."""
@@ -155,8 +163,7 @@ def batched(dialect: Dialect, rows: list[tuple[str, tuple]]) -> list:
     for kind, group in itertools.groupby(rows, key=lambda row: row[0]):
         params = [p for _, p in group]
         if kind in _MANY:
-            head, values = dialect.sql(_INSERT[kind]).split(" VALUES ", 1)
-            statements.append(ManyRows(head, values, tuple(params)))
+            statements.append(ManyRows.of(dialect.sql(_INSERT[kind]), tuple(params)))
         else:  # workspaces, tokens, revocations: rare, one statement each
             statements += [(dialect.sql(_INSERT[kind]), p) for p in params]
     return statements

@@ -6,7 +6,7 @@ Importing this package registers every route; the app factory registers `bluepri
 
 from __future__ import annotations
 
-from interface.api import access, advisories, audit, closure, operations, runs, synthesis, views  # noqa: F401 - importing a view module registers its routes
+from interface.api import access, advisories, audit, closure, evaluate_path, operations, runs, synthesis, views  # noqa: F401 - importing a view module registers its routes
 from interface.api.blueprint import W, api, blueprint
 
-__all__ = ["W", "api", "blueprint", "operations"]
+__all__ = ["W", "api", "blueprint", "evaluate_path", "operations"]

@@ -12,12 +12,16 @@ from domain.token import READ_ONLY_ROLES, RECORDING_RIGHT, role_allows
 from interface.problems import HTTPProblem
 
 
-def authenticate(governance, remembered: bool = False) -> dict:
-    header = request.headers.get("Authorization", "")
+def bearer_caller(governance, header: str, remembered: bool = False) -> dict | None:
+    """The caller an `Authorization` header's bearer token names; None for none or a bad one."""
     scheme, _, secret = header.partition(" ")
-    caller = (
+    return (
         governance.authenticate(secret.strip(), remembered) if scheme.lower() == "bearer" and secret.strip() else None
     )
+
+
+def authenticate(governance, remembered: bool = False) -> dict:
+    caller = bearer_caller(governance, request.headers.get("Authorization", ""), remembered)
     if caller is None:
         raise HTTPProblem(
             401,

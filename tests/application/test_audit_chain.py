@@ -324,3 +324,28 @@ def test_a_row_changed_in_a_read_model_alone_is_named(recorded, tamper, table, s
     tamper.sql(statement)
     result = recorded.chain.verify("acme")
     assert result["problem"] == problem and result["detail"].startswith(f"the {table} table"), result
+
+
+def test_a_sealing_round_writes_its_links_in_one_statement_on_postgresql():
+    """executemany would send (and the server parse and plan) one INSERT per link."""
+    from application.store.chain import _Transaction
+    from application.store.schema import postgres_dialect
+
+    class Cursor:
+        def __init__(self):
+            self.sent = []
+
+        def execute(self, text, params=()):
+            self.sent.append((text, list(params)))
+
+        def executemany(self, text, params):
+            self.sent.extend((text, list(p)) for p in params)
+
+    cursor = Cursor()
+    _Transaction(cursor, postgres_dialect("s"), "events").seal(
+        [("ws", 1, 10, "a", 1, "h1", "l1"), ("ws", 2, 11, "b", 1, "h2", "l2")], {"ws": (2, "l2")}, 11
+    )
+    links, heads, position = cursor.sent
+    assert links[0].count("(%s, %s, %s, %s, %s, %s, %s)") == 2 and len(links[1]) == 14
+    assert heads[0].endswith("DO UPDATE SET seq = excluded.seq, link = excluded.link") and len(heads[1]) == 3
+    assert position[1] == [11]

@@ -50,3 +50,29 @@ def test_counts_outside_the_period_and_bad_days(app, workspace):
     with pytest.raises(InvalidInputError) as refused:
         app.impacts.decision_counts(workspace, "2026-13-01", day)
     assert refused.value.errors[0].field == "start_day"
+
+
+def test_a_batch_upserts_each_rollup_table_in_one_statement(app, workspace):
+    from application.evaluation import decision_records
+    from application.store.projection import ManyRows, read_model_statements
+    from application.store.schema import SQLITE
+    from domain.decision import Decision
+    from domain.specs import parse
+
+    version, rules = app.policies.current(workspace)
+    specs = [parse("python", name) for name in ("pandas", "numpy", "scipy", "pandas")]
+    records = decision_records(specs, rules, workspace, version, {"sandbox": "sbx-1"})
+    events = [e for r in records for e in Decision(workspace=workspace, record=r).collect_events()]
+    upserts = {
+        s.head.split()[2]: len(s.rows)
+        for s in read_model_statements(SQLITE, events, {})
+        if isinstance(s, ManyRows) and "ON CONFLICT" in s.tail
+    }
+    # One statement per table, one row per distinct key (pandas twice is one row, counted twice).
+    assert upserts == {
+        "rcp_decision_counts": 3,
+        "rcp_impact_names": 3,
+        "rcp_impact_sandboxes": 3,
+        "rcp_impact_days": 1,
+        "rcp_outcome_days": 1,
+    }
