@@ -45,7 +45,7 @@ from application.decision_writer import AlreadyRecorded, DecisionWriter
 from application.index.listing import Listing, Listings, ListingSource
 from application.index.versions import Hidden, Judged, Judgements, hidden, judge_facts
 from application.policies import Policies
-from application.store.reads import ReadModel
+from application.store.reads import Denials, ReadModel
 from domain.decision import (
     KNOWN_MALWARE,
     NOT_FOUND_UPSTREAM,
@@ -91,6 +91,9 @@ class Principal:
     sandbox: str | None = None
     expires: float | None = None  # monotonic deadline for a run's memory of its decisions
     head: int | None = None  # the workspace's policy head version, read with the token (no second read)
+    # Whether the reader had a project denial when its token was read (`IndexGate.denials`, in the
+    # same read); None: not asked then (the gate reads it when it needs it).
+    denied: bool | None = None
 
 
 # Refusals that are not project denials, so they fail no run: `run-failed` itself; a version
@@ -216,13 +219,13 @@ class IndexGate:
         self._record_all(made, principal)
         return hidden
 
-    def judges_versions(self, workspace: str, language: str, name: str) -> bool:
+    def judges_versions(self, principal: Principal, language: str, name: str) -> bool:
         """Whether any version of this project may be hidden: an advisory names it, or the
         language has rules beyond names. Neither (most projects under most policies): a page is
-        answered without reading its versions."""
+        answered without reading its versions. The policy is the head read with the token."""
         if self._advisories.names(language, name):
             return True
-        _, rules = self._policies.current(workspace)
+        _, rules = self._policies.current(principal.workspace, head=principal.head)
         return bool(rules[language].version_rules)
 
     def versions_hidden(
@@ -346,18 +349,34 @@ class IndexGate:
 
     def failure(self, principal: Principal) -> Verdict | None:
         """The `run-failed` refusal when this run (or token, within its window) was already
-        refused a project; None otherwise. Remembered here once known, else one indexed read."""
+        refused a project; None otherwise. Remembered here once known, else read: with the token
+        when the reader asked (`denials`), else one indexed read (and when there is one)."""
         reader = reader_key(principal.run, principal.token)
-        now = datetime.now(UTC)
-        with self._lock:
-            known = self._failed.get(reader)
-        if known is None or known[1] <= now:
-            since = None if principal.run else now - timedelta(seconds=TOKEN_WINDOW_SECONDS)
-            row = self._readmodel.first_project_denial(reader, since, NOT_PROJECT_DENIALS)
+        known = self._known_failure(reader)
+        if known is None:
+            if principal.denied is False:  # none when the token was read, in this request
+                return None
+            row = self._readmodel.first_project_denial(self._denials(principal.run, principal.token))
             if row is None:
                 return None
             known = self._fail(reader, json.loads(row["record"]), row["at"], principal)
         return run_failed(known[0], _whose(principal))
+
+    def denials(self, run: str | None, token: str) -> Denials | None:
+        """What fails this reader, to be looked for with its token (one read for both); None when
+        this worker knows it failed already (nothing to read)."""
+        if self._known_failure(reader_key(run, token)) is not None:
+            return None
+        return self._denials(run, token)
+
+    def _denials(self, run: str | None, token: str) -> Denials:
+        since = None if run else datetime.now(UTC) - timedelta(seconds=TOKEN_WINDOW_SECONDS)
+        return Denials(reader_key(run, token), since, NOT_PROJECT_DENIALS)
+
+    def _known_failure(self, reader: str) -> tuple[dict, datetime] | None:
+        with self._lock:
+            known = self._failed.get(reader)
+        return known if known is not None and known[1] > datetime.now(UTC) else None
 
     def _fail(self, reader: str, first: dict, at: datetime, principal: Principal) -> tuple[dict, datetime]:
         # A failed run never un-fails (its token stops working when it expires); a token's failure

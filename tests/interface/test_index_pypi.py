@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import threading
 
 import pytest
 from pypi_simple import PyPISimple
@@ -140,6 +141,26 @@ def test_a_run_token_reads_only_the_index(live, app):
     assert get(live, "/pypi/acme/simple/alpha/", token=run["token"]).status == 200
     assert live.call("GET", "/api/v1/workspaces/acme/policy", run["token"]).status == 401
     assert live.call("POST", "/api/v1/workspaces/acme/runs", run["token"], {}).status == 401
+
+
+@pytest.mark.parametrize("reader", ["token", "run"])
+def test_a_page_fetched_again_is_one_store_read(live, app, monkeypatch, reader):
+    """Its token, the policy head and whether its reader was refused a project, in one round trip
+    (a run's token: its run, then its starter with the rest): nothing else the page depends on is
+    read again while it has not changed."""
+    set_policy(app, "denylist")
+    token = start_run(live)["token"] if reader == "run" else None
+    assert get(live, "/pypi/acme/simple/alpha/", token).status == 200  # the first fetch: recorded, the page kept
+    reads, fetch = [], app.recorder.fetch
+
+    def counted(*args, **kwargs):
+        if "process_request_thread" in threading.current_thread().name:  # the request's, not the sealer's
+            reads.append(args[0])
+        return fetch(*args, **kwargs)
+
+    monkeypatch.setattr(app.recorder, "fetch", counted)
+    assert get(live, "/pypi/acme/simple/alpha/", token).status == 200
+    assert len(reads) == (2 if reader == "run" else 1), reads
 
 
 def test_uploads_and_other_writes_are_405(live, app):
