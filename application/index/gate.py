@@ -22,9 +22,10 @@ token's own). Otherwise a resolver reads the denial as "no versions of
 that dependency" and back-tracks to an older release of its parent that lacks it. An API token
 reading the index without a run fails the same way for `TOKEN_WINDOW_SECONDS` after its denial.
 Root listings are not judged per project, so they fail nothing. Several workers share one
-store, so "this run failed" is read from the store: the reader's first denied decision, one seek
-of the run_decisions primary key per fetch until it is known; a failed run never un-fails, so a
-worker then remembers it and asks the store no more (a token's failure until its window ends).
+store, so "this run failed" is read from the store: whether the reader has a denied decision, one
+seek of the run_decisions primary key in the same round trip as its token (`denials`), and the
+first one only when there is; a failed run never un-fails, so a worker then remembers it and asks
+the store no more (a token's failure until its window ends).
 
 Versions are judged too (`versions_hidden`, and a file's own facts in `judge`): known malware and
 the rules beyond names hide a version - never a denial of its project, so no run fails by it.
