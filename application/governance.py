@@ -11,6 +11,7 @@ method takes and returns plain data, so the HTTP API, the console and the CLI ar
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
 from datetime import datetime
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
@@ -44,7 +45,7 @@ from application.store.access_reads import AccessReads
 from application.store.chain import ChainStore
 from application.store.counts import CountReads
 from application.store.overview import OverviewReads
-from application.store.reads import ReadModel
+from application.store.reads import Denials, ReadModel
 from application.store.upgrade import upgrade_read_models
 from application.synthesis import Synthesis
 from domain.edits import plan_desired_state, plan_incremental
@@ -210,7 +211,9 @@ class Governance(Application):
         secret = new_secret()
         return Token(secret_digest=digest(secret), workspace=workspace, name=name, role=role, by=by), secret
 
-    def authenticate(self, secret: str, remembered: bool = False) -> dict | None:
+    def authenticate(
+        self, secret: str, remembered: bool = False, denials: Callable[[str], Denials | None] | None = None
+    ) -> dict | None:
         """The token's workspace and role, or None for unknown or revoked secrets. One indexed
         read of the token table (written with the token's events), so revocation is immediate in
         every process. The same query brings the workspace's head version (`head_version`), so
@@ -218,17 +221,23 @@ class Governance(Application):
 
         `remembered=True` (only for a request whose one effect is a guarded recording, see
         application.callers): the caller this process last read for the secret, unread, with
-        `remembered` set and no head version."""
+        `remembered` set and no head version.
+
+        `denials` (the package index): the token id -> the denials to look for in the same read
+        (application.store.reads.Denials), answered as `denied`."""
         secret_digest = digest(secret)
         if remembered and (known := self.callers.get(secret_digest)) is not None:
             return {**known, "head_version": None, "remembered": True}
-        row = self.checked.caller(str(token_id(secret_digest)))
+        token = str(token_id(secret_digest))
+        probe = denials(token) if denials is not None else None
+        row = self.checked.caller(token, probe)
         if row is None or not hmac.compare_digest(row["secret_digest"], secret_digest):
             self.callers.forget(secret_digest)
             return None
         caller = {"id": row["id"], "workspace": row["workspace"], "role": row["role"], "name": row["name"]}
         self.callers.remember(secret_digest, caller)
-        return {**caller, "head_version": row["head"], "remembered": False}
+        found = {**caller, "head_version": row["head"], "remembered": False}
+        return found if probe is None else {**found, "denied": row["denied"]}
 
     def list_tokens(self, workspace: str) -> list[dict]:
         self.policies.require_workspace(workspace)

@@ -1,7 +1,9 @@
 """Load generation with wrk (Debian's package): a C client, so the 2 cores go to the server.
 
 Every run is bounded in time (wrk's own duration, and a hard timeout around it), targets only
-127.0.0.1, and fails loudly when an answer was not 2xx: a figure must never count refusals.
+127.0.0.1, and fails loudly when an answer was not 2xx: a figure must never count refusals. wrk
+counts those answers only; the script keeps the first few (status and the start of the body) of
+each wrk thread and prints them at the end, so a failed load says what was refused and why.
 """
 
 from __future__ import annotations
@@ -16,6 +18,22 @@ CONNECTIONS = 16
 THREADS = 2
 INSTALL_HINT = "wrk is required: apt-get install wrk (Debian's package)"
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+REFUSALS_KEPT = 3  # per wrk thread
+# Each wrk thread keeps its first refusals (status >= 400, as wrk counts them); `done` prints them.
+_REFUSALS = f"""
+threads, refused = {{}}, {{}}
+setup = function(thread) table.insert(threads, thread) end
+response = function(status, headers, body)
+  if status > 399 and #refused < {REFUSALS_KEPT} then
+    table.insert(refused, status .. " " .. string.sub(body or "", 1, 300))
+  end
+end
+done = function(summary, latency, requests)
+  for _, thread in ipairs(threads) do
+    for _, answer in ipairs(thread:get("refused")) do io.write("refused: " .. answer .. "\\n") end
+  end
+end
+"""
 
 
 @dataclass(frozen=True)
@@ -47,7 +65,7 @@ class Request:
                 "  return wrk.format()",
                 "end",
             ]
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines) + "\n" + _REFUSALS
 
 
 @dataclass(frozen=True)

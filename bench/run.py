@@ -71,7 +71,7 @@ class Run:
         if key == "ceiling":
             url = self.postgres("ceiling")
             ceiling.create_tables(url)
-            return servers.ceiling(url).start(), None, None
+            return servers.ceiling(url, self.workdir).start(), None, None
         url = self.postgres("service") if key == "service-pg" else self.sqlite("service")
         governance = self.governance(url)  # creates the tables, as `serve` would on first start
         token = prepare_workspace(governance)
@@ -99,7 +99,10 @@ class Run:
         meter = Meter(server.process.pid, self.postgres_url) if f.cpu else None
         if meter:
             meter.start()
-        load = drive(server.url, request, self.seconds)
+        try:
+            load = drive(server.url, request, self.seconds)
+        except Exception as error:  # wrk's refusals, or the server gone: what it said is why
+            raise RuntimeError(f"{f.name}: {error}\n{servers.tail_of(server)}") from error
         cpu = meter.stop() if meter else None
         if f.recorded_specs:
             recorded = count_decisions(governance) - before
@@ -114,6 +117,9 @@ class Run:
     def stop_servers(self) -> None:
         for server, governance, _ in self.started.values():
             server.stop()
+            own = servers.process_of(server)
+            if own and own.said_more_than_stopping():
+                self.say(own.stderr_tail())  # a panic at shutdown, or errors no answer showed
             if governance is not None:
                 governance.close()
         self.started.clear()

@@ -16,10 +16,16 @@ README "Performance"), after the store is made ready once.
   kernel (TCP_USER_TIMEOUT on each worker's listener, inherited by every connection it accepts):
   granian has no write timeout, and a request thread blocked on such a client is freed only when
   its connection closes. Clients that read, however slowly, are never cut by it.
+- A stopping worker holds Python's finalization until granian's own threads are gone: before
+  Python 3.14, a thread that takes the GIL once finalization began is ended by `pthread_exit`,
+  whose forced unwind aborts a Rust thread ("panic in a function that cannot unwind"), and the
+  worker died by SIGABRT after its last answer (granian releases its main thread before its
+  runtime has finished dropping).
 """
 
 from __future__ import annotations
 
+import atexit
 import errno
 import multiprocessing
 import os
@@ -39,6 +45,7 @@ from interface.settings import THREADS_VAR, Settings, open_governance
 DEFAULT_WORKSPACE = "default"
 APP_FACTORY = "interface.serve:worker_app"
 LISTENER_WAIT_SECONDS = 60  # how long a worker looks for the listener granian builds after the app
+NATIVE_THREADS_SECONDS = 10  # how long a stopping worker waits for granian's threads to end
 # Group commit needs several requests in flight per process; past ~8 threads a 2-core machine
 # only adds GIL contention (README "Performance").
 DEFAULT_THREADS = 8
@@ -100,7 +107,26 @@ def worker_app():
     app = create_app()
     seconds = services(app).settings.stalled_client_seconds
     threading.Thread(target=cut_stalled_clients, args=(seconds,), daemon=True, name="stalled-clients").start()
+    atexit.register(outlive_native_threads)
     return app
+
+
+def outlive_native_threads(seconds: float = NATIVE_THREADS_SECONDS) -> None:
+    """Return once this process runs no thread but those Python started (at most `seconds`):
+    called at exit, before finalization begins, it lets granian's threads finish without it."""
+    deadline = time.monotonic() + seconds
+    while native_threads() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the GIL is free meanwhile: they may need it to end
+
+
+def native_threads() -> set[int]:
+    """The ids of this process's threads that Python did not start (Linux; elsewhere none)."""
+    try:
+        tasks = {int(name) for name in os.listdir("/proc/self/task")}
+    except OSError:
+        return set()
+    started = {t.native_id for t in threading.enumerate() if not isinstance(t, threading._DummyThread)}
+    return tasks - started
 
 
 def cut_stalled_clients(seconds: int) -> None:

@@ -19,6 +19,7 @@ from datetime import datetime
 from application.chain.alarms import IntegrityAlarms
 from application.chain.facts import Fact, Tampered, checked_facts
 from application.store.chain import ChainStore
+from application.store.reads import Denials
 from domain.run import Run
 from domain.session import ConsoleSession
 from domain.token import Token
@@ -28,10 +29,11 @@ class CheckedReads:
     def __init__(self, store: ChainStore, read_state, alarms: IntegrityAlarms):
         self.store, self.read_state, self.alarms = store, read_state, alarms
 
-    def caller(self, token_id: str) -> dict | None:
+    def caller(self, token_id: str, denials: Denials | None = None) -> dict | None:
         """The active token (id, workspace, role, name, secret_digest) with its workspace's head
-        version (`head`); None when unknown, revoked, or not as sealed."""
-        rows = self.store.caller(token_id)
+        version (`head`) and, asked with `denials`, whether there is one (`denied`; else None);
+        None when unknown, revoked, or not as sealed."""
+        rows = self.store.caller(token_id, denials)
         facts = self._facts("token", f"token {token_id}", rows)
         issued = _first(facts, Token.Issued.TOPIC)
         if issued is None:
@@ -41,7 +43,10 @@ class CheckedReads:
         found = rows[0] | {"row_revoked": rows[0]["row_revoked_at"] is not None}
         if self._differs("token", "tokens", token_id, sealed | {"revoked": revoked}, found, found["row_id"]):
             return None
-        return None if revoked else {"id": token_id, **sealed, "head": found["head"]}
+        if revoked:
+            return None
+        denied = None if denials is None else bool(found["denied"])
+        return {"id": token_id, **sealed, "head": found["head"], "denied": denied}
 
     def run(self, run_id: str) -> dict | None:
         """The run as its sealed `Run.Started` says (expiry included), `ended` when a sealed

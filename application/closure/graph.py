@@ -102,7 +102,7 @@ class Graph:
         finding = newest.hiding[0]
         node = self.nodes[name]
         node.refused = node.refused or finding.reason
-        self.cannot_follow(name, spec, f"every version it could take is hidden: {finding.message}")
+        self.cannot_follow(name, spec, f"every version it could take is hidden: {newest.message}")
 
     def answer(self) -> dict:
         """Names sorted, each with its chosen versions, the names that need it and, when the index

@@ -42,7 +42,7 @@ class PackageIndex:
         readmodel: ReadModel,
         save,
         get,
-        authenticate_token: Callable[[str], dict | None],
+        authenticate_token: Callable[..., dict | None],
         checked: CheckedReads,
         advisories: Advisories,
     ):
@@ -55,8 +55,9 @@ class PackageIndex:
         """A run's token or an API token; None when unknown, revoked or expired. Whether it may
         read the index is `may_read`: the interface answers 401 and 403 differently."""
         if secret.startswith(RUN_SECRET_PREFIX):
-            return self.runs.authenticate(secret)
-        caller = self._authenticate_token(secret)
+            return self.runs.authenticate(secret, self.gate.denials)
+        # The same read says whether the token, reading without a run, was refused a project.
+        caller = self._authenticate_token(secret, denials=lambda token: self.gate.denials(None, token))
         if caller is None:
             return None
         return Principal(
@@ -65,6 +66,7 @@ class PackageIndex:
             name=caller["name"],
             role=caller["role"],
             head=caller["head_version"],
+            denied=caller.get("denied"),
         )
 
 

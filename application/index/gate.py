@@ -22,9 +22,10 @@ token's own). Otherwise a resolver reads the denial as "no versions of
 that dependency" and back-tracks to an older release of its parent that lacks it. An API token
 reading the index without a run fails the same way for `TOKEN_WINDOW_SECONDS` after its denial.
 Root listings are not judged per project, so they fail nothing. Several workers share one
-store, so "this run failed" is read from the store: the reader's first denied decision, one seek
-of the run_decisions primary key per fetch until it is known; a failed run never un-fails, so a
-worker then remembers it and asks the store no more (a token's failure until its window ends).
+store, so "this run failed" is read from the store: whether the reader has a denied decision, one
+seek of the run_decisions primary key in the same round trip as its token (`denials`), and the
+first one only when there is; a failed run never un-fails, so a worker then remembers it and asks
+the store no more (a token's failure until its window ends).
 
 Versions are judged too (`versions_hidden`, and a file's own facts in `judge`): known malware and
 the rules beyond names hide a version - never a denial of its project, so no run fails by it.
@@ -46,7 +47,7 @@ from application.index.listing import Listing, Listings, ListingSource
 from application.index.versions import Hidden, Judgements, hidden, judge_all, judge_facts, judges
 from application.messages import render_message
 from application.policies import Policies
-from application.store.reads import ReadModel
+from application.store.reads import Denials, ReadModel
 from domain.decision import (
     KNOWN_MALWARE,
     NOT_FOUND_UPSTREAM,
@@ -92,6 +93,9 @@ class Principal:
     sandbox: str | None = None
     expires: float | None = None  # monotonic deadline for a run's memory of its decisions
     head: int | None = None  # the workspace's policy head version, read with the token (no second read)
+    # Whether the reader had a project denial when its token was read (`IndexGate.denials`, in the
+    # same read); None: not asked then (the gate reads it when it needs it).
+    denied: bool | None = None
 
 
 # Refusals that are not project denials, so they fail no run: `run-failed` itself; a version
@@ -218,12 +222,13 @@ class IndexGate:
         self._record_all(made, principal)
         return hidden
 
-    def judges_versions(self, workspace: str, language: str, name: str) -> bool:
+    def judges_versions(self, principal: Principal, language: str, name: str) -> bool:
         """Whether a page's versions are judged (`versions.judges`): without, it is answered
-        without reading them. An advisory naming it answers before the policy is read."""
+        without reading them. An advisory naming it answers before the policy is read; the
+        policy is the head read with the token."""
         if self._advisories.names(language, name):
             return True
-        _, rules = self._policies.current(workspace)
+        _, rules = self._policies.current(principal.workspace, head=principal.head)
         return judges(rules[language], self._advisories, language, name)
 
     def versions_hidden(
@@ -330,18 +335,34 @@ class IndexGate:
 
     def failure(self, principal: Principal) -> Verdict | None:
         """The `run-failed` refusal when this run (or token, within its window) was already
-        refused a project; None otherwise. Remembered here once known, else one indexed read."""
+        refused a project; None otherwise. Remembered here once known, else read: with the token
+        when the reader asked (`denials`), else one indexed read (and when there is one)."""
         reader = reader_key(principal.run, principal.token)
-        now = datetime.now(UTC)
-        with self._lock:
-            known = self._failed.get(reader)
-        if known is None or known[1] <= now:
-            since = None if principal.run else now - timedelta(seconds=TOKEN_WINDOW_SECONDS)
-            row = self._readmodel.first_project_denial(reader, since, NOT_PROJECT_DENIALS)
+        known = self._known_failure(reader)
+        if known is None:
+            if principal.denied is False:  # none when the token was read, in this request
+                return None
+            row = self._readmodel.first_project_denial(self._denials(principal.run, principal.token))
             if row is None:
                 return None
             known = self._fail(reader, json.loads(row["record"]), row["at"], principal)
         return run_failed(known[0], None if principal.run else TOKEN_WINDOW_SECONDS // 60)
+
+    def denials(self, run: str | None, token: str) -> Denials | None:
+        """What fails this reader, to be looked for with its token (one read for both); None when
+        this worker knows it failed already (nothing to read)."""
+        if self._known_failure(reader_key(run, token)) is not None:
+            return None
+        return self._denials(run, token)
+
+    def _denials(self, run: str | None, token: str) -> Denials:
+        since = None if run else datetime.now(UTC) - timedelta(seconds=TOKEN_WINDOW_SECONDS)
+        return Denials(reader_key(run, token), since, NOT_PROJECT_DENIALS)
+
+    def _known_failure(self, reader: str) -> tuple[dict, datetime] | None:
+        with self._lock:
+            known = self._failed.get(reader)
+        return known if known is not None and known[1] > datetime.now(UTC) else None
 
     def _fail(self, reader: str, first: dict, at: datetime, principal: Principal) -> tuple[dict, datetime]:
         # A failed run never un-fails (its token stops working when it expires); a token's failure

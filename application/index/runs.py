@@ -6,6 +6,7 @@ from __future__ import annotations
 import hmac
 import json
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from eventsourcing.persistence import IntegrityError
@@ -15,7 +16,7 @@ from application.evaluation import decision_view
 from application.formats import iso, parse_uuid
 from application.index.deliveries import with_deliveries
 from application.index.gate import Principal
-from application.store.reads import ReadModel
+from application.store.reads import Denials, ReadModel
 from domain.errors import FieldError, InvalidInputError, NotFoundError
 from domain.run import RUN_SECRET_PREFIX, Run, new_run_secret, run_id
 from domain.text import check_context
@@ -53,8 +54,9 @@ class Runs:
         self._save(run)
         return {"id": str(run.id), "token": secret, "expires_at": iso(expires)}
 
-    def authenticate(self, secret: str) -> Principal | None:
-        """The run whose secret this is, unless it is unknown, ended or expired (or its starter revoked)."""
+    def authenticate(self, secret: str, denials: Callable[[str, str], Denials | None]) -> Principal | None:
+        """The run whose secret this is, unless it is unknown, ended or expired (or its starter
+        revoked). `denials(run, starter)`: what fails the run, looked for with its starter's token."""
         if not secret.startswith(RUN_SECRET_PREFIX):
             return None
         secret_digest = digest(secret)
@@ -62,7 +64,8 @@ class Runs:
         if row is None or row["ended"] or not hmac.compare_digest(row["secret_digest"], secret_digest):
             return None
         left = (row["expires_at"] - datetime.now(UTC)).total_seconds()
-        starter = self._checked.caller(row["started_by"]) if left > 0 else None
+        probe = denials(row["id"], row["started_by"]) if left > 0 else None
+        starter = self._checked.caller(row["started_by"], probe) if left > 0 else None
         if starter is None:  # expired, or its starter revoked
             return None
         context = row["context"]
@@ -74,6 +77,7 @@ class Runs:
             sandbox=context.get("sandbox"),
             expires=time.monotonic() + left,
             head=starter["head"],  # read with the starter's token: no second read of the policy head
+            denied=starter["denied"],
         )
 
     def end(self, workspace: str, run: str, caller: dict) -> None:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from uuid import UUID
 
+from application.store.reads import Denials
 from application.store.schema import TABLES as READ_MODEL_TABLES
 from application.store.schema import Dialect
 
@@ -70,12 +71,13 @@ FACTS = (
 )
 
 _ANY_VERSION = FACTS.replace("{at_e}", "").replace("{at_c}", "")
-CALLER = (
+_CALLER_COLUMNS = (
     "SELECT f.*, t.id AS row_id, t.workspace AS row_workspace, t.name AS row_name, t.role AS row_role, "
     "t.secret_digest AS row_secret_digest, t.revoked_at AS row_revoked_at, COALESCE((SELECT c.version "
-    "FROM {changes} c WHERE c.workspace = t.workspace ORDER BY c.version DESC LIMIT 1), 0) AS head "
-    f"FROM ({_ANY_VERSION}) f LEFT JOIN {{tokens}} t ON t.id = %s"
+    "FROM {changes} c WHERE c.workspace = t.workspace ORDER BY c.version DESC LIMIT 1), 0) AS head"
 )
+_CALLER_FROM = f" FROM ({_ANY_VERSION}) f LEFT JOIN {{tokens}} t ON t.id = %s"
+CALLER = _CALLER_COLUMNS + _CALLER_FROM
 RUN = (
     "SELECT f.*, r.id AS row_id, r.workspace AS row_workspace, r.started_by AS row_started_by, "
     "r.started_by_name AS row_started_by_name, r.expires_at AS row_expires_at, r.context AS row_context, "
@@ -206,12 +208,17 @@ class ChainStore:
             FACTS.replace("{at_e}", at.format(alias="e")).replace("{at_c}", at.format(alias="c")), params * 2
         )
 
-    def caller(self, token_id: str) -> list[dict]:
+    def caller(self, token_id: str, denials: Denials | None = None) -> list[dict]:
         """A token's facts (as `facts`), each with its tokens-table row (`row_*`, None when there is
         none) and its workspace's head version: what every authenticated request reads, in one round
-        trip of primary-key seeks, prepared on PostgreSQL (it runs before every such request)."""
+        trip of primary-key seeks, prepared on PostgreSQL (it runs before every such request).
+        With `denials` (a package index read), `denied` too: whether the reader has one (a seek of
+        run_decisions' primary key in the same round trip)."""
         oid = self.oid(UUID(token_id))
-        return self._rows(CALLER, (oid, oid, token_id), prepare=True)
+        if denials is None:
+            return self._rows(CALLER, (oid, oid, token_id), prepare=True)
+        template = f"{_CALLER_COLUMNS}, EXISTS (SELECT 1 {denials.sql()}) AS denied{_CALLER_FROM}"
+        return self._rows(template, (*denials.params(self.dialect), oid, oid, token_id), prepare=True)
 
     def run(self, run_id: str) -> list[dict]:
         """A run's facts (as `facts`), each with its runs-table row (`row_*`)."""

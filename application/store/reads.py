@@ -91,6 +91,31 @@ class NameRows:
     ruled: bool = False  # whether the language had a rule beyond names by then (then read them)
 
 
+@dataclass(frozen=True)
+class Denials:
+    """One reader's (domain.run.reader_key) denied decisions made at or after `since`, but for the
+    reasons in `passing` (refusals that are not project denials) and those not about a registry
+    project (a declared URL dependency hides a version; it denies no project): what fails a run.
+    Read on its own (`first_project_denial`) or, whether there is one, with the reader's token
+    (application.store.chain.ChainStore.caller)."""
+
+    reader: str
+    since: datetime | None
+    passing: tuple[str, ...]
+
+    def sql(self) -> str:
+        """FROM and WHERE, as a template of the read-model tables, `r` the run_decisions row."""
+        skip = "".join(" AND d.reason <> %s" for _ in self.passing)
+        return (
+            "FROM {run_decisions} r JOIN {decisions} d ON d.id = r.decision "
+            f"WHERE r.run = %s AND r.allowed = %s AND r.at >= %s AND d.kind = %s{skip}"
+        )
+
+    def params(self, dialect) -> tuple:
+        since = dialect.ts(self.since or datetime.min.replace(tzinfo=UTC))
+        return (self.reader, False, since, "registry", *self.passing)
+
+
 class ReadModel:
     """Thin query layer; `recorder` is one of our recorders (it knows its dialect and connection)."""
 
@@ -325,18 +350,11 @@ class ReadModel:
     def run(self, run_id: str) -> dict | None:
         return self._first("SELECT * FROM {runs} WHERE id = %s", (run_id,))
 
-    def first_project_denial(self, reader: str, since: datetime | None, passing: tuple[str, ...]) -> dict | None:
-        """The first denied decision of one reader (domain.run.reader_key) made at or after `since`,
-        skipping the reasons in `passing` (refusals that are not project denials) and every decision
-        that is not about a registry project (a declared URL dependency hides a version; it denies
-        no project): one seek of run_decisions' primary key (reader, allowed, at, ...), each row's
-        decision by its own key."""
-        skip = "".join(" AND d.reason <> %s" for _ in passing)
+    def first_project_denial(self, denials: Denials) -> dict | None:
+        """The first of a reader's project denials (`Denials`): one seek of run_decisions' primary
+        key (reader, allowed, at, ...), each row's decision by its own key."""
         return self._first(
-            "SELECT d.at, d.record FROM {run_decisions} r JOIN {decisions} d ON d.id = r.decision "
-            f"WHERE r.run = %s AND r.allowed = %s AND r.at >= %s AND d.kind = %s{skip} "
-            "ORDER BY r.at, r.decision LIMIT 1",
-            (reader, False, self._ts(since or datetime.min.replace(tzinfo=UTC)), "registry", *passing),
+            f"SELECT d.at, d.record {denials.sql()} ORDER BY r.at, r.decision LIMIT 1", denials.params(self.dialect)
         )
 
     def run_decisions(self, run_id: str, limit: int = 10_000) -> list[dict]:

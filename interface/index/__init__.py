@@ -13,7 +13,7 @@ from flask import Flask
 from application.cache import DiskCache
 from interface.cache_settings import CacheSettings
 from interface.index import npm, pypi
-from interface.index.bounds import IndexBounds
+from interface.index.bounds import IndexBounds, mark_in_memory
 from interface.index.pages import Pages
 from interface.index.upstream import Upstream
 from interface.services import services
@@ -33,3 +33,4 @@ def install(app: Flask) -> None:
     app.register_blueprint(npm.blueprint)
     # Outermost: a request refused here costs no thread beyond its own, and no store access.
     app.wsgi_app = IndexBounds(app.wsgi_app, settings.request_threads)
+    app.after_request(mark_in_memory)

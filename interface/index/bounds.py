@@ -18,6 +18,11 @@ as that lasts. So, per worker process:
   for filing requests (POST /requests: each is a sealed event); an empty bucket is 429 with
   Retry-After (the seconds until the next request fits).
 
+A body the app holds whole in memory (a judged page, a refusal) is handed to the server as one
+buffer, its slot released at once: granian sends a list in one write, while it pulls an iterator
+chunk by chunk through Python, taking the GIL for each. Streamed bodies (files, relays) stay
+iterators, their slot held until they are sent.
+
 The buckets and counts are per worker process (workers share no memory): a token's limit over
 the whole service is the per-worker one times the workers its connections land on. A token is
 keyed by a digest of the credential it sent, so a bad token spends its own bucket, nobody else's.
@@ -33,6 +38,8 @@ import threading
 import time
 from collections import OrderedDict
 
+from flask import request
+
 from domain.limits import INDEX_FETCHES_PER_MINUTE, REQUESTS_FILED_PER_MINUTE, RUN_STARTS_PER_MINUTE
 from interface.problems import problem
 
@@ -46,6 +53,7 @@ _RATED = (
     ("requests filed", re.compile(r"^/api/v1/workspaces/[^/]+/requests/?$"), REQUESTS_FILED_PER_MINUTE),
 )
 _INDEX = ("/pypi/", "/npm/")
+IN_MEMORY = "runcode_policy.body_in_memory"  # environ: the app's response has its whole body in memory
 
 
 def slots_for(threads: int | None) -> int:
@@ -118,7 +126,13 @@ class IndexBounds:
         except BaseException:
             self._release(key, taken)
             raise
-        return _Releasing(body, lambda: self._release(key, taken))
+        releasing = _Releasing(body, lambda: self._release(key, taken))
+        if not environ.get(IN_MEMORY):
+            return releasing
+        try:
+            return [b"".join(body)]
+        finally:
+            releasing.close()
 
     def _spend(self, buckets: Buckets, environ, what: str):
         with self._lock:
@@ -164,6 +178,13 @@ class IndexBounds:
                 self._held.pop(key, None)
             self._taken.remove(taken)
             self._released.notify()
+
+
+def mark_in_memory(response):
+    """After each request: say when its body is whole in memory (not streamed), for IndexBounds."""
+    if not response.is_streamed:
+        request.environ[IN_MEMORY] = True
+    return response
 
 
 def _key(environ) -> str:

@@ -116,7 +116,7 @@ def packument_answer(principal, ws: str, name: str) -> Response:
 
     manifests = packument.manifests(document)
     hidden = {}
-    if package_index().gate.judges_versions(ws, "node", name):
+    if package_index().gate.judges_versions(principal, "node", name):
         hidden = _versions_hidden(principal, name, page if media == FULL else _full_page(name), manifests, page)
     declared = {v: m for v, m in manifests.items() if v not in hidden}
     hidden.update(package_index().gate.hidden_versions(principal, "node", name, declared, "page"))

@@ -143,7 +143,7 @@ def _hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
     something may hide a version of this project."""
     if fetched.status == 404:
         _read(name, fetched)  # the 404 for a name the upstream lacks
-    if not package_index().gate.judges_versions(principal.workspace, "python", name):
+    if not package_index().gate.judges_versions(principal, "python", name):
         return frozenset()
 
     def judged() -> dict:  # read only when this revision of the page was not judged before

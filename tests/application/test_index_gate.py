@@ -166,6 +166,7 @@ def test_a_run_failed_in_another_worker_fails_here_too(app, open_app, sandbox):
         here, there = app.index.authenticate(secret), other_worker.index.authenticate(secret)
         assert app.index.gate.judge(here, "python", "alpha", "page")["allowed"]  # not failed yet: known to no one
         assert not other_worker.index.gate.judge(there, "python", "beta", "page")["allowed"]
+        here = app.index.authenticate(secret)  # the next fetch, a request of its own: its token read again
         refused = app.index.gate.judge(here, "python", "alpha", "download", "alpha-1.0-py3-none-any.whl", "1.0")
         assert refused["reason"] == "run-failed" and "beta (python) was denied" in refused["message"]
     finally:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
+import threading
 
 import pytest
 from pypi_simple import PyPISimple
@@ -140,6 +142,53 @@ def test_a_run_token_reads_only_the_index(live, app):
     assert get(live, "/pypi/acme/simple/alpha/", token=run["token"]).status == 200
     assert live.call("GET", "/api/v1/workspaces/acme/policy", run["token"]).status == 401
     assert live.call("POST", "/api/v1/workspaces/acme/runs", run["token"], {}).status == 401
+
+
+@pytest.mark.parametrize("reader", ["token", "run"])
+def test_a_page_fetched_again_is_one_store_read(live, app, monkeypatch, reader):
+    """Its token, the policy head and whether its reader was refused a project, in one round trip
+    (a run's token: its run, then its starter with the rest): nothing else the page depends on is
+    read again while it has not changed."""
+    set_policy(app, "denylist")
+    token = start_run(live)["token"] if reader == "run" else None
+    assert get(live, "/pypi/acme/simple/alpha/", token).status == 200  # the first fetch: recorded, the page kept
+    reads, fetch = [], app.recorder.fetch
+
+    def counted(*args, **kwargs):
+        if "process_request_thread" in threading.current_thread().name:  # the request's, not the sealer's
+            reads.append(args[0])
+        return fetch(*args, **kwargs)
+
+    monkeypatch.setattr(app.recorder, "fetch", counted)
+    assert get(live, "/pypi/acme/simple/alpha/", token).status == 200
+    assert len(reads) == (2 if reader == "run" else 1), reads
+
+
+def test_a_page_is_handed_to_the_server_whole_and_a_file_as_it_streams(live, app, live_env, tmp_path):
+    """A body whole in memory goes to the server as one buffer, its index slot free at once; a
+    file stays a stream, its slot held until the server closes it (interface.index.bounds)."""
+    from werkzeug.test import EnvironBuilder
+
+    from interface import create_app
+
+    set_policy(app, "denylist")
+    served_app = create_app(env={"RUNCODE_POLICY_DATA_DIR": str(tmp_path / "own"), **live_env}, governance=app)
+    bounds = served_app.wsgi_app  # the outermost WSGI layer: what the server calls
+
+    def call(path: str):
+        headers = {**basic(live.tokens["sandbox"]), "Accept": JSON_ACCEPT}
+        return bounds(EnvironBuilder(path=path, headers=headers).get_environ(), lambda *args: None)
+
+    try:
+        page = call("/pypi/acme/simple/alpha/")
+        assert isinstance(page, list) and len(page) == 1 and not bounds._taken
+        url = next(f["url"] for f in json.loads(page[0])["files"] if f["filename"].endswith(".whl"))
+        body = call(url.removeprefix("http://localhost"))
+        assert not isinstance(body, list) and len(bounds._taken) == 1
+        assert b"".join(body) and not bounds._taken  # released once sent
+    finally:
+        for close in served_app.extensions.get("on_close", []):
+            close()
 
 
 def test_uploads_and_other_writes_are_405(live, app):

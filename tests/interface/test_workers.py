@@ -103,9 +103,11 @@ def service(postgres_schema_url, pypi_upstream, tmp_path):
     }
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     command = ["-m", "interface.cli", "serve", "--port", "0", "--workers", str(WORKERS), "--threads", "4"]
-    process = subprocess.Popen(
-        [sys.executable, *command], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    )
+    stderr = tmp_path / "serve.stderr"  # read at the end: no worker may die on the way out
+    with stderr.open("w") as written:
+        process = subprocess.Popen(
+            [sys.executable, *command], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=written, text=True
+        )
     said: list[str] = []
     running = None
     try:
@@ -122,6 +124,8 @@ def service(postgres_schema_url, pypi_upstream, tmp_path):
         process.terminate()
         process.wait(timeout=60)
         process.stdout.close()
+    said_on_stderr = stderr.read_text()
+    assert "panicked" not in said_on_stderr and "Traceback" not in said_on_stderr, said_on_stderr
 
 
 def test_a_save_is_in_force_for_the_next_evaluate_through_every_other_worker(service):
