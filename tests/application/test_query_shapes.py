@@ -191,9 +191,9 @@ def test_whether_a_run_already_failed_is_one_seek_of_its_decisions_primary_key(p
         other = pg_app.index.authenticate(pg_app.index.runs.start("acme", sandbox)["token"])
         pg_app.index.gate.judge(other, "python", "p1", "page")
         pg_app.index.gate.judge(other, "python", "torch", "page")
-    principal = pg_app.index.authenticate(pg_app.index.runs.start("acme", sandbox)["token"])
-    spy = Statements(pg_app.recorder)
-    assert pg_app.index.gate.judge(principal, "python", "p1", "page")["allowed"]
+    token = pg_app.index.runs.start("acme", sandbox)["token"]
+    spy = Statements(pg_app.recorder)  # the run's denials are looked for with its token, in that read
+    assert pg_app.index.gate.judge(pg_app.index.authenticate(token), "python", "p1", "page")["allowed"]
     (lookup,) = [p for p, (statement, _) in zip(spy.plans(), spy.seen, strict=True) if "run_decisions" in statement]
     assert "Seq Scan" not in lookup and "Sort" not in lookup
     (seek,) = [n for n in scans(lookup) if n.get("Relation Name", "").endswith("run_decisions")]
