@@ -75,17 +75,21 @@ class Pages:
             return remembered[1]
         found = self._get(key, url, accept)
         if found.stored is not None:
+            found = replace(found, again=self._again(key))
             left = self.seconds - (time.time() - found.stored.meta["validated"])
             if left > 0:
-                self._remember(key, time.monotonic() + left, replace(found, fetched=None, again=self._again(key)))
+                self._remember(key, time.monotonic() + left, replace(found, fetched=None))
         return found
 
     def _again(self, key: str) -> Callable[[], Fetched]:
+        """The page fetched whole from upstream: its kept copy went (evicted, or rewritten by
+        another worker's revalidation) between reading its header and its body."""
+
         def again() -> Fetched:
             with self._lock:
                 self._fresh.pop(key, None)
             url, accept = _parts(key)
-            return self.get(url, accept)
+            return self._get(key, url, accept, kept=False)
 
         return again
 
@@ -96,8 +100,8 @@ class Pages:
             while len(self._fresh) > MAX_REMEMBERED:
                 self._fresh.popitem(last=False)
 
-    def _get(self, key: str, url: str, accept: str) -> Fetched:
-        stored = self.cache.page(key)
+    def _get(self, key: str, url: str, accept: str, kept: bool = True) -> Fetched:
+        stored = self.cache.page(key) if kept else None
         if stored is not None and time.time() - stored.meta["validated"] < self.seconds:
             return _kept(stored)
         try:
@@ -108,7 +112,11 @@ class Pages:
             log.warning("upstream unavailable (%s): serving the copy of %s kept before", error.detail, url)
             return _kept(stored)
         if page.status == 304 and stored is not None:
-            return self._keep(key, page, stored.meta, stored.body())
+            try:
+                body = stored.body()
+            except FileNotFoundError:  # rewritten by another worker meanwhile (or evicted)
+                return self._get(key, url, accept, kept=False)
+            return self._keep(key, page, stored.meta, body)
         if page.status >= 500 and stored is not None:
             log.warning("upstream answered %s: serving the copy of %s kept before", page.status, url)
             return _kept(stored)

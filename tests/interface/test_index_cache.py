@@ -208,3 +208,24 @@ def test_the_cache_keeps_within_its_bytes_on_disk(open_app, tmp_path):
     finally:
         server.close()
         upstream.close()
+
+
+def test_a_page_rewritten_by_another_worker_while_it_is_revalidated_is_served_whole(live, app, pypi_upstream):
+    """Workers share the kept pages: one may rewrite a page (its header's length changed) between
+    another's read of that header and of the body its upstream just called unchanged (304)."""
+    path = "/pypi/acme/simple/beta/"
+    first = get(live, path, Accept=JSON_ACCEPT)
+    assert first.status == 200
+    pages = live.app.extensions["pypi_pages"]
+    real = pages.upstream.page
+
+    def revalidated_while_another_worker_rewrites(url, accept, validators):
+        key = f"{accept}|{url}"
+        stored = pages.cache.page(key)
+        pages.cache.put_page(key, {**stored.meta, "by": "another worker"}, stored.body())
+        return real(url, accept, validators)
+
+    pages.upstream.page = revalidated_while_another_worker_rewrites
+    again = get(live, path, Accept=JSON_ACCEPT)  # pages are revalidated on every request here
+    assert again.status == 200, again.body
+    assert again.json == first.json
