@@ -34,6 +34,7 @@ from application.chain.links import event_hash
 from application.store.chain import ChainStore
 
 _NAMESPACE = uuid5(NAMESPACE_URL, "https://runcode-policy/snapshot-seals")
+_SEAL = "\x00seal\x00"  # stands for the snapshot's words in a tamper message, until they are needed
 VERIFIED_KEPT = 4096  # digests of stored snapshots this process found sealed (a snapshot every 50 Saves)
 
 
@@ -92,20 +93,23 @@ class SnapshotCheck:
 
     def problem(self, stored: StoredEvent) -> str | None:
         """What is wrong with this stored snapshot against its seal, or None when it holds."""
+        rows = self.store.facts(self.store.oid(seal_id(stored.originator_id)), stored.originator_version)
+        try:
+            facts = checked_facts(rows, self.read_state, _SEAL)
+        except Tampered as tampered:
+            return str(tampered).replace(_SEAL, f"{self._what(stored)}'s seal", 1)
+        if not facts:
+            return f"{self._what(stored)} has no seal"
+        if facts[0].state.get("digest") != snapshot_digest(stored):
+            return f"{self._what(stored)} did not verify: its stored bytes differ from the sealed digest"
+        return None
+
+    def _what(self, stored: StoredEvent) -> str:
+        """The snapshot in words (its state decoded, a large read: only when something is wrong)."""
         subject = f"{stored.originator_id} v{stored.originator_version}"
         state = (self.read_state(stored.state) or {}).get("state")
         workspace = state.get("workspace", "?") if isinstance(state, dict) else "?"
-        what = f"the snapshot of workspace {workspace!r} at policy version {stored.originator_version - 1} ({subject})"
-        rows = self.store.facts(self.store.oid(seal_id(stored.originator_id)), stored.originator_version)
-        try:
-            facts = checked_facts(rows, self.read_state, f"{what}'s seal")
-        except Tampered as tampered:
-            return str(tampered)
-        if not facts:
-            return f"{what} has no seal"
-        if facts[0].state.get("digest") != snapshot_digest(stored):
-            return f"{what} did not verify: its stored bytes differ from the sealed digest"
-        return None
+        return f"the snapshot of workspace {workspace!r} at policy version {stored.originator_version - 1} ({subject})"
 
     def _refuse(self, subject: str, detail: str) -> bool:
         self.alarms.alarm("snapshot", subject, detail)
