@@ -51,26 +51,33 @@ def point_in_time_1k(run) -> Result:
     return _point_in_time(run, 1_000)
 
 
-def decision_history(run):
-    """The Governance over the run's decision history, written once and shared by every figure
-    that reads decisions (decisions_query, impact, overview); its size is in `history_size`."""
+def kept_history(run, key: str, what: str, write, policy: dict | None = None):
+    """The Governance over a history of the run's size (`write(governance, workspace, count, say=)`
+    records `what`), in its own PostgreSQL schema, written once per run and shared under `key`."""
 
     def build():
         count = _sizes(run)[1]
-        governance = run.governance(run.postgres("decisions"))
+        governance = run.governance(run.postgres(key))
         try:
             governance.create_workspace("bench", by="bench")
-            governance.save_policy("bench", DENIED, by="bench", note="bench")
-            run.say(f"  recording {count:,} decisions through the batched save …")
+            if policy is not None:
+                governance.save_policy("bench", policy, by="bench", note="bench")
+            run.say(f"  recording {count:,} {what} through the batched save …")
             started = time.perf_counter()
-            history.decisions(governance, "bench", count, say=run.say)
+            write(governance, "bench", count, say=run.say)
             run.say(f"  … in {time.perf_counter() - started:.0f} s")
         except BaseException:
             governance.close()
             raise
         return governance
 
-    return run.keep("decision_history", build)
+    return run.keep(key, build)
+
+
+def decision_history(run):
+    """The Governance over the run's decision history, written once and shared by every figure
+    that reads decisions (decisions_query, impact, overview); its size is in `history_size`."""
+    return kept_history(run, "decisions", "decisions", history.decisions, DENIED)
 
 
 def history_size(run) -> str:

@@ -7,10 +7,8 @@ version rollup read)."""
 
 from __future__ import annotations
 
-import time
-
 from bench import history
-from bench.auditor import _size, _sizes, latency, timed
+from bench.auditor import _size, _sizes, kept_history, latency, timed
 from bench.figures import Result, figure
 
 DAYS = 30
@@ -21,22 +19,7 @@ SAMPLES = 7  # a full-size preview takes seconds: a few samples, in --quick too
 
 def download_history(run):
     """The Governance over the run's download history, written once through the group-commit writer."""
-
-    def build():
-        count = _sizes(run)[1]
-        governance = run.governance(run.postgres("downloads"))
-        try:
-            governance.create_workspace("bench", by="bench")
-            run.say(f"  recording {count:,} downloads with their versions' facts through the batched save …")
-            started = time.perf_counter()
-            history.downloads(governance, "bench", count, say=run.say)
-            run.say(f"  … in {time.perf_counter() - started:.0f} s")
-        except BaseException:
-            governance.close()
-            raise
-        return governance
-
-    return run.keep("download_history", build)
+    return kept_history(run, "downloads", "downloads with their versions' facts", history.downloads)
 
 
 def _preview(run, draft: dict) -> tuple[list[float], dict]:
