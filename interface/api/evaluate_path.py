@@ -25,11 +25,12 @@ from flask import Flask
 from pydantic import ValidationError
 from werkzeug.exceptions import InternalServerError
 
-from application import StaleCaller, StoreUnavailableError
+from application import StoreUnavailableError
 from domain.errors import GovernanceError
 from interface import metrics
 from interface.api.auth import authorize, bearer_caller
 from interface.api.blueprint import W, api
+from interface.api.routing import once_more_if_stale
 from interface.api.views import post_evaluate
 from interface.problems import governance_problem, problem
 from interface.services import services
@@ -87,10 +88,9 @@ class EvaluatePath:
             raise _ToFlask from None
         governance = services(self.app).governance
         try:
-            try:
-                answer = self._judge(governance, workspace, environ, payload, self.endpoint.remembered)
-            except StaleCaller:  # nothing was recorded: read the token and the head this time
-                answer = self._judge(governance, workspace, environ, payload, False)
+            answer = once_more_if_stale(
+                lambda fresh: self._judge(governance, workspace, environ, payload, fresh), self.endpoint.remembered
+            )
         except _ToFlask:
             raise
         except StoreUnavailableError as error:  # the recording itself failed: nothing recorded

@@ -74,15 +74,21 @@ class Api:
             @wraps(view)
             def handle(**params):
                 governance = services().governance
-                try:
-                    return dispatch(governance, dict(params), remembered)
-                except StaleCaller:  # nothing was recorded: read the token and the head this time
-                    return dispatch(governance, dict(params), False)
+                return once_more_if_stale(lambda fresh: dispatch(governance, dict(params), fresh), remembered)
 
             self.blueprint.add_url_rule(rule, view.__name__, handle, methods=[method])
             return handle
 
         return decorate
+
+
+def once_more_if_stale(call, remembered: bool):
+    """`call(remembered)`; when the remembered caller no longer held (nothing was recorded), once
+    more reading the token and the head this time."""
+    try:
+        return call(remembered)
+    except StaleCaller:
+        return call(False)
 
 
 def json_body():
