@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from application.messages import LANGUAGE_TITLES
 from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES, LISTS, MODES
 
@@ -16,7 +17,7 @@ from domain.policy import LANGUAGES, LISTS, MODES
 # gate cannot judge (yarn, uv...) are still recognised, so the answer names the command.
 _PROGRAMS = re.compile(r"(?:.*/)?(?:pip[\d.]*|python[\d.]*|npm|npx|pnpm|yarn|uv|pipx|poetry|conda)")
 _FIELD = re.compile(r"(?P<language>python|node)\.(?P<list>allow|deny)\[(?P<index>\d+)\]")
-TITLES = {"python": "Python", "node": "Node", "allow": "allow list", "deny": "deny list"}
+TITLES = {**LANGUAGE_TITLES, "allow": "allow list", "deny": "deny list"}
 # Fields named as the console's labels show them, so a message points at what a person sees.
 LABELS = {
     "at": "Instant (UTC)",
