@@ -82,7 +82,7 @@ class SnapshotCheck:
         digest = snapshot_digest(stored)
         if digest in self._verified:  # these very bytes were found sealed before
             return True
-        problem = self.problem(stored)
+        problem = self.problem(stored, digest)
         if problem is None:
             if len(self._verified) >= VERIFIED_KEPT:
                 self._verified.clear()
@@ -91,8 +91,9 @@ class SnapshotCheck:
         subject = f"{stored.originator_id} v{stored.originator_version}"
         return self._refuse(subject, f"{problem}; it was not used, the policy was rebuilt from its events")
 
-    def problem(self, stored: StoredEvent) -> str | None:
-        """What is wrong with this stored snapshot against its seal, or None when it holds."""
+    def problem(self, stored: StoredEvent, digest: str | None = None) -> str | None:
+        """What is wrong with this stored snapshot against its seal, or None when it holds
+        (`digest`: its digest, when the caller has it)."""
         rows = self.store.facts(self.store.oid(seal_id(stored.originator_id)), stored.originator_version)
         try:
             facts = checked_facts(rows, self.read_state, _SEAL)
@@ -100,7 +101,7 @@ class SnapshotCheck:
             return str(tampered).replace(_SEAL, f"{self._what(stored)}'s seal", 1)
         if not facts:
             return f"{self._what(stored)} has no seal"
-        if facts[0].state.get("digest") != snapshot_digest(stored):
+        if facts[0].state.get("digest") != (digest or snapshot_digest(stored)):
             return f"{self._what(stored)} did not verify: its stored bytes differ from the sealed digest"
         return None
 
