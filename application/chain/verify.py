@@ -28,13 +28,16 @@ def verify(store: ChainStore, read_workspace, workspace: str, checkpoints: list[
         if problem:
             return _failure(0, "signature", problem, {"seq": checkpoint.get("seq")})
         heads.setdefault(checkpoint["seq"], []).append(checkpoint)
+    # The sealed position before the walk: what the sealers seal while it walks counts as unsealed,
+    # so "nothing unsealed" means the walk saw every event (read after, a round sealed meanwhile
+    # would be neither walked nor counted).
+    position = store.position()
     walk = _Walk(store, workspace, heads)
     failure = walk.run()
     if failure is None:
         failure = _truncation(walk, heads) or _inserted(store, read_workspace, workspace, walk.checked)
     if failure is not None:
         return failure
-    position = store.position()
     return {
         "ok": True,
         "checked": walk.checked,

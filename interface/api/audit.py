@@ -71,7 +71,7 @@ class VerifyAnswer(BaseModel):
     checked: int = Field(description="records verified before the answer (all of them when ok)")
     head: ChainHead | None = None
     checkpoints: int | None = Field(None, description="checkpoints the chain was held against")
-    unsealed: int | None = Field(None, description="records committed after the sealer's position")
+    unsealed: int | None = Field(None, description="records committed after the sealer's position when the walk began")
     problem: Literal[PROBLEMS] | None = None
     detail: str | None = None
     record: FailedRecord | None = Field(None, description="the first record that does not verify")
