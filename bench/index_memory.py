@@ -89,7 +89,7 @@ def index_rss(run) -> Result:
             first = rss_mib(service.process.pid)
             list(pool.map(_get(service.url, tokens), range(FIRST, PAGES)))
         last = rss_mib(service.process.pid)
-        kept = sum(f.stat().st_size for f in (Path(work) / "cache").rglob("*") if f.is_file())
+        kept = sum(f.stat().st_size for f in (Path(work) / "cache").rglob("*") if f.is_file() and f.name != "lock")
         run.say(f"  RSS after {FIRST:,} pages {first:.0f} MiB, after {PAGES:,} {last:.0f} MiB")
         unit = f"MiB RSS after {PAGES:,} distinct pages (cache bound {BOUND // 2**20} MiB, {kept / 2**20:.1f} MiB kept)"
         return Result(round(last, 1), unit, ratio=round(last / first, 3))

@@ -13,11 +13,13 @@ each time before they are served (the caller does, with `Digests.check`), so a f
 disk is dropped, never served.
 
 Least recently used goes first: every use touches a file's modification time, and when the bytes
-kept pass `max_bytes`, the oldest are removed until `LOW_WATER` of the bound is left. Eviction
-holds an advisory lock on `lock` so that workers do not evict at once, and only unlinks: a reader
+kept would pass `max_bytes`, the oldest are removed until `LOW_WATER` of the bound is left.
+Every worker puts a written file in place under one advisory lock on `lock`, which also holds the
+bytes kept: each placement adds its size less that of the copy it replaces, each eviction counts
+anew, so the bound holds across every worker, not per worker. Eviction only unlinks: a reader
 that already opened a file reads it to the end; one that opens it afterwards finds no file, a
-miss. Each worker estimates the total from what it wrote since it last counted, so the bound holds
-within what other workers wrote since their own last count.
+miss. A process counts the directory once before its first placement (a count left by a process
+that died mid-placement is not trusted).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ class DiskCache:
         for part in ("files", "pages", "tmp"):
             make_private_dirs(self.directory / part)
         self._lock = threading.Lock()
-        self._estimate: int | None = None  # bytes kept, as this process last counted plus its writes
+        self._counted = False  # this process has counted the directory once
 
     # -- files ------------------------------------------------------------------------------
     def file_path(self, digests: Digests) -> Path:
@@ -95,10 +97,7 @@ class DiskCache:
         if size > self.max_bytes * LOW_WATER:
             return False
         os.fsync(temporary.fileno())
-        self._make_room(size)
-        path = self.file_path(digests)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(temporary.name, path)
+        self._place(temporary.name, self.file_path(digests), size)
         return True
 
     @staticmethod
@@ -126,13 +125,11 @@ class DiskCache:
         size = len(line) + len(body)
         if size > self.max_bytes * LOW_WATER:
             return None
-        self._make_room(size)
         path = self._page_path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=self.directory / "tmp", prefix="page-", delete=False) as file:
             file.write(line)
             file.write(body)
-        os.replace(file.name, path)
+        self._place(file.name, path, size)
         return StoredPage({**meta, "length": len(body)}, path, len(line))
 
     def _page_path(self, key: str) -> Path:
@@ -140,28 +137,33 @@ class DiskCache:
         return self.directory / "pages" / digest[:2] / digest
 
     # -- the bound --------------------------------------------------------------------------
-    def _make_room(self, size: int) -> None:
-        with self._lock:
-            if self._estimate is None or self._estimate + size > self.max_bytes:
-                self._estimate = self._evict(size)
-            self._estimate += size
+    def _place(self, written: str, path: Path, size: int) -> None:
+        """Move a written temporary file to `path`, making room for it first."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock, open(self.directory / "lock", "a+b") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                total = _read_count(lock) if self._counted else None
+                if total is None or total + size > self.max_bytes:
+                    total = self._evict(size)
+                    self._counted = True
+                total += size - _size(path)  # a copy replaced no longer counts
+                os.replace(written, path)
+                _write_count(lock, total)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def _evict(self, incoming: int) -> int:
         """Remove the least recently used until `incoming` more bytes fit under the low-water
-        mark; the bytes left. Another worker evicting now: its count is taken as it stands."""
-        with open(self.directory / "lock", "a+b") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                entries, total = self._entries()
-                goal = self.max_bytes * LOW_WATER - incoming
-                for _, size, path in sorted(entries):
-                    if total <= goal:
-                        break
-                    if _unlink(path):
-                        total -= size
-                return total
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        mark; the bytes left. Called under the lock."""
+        entries, total = self._entries()
+        goal = self.max_bytes * LOW_WATER - incoming
+        for _, size, path in sorted(entries):
+            if total <= goal:
+                break
+            if _unlink(path):
+                total -= size
+        return total
 
     def _entries(self) -> tuple[list[tuple[float, int, Path]], int]:
         entries, total, now = [], 0, time.time()
@@ -182,6 +184,27 @@ class DiskCache:
             except FileNotFoundError:
                 continue
         return entries, total
+
+
+def _read_count(lock) -> int | None:
+    lock.seek(0)
+    try:
+        return int(lock.read() or b"")
+    except ValueError:
+        return None
+
+
+def _write_count(lock, total: int) -> None:
+    lock.truncate(0)
+    lock.write(str(total).encode())
+    lock.flush()
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _touch(path: Path) -> None:

@@ -1,0 +1,32 @@
+"""The index's disk cache holds its byte bound across every worker writing to one directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from application.cache import DiskCache
+
+BOUND = 10_000
+
+
+def on_disk(directory: Path) -> int:
+    return sum(f.stat().st_size for part in ("files", "pages") for f in (directory / part).rglob("*") if f.is_file())
+
+
+def test_two_workers_writing_one_cache_keep_within_its_bound_together(tmp_path):
+    workers = [DiskCache(tmp_path, BOUND), DiskCache(tmp_path, BOUND)]  # each as its own process keeps it
+    for n in range(60):
+        kept = workers[n % 2].put_page(f"page-{n}", {"url": f"u{n}"}, b"x" * 800)
+        assert kept is not None and kept.body() == b"x" * 800
+        assert on_disk(tmp_path) <= BOUND, f"after page {n}"
+    assert on_disk(tmp_path) > BOUND // 2  # it evicts the oldest, not everything
+
+
+def test_a_page_rewritten_in_place_counts_once(tmp_path):
+    cache = DiskCache(tmp_path, BOUND)
+    for n in range(11):  # 8,800 bytes: room for one more page before the bound
+        cache.put_page(f"page-{n}", {"url": f"u{n}"}, b"x" * 800)
+    for _ in range(40):  # revalidated again and again: the same key, replaced
+        cache.put_page("page-0", {"url": "u0"}, b"y" * 800)
+    assert all(cache.page(f"page-{n}") is not None for n in range(11))
+    assert cache.page("page-0").body() == b"y" * 800
