@@ -1,9 +1,10 @@
 """Fixtures that run the same tests on SQLite and on a real PostgreSQL server.
 
 PostgreSQL comes from RUNCODE_POLICY_TEST_POSTGRES_URL (default: the local server on
-127.0.0.1:5432, database runcode_policy_test, created if missing). Each test gets its own schema,
-dropped afterwards. Without a server the PostgreSQL tests skip loudly, except under CI=true,
-where they fail: CI must never pass with them skipped.
+127.0.0.1:5432, database runcode_policy_test, created if missing). Each test gets its own schema:
+one with a new store's tables, emptied afterwards for the worker's next test, or an empty one.
+Without a server the PostgreSQL tests skip loudly, except under CI=true, where they fail: CI must
+never pass with them skipped.
 """
 
 from __future__ import annotations
@@ -82,11 +83,29 @@ def postgres_schema_url(postgres_database):
         conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
+@pytest.fixture(scope="session")
+def postgres_schemas(postgres_database):
+    """This worker's schemas with a store's tables, emptied between tests (tests.support.postgres_pool)."""
+    from tests.support.postgres_pool import SchemaPool
+
+    pool = SchemaPool(postgres_database)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture
+def primed_schema_url(postgres_schemas):
+    """A URL whose schema is private to this test and holds a new store's tables, no rows."""
+    url = postgres_schemas.take()
+    yield url
+    postgres_schemas.give_back(url)
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database_url(request, tmp_path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/store.sqlite"
-    return request.getfixturevalue("postgres_schema_url")
+    return request.getfixturevalue("primed_schema_url")
 
 
 @pytest.fixture
