@@ -10,6 +10,7 @@ import ssl
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -53,10 +54,30 @@ class UpstreamOptions:
     def tls_context(self) -> ssl.SSLContext:
         """The system's trust store (OpenSSL's default paths, so SSL_CERT_FILE/SSL_CERT_DIR
         count), plus the configured bundle."""
-        context = ssl.create_default_context()
-        if self.ca_bundle:
-            context.load_verify_locations(cafile=self.ca_bundle)
-        return context
+        return trust(self.ca_bundle)
+
+
+def trust(ca_bundle: str | None) -> ssl.SSLContext:
+    """The client TLS context trusting the system's store and `ca_bundle`. Loading the system's
+    store costs a few hundred milliseconds of CPU, so a process builds one per trust settings
+    (the bundle as it is on disk, SSL_CERT_FILE, SSL_CERT_DIR) and every upstream client and app
+    of the process shares it: a context is not changed by its use and is safe across threads."""
+    stamp = None
+    if ca_bundle:
+        try:
+            found = os.stat(ca_bundle)
+            stamp = (found.st_mtime_ns, found.st_size)
+        except OSError:
+            pass  # load_verify_locations names the problem
+    return _trust(ca_bundle, stamp, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@lru_cache(maxsize=16)
+def _trust(ca_bundle: str | None, *_key) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    if ca_bundle:
+        context.load_verify_locations(cafile=ca_bundle)
+    return context
 
 
 @dataclass(frozen=True)
@@ -214,7 +235,7 @@ def _ca_bundle(path: str, errors: list[FieldError]) -> str | None:
     if not path:
         return None
     try:
-        ssl.create_default_context().load_verify_locations(cafile=path)
+        trust(os.path.abspath(path))  # the context the upstreams will use, built once
     except FileNotFoundError:
         errors.append(FieldError(CA_BUNDLE_VAR, f"no such file {path!r}"))
     except (OSError, ssl.SSLError, ValueError) as error:

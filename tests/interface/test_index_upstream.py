@@ -125,6 +125,30 @@ def test_the_system_trust_store_is_used_so_ssl_cert_file_is_honoured(database_ur
 
 
 # -- the proxy -----------------------------------------------------------------------------------
+def test_the_trust_is_built_once_per_process_and_anew_when_the_bundle_changes(ca, tmp_path):
+    from interface.settings import trust
+
+    def trusted(context) -> set[str]:  # the private CAs a context trusts, by serial number
+        return {c["serialNumber"] for c in context.get_ca_certs() if "trustme" in str(c["subject"])}
+
+    bundle = tmp_path / "ca.pem"
+    first = trust(str(bundle))
+    assert trust(str(bundle)) is first  # the system's store is loaded once, not per upstream or app
+    replacement = trustme.CA()
+    replacement.cert_pem.write_to_path(str(bundle))
+    later = bundle.stat().st_mtime_ns + 10**9
+    os.utime(bundle, ns=(later, later))  # replaced by the operator, a moment later
+    assert trusted(trust(str(bundle))) == trusted(ssl_context_of(bundle)) != trusted(first)
+
+
+def ssl_context_of(bundle):
+    import ssl
+
+    context = ssl.create_default_context()
+    context.load_verify_locations(cafile=str(bundle))
+    return context
+
+
 def test_the_upstream_proxy_carries_every_upstream_fetch_when_it_is_set(database_url, tls_upstream, tmp_path):
     proxy = ForwardProxy()
     plain = PyPIUpstream()
