@@ -45,6 +45,10 @@ class _Proxied:
     def url(self) -> str:
         return self.service.url
 
+    @property
+    def process(self):  # the service's, whose tree and PostgreSQL backends the CPU figure meters
+        return self.service.process
+
     def stop(self) -> None:
         self.service.stop()
         self.upstream.close()
@@ -99,6 +103,7 @@ register(
         lambda run: Request(PAGE, tokens=run.token(SERVER)),
         "req/s (PyPI project page via the fixture upstream, PostgreSQL)",
         ceiling="index_upstream",
+        cpu=True,  # CPU per request: steadier than the rate on a shared machine
     )
 )
 

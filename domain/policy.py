@@ -107,8 +107,10 @@ class LanguageRules:
         return end is None or self.at < end
 
     def at_instant(self, at: datetime) -> LanguageRules:
-        """The same rules judged at `at` (a shallow copy: the deny keys are not worked out again)."""
-        bound = copy.copy(self)
+        """The same rules judged at `at` (a shallow copy: the deny keys are not worked out again;
+        copied by hand, as copy.copy would, at a fraction of its cost: every judgement binds)."""
+        bound = object.__new__(type(self))
+        bound.__dict__.update(self.__dict__)
         object.__setattr__(bound, "at", at)
         return bound
 

@@ -12,7 +12,7 @@ from flask import Flask
 
 from application.cache import DiskCache
 from interface.cache_settings import CacheSettings
-from interface.index import npm, pypi
+from interface.index import npm, page_path, pypi
 from interface.index.bounds import IndexBounds, mark_in_memory
 from interface.index.pages import Pages
 from interface.index.upstream import Upstream
@@ -31,6 +31,7 @@ def install(app: Flask) -> None:
         app.extensions.setdefault("on_close", []).append(app.extensions[key].close)
     app.register_blueprint(pypi.blueprint)
     app.register_blueprint(npm.blueprint)
+    page_path.install(app)  # the cached project page in front of Flask
     # Outermost: a request refused here costs no thread beyond its own, and no store access.
     app.wsgi_app = IndexBounds(app.wsgi_app, settings.request_threads)
     app.after_request(mark_in_memory)

@@ -32,8 +32,11 @@ def package_index() -> PackageIndex:
     return services().index
 
 
-def credentials() -> str | None:
-    scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+def credentials(authorization: str | None = None) -> str | None:
+    """The token an `Authorization` header (default: this request's) carries, if any."""
+    if authorization is None:
+        authorization = request.headers.get("Authorization", "")
+    scheme, _, value = authorization.partition(" ")
     value = value.strip()
     if scheme.lower() == "bearer" and value:
         return value
@@ -46,20 +49,33 @@ def credentials() -> str | None:
     return None
 
 
+def authenticated(authorization: str | None = None) -> Principal | None:
+    """Whoever the `Authorization` header (default: this request's) names; None: nobody known."""
+    secret = credentials(authorization)
+    return package_index().authenticate(secret) if secret else None
+
+
 def reader(workspace: str, unauthenticated_status: int) -> Principal:
     """The principal reading this workspace's index, or the refusal its client expects."""
-    secret = credentials()
-    principal = package_index().authenticate(secret) if secret else None
+    principal = authenticated()
+    refused = refusal(principal, workspace, unauthenticated_status)
+    if refused is not None:
+        raise refused
+    return principal
+
+
+def refusal(principal: Principal | None, workspace: str, unauthenticated_status: int) -> HTTPProblem | None:
+    """Why `principal` may not read this workspace's index; None when it may."""
     if principal is None:
         detail = "a valid token is required: a run's token, or a sandbox, admin or owner token"
         headers = {"WWW-Authenticate": 'Bearer realm="runcode-policy"'} if unauthenticated_status == 401 else {}
         title = "Unauthorized" if unauthenticated_status == 401 else "Forbidden"
-        raise HTTPProblem(unauthenticated_status, title, detail, headers=headers)
+        return HTTPProblem(unauthenticated_status, title, detail, headers=headers)
     if principal.workspace != workspace:
-        raise HTTPProblem(404, "Not Found", f"no workspace {workspace!r}")
+        return HTTPProblem(404, "Not Found", f"no workspace {workspace!r}")
     if not may_read(principal):
-        raise HTTPProblem(403, "Forbidden", "an auditor's token never adds to the record, so it cannot read the index")
-    return principal
+        return HTTPProblem(403, "Forbidden", "an auditor's token never adds to the record, so it cannot read the index")
+    return None
 
 
 def refuse_a_failed_run(verdict: dict) -> None:

@@ -20,21 +20,22 @@ CACHE_CONTROL = "private, no-cache"
 RENDERED_BYTES = 8 * 1024 * 1024  # answers kept rendered, per worker process (~1,000 typical pages)
 
 
-def judged(body: bytes | str, content_type: str, policy_version) -> Response:
+def judged(body: bytes | str, content_type: str, policy_version, environ: dict | None = None) -> Response:
+    """The answer, 304 when the request (`environ`, default this request's) holds its ETag."""
     data = body.encode() if isinstance(body, str) else body
-    return _response(data, content_type, _etag(data, policy_version))
+    return _response(data, content_type, _etag(data, policy_version), environ)
 
 
 def _etag(data: bytes, policy_version) -> str:
     return f"p{policy_version}-{hashlib.sha256(data).hexdigest()[:40]}"
 
 
-def _response(data: bytes, content_type: str, etag: str) -> Response:
+def _response(data: bytes, content_type: str, etag: str, environ: dict | None) -> Response:
     response = Response(data, content_type=content_type)
     response.set_etag(etag)
     response.headers["Cache-Control"] = CACHE_CONTROL
     response.headers["Vary"] = "Accept"
-    return response.make_conditional(request.environ)
+    return response.make_conditional(request.environ if environ is None else environ)
 
 
 class Rendered:
@@ -47,7 +48,9 @@ class Rendered:
         self._bytes, self._limit = 0, limit
         self._lock = threading.Lock()
 
-    def answer(self, key: tuple, policy_version, content_type: str, render: Callable[[], bytes]) -> Response:
+    def answer(
+        self, key: tuple, policy_version, content_type: str, render: Callable[[], bytes], environ: dict | None = None
+    ) -> Response:
         with self._lock:
             found = self._kept.get(key)
             if found is not None:
@@ -61,4 +64,4 @@ class Rendered:
                     self._bytes += len(data)
                     while self._bytes > self._limit:
                         self._bytes -= len(self._kept.popitem(last=False)[1][0])
-        return _response(found[0], content_type, found[1])
+        return _response(found[0], content_type, found[1], environ)

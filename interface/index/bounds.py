@@ -180,10 +180,11 @@ class IndexBounds:
             self._released.notify()
 
 
-def mark_in_memory(response):
-    """After each request: say when its body is whole in memory (not streamed), for IndexBounds."""
+def mark_in_memory(response, environ: dict | None = None):
+    """After each request (`environ`, default this request's): say when its body is whole in
+    memory (not streamed), for IndexBounds."""
     if not response.is_streamed:
-        request.environ[IN_MEMORY] = True
+        (request.environ if environ is None else environ)[IN_MEMORY] = True
     return response
 
 

@@ -14,8 +14,9 @@ after the request was judged, so a denied name never causes an upstream fetch.
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 
-from flask import Blueprint, Response, current_app, redirect, request, url_for
+from flask import Blueprint, Response, current_app, has_request_context, redirect, request, url_for
 from packaging.utils import canonicalize_name
 from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header
@@ -43,6 +44,9 @@ blueprint = Blueprint("pypi_index", __name__)
 READ = ["GET", "HEAD"]
 # pip prompts for a password on a 401 (see interface.index.access): refuse missing tokens with 403.
 UNAUTHENTICATED = 403
+# environ: what judging a project page in front of Flask raised (interface.index.page_path), for
+# Flask to answer as it answers the same refusal raised here.
+RAISED = "runcode_policy.index_page_raised"
 
 
 def upstream() -> Upstream:
@@ -53,9 +57,10 @@ def pages() -> Pages:
     return current_app.extensions["pypi_pages"]
 
 
-def negotiated() -> str:
-    """PEP 691 content negotiation; 406 when nothing offered is acceptable."""
-    header = request.headers.get("Accept", "").strip()
+def negotiated(accept: str | None = None) -> str:
+    """PEP 691 content negotiation of an `Accept` header (default: this request's); 406 when
+    nothing offered is acceptable."""
+    header = (request.headers.get("Accept", "") if accept is None else accept).strip()
     if not header:
         return "text/html"
     media = parse_accept_header(header, MIMEAccept).best_match(simple.OFFERS)
@@ -64,9 +69,9 @@ def negotiated() -> str:
     return simple.ANSWERED_AS.get(media, media)
 
 
-def answer(page: dict, media: str, policy_version) -> Response:
+def answer(page: dict, media: str, policy_version, environ: dict | None = None) -> Response:
     body = simple.write_json(page) if simple.is_json(media) else simple.write_html(page)
-    return judged(body, media if simple.is_json(media) else f"{media}; charset=utf-8", policy_version)
+    return judged(body, media if simple.is_json(media) else f"{media}; charset=utf-8", policy_version, environ)
 
 
 @blueprint.route("/pypi/<ws>/simple/", methods=READ)
@@ -111,17 +116,27 @@ def unslashed(ws, project):
 
 @blueprint.route("/pypi/<ws>/simple/<project>/", methods=READ)
 def project_page(ws, project):
+    raised = request.environ.pop(RAISED, None)
+    if raised is not None:  # judged in front of Flask, after the same steps as below
+        raise raised
     principal = reader(ws, UNAUTHENTICATED)
     within_limits(project=project)
     media = negotiated()
     name = canonicalize_name(project)
     if project != name:  # PEP 503: one URL per project
         return redirect(url_for(".project_page", ws=ws, project=name), 301)
+    return judged_page(principal, ws, name, media, request.environ, request.url_root)
+
+
+def judged_page(principal, ws: str, name: str, media: str, environ: dict, url_root: str) -> Response:
+    """A project page for a reader admitted to it: judged (and recorded), then answered from the
+    rendered copy of the kept page. Needs the app's context, not the request's (the lean path in
+    front of Flask calls it too: interface.index.page_path)."""
     verdict = package_index().gate.judge(principal, "python", name, "page")
     metrics.count_index(verdict, "python", "page")
     refuse_a_failed_run(verdict)
     if not verdict["allowed"]:
-        return answer(simple.quarantined(name, verdict["message"]), media, verdict["policy_version"])
+        return answer(simple.quarantined(name, verdict["message"]), media, verdict["policy_version"], environ)
     try:
         fetched = _fetched(name)
         hidden = _hidden(principal, name, fetched)
@@ -130,11 +145,13 @@ def project_page(ws, project):
             package_index().gate.not_found(principal, "python", name, "page")
         record_upstream_failure(principal, "python", name, "page", error)
         raise
-    key = (ws, name, media, verdict["policy_version"], fetched.revision, request.url_root, hidden)
+    key = (ws, name, media, verdict["policy_version"], fetched.revision, url_root, hidden)
     content_type = media if simple.is_json(media) else f"{media}; charset=utf-8"
-    return rendered().answer(
-        key, verdict["policy_version"], content_type, lambda: _render(ws, name, fetched, media, hidden)
-    )
+
+    def render() -> bytes:  # only when this answer was not rendered before
+        return _render(ws, name, fetched, media, hidden, environ)
+
+    return rendered().answer(key, verdict["policy_version"], content_type, render, environ)
 
 
 def _hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
@@ -158,8 +175,10 @@ def rendered() -> Rendered:
     return current_app.extensions.setdefault("pypi_rendered", Rendered())
 
 
-def _render(ws: str, name: str, fetched: Fetched, media: str, hidden: frozenset[str]) -> bytes:
-    page = _allowed_page(ws, name, _read(name, fetched), hidden)
+def _render(ws: str, name: str, fetched: Fetched, media: str, hidden: frozenset[str], environ: dict) -> bytes:
+    # The file URLs are the app's (url_for): outside Flask's dispatch, in the request's context.
+    with nullcontext() if has_request_context() else current_app.request_context(environ):
+        page = _allowed_page(ws, name, _read(name, fetched), hidden)
     return simple.write_json(page) if simple.is_json(media) else simple.write_html(page)
 
 
