@@ -122,8 +122,8 @@ class ChainStore:
         """An originator id as this store spells it (PostgreSQL uuid; SQLite hex text)."""
         return originator_id if self.postgres else originator_id.hex
 
-    def _rows(self, template: str, params=(), prepare: bool = False) -> list[dict]:
-        return self.recorder.fetch(render(self.dialect, self.events_table, template), params, prepare)
+    def _rows(self, template: str, params=(), prepare: bool = False, generic: bool = False) -> list[dict]:
+        return self.recorder.fetch(render(self.dialect, self.events_table, template), params, prepare, generic)
 
     @contextmanager
     def sealing(self):
@@ -231,7 +231,7 @@ class ChainStore:
         the stream `seal` (both ids as this store spells them), `snapshots` the library's table."""
         template = POLICY_AT.replace("{snapshots}", self.dialect.library_table(snapshots))
         params = (workspace, self.dialect.ts(at), workspace, policy, seal, seal, policy)
-        return self._rows(template, params, prepare=True)
+        return self._rows(template, params, generic=True)
 
     def caller(self, token_id: str, denials: Denials | None = None) -> list[dict]:
         """A token's facts (as `facts`), each with its tokens-table row (`row_*`, None when there is

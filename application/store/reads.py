@@ -109,8 +109,11 @@ class ReadModel:
         self.recorder = recorder
         self.dialect = recorder.dialect
 
-    def _rows(self, template: str, params: list | tuple = (), prepare: bool = False) -> list[dict]:
-        rows = self.recorder.fetch(self.dialect.sql(template), params, prepare)
+    def _rows(
+        self, template: str, params: list | tuple = (), prepare: bool = False, generic: bool = False
+    ) -> list[dict]:
+        """`prepare` and `generic`: as the recorder's `fetch`."""
+        rows = self.recorder.fetch(self.dialect.sql(template), params, prepare, generic)
         for row in rows:
             for column in ("at", "created_at", "issued_at", "revoked_at", "started_at", "expires_at"):
                 if row.get(column) is not None:
@@ -163,7 +166,7 @@ class ReadModel:
             + ws_lang
             + tuple(p for key, entry in zip(keys, entries, strict=True) for p in (*ws_lang, key, entry))
             + tuple(p for key in deny_keys for p in (*ws_lang, key)),
-            prepare=True,  # on PostgreSQL, planning it costs more than running it (so for chain.POLICY_AT)
+            generic=True,  # on PostgreSQL, planning it costs more than running it (so for chain.POLICY_AT)
         )
         head = next((r for r in rows if r["part"] == "version"), None)
         if head is None:

@@ -3,13 +3,15 @@ so its cost follows the answer and not the history whatever the planner's statis
 
 On PostgreSQL each statement the application really sends is EXPLAINed with scans other than
 index scans made unattractive (these tables are tiny; the question is whether the index *can*
-serve the whole condition, not what a planner picks for ten rows)."""
+serve the whole condition, not what a planner picks for ten rows); a statement planned once for
+every value (`generic`) is EXPLAINed as that one plan, with its parameters unknown."""
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
 
+import psycopg
 import pytest
 
 from application.governance import Governance
@@ -30,22 +32,36 @@ class Statements:
     """The real recorder, with the SELECTs it runs noted down (it still runs every one)."""
 
     def __init__(self, recorder):
-        self.recorder, self.seen = recorder, []
+        self.recorder, self.seen, self.generic = recorder, [], set()
         self._fetch = recorder.fetch
         recorder.fetch = self.fetch
 
-    def fetch(self, statement, params=(), prepare=False):
+    def fetch(self, statement, params=(), prepare=False, generic=False):
+        if generic:
+            self.generic.add(len(self.seen))
         self.seen.append((statement, tuple(params)))
-        return self._fetch(statement, params, prepare)
+        return self._fetch(statement, params, prepare, generic)
 
     def plans(self) -> list[str]:
         found = []
         with self.recorder.datastore.get_connection() as conn, conn.cursor() as curs:
             curs.execute("SET enable_seqscan = off")
             curs.execute("SET enable_bitmapscan = off")
-            for statement, params in self.seen:
-                curs.execute("EXPLAIN (FORMAT JSON) " + statement, params)
-                found.append(json.dumps(curs.fetchone()["QUERY PLAN"]))
+            curs.execute("SET plan_cache_mode = force_generic_plan")
+            for n, (statement, params) in enumerate(self.seen):
+                if n in self.generic:  # the plan it runs with: one for every value, made without them
+                    first, *rest = statement.split("%s")
+                    curs.execute("PREPARE shape AS " + first + "".join(f"${i}{part}" for i, part in enumerate(rest, 1)))
+                    values = ", ".join(["%s"] * len(params))
+                    curs.execute(
+                        "EXPLAIN (FORMAT JSON) "
+                        + psycopg.ClientCursor(conn).mogrify(f"EXECUTE shape({values})", params)
+                    )
+                    found.append(json.dumps(curs.fetchone()["QUERY PLAN"]))
+                    curs.execute("DEALLOCATE shape")
+                else:
+                    curs.execute("EXPLAIN (FORMAT JSON) " + statement, params)
+                    found.append(json.dumps(curs.fetchone()["QUERY PLAN"]))
             curs.execute("RESET ALL")
         return found
 
