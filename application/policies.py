@@ -13,7 +13,7 @@ import threading
 from dataclasses import replace
 from datetime import datetime
 
-from eventsourcing.application import AggregateNotFoundError, project_aggregate
+from eventsourcing.application import AggregateNotFoundError
 
 from application.clock import Clock, system_clock
 from application.store.reads import ReadModel
@@ -55,8 +55,12 @@ class Policies:
             raise no_workspace(workspace)
         if not sealed:  # never answered from a snapshot the chain does not seal: rebuilt from the events
             return self.repository.get(aggregate, version=stored[-1].originator_version)
-        mapper = self.repository.event_store.mapper
-        return project_aggregate(None, [mapper.to_domain_event(s) for s in stored])
+        # The library's project_aggregate, without its runtime Protocol check of each event (50 µs
+        # each here, more than mutating; up to 49 events follow the snapshot).
+        policy = None
+        for event in map(self.repository.event_store.mapper.to_domain_event, stored):
+            policy = event.mutate(policy)
+        return policy
 
     def current(
         self, workspace: str, at: datetime | None = None, head: int | None = None, cached: bool = False
