@@ -14,7 +14,8 @@ the aggregate is rebuilt from its events, and an integrity alarm names the snaps
 per-process rules cache (application.policies) loads each version once per worker, and each
 process remembers the digests it found sealed (the same bytes hash to the same digest, so they
 need no second look), so the check's one extra primary-key read is paid once per snapshot, not
-per request or per point-in-time answer.
+per request; a point-in-time answer reads the seal in the statement that reads the snapshot
+(`SnapshotCheck.policy_at`), so it pays no extra read at all.
 """
 
 from __future__ import annotations
