@@ -14,7 +14,8 @@ the aggregate is rebuilt from its events, and an integrity alarm names the snaps
 per-process rules cache (application.policies) loads each version once per worker, and each
 process remembers the digests it found sealed (the same bytes hash to the same digest, so they
 need no second look), so the check's one extra primary-key read is paid once per snapshot, not
-per request or per point-in-time answer.
+per request; a point-in-time answer reads the seal in the statement that reads the snapshot
+(`SnapshotCheck.policy_at`), so it pays no extra read at all.
 """
 
 from __future__ import annotations
@@ -77,12 +78,28 @@ class SnapshotCheck:
         self.store, self.read_state, self.alarms = store, read_state, alarms
         self._verified: dict[str, None] = {}
 
-    def holds(self, stored: StoredEvent) -> bool:
-        """Whether the chain seals this stored snapshot; raises the alarm when it does not."""
+    def policy_at(self, workspace: str, at, policy: UUID, snapshots: str) -> tuple[list[StoredEvent], bool]:
+        """The stored events that make the policy at instant `at` (its last snapshot there, if
+        any, then the events after it; none: no such workspace), read in one statement with the
+        snapshot's seal (`ChainStore.policy_at`), and whether the snapshot holds (as `holds`)."""
+        oid = self.store.oid
+        rows = self.store.policy_at(workspace, at, oid(policy), oid(seal_id(policy)), snapshots)
+        parts: dict[str, list[dict]] = {"snapshot": [], "event": [], "seal": []}
+        for row in rows:
+            parts[row["part"]].append(row)
+        stored = [
+            StoredEvent(policy, r["originator_version"], r["topic"], bytes(r["state"]))
+            for r in chain(parts["snapshot"], sorted(parts["event"], key=lambda r: r["originator_version"]))
+        ]
+        return stored, not parts["snapshot"] or self.holds(stored[0], parts["seal"])
+
+    def holds(self, stored: StoredEvent, seal: list[dict] | None = None) -> bool:
+        """Whether the chain seals this stored snapshot; raises the alarm when it does not. `seal`:
+        the facts of its seal (`ChainStore.facts`), when the caller read them with the snapshot."""
         digest = snapshot_digest(stored)
         if digest in self._verified:  # these very bytes were found sealed before
             return True
-        problem = self.problem(stored, digest)
+        problem = self.problem(stored, digest, seal)
         if problem is None:
             if len(self._verified) >= VERIFIED_KEPT:
                 self._verified.clear()
@@ -91,12 +108,13 @@ class SnapshotCheck:
         subject = f"{stored.originator_id} v{stored.originator_version}"
         return self._refuse(subject, f"{problem}; it was not used, the policy was rebuilt from its events")
 
-    def problem(self, stored: StoredEvent, digest: str | None = None) -> str | None:
+    def problem(self, stored: StoredEvent, digest: str | None = None, seal: list[dict] | None = None) -> str | None:
         """What is wrong with this stored snapshot against its seal, or None when it holds
-        (`digest`: its digest, when the caller has it)."""
-        rows = self.store.facts(self.store.oid(seal_id(stored.originator_id)), stored.originator_version)
+        (`digest` and `seal`, as `holds`: read here when the caller has not)."""
+        if seal is None:
+            seal = self.store.facts(self.store.oid(seal_id(stored.originator_id)), stored.originator_version)
         try:
-            facts = checked_facts(rows, self.read_state, _SEAL)
+            facts = checked_facts(seal, self.read_state, _SEAL)
         except Tampered as tampered:
             return str(tampered).replace(_SEAL, f"{self._what(stored)}'s seal", 1)
         if not facts:

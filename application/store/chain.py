@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from uuid import UUID
 
-from application.store.reads import Denials
+from application.store.reads import VERSION_AT, Denials
 from application.store.schema import TABLES as READ_MODEL_TABLES
 from application.store.schema import Dialect
 
@@ -70,6 +70,24 @@ FACTS = (
     "WHERE e.originator_id = c.originator_id AND e.originator_version = c.originator_version)"
 )
 
+# The policy's stored events at the version at T, as `Repository.get(version=...)` reads them in
+# two round trips (its last snapshot there, then the events after it), with the version and the
+# facts of that snapshot's seal (as FACTS: the seal stream's event at the snapshot's version) in
+# the same statement, so a snapshot this process has not checked yet costs no second round trip.
+# `part` says which is which. The policy version p is the aggregate's version p + 1 (its creation
+# is version 1). No row: no such workspace. {snapshots} is the library's snapshots table.
+_AT_SNAPSHOT = " AND {alias}.originator_version = (SELECT originator_version FROM s)"
+POLICY_AT = (
+    f"WITH v AS (SELECT COALESCE(({VERSION_AT}), 0) + 1 AS version FROM {{workspaces}} WHERE workspace = %s), "
+    "s AS (SELECT originator_version, topic, state FROM {snapshots} WHERE originator_id = %s "
+    "AND originator_version <= (SELECT version FROM v) ORDER BY originator_version DESC LIMIT 1) "
+    "SELECT 'seal' AS part, f.* FROM ("  # first: the others' NULLs take its columns' types
+    + FACTS.replace("{at_e}", _AT_SNAPSHOT.format(alias="e")).replace("{at_c}", _AT_SNAPSHOT.format(alias="c"))
+    + ") f UNION ALL SELECT 'snapshot', NULL, originator_version, topic, state, NULL, NULL, NULL FROM s "
+    "UNION ALL SELECT 'event', NULL, originator_version, topic, state, NULL, NULL, NULL FROM {events} "
+    "WHERE originator_id = %s AND originator_version > COALESCE((SELECT originator_version FROM s), 0) "
+    "AND originator_version <= (SELECT version FROM v)"
+)
 _ANY_VERSION = FACTS.replace("{at_e}", "").replace("{at_c}", "")
 _CALLER_COLUMNS = (
     "SELECT f.*, t.id AS row_id, t.workspace AS row_workspace, t.name AS row_name, t.role AS row_role, "
@@ -104,8 +122,8 @@ class ChainStore:
         """An originator id as this store spells it (PostgreSQL uuid; SQLite hex text)."""
         return originator_id if self.postgres else originator_id.hex
 
-    def _rows(self, template: str, params=(), prepare: bool = False) -> list[dict]:
-        return self.recorder.fetch(render(self.dialect, self.events_table, template), params, prepare)
+    def _rows(self, template: str, params=(), prepare: bool = False, generic: bool = False) -> list[dict]:
+        return self.recorder.fetch(render(self.dialect, self.events_table, template), params, prepare, generic)
 
     @contextmanager
     def sealing(self):
@@ -207,6 +225,13 @@ class ChainStore:
         return self._rows(
             FACTS.replace("{at_e}", at.format(alias="e")).replace("{at_c}", at.format(alias="c")), params * 2
         )
+
+    def policy_at(self, workspace: str, at, policy, seal, snapshots: str) -> list[dict]:
+        """The rows of POLICY_AT for the policy `policy` at instant `at`, its snapshot's seal being
+        the stream `seal` (both ids as this store spells them), `snapshots` the library's table."""
+        template = POLICY_AT.replace("{snapshots}", self.dialect.library_table(snapshots))
+        params = (workspace, self.dialect.ts(at), workspace, policy, seal, seal, policy)
+        return self._rows(template, params, generic=True)
 
     def caller(self, token_id: str, denials: Denials | None = None) -> list[dict]:
         """A token's facts (as `facts`), each with its tokens-table row (`row_*`, None when there is

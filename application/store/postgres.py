@@ -106,19 +106,44 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
     def _bound(curs, statement) -> str:
         return statement.bound(curs.mogrify) if isinstance(statement, ManyRows) else curs.mogrify(*statement)
 
-    def fetch(self, statement: str, params: tuple | list = (), prepare: bool = False) -> list[dict]:
+    def fetch(
+        self, statement: str, params: tuple | list = (), prepare: bool = False, generic: bool = False
+    ) -> list[dict]:
         # Pool connections are in autocommit mode: a lone SELECT needs no BEGIN/ROLLBACK round
         # trips. `prepare`: a server-side prepared statement, made here outside any pipeline
-        # (so the failed-pipeline case above cannot leave it unprepared).
+        # (so the failed-pipeline case above cannot leave it unprepared). `generic`: prepared and
+        # planned once (`_generic`), in a pipeline of its own, where psycopg forgets a statement
+        # whose pipeline failed (it prepares it again, under another name).
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            if generic:
+                return self._generic(conn, curs, statement, params)
             curs.execute(statement, params, prepare=prepare or None)
             return list(curs.fetchall())
+
+    @staticmethod
+    def _generic(conn, curs, statement: str, params) -> list[dict]:
+        """`statement` prepared and planned once for every value of its parameters, from its
+        first execution on this connection: for a read whose arms each bind their index's leading
+        columns (no value can change its plan) and whose planning costs more than running it.
+        PostgreSQL would plan each of a statement's first five executions per connection again
+        with their values, and a pool hands its connections out in turn, so a read that is not
+        asked for all the time (the point-in-time answers) would pay that planning nearly always.
+        The setting, the statement (its Parse too, the first time) and the setting put back are
+        one round trip, and one implicit transaction: a failure rolls the setting back with it."""
+        with conn.pipeline():
+            conn.execute(_GENERIC_PLANS)
+            curs.execute(statement, params, prepare=True)
+            conn.execute(_PLANS_AS_USUAL)
+        return list(curs.fetchall())
 
     def execute(self, statement: str, params: tuple | list = ()) -> None:
         """One statement, committed on its own (pool connections are in autocommit mode)."""
         with self.datastore.get_connection() as conn, conn.cursor() as curs:
             curs.execute(statement, params)
 
+
+_GENERIC_PLANS = "SET plan_cache_mode = force_generic_plan"
+_PLANS_AS_USUAL = "RESET plan_cache_mode"
 
 # Refuses (aborting its transaction) when `ok` is false: how a plain statement in the one-message
 # transaction (insert_events) says "do not commit this". Created once; a concurrent creator's copy is the same.

@@ -69,20 +69,6 @@ def name_at_sql(entries: int, keys: int) -> str:
     )
 
 
-# The policy's stored events at the version at T, as `Repository.get(version=...)` reads them in
-# two round trips (its last snapshot there, then the events after it), with the version in
-# the same statement. The policy version p is the aggregate's version p + 1 (its creation is
-# version 1). No row: no such workspace. {snapshots} and {events} are the library's tables.
-POLICY_AT = (
-    f"WITH v AS (SELECT COALESCE(({VERSION_AT}), 0) + 1 AS version FROM {{workspaces}} WHERE workspace = %s), "
-    "s AS (SELECT originator_version, topic, state FROM {snapshots} WHERE originator_id = %s "
-    "AND originator_version <= (SELECT version FROM v) ORDER BY originator_version DESC LIMIT 1) "
-    "SELECT originator_version, topic, state FROM s UNION ALL SELECT originator_version, topic, state "
-    "FROM {events} WHERE originator_id = %s AND originator_version > COALESCE((SELECT originator_version FROM s), 0) "
-    "AND originator_version <= (SELECT version FROM v)"
-)
-
-
 @dataclass(frozen=True)
 class NameRows:
     version: int  # the version at T
@@ -123,8 +109,11 @@ class ReadModel:
         self.recorder = recorder
         self.dialect = recorder.dialect
 
-    def _rows(self, template: str, params: list | tuple = (), prepare: bool = False) -> list[dict]:
-        rows = self.recorder.fetch(self.dialect.sql(template), params, prepare)
+    def _rows(
+        self, template: str, params: list | tuple = (), prepare: bool = False, generic: bool = False
+    ) -> list[dict]:
+        """`prepare` and `generic`: as the recorder's `fetch`."""
+        rows = self.recorder.fetch(self.dialect.sql(template), params, prepare, generic)
         for row in rows:
             for column in ("at", "created_at", "issued_at", "revoked_at", "started_at", "expires_at"):
                 if row.get(column) is not None:
@@ -158,14 +147,6 @@ class ReadModel:
         row = self._first(f"SELECT COALESCE(({VERSION_AT}), 0) AS version", (workspace, self._ts(at)))
         return row["version"]
 
-    def policy_events_at(self, workspace: str, at: datetime, originator_id, snapshots: str, events: str) -> list[dict]:
-        """The stored snapshot and events that make the policy at `at` (see POLICY_AT), oldest
-        first; `originator_id` as this store spells it, the tables as the library names them."""
-        template = POLICY_AT.replace("{snapshots}", self.dialect.library_table(snapshots))
-        template = template.replace("{events}", self.dialect.library_table(events))
-        rows = self._rows(template, (workspace, self._ts(at), workspace, originator_id, originator_id), prepare=True)
-        return sorted(rows, key=lambda r: r["originator_version"])
-
     def change(self, workspace: str, version: int) -> dict | None:
         return self._first(
             f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE workspace = %s AND version = %s", (workspace, version)
@@ -185,7 +166,7 @@ class ReadModel:
             + ws_lang
             + tuple(p for key, entry in zip(keys, entries, strict=True) for p in (*ws_lang, key, entry))
             + tuple(p for key in deny_keys for p in (*ws_lang, key)),
-            prepare=True,  # on PostgreSQL, planning it costs more than running it (so for POLICY_AT)
+            generic=True,  # on PostgreSQL, planning it costs more than running it (so for chain.POLICY_AT)
         )
         head = next((r for r in rows if r["part"] == "version"), None)
         if head is None:

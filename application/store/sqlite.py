@@ -34,8 +34,11 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
                 c.execute(statement, params)
         return notification_ids
 
-    def fetch(self, statement: str, params: tuple | list = (), prepare: bool = False) -> list[dict]:
-        # sqlite3 keeps its own statement cache: `prepare` has nothing to add here.
+    def fetch(
+        self, statement: str, params: tuple | list = (), prepare: bool = False, generic: bool = False
+    ) -> list[dict]:
+        # sqlite3 keeps its own statement cache and plans a statement once: `prepare` and
+        # `generic` have nothing to add here.
         with self.datastore.transaction(commit=False) as c:
             c.execute(statement, params)
             return [dict(row) for row in c.fetchall()]

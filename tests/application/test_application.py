@@ -314,3 +314,29 @@ def test_saves_racing_evaluates_never_break_the_store_connection(app, workspace)
             conn.execute("SELECT 2 AS two", prepare=True)
             rows = conn.execute("SELECT statement FROM pg_prepared_statements").fetchall()
             assert [row["statement"] for row in rows] == ["SELECT 2 AS two"]
+
+
+def test_a_read_planned_once_for_every_value_is_never_planned_again_and_leaves_no_setting(app):
+    """`generic` reads (the point-in-time answers) run with one plan from their first execution
+    on each connection, where PostgreSQL would plan the first five again; the setting that asks
+    for it never outlives the read, even a failed one, so no other statement is planned that way."""
+    from eventsourcing.persistence import PersistenceError
+
+    if not app.readmodel.dialect.schema:
+        pytest.skip("SQLite plans each statement once anyway")
+    recorder, connections = app.recorder, 2 * app.recorder.datastore.pool.max_size
+    read = app.readmodel.dialect.sql("SELECT version FROM {changes} WHERE workspace = %s")
+    for _ in range(3 * connections):  # every connection, each more than once
+        assert recorder.fetch(read, ("acme",), generic=True) == []
+    with pytest.raises(PersistenceError):
+        recorder.fetch("SELECT 1 / (%s - 1) AS one", (1,), generic=True)  # fails after it was parsed
+    for _ in range(connections):  # and that connection still knows what it prepared
+        assert recorder.fetch("SELECT 1 / (%s - 1) AS one", (2,), generic=True) == [{"one": 1}]
+    for _ in range(connections):
+        with recorder.datastore.get_connection() as conn:
+            assert conn.execute("SHOW plan_cache_mode").fetchone()["plan_cache_mode"] == "auto"
+            plans = conn.execute(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = %s",
+                (read.replace("%s", "$1"),),
+            ).fetchall()
+            assert len(plans) == 1 and plans[0]["generic_plans"] > 0 and plans[0]["custom_plans"] == 0, plans

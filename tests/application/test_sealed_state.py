@@ -60,6 +60,29 @@ def test_a_snapshot_without_a_seal_is_not_used(snapshotted, open_app, tamper):
     assert "has no seal" in fresh.integrity.first or "gone from the store" in fresh.integrity.first
 
 
+@pytest.mark.parametrize(
+    ("edit", "unseal", "refused"),
+    [(False, False, ()), (True, False, ("did not verify",)), (True, True, ("has no seal", "gone from the store"))],
+    ids=["untouched", "edited", "edited-and-unsealed"],
+)
+def test_the_policy_at_an_instant_uses_a_snapshot_only_as_its_seal_says(
+    snapshotted, open_app, tamper, edit, unseal, refused
+):
+    """The point-in-time read brings the snapshot's seal in its own statement: what it finds
+    there decides as a separate check would, in a process that never checked the snapshot."""
+    if unseal:
+        tamper.sql("DELETE FROM stored_events WHERE topic = 'runcode_policy:SnapshotSeal.Sealed'")
+    if edit:
+        tamper.replace_in_snapshot(str(policy_id("acme")), '"beta",', "")
+    fresh = open_app()
+    assert fresh.policy("acme", at=datetime.now(UTC))["python"]["deny"][0] == "beta"  # its first read
+    if not refused:
+        assert fresh.integrity.first is None
+    else:
+        assert fresh.integrity.counts["snapshot"] == 1
+        assert any(words in fresh.integrity.first for words in refused), fresh.integrity.first
+
+
 def test_an_untouched_snapshot_is_used_without_an_alarm(snapshotted, open_app):
     fresh = open_app()
     assert reason(fresh, "beta")[1] == "matches-the-deny-list"
