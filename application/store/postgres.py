@@ -18,6 +18,7 @@ from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, postgres_dialect
 
 EVENT_COLUMNS = "originator_id, originator_version, topic, state"
+LOCK_STATEMENTS = 3  # lock_statements: the lock timeout, the table lock, the NOTIFY
 
 
 class PostgresGovernanceRecorder(PostgresApplicationRecorder):
@@ -33,17 +34,17 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         datastore.pool.kwargs["prepare_threshold"] = sys.maxsize
         super().__init__(datastore, events_table_name=events_table_name)
         # The library's three statements before the insert (its lock timeout, the table lock,
-        # the NOTIFY its subscribers listen for) as one.
-        self.lock_table_statements = [
-            SQL(
-                "DO $$BEGIN SET LOCAL lock_timeout = '{0}s'; LOCK TABLE {1}.{2} IN EXCLUSIVE MODE; NOTIFY {3}; END$$"
-            ).format(
-                SQL(str(int(datastore.lock_timeout))),
-                Identifier(datastore.schema),
-                Identifier(events_table_name),
-                Identifier(self.channel_name),
-            )
-        ]
+        # the NOTIFY its subscribers listen for), plain: in one simple-query message they cost no
+        # round trip, and an anonymous `DO` block, compiled again on every run, cost more
+        # server CPU than the three.
+        self.lock_statements = SQL(
+            "SET LOCAL lock_timeout = '{0}s'; LOCK TABLE {1}.{2} IN EXCLUSIVE MODE; NOTIFY {3}"
+        ).format(
+            SQL(str(int(datastore.lock_timeout))),
+            Identifier(datastore.schema),
+            Identifier(events_table_name),
+            Identifier(self.channel_name),
+        )
         self.dialect = postgres_dialect(datastore.schema)
         self._events_head = f'INSERT INTO "{datastore.schema}"."{events_table_name}" ({EVENT_COLUMNS})'
         self.sql_create_statements.extend(SQL(self.dialect.sql(s)) for s in DDL)
@@ -80,8 +81,8 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
                 if conn.pgconn.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
                     conn.rollback()
                 raise
-            curs.nextset()  # past BEGIN and the lock, to the events' insert (RETURNING their ids)
-            curs.nextset()
+            for _ in range(1 + LOCK_STATEMENTS):  # past BEGIN and the lock, to the events' insert (RETURNING their ids)
+                curs.nextset()
             return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
 
     def _statements(self, stored_events, kwargs: dict) -> list:
@@ -94,7 +95,7 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
             tuple((e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events),
             " RETURNING notification_id",
         )
-        statements = [(self.lock_table_statements[0], None), events]
+        statements = [(self.lock_statements, None), events]
         if guards := kwargs.get("guards"):  # remembered callers (application.store.guards)
             check, params = guards_statement(self.dialect, self.events_table_name, guards)
             statements.append((f"SELECT {self.dialect.table('assert')}(({check}) = 0, %s)", (*params, GUARD_FAILED)))
