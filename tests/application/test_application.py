@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from application import Governance, store_env
 from application.decision_writer import StoreUnavailableError
 from domain.errors import ConflictError, InvalidEntriesError, InvalidInputError, NotFoundError
 
@@ -316,14 +317,22 @@ def test_saves_racing_evaluates_never_break_the_store_connection(app, workspace)
             assert [row["statement"] for row in rows] == ["SELECT 2 AS two"]
 
 
-def test_a_read_planned_once_for_every_value_is_never_planned_again_and_leaves_no_setting(app):
+@pytest.mark.postgres
+def test_a_read_planned_once_for_every_value_is_never_planned_again_and_leaves_no_setting(primed_schema_url):
     """`generic` reads (the point-in-time answers) run with one plan from their first execution
-    on each connection, where PostgreSQL would plan the first five again; the setting that asks
-    for it never outlives the read, even a failed one, so no other statement is planned that way."""
+    on each connection, where PostgreSQL would plan the first five again (SQLite plans each
+    statement once anyway); the setting that asks for it never outlives the read, even a failed
+    one, so no other statement is planned that way."""
+    app = Governance(env=store_env(primed_schema_url))
+    try:
+        _planned_once(app)
+    finally:
+        app.close()
+
+
+def _planned_once(app) -> None:
     from eventsourcing.persistence import PersistenceError
 
-    if not app.readmodel.dialect.schema:
-        pytest.skip("SQLite plans each statement once anyway")
     recorder, connections = app.recorder, 2 * app.recorder.datastore.pool.max_size
     read = app.readmodel.dialect.sql("SELECT version FROM {changes} WHERE workspace = %s")
     for _ in range(3 * connections):  # every connection, each more than once
