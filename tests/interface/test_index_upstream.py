@@ -124,7 +124,6 @@ def test_the_system_trust_store_is_used_so_ssl_cert_file_is_honoured(database_ur
         assert status == 200 and json.loads(body)["name"] == "alpha"
 
 
-# -- the proxy -----------------------------------------------------------------------------------
 def test_the_trust_is_built_once_per_process_and_anew_when_the_bundle_changes(ca, tmp_path):
     from interface.settings import trust
 
@@ -149,6 +148,7 @@ def ssl_context_of(bundle):
     return context
 
 
+# -- the proxy -----------------------------------------------------------------------------------
 def test_the_upstream_proxy_carries_every_upstream_fetch_when_it_is_set(database_url, tls_upstream, tmp_path):
     proxy = ForwardProxy()
     plain = PyPIUpstream()
