@@ -91,13 +91,13 @@ class Service:
 
 
 @pytest.fixture
-def service(postgres_schema_url, pypi_upstream, tmp_path):
+def service(primed_schema_url, pypi_upstream, tmp_path):
     """The production command with 3 workers on an empty schema (tables made before they start)
     and an empty data directory of its own (the index cache the workers share is in it), its
     package index in front of the fixture upstream."""
     env = {
         **os.environ,
-        "RUNCODE_POLICY_DATABASE_URL": postgres_schema_url,
+        "RUNCODE_POLICY_DATABASE_URL": primed_schema_url,
         "RUNCODE_POLICY_DATA_DIR": str(tmp_path / "data"),
         "RUNCODE_POLICY_PYPI_UPSTREAM": pypi_upstream.url + "/simple/",
     }
@@ -116,7 +116,7 @@ def service(postgres_schema_url, pypi_upstream, tmp_path):
             assert line, f"serve exited: {said}"
             said.append(line.strip())
         owner = next(s for s in said if s.startswith("owner token")).rsplit(" ", 1)[1]
-        running = Service(process, int(said[-1].split()[3].rsplit(":", 1)[1]), owner, postgres_schema_url)
+        running = Service(process, int(said[-1].split()[3].rsplit(":", 1)[1]), owner, primed_schema_url)
         yield running
     finally:
         for client in running.opened if running else ():
