@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from application.chain import AuditKey, notes
 from application.chain.witness import Refused, Witness
 from interface.audit.push import SIZE_MEDIA_TYPE
+from tests.support.background import serve_in_background
 from tests.support.tamper import Tamperer
 
 ORIGIN = "runcode-policy/witnessed.example/acme"
@@ -45,7 +46,7 @@ class HttpWitness:
             )
             scheme = "https"
         self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}/witness"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        serve_in_background(self.server)
 
     def answer(self, body: str) -> tuple[int, str, dict]:
         try:

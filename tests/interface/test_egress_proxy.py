@@ -12,7 +12,6 @@ import http.client
 import logging
 import socket
 import sqlite3
-import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -23,6 +22,7 @@ from application.egress import EgressConfig
 from application.governance import Governance
 from interface.cli.egress_proxy import egress_proxy_command, parse_listen
 from interface.egress_proxy import EgressProxy, ProxyLimits
+from tests.support.background import serve_in_background
 
 LOOPBACK_ONLY = EgressConfig(allow_addresses=("127.0.0.1",))  # test-only: our upstream is local
 NAMES = {
@@ -71,8 +71,7 @@ def upstream():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _UpstreamHandler)
     server.daemon_threads = True
     server.seen = []
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
+    serve_in_background(server)
     yield server
     server.shutdown()
     server.server_close()

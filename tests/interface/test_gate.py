@@ -10,12 +10,12 @@ import http.server
 import json
 import socket
 import sys
-import threading
 import urllib.parse
 
 import pytest
 
 from interface.gate.clients.python.settings import PIP_BOOTSTRAP
+from tests.support.background import serve_in_background
 from tests.support.gate import GATE, Gate
 from tests.support.index_live import index_live_env  # noqa: F401 - fixture live_env: the index's upstreams local
 
@@ -313,7 +313,7 @@ class canned_service:
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 
     def __enter__(self):
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        serve_in_background(self._server)
         return CannedURL(f"http://127.0.0.1:{self._server.server_port}", self.requests)
 
     def __exit__(self, *exc):

@@ -9,8 +9,9 @@ egress rules refuse unless a test's hatch lets exactly that address through.
 from __future__ import annotations
 
 import hashlib
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.support.background import serve_in_background
 
 OTHER_HOST = "127.0.0.2"
 CUT = "cut"  # a fault: the upstream dies mid-file
@@ -32,7 +33,7 @@ class FixtureServer:
     def start(self) -> None:
         for server in self._servers:
             server.daemon_threads = True
-            threading.Thread(target=server.serve_forever, daemon=True).start()
+            serve_in_background(server)
 
     def close(self) -> None:
         for server in self._servers:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
 from werkzeug.serving import make_server
+
+from tests.support.background import serve_in_background
 
 
 @dataclass
@@ -32,9 +33,7 @@ class LiveServer:
         self.app = wsgi_app
         self._server = make_server("127.0.0.1", 0, wsgi_app, threaded=True)
         self.url = f"http://127.0.0.1:{self._server.server_port}"
-        # A short poll: shutdown() waits up to one poll interval (werkzeug defaults to 0.5 s per server).
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-        self._thread.start()
+        self._thread = serve_in_background(self._server)
 
     def close(self) -> None:
         self._server.shutdown()

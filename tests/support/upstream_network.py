@@ -8,10 +8,11 @@ import json
 import select
 import socket
 import ssl
-import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
+
+from tests.support.background import serve_in_background
 
 BIG_FILE_BYTES = 48 * 1024 * 1024
 TRICKLE_SECONDS = 0.5  # one byte this often
@@ -21,7 +22,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
     def start(self) -> str:
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+        serve_in_background(self)
         return f"127.0.0.1:{self.server_port}"
 
     def close(self) -> None:
