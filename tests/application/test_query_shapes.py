@@ -22,8 +22,8 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
-def pg_app(primed_schema_url):
-    app = Governance(env=store_env(primed_schema_url))
+def pg_app(postgres_schema_url):
+    app = Governance(env=store_env(postgres_schema_url))
     yield app
     app.close()
 
