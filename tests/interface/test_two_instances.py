@@ -64,13 +64,13 @@ class Instance:
 
 
 @pytest.fixture
-def instances(primed_schema_url, tmp_path):
+def instances(postgres_schema_url, tmp_path):
     """(first, second, owner token): the first start made the workspace `default` and printed its
     owner token; the second found the store in use."""
     started = []
     try:
-        started.append(Instance(primed_schema_url, tmp_path / "one"))
-        started.append(Instance(primed_schema_url, tmp_path / "two"))
+        started.append(Instance(postgres_schema_url, tmp_path / "one"))
+        started.append(Instance(postgres_schema_url, tmp_path / "two"))
         owner = next(s for s in started[0].said if s.startswith("owner token")).rsplit(" ", 1)[1]
         assert not any(s.startswith("owner token") for s in started[1].said)
         yield started[0], started[1], owner
@@ -98,7 +98,7 @@ def test_a_save_through_one_instance_is_in_force_at_the_next_evaluate_through_th
 
 
 def test_concurrent_evaluates_through_both_are_each_recorded_once_in_one_chain_that_verifies(
-    instances, primed_schema_url
+    instances, postgres_schema_url
 ):
     one, two, owner = instances
     sandbox, auditor = issue(one, owner, "sandbox"), issue(two, owner, "auditor")
@@ -123,7 +123,7 @@ def test_concurrent_evaluates_through_both_are_each_recorded_once_in_one_chain_t
         t.join(timeout=300)
     assert not failures
     assert len(answered) == 2 * EVALUATES * len(threads) == len(set(answered))
-    url, schema = primed_schema_url.split("?schema=")
+    url, schema = postgres_schema_url.split("?schema=")
     with psycopg.connect(url) as conn:
         stored = [r[0] for r in conn.execute(f'SELECT id FROM "{schema}".rcp_decisions')]
     assert sorted(stored) == sorted(answered)  # none lost, none doubled, none unanswered
