@@ -234,13 +234,14 @@ def upstream_options(env: Mapping[str, str]) -> UpstreamOptions:
 def _ca_bundle(path: str, errors: list[FieldError]) -> str | None:
     if not path:
         return None
+    absolute = os.path.abspath(path)
     try:
-        trust(os.path.abspath(path))  # the context the upstreams will use, built once
+        trust(absolute)  # the context the upstreams will use, built once
     except FileNotFoundError:
         errors.append(FieldError(CA_BUNDLE_VAR, f"no such file {path!r}"))
     except (OSError, ssl.SSLError, ValueError) as error:
         errors.append(FieldError(CA_BUNDLE_VAR, f"{path!r} is not a readable PEM file of certificates ({error})"))
-    return os.path.abspath(path)
+    return absolute
 
 
 def _proxy(url: str, errors: list[FieldError]) -> str | None:

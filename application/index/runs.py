@@ -64,9 +64,10 @@ class Runs:
         if row is None or row["ended"] or not hmac.compare_digest(row["secret_digest"], secret_digest):
             return None
         left = (row["expires_at"] - datetime.now(UTC)).total_seconds()
-        probe = denials(row["id"], row["started_by"]) if left > 0 else None
-        starter = self._checked.caller(row["started_by"], probe) if left > 0 else None
-        if starter is None:  # expired, or its starter revoked
+        if left <= 0:  # expired
+            return None
+        starter = self._checked.caller(row["started_by"], denials(row["id"], row["started_by"]))
+        if starter is None:  # its starter revoked
             return None
         context = row["context"]
         return Principal(
