@@ -10,7 +10,6 @@ never pass with them skipped.
 from __future__ import annotations
 
 import os
-import uuid
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -70,27 +69,23 @@ def postgres_database() -> str:
     return url
 
 
-@pytest.fixture
-def postgres_schema_url(postgres_database):
-    """A URL whose schema is private to this test; the schema is dropped afterwards."""
-    import psycopg
-
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_database, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    yield f"{postgres_database}?schema={schema}"
-    with psycopg.connect(postgres_database, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
-
-
 @pytest.fixture(scope="session")
 def postgres_schemas(postgres_database):
-    """This worker's schemas with a store's tables, emptied between tests (tests.support.postgres_pool)."""
+    """This worker's schemas: empty ones, and ones with a store's tables, emptied between tests
+    (tests.support.postgres_pool)."""
     from tests.support.postgres_pool import SchemaPool
 
     pool = SchemaPool(postgres_database)
     yield pool
     pool.close()
+
+
+@pytest.fixture
+def postgres_schema_url(postgres_schemas):
+    """A URL whose schema is private to this test and empty; the schema is dropped afterwards."""
+    url = postgres_schemas.fresh()
+    yield url
+    postgres_schemas.drop(url)
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ each test it is emptied (every row deleted but the read models' version, sequenc
 handed to the next test of the same worker, which finds what a new store holds. A test that
 changed the schema itself (dropped, renamed or altered a table, or left another version of the
 read models) leaves a shape that differs from the primed one: that schema is dropped instead.
+A test that needs a schema with nothing in it (`fresh`) gets a new one, dropped afterwards.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import psycopg
 from application import Governance, store_env
 
 KEEP = "rcp_read_model"  # its one row says which version of the read models the tables are
-LOCK_TIMEOUT = "10s"  # a test left something holding a table: drop the schema rather than wait
 
 # The tables' shape: the columns (type, nullability, whether they have a default) of the tables a
 # primed schema has, and which of its indexes are there. Each is found by name (the catalog's
@@ -49,48 +49,48 @@ class SchemaPool:
 
     def take(self) -> str:
         """A URL whose schema is private to the caller until it is given back."""
-        schema = self._idle.pop() if self._idle else self._primed()
-        return self.url(schema)
+        return self._idle.pop() if self._idle else self._primed()
 
-    def url(self, schema: str) -> str:
+    def fresh(self) -> str:
+        """A URL whose schema is new and empty (`drop` it afterwards)."""
+        schema = f"t_{uuid.uuid4().hex[:12]}"
+        self._connection().execute(f'CREATE SCHEMA "{schema}"')
         return f"{self.database_url}?schema={schema}"
 
+    def drop(self, url: str) -> None:
+        self._connection().execute(f'DROP SCHEMA "{schema_of(url)}" CASCADE')
+
     def give_back(self, url: str) -> None:
-        schema = url.rsplit("schema=", 1)[1]
-        conn = self._connection()
+        schema, conn = schema_of(url), self._connection()
         try:
             if self._shape_of(conn, schema) == self._shape and self._version(conn, schema):
                 conn.execute(self._emptying(schema))  # one message, one transaction
-                self._idle.append(schema)
+                self._idle.append(url)
                 return
         except psycopg.Error:
             pass
-        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        self.drop(url)
 
     def close(self) -> None:
-        conn = self._connection()
-        for schema in self._idle:
-            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        for url in self._idle:
+            self.drop(url)
         self._idle.clear()
-        conn.close()
+        self._connection().close()
 
     def _connection(self):
         if self._conn is None or self._conn.closed:
             self._conn = psycopg.connect(self.database_url, autocommit=True)
-            self._conn.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
         return self._conn
 
     def _primed(self) -> str:
-        schema = f"t_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(self.database_url, autocommit=True) as conn:
-            conn.execute(f'CREATE SCHEMA "{schema}"')
-        Governance(env=store_env(self.url(schema))).close()  # makes the store's tables
+        url = self.fresh()
+        Governance(env=store_env(url)).close()  # makes the store's tables
         if self._shape is None:
-            conn = self._connection()
+            schema, conn = schema_of(url), self._connection()
             relations = conn.execute(RELATIONS, (schema,)).fetchall()
             self._relations = {kind: sorted(name for k, name in relations if k == kind) for kind in ("r", "i", "S")}
             self._shape = self._shape_of(conn, schema)
-        return schema
+        return url
 
     def _shape_of(self, conn, schema: str) -> str:
         found = {"schema": schema, "tables": self._relations["r"], "indexes": self._relations["i"]}
@@ -108,3 +108,8 @@ class SchemaPool:
         deletes = [f'DELETE FROM "{schema}"."{table}"' for table in self._relations["r"] if table != KEEP]
         restarts = [f'SELECT setval(\'"{schema}"."{sequence}"\', 1, false)' for sequence in self._relations["S"]]
         return "BEGIN; " + "; ".join(deletes + restarts) + "; COMMIT"
+
+
+def schema_of(url: str) -> str:
+    """The schema a pool's URL names."""
+    return url.rsplit("schema=", 1)[1]
