@@ -9,7 +9,9 @@ digits>-<first 8 hex of the note's SHA-256>.checkpoint` (written aside, then ren
 being the previous file's size, or its own size when another checkpoint of that size was
 delivered (a rewritten history signed again: the witness must see the two differ); an
 http(s) witness is sent it as `POST <url>/add-checkpoint`, `old` being the size the witness last
-cosigned (it says so with 409 when we do not know it), and its cosignature lines are logged.
+cosigned (it says so with 409 when we do not know it), and its cosignature lines are logged. A
+checkpoint smaller than one the witness has cosigned (another instance's later one got there
+first) can never be added: it is dropped, not retried, so it never holds back the ones after it.
 """
 
 from __future__ import annotations
@@ -117,6 +119,9 @@ class WitnessPusher:
                     text = error.read().decode("utf-8", "replace").strip()
                 if error.code == 409 and error.headers.get_content_type() == SIZE_MEDIA_TYPE and text.isdigit():
                     self._cosigned[workspace] = int(text)
+                    if int(text) > size:  # another instance's later checkpoint got there first
+                        log.info("witness has cosigned %s at size %s: checkpoint %s superseded", workspace, text, size)
+                        return
                     continue
                 raise RuntimeError(f"the witness answered {error.code}: {text}") from None
         raise RuntimeError("the witness keeps naming another size")

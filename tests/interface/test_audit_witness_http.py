@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from application.chain import AuditKey, notes
 from application.chain.witness import Refused, Witness
-from interface.audit.push import SIZE_MEDIA_TYPE
+from interface.audit.push import SIZE_MEDIA_TYPE, WitnessPusher
 from tests.support.background import serve_in_background
 from tests.support.tamper import Tamperer
 
@@ -170,3 +170,22 @@ def test_the_http_witness_refuses_a_history_rewritten_and_re_signed_with_the_key
     assert f"is not consistent with the one cosigned at size {seen[0]}" in refusal
     assert "the log's history was rewritten" in refusal
     assert witness.keeper.latest(ORIGIN)[:2] == seen[:2]  # it still holds the honest tree
+
+
+def test_a_checkpoint_the_witness_has_passed_is_dropped_and_never_holds_back_the_next(live, app, witness):
+    notes_of = app.chain.proofs.tree.store.notes
+    app.evaluation.evaluate("acme", "python", ["alpha"], None, {})
+    older = app.chain.checkpoint("acme")["seq"]
+    app.evaluation.evaluate("acme", "python", ["beta"], None, {})
+    newer = app.chain.checkpoint("acme")["seq"]
+    cosigned_up_to(witness, newer)
+    # A second instance's pusher (knowing no cosigned size) still holds the older checkpoint, its
+    # witness having been away while this instance's later one went through.
+    other = WitnessPusher(witness.url, app.chain.proofs.tree)
+    other.push("acme", older, notes_of("acme", [older])[older])
+    app.evaluation.evaluate("acme", "python", ["gamma"], None, {})
+    latest = app.chain.checkpoint("acme")["seq"]
+    other.push("acme", latest, notes_of("acme", [latest])[latest])
+    assert other.wait(WAIT_SECONDS)  # nothing left pending: the older one dropped, the latest delivered
+    assert witness.keeper.latest(ORIGIN)[0] == latest
+    assert sum(1 for status, _, size in witness.answers if size == older and status == 409) == 1  # told once
