@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from application.store.projection import ManyRows
 from application.store.schema import Dialect
 
 TABLES = ("merkle_nodes", "merkle_size", "checkpoint_notes", "chain", "chain_heads")
@@ -76,11 +77,11 @@ class MerkleStore:
         """New perfect subtrees and the tree's new size, in one transaction. Two processes that
         extend the same tree at once write the same values: the first write of each stands."""
         with self.recorder.datastore.transaction(commit=True) as cursor:
-            if nodes:
-                cursor.executemany(
+            if nodes:  # one statement (psycopg's executemany pipelines one per node)
+                ManyRows.of(
                     render(self.dialect, "INSERT INTO {merkle_nodes} VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING"),
-                    [(workspace, level, idx, digest.hex()) for level, idx, digest in nodes],
-                )
+                    tuple((workspace, level, idx, digest.hex()) for level, idx, digest in nodes),
+                ).run(cursor, self.dialect.schema is not None)
             cursor.execute(
                 render(
                     self.dialect,

@@ -154,6 +154,16 @@ class ManyRows:
     def _text(self, rows: list[str]) -> str:
         return f"{self.head} VALUES {', '.join(rows)}{self.tail}"
 
+    def run(self, cursor, postgres: bool) -> None:
+        """Sent on a store's own cursor, in its transaction, as suits the store (above)."""
+        if not postgres:
+            for text, params in self.statements():
+                cursor.execute(text, params)
+            return
+        from psycopg import ClientCursor  # only a PostgreSQL cursor comes here
+
+        cursor.execute(self.bound(ClientCursor(cursor.connection).mogrify))  # values bound: no parameters
+
 
 def batched(dialect: Dialect, rows: list[tuple[str, tuple]]) -> list:
     """Consecutive rows of one kind become one INSERT (`ManyRows`): a group commit's decisions

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from uuid import uuid4
 
 import pytest
 from eventsourcing.domain import Aggregate, event
@@ -326,26 +327,31 @@ def test_a_row_changed_in_a_read_model_alone_is_named(recorded, tamper, table, s
     assert result["problem"] == problem and result["detail"].startswith(f"the {table} table"), result
 
 
-def test_a_sealing_round_writes_its_links_in_one_statement_on_postgresql():
-    """executemany would send (and the server parse and plan) one INSERT per link."""
+@pytest.mark.postgres
+def test_a_sealing_round_writes_its_links_in_one_statement_on_postgresql(primed_schema_url):
+    """executemany would send (and the server parse and plan) one INSERT per link; a statement of
+    a placeholder per value psycopg would parse again on every round: the rows go bound, one
+    statement per table."""
+    import psycopg
+
     from application.store.chain import _Transaction
     from application.store.schema import postgres_dialect
 
-    class Cursor:
-        def __init__(self):
-            self.sent = []
+    sent: list[tuple] = []
 
-        def execute(self, text, params=()):
-            self.sent.append((text, list(params)))
+    class Recording(psycopg.Cursor):
+        def execute(self, query, params=None, **kwargs):
+            sent.append((query, params))
+            return super().execute(query, params, **kwargs)
 
-        def executemany(self, text, params):
-            self.sent.extend((text, list(p)) for p in params)
-
-    cursor = Cursor()
-    _Transaction(cursor, postgres_dialect("s"), "events").seal(
-        [("ws", 1, 10, "a", 1, "h1", "l1"), ("ws", 2, 11, "b", 1, "h2", "l2")], {"ws": (2, "l2")}, 11
-    )
-    links, heads, position = cursor.sent
-    assert links[0].count("(%s, %s, %s, %s, %s, %s, %s)") == 2 and len(links[1]) == 14
-    assert heads[0].endswith("DO UPDATE SET seq = excluded.seq, link = excluded.link") and len(heads[1]) == 3
-    assert position[1] == [11]
+    url, schema = primed_schema_url.split("?schema=")
+    rows = [("ws", 1, 10, uuid4(), 1, "h1", "l1"), ("ws", 2, 11, uuid4(), 1, "it's", "l2")]
+    with psycopg.connect(url) as conn:
+        _Transaction(Recording(conn), postgres_dialect(schema), "events").seal(rows, {"ws": (2, "l2")}, 11)
+        links, heads, position = sent
+        assert links[1] is None and links[0].count("'ws', ") == 2 and "'it''s'" in links[0]
+        assert heads[1] is None and heads[0].endswith("DO UPDATE SET seq = excluded.seq, link = excluded.link")
+        assert position[1] == (11,)
+        stored = conn.execute(f'SELECT * FROM "{schema}".rcp_chain ORDER BY seq').fetchall()
+        assert stored == [tuple(row) for row in rows]
+        assert conn.execute(f'SELECT * FROM "{schema}".rcp_chain_heads').fetchall() == [("ws", 2, "l2")]
