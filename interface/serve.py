@@ -3,6 +3,11 @@ README "Performance"), after the store is made ready once.
 
 - Tables are created here, in the parent, before any worker exists: several workers creating
   them at once race (`tuple concurrently updated`). Workers then open the store with table creation off.
+- The parent runs the audit chain's background sealer (and its periodic checkpoints) for every
+  worker; the workers run none. A sealer in each worker read back and hashed every event on the
+  same GIL as its request threads: measured, that cost evaluate a third of its p99 and a tenth
+  of its throughput (docs/performance.md). On-demand sealing (a checkpoint asked of a worker)
+  still runs in that worker.
 - Each worker is its own process with its own Governance: its own group-commit writer, policy
   cache and connection pool. They need no messages to agree: every request reads the token and
   the workspace's head version from the store in one indexed query, or (`/evaluate`) has its
@@ -40,7 +45,8 @@ from contextlib import contextmanager
 import click
 
 from domain.errors import ConflictError
-from interface.settings import THREADS_VAR, Settings, open_governance
+from interface import audit
+from interface.settings import SEALING_VAR, THREADS_VAR, Settings, open_governance
 
 DEFAULT_WORKSPACE = "default"
 APP_FACTORY = "interface.serve:worker_app"
@@ -92,10 +98,16 @@ def server_options(command):
 def serve(settings: Settings, host: str, port: int, workers: int, threads: int) -> None:
     """Serve until Ctrl-C or SIGTERM; workers finish the requests in flight, then exit."""
     check_port_free(host, port)  # before the store: a refused start must not spend the first token
-    prepare_store(settings).close()  # before any worker exists; no connection is inherited
-    os.environ["RUNCODE_POLICY_CREATE_TABLES"] = "n"  # what the workers read: the tables exist now
-    os.environ[THREADS_VAR] = str(threads)  # the workers bound index requests by it
-    run_server(APP_FACTORY, host, port, workers, threads)
+    governance = prepare_store(settings)  # before any worker exists (spawned: nothing is inherited)
+    try:
+        if settings.audit_sealing:  # here, for every worker: off their request threads' GIL
+            audit.install(governance, settings)
+        os.environ["RUNCODE_POLICY_CREATE_TABLES"] = "n"  # what the workers read: the tables exist now
+        os.environ[SEALING_VAR] = "n"  # the workers: this process seals what they record
+        os.environ[THREADS_VAR] = str(threads)  # the workers bound index requests by it
+        run_server(APP_FACTORY, host, port, workers, threads)
+    finally:
+        governance.close()  # its sealer stops after the workers' last recordings
     click.echo("runcode-policy stopped", err=True)
 
 

@@ -34,6 +34,7 @@ PAGE_DEADLINE_VAR = "RUNCODE_POLICY_UPSTREAM_PAGE_DEADLINE"
 FILE_DEADLINE_VAR = "RUNCODE_POLICY_UPSTREAM_FILE_DEADLINE"
 STALLED_CLIENT_VAR = "RUNCODE_POLICY_STALLED_CLIENT_SECONDS"
 THREADS_VAR = "RUNCODE_POLICY_REQUEST_THREADS"
+SEALING_VAR = "RUNCODE_POLICY_AUDIT_SEALING"
 DEFAULT_PAGE_DEADLINE = 60  # seconds for a whole page or packument, however slowly it arrives
 DEFAULT_FILE_DEADLINE = 600  # seconds for a whole file: a 100 MB wheel at 200 kB/s fits
 DEFAULT_STALLED_CLIENT = 60  # seconds a client may leave sent bytes unread before it is cut
@@ -96,7 +97,8 @@ class Settings:
     # any other server, whose threads this process cannot count (interface.index.bounds).
     request_threads: int | None = None  # RUNCODE_POLICY_REQUEST_THREADS
     # The audit chain (interface.audit): the checkpoints' signing key, rotated-out public keys, and
-    # whether this process runs the background sealer (off only for measurements).
+    # whether this process runs the background sealer (off for measurements, and in `serve`'s
+    # workers: their parent process seals for them).
     audit_key_file: str | None = None  # RUNCODE_POLICY_AUDIT_KEY_FILE; else generated into data_dir
     audit_previous_keys: tuple[str, ...] = ()  # RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS
     audit_sealing: bool = True  # RUNCODE_POLICY_AUDIT_SEALING
@@ -127,7 +129,7 @@ class Settings:
             request_threads=int(env[THREADS_VAR]) if env.get(THREADS_VAR, "").isdigit() else None,
             audit_key_file=env.get("RUNCODE_POLICY_AUDIT_KEY_FILE") or None,
             audit_previous_keys=tuple(split_entries(env.get("RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS", ""))),
-            audit_sealing=env.get("RUNCODE_POLICY_AUDIT_SEALING", "y").lower() in ("y", "yes", "1", "true"),
+            audit_sealing=env.get(SEALING_VAR, "y").lower() in ("y", "yes", "1", "true"),
             cache=CacheSettings.from_env(env, data_dir),
             audit_checkpoint_seconds=checkpoint_seconds(env.get("RUNCODE_POLICY_AUDIT_CHECKPOINT_SECONDS", "60")),
             audit_origin=audit_origin(env.get("RUNCODE_POLICY_AUDIT_ORIGIN") or None),

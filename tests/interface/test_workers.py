@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -17,6 +18,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from application.chain.audit_chain import POLL_SECONDS
 from tests.support.sockets import children, server_side_owner
 
 pytestmark = pytest.mark.postgres
@@ -231,3 +233,42 @@ def test_one_file_fetched_through_every_worker_in_one_run_is_one_decision_delive
     assert sorted((d["status"], d["bytes"], d["sha256"]) for d in decision["deliveries"]) == [
         ("cached", len(wheel.data), wheel.sha256)
     ] * (WORKERS - 1) + [("served", len(wheel.data), wheel.sha256)]
+
+
+def test_serve_s_own_process_seals_what_every_worker_records_and_no_worker_seals(service):
+    """The workers run no sealer (it would share their request threads' GIL): with serve's own
+    process stopped, what they record stays unsealed; once it runs again, it seals it all."""
+    clients = service.one_client_per_worker()
+    sandbox = service.issue(clients[0], "sandbox", "sandbox")
+    unsealed = _waiting_for_sealing(service)
+    deadline = time.monotonic() + 60
+    while unsealed() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert unsealed() == 0
+    os.kill(service.process.pid, signal.SIGSTOP)
+    try:
+        for client in clients:
+            status, answer = client.call("POST", W + "/evaluate", sandbox, {"language": "python", "specs": ["pandas"]})
+            assert status == 200, answer
+        time.sleep(5 * POLL_SECONDS)  # five rounds of a sealer's poll: one in any worker would have sealed
+        assert unsealed() == WORKERS
+    finally:
+        os.kill(service.process.pid, signal.SIGCONT)
+    deadline = time.monotonic() + 60
+    while unsealed() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert unsealed() == 0
+
+
+def _waiting_for_sealing(service: Service):
+    """How many recorded events the audit chain has not sealed yet, read from the store."""
+    url, schema = service.database_url.split("?schema=")
+
+    def count() -> int:
+        with psycopg.connect(url) as conn:
+            return conn.execute(
+                f'SELECT COUNT(*) FROM "{schema}".governance_events WHERE notification_id > '
+                f'(SELECT notification_id FROM "{schema}".rcp_chain_position)'
+            ).fetchone()[0]
+
+    return count
