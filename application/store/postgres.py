@@ -14,6 +14,7 @@ from psycopg.sql import SQL, Identifier
 
 from application.store import chain, merkle
 from application.store.guards import GUARD_FAILED, guards_statement
+from application.store.literals import Bind, binder
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, postgres_dialect
 
@@ -72,8 +73,9 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
             return None
         with self.datastore.get_connection() as conn:
             curs = psycopg.ClientCursor(conn)
+            bind = binder(curs)
             text = "; ".join(
-                ["BEGIN", *(self._bound(curs, s) for s in self._statements(stored_events, kwargs)), "COMMIT"]
+                ["BEGIN", *(self._bound(curs, bind, s) for s in self._statements(stored_events, kwargs)), "COMMIT"]
             )
             try:
                 curs.execute(text)  # no parameters: the simple query protocol, several statements
@@ -104,8 +106,8 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         )
 
     @staticmethod
-    def _bound(curs, statement) -> str:
-        return statement.bound(curs.mogrify) if isinstance(statement, ManyRows) else curs.mogrify(*statement)
+    def _bound(curs, bind: Bind, statement) -> str:
+        return statement.bound(bind) if isinstance(statement, ManyRows) else curs.mogrify(*statement)
 
     def fetch(
         self, statement: str, params: tuple | list = (), prepare: bool = False, generic: bool = False

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from application.store.access_projection import access_statements
 from application.store.counts import count_upserts
+from application.store.literals import Bind, binder
 from application.store.schema import Dialect
 from domain.decision import Decision, DecisionRecord
 from domain.delivery import Delivery
@@ -127,8 +128,8 @@ _MANY = frozenset(("decision", "change", "delivery"))
 class ManyRows:
     """One INSERT of many rows of one kind, bound as suits each store: SQLite as statements of
     BATCH_ROWS rows with every value a parameter; PostgreSQL (application.store.postgres) with
-    each row bound on its own through its short `values` template, whose parse psycopg caches
-    (it re-parses a long statement of thousands of placeholders on every call)."""
+    each row bound on its own through its short `values` template (application.store.literals;
+    psycopg re-parses a long statement of thousands of placeholders on every call)."""
 
     head: str  # INSERT INTO t (columns)
     values: str  # (%s, %s, ...)
@@ -147,9 +148,9 @@ class ManyRows:
         chunks = [self.rows[i : i + BATCH_ROWS] for i in range(0, len(self.rows), BATCH_ROWS)]
         return [(self._text([self.values] * len(c)), tuple(v for r in c for v in r)) for c in chunks]
 
-    def bound(self, mogrify) -> str:
-        """PostgreSQL: one statement, each row bound on its own by `mogrify(values, row)`."""
-        return self._text([mogrify(self.values, row) for row in self.rows])
+    def bound(self, bind: Bind) -> str:
+        """PostgreSQL: one statement, each row bound on its own by `bind(values, row)`."""
+        return self._text([bind(self.values, row) for row in self.rows])
 
     def _text(self, rows: list[str]) -> str:
         return f"{self.head} VALUES {', '.join(rows)}{self.tail}"
@@ -162,7 +163,7 @@ class ManyRows:
             return
         from psycopg import ClientCursor  # only a PostgreSQL cursor comes here
 
-        cursor.execute(self.bound(ClientCursor(cursor.connection).mogrify))  # values bound: no parameters
+        cursor.execute(self.bound(binder(ClientCursor(cursor.connection))))  # values bound: no parameters
 
 
 def batched(dialect: Dialect, rows: list[tuple[str, tuple]]) -> list:
