@@ -17,6 +17,12 @@ OTHER_HOST = "127.0.0.2"
 CUT = "cut"  # a fault: the upstream dies mid-file
 
 
+class _Server(ThreadingHTTPServer):
+    # The standard library listens with a backlog of 5: sixteen clients connecting at once (the
+    # bench's load) lost SYNs and waited out the kernel's one-second retransmission.
+    request_queue_size = 128
+
+
 class FixtureServer:
     def __init__(self, other_host: bool = False):
         self.requests: list[tuple[str, str, dict]] = []
@@ -24,9 +30,9 @@ class FixtureServer:
         # Path ending -> what a request whose path ends so gets instead: a status (403, 503), or
         # CUT (the whole length announced, half the body sent, then the connection closed).
         self.faults: dict[str, int | str] = {}
-        self._servers = [ThreadingHTTPServer(("127.0.0.1", 0), self._handler())]
+        self._servers = [_Server(("127.0.0.1", 0), self._handler())]
         if other_host:
-            self._servers.append(ThreadingHTTPServer((OTHER_HOST, 0), self._handler()))
+            self._servers.append(_Server((OTHER_HOST, 0), self._handler()))
         self.port, self.other_port = self._servers[0].server_port, self._servers[-1].server_port
         self.url = f"http://127.0.0.1:{self.port}"
 
