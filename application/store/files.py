@@ -10,6 +10,7 @@ from pathlib import Path
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 JOURNALS = ("-wal", "-shm", "-journal")  # SQLite gives these the database file's mode when it makes them
+WRITERS = "-writers"  # beside the store: the write turn its processes take (application.store.sqlite)
 
 
 def make_private_dirs(path: Path) -> None:

@@ -1,12 +1,20 @@
-"""SQLite application recorder that also writes the read-model tables in the same transaction."""
+"""SQLite application recorder that also writes the read-model tables in the same transaction.
+
+Several processes write one SQLite file under `serve` (its workers, and its own process, which
+seals): their write transactions take turns through a lock file (`writer_turns`)."""
 
 from __future__ import annotations
 
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
 from application.store import chain, merkle
+from application.store.files import PRIVATE_FILE, WRITERS
 from application.store.guards import GUARD_FAILED, StaleCaller, guards_statement
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, SQLITE
@@ -14,6 +22,12 @@ from application.store.schema import DDL, SQLITE
 
 class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
     dialect = SQLITE
+
+    def __init__(self, datastore, *, events_table_name: str = "stored_events"):
+        super().__init__(datastore, events_table_name=events_table_name)
+        wrapped = getattr(datastore.transaction, "takes_turns", False)  # one turn per transaction, never two
+        if not datastore.pool.is_sqlite_memory_mode and not wrapped:
+            datastore.transaction = writer_turns(datastore.transaction, datastore.pool.db_name)
 
     def construct_create_table_statements(self) -> list[str]:
         return (
@@ -47,3 +61,31 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
         """One statement in its own write transaction (state outside the event log)."""
         with self.datastore.transaction(commit=True) as c:
             c.execute(statement, params)
+
+
+def writer_turns(transaction, db_name: str):
+    """`transaction`, its write transactions taken in turn by every process on this store: each
+    locks (flock) a `-writers` file beside it first, so a process waiting for its turn is woken by
+    the kernel the moment the turn is let go, not by SQLite's busy handler, which sleeps 1, 2, 5
+    ... up to 100 ms between tries. The wait is as long as the holder's transaction: the turn
+    is only ever held around one of this store's own write transactions (whose wait for SQLite's
+    lock, should any other program hold it, SQLite's timeout bounds), and a process that dies
+    lets it go with its descriptors."""
+    path = db_name + WRITERS
+
+    @contextmanager
+    def turn(*, commit: bool) -> Iterator:
+        if not commit:
+            with transaction(commit=False) as cursor:
+                yield cursor
+            return
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)  # its own lock, per turn
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            with transaction(commit=True) as cursor:
+                yield cursor
+        finally:
+            os.close(descriptor)  # lets the turn go
+
+    turn.takes_turns = True  # type: ignore[attr-defined]
+    return turn
