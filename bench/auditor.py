@@ -35,15 +35,24 @@ def _point_in_time(run, events: int) -> Result:
         # an auditor's answers (a live store's sealer stays within a second of the log).
         governance.chain.seal()
         rng = random.Random(7)
-        samples = []
+        samples, reads = [], []
         for _ in range(samples_for(run)):
             at = first + (last - first) * rng.random()
             name = rng.choice(history.NAMES)
             samples.append(timed(governance.audit.package_at, "bench", "python", name, at))
             samples.append(timed(governance.policy, "bench", at))
+            # The target's yardstick, one indexed read of this same store, taken between the
+            # answers so that both meet the same moment of the machine (`indexed_read` is
+            # another store's, minutes apart).
+            reads.append(timed(governance.readmodel.head_version, "bench"))
     finally:
         governance.close()
-    return latency(samples, f"ms p50 (package at T and policy at T, {_size(events)} policy events)")
+    p50, read = statistics.median(samples), statistics.median(reads)
+    return latency(
+        samples,
+        f"ms p50 (package at T and policy at T, {_size(events)} policy events; "
+        f"{p50 / read:.2f}× this store's indexed read, {read:.3f} ms p50)",
+    )
 
 
 @figure("point_in_time", ceiling="point_in_time_1k")
