@@ -79,7 +79,12 @@ def writer_turns(transaction, db_name: str):
             with transaction(commit=False) as cursor:
                 yield cursor
             return
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)  # its own lock, per turn
+        try:
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)  # its own lock, per turn
+        except OSError:  # no lock file to be had here (a read-only directory): SQLite's lock alone
+            with transaction(commit=True) as cursor:
+                yield cursor
+            return
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX)
             with transaction(commit=True) as cursor:

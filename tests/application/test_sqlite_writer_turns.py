@@ -64,3 +64,13 @@ def test_a_write_that_fails_lets_the_turn_go(store):
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError if it were still held
     finally:
         os.close(descriptor)
+
+
+def test_where_no_lock_file_can_be_made_writes_go_through_on_sqlite_s_own_lock(tmp_path):
+    (tmp_path / "store.sqlite-writers").mkdir()  # what a read-only directory would refuse: no file there
+    app = Governance(env=store_env(f"sqlite:///{tmp_path / 'store.sqlite'}"))
+    try:
+        app.create_workspace("acme", by="founder")
+        assert app.readmodel.has_workspaces()
+    finally:
+        app.close()
