@@ -5,9 +5,9 @@ README "Performance"), after the store is made ready once.
   them at once race (`tuple concurrently updated`). Workers then open the store with table creation off.
 - The parent runs the audit chain's background sealer (and its periodic checkpoints) for every
   worker; the workers run none. A sealer in each worker read back and hashed every event on the
-  same GIL as its request threads: measured, that cost evaluate a third of its p99 and a tenth
-  of its throughput (docs/performance.md). On-demand sealing (a checkpoint asked of a worker)
-  still runs in that worker.
+  same GIL as its request threads, which waited behind each round: measured, evaluate's p99
+  halved once it moved here (docs/performance.md). On-demand sealing (a checkpoint asked of a
+  worker) still runs in that worker.
 - Each worker is its own process with its own Governance: its own group-commit writer, policy
   cache and connection pool. They need no messages to agree: every request reads the token and
   the workspace's head version from the store in one indexed query, or (`/evaluate`) has its

@@ -82,15 +82,15 @@ def writer_turns(transaction, db_name: str):
         try:
             descriptor = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)  # its own lock, per turn
         except OSError:  # no lock file to be had here (a read-only directory): SQLite's lock alone
-            with transaction(commit=True) as cursor:
-                yield cursor
-            return
+            descriptor = None
         try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            if descriptor is not None:
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
             with transaction(commit=True) as cursor:
                 yield cursor
         finally:
-            os.close(descriptor)  # lets the turn go
+            if descriptor is not None:
+                os.close(descriptor)  # lets the turn go
 
     turn.takes_turns = True  # type: ignore[attr-defined]
     return turn

@@ -70,8 +70,7 @@ def negotiated(accept: str | None = None) -> str:
 
 
 def answer(page: dict, media: str, policy_version, environ: dict | None = None) -> Response:
-    body = simple.write_json(page) if simple.is_json(media) else simple.write_html(page)
-    return judged(body, media if simple.is_json(media) else f"{media}; charset=utf-8", policy_version, environ)
+    return judged(simple.write(page, media), simple.content_type(media), policy_version, environ)
 
 
 @blueprint.route("/pypi/<ws>/simple/", methods=READ)
@@ -146,7 +145,7 @@ def judged_page(principal, ws: str, name: str, media: str, environ: dict, url_ro
         record_upstream_failure(principal, "python", name, "page", error)
         raise
     key = (ws, name, media, verdict["policy_version"], fetched.revision, url_root, hidden)
-    content_type = media if simple.is_json(media) else f"{media}; charset=utf-8"
+    content_type = simple.content_type(media)
 
     def render() -> bytes:  # only when this answer was not rendered before
         return _render(ws, name, fetched, media, hidden, environ)
@@ -179,7 +178,7 @@ def _render(ws: str, name: str, fetched: Fetched, media: str, hidden: frozenset[
     # The file URLs are the app's (url_for): outside Flask's dispatch, in the request's context.
     with nullcontext() if has_request_context() else current_app.request_context(environ):
         page = _allowed_page(ws, name, _read(name, fetched), hidden)
-    return simple.write_json(page) if simple.is_json(media) else simple.write_html(page)
+    return simple.write(page, media)
 
 
 def _allowed_page(ws: str, name: str, page: dict, hidden: frozenset[str] = frozenset()) -> dict:

@@ -196,6 +196,16 @@ def api_version(page: dict) -> str:
     return max(declared, needed, key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()))
 
 
+def write(page: dict, media: str) -> bytes:
+    """The page in the negotiated `media` (PEP 691 JSON, else PEP 503 HTML)."""
+    return write_json(page) if is_json(media) else write_html(page)
+
+
+def content_type(media: str) -> str:
+    """The answer's Content-Type for the negotiated `media` (HTML says its charset)."""
+    return media if is_json(media) else f"{media}; charset=utf-8"
+
+
 def write_json(page: dict) -> bytes:
     page = dict(page, meta={**page.get("meta", {}), "api-version": api_version(page)})
     for entry in page["files"]:
