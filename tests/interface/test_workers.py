@@ -87,9 +87,19 @@ class Service:
         return body["token"]
 
     def stored_decision_ids(self) -> list[str]:
+        return [r[0] for r in self._query("SELECT id FROM {schema}.rcp_decisions")]
+
+    def unsealed(self) -> int:
+        """How many recorded events the audit chain has not sealed yet."""
+        return self._query(
+            "SELECT COUNT(*) FROM {schema}.governance_events WHERE notification_id > "
+            "(SELECT notification_id FROM {schema}.rcp_chain_position)"
+        )[0][0]
+
+    def _query(self, template: str) -> list[tuple]:
         url, schema = self.database_url.split("?schema=")
         with psycopg.connect(url) as conn:
-            return [r[0] for r in conn.execute(f'SELECT id FROM "{schema}".rcp_decisions')]
+            return conn.execute(template.format(schema=f'"{schema}"')).fetchall()
 
 
 @pytest.fixture
@@ -240,35 +250,21 @@ def test_serve_s_own_process_seals_what_every_worker_records_and_no_worker_seals
     process stopped, what they record stays unsealed; once it runs again, it seals it all."""
     clients = service.one_client_per_worker()
     sandbox = service.issue(clients[0], "sandbox", "sandbox")
-    unsealed = _waiting_for_sealing(service)
-    deadline = time.monotonic() + 60
-    while unsealed() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert unsealed() == 0
+    assert _all_sealed_within_a_minute(service)
     os.kill(service.process.pid, signal.SIGSTOP)
     try:
         for client in clients:
             status, answer = client.call("POST", W + "/evaluate", sandbox, {"language": "python", "specs": ["pandas"]})
             assert status == 200, answer
         time.sleep(5 * POLL_SECONDS)  # five rounds of a sealer's poll: one in any worker would have sealed
-        assert unsealed() == WORKERS
+        assert service.unsealed() == WORKERS
     finally:
         os.kill(service.process.pid, signal.SIGCONT)
-    deadline = time.monotonic() + 60
-    while unsealed() and time.monotonic() < deadline:
+    assert _all_sealed_within_a_minute(service)
+
+
+def _all_sealed_within_a_minute(service: Service) -> bool:
+    deadline = time.monotonic() + 60  # a bound on waiting, not a measure of speed
+    while service.unsealed() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert unsealed() == 0
-
-
-def _waiting_for_sealing(service: Service):
-    """How many recorded events the audit chain has not sealed yet, read from the store."""
-    url, schema = service.database_url.split("?schema=")
-
-    def count() -> int:
-        with psycopg.connect(url) as conn:
-            return conn.execute(
-                f'SELECT COUNT(*) FROM "{schema}".governance_events WHERE notification_id > '
-                f'(SELECT notification_id FROM "{schema}".rcp_chain_position)'
-            ).fetchone()[0]
-
-    return count
+    return service.unsealed() == 0
