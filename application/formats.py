@@ -21,7 +21,9 @@ def iso(moment: datetime | None) -> str | None:
     """UTC with a `Z` and microseconds; isoformat pads years below 1000 (strftime does not)."""
     if moment is None:
         return None
-    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    if moment.tzinfo is not UTC:  # the store's and the library's instants are UTC already: no conversion
+        moment = moment.astimezone(UTC)
+    return moment.isoformat(timespec="microseconds")[:-6] + "Z"  # without its "+00:00"
 
 
 def parse_instant(text: str, field: str) -> datetime:

@@ -205,6 +205,15 @@ class DecisionRecord:
     def sandbox(self) -> str | None:
         return (self.context or {}).get("sandbox")
 
+    @staticmethod
+    def columns(record: dict[str, Any]) -> tuple[Any, ...]:
+        """(language, name, kind, allowed, reason, source, sandbox) of a record in its `to_dict`
+        form, read from the dict: the group-commit writer asks this of every decision it records,
+        and building the whole record again for seven fields was a tenth of its time."""
+        context = record.get("context") or {}
+        head = (record.get("language"), record.get("name"), record["kind"], bool(record["allowed"]), record["reason"])
+        return (*head, context.get("source"), context.get("sandbox"))
+
     def to_dict(self) -> dict[str, Any]:
         record = {
             "spec": self.spec,

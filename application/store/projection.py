@@ -220,7 +220,8 @@ def delivery_row(e, at) -> tuple:
     return (str(e.originator_id), e.decision, e.workspace, at, e.status, e.size, e.sha256)
 
 
+_RECORD_JSON = json.JSONEncoder(sort_keys=True).encode  # json.dumps(…, sort_keys=True) builds one per call
+
+
 def _decision_row(e, at) -> tuple:
-    d = DecisionRecord.from_dict(e.record)
-    columns = (d.language, d.name, d.kind, d.allowed, d.reason, d.source, d.sandbox)
-    return (str(e.originator_id), e.workspace, at, *columns, json.dumps(e.record, sort_keys=True))
+    return (str(e.originator_id), e.workspace, at, *DecisionRecord.columns(e.record), _RECORD_JSON(e.record))
