@@ -1,16 +1,17 @@
 """`index_rss`: the service's resident memory after 10,000 distinct PyPI project pages, against
 its memory after the first 1,000 (its ceiling): flat, because pages are kept on disk within
-`RUNCODE_POLICY_CACHE_MAX_BYTES`, not in memory.
+`RUNCODE_POLICY_CACHE_MAX_BYTES`, and what each worker keeps in memory for the index within
+`RUNCODE_POLICY_INDEX_MEMORY_BYTES`.
 
 The upstream makes any `p<n>` project page up (24 files, ~6 KiB of JSON) so that 10,000 pages
-are ~60 MiB, four times the bound set here: the cache evicts as it goes. The service is the
+are ~60 MiB, four times the disk bound set here and fifteen times the memory bound: both evict
+as they go, and the memory is full within the first 1,000 pages. The service is the
 production `serve` (its default workers and threads) on SQLite; every page is judged and
 recorded (10,000 decisions). Memory is the sum of VmRSS over the serve process and its workers.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
@@ -21,35 +22,13 @@ from pathlib import Path
 
 from bench import pip_install, servers
 from bench.figures import Result, figure
-from tests.support.fixture_server import FixtureServer
+from tests.support.many_projects import ManyProjects
 
 PAGES, FIRST = 10_000, 1_000
 BOUND = 16 * 1024 * 1024
-FILES_PER_PAGE = 24
+MEMORY = 4 * 1024 * 1024  # per worker
 CLIENTS = 4  # fewer than a worker's index slots: even all on one worker, none is refused busy
 RETRIES = 30
-
-
-class ManyProjects(FixtureServer):
-    def __init__(self):
-        super().__init__()
-        self.start()
-
-    def respond(self, path: str, accept: str):
-        name = path.strip("/").rsplit("/", 1)[-1]
-        files = [
-            {
-                "filename": f"{name}-1.{n}-py3-none-any.whl",
-                "url": f"../../files/{name}-1.{n}-py3-none-any.whl",
-                "hashes": {"sha256": f"{n:064x}"},
-                "requires-python": ">=3.8",
-                "size": 1000 + n,
-                "upload-time": "2026-01-02T03:04:05Z",
-            }
-            for n in range(FILES_PER_PAGE)
-        ]
-        body = {"meta": {"api-version": "1.1"}, "name": name, "files": files}
-        return 200, "application/vnd.pypi.simple.v1+json", json.dumps(body).encode()
 
 
 def rss_mib(pid: int) -> float:
@@ -82,6 +61,7 @@ def index_rss(run) -> Result:
         work,
         RUNCODE_POLICY_PYPI_UPSTREAM=f"{upstream.url}/simple/",
         RUNCODE_POLICY_CACHE_MAX_BYTES=str(BOUND),
+        RUNCODE_POLICY_INDEX_MEMORY_BYTES=str(MEMORY),
     ).start()
     try:
         with ThreadPoolExecutor(CLIENTS) as pool:
@@ -91,7 +71,8 @@ def index_rss(run) -> Result:
         last = rss_mib(service.process.pid)
         kept = sum(f.stat().st_size for f in (Path(work) / "cache").rglob("*") if f.is_file() and f.name != "lock")
         run.say(f"  RSS after {FIRST:,} pages {first:.0f} MiB, after {PAGES:,} {last:.0f} MiB")
-        unit = f"MiB RSS after {PAGES:,} distinct pages (cache bound {BOUND // 2**20} MiB, {kept / 2**20:.1f} MiB kept)"
+        bounds = f"cache bound {BOUND // 2**20} MiB, {kept / 2**20:.1f} MiB kept; memory {MEMORY // 2**20} MiB a worker"
+        unit = f"MiB RSS after {PAGES:,} distinct pages ({bounds})"
         return Result(round(last, 1), unit, ratio=round(last / first, 3))
     finally:
         service.stop()

@@ -5,6 +5,9 @@
 - `RUNCODE_POLICY_CACHE_MAX_BYTES`: the most bytes of files and pages it keeps (default 4 GiB).
 - `RUNCODE_POLICY_CACHE_PAGE_SECONDS`: how long an upstream page is used before it is revalidated
   with upstream (default 60; 0 revalidates on every request).
+- `RUNCODE_POLICY_INDEX_MEMORY_BYTES`: the most bytes each worker process keeps in memory for
+  the index (rendered answers, judgements, fetches recorded; application.index.memory; default
+  32 MiB, at least 1 MiB).
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from application.index import memory as memory_defaults
+from application.index.memory import DEFAULT_MEMORY, IndexMemory
 from domain.errors import FieldError, InvalidInputError
 
 DIR_VAR = "RUNCODE_POLICY_CACHE_DIR"
 MAX_BYTES_VAR = "RUNCODE_POLICY_CACHE_MAX_BYTES"
 PAGE_SECONDS_VAR = "RUNCODE_POLICY_CACHE_PAGE_SECONDS"
+MEMORY_BYTES_VAR = "RUNCODE_POLICY_INDEX_MEMORY_BYTES"
 DEFAULT_MAX_BYTES = 4 * 1024**3
 DEFAULT_PAGE_SECONDS = 60
 MAX_PAGE_SECONDS = 24 * 60 * 60
@@ -28,6 +34,7 @@ class CacheSettings:
     directory: str
     max_bytes: int = DEFAULT_MAX_BYTES
     page_seconds: int = DEFAULT_PAGE_SECONDS
+    memory: IndexMemory = DEFAULT_MEMORY
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], data_dir: str) -> CacheSettings:
@@ -35,9 +42,11 @@ class CacheSettings:
         errors = []
         max_bytes = _whole(env, MAX_BYTES_VAR, DEFAULT_MAX_BYTES, 1, None, errors)
         page_seconds = _whole(env, PAGE_SECONDS_VAR, DEFAULT_PAGE_SECONDS, 0, MAX_PAGE_SECONDS, errors)
+        memory = _whole(env, MEMORY_BYTES_VAR, memory_defaults.DEFAULT_BYTES, memory_defaults.LEAST_BYTES, None, errors)
         if errors:
             raise InvalidInputError("invalid index cache settings: " + "; ".join(e.message for e in errors), errors)
-        return cls(env.get(DIR_VAR) or os.path.join(data_dir, "cache"), max_bytes, page_seconds)
+        directory = env.get(DIR_VAR) or os.path.join(data_dir, "cache")
+        return cls(directory, max_bytes, page_seconds, IndexMemory(memory))
 
 
 def _whole(env: Mapping[str, str], name: str, default: int, least: int, most: int | None, errors: list) -> int:

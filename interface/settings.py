@@ -139,6 +139,10 @@ class Settings:
             audit_trusted_keys=tuple(split_entries(env.get("RUNCODE_POLICY_AUDIT_TRUSTED_KEYS", ""))),
         )
 
+    def cache_settings(self) -> CacheSettings:
+        """The index cache's and memory's settings; their defaults under the data directory."""
+        return self.cache or CacheSettings.from_env({}, self.data_dir)
+
     def console_secret_key(self) -> str:
         """The key that signs the console's sessions: the configured one, else one generated once.
 

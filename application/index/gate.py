@@ -36,7 +36,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -44,7 +43,9 @@ from datetime import UTC, datetime, timedelta
 from application.advisories import Advisories
 from application.decision_writer import AlreadyRecorded, DecisionWriter
 from application.index.listing import Listing, Listings, ListingSource
+from application.index.memory import DEFAULT_MEMORY, IndexMemory
 from application.index.versions import Hidden, Judgements, hidden, judge_all, judge_facts, judges
+from application.lru import SizedLru, weigh
 from application.messages import render_message
 from application.policies import Policies
 from application.store.reads import Denials, ReadModel
@@ -75,7 +76,6 @@ from domain.text import check_text
 
 REQUESTS = ("page", "metadata", "download")
 TOKEN_WINDOW_SECONDS = 15 * 60
-MAX_REMEMBERED = 100_000
 MAX_FILE_NAME = 255
 MAX_HIDDEN_RECORDED = 50  # hidden versions a page answer records, newest first (a bounded write)
 FOREVER = datetime.max.replace(tzinfo=UTC)
@@ -107,17 +107,35 @@ NOT_PROJECT_DENIALS = (RUN_FAILED, *VERSION_REFUSALS, NOT_FOUND_UPSTREAM, UPSTRE
 
 
 class IndexGate:
-    def __init__(self, policies: Policies, writer: DecisionWriter, readmodel: ReadModel, advisories: Advisories):
+    def __init__(
+        self,
+        policies: Policies,
+        writer: DecisionWriter,
+        readmodel: ReadModel,
+        advisories: Advisories,
+    ):
         self._policies = policies
         self._advisories = advisories
         self._writer = writer
         self._readmodel = readmodel
-        self._seen: OrderedDict[tuple, tuple] = OrderedDict()
+        # (reader, fetch) -> (its outcome, its decision's id, until when it holds): recorded already
+        self._seen: SizedLru[tuple, tuple] = SizedLru(DEFAULT_MEMORY.share("fetches"), weigh)
         # reader (domain.run.reader_key) -> (its first project denial, until when it holds: wall clock)
-        self._failed: OrderedDict[str, tuple[dict, datetime]] = OrderedDict()
+        self._failed: SizedLru[str, tuple[dict, datetime]] = SizedLru(DEFAULT_MEMORY.share("failures"), weigh)
         self._lock = threading.Lock()
         self._listings = Listings()
-        self._judgements = Judgements()  # pages' hidden versions, by revision (application.index.versions)
+        # pages' hidden versions, by revision (application.index.versions)
+        self._judgements = Judgements(DEFAULT_MEMORY.share("judgements"))
+
+    def keep_within(self, memory: IndexMemory) -> None:
+        """The deployment's index memory (interface.index.install): this gate's memories' shares."""
+        self._seen.limit = memory.share("fetches")
+        self._failed.limit = memory.share("failures")
+        self._judgements.limit = memory.share("judgements")
+
+    def weights(self) -> dict[str, int]:
+        """The bytes this gate's memories hold, as weighed, by share."""
+        return {"fetches": self._seen.weight, "failures": self._failed.weight, "judgements": self._judgements.weight}
 
     def judge(
         self,
@@ -371,10 +389,8 @@ class IndexGate:
         with self._lock:
             known = self._failed.get(reader)
             if known is None or known[1] <= at:
-                known = self._failed[reader] = (first, until)
-            self._failed.move_to_end(reader)
-            while len(self._failed) > MAX_REMEMBERED:
-                self._failed.popitem(last=False)
+                known = (first, until)
+                self._failed.put(reader, known)
         return known
 
     def listing(self, workspace: str, language: str, source: ListingSource) -> Listing:
@@ -383,19 +399,14 @@ class IndexGate:
         return self._listings.get(workspace, language, version, rules[language], source)
 
     def _earlier(self, key: tuple, outcome: tuple) -> str | None:
-        with self._lock:
-            found = self._seen.get(key)
-            if found is None or found[0] != outcome or found[2] < time.monotonic():
-                return None
-            return found[1]
+        found = self._seen.get(key)
+        if found is None or found[0] != outcome or found[2] < time.monotonic():
+            return None
+        return found[1]
 
     def _remember(self, key: tuple, outcome: tuple, decision_id: str, principal: Principal) -> None:
         deadline = principal.expires or time.monotonic() + TOKEN_WINDOW_SECONDS
-        with self._lock:
-            self._seen[key] = (outcome, decision_id, deadline)
-            self._seen.move_to_end(key)
-            while len(self._seen) > MAX_REMEMBERED:
-                self._seen.popitem(last=False)
+        self._seen.put(key, (outcome, decision_id, deadline))
 
 
 def registry_spec(language: str, name: str) -> Spec:

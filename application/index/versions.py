@@ -17,20 +17,18 @@ What was judged goes into the decision's context (`version`, `uploaded_at`, `ins
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from application.advisories import Advisories
 from application.formats import iso
+from application.lru import SizedLru, weigh
 from application.messages import message_of
 from domain.decision import KNOWN_MALWARE, known_malware
 from domain.policy import LanguageRules
 from domain.rules import MONITOR, TOO_NEW, Finding, VersionFacts, VersionRules, judge_version
 
-MAX_PAGES = 1024  # page judgements kept per worker
 FOREVER = datetime.max.replace(tzinfo=UTC)
 
 
@@ -158,24 +156,37 @@ def _newest_first(files: tuple[Judged, ...]) -> tuple:
 
 
 class Judgements:
-    """Pages judged, least recently used out past `MAX_PAGES`; one is used until its `until`."""
+    """Pages judged, least recently used out past `limit` bytes (`application.index.memory`);
+    one is used until its `until`."""
 
-    def __init__(self, limit: int = MAX_PAGES):
-        self._kept: OrderedDict[tuple, Hidden] = OrderedDict()
-        self._limit = limit
-        self._lock = threading.Lock()
+    def __init__(self, limit: int):
+        self._kept: SizedLru[tuple, Hidden] = SizedLru(limit, _weight)
 
     def get(self, key: tuple, at: datetime) -> Hidden | None:
-        with self._lock:
-            found = self._kept.get(key)
-            if found is None or found.until <= at:
-                return None
-            self._kept.move_to_end(key)
-            return found
+        found = self._kept.get(key)
+        return None if found is None or found.until <= at else found
 
     def put(self, key: tuple, judgement: Hidden) -> None:
-        with self._lock:
-            self._kept[key] = judgement
-            self._kept.move_to_end(key)
-            while len(self._kept) > self._limit:
-                self._kept.popitem(last=False)
+        self._kept.put(key, judgement)
+
+    @property
+    def weight(self) -> int:
+        return self._kept.weight
+
+    @property
+    def limit(self) -> int:
+        return self._kept.limit
+
+    @limit.setter
+    def limit(self, limit: int) -> None:
+        self._kept.limit = limit
+
+
+# A wholly hidden version's Judged (its facts, findings and advisories), estimated: the hidden
+# keys' texts are weighed as they are.
+JUDGED_BYTES = 512
+
+
+def _weight(key: tuple, judgement: Hidden) -> int:
+    judged = sum(len(version) for version in judgement.versions)
+    return weigh(key, judgement.keys) + JUDGED_BYTES * judged

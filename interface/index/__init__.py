@@ -11,8 +11,8 @@ from __future__ import annotations
 from flask import Flask
 
 from application.cache import DiskCache
-from interface.cache_settings import CacheSettings
 from interface.index import npm, page_path, pypi
+from interface.index.answers import Rendered
 from interface.index.bounds import IndexBounds, mark_in_memory
 from interface.index.pages import Pages
 from interface.index.upstream import Upstream
@@ -21,12 +21,15 @@ from interface.services import services
 
 def install(app: Flask) -> None:
     settings, egress = services(app).settings, services(app).egress
-    kept = settings.cache or CacheSettings.from_env({}, settings.data_dir)
+    kept = settings.cache_settings()
     app.extensions["index_cache"] = cache = DiskCache(kept.directory, kept.max_bytes)
+    app.extensions["pypi_rendered"] = Rendered(kept.memory.share("rendered"))
+    services(app).governance.index.gate.keep_within(kept.memory)
     # The service's own fetches: public registries allowed (sandboxes' egress refuses them).
     for key, base in (("pypi_upstream", settings.pypi_upstream), ("npm_upstream", settings.npm_upstream)):
         app.extensions[key] = Upstream(base, egress.judge_upstream_egress, settings.upstream)
-        app.extensions[key.replace("upstream", "pages")] = Pages(app.extensions[key], cache, kept.page_seconds)
+        pages = Pages(app.extensions[key], cache, kept.page_seconds, kept.memory.share("pages"))
+        app.extensions[key.replace("upstream", "pages")] = pages
         # Whoever stops serving this app closes these (their pooled upstream connections).
         app.extensions.setdefault("on_close", []).append(app.extensions[key].close)
     app.register_blueprint(pypi.blueprint)

@@ -10,14 +10,13 @@ cache must not keep it, since it depends on who asks and on the policy now.
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 
 from flask import Response, request
 
+from application.lru import SizedLru, weigh
+
 CACHE_CONTROL = "private, no-cache"
-RENDERED_BYTES = 8 * 1024 * 1024  # answers kept rendered, per worker process (~1,000 typical pages)
 
 
 def judged(body: bytes | str, content_type: str, policy_version, environ: dict | None = None) -> Response:
@@ -40,28 +39,23 @@ def _response(data: bytes, content_type: str, etag: str, environ: dict | None) -
 
 class Rendered:
     """Answers already rendered, by everything they depend on (the key names the policy version
-    and the upstream page's revision), least recently used out past `RENDERED_BYTES`. Only for
-    answers whose rendering records nothing: the request itself is judged before."""
+    and the upstream page's revision), least recently used out past `limit` bytes (a share of
+    the worker's index memory, application.index.memory). Only for answers whose rendering
+    records nothing: the request itself is judged before."""
 
-    def __init__(self, limit: int = RENDERED_BYTES):
-        self._kept: OrderedDict[tuple, tuple[bytes, str]] = OrderedDict()
-        self._bytes, self._limit = 0, limit
-        self._lock = threading.Lock()
+    def __init__(self, limit: int):
+        self._kept: SizedLru[tuple, tuple[bytes, str]] = SizedLru(limit, weigh)
+
+    @property
+    def weight(self) -> int:
+        return self._kept.weight
 
     def answer(
         self, key: tuple, policy_version, content_type: str, render: Callable[[], bytes], environ: dict | None = None
     ) -> Response:
-        with self._lock:
-            found = self._kept.get(key)
-            if found is not None:
-                self._kept.move_to_end(key)
+        found = self._kept.get(key)
         if found is None:
             data = render()
             found = (data, _etag(data, policy_version))
-            with self._lock:
-                if key not in self._kept and len(data) <= self._limit:
-                    self._kept[key] = found
-                    self._bytes += len(data)
-                    while self._bytes > self._limit:
-                        self._bytes -= len(self._kept.popitem(last=False)[1][0])
+            self._kept.put(key, found)
         return _response(found[0], content_type, found[1], environ)

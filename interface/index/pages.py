@@ -21,19 +21,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from application.cache import DiskCache, StoredPage
+from application.lru import SizedLru, weigh
 from interface.index.upstream import Page, Upstream
 from interface.problems import HTTPProblem
 
 log = logging.getLogger(__name__)
 UNAVAILABLE = 503  # what Upstream raises when it cannot be reached or times out
-MAX_REMEMBERED = 2_048  # fresh pages a worker remembers (a few hundred bytes each, no body)
 
 
 @dataclass(frozen=True)
@@ -61,16 +59,15 @@ class Fetched:
 
 
 class Pages:
-    def __init__(self, upstream: Upstream, cache: DiskCache, seconds: int):
+    def __init__(self, upstream: Upstream, cache: DiskCache, seconds: int, memory: int):
+        """`memory`: the bytes of fresh pages' metadata (no bodies) a worker keeps."""
         self.upstream, self.cache, self.seconds = upstream, cache, seconds
-        self._fresh: OrderedDict[str, tuple[float, Fetched]] = OrderedDict()  # key -> (fresh until, page)
-        self._lock = threading.Lock()
+        self._fresh: SizedLru[str, tuple[float, Fetched]] = SizedLru(memory, _weight)  # key -> (fresh until, page)
 
     def get(self, url: str, accept: str) -> Fetched:
         """The page, kept if fresh, else from upstream (revalidated), else kept if upstream fails."""
         key = _key(url, accept)
-        with self._lock:
-            remembered = self._fresh.get(key)
+        remembered = self._fresh.get(key)
         if remembered is not None and time.monotonic() < remembered[0]:
             return remembered[1]
         found = self._get(key, url, accept)
@@ -86,19 +83,14 @@ class Pages:
         another worker's revalidation) between reading its header and its body."""
 
         def again() -> Fetched:
-            with self._lock:
-                self._fresh.pop(key, None)
+            self._fresh.pop(key)
             url, accept = _parts(key)
             return self._get(key, url, accept, kept=False)
 
         return again
 
     def _remember(self, key: str, until: float, page: Fetched) -> None:
-        with self._lock:
-            self._fresh[key] = (until, page)
-            self._fresh.move_to_end(key)
-            while len(self._fresh) > MAX_REMEMBERED:
-                self._fresh.popitem(last=False)
+        self._fresh.put(key, (until, page))
 
     def _get(self, key: str, url: str, accept: str, kept: bool = True) -> Fetched:
         stored = self.cache.page(key) if kept else None
@@ -143,6 +135,11 @@ class Pages:
         }
         stored = self.cache.put_page(key, meta, body)  # None: larger than the cache may keep
         return Fetched(meta["url"], 200, meta["content_type"], meta["revision"], stored, body)
+
+
+def _weight(key: str, remembered: tuple[float, Fetched]) -> int:
+    page = remembered[1]
+    return weigh(key, page.url, page.content_type, page.revision, page.stored.meta if page.stored else None)
 
 
 def _key(url: str, accept: str) -> str:

@@ -171,7 +171,7 @@ def _hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
 
 
 def rendered() -> Rendered:
-    return current_app.extensions.setdefault("pypi_rendered", Rendered())
+    return current_app.extensions["pypi_rendered"]  # made by interface.index.install
 
 
 def _render(ws: str, name: str, fetched: Fetched, media: str, hidden: frozenset[str], environ: dict) -> bytes:
