@@ -66,13 +66,13 @@ class SizedLru(Generic[K, V]):
 
 
 def weigh(*values: object) -> int:
-    """The bytes of the texts in `values` (strs and bytes, within tuples, lists and dicts), and 16
+    """The bytes of the texts in `values` (strs and bytes, within tuples, lists, sets and dicts), and 16
     for every other leaf (an int, a datetime, None): a key's and a value's payload."""
     total = 0
     for value in values:
         if isinstance(value, str | bytes):
             total += len(value)
-        elif isinstance(value, tuple | list):
+        elif isinstance(value, tuple | list | set | frozenset):
             total += weigh(*value)
         elif isinstance(value, dict):
             total += weigh(*value.keys(), *value.values())

@@ -60,5 +60,6 @@ def test_a_lowered_limit_holds_from_the_next_entry() -> None:
 
 def test_weigh_counts_the_texts_within_and_a_fixed_amount_for_other_leaves() -> None:
     assert weigh("abc", b"de") == 5
+    assert weigh(("pandas", frozenset({"a-1.whl", "a-2.whl"}))) == 6 + 14  # a page's hidden files count
     assert weigh(("reader", None, ("x", 7))) == 6 + 16 + 1 + 16
     assert weigh({"name": "pandas", "at": datetime(2026, 1, 1, tzinfo=UTC)}) == 4 + 6 + 2 + 16
