@@ -4,6 +4,7 @@ judgements and its index fetches is bounded by what it weighs, not by how many e
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -12,9 +13,9 @@ from typing import Generic, TypeVar
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
-# What CPython spends on one entry besides its payload: the dict slot, the (size, value) pair and
-# the small objects of a key (measured with tracemalloc: 150-250 bytes for the index's entries).
-ENTRY_BYTES = 256
+# What an entry costs besides its key and value: its slot and link in the ordered dict, and the
+# (weight, value) pair it is kept as.
+ENTRY_BYTES = 200
 
 
 class SizedLru(Generic[K, V]):
@@ -66,16 +67,15 @@ class SizedLru(Generic[K, V]):
 
 
 def weigh(*values: object) -> int:
-    """The bytes of the texts in `values` (strs and bytes, within tuples, lists, sets and dicts), and 16
-    for every other leaf (an int, a datetime, None): a key's and a value's payload."""
+    """What `values` take in memory: each object's own size (`sys.getsizeof`), and within
+    tuples, lists, sets and dicts, their items'. An object shared with other entries is counted
+    in each (an overestimate); an object of any other class counts its own size only, so the
+    caller weighs what such an object holds."""
     total = 0
     for value in values:
-        if isinstance(value, str | bytes):
-            total += len(value)
-        elif isinstance(value, tuple | list | set | frozenset):
+        total += sys.getsizeof(value)
+        if isinstance(value, tuple | list | set | frozenset):
             total += weigh(*value)
         elif isinstance(value, dict):
             total += weigh(*value.keys(), *value.values())
-        else:
-            total += 16
     return total

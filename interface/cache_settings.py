@@ -6,8 +6,8 @@
 - `RUNCODE_POLICY_CACHE_PAGE_SECONDS`: how long an upstream page is used before it is revalidated
   with upstream (default 60; 0 revalidates on every request).
 - `RUNCODE_POLICY_INDEX_MEMORY_BYTES`: the most bytes each worker process keeps in memory for
-  the index (rendered answers, judgements, fetches recorded; application.index.memory; default
-  32 MiB, at least 1 MiB).
+  the index (rendered answers, fetches recorded, readers refused, judgements, fresh pages'
+  metadata; application.index.memory; default 64 MiB, at least 1 MiB).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _whole(env: Mapping[str, str], name: str, default: int, least: int, most: in
     text = env.get(name, "").strip()
     if not text:
         return default
-    if not text.isdigit() or int(text) < least or (most is not None and int(text) > most):
+    if not text.isdecimal() or int(text) < least or (most is not None and int(text) > most):
         bound = f"from {least} to {most}" if most is not None else f"of at least {least}"
         errors.append(FieldError(name, f"{name} must be a whole number {bound}, not {text!r}"))
         return default

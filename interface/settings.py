@@ -126,7 +126,7 @@ class Settings:
             npm_upstream=upstream_url(env, NPM_UPSTREAM_VAR, DEFAULT_NPM_UPSTREAM),
             upstream=upstream_options(env),  # InvalidInputError names every bad value
             stalled_client_seconds=seconds_setting(env, STALLED_CLIENT_VAR, DEFAULT_STALLED_CLIENT),
-            request_threads=int(env[THREADS_VAR]) if env.get(THREADS_VAR, "").isdigit() else None,
+            request_threads=int(env[THREADS_VAR]) if env.get(THREADS_VAR, "").isdecimal() else None,
             audit_key_file=env.get("RUNCODE_POLICY_AUDIT_KEY_FILE") or None,
             audit_previous_keys=tuple(split_entries(env.get("RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS", ""))),
             audit_sealing=env.get(SEALING_VAR, "y").lower() in ("y", "yes", "1", "true"),
@@ -179,7 +179,7 @@ def _publish_once(path: str, key: str) -> None:
 
 
 def proxy_hops(text: str) -> int:
-    if not text.strip().isdigit() or int(text) > 10:
+    if not text.strip().isdecimal() or int(text) > 10:
         raise InvalidInputError(
             "RUNCODE_POLICY_TRUSTED_PROXY_HOPS must be a whole number from 0 to 10",
             [FieldError("RUNCODE_POLICY_TRUSTED_PROXY_HOPS", "must be 0 to 10")],
@@ -281,7 +281,7 @@ def seconds_setting(env: Mapping[str, str], name: str, default: int, errors: lis
     """A whole number of seconds from 1 to MAX_DEADLINE; a bad one is added to `errors` (or
     raised at once when no list is given)."""
     text = env.get(name, "").strip() or str(default)
-    if text.isdigit() and 1 <= int(text) <= MAX_DEADLINE:
+    if text.isdecimal() and 1 <= int(text) <= MAX_DEADLINE:
         return int(text)
     error = FieldError(name, f"{text!r} is not a whole number of seconds from 1 to {MAX_DEADLINE}")
     if errors is None:

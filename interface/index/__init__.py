@@ -14,7 +14,7 @@ from application.cache import DiskCache
 from interface.index import npm, page_path, pypi
 from interface.index.answers import Rendered
 from interface.index.bounds import IndexBounds, mark_in_memory
-from interface.index.pages import Pages
+from interface.index.pages import Pages, fresh_pages
 from interface.index.upstream import Upstream
 from interface.services import services
 
@@ -26,9 +26,10 @@ def install(app: Flask) -> None:
     app.extensions["pypi_rendered"] = Rendered(kept.memory.share("rendered"))
     services(app).governance.index.gate.keep_within(kept.memory)
     # The service's own fetches: public registries allowed (sandboxes' egress refuses them).
+    fresh = fresh_pages(kept.memory.share("pages"))  # one memory for both upstreams' pages
     for key, base in (("pypi_upstream", settings.pypi_upstream), ("npm_upstream", settings.npm_upstream)):
         app.extensions[key] = Upstream(base, egress.judge_upstream_egress, settings.upstream)
-        pages = Pages(app.extensions[key], cache, kept.page_seconds, kept.memory.share("pages"))
+        pages = Pages(app.extensions[key], cache, kept.page_seconds, fresh)
         app.extensions[key.replace("upstream", "pages")] = pages
         # Whoever stops serving this app closes these (their pooled upstream connections).
         app.extensions.setdefault("on_close", []).append(app.extensions[key].close)

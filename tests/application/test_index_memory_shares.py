@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from application.index.memory import LEAST_BYTES, IndexMemory
 
-FETCHES = 1_500  # ~400 bytes each as weighed: about twice the fetches' share of LEAST_BYTES
+FETCHES = 1_500  # ~1 KiB each as weighed: about three times the fetches' share of LEAST_BYTES
 
 
 def test_the_gate_keeps_within_its_shares_and_a_forgotten_fetch_is_not_recorded_again(app, workspace):

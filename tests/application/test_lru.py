@@ -4,6 +4,8 @@ dropping and evicting."""
 
 from __future__ import annotations
 
+import sys
+import tracemalloc
 from datetime import UTC, datetime
 
 from application.lru import ENTRY_BYTES, SizedLru, weigh
@@ -26,8 +28,8 @@ def test_the_least_recently_used_go_first_once_the_weight_passes_the_limit() -> 
 def test_many_small_entries_weigh_as_much_as_one_large_one() -> None:
     lru = _lru(10_000)
     lru.put("large", b"x" * 8_000)
-    for n in range(40):
-        lru.put(f"k{n}", b"")
+    for n in range(60):
+        lru.put(f"k{n:02d}", b"")
     assert lru.get("large") is None
     assert lru.weight <= 10_000 and len(lru) == 10_000 // (ENTRY_BYTES + 3)
 
@@ -58,8 +60,23 @@ def test_a_lowered_limit_holds_from_the_next_entry() -> None:
     assert lru.weight <= 5_000 and lru.get("new") == b"" and lru.get("k49") is not None
 
 
-def test_weigh_counts_the_texts_within_and_a_fixed_amount_for_other_leaves() -> None:
-    assert weigh("abc", b"de") == 5
-    assert weigh(("pandas", frozenset({"a-1.whl", "a-2.whl"}))) == 6 + 14  # a page's hidden files count
-    assert weigh(("reader", None, ("x", 7))) == 6 + 16 + 1 + 16
-    assert weigh({"name": "pandas", "at": datetime(2026, 1, 1, tzinfo=UTC)}) == 4 + 6 + 2 + 16
+def test_weigh_counts_every_object_within_containers() -> None:
+    size = sys.getsizeof
+    assert weigh("abc", b"de") == size("abc") + size(b"de")
+    hidden = frozenset({"a-1.whl", "a-2.whl"})  # a rendered answer's key holds the page's hidden files
+    assert weigh(("pandas", hidden)) == size(("pandas", hidden)) + size("pandas") + size(hidden) + 2 * size("a-1.whl")
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    record = {"name": "pandas", "at": at}
+    assert weigh(record) == size(record) + size("name") + size("pandas") + size("at") + size(at)
+
+
+def test_weighed_entries_are_no_lighter_than_what_python_allocates_for_them() -> None:
+    lru: SizedLru[tuple, tuple] = SizedLru(1 << 40, weigh)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for n in range(2_000):  # shaped as the gate's remembered fetches
+        key = (f"run:{n:08d}-reader", "python", f"project-{n}", "page", None)
+        lru.put(key, ((True, "ok"), f"id-{n:032d}", n + 0.5))
+    used = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert used <= lru.weight <= 2 * used

@@ -15,7 +15,7 @@ from tests.support.many_projects import ManyProjects
 
 JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
 MEMORY = 1024 * 1024
-PAGES = 150  # ~6 KiB each: twice what the rendered answers' share holds
+PAGES = 150  # ~6 KiB each: three times what the rendered answers' share holds
 
 
 def test_a_worker_keeps_within_its_index_memory_and_serves_what_it_forgot_alike(open_app, tmp_path):
@@ -39,6 +39,9 @@ def test_a_worker_keeps_within_its_index_memory_and_serves_what_it_forgot_alike(
         assert memory.share("rendered") // 2 < rendered <= memory.share("rendered")  # filled, and no further
         weights = app.index.gate.weights()
         assert all(weights[name] <= memory.share(name) for name in weights) and weights["fetches"] > 0
+        pages = flask_app.extensions["pypi_pages"].memory
+        assert pages is flask_app.extensions["npm_pages"].memory  # one share for both upstreams' pages
+        assert 0 < pages.weight <= memory.share("pages")
         again = server.call("GET", "/pypi/acme/simple/p0/", token, headers={"Accept": JSON_ACCEPT})
         assert again.status == 200 and again.body == first.body
     finally:
@@ -46,7 +49,7 @@ def test_a_worker_keeps_within_its_index_memory_and_serves_what_it_forgot_alike(
         upstream.close()
 
 
-@pytest.mark.parametrize("value", ["lots", "-1", "1048575", "1.5e6"])
+@pytest.mark.parametrize("value", ["lots", "-1", "1048575", "1.5e6", "2²"])  # "2²".isdigit(), yet no int
 def test_an_index_memory_that_cannot_be_is_refused_naming_the_setting(value: str):
     with pytest.raises(InvalidInputError) as refused:
         CacheSettings.from_env({MEMORY_BYTES_VAR: value}, "/data")
@@ -54,6 +57,6 @@ def test_an_index_memory_that_cannot_be_is_refused_naming_the_setting(value: str
     assert "at least 1048576" in str(refused.value)
 
 
-def test_the_index_memory_defaults_to_32_mib_and_takes_what_is_set():
-    assert CacheSettings.from_env({}, "/data").memory.total == 32 * 1024 * 1024
+def test_the_index_memory_defaults_to_64_mib_and_takes_what_is_set():
+    assert CacheSettings.from_env({}, "/data").memory.total == 64 * 1024 * 1024
     assert CacheSettings.from_env({MEMORY_BYTES_VAR: "4194304"}, "/data").memory.total == 4 * 1024 * 1024
