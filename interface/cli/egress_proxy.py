@@ -16,7 +16,7 @@ def parse_listen(text: str) -> tuple[str, int]:
     """`127.0.0.1:3128` or `[::1]:3128`."""
     host, colon, port = text.rpartition(":")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not colon or not port.isdigit() or int(port) > 65535 or not is_ip(host):
+    if not colon or not port.isdecimal() or int(port) > 65535 or not is_ip(host):
         raise click.BadParameter(f"{text!r} must be IP:port, such as 127.0.0.1:3128 or [::1]:3128")
     return host, int(port)
 

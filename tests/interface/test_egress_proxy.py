@@ -352,7 +352,7 @@ def test_a_decision_that_cannot_be_recorded_is_refused_with_503(tmp_path, open_g
 def test_the_listen_option_takes_an_ip_and_a_port():
     assert parse_listen("127.0.0.1:3128") == ("127.0.0.1", 3128)
     assert parse_listen("[::1]:3128") == ("::1", 3128)
-    for bad in ("localhost:3128", "127.0.0.1", "127.0.0.1:99999", "[::1]"):
+    for bad in ("localhost:3128", "127.0.0.1", "127.0.0.1:99999", "[::1]", "127.0.0.1:3²"):  # "3²".isdigit()
         with pytest.raises(Exception, match="IP:port"):
             parse_listen(bad)
 
