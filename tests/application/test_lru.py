@@ -79,4 +79,6 @@ def test_weighed_entries_are_no_lighter_than_what_python_allocates_for_them() ->
         lru.put(key, ((True, "ok"), f"id-{n:032d}", n + 0.5))
     used = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
-    assert used <= lru.weight <= 2 * used
+    # What is allocated varies with the interpreter's free lists (0.5-0.65 of the weight seen): the
+    # bound that matters is the lower one, the upper one only catches a weight gone wild.
+    assert used <= lru.weight <= 4 * used
