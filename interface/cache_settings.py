@@ -16,8 +16,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from application.index import memory as memory_defaults
-from application.index.memory import DEFAULT_MEMORY, IndexMemory
+from application.index.memory import DEFAULT_BYTES as DEFAULT_MEMORY_BYTES
+from application.index.memory import DEFAULT_MEMORY, LEAST_BYTES, IndexMemory
 from domain.errors import FieldError, InvalidInputError
 
 DIR_VAR = "RUNCODE_POLICY_CACHE_DIR"
@@ -42,7 +42,7 @@ class CacheSettings:
         errors = []
         max_bytes = _whole(env, MAX_BYTES_VAR, DEFAULT_MAX_BYTES, 1, None, errors)
         page_seconds = _whole(env, PAGE_SECONDS_VAR, DEFAULT_PAGE_SECONDS, 0, MAX_PAGE_SECONDS, errors)
-        memory = _whole(env, MEMORY_BYTES_VAR, memory_defaults.DEFAULT_BYTES, memory_defaults.LEAST_BYTES, None, errors)
+        memory = _whole(env, MEMORY_BYTES_VAR, DEFAULT_MEMORY_BYTES, LEAST_BYTES, None, errors)
         if errors:
             raise InvalidInputError("invalid index cache settings: " + "; ".join(e.message for e in errors), errors)
         directory = env.get(DIR_VAR) or os.path.join(data_dir, "cache")

@@ -107,13 +107,7 @@ NOT_PROJECT_DENIALS = (RUN_FAILED, *VERSION_REFUSALS, NOT_FOUND_UPSTREAM, UPSTRE
 
 
 class IndexGate:
-    def __init__(
-        self,
-        policies: Policies,
-        writer: DecisionWriter,
-        readmodel: ReadModel,
-        advisories: Advisories,
-    ):
+    def __init__(self, policies: Policies, writer: DecisionWriter, readmodel: ReadModel, advisories: Advisories):
         self._policies = policies
         self._advisories = advisories
         self._writer = writer
@@ -127,15 +121,18 @@ class IndexGate:
         # pages' hidden versions, by revision (application.index.versions)
         self._judgements = Judgements(DEFAULT_MEMORY.share("judgements"))
 
+    def _memories(self) -> dict[str, SizedLru]:
+        """This gate's memories, by their share of the index memory (application.index.memory)."""
+        return {"fetches": self._seen, "failures": self._failed, "judgements": self._judgements.memory}
+
     def keep_within(self, memory: IndexMemory) -> None:
-        """The deployment's index memory (interface.index.install): this gate's memories' shares."""
-        self._seen.limit = memory.share("fetches")
-        self._failed.limit = memory.share("failures")
-        self._judgements.limit = memory.share("judgements")
+        """The deployment's index memory (interface.index.install): each memory within its share."""
+        for share, kept in self._memories().items():
+            kept.limit = memory.share(share)
 
     def weights(self) -> dict[str, int]:
         """The bytes this gate's memories hold, as weighed, by share."""
-        return {"fetches": self._seen.weight, "failures": self._failed.weight, "judgements": self._judgements.weight}
+        return {share: kept.weight for share, kept in self._memories().items()}
 
     def judge(
         self,

@@ -160,26 +160,14 @@ class Judgements:
     one is used until its `until`."""
 
     def __init__(self, limit: int):
-        self._kept: SizedLru[tuple, Hidden] = SizedLru(limit, _weight)
+        self.memory: SizedLru[tuple, Hidden] = SizedLru(limit, _weight)
 
     def get(self, key: tuple, at: datetime) -> Hidden | None:
-        found = self._kept.get(key)
+        found = self.memory.get(key)
         return None if found is None or found.until <= at else found
 
     def put(self, key: tuple, judgement: Hidden) -> None:
-        self._kept.put(key, judgement)
-
-    @property
-    def weight(self) -> int:
-        return self._kept.weight
-
-    @property
-    def limit(self) -> int:
-        return self._kept.limit
-
-    @limit.setter
-    def limit(self, limit: int) -> None:
-        self._kept.limit = limit
+        self.memory.put(key, judgement)
 
 
 # A wholly hidden version's Judged with its facts, findings and advisories (tracemalloc: ~770

@@ -44,18 +44,14 @@ class Rendered:
     records nothing: the request itself is judged before."""
 
     def __init__(self, limit: int):
-        self._kept: SizedLru[tuple, tuple[bytes, str]] = SizedLru(limit, weigh)
-
-    @property
-    def weight(self) -> int:
-        return self._kept.weight
+        self.memory: SizedLru[tuple, tuple[bytes, str]] = SizedLru(limit, weigh)
 
     def answer(
         self, key: tuple, policy_version, content_type: str, render: Callable[[], bytes], environ: dict | None = None
     ) -> Response:
-        found = self._kept.get(key)
+        found = self.memory.get(key)
         if found is None:
             data = render()
             found = (data, _etag(data, policy_version))
-            self._kept.put(key, found)
+            self.memory.put(key, found)
         return _response(found[0], content_type, found[1], environ)

@@ -35,7 +35,7 @@ def test_a_worker_keeps_within_its_index_memory_and_serves_what_it_forgot_alike(
             page = server.call("GET", f"/pypi/acme/simple/p{n}/", token, headers={"Accept": JSON_ACCEPT})
             assert page.status == 200 and len(page.json["files"]) == 24
         memory = IndexMemory(MEMORY)
-        rendered = flask_app.extensions["pypi_rendered"].weight
+        rendered = flask_app.extensions["pypi_rendered"].memory.weight
         assert memory.share("rendered") // 2 < rendered <= memory.share("rendered")  # filled, and no further
         weights = app.index.gate.weights()
         assert all(weights[name] <= memory.share(name) for name in weights) and weights["fetches"] > 0
