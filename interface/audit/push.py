@@ -117,7 +117,7 @@ class WitnessPusher:
             except urllib.error.HTTPError as error:
                 with error:  # its connection is closed here, not left to the garbage collector
                     text = error.read().decode("utf-8", "replace").strip()
-                if error.code == 409 and error.headers.get_content_type() == SIZE_MEDIA_TYPE and text.isdigit():
+                if error.code == 409 and error.headers.get_content_type() == SIZE_MEDIA_TYPE and text.isdecimal():
                     self._cosigned[workspace] = int(text)
                     if int(text) > size:  # another instance's later checkpoint got there first
                         log.info("witness has cosigned %s at size %s: checkpoint %s superseded", workspace, text, size)

@@ -150,7 +150,7 @@ def expected_version(form: dict) -> int | None:
     text = form["expected_version"].strip()
     if not text:
         return None
-    if not text.isdigit():
+    if not text.isdecimal():
         raise InvalidInputError(
             "the form's version is damaged; reload the page", [FieldError("expected_version", "must be a whole number")]
         )

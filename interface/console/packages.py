@@ -121,7 +121,7 @@ def _conflict(form: dict, error: ConflictError):
 
 
 def _changes_after(version_text: str) -> list[dict]:
-    if not version_text.strip().isdigit():
+    if not version_text.strip().isdecimal():
         return []
     return governance().audit.changes_since(_workspace(), int(version_text))
 

@@ -53,7 +53,7 @@ def _answers(typed: dict) -> tuple[dict | None, dict | None, dict | None]:
 
 def _version(workspace: str, text: str) -> tuple[dict, dict]:
     """Version N's policy, and what it changed from version N - 1 (with the change itself)."""
-    if not text.isdigit():
+    if not text.isdecimal():
         rule = "must be a whole number, such as 3"
         raise InvalidInputError("That version is not a number", [FieldError("version", rule)])
     gov, version = governance(), int(text)

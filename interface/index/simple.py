@@ -193,7 +193,7 @@ def api_version(page: dict) -> str:
     """The page's api-version, raised to what the fields it now carries require."""
     declared = str(page.get("meta", {}).get("api-version", "1.0"))
     needed = STATUS_API_VERSION if "project-status" in page else VERSIONS_API_VERSION
-    return max(declared, needed, key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()))
+    return max(declared, needed, key=lambda v: tuple(int(p) for p in v.split(".") if p.isdecimal()))
 
 
 def write(page: dict, media: str) -> bytes:

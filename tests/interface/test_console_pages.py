@@ -89,6 +89,9 @@ def test_a_version_shows_its_own_state_and_the_difference_from_the_one_before(li
     assert "The default policy, before any change." in console.get("/console/time-travel", version="0").plain
     assert console.get("/console/time-travel", version="9").status == 404
     assert "That version is not a number" in console.get("/console/time-travel", version="x").plain
+    # '²' is a digit to str.isdigit() and not a number to int()
+    superscript = console.get("/console/time-travel", version="2²")
+    assert superscript.status == 422 and "That version is not a number" in superscript.plain
 
 
 def test_the_policy_api_answers_at_a_version(live):

@@ -44,7 +44,7 @@ def prepare(argv: list[str], run: dict, workdir: str, env: dict, cwd: str):
     version = client_output([argv[0], "--version"], env, cwd).strip()
     if version.startswith("1."):
         return yarn1(argv, run, workdir, env, cwd)
-    if version.split(".")[0].isdigit() and int(version.split(".")[0]) >= 2:
+    if version.split(".")[0].isdecimal() and int(version.split(".")[0]) >= 2:
         return yarn_berry(argv, run, env, cwd)
     raise Unresolvable(f"yarn {version!r} is not a yarn the gate knows (1.x or 2.x and later)")
 
