@@ -43,7 +43,7 @@ from application.sessions import ConsoleSessions
 from application.store import SNAPSHOT_INTERVAL
 from application.store.access_reads import AccessReads
 from application.store.chain import ChainStore
-from application.store.counts import CountReads
+from application.store.counts import rollups
 from application.store.overview import OverviewReads
 from application.store.reads import Denials, ReadModel
 from application.store.upgrade import upgrade_read_models
@@ -86,21 +86,24 @@ class Governance(Application):
         self.callers = Callers()  # for the evaluate hot path, checked again where it records
         self.writer = DecisionWriter(self.record_events)
         self.policies = Policies(self.repository, self.readmodel, clock)
+        # seals every stored event, and counts the decisions among them
+        rollup = rollups(self.recorder.dialect, self.mapper.to_domain_event)
+        self.chain = AuditChain(self.recorder, self.mapper, self.policies.require_workspace, rollup)
         self.evaluation = Evaluation(self.policies, self.writer)
         # deployment egress rules (open by default)
         self.egress = EgressJudge(egress or EgressConfig(), self.writer, self.policies)
         access_reads = AccessReads(self.recorder)
         self.audit = Audit(self.readmodel, self.policies, access_reads)
-        self.impacts = Impact(self.policies, CountReads(self.recorder), clock)  # decision counts, impact
+        # one reader of the counts, which seals what is committed before it reads them
+        counts = OverviewReads(self.recorder, self.chain.seal)
+        self.impacts = Impact(self.policies, counts, clock)  # decision counts, impact
         # requests and exceptions: `gov.access.file_request(...)`, `gov.access.approve_request(...)`...
         self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts, clock)
-        self.synthesis = Synthesis(CountReads(self.recorder), self.impacts, self.policies.require_workspace)
+        self.synthesis = Synthesis(counts, self.impacts, self.policies.require_workspace)
         # known-malware advisories, deployment-wide: `gov.advisories.import_records(...)`
         self.advisories = Advisories(self.repository, self.save, self.readmodel, self.recorder)
         self.closures = Closures(self.policies, self.advisories)  # dependency closures, judged, never recorded
-        self.facts = Overview(
-            OverviewReads(self.recorder), self.readmodel, self.advisories, self.impacts, self.policies.require_workspace
-        )
+        self.facts = Overview(counts, self.readmodel, self.advisories, self.impacts, self.policies.require_workspace)
         self.index = PackageIndex(
             self.policies,
             self.writer,
@@ -111,7 +114,6 @@ class Governance(Application):
             self.checked,
             self.advisories,
         )
-        self.chain = AuditChain(self.recorder, self.mapper, self.policies.require_workspace)  # seals every stored event
         self.repository.check = SnapshotCheck(self.chain.store, self.chain.read_state, self.integrity)
         self.chain.stored_snapshots = lambda ws: self.repository.snapshot_store.recorder.select_events(policy_id(ws))
 

@@ -61,6 +61,10 @@ class Impact:
         "would_allow": [...], "unchanged": N}` over the installs of the last `days` UTC days."""
         if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
             raise InvalidInputError("days out of range", [FieldError("days", f"must be 1 to {MAX_DAYS}")])
+        with self.counts.within_one_seal():
+            return self._impact(workspace, draft, days)
+
+    def _impact(self, workspace: str, draft: dict, days: int) -> dict:
         now = self.clock()
         version, saved = self.policies.current(workspace, now)
         _, drafted = self.policies.draft_rules(workspace, draft, now)

@@ -39,6 +39,10 @@ class Overview:
         """Per day from first_day to last_day (UTC days, both included), with the malware
         exposures and unknown names of those days; the top lists since top_since."""
         self.require_workspace(workspace)
+        with self.counts.within_one_seal():
+            return self._overview(workspace, first_day, last_day, top_since)
+
+    def _overview(self, workspace: str, first_day: date, last_day: date, top_since: date) -> dict:
         first, last = first_day.isoformat(), last_day.isoformat()
         per_day: dict[date, dict[str, int]] = {}
         for row in self.counts.counts_per_day(workspace, first_day, last_day):

@@ -40,6 +40,10 @@ class Synthesis:
         `POST /impact` answers for the draft (for egress, the hosts it would deny)."""
         _check(language, days, coverage, by)
         self.require_workspace(workspace)
+        with self.counts.within_one_seal():  # the allowlist and its impact from the same counts
+            return self._synthesised(workspace, language, days, coverage, by)
+
+    def _synthesised(self, workspace: str, language: str, days: int, coverage: float, by: str) -> dict:
         now = datetime.now(UTC)
         start = first_day(days, now)
         rows = self.counts.allowed_by_name_and_sandbox(workspace, start, now.date().isoformat(), language)

@@ -1,7 +1,8 @@
 """Histories to measure auditor queries and read models against, written through the application's
 own paths: policy changes through `change_policy` (snapshots and change rows as production writes
 them), decisions through the group-commit writer itself, a batch of DECISIONS_PER_SAVE at a time
-(each batch one transaction with its read-model rows and decision counts).
+(each batch one transaction with its read-model rows), then sealed and counted by the sealer, as
+a live service's seals them as they come.
 
 Decisions are spread over the last DAYS UTC days, oldest first (as history is written), over
 NAMES and SANDBOXES, both Zipf-distributed as real use is: the decision counts then hold a row
@@ -68,6 +69,7 @@ def decisions(governance, workspace: str, count: int, say=print, seed: int = 13)
         done += n
         if done % 100_000 == 0:
             say(f"  … {done:,} decisions recorded")
+    governance.chain.seal()
 
 
 RELEASES, RELEASE_DAYS = 20, 5  # per package, one every RELEASE_DAYS days, the newest 2 to 7 days ago
@@ -103,6 +105,7 @@ def downloads(governance, workspace: str, count: int, say=print, seed: int = 13)
         done += n
         if done % 100_000 == 0:
             say(f"  … {done:,} downloads recorded")
+    governance.chain.seal()
 
 
 def _record_at(governance, workspace: str, records: list[dict], stamp: datetime) -> None:

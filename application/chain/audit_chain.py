@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from application.chain.links import checkpoint_message
 from application.chain.proofs import Proofs
 from application.chain.readmodels import check_read_models
-from application.chain.sealer import Sealer, state_reader, workspace_reader
+from application.chain.sealer import Rollup, Sealer, state_reader, workspace_reader
 from application.chain.signed_state import check_notes, check_snapshots
 from application.chain.signing import AuditKey, key_id, public_document
 from application.chain.slices import with_links
@@ -34,10 +34,12 @@ class NoSigningKeyError(NotFoundError):
 class AuditChain:
     """A collaborator of the Governance application (`governance.chain`)."""
 
-    def __init__(self, recorder, mapper, require_workspace, key: AuditKey | None = None):
+    def __init__(
+        self, recorder, mapper, require_workspace, rollup: Rollup = lambda stored: [], key: AuditKey | None = None
+    ):
         self.store = ChainStore(recorder)
         self.proofs = Proofs(self, recorder)  # the signed-note checkpoints and the Merkle proofs
-        self.sealer = Sealer(self.store, recorder, mapper)
+        self.sealer = Sealer(self.store, recorder, mapper, rollup)
         self.read_workspace = workspace_reader(mapper)
         self.read_state = state_reader(mapper)
         self.to_domain_event = mapper.to_domain_event

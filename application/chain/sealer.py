@@ -25,10 +25,16 @@ UNATTRIBUTED = "-"
 ORIGINS_CACHED = 8192
 
 
+# What else a round writes in its transaction, from the stored events it seals (the application's
+# rollups of them): `ManyRows` statements, run on the transaction's cursor.
+Rollup = Callable[[list], list]
+
+
 class Sealer:
-    def __init__(self, store: ChainStore, recorder, mapper):
+    def __init__(self, store: ChainStore, recorder, mapper, rollup: Rollup):
         self.store = store
         self.recorder = recorder
+        self.rollup = rollup
         self.read_workspace = workspace_reader(mapper)
         self._origins: OrderedDict = OrderedDict()  # originator id -> workspace, most recent last
 
@@ -53,6 +59,7 @@ class Sealer:
         notes = self.recorder.select_notifications(start=position, limit=limit, inclusive_of_start=False)
         if not notes:
             return 0
+        rolled = self.rollup(notes)
         with self.store.sealing() as (tx, current):
             if current != position:
                 return -1  # another process sealed meanwhile: read again from where it got to
@@ -74,7 +81,7 @@ class Sealer:
                     )
                 )
                 heads[workspace] = (seq + 1, link)
-            tx.seal(rows, heads, notes[-1].id)
+            tx.seal(rows, heads, notes[-1].id, rolled)
         return len(notes)
 
     def _attribute(self, note, tx) -> str:

@@ -30,7 +30,7 @@ _SQL = {
 
 
 def access_statements(dialect, events, workspaces: dict) -> list[tuple[str, tuple]]:
-    """Rows for request and exception events, then the summed decision counts."""
+    """Rows for request and exception events."""
     rows = []
     for e in events:
         at = dialect.ts(e.timestamp)

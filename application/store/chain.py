@@ -366,7 +366,11 @@ class _Transaction:
         rows = self.rows("SELECT workspace FROM {chain} WHERE originator_id = %s LIMIT 1", (originator_id,))
         return rows[0]["workspace"] if rows else None
 
-    def seal(self, rows: list[tuple], heads: dict[str, tuple[int, str]], position: int) -> None:
+    def seal(self, rows: list[tuple], heads: dict[str, tuple[int, str]], position: int, rolled=()) -> None:
+        """The links, the heads they move and the position, with what else the round writes
+        (`rolled`: `ManyRows`, already rendered)."""
+        for item in rolled:
+            item.run(self.cursor, self.postgres)
         self.many(f"INSERT INTO {{chain}} ({CHAIN_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)", rows)
         self.many(
             "INSERT INTO {chain_heads} (workspace, seq, link) VALUES (%s, %s, %s) ON CONFLICT (workspace) "

@@ -1,15 +1,24 @@
-"""Decision counts: rows summed per key and upserted in the decisions' own transaction, and the
-queries over them.
+"""Decision counts: rows summed per key and upserted by the audit sealer, in the transaction that
+seals the decisions they count, and the queries over them.
 
-A group-commit batch of a thousand decisions becomes one multi-row upsert per table, of one row
-per distinct key, not a thousand inserts. See `count_schema` for the tables.
+The counts are of the sealed decisions: a sealing round of hundreds of events becomes one
+multi-row upsert per table, of one row per distinct key, where the decisions' own transactions
+(group commits of two or three decisions under load) paid six upserts each. Every query here
+first seals what is committed (`caught_up`), so a count answered includes every decision
+answered before it. See `count_schema` for the tables.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC
 
+from eventsourcing.utils import get_topic
+
+from application.store.projection import ManyRows
 from application.store.reads import ReadModel
 from domain.decision import Decision
 from domain.rules import sdist_file
@@ -21,10 +30,15 @@ _UPSERT = {
     "DO UPDATE SET installs = c.installs + excluded.installs",
     "name_day": "INSERT INTO {impact_names} AS c VALUES (%s, %s, %s, %s, %s) "
     "ON CONFLICT (workspace, day, language, name) DO UPDATE SET installs = c.installs + excluded.installs",
-    # Both SETs see the row as it was, so prev_day gets the old last_day when the day moves on.
-    "name_sandbox": "INSERT INTO {impact_sandboxes} AS c VALUES (%s, %s, %s, %s, %s, '') "
+    # The days of the row and of the rows counted now merged: the last, and the last before it
+    # ('' : none). Both SETs see the row as it was.
+    "name_sandbox": "INSERT INTO {impact_sandboxes} AS c VALUES (%s, %s, %s, %s, %s, %s) "
     "ON CONFLICT (workspace, language, name, sandbox) DO UPDATE SET "
-    "prev_day = CASE WHEN excluded.last_day > c.last_day THEN c.last_day ELSE c.prev_day END, "
+    "prev_day = CASE WHEN excluded.last_day > c.last_day THEN "
+    "CASE WHEN c.last_day > excluded.prev_day THEN c.last_day ELSE excluded.prev_day END "
+    "WHEN excluded.last_day = c.last_day THEN "
+    "CASE WHEN c.prev_day > excluded.prev_day THEN c.prev_day ELSE excluded.prev_day END "
+    "ELSE CASE WHEN c.prev_day > excluded.last_day THEN c.prev_day ELSE excluded.last_day END END, "
     "last_day = CASE WHEN excluded.last_day > c.last_day THEN excluded.last_day ELSE c.last_day END",
     "day": "INSERT INTO {impact_days} AS c VALUES (%s, %s, %s) "
     "ON CONFLICT (workspace, day) DO UPDATE SET installs = c.installs + excluded.installs",
@@ -50,6 +64,23 @@ def count_key(e) -> tuple:
     return e.workspace, day, language, r.get("name") or "", bool(r["allowed"]), sandbox
 
 
+RECORDED = get_topic(Decision.Recorded)
+
+
+def rollups(dialect, to_domain_event):
+    """What a sealing round writes beside its links: the counts of the decisions among the stored
+    events it seals (only those are decoded)."""
+
+    def statements(stored) -> list[ManyRows]:
+        return count_statements(dialect, [to_domain_event(s) for s in stored if s.topic == RECORDED])
+
+    return statements
+
+
+def count_statements(dialect, events) -> list[ManyRows]:
+    return [ManyRows.of(upsert, tuple(rows)) for upsert, rows in count_upserts(dialect, events)]
+
+
 def count_upserts(dialect, events) -> list[tuple[str, list[tuple]]]:
     """(upsert, rows) per rollup table these events touch: each table's rows summed per key, so
     no key comes twice and the rows can go as one multi-row upsert (PostgreSQL refuses a
@@ -57,16 +88,15 @@ def count_upserts(dialect, events) -> list[tuple[str, list[tuple]]]:
     counts: Counter = Counter(count_key(e) for e in events if isinstance(e, Decision.Recorded))
     rows = [("count", (*key, n)) for key, n in counts.items()]
     names, days, outcomes = Counter(), Counter(), Counter()
-    sandboxes: dict = {}
+    sandboxes: dict = {}  # key -> the days it was installed on
     for (workspace, day, language, name, allowed, sandbox), n in counts.items():
         outcomes[(workspace, day, allowed)] += n
         if language in LANGUAGES and name:
             names[(workspace, day, language, name)] += n
             days[(workspace, day)] += n
-            key = (workspace, language, name, sandbox)
-            sandboxes[key] = max(day, sandboxes.get(key, day))
+            sandboxes.setdefault((workspace, language, name, sandbox), set()).add(day)
     rows += [("name_day", (*key, n)) for key, n in names.items()]
-    rows += [("name_sandbox", (*key, day)) for key, day in sandboxes.items()]
+    rows += [("name_sandbox", (*key, *_last_two(seen))) for key, seen in sandboxes.items()]
     rows += [("day", (*key, n)) for key, n in days.items()]
     rows += [("outcome_day", (*key, n)) for key, n in outcomes.items()]
     rows += [("version_day", params) for params in _version_rows(events)]
@@ -74,6 +104,12 @@ def count_upserts(dialect, events) -> list[tuple[str, list[tuple]]]:
     for kind, params in rows:
         tables.setdefault(kind, []).append(params)
     return [(dialect.sql(_UPSERT[kind]), found) for kind, found in tables.items()]
+
+
+def _last_two(days: set[str]) -> tuple[str, str]:
+    """(last day, the last before it or '')."""
+    last, *before = sorted(days, reverse=True)
+    return last, before[0] if before else ""
 
 
 def _version_rows(events) -> list[tuple]:
@@ -118,9 +154,32 @@ def _version_rows(events) -> list[tuple]:
 
 
 class CountReads(ReadModel):
-    """Queries over the count tables (plain rows, no timestamps to convert)."""
+    """Queries over the count tables (plain rows, no timestamps to convert). `caught_up` seals
+    what is committed (the audit chain's `seal`), so the counts read include it: before each
+    query, or once for all the queries of an answer made `within_one_seal`."""
+
+    def __init__(self, recorder, caught_up: Callable[[], object]):
+        super().__init__(recorder)
+        self.caught_up = caught_up
+        self._sealed = threading.local()  # this thread's answer has sealed first
+
+    @contextmanager
+    def within_one_seal(self) -> Iterator[None]:
+        """The queries of one answer see the counts as of one sealing, paid once (a sealing round
+        when something waits, two indexed reads when nothing does)."""
+        if getattr(self._sealed, "on", False):
+            yield
+            return
+        self.caught_up()
+        self._sealed.on = True
+        try:
+            yield
+        finally:
+            self._sealed.on = False
 
     def _rows(self, template: str, params: list | tuple = (), prepare: bool = False) -> list[dict]:
+        if not getattr(self._sealed, "on", False):
+            self.caught_up()
         return self.recorder.fetch(self.dialect.sql(template), params, prepare)
 
     def decision_counts(

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from application.store.access_projection import access_statements
-from application.store.counts import count_upserts
 from application.store.literals import Bind, binder
 from application.store.schema import Dialect
 from domain.decision import Decision, DecisionRecord
@@ -46,7 +45,6 @@ def read_model_statements(dialect: Dialect, saved_events, workspaces: dict) -> l
     Every refusal must be the database's (a constraint, the owner guard): a Python exception here
     would only stop the save before anything is sent."""
     statements = rows_for_events(saved_events, workspaces, dialect)
-    statements += [ManyRows.of(upsert, tuple(rows)) for upsert, rows in count_upserts(dialect, saved_events)]
     statements += access_statements(dialect, saved_events, workspaces)
     for e in saved_events:
         if isinstance(e, Token.Revoked):

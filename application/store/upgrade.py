@@ -6,7 +6,8 @@ the events saved before it. When the tables or the projection change, `READ_MODE
 up by one. Opening a store with table creation on compares it with the store's: a store of an
 older version (1: every store made before the version was kept) has its derived tables dropped
 and filled again from every stored event, in order, in one transaction, by the projection that
-writes them live (console sessions too: signing in and out are events). The audit chain seals
+writes them live (console sessions too: signing in and out are events), and the decision counts
+from the events sealed so far (the sealer counts the rest as it seals them). The audit chain seals
 the events themselves and is not touched. Stored snapshots are dropped with the read models:
 they are caches, those taken before snapshots were sealed would never be used again (an unsealed
 snapshot is refused and raises an alarm), and the next Saves take sealed ones.
@@ -18,13 +19,15 @@ from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
+from application.store.counts import count_statements
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, TABLES
 
 # 3: impact_versions, and the changes rows of rules beyond names; 4: console sessions are a read
 # model of their events; 5: decisions' records in their version 2 shape (`params`, no `message`);
-# 6: impact_versions keeps allowed and refused downloads apart
-READ_MODEL_VERSION = 6
+# 6: impact_versions keeps allowed and refused downloads apart; 7: the counts are of the sealed
+# decisions, written by the sealer
+READ_MODEL_VERSION = 7
 DERIVED = tuple(t for t in TABLES if t != "read_model")
 BATCH = 1000
 
@@ -62,6 +65,8 @@ def _replay(curs, dialect, events: str, mapper) -> None:
     """Every stored event through the projection, one at a time as `rebuilt` checks them."""
     workspaces: dict[UUID, str] = {}  # policy changes name no workspace: their Policy's creation does
     after, position = 0, "notification_id" if dialect.schema else "rowid"  # as each store numbers events
+    curs.execute(f"SELECT notification_id FROM {dialect.table('chain_position')}")
+    sealed = max([row["notification_id"] for row in curs.fetchall()], default=0)
     select = dialect.sql(
         f"SELECT {position} AS position, originator_id, originator_version, topic, state FROM {events} "
         f"WHERE {position} > %s ORDER BY {position} LIMIT {BATCH}"
@@ -76,7 +81,8 @@ def _replay(curs, dialect, events: str, mapper) -> None:
             event = mapper.to_domain_event(stored)
             if isinstance(getattr(event, "workspace", None), str):
                 workspaces.setdefault(event.originator_id, event.workspace)
-            for item in read_model_statements(dialect, [event], workspaces):
+            counts = count_statements(dialect, [event]) if row["position"] <= sealed else []
+            for item in read_model_statements(dialect, [event], workspaces) + counts:
                 for statement, params in item.statements() if isinstance(item, ManyRows) else (item,):
                     curs.execute(statement, params)
         after = rows[-1]["position"]

@@ -134,6 +134,8 @@ def test_two_applications_on_one_store_seal_one_chain_without_forks_or_duplicate
     rows = chain_rows(first, "acme")
     assert [r["seq"] for r in rows] == list(range(1, 2 + 40 + 1))
     assert len({(r["originator_id"], r["originator_version"]) for r in rows}) == len(rows)
+    counts = first.chain.store.table_rows("decision_counts", "workspace = %s", "acme")
+    assert sum(r["installs"] for r in counts) == 40  # each decision counted once, by whichever sealed it
     first.chain.use_key(AuditKey.generate())
     first.chain.checkpoint("acme")
     assert second.chain.verify("acme", keys=first.chain.trusted_keys())["ok"]

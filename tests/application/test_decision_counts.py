@@ -1,4 +1,5 @@
-"""The decision-count read model: written with the decisions, summed per key, on both stores."""
+"""The decision-count read model: written by the sealer with the links of the decisions it counts,
+summed per key, on both stores."""
 
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ def test_counts_outside_the_period_and_bad_days(app, workspace):
 
 def test_a_batch_upserts_each_rollup_table_in_one_statement(app, workspace):
     from application.evaluation import decision_records
+    from application.store.counts import count_statements
     from application.store.projection import ManyRows, read_model_statements
     from application.store.schema import SQLITE
     from domain.decision import Decision
@@ -63,11 +65,9 @@ def test_a_batch_upserts_each_rollup_table_in_one_statement(app, workspace):
     specs = [parse("python", name) for name in ("pandas", "numpy", "scipy", "pandas")]
     records = decision_records(specs, rules, workspace, version, {"sandbox": "sbx-1"})
     events = [e for r in records for e in Decision(workspace=workspace, record=r).collect_events()]
-    upserts = {
-        s.head.split()[2]: len(s.rows)
-        for s in read_model_statements(SQLITE, events, {})
-        if isinstance(s, ManyRows) and "ON CONFLICT" in s.tail
-    }
+    upserts = {s.head.split()[2]: len(s.rows) for s in count_statements(SQLITE, events)}
+    # The decisions' own transaction counts nothing: the sealer does.
+    assert not [s for s in read_model_statements(SQLITE, events, {}) if isinstance(s, ManyRows) and s.tail]
     # One statement per table, one row per distinct key (pandas twice is one row, counted twice).
     assert upserts == {
         "rcp_decision_counts": 3,
@@ -76,3 +76,72 @@ def test_a_batch_upserts_each_rollup_table_in_one_statement(app, workspace):
         "rcp_impact_days": 1,
         "rcp_outcome_days": 1,
     }
+
+
+def _counted(app, workspace) -> list[dict]:
+    return app.chain.store.table_rows("decision_counts", "workspace = %s", workspace)
+
+
+def test_the_sealer_counts_what_it_seals_and_a_count_read_seals_first(app, workspace):
+    decisions = app.evaluation.evaluate(workspace, "python", ["pandas", "numpy"])["decisions"]
+    assert _counted(app, workspace) == []  # committed, not sealed yet: not counted
+    first, last = days_of(decisions)
+    rows = app.impacts.decision_counts(workspace, first, last)  # seals, then reads
+    assert sorted((r["name"], r["installs"]) for r in rows) == [("numpy", 1), ("pandas", 1)]
+    assert app.chain.store.pending(app.chain.store.position()) == 0
+    app.evaluation.evaluate(workspace, "python", ["pandas"])
+    assert app.chain.seal() == 1  # a round seals the decision and counts it, once
+    assert app.chain.seal() == 0
+    assert {r["name"]: r["installs"] for r in _counted(app, workspace)} == {"numpy": 1, "pandas": 2}
+
+
+def test_the_sandbox_days_are_the_same_however_the_sealer_batches_them(app, workspace):
+    import dataclasses
+    import sqlite3
+    from datetime import UTC, datetime
+
+    from application.evaluation import decision_records
+    from application.store.counts import count_statements
+    from application.store.schema import DDL, SQLITE
+    from domain.decision import Decision
+    from domain.specs import parse
+
+    version, rules = app.policies.current(workspace)
+    (record,) = decision_records([parse("python", "pandas")], rules, workspace, version, {"sandbox": "sbx-1"})
+    (event,) = Decision(workspace=workspace, record=record).collect_events()
+    days = [datetime(2026, 3, d, 12, tzinfo=UTC) for d in (1, 1, 3, 5)]
+    events = [dataclasses.replace(event, timestamp=at) for at in days]
+
+    def counted(*batches) -> list:
+        db = sqlite3.connect(":memory:")
+        for statement in DDL:
+            db.execute(SQLITE.sql(statement))
+        for batch in batches:
+            for item in count_statements(SQLITE, batch):
+                for text, params in item.statements():
+                    db.execute(text, params)
+        return db.execute("SELECT last_day, prev_day FROM rcp_impact_sandboxes").fetchall()
+
+    one_by_one = counted(*[[e] for e in events])
+    assert one_by_one == [("2026-03-05", "2026-03-03")]
+    for batches in ([events], [events[:3], events[3:]], [events[:1], events[1:]], [events[3:], events[:3]]):
+        assert counted(*batches) == one_by_one, batches
+    assert counted(events[2:3], events[3:], events[:2]) == one_by_one  # a later day counted first
+
+
+def test_an_answer_over_the_counts_seals_once_and_counts_what_was_answered_before_it(app, workspace):
+    from datetime import UTC, datetime
+
+    app.chain.seal()  # the workspace's creation
+    app.evaluation.evaluate(workspace, "python", ["pandas"])
+    counts = app.impacts.counts
+    seal, sealed = counts.caught_up, []
+    counts.caught_up = lambda: sealed.append(seal())
+    answer = app.impacts.impact(workspace, {"python": {"mode": "allowlist", "allow": []}}, days=1)
+    assert [(p["name"], p["installs"]) for p in answer["would_deny"]] == [("pandas", 1)]
+    assert sealed == [1]  # one sealing for the whole answer, which sealed (and counted) the decision
+    today = datetime.now(UTC).date()
+    assert app.facts.overview(workspace, today, today, today)["totals"]["allowed"] == 1
+    assert sealed == [1, 0]
+    app.impacts.decision_counts(workspace, today.isoformat(), today.isoformat())  # one query, its own seal
+    assert sealed == [1, 0, 0]

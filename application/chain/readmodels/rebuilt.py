@@ -3,7 +3,8 @@ decision counts the overview and impact read (fetched versions with their facts 
 sessions.
 
 The workspace's stored events (those its chain seals, then any still waiting for the sealer)
-are replayed, in order, through the very projection that wrote the live tables, into a scratch
+are replayed, in order, through the very projection that wrote the live tables (the counts
+through the sealer's, of the sealed events only), into a scratch
 in-memory database with the same schema; then each live table's rows for the workspace are
 compared with the rebuilt ones. The first difference is named: table, key, column, what the
 events make and what was found. The projection is followed wherever it goes, so a new column is
@@ -22,6 +23,7 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 
 from application.chain.readmodels.failures import table_failure
+from application.store.counts import count_statements
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, SQLITE
 
@@ -94,8 +96,9 @@ def _rebuild(store, to_domain_event, read_state, workspace: str) -> sqlite3.Conn
         for r in rows
     ]
     workspaces = {e.originator_id: workspace for e in events}
-    for event in events:
-        for item in read_model_statements(SQLITE, [event], workspaces):
+    for i, event in enumerate(events):
+        counts = count_statements(SQLITE, [event]) if i < len(sealed) else []  # the sealer counts
+        for item in read_model_statements(SQLITE, [event], workspaces) + counts:
             for statement, params in item.statements() if isinstance(item, ManyRows) else (item,):
                 scratch.execute(statement, params)
     return scratch
