@@ -34,9 +34,7 @@ class NoSigningKeyError(NotFoundError):
 class AuditChain:
     """A collaborator of the Governance application (`governance.chain`)."""
 
-    def __init__(
-        self, recorder, mapper, require_workspace, rollup: Rollup = lambda stored: [], key: AuditKey | None = None
-    ):
+    def __init__(self, recorder, mapper, require_workspace, rollup: Rollup, key: AuditKey | None = None):
         self.store = ChainStore(recorder)
         self.proofs = Proofs(self, recorder)  # the signed-note checkpoints and the Merkle proofs
         self.sealer = Sealer(self.store, recorder, mapper, rollup)

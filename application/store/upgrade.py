@@ -81,8 +81,14 @@ def _replay(curs, dialect, events: str, mapper) -> None:
             event = mapper.to_domain_event(stored)
             if isinstance(getattr(event, "workspace", None), str):
                 workspaces.setdefault(event.originator_id, event.workspace)
-            counts = count_statements(dialect, [event]) if row["position"] <= sealed else []
-            for item in read_model_statements(dialect, [event], workspaces) + counts:
-                for statement, params in item.statements() if isinstance(item, ManyRows) else (item,):
-                    curs.execute(statement, params)
+            for statement, params in replayed(dialect, event, workspaces, row["position"] <= sealed):
+                curs.execute(statement, params)
         after = rows[-1]["position"]
+
+
+def replayed(dialect, event, workspaces: dict, sealed: bool) -> list[tuple[str, tuple]]:
+    """What the projections write for one stored event replayed alone, as (statement, params):
+    its read-model rows, and its counts if it is `sealed` (the sealer counts the rest)."""
+    items = read_model_statements(dialect, [event], workspaces)
+    items += count_statements(dialect, [event]) if sealed else []
+    return [s for item in items for s in (item.statements() if isinstance(item, ManyRows) else (item,))]

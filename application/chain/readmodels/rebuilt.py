@@ -23,9 +23,8 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 
 from application.chain.readmodels.failures import table_failure
-from application.store.counts import count_statements
-from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, SQLITE
+from application.store.upgrade import replayed
 
 # Table -> its key columns; every table holds a `workspace` column except run_decisions, which
 # is read through the workspace's decisions.
@@ -97,10 +96,8 @@ def _rebuild(store, to_domain_event, read_state, workspace: str) -> sqlite3.Conn
     ]
     workspaces = {e.originator_id: workspace for e in events}
     for i, event in enumerate(events):
-        counts = count_statements(SQLITE, [event]) if i < len(sealed) else []  # the sealer counts
-        for item in read_model_statements(SQLITE, [event], workspaces) + counts:
-            for statement, params in item.statements() if isinstance(item, ManyRows) else (item,):
-                scratch.execute(statement, params)
+        for statement, params in replayed(SQLITE, event, workspaces, i < len(sealed)):
+            scratch.execute(statement, params)
     return scratch
 
 
