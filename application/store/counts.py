@@ -78,13 +78,8 @@ def rollups(dialect, to_domain_event):
 
 
 def count_statements(dialect, events) -> list[ManyRows]:
-    return [ManyRows.of(upsert, tuple(rows)) for upsert, rows in count_upserts(dialect, events)]
-
-
-def count_upserts(dialect, events) -> list[tuple[str, list[tuple]]]:
-    """(upsert, rows) per rollup table these events touch: each table's rows summed per key, so
-    no key comes twice and the rows can go as one multi-row upsert (PostgreSQL refuses a
-    statement that updates one row twice)."""
+    """One multi-row upsert per rollup table these events touch, each table's rows summed per key
+    first: no key comes twice (PostgreSQL refuses a statement that updates one row twice)."""
     counts: Counter = Counter(count_key(e) for e in events if isinstance(e, Decision.Recorded))
     rows = [("count", (*key, n)) for key, n in counts.items()]
     names, days, outcomes = Counter(), Counter(), Counter()
@@ -103,7 +98,7 @@ def count_upserts(dialect, events) -> list[tuple[str, list[tuple]]]:
     tables: dict[str, list[tuple]] = {}
     for kind, params in rows:
         tables.setdefault(kind, []).append(params)
-    return [(dialect.sql(_UPSERT[kind]), found) for kind, found in tables.items()]
+    return [ManyRows.of(dialect.sql(_UPSERT[kind]), tuple(found)) for kind, found in tables.items()]
 
 
 def _last_two(days: set[str]) -> tuple[str, str]:
