@@ -41,12 +41,16 @@ class Sealer:
     def seal(self, wait: bool = True) -> int:
         """Seal everything committed so far; the number of events sealed. Not `wait`ing (the
         background rounds), it stops when another process is sealing: that one seals what is
-        committed, and reading the same events only to find them sealed is the work saved."""
+        committed, and reading the same events only to find them sealed is the work saved; and
+        once a round finds less than a full batch, what was committed when it looked is sealed,
+        and what came during it waits for the next poll. Under steady load a background sealer
+        that went on until caught up ran dozens of rounds a second of a few events each, every
+        round's dozen statements paid for those few."""
         total = 0
         while True:
             sealed = self.seal_once(wait=wait)
             total += max(sealed, 0)
-            if sealed == 0:
+            if sealed == 0 or (not wait and 0 < sealed < BATCH):
                 return total
 
     def seal_once(self, limit: int = BATCH, wait: bool = True) -> int:

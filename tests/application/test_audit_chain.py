@@ -13,7 +13,7 @@ from eventsourcing.domain import Aggregate, event
 
 from application.chain import AuditKey
 from application.chain.links import link_hash
-from application.chain.sealer import UNATTRIBUTED
+from application.chain.sealer import BATCH, UNATTRIBUTED
 from tests.support.tamper import Tamperer
 
 GENEROUS = 60  # seconds: a bound on "eventually", never a timing claim
@@ -162,6 +162,45 @@ def test_a_background_round_leaves_the_sealing_to_the_process_holding_the_lock(p
         assert app.chain.seal() == 2 and caught_up(app)  # on demand, it seals (waiting if it must)
     finally:
         app.close()
+
+
+def _record_during_the_first_round(app) -> list[int]:
+    """The sealer's rollup runs between a round's read and its sealing: a decision recorded
+    there is committed after the round looked. Returns the rounds' sizes as they happen."""
+    rollup, rounds = app.chain.sealer.rollup, []
+
+    def rolled(notes):
+        rounds.append(len(notes))
+        if len(rounds) == 1:
+            app.evaluation.evaluate("acme", "python", ["late"], None, {})
+        return rollup(notes)
+
+    app.chain.sealer.rollup = rolled
+    return rounds
+
+
+def test_a_background_round_leaves_what_came_during_it_to_the_next_poll(app):
+    app.create_workspace("acme", by="founder")
+    app.evaluation.evaluate("acme", "python", ["pandas"], None, {})
+    rounds = _record_during_the_first_round(app)
+    sealed = app.chain.seal(wait=False)
+    assert rounds == [sealed] and not caught_up(app), "a partial round went on to seal what came after it"
+    assert app.chain.seal() == 1 and caught_up(app)  # the next round (a poll, or on demand) takes it
+
+
+def test_sealing_on_demand_goes_on_until_everything_committed_is_sealed(app):
+    app.create_workspace("acme", by="founder")
+    rounds = _record_during_the_first_round(app)
+    app.chain.seal()
+    assert len(rounds) == 2 and caught_up(app)
+
+
+def test_a_background_round_that_finds_a_backlog_goes_on_until_it_is_sealed(app):
+    app.create_workspace("acme", by="founder")
+    for _ in range(3):  # more than a round holds
+        app.evaluation.evaluate("acme", "python", [f"p{i}" for i in range(BATCH // 2)], None, {})
+    app.chain.seal(wait=False)
+    assert caught_up(app)
 
 
 def test_checkpoints_are_signed_by_themselves_while_the_chain_moves(app):
