@@ -19,7 +19,7 @@ from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, postgres_dialect
 
 EVENT_COLUMNS = "originator_id, originator_version, topic, state"
-LOCK_STATEMENTS = 3  # lock_statements: the lock timeout, the table lock, the NOTIFY
+LOCK_STATEMENTS = 2  # lock_statements: the lock timeout, the table lock
 
 
 class PostgresGovernanceRecorder(PostgresApplicationRecorder):
@@ -34,17 +34,13 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         # every connection it makes gets this setting.
         datastore.pool.kwargs["prepare_threshold"] = sys.maxsize
         super().__init__(datastore, events_table_name=events_table_name)
-        # The library's three statements before the insert (its lock timeout, the table lock,
-        # the NOTIFY its subscribers listen for), plain: in one simple-query message they cost no
-        # round trip, and an anonymous `DO` block, compiled again on every run, cost more
-        # server CPU than the three.
-        self.lock_statements = SQL(
-            "SET LOCAL lock_timeout = '{0}s'; LOCK TABLE {1}.{2} IN EXCLUSIVE MODE; NOTIFY {3}"
-        ).format(
-            SQL(str(int(datastore.lock_timeout))),
-            Identifier(datastore.schema),
-            Identifier(events_table_name),
-            Identifier(self.channel_name),
+        # The library's statements before the insert (its lock timeout, the table lock), plain:
+        # in one simple-query message they cost no round trip, and an anonymous `DO` block,
+        # compiled again on every run, cost more server CPU. Not its NOTIFY: only the library's
+        # subscriptions LISTEN, the service uses none (its sealer polls), and a NOTIFY is work
+        # at every commit (the server's notification queue, under a database-wide lock).
+        self.lock_statements = SQL("SET LOCAL lock_timeout = '{0}s'; LOCK TABLE {1}.{2} IN EXCLUSIVE MODE").format(
+            SQL(str(int(datastore.lock_timeout))), Identifier(datastore.schema), Identifier(events_table_name)
         )
         self.dialect = postgres_dialect(datastore.schema)
         self._events_head = f'INSERT INTO "{datastore.schema}"."{events_table_name}" ({EVENT_COLUMNS})'
@@ -52,6 +48,11 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         self.sql_create_statements.extend(SQL(s) for s in chain.create_statements(self.dialect))
         self.sql_create_statements.extend(SQL(s) for s in merkle.create_statements(self.dialect))
         self.sql_create_statements.append(SQL(_ASSERT_FUNCTION.format(name=self.dialect.table("assert"))))
+
+    def subscribe(self, gt=None, topics=()):
+        """The library's subscriptions wait for a NOTIFY this recorder does not send (above):
+        refused, rather than a subscriber that would never wake."""
+        raise NotImplementedError("this recorder sends no NOTIFY: follow the notification log by polling")
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)  # as the library's
     def insert_events(self, stored_events, **kwargs: Any):

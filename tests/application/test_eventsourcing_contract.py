@@ -78,8 +78,10 @@ def test_a_processing_event_carries_what_the_save_hooks_read_and_write():
 @pytest.mark.postgres
 def test_the_postgres_lock_statements_are_those_the_recorder_replaces(postgres_schema_url):
     """application/store/postgres.py replaces the library's `lock_table_statements` (its lock
-    timeout, the table lock) and its NOTIFY on `channel_name` with one statement: if the library
-    takes more or other steps before an insert, the replacement would silently skip them."""
+    timeout, the table lock) with one statement and leaves out its NOTIFY, which only the
+    library's subscriptions listen for: if the library takes more or other steps before an
+    insert, the replacement would silently skip them; and a subscription on this recorder,
+    which would never be woken, is refused."""
     app = Governance(env=store_env(postgres_schema_url))
     try:
         library = PostgresApplicationRecorder(app.recorder.datastore, events_table_name="stored_events")
@@ -87,7 +89,11 @@ def test_the_postgres_lock_statements_are_those_the_recorder_replaces(postgres_s
         assert len(statements) == 2 and "lock_timeout" in statements[0] and "LOCK TABLE" in statements[1], (
             f"eventsourcing's lock_table_statements are now {statements}; application/store/postgres.py replaces them"
         )
-        assert library.channel_name, "eventsourcing's PostgresApplicationRecorder.channel_name is gone"
-        assert "_notify_channel" in vars(PostgresApplicationRecorder), "the library no longer NOTIFYs as it did"
+        steps = inspect.getsource(PostgresApplicationRecorder._insert_stored_events)
+        assert "_lock_table" in steps and "_notify_channel" in steps, (
+            "the library's steps before an insert are no longer the lock and the NOTIFY it replaces"
+        )
+        with pytest.raises(NotImplementedError, match="NOTIFY"):
+            app.recorder.subscribe()
     finally:
         app.close()
