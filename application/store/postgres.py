@@ -42,6 +42,7 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         self.lock_statements = SQL("SET LOCAL lock_timeout = '{0}s'; LOCK TABLE {1}.{2} IN EXCLUSIVE MODE").format(
             SQL(str(int(datastore.lock_timeout))), Identifier(datastore.schema), Identifier(events_table_name)
         )
+        self._lock_text: str | None = None  # their text, rendered once on a connection
         self.dialect = postgres_dialect(datastore.schema)
         self._events_head = f'INSERT INTO "{datastore.schema}"."{events_table_name}" ({EVENT_COLUMNS})'
         self.sql_create_statements.extend(SQL(self.dialect.sql(s)) for s in DDL)
@@ -75,8 +76,10 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         with self.datastore.get_connection() as conn:
             curs = psycopg.ClientCursor(conn)
             bind = binder(curs)
+            if self._lock_text is None:
+                self._lock_text = self.lock_statements.as_string(conn)
             text = "; ".join(
-                ["BEGIN", *(self._bound(curs, bind, s) for s in self._statements(stored_events, kwargs)), "COMMIT"]
+                ["BEGIN", *(self._bound(bind, s) for s in self._statements(stored_events, kwargs)), "COMMIT"]
             )
             try:
                 curs.execute(text)  # no parameters: the simple query protocol, several statements
@@ -98,7 +101,7 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
             tuple((e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events),
             " RETURNING notification_id",
         )
-        statements = [(self.lock_statements, None), events]
+        statements = [self._lock_text, events]
         if guards := kwargs.get("guards"):  # remembered callers (application.store.guards)
             check, params = guards_statement(self.dialect, self.events_table_name, guards)
             statements.append((f"SELECT {self.dialect.table('assert')}(({check}) = 0, %s)", (*params, GUARD_FAILED)))
@@ -107,8 +110,12 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         )
 
     @staticmethod
-    def _bound(curs, bind: Bind, statement) -> str:
-        return statement.bound(bind) if isinstance(statement, ManyRows) else curs.mogrify(*statement)
+    def _bound(bind: Bind, statement) -> str:
+        """A statement's text: `ManyRows` bound row by row, a (template, params) pair bound
+        whole, a text as it is."""
+        if isinstance(statement, ManyRows):
+            return statement.bound(bind)
+        return statement if isinstance(statement, str) else bind(*statement)
 
     def fetch(
         self, statement: str, params: tuple | list = (), prepare: bool = False, generic: bool = False
