@@ -50,10 +50,10 @@ class AlreadyRecorded(Exception):
 class _Pending:
     __slots__ = ("events", "guard", "done", "error", "state", "lock")
 
-    def __init__(self, aggregates: tuple, guard: Guard | None):
-        # The events, taken out once: a failed save has already drained an aggregate's pending
-        # events, so a retry must save these again, not the (now empty) aggregates.
-        self.events = tuple(e for aggregate in aggregates for e in aggregate.collect_events())
+    def __init__(self, events: tuple, guard: Guard | None):
+        # The events, not their aggregates: a failed save has already drained an aggregate's
+        # pending events, so a retry must save these again, not the (now empty) aggregates.
+        self.events = events
         self.guard = guard  # what the transaction must find still true to record these
         self.done = threading.Event()
         self.error: BaseException | None = None
@@ -90,7 +90,13 @@ class DecisionWriter:
         `named`: their ids are worked out from what they record, so a refused insert means that
         record exists. Otherwise their ids are fresh and cannot collide: a refused insert is a
         store that would not record them, and the caller must deny (fail closed)."""
-        pending = _Pending(aggregates, guard)
+        self.record_events(
+            *(e for aggregate in aggregates for e in aggregate.collect_events()), guard=guard, named=named
+        )
+
+    def record_events(self, *events, guard: Guard | None = None, named: bool = False) -> None:
+        """`record`, for new aggregates' events made without their aggregates."""
+        pending = _Pending(events, guard)
         self._ensure_started()
         self._queue.put(pending)
         if not pending.done.wait(WAIT_SECONDS):

@@ -44,9 +44,11 @@ class Evaluation:
         context = check_context(context)
         version, rules = self.policies.current(workspace, head=head, cached=remembered is not None)
         records = decision_records(parsed, rules, workspace, version, context)
-        decisions = [Decision(workspace=workspace, record=r) for r in records]
-        self.writer.record(*decisions, guard=Guard(remembered, workspace, version) if remembered else None)
-        return answer(version, [decision_view(str(d.id), d.record, d.created_on, workspace) for d in decisions])
+        decisions = [Decision.recorded(workspace, r) for r in records]
+        self.writer.record_events(*decisions, guard=Guard(remembered, workspace, version) if remembered else None)
+        return answer(
+            version, [decision_view(str(d.originator_id), d.record, d.timestamp, workspace) for d in decisions]
+        )
 
     def test(
         self,
