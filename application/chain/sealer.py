@@ -25,9 +25,10 @@ UNATTRIBUTED = "-"
 ORIGINS_CACHED = 8192
 
 
-# What else a round writes in its transaction, from the stored events it seals (the application's
-# rollups of them): `ManyRows` statements, run on the transaction's cursor.
-Rollup = Callable[[list], list]
+# What else a round writes in its transaction, from the stored events it seals and their states
+# read once as plain JSON (the application's rollups of them): `ManyRows` statements, run on the
+# transaction's cursor.
+Rollup = Callable[[list, list], list]
 
 
 class Sealer:
@@ -35,7 +36,7 @@ class Sealer:
         self.store = store
         self.recorder = recorder
         self.rollup = rollup
-        self.read_workspace = workspace_reader(mapper)
+        self.read_state = state_reader(mapper)
         self._origins: OrderedDict = OrderedDict()  # originator id -> workspace, most recent last
 
     def seal(self, wait: bool = True) -> int:
@@ -63,13 +64,14 @@ class Sealer:
         notes = self.recorder.select_notifications(start=position, limit=limit, inclusive_of_start=False)
         if not notes:
             return 0
-        rolled = self.rollup(notes)
+        states = [self.read_state(note.state) for note in notes]  # once, for the rollup and the attribution
+        rolled = self.rollup(notes, states)
         with self.store.sealing() as (tx, current):
             if current != position:
                 return -1  # another process sealed meanwhile: read again from where it got to
             rows, heads = [], {}
-            for note in notes:
-                workspace = self._attribute(note, tx)
+            for note, state in zip(notes, states, strict=True):
+                workspace = self._attribute(note, state, tx)
                 seq, previous = heads.get(workspace) or _head(tx, workspace)
                 digest = event_hash(note.originator_id, note.originator_version, note.topic, note.state)
                 link = link_hash(workspace, seq + 1, previous, digest)
@@ -88,9 +90,9 @@ class Sealer:
             tx.seal(rows, heads, notes[-1].id, rolled)
         return len(notes)
 
-    def _attribute(self, note, tx) -> str:
+    def _attribute(self, note, state: dict | None, tx) -> str:
         originator = as_uuid(note.originator_id)
-        workspace = self.read_workspace(note.state)
+        workspace = named_workspace(state)
         if workspace is None:
             workspace = self._origins.get(originator) or tx.origin_workspace(self.store.oid(originator))
         workspace = workspace or UNATTRIBUTED
@@ -127,9 +129,9 @@ def state_reader(mapper) -> Callable[[bytes], dict | None]:
 def workspace_reader(mapper) -> Callable[[bytes], str | None]:
     """The `workspace` named at the top of a stored state."""
     read_state = state_reader(mapper)
+    return lambda state: named_workspace(read_state(state))
 
-    def read(state: bytes) -> str | None:
-        value = (read_state(state) or {}).get("workspace")
-        return value if isinstance(value, str) else None
 
-    return read
+def named_workspace(state: dict | None) -> str | None:
+    value = (state or {}).get("workspace")
+    return value if isinstance(value, str) else None

@@ -22,6 +22,7 @@ from eventsourcing.persistence import StoredEvent
 from application.store.counts import count_statements
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, TABLES
+from domain.decision import Decision
 
 # 3: impact_versions, and the changes rows of rules beyond names; 4: console sessions are a read
 # model of their events; 5: decisions' records in their version 2 shape (`params`, no `message`);
@@ -90,5 +91,5 @@ def replayed(dialect, event, workspaces: dict, sealed: bool) -> list[tuple[str, 
     """What the projections write for one stored event replayed alone, as (statement, params):
     its read-model rows, and its counts if it is `sealed` (the sealer counts the rest)."""
     items = read_model_statements(dialect, [event], workspaces)
-    items += count_statements(dialect, [event]) if sealed else []
+    items += count_statements(dialect, [event]) if sealed and isinstance(event, Decision.Recorded) else []
     return [s for item in items for s in (item.statements() if isinstance(item, ManyRows) else (item,))]

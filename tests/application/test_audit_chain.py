@@ -169,11 +169,11 @@ def _record_during_the_first_round(app) -> list[int]:
     there is committed after the round looked. Returns the rounds' sizes as they happen."""
     rollup, rounds = app.chain.sealer.rollup, []
 
-    def rolled(notes):
+    def rolled(notes, states):
         rounds.append(len(notes))
         if len(rounds) == 1:
             app.evaluation.evaluate("acme", "python", ["late"], None, {})
-        return rollup(notes)
+        return rollup(notes, states)
 
     app.chain.sealer.rollup = rolled
     return rounds

@@ -145,3 +145,26 @@ def test_an_answer_over_the_counts_seals_once_and_counts_what_was_answered_befor
     assert sealed == [1, 0]
     app.impacts.decision_counts(workspace, today.isoformat(), today.isoformat())  # one query, its own seal
     assert sealed == [1, 0, 0]
+
+
+def test_the_sealer_counts_a_decision_from_its_plain_state_as_the_mapper_decodes_it(app, workspace):
+    from application.chain.sealer import state_reader
+    from application.store.counts import Counted, counted
+    from domain.decision import Decision
+
+    record = {"name": "six", "allowed": True, "request": "download", "context": {"sandbox": "s", "version": "1.0"}}
+    event = Decision.recorded(workspace, record)
+    stored = app.mapper.to_stored_event(event)
+    state = state_reader(app.mapper)(stored.state)
+
+    def mapper(s):
+        decoded.append(s)
+        return app.mapper.to_domain_event(s)
+
+    decoded: list = []
+    assert counted(stored, state, mapper) == Counted(workspace, record, event.timestamp)
+    assert decoded == []  # read from the plain state, not decoded again
+    # A state of an older class version is upcast by the mapper; one of an unknown shape too.
+    for other in ({**state, "class_version": 1}, {**state, "timestamp": "2026-03-01"}, None):
+        assert counted(stored, other, mapper) == Counted(workspace, record, event.timestamp)
+    assert decoded == [stored] * 3
