@@ -74,11 +74,11 @@ def test_a_refusal_before_recording_is_flasks_own(live, monkeypatch, app, who, b
 def test_a_failed_recording_is_answered_once_as_flask_answers_it(live, app, monkeypatch):
     calls = []
 
-    def refuse(*aggregates, **_):
-        calls.append(len(aggregates))
+    def refuse(*events, **_):
+        calls.append(len(events))
         raise StoreUnavailableError("the decisions could not be recorded")
 
-    monkeypatch.setattr(app.evaluation.writer, "record", refuse)
+    monkeypatch.setattr(app.evaluation.writer, "record_events", refuse)
     lean = reply_of(live, live.tokens["sandbox"], BODY)
     assert calls == [2]  # judged and recorded once, never handed to Flask to record again
     flask_only(monkeypatch)
