@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from eventsourcing.persistence import DatetimeAsISO
 from eventsourcing.utils import get_topic
 
 from application.store.projection import ManyRows
@@ -105,11 +106,14 @@ def counted(stored, state: dict | None, to_domain_event) -> Counted:
     return Counted(event.workspace, event.record, event.timestamp)
 
 
+_DATETIME = DatetimeAsISO()
+
+
 def _instant(value) -> datetime | None:
-    """A timestamp as the library's JSON transcoder writes it (`DatetimeAsISO`)."""
-    if isinstance(value, dict) and value.get("_type_") == "datetime_iso" and isinstance(value.get("_data_"), str):
+    """A timestamp as the library's JSON transcoder writes it, decoded by its own transcoding."""
+    if isinstance(value, dict) and value.get("_type_") == _DATETIME.name and isinstance(value.get("_data_"), str):
         try:
-            return datetime.fromisoformat(value["_data_"])
+            return _DATETIME.decode(value["_data_"])
         except ValueError:
             return None
     return None

@@ -10,7 +10,7 @@ from eventsourcing.persistence import InterfaceError, OperationalError
 from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.utils import retry
 from psycopg.pq import TransactionStatus
-from psycopg.sql import SQL, Identifier
+from psycopg.sql import SQL
 
 from application.store import chain, merkle
 from application.store.guards import GUARD_FAILED, guards_statement
@@ -39,12 +39,12 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         # compiled again on every run, cost more server CPU. Not its NOTIFY: only the library's
         # subscriptions LISTEN, the service uses none (its sealer polls), and a NOTIFY is work
         # at every commit (the server's notification queue, under a database-wide lock).
-        self.lock_statements = SQL("SET LOCAL lock_timeout = '{0}s'; LOCK TABLE {1}.{2} IN EXCLUSIVE MODE").format(
-            SQL(str(int(datastore.lock_timeout))), Identifier(datastore.schema), Identifier(events_table_name)
-        )
-        self._lock_text: str | None = None  # their text, rendered once on a connection
         self.dialect = postgres_dialect(datastore.schema)
-        self._events_head = f'INSERT INTO "{datastore.schema}"."{events_table_name}" ({EVENT_COLUMNS})'
+        events = self.dialect.library_table(events_table_name)
+        self.lock_statements = (
+            f"SET LOCAL lock_timeout = '{int(datastore.lock_timeout)}s'; LOCK TABLE {events} IN EXCLUSIVE MODE"
+        )
+        self._events_head = f"INSERT INTO {events} ({EVENT_COLUMNS})"
         self.sql_create_statements.extend(SQL(self.dialect.sql(s)) for s in DDL)
         self.sql_create_statements.extend(SQL(s) for s in chain.create_statements(self.dialect))
         self.sql_create_statements.extend(SQL(s) for s in merkle.create_statements(self.dialect))
@@ -76,8 +76,6 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         with self.datastore.get_connection() as conn:
             curs = psycopg.ClientCursor(conn)
             bind = binder(curs)
-            if self._lock_text is None:
-                self._lock_text = self.lock_statements.as_string(conn)
             text = "; ".join(
                 ["BEGIN", *(self._bound(bind, s) for s in self._statements(stored_events, kwargs)), "COMMIT"]
             )
@@ -101,7 +99,7 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
             tuple((e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events),
             " RETURNING notification_id",
         )
-        statements = [self._lock_text, events]
+        statements = [self.lock_statements, events]
         if guards := kwargs.get("guards"):  # remembered callers (application.store.guards)
             check, params = guards_statement(self.dialect, self.events_table_name, guards)
             statements.append((f"SELECT {self.dialect.table('assert')}(({check}) = 0, %s)", (*params, GUARD_FAILED)))
