@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,26 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+# What a server says when another process bound its port between `free_port` and its own bind
+# (the suite's workers run in parallel).
+PORT_TAKEN = ("EADDRINUSE", "Address already in use")
+PORT_TRIES = 3
+
+
+class PortTaken(RuntimeError):
+    pass
+
+
+def on_a_free_port(start: Callable[[int], Upstream]) -> Upstream:
+    """`start(port)` on a fresh free port, again on another if that one was taken meanwhile."""
+    for _ in range(PORT_TRIES - 1):
+        try:
+            return start(free_port())
+        except PortTaken:
+            continue
+    return start(free_port())
+
+
 class Upstream:
     """A server process on 127.0.0.1:port, stopped (and waited for) by `close`."""
 
@@ -84,7 +105,11 @@ class Upstream:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise RuntimeError(f"{argv[0]} exited: {log.read_text()[-2000:]}")
+                self._log.close()
+                said = log.read_text()[-2000:]
+                if any(sign in said for sign in PORT_TAKEN):
+                    raise PortTaken(f"{argv[0]} could not listen on {port}: {said}")
+                raise RuntimeError(f"{argv[0]} exited: {said}")
             try:
                 urllib.request.urlopen(self.url + ready_path, timeout=2).close()
                 return
@@ -110,37 +135,44 @@ def pypiserver(packages: Path, root: Path) -> Upstream:
         shutil.which("pypi-server", path=str(Path(sys.executable).parent)) is not None,
         "pip install -e '.[dev]'",
     )
-    port = free_port()
-    argv = [
-        str(Path(sys.executable).parent / "pypi-server"),
-        "run",
-        "-p",
-        str(port),
-        "-i",
-        "127.0.0.1",
-        "--disable-fallback",
-        "-a",
-        ".",
-        "-P",
-        ".",
-        "--backend",
-        "simple-dir",
-        str(packages),
-    ]
-    return Upstream(argv, port, "/simple/", root / "pypiserver.log")
+
+    def start(port: int) -> Upstream:
+        argv = [
+            str(Path(sys.executable).parent / "pypi-server"),
+            "run",
+            "-p",
+            str(port),
+            "-i",
+            "127.0.0.1",
+            "--disable-fallback",
+            "-a",
+            ".",
+            "-P",
+            ".",
+            "--backend",
+            "simple-dir",
+            str(packages),
+        ]
+        return Upstream(argv, port, "/simple/", root / "pypiserver.log")
+
+    return on_a_free_port(start)
 
 
 def verdaccio(tarballs: dict[str, dict], root: Path) -> Upstream:
     """verdaccio serving `{name: {version: (tgz bytes, dependencies)}}` from a storage written here
     (its own on-disk format), with no uplink: it never reaches a public registry."""
     require("verdaccio", VERDACCIO.exists(), "bash .ci/run installs it into .ci/node_tools")
-    port, storage = free_port(), root / "storage"
-    root.mkdir(parents=True, exist_ok=True)
-    for name, versions in tarballs.items():
-        write_package(storage, name, versions, f"http://127.0.0.1:{port}")
-    config = root / "verdaccio.yaml"
-    config.write_text(VERDACCIO_CONFIG.format(storage=storage, root=root, port=port))
-    return Upstream([str(VERDACCIO), "--config", str(config)], port, "/-/ping", root / "verdaccio.log")
+    storage, config = root / "storage", root / "verdaccio.yaml"
+
+    def start(port: int) -> Upstream:
+        shutil.rmtree(storage, ignore_errors=True)  # the tarballs' URLs name the port
+        root.mkdir(parents=True, exist_ok=True)
+        for name, versions in tarballs.items():
+            write_package(storage, name, versions, f"http://127.0.0.1:{port}")
+        config.write_text(VERDACCIO_CONFIG.format(storage=storage, root=root, port=port))
+        return Upstream([str(VERDACCIO), "--config", str(config)], port, "/-/ping", root / "verdaccio.log")
+
+    return on_a_free_port(start)
 
 
 def write_package(storage: Path, name: str, versions: dict, url: str) -> None:
