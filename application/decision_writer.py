@@ -12,6 +12,10 @@ Two promises hold under pressure:
 - Fairness: requests are committed in arrival order, and a batch holds at most MAX_BATCH_EVENTS
   decisions, so a commit's time is bounded and a large request delays others by one bounded
   commit, not by an unbounded one (the evaluation caps a request at MAX_SPECS decisions).
+- Fail fast while the store is out of reach: once a commit found the store not answering (not a
+  refusal it answered with: application.store.outage), requests are refused at once for
+  COOL_OFF_SECONDS, queued ones included, instead of each waiting out the connection pool's wait
+  or its own deadline for the same 503; the first batch after that is the next probe.
 """
 
 from __future__ import annotations
@@ -20,20 +24,24 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
+from time import monotonic
 
 from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
 
 from application.callers import Guard
 from application.store.guards import StaleCaller, is_stale
+from application.store.outage import did_not_answer
 from domain.errors import GovernanceError
 
 MAX_BATCH_EVENTS = 1000
 # Below the gate's default timeout (10 s): answer 503 while the asker still listens.
 WAIT_SECONDS = 8
+COOL_OFF_SECONDS = 1.0  # after the store did not answer, before the next commit tries it again
 
 log = logging.getLogger(__name__)
 STORE_DOWN = (OperationalError, InterfaceError)  # retrying a batch piecemeal would not help
 QUEUED, COMMITTING, WITHDRAWN = "queued", "committing", "withdrawn"
+_DOWN = "the decision store did not answer a moment ago; nothing was recorded"
 
 
 class StoreUnavailableError(GovernanceError):
@@ -81,6 +89,7 @@ class DecisionWriter:
         self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._down_until = 0.0  # monotonic time until which requests are refused at once
 
     def record(self, *aggregates, guard: Guard | None = None, named: bool = False) -> None:
         """Block until these aggregates are durable; raise StoreUnavailableError otherwise,
@@ -96,6 +105,8 @@ class DecisionWriter:
 
     def record_events(self, *events, guard: Guard | None = None, named: bool = False) -> None:
         """`record`, for new aggregates' events made without their aggregates."""
+        if monotonic() < self._down_until:
+            raise StoreUnavailableError(_DOWN)
         pending = _Pending(events, guard)
         self._ensure_started()
         self._queue.put(pending)
@@ -151,7 +162,11 @@ class DecisionWriter:
     def _commit(self, batch: list[_Pending]) -> None:
         live = [p for p in batch if p.claim()]
         try:
+            if live and monotonic() < self._down_until:  # queued before the store was found down
+                self._finish(live, StoreUnavailableError(_DOWN))
+                return
             error = self._try(live) if live else None
+            self._down_until = monotonic() + COOL_OFF_SECONDS if did_not_answer(error) else 0.0
             if error is None or len(live) == 1 or isinstance(error, STORE_DOWN):
                 self._finish(live, error)
                 return

@@ -6,15 +6,14 @@ import sys
 from typing import Any
 
 import psycopg
-from eventsourcing.persistence import InterfaceError, OperationalError
 from eventsourcing.postgres import PostgresApplicationRecorder
-from eventsourcing.utils import retry
 from psycopg.pq import TransactionStatus
 from psycopg.sql import SQL
 
 from application.store import chain, merkle
 from application.store.guards import GUARD_FAILED, guards_statement
 from application.store.literals import Bind, binder
+from application.store.outage import retried
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, postgres_dialect
 
@@ -55,7 +54,7 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         refused, rather than a subscriber that would never wake."""
         raise NotImplementedError("this recorder sends no NOTIFY: follow the notification log by polling")
 
-    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)  # as the library's
+    @retried(max_attempts=10, wait=0.2)  # as the library's, but for a pool with no connection to give
     def insert_events(self, stored_events, **kwargs: Any):
         """The library's transaction as one message: BEGIN, the lock, the events, the guards of
         remembered callers, every read-model row and COMMIT, bound client-side (libpq's quoting)

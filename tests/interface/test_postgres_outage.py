@@ -16,9 +16,12 @@ from dataclasses import dataclass
 
 import pytest
 
+from application import decision_writer
+from application.decision_writer import DecisionWriter, StoreUnavailableError
 from application.governance import Governance
 from application.store import store_env
 from interface import create_app
+from tests.application.test_decision_writer import decision
 from tests.support.http_client import LiveServer
 from tests.support.postgres_cluster import Cluster, Unavailable
 
@@ -122,3 +125,54 @@ def test_postgres_stopped_and_started_again_under_evaluate_load(cluster, tmp_pat
     assert answered <= stored, "every decision answered 200 is in the store"
     assert all(a.allowed for a in answers if a.status == 200)
     app.close()
+
+
+class CountedSave:
+    """The store's real save, counting the commits the writer tried."""
+
+    def __init__(self, save):
+        self.save, self.tried = save, 0
+
+    def __call__(self, *events, guards=()):
+        self.tried += 1
+        return self.save(*events, guards=guards)
+
+
+def test_once_the_store_did_not_answer_requests_are_refused_without_trying_it_until_the_cool_off_ends(
+    cluster, monkeypatch
+):
+    monkeypatch.setattr(decision_writer, "COOL_OFF_SECONDS", BOUND)  # no slow machine outlasts it
+    app = Governance(env=store_env(cluster.url + POOL_WAIT))
+    app.create_workspace("acme", by="founder")
+    save = CountedSave(app.record_events)
+    writer = DecisionWriter(save)
+    writer.record(decision("acme", "before"))
+    cluster.stop()
+    try:
+        with pytest.raises(StoreUnavailableError):
+            writer.record(decision("acme", "found-down"))
+        tried = save.tried
+        with pytest.raises(StoreUnavailableError, match="did not answer a moment ago"):
+            writer.record(decision("acme", "refused-at-once"))
+        assert save.tried == tried, "refused without another commit (nor another wait for the pool)"
+        cluster.start()
+        monkeypatch.setattr(decision_writer, "COOL_OFF_SECONDS", 0.0)
+        writer._down_until = 0.0  # the cool-off over: the next request is the next probe
+        recorded_after(writer, decision("acme", "after"))
+        assert save.tried > tried
+    finally:
+        writer.close()
+    assert {d["spec"] for d in app.audit.export_decisions("acme")} == {"before", "after"}
+    app.close()
+
+
+def recorded_after(writer: DecisionWriter, aggregate) -> None:
+    """Recorded once the pool has connected again (it retries by itself, backing off)."""
+    events, deadline = aggregate.collect_events(), time.monotonic() + BOUND
+    while True:
+        try:
+            return writer.record_events(*events)
+        except StoreUnavailableError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
