@@ -118,6 +118,9 @@ class DecisionWriter:
             raise StaleCaller(str(pending.error)) from pending.error
         if named and isinstance(pending.error, IntegrityError):  # retried alone, so this request's own
             raise AlreadyRecorded(str(pending.error)) from pending.error
+        if isinstance(pending.error, StoreUnavailableError):
+            # refused while the store was down (the commit that found it logged why), or the writer stopped
+            raise StoreUnavailableError(pending.error.detail) from None
         if pending.error is not None:
             log.error("decisions not recorded: %r", pending.error)
             raise StoreUnavailableError("the decisions could not be recorded") from pending.error

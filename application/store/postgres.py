@@ -19,6 +19,7 @@ from application.store.schema import DDL, postgres_dialect
 
 EVENT_COLUMNS = "originator_id, originator_version, topic, state"
 LOCK_STATEMENTS = 2  # lock_statements: the lock timeout, the table lock
+RECONNECT_SECONDS = 10.0
 
 
 class PostgresGovernanceRecorder(PostgresApplicationRecorder):
@@ -32,6 +33,11 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         # and the hot reads would be planned again on every request). The pool opens lazily, so
         # every connection it makes gets this setting.
         datastore.pool.kwargs["prepare_threshold"] = sys.maxsize
+        # After an outage the pool reconnects by itself, with a delay that doubles after each
+        # failed attempt until `reconnect_timeout` (the library's default: 5 minutes), so a server
+        # back after 40 s was used again 20 s later. With a short window the pool gives up its
+        # backoff and the next request (the decision writer's probe, each second) starts afresh.
+        datastore.pool.reconnect_timeout = RECONNECT_SECONDS
         super().__init__(datastore, events_table_name=events_table_name)
         # The library's statements before the insert (its lock timeout, the table lock), plain:
         # in one simple-query message they cost no round trip, and an anonymous `DO` block,

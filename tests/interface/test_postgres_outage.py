@@ -9,6 +9,7 @@ ever answered is in the store.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -19,7 +20,7 @@ import pytest
 from application import decision_writer
 from application.decision_writer import DecisionWriter, StoreUnavailableError
 from application.governance import Governance
-from application.store import store_env
+from application.store import postgres, store_env
 from interface import create_app
 from tests.application.test_decision_writer import decision
 from tests.support.http_client import LiveServer
@@ -176,3 +177,26 @@ def recorded_after(writer: DecisionWriter, aggregate) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+def test_after_its_reconnect_window_the_pool_stops_backing_off_so_a_server_back_is_used_at_once(
+    cluster, monkeypatch, caplog
+):
+    """psycopg's pool doubles its delay between reconnection attempts until its reconnect window
+    ends (its default: 5 minutes, so a server back after 40 s was used 20 s later); the store's
+    window is short, after which the next request starts connecting afresh."""
+    monkeypatch.setattr(postgres, "RECONNECT_SECONDS", 1.0)  # the window, shortened for the test
+    caplog.set_level(logging.WARNING, logger="psycopg.pool")
+    app = Governance(env=store_env(cluster.url + POOL_WAIT))
+    app.create_workspace("acme", by="founder")
+    cluster.stop()
+    deadline = time.monotonic() + BOUND
+    while not any("reconnection attempt" in r.getMessage() for r in caplog.records):
+        assert time.monotonic() < deadline, "the pool went on backing off past its window"
+        with pytest.raises(StoreUnavailableError):
+            app.writer.record(decision("acme", "while-down"))
+        time.sleep(0.2)
+    cluster.start()
+    recorded_after(app.writer, decision("acme", "after"))
+    assert {d["spec"] for d in app.audit.export_decisions("acme")} == {"after"}
+    app.close()
