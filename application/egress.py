@@ -144,9 +144,9 @@ class EgressJudge:
             self._egress_verdict(target, resolved, self.egress_config.hostname_allowlist), workspace
         )
         record = DecisionRecord.for_egress(target, verdict, resolved, check_context(context), version).to_dict()
-        decision = Decision(workspace=workspace, record=record)
-        self.writer.record(decision)
-        return egress_answer(verdict, str(decision.id))
+        decision = Decision.recorded(workspace, record)
+        self.writer.record_events(decision)
+        return egress_answer(verdict, str(decision.originator_id))
 
     def judge_egress(self, target: str, resolved: Sequence[str] = (), workspace: str | None = None) -> dict:
         """The deployment's verdict (narrowed by `workspace`'s egress allowlist now, if given),

@@ -328,26 +328,22 @@ class Decision(Aggregate):
         self.record = record
 
     @classmethod
-    def recorded(cls, workspace: str, record: dict[str, Any]) -> Decision.Recorded:
-        """The event `Decision(workspace=..., record=...)` would make (a fresh id, version 1,
-        now), made without the aggregate: what the evaluate path records and answers from.
-        The library's aggregate machinery cost three times the event itself, per decision."""
+    def recorded(cls, workspace: str, record: dict[str, Any], decision_id: UUID | None = None) -> Decision.Recorded:
+        """The event `Decision(workspace=..., record=...)` would make (version 1, now), made
+        without the aggregate: what every recording path records and answers from. The
+        library's aggregate machinery cost three times the event itself, per decision.
+        `decision_id`: one the caller worked out from what it decides (`fetch_decision_id`), so
+        that every worker making it makes the same one and the store keeps the first; else fresh."""
         # The library makes an event's annotations dataclass fields when the class is made,
         # which mypy does not see.
         return cls.Recorded(  # type: ignore[call-arg]
-            originator_id=uuid4(),
+            originator_id=decision_id or uuid4(),
             originator_version=1,
             timestamp=cls.Recorded.create_timestamp(),
             originator_topic=cls.TOPIC,
             workspace=workspace,
             record=record,
         )
-
-    @classmethod
-    def named(cls, decision_id: UUID, workspace: str, record: dict[str, Any]) -> Decision:
-        """A decision whose id the caller worked out (`fetch_decision_id`), so that every worker
-        making it makes the same one and the store keeps the first."""
-        return cls._create(cls.Recorded, id=decision_id, workspace=workspace, record=record)
 
     @property
     def decision(self) -> DecisionRecord:

@@ -191,16 +191,14 @@ class IndexGate:
         on a fetch has an id worked out from what it decides, so when several workers make it
         the store keeps the first and the others answer with that one. StoreUnavailableError: the
         client gets a 503."""
-        if principal.run is None:  # a token's reads are remembered per worker for a window
-            decision = Decision(workspace=principal.workspace, record=record)
-        else:
-            decision_id = fetch_decision_id(principal.run, key[1:], outcome)
-            decision = Decision.named(decision_id, principal.workspace, record)
+        # a token's reads are remembered per worker for a window; a run's are named
+        named = fetch_decision_id(principal.run, key[1:], outcome) if principal.run is not None else None
+        decision = Decision.recorded(principal.workspace, record, named)
         try:
-            self._writer.record(decision, named=principal.run is not None)
+            self._writer.record_events(decision, named=named is not None)
         except AlreadyRecorded:
-            return str(decision.id), False
-        return str(decision.id), True
+            return str(decision.originator_id), False
+        return str(decision.originator_id), True
 
     def hidden_versions(
         self, principal: Principal, language: str, name: str, declarations: dict, request: str, file: str | None = None
@@ -233,7 +231,7 @@ class IndexGate:
                 )
                 outcome = (found.verdict.allowed, found.verdict.reason, policy_version)
                 if self._earlier(key, outcome) is None:
-                    made.append((key, outcome, Decision(workspace=principal.workspace, record=record.to_dict())))
+                    made.append((key, outcome, Decision.recorded(principal.workspace, record.to_dict())))
         self._record_all(made, principal)
         return hidden
 
@@ -295,7 +293,7 @@ class IndexGate:
                 verdict = Verdict(False, reason, dict(finding.params))
                 record = DecisionRecord.for_spec(spec, verdict, policy_version, context)
                 record = record.fetched(request, principal.run, None, found.facts.version, token)
-                made.append((key, outcome, Decision(workspace=principal.workspace, record=record.to_dict())))
+                made.append((key, outcome, Decision.recorded(principal.workspace, record.to_dict())))
         self._record_all(made, principal)
 
     def _file_verdict(
@@ -319,12 +317,12 @@ class IndexGate:
         context.update(found.context())
         return Verdict(False, found.hiding[0].reason, dict(found.hiding[0].params)) if found.hiding else None
 
-    def _record_all(self, made: list[tuple[tuple, tuple, Decision]], principal: Principal) -> None:
+    def _record_all(self, made: list[tuple[tuple, tuple, Decision.Recorded]], principal: Principal) -> None:
         """Several (key, outcome, decision) in one commit, then remembered."""
         if made:
-            self._writer.record(*(decision for _, _, decision in made))  # StoreUnavailableError: a 503
+            self._writer.record_events(*(decision for _, _, decision in made))  # StoreUnavailableError: a 503
             for key, outcome, decision in made:
-                self._remember(key, outcome, str(decision.id), principal)
+                self._remember(key, outcome, str(decision.originator_id), principal)
 
     def not_found(self, principal: Principal, language: str, name: str, request: str) -> None:
         """Record that a client asked for a name the upstream does not have (once per run)."""

@@ -5,6 +5,7 @@ stored, sealed and replayed is the same either way."""
 from __future__ import annotations
 
 from datetime import UTC
+from uuid import NAMESPACE_URL, uuid5
 
 from domain.decision import Decision
 
@@ -28,3 +29,10 @@ def test_it_replays_as_the_decision_it_records():
     assert isinstance(decision, Decision)
     assert (decision.id, decision.version, decision.created_on) == (recorded.originator_id, 1, recorded.timestamp)
     assert (decision.workspace, decision.record) == ("acme", RECORD)
+
+
+def test_a_decision_named_by_what_it_decides_carries_that_id_whoever_makes_it():
+    named = uuid5(NAMESPACE_URL, "run/fetch")
+    first, second = Decision.recorded("acme", RECORD, named), Decision.recorded("acme", RECORD, named)
+    assert first.originator_id == second.originator_id == named
+    assert first.mutate(None).id == named
