@@ -56,7 +56,10 @@ def imported_names(language: str, fmt: str, content: str, where: str = "") -> li
     if not isinstance(content, str):
         raise InvalidInputError("content must be text", [FieldError(f"{where}content", "must be a string")])
     field = f"{where}content"
-    raw = _READERS[fmt](content, field)
+    try:
+        raw = _READERS[fmt](content, field)
+    except RecursionError:  # the JSON, TOML or YAML parser's (or a v1 lock's dependency tree's) depth
+        raise _bad(field, None, "nested too deeply") from None
     names = []
     for name in dict.fromkeys(raw):
         spec = parse(language, name)

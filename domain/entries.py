@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 
 from domain.errors import FieldError
+from domain.limits import MAX_ERRORS
 from domain.patterns import is_pattern, parse_pattern
 from domain.specs import parse
 
@@ -47,6 +48,8 @@ def parse_entries(
         name, problem = _judge(language, entry)
         if problem is not None:
             errors.append(FieldError(field=f"{field}[{index}]", message=problem))
+            if len(errors) > MAX_ERRORS:  # a refusal names no more (domain.errors.named): judge no more
+                break
         elif name is not None and name not in seen:
             seen.add(name)
             names.append(name)

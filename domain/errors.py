@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from domain.limits import MAX_ERRORS
+
 
 @dataclass(frozen=True)
 class FieldError:
@@ -21,7 +23,17 @@ class GovernanceError(Exception):
     def __init__(self, detail: str, errors: list[FieldError] | tuple[FieldError, ...] = ()):
         super().__init__(detail)
         self.detail = detail
-        self.errors = tuple(errors)
+        self.errors = named(errors)
+
+
+def named(errors: list[FieldError] | tuple[FieldError, ...]) -> tuple[FieldError, ...]:
+    """The errors a refusal names: the first MAX_ERRORS, then one saying there are more (a pasted
+    list of 260,000 bad names was refused with an 80 MB answer naming each). What finds errors
+    one by one may stop at the first past MAX_ERRORS (`domain.entries.parse_entries` does)."""
+    if len(errors) <= MAX_ERRORS:
+        return tuple(errors)
+    rest = f"only the first {MAX_ERRORS} errors are named: correct them and send it again to see the rest"
+    return (*errors[:MAX_ERRORS], FieldError(errors[MAX_ERRORS].field, rest))
 
 
 class InvalidInputError(GovernanceError):

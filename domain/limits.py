@@ -9,6 +9,7 @@ MAX_ANSWER_BYTES = 4 * 1024 * 1024
 # Parsing is linear, but hostile npm ranges cost ~4 µs a character (bench/parse_worst_case.py):
 # capping a request's total spec text bounds the CPU one request can take.
 MAX_SPEC_CHARS = 64 * 1024
+MAX_ERRORS = 100  # field errors one refusal names (the rest counted in one more)
 # Entries in one list (allow or deny, per language): a Save past it is refused, naming the list.
 # It bounds what one Save writes and what every evaluate's cache refresh loads.
 MAX_LIST_ENTRIES = 10_000

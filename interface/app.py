@@ -9,6 +9,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from application import Governance
 from interface import api, audit, console, index, metrics, problems, services
+from interface.bodies import BoundedBodies
 from interface.settings import MAX_BODY_BYTES, Settings, open_governance
 
 
@@ -30,4 +31,5 @@ def create_app(env: Mapping[str, str] | None = None, governance: Governance | No
     if settings.proxy_hops:  # behind TLS-terminating proxies: HTTPS as the client saw it (Secure cookies)
         n = settings.proxy_hops
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n, x_port=n)
+    app.wsgi_app = BoundedBodies(app.wsgi_app, MAX_BODY_BYTES)  # outermost: nothing reads a body before it
     return app

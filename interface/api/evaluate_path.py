@@ -15,7 +15,6 @@ unexpected failure (500) are answered here with the same problem+json, never sen
 from __future__ import annotations
 
 import io
-import json
 import logging
 import re
 import time
@@ -30,7 +29,7 @@ from domain.errors import GovernanceError
 from interface import metrics
 from interface.api.auth import authorize, bearer_caller
 from interface.api.blueprint import W, api
-from interface.api.routing import once_more_if_stale
+from interface.api.routing import once_more_if_stale, parse_body
 from interface.api.views import post_evaluate
 from interface.problems import governance_problem, problem
 from interface.services import services
@@ -83,7 +82,7 @@ class EvaluatePath:
 
     def _answer(self, workspace: str, environ, body: bytes):
         try:
-            payload = self.endpoint.body.model_validate(json.loads(body))
+            payload = self.endpoint.body.model_validate(parse_body(body))
         except (ValueError, UnicodeDecodeError, RecursionError, ValidationError):
             raise _ToFlask from None
         governance = services(self.app).governance

@@ -91,12 +91,28 @@ def once_more_if_stale(call, remembered: bool):
         return call(False)
 
 
+def parse_body(raw: bytes):
+    """A JSON body, refused (ValueError) when one object names a key twice: which one counts
+    differs between parsers (Python's keeps the last), so a proxy or a log reading the first
+    would see another request than the one judged."""
+    return json.loads(raw, object_pairs_hook=_unique_keys)
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise ValueError(f"the key {twice!r} appears twice in one object")
+    return found
+
+
 def json_body():
     if request.mimetype != "application/json" and not request.mimetype.endswith("+json"):
         raise HTTPProblem(415, "Unsupported media type", "send the body as application/json")
     raw = request.get_data(cache=True)  # over MAX_CONTENT_LENGTH: werkzeug raises 413
     try:
-        return json.loads(raw)
+        return parse_body(raw)
     except (ValueError, UnicodeDecodeError) as error:
         raise HTTPProblem(400, "Malformed JSON", f"the body is not valid JSON: {error}") from None
     except RecursionError:

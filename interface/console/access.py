@@ -6,7 +6,7 @@ from __future__ import annotations
 from flask import flash, redirect, render_template, request, url_for
 
 from domain.access import STATUS_FILTERS
-from domain.errors import InvalidInputError
+from domain.errors import FieldError, InvalidInputError
 from domain.specs import check_language
 from interface.console import packages as policy_page
 from interface.console.forms import desired_state, policy_form
@@ -130,12 +130,17 @@ def synthesise_draft():
     return policy_page._page(saved, form, impact=impact_summary(found["impact"]))
 
 
-def _share(text: str):
-    """A percentage as typed (`99`, `99.5`), as the share the synthesis takes; text it refuses."""
+def _share(text: str) -> float:
+    """A percentage as typed (`99`, `99.5`), as the share the synthesis takes (the API's
+    `coverage` is a share, such as 0.99: its refusal would give advice in the wrong unit)."""
     try:
-        return float(text) / 100
+        percent = float(text)
     except ValueError:
-        return text
+        percent = float("nan")
+    if not 0 < percent <= 100:  # NaN too
+        rule = "must be a percentage above 0 and at most 100, such as 99"
+        raise InvalidInputError(f"coverage {text!r} is not a percentage", [FieldError("coverage", rule)])
+    return percent / 100
 
 
 def impact_summary(impact: dict, shown: int = 5) -> dict:

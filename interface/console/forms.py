@@ -17,6 +17,7 @@ from domain.policy import LANGUAGES, LISTS, MODES
 # gate cannot judge (yarn, uv...) are still recognised, so the answer names the command.
 _PROGRAMS = re.compile(r"(?:.*/)?(?:pip[\d.]*|python[\d.]*|npm|npx|pnpm|yarn|uv|pipx|poetry|conda)")
 _FIELD = re.compile(r"(?P<language>python|node)\.(?P<list>allow|deny)\[(?P<index>\d+)\]")
+_RULE_FIELD = re.compile(r"(?P<language>python|node)\.rules\.(?P<rule>\w+)(?:\.(?P<part>\w+))?(?:\[(?P<index>\d+)\])?")
 TITLES = {**LANGUAGE_TITLES, "allow": "allow list", "deny": "deny list"}
 # Fields named as the console's labels show them, so a message points at what a person sees.
 LABELS = {
@@ -34,6 +35,7 @@ LABELS = {
     "specs": "Specs or command line",
     "command": "Specs or command line",
     "expected_version": "The form's version",
+    "coverage": "Coverage (%)",
 }
 
 
@@ -146,15 +148,26 @@ def desired_state(form: dict) -> dict:
     }
 
 
+# A version is a PostgreSQL bigint; Python's int() refuses a text of more than 4,300 digits.
+MAX_VERSION_DIGITS = 18
+
+
+def version_number(text: str) -> int | None:
+    """A policy version typed or carried by a form (ASCII digits, few enough), else None."""
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= MAX_VERSION_DIGITS else None
+
+
 def expected_version(form: dict) -> int | None:
     text = form["expected_version"].strip()
     if not text:
         return None
-    if not text.isdecimal():
+    version = version_number(text)
+    if version is None:
         raise InvalidInputError(
             "the form's version is damaged; reload the page", [FieldError("expected_version", "must be a whole number")]
         )
-    return int(text)
+    return version
 
 
 def spec_input(language: str, text: str) -> tuple[str | None, list[str] | None, list[str] | None]:
@@ -186,10 +199,22 @@ def field_label(field: str) -> str:
     found = _FIELD.fullmatch(field)
     if found:
         return f"{TITLES[found['language']]} {TITLES[found['list']]}, entry {int(found['index']) + 1}"
+    found = _RULE_FIELD.fullmatch(field)
+    if found:
+        return f"{TITLES[found['language']]} {_rule_label(found['rule'], found['part'], found['index'])}"
     language, _, rest = field.partition(".")
     if language in LANGUAGES and rest:
         return f"{TITLES[language]} {rest}"
     return LABELS.get(field, field)
+
+
+def _rule_label(rule: str, part: str | None, index: str | None) -> str:
+    """A rule's part as the Packages page labels its input (`min_release_age.exempt`: Never too new)."""
+    words = RULE_WORDS.get(rule, rule)
+    label = {"exempt": RULE_WORDS["exempt"], "allow": RULE_WORDS["allow"], "action": f"{words}: action"}.get(
+        part or "", words
+    )
+    return f"{label}, entry {int(index) + 1}" if index is not None else label
 
 
 def error_items(error: GovernanceError) -> list[dict]:

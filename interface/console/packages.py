@@ -25,6 +25,7 @@ from interface.console.forms import (
     policy_as_form,
     policy_form,
     spec_input,
+    version_number,
 )
 from interface.console.session import blueprint, caller, governance, require
 
@@ -121,9 +122,8 @@ def _conflict(form: dict, error: ConflictError):
 
 
 def _changes_after(version_text: str) -> list[dict]:
-    if not version_text.strip().isdecimal():
-        return []
-    return governance().audit.changes_since(_workspace(), int(version_text))
+    version = version_number(version_text)
+    return [] if version is None else governance().audit.changes_since(_workspace(), version)
 
 
 def _page(

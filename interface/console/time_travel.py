@@ -14,7 +14,7 @@ from flask import render_template, request
 from application.formats import encode_cursor, parse_instant
 from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES, LISTS
-from interface.console.forms import error_items
+from interface.console.forms import error_items, version_number
 from interface.console.instants import instant
 from interface.console.session import blueprint, caller, governance
 from interface.problems import status_of
@@ -53,10 +53,11 @@ def _answers(typed: dict) -> tuple[dict | None, dict | None, dict | None]:
 
 def _version(workspace: str, text: str) -> tuple[dict, dict]:
     """Version N's policy, and what it changed from version N - 1 (with the change itself)."""
-    if not text.isdecimal():
+    version = version_number(text)
+    if version is None:
         rule = "must be a whole number, such as 3"
         raise InvalidInputError("That version is not a number", [FieldError("version", rule)])
-    gov, version = governance(), int(text)
+    gov = governance()
     policy = gov.policy_version(workspace, version)
     if version == 0:
         return policy, {"changes": [], "previous": None, "languages": []}

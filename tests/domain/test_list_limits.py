@@ -7,7 +7,7 @@ import pytest
 
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import InvalidInputError
-from domain.limits import MAX_LIST_ENTRIES
+from domain.limits import MAX_ERRORS, MAX_LIST_ENTRIES
 from domain.policy import Change, Policy, default_state
 
 
@@ -21,6 +21,15 @@ def test_a_save_past_the_list_limit_is_refused_naming_the_list_and_the_rule():
     (error,) = refused.value.errors
     assert error.field == "python.allow" and f"at most {MAX_LIST_ENTRIES} entries" in error.message
     assert len(plan_desired_state(default_state(), {"python": {"deny": names(MAX_LIST_ENTRIES)}})) == MAX_LIST_ENTRIES
+
+
+def test_a_list_of_a_hundred_thousand_bad_entries_is_refused_naming_the_first_hundred_and_no_more():
+    with pytest.raises(InvalidInputError) as refused:
+        plan_desired_state(default_state(), {"python": {"deny": "a b," * 100_000}})
+    errors = refused.value.errors
+    assert len(errors) == MAX_ERRORS + 1
+    assert [e.field for e in errors[:3]] == ["python.deny[0]", "python.deny[1]", "python.deny[2]"]
+    assert errors[-1].field == f"python.deny[{MAX_ERRORS}]" and f"only the first {MAX_ERRORS}" in errors[-1].message
 
 
 def test_incremental_adds_past_the_list_limit_are_refused_naming_the_command():

@@ -145,6 +145,26 @@ def test_bad_content_is_refused_naming_the_line_and_nothing_is_saved(live, app, 
     assert app.policy("acme")["version"] == version
 
 
+DEEP = 5000  # past the parsers' recursion limit
+
+
+@pytest.mark.parametrize(
+    "language, fmt, content",
+    [
+        ("node", "package-lock.json", "[" * DEEP + "]" * DEEP),
+        ("node", "package.json", '{"a":' * DEEP + "1" + "}" * DEEP),
+        ("node", "pnpm-lock.yaml", "[" * DEEP + "]" * DEEP),
+        ("python", "uv.lock", "a = " + "[" * DEEP + "]" * DEEP),
+    ],
+)
+def test_content_nested_past_the_parsers_depth_is_refused_naming_it(live, app, language, fmt, content):
+    version = app.policy("acme")["version"]
+    reply = import_file(live, language, fmt, content)
+    assert reply.status == 422, reply.body
+    assert reply.json["errors"][0] == {"field": "changes[0].content", "message": "nested too deeply"}
+    assert app.policy("acme")["version"] == version
+
+
 def test_a_format_of_the_other_language_is_refused(live):
     reply = import_file(live, "python", "yarn.lock", "")
     assert reply.status == 422 and reply.json["errors"][0]["field"] == "changes[0].format"

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import http.client
+import json
+from urllib.parse import urlsplit
+
 import pytest
 
 P = "/api/v1/workspaces/acme"
@@ -76,9 +80,38 @@ def test_malformed_huge_and_mistyped_bodies_are_refused_clearly(live):
     token = live.tokens["sandbox"]
     assert live.call("POST", P + "/evaluate", token, raw=b"{nope").status == 400
     assert live.call("POST", P + "/evaluate", token, raw=b"{}", headers={"Content-Type": "text/plain"}).status == 415
+    twice = live.call("POST", P + "/evaluate", token, raw=b'{"language": "python", "specs": ["evil"], "specs": ["ok"]}')
+    assert twice.status == 400 and "the key 'specs' appears twice" in twice.json["detail"]
+    nested = b'{"python": {"deny": ["dupdeny"]}, "python": {"allow": ["dupallow"]}}'
+    assert live.call("PUT", P + "/policy", live.tokens["admin"], raw=nested).status == 400
     huge = b'{"language": "python", "specs": ["' + b"a" * (1024 * 1024) + b'"]}'
     reply = live.call("POST", P + "/evaluate", token, raw=huge)
     assert reply.status == 413 and reply.media == "application/problem+json"
+
+
+def chunked(live, method: str, path: str, token: str, body: bytes) -> tuple[int, dict]:
+    """One request whose body is sent in 64 KiB chunks, with no Content-Length."""
+    parts = urlsplit(live.url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    try:
+        conn.request(method, path, body=(body[i : i + 65536] for i in range(0, len(body), 65536)), headers=headers)
+        reply = conn.getresponse()
+        return reply.status, json.loads(reply.read())
+    finally:
+        conn.close()
+
+
+def test_a_chunked_body_past_the_bound_is_refused_whole_not_cut_and_acted_on(live):
+    spec = json.dumps({"language": "python", "specs": ["cut-off"], "context": {"sandbox": "chunked"}}).encode()
+    status, answer = chunked(live, "POST", P + "/evaluate", live.tokens["sandbox"], spec + b" " * (2 * 1024 * 1024))
+    assert status == 413 and "nothing was done" in answer["detail"]
+    saved = json.dumps({"python": {"deny": ["cut-off"]}}).encode() + b" " * (2 * 1024 * 1024)
+    assert chunked(live, "PUT", P + "/policy", live.tokens["admin"], saved)[0] == 413
+    decisions = live.call("GET", P + "/decisions?sandbox=chunked", live.tokens["auditor"]).json
+    assert decisions["decisions"] == [] and b"cut-off" not in live.call("GET", P + "/policy", live.tokens["admin"]).body
+    status, answer = chunked(live, "POST", P + "/evaluate", live.tokens["sandbox"], spec + b" " * 1000)
+    assert status == 200 and answer["decisions"][0]["spec"] == "cut-off"  # within the bound: as any other
 
 
 @pytest.mark.parametrize("query,field", [("at=yesterday", "at"), ("at=2026-03-03T10:00:00", "at")])

@@ -92,6 +92,9 @@ def test_a_version_shows_its_own_state_and_the_difference_from_the_one_before(li
     # '²' is a digit to str.isdigit() and not a number to int()
     superscript = console.get("/console/time-travel", version="2²")
     assert superscript.status == 422 and "That version is not a number" in superscript.plain
+    # past what int() reads (4,300 digits), and past any version
+    huge = console.get("/console/time-travel", version="9" * 5000)
+    assert huge.status == 422 and "That version is not a number" in huge.plain
 
 
 def test_the_policy_api_answers_at_a_version(live):

@@ -41,3 +41,15 @@ def test_the_drafts_test_results_say_which_allow_entries_a_deny_pattern_shadows(
     assert "The python deny pattern django-* shadows allow entries (the deny list wins): django-rest-framework" in (
         shown.plain
     )
+
+
+def test_a_coverage_outside_a_percentage_is_refused_in_the_forms_own_unit(live):
+    console = signed_in(live)
+    page = console.get(P)
+    button = next(b for b in page.form().buttons if b.get("formaction", "").endswith("/synthesis"))
+    for typed in ("150", "0", "nan", "lots"):
+        form = dict(page.form().fields) | {"synthesis-language": "python", "synthesis-coverage": typed}
+        shown = console.post(button["formaction"], list(form.items()))
+        assert shown.status == 422, typed
+        assert "Coverage (%): must be a percentage above 0 and at most 100, such as 99" in shown.plain, typed
+    assert api(live, "GET", "/policy")["version"] == 0
