@@ -27,9 +27,9 @@ def create_app(env: Mapping[str, str] | None = None, governance: Governance | No
     console.install(app)  # the admin console at /console: blueprint, secret key, CSRF
     app.register_blueprint(api.operations.blueprint)
     api.evaluate_path.install(app)  # the hot path in front of Flask
+    app.wsgi_app = BoundedBodies(app.wsgi_app, MAX_BODY_BYTES)  # in front of all that reads a body
     index.install(app)  # the package index: /pypi/{ws}/simple/ and /npm/{ws}/
     if settings.proxy_hops:  # behind TLS-terminating proxies: HTTPS as the client saw it (Secure cookies)
         n = settings.proxy_hops
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n, x_port=n)
-    app.wsgi_app = BoundedBodies(app.wsgi_app, MAX_BODY_BYTES)  # outermost: nothing reads a body before it
     return app
