@@ -31,6 +31,7 @@ import os
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,8 +83,14 @@ class DiskCache:
         return file
 
     def discard_file(self, digests: Digests) -> None:
-        """A kept file whose bytes no longer match: removed, so it is fetched again."""
-        _unlink(self.file_path(digests))
+        """A kept file whose bytes no longer match: removed (and no longer counted), so it is
+        fetched again."""
+        path = self.file_path(digests)
+        with self._count_lock() as lock:
+            size = _size(path)
+            total = _read_count(lock) if self._counted else None
+            if _unlink(path) and total is not None:
+                _write_count(lock, max(total - size, 0))
 
     def temporary(self):
         """A new temporary file in `tmp/` (removed when closed unless kept)."""
@@ -140,16 +147,22 @@ class DiskCache:
     def _place(self, written: str, path: Path, size: int) -> None:
         """Move a written temporary file to `path`, making room for it first."""
         path.parent.mkdir(parents=True, exist_ok=True)
+        with self._count_lock() as lock:
+            total = _read_count(lock) if self._counted else None
+            if total is None or total + size > self.max_bytes:
+                total = self._evict(size)
+                self._counted = True
+            total += size - _size(path)  # a copy replaced no longer counts
+            os.replace(written, path)
+            _write_count(lock, total)
+
+    @contextmanager
+    def _count_lock(self):
+        """The lock every worker takes to change what is kept; the file it locks holds the count."""
         with self._lock, open(self.directory / "lock", "a+b") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                total = _read_count(lock) if self._counted else None
-                if total is None or total + size > self.max_bytes:
-                    total = self._evict(size)
-                    self._counted = True
-                total += size - _size(path)  # a copy replaced no longer counts
-                os.replace(written, path)
-                _write_count(lock, total)
+                yield lock
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 

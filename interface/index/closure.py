@@ -17,7 +17,7 @@ from packaging.tags import sys_tags
 from application.closure import Fetchers, Target
 from interface.index import core_metadata, packument, simple
 from interface.index.npm import fetch_packument, upload_times
-from interface.index.upstream import bad_gateway
+from interface.index.upstream import bad_gateway, refused_by_upstream
 from interface.problems import HTTPProblem
 
 
@@ -34,7 +34,7 @@ def fetchers() -> Fetchers:
         if found.status == 404:
             return None
         if found.status != 200:
-            raise bad_gateway(f"the upstream index answered {found.status} for {name!r}")
+            raise refused_by_upstream(found.status, repr(name))
         try:
             page = simple.read_page(found.body, found.content_type, found.url)
         except simple.PageError as error:

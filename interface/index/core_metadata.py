@@ -14,7 +14,7 @@ import zlib
 
 import httpx
 
-from interface.index.upstream import Upstream, bad_gateway, unavailable
+from interface.index.upstream import Upstream, bad_gateway, refused_by_upstream, unavailable
 from interface.problems import HTTPProblem
 
 MAX_METADATA_BYTES = 16 * 1024 * 1024  # a METADATA file with a long description is a few MiB at most
@@ -36,9 +36,7 @@ def fetch(upstream: Upstream, url: str) -> bytes:
         if response.status_code != 200:
             if response.status_code == 404:
                 raise HTTPProblem(404, "Not Found", "the upstream has no such file")
-            raise (unavailable if response.status_code >= 500 else bad_gateway)(
-                f"the upstream answered {response.status_code} for the metadata file"
-            )
+            raise refused_by_upstream(response.status_code, "the metadata file")
         body = bytearray()
         for chunk in upstream.raw_chunks(response, MAX_METADATA_BYTES):
             body += chunk

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import httpx
 from flask import Response, request
-from werkzeug.wsgi import wrap_file
+from werkzeug.http import parse_etags, parse_range_header
+from werkzeug.wsgi import ClosingIterator, wrap_file
 
 from application.cache import Digests, DiskCache
 from application.index.deliveries import Delivered
@@ -83,7 +84,7 @@ def obtain(upstream: Upstream, cache: DiskCache, url: str, digests: Digests, lim
             if int(response.headers.get("content-length") or 0) > limit:
                 raise refuse(limit)
             hashers, size = digests.hashers(), 0
-            for chunk in response.iter_raw(CHUNK):
+            for chunk in upstream.raw_chunks(response, CHUNK):  # within the file deadline
                 size += len(chunk)
                 if size > limit:
                     raise refuse(limit)
@@ -93,10 +94,12 @@ def obtain(upstream: Upstream, cache: DiskCache, url: str, digests: Digests, lim
         except httpx.HTTPError as error:
             raise unavailable(f"the upstream stopped sending the file: {type(error).__name__}") from None
         if not digests.matches(hashers):
-            raise bad_gateway(
+            detail = (
                 f"the upstream's bytes for {url.rsplit('/', 1)[-1]} do not match the {digests.algorithm} digest "
                 "its index page gives, so they are not served"
             )
+            log.warning("upstream fetch failed: %s", detail)
+            raise bad_gateway(detail)
         kept = cache.keep(temporary, digests)
     except BaseException:
         DiskCache.forget(temporary)
@@ -108,18 +111,47 @@ def obtain(upstream: Upstream, cache: DiskCache, url: str, digests: Digests, lim
 
 
 def _too_large(limit: int):
-    return bad_gateway(f"the upstream file is larger than {limit} bytes, the most the index fetches")
+    detail = f"the upstream file is larger than {limit} bytes, the most the index fetches"
+    log.warning("upstream fetch failed: %s", detail)
+    return bad_gateway(detail)
 
 
 def serve(verified: Verified, delivered: Delivered | None = None) -> Response:
     """The verified file, whole (200), a range of it (206) or not modified (304); what was sent is
-    reported to `delivered` (interface.index.delivery), `cached` when the bytes were kept before."""
+    reported to `delivered` (interface.index.delivery), `cached` when the bytes were kept before.
+    A 304 sends nothing and reports nothing: the client holds these very bytes already."""
     verified.file.seek(0)
     response = Response(wrap_file(request.environ, verified.file, CHUNK), mimetype=MEDIA, direct_passthrough=True)
-    response.call_on_close(verified.close)
     response.content_length = verified.size
     response.set_etag(verified.digests.hex)
     response.headers["Cache-Control"] = CACHE_CONTROL
-    response = response.make_conditional(request.environ, accept_ranges=True, complete_length=verified.size)
-    response.response = metered(response.response, delivered, CACHED if verified.cached else SERVED)
+    environ = conditional_environ(request.environ, verified.digests.hex)
+    try:
+        response = response.make_conditional(environ, accept_ranges=True, complete_length=verified.size)
+    except BaseException:  # a range it cannot satisfy (416): this body is never sent
+        verified.close()
+        raise
+    if response.status_code == 304:
+        delivered = None
+    # A direct-passthrough body is what the server closes (not the response): closing it closes
+    # the file, and removes it when it was not kept.
+    response.response = ClosingIterator(
+        metered(response.response, delivered, CACHED if verified.cached else SERVED), verified.close
+    )
     return response
+
+
+def conditional_environ(environ: dict, etag: str) -> dict:
+    """The request as the conditional answer should read it (RFC 9110): a `Range` of a unit other
+    than bytes, or of several ranges (werkzeug answers one only: 416), is ignored, the whole file
+    sent (§14.2: a server may ignore any); and a matching `If-None-Match` is a 304 whatever range
+    is asked (§13.2.2: it is evaluated before `Range`)."""
+    if "HTTP_RANGE" not in environ:
+        return environ
+    asked = parse_range_header(environ["HTTP_RANGE"])
+    several = asked is not None and len(asked.ranges) != 1
+    unknown_unit = not environ["HTTP_RANGE"].strip().lower().startswith("bytes=")
+    not_modified = parse_etags(environ.get("HTTP_IF_NONE_MATCH")).contains_weak(etag)
+    if several or unknown_unit or not_modified:
+        return {k: v for k, v in environ.items() if k != "HTTP_RANGE"}
+    return environ

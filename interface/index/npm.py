@@ -36,7 +36,7 @@ from interface.index.answers import judged
 from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
 from interface.index.pages import Fetched, Pages
 from interface.index.streaming import relay
-from interface.index.upstream import Upstream, bad_gateway
+from interface.index.upstream import Upstream, bad_gateway, refused_by_upstream
 from interface.problems import HTTPProblem, problem, status_of
 
 blueprint = Blueprint("npm_index", __name__)
@@ -199,7 +199,7 @@ def _document(name: str, page) -> dict:
     if page.status == 404:
         raise HTTPProblem(404, "Not Found", f"the upstream registry has no package {name!r}")
     if page.status != 200:
-        raise bad_gateway(f"the upstream registry answered {page.status} for {name!r}")
+        raise refused_by_upstream(page.status, repr(name))
     try:
         document = json.loads(page.body)
     except ValueError:

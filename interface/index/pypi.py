@@ -37,7 +37,7 @@ from interface.index.answers import Rendered, judged
 from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
 from interface.index.pages import Fetched, Pages
 from interface.index.streaming import relay, spool
-from interface.index.upstream import Upstream, bad_gateway
+from interface.index.upstream import Upstream, bad_gateway, refused_by_upstream
 from interface.problems import HTTPProblem
 
 blueprint = Blueprint("pypi_index", __name__)
@@ -95,7 +95,7 @@ class _UpstreamNames:
     def revision(self) -> str:
         self._page = pages().get(upstream().base, simple.UPSTREAM_ACCEPT)
         if self._page.status != 200:
-            raise bad_gateway(f"the upstream index answered {self._page.status} for its project list")
+            raise refused_by_upstream(self._page.status, "its project list")
         return self._page.revision
 
     def names(self) -> list[str]:
@@ -212,7 +212,7 @@ def _read(name: str, found: Fetched) -> dict:
     if found.status == 404:
         raise HTTPProblem(404, "Not Found", f"the upstream index has no project {name!r}")
     if found.status != 200:
-        raise bad_gateway(f"the upstream index answered {found.status} for {name!r}")
+        raise refused_by_upstream(found.status, repr(name))
     try:
         return simple.read_page(found.body, found.content_type, found.url)
     except simple.PageError as error:

@@ -17,7 +17,7 @@ import httpx
 from flask import Response
 
 from interface.index.delivery import Delivered, metered
-from interface.index.upstream import Upstream, bad_gateway, unavailable
+from interface.index.upstream import Upstream, refused_by_upstream, unavailable
 from interface.problems import HTTPProblem
 
 CHUNK = 64 * 1024
@@ -41,9 +41,7 @@ def open_file(upstream: Upstream, method: str, url: str):
         response.close()
         if response.status_code == 404:
             raise HTTPProblem(404, "Not Found", "the upstream has no such file")
-        if response.status_code >= 500:
-            raise unavailable(f"the upstream answered {response.status_code} for the file")
-        raise bad_gateway(f"the upstream answered {response.status_code} for the file")
+        raise refused_by_upstream(response.status_code, "the file")
     headers = {_KEPT[k.lower()]: v for k, v in response.headers.items() if k.lower() in _KEPT}
     content_type = headers.pop("Content-Type", "application/octet-stream")
     headers["Cache-Control"] = "no-store"  # judged per fetch: a shared cache must not answer for us

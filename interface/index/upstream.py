@@ -64,6 +64,14 @@ def bad_gateway(detail: str) -> UpstreamProblem:
     return UpstreamProblem(502, "Bad upstream answer", detail, phrase=detail)
 
 
+def refused_by_upstream(status: int, what: str) -> UpstreamProblem:
+    """Upstream's own answer `status` (not 200, not 404) for `what`, and its one line in the log:
+    a 5xx is an outage (503, retry shortly), anything else a bad answer (502)."""
+    detail = f"the upstream answered {status} for {what}"
+    log.warning("upstream fetch failed: %s", detail)
+    return unavailable(detail) if status >= 500 else bad_gateway(detail)
+
+
 def too_slow(detail: str) -> UpstreamProblem:
     return UpstreamProblem(504, "Upstream too slow", detail, headers={"Retry-After": "5"}, phrase=detail)
 

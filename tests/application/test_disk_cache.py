@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from application.cache import DiskCache
+from application.cache.digests import from_pypi
 
 BOUND = 10_000
 
@@ -30,3 +32,17 @@ def test_a_page_rewritten_in_place_counts_once(tmp_path):
         cache.put_page("page-0", {"url": "u0"}, b"y" * 800)
     assert all(cache.page(f"page-{n}") is not None for n in range(11))
     assert cache.page("page-0").body() == b"y" * 800
+
+
+def test_a_kept_file_dropped_for_not_matching_no_longer_counts(tmp_path):
+    cache = DiskCache(tmp_path, BOUND)
+    body = b"z" * 500
+    digests = from_pypi({"sha256": hashlib.sha256(body).hexdigest()})
+    temporary = cache.temporary()
+    temporary.write(body)
+    assert cache.keep(temporary, digests)
+    cache.put_page("page", {"url": "u"}, b"x" * 800)
+    counted = int((tmp_path / "lock").read_bytes())
+    assert counted == on_disk(tmp_path)
+    cache.discard_file(digests)
+    assert int((tmp_path / "lock").read_bytes()) == on_disk(tmp_path) == counted - len(body)

@@ -7,10 +7,12 @@ revalidated on every request (`RUNCODE_POLICY_CACHE_PAGE_SECONDS=0`) so that an 
 from __future__ import annotations
 
 import hashlib
+import time
 from pathlib import Path
 
 import pytest
 
+from tests.interface.test_index_delivery import settled_downloads
 from tests.support import clients
 from tests.support.index_fixtures import index_env, run_decisions, set_policy, start_run
 from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url
@@ -92,6 +94,13 @@ def test_with_the_npm_upstream_stopped_a_tree_installed_before_installs_again_an
     assert "beta is not on the Node allow list" in refused.output
 
 
+def test_during_an_outage_what_was_never_fetched_is_503_with_retry_after(live, app, pypi_upstream, npm_upstream):
+    pypi_upstream.outage = npm_upstream.outage = True  # up, but answering 503 to everything
+    for path in ("/pypi/acme/simple/beta/", f"/pypi/acme/files/beta/{WHEEL}", "/npm/acme/beta"):
+        refused = get(live, path)
+        assert refused.status == 503 and refused.headers["retry-after"] == "5", (path, refused.body)
+
+
 def test_a_kept_file_altered_on_disk_is_never_served(live, app, tmp_path, pypi_upstream):
     path = f"/pypi/acme/files/beta/{WHEEL}"
     expected = pypi_upstream.file(WHEEL).sha256
@@ -132,6 +141,39 @@ def test_files_answer_ranges_and_not_modified_with_their_digest_as_etag(live, ap
     assert same.status == 304 and same.body == b""
     set_policy(app, "allowlist", python=["alpha"])  # judged before the cache answers, 304 included
     assert get(live, path, **{"If-None-Match": whole.headers["etag"]}).status == 403
+
+
+def test_ranges_it_would_refuse_for_no_good_reason_are_ignored_and_not_modified_wins_over_a_range(
+    live, app, pypi_upstream
+):
+    """RFC 9110: a range of an unknown unit must be ignored and several ranges may be (the whole
+    file, 200, where werkzeug would answer 416); If-None-Match is evaluated before Range."""
+    path = f"/pypi/acme/files/beta/{WHEEL}"
+    data = pypi_upstream.file(WHEEL).data
+    etag = get(live, path).headers["etag"]
+    for asked in ("bytes=0-1,5-6", "bytes=0-0,-1", "items=0-5"):
+        whole = get(live, path, Range=asked)
+        assert whole.status == 200 and whole.body == data, asked
+    assert get(live, path, Range="bytes=0-9", **{"If-None-Match": etag}).status == 304
+    assert get(live, path, Range="bytes=5-2").status == 416  # one bytes range it cannot satisfy
+    assert get(live, path, Range="bytes=0-9").status == 206
+
+
+def test_a_304_records_no_delivery_and_a_range_records_what_it_sent(live, app, pypi_upstream):
+    path = f"/pypi/acme/files/beta/{WHEEL}"
+    data = pypi_upstream.file(WHEEL).data
+
+    def delivery(run: dict) -> dict:
+        (found,) = [d["delivery"] for d in settled_downloads(live, run)]
+        return {k: found[k] for k in ("status", "bytes", "sha256")}
+
+    whole = start_run(live)
+    etag = get(live, path, whole["token"]).headers["etag"]
+    assert get(live, path, whole["token"], **{"If-None-Match": etag}).status == 304  # nothing sent: not a failure
+    assert delivery(whole) == {"status": "served", "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    part = start_run(live)
+    assert get(live, path, part["token"], Range="bytes=0-9").status == 206
+    assert delivery(part) == {"status": "cached", "bytes": 10, "sha256": hashlib.sha256(data[:10]).hexdigest()}
 
 
 def test_pages_carry_an_etag_of_the_judged_answer_and_answer_304(live, app, pypi_upstream, npm_upstream):
@@ -205,6 +247,35 @@ def test_the_cache_keeps_within_its_bytes_on_disk(open_app, tmp_path):
                 fetched += len(reply.body) + len(page.body)
         on_disk = sum(f.stat().st_size for f in (tmp_path / "cache").rglob("*") if f.is_file() and f.name != "lock")
         assert fetched > 3 * bound and 0 < on_disk <= bound
+    finally:
+        server.close()
+        upstream.close()
+
+
+def test_a_file_too_large_to_keep_is_served_and_leaves_nothing_behind(open_app, tmp_path):
+    from interface import create_app
+    from tests.support.http_client import LiveServer
+
+    upstream = PyPIUpstream(dists=[Dist("big", "1.0")])
+    env = {
+        "RUNCODE_POLICY_DATA_DIR": str(tmp_path),
+        "RUNCODE_POLICY_PYPI_UPSTREAM": upstream.url + "/simple/",
+        "RUNCODE_POLICY_CACHE_MAX_BYTES": "100",  # smaller than the wheel: served, never kept
+    }
+    app = open_app()
+    token = app.create_workspace("acme", by="founder")["token"]
+    server = LiveServer(create_app(env=env, governance=app))
+    try:
+        page = server.call("GET", "/pypi/acme/simple/big/", token, headers={"Accept": JSON_ACCEPT})
+        url = next(f["url"] for f in page.json["files"] if f["filename"].endswith(".whl"))
+        for _ in range(3):
+            assert server.call("GET", url.removeprefix(server.url), token).status == 200
+        temporary = tmp_path / "cache" / "tmp"
+        for _ in range(200):  # the server removes it once it has closed the body, after the client read it
+            if not any(temporary.iterdir()):
+                break
+            time.sleep(0.05)
+        assert not any(temporary.iterdir()) and not any((tmp_path / "cache" / "files").rglob("*.*"))
     finally:
         server.close()
         upstream.close()

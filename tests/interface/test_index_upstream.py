@@ -271,6 +271,10 @@ def test_a_trickling_upstream_is_cut_at_the_page_and_file_deadlines(database_url
             with pytest.raises(http.client.IncompleteRead):
                 reply.read()
         assert 3 <= time.monotonic() - started < 7  # cut at the file deadline: a short body, refused by hash
+        started = time.monotonic()  # a file its page gives a digest for: fetched whole into the cache first
+        status, _, headers, body = fetch(f"{url}/pypi/default/files/hashed-drip/hashed-drip-1.0.tar.gz", token)
+        assert status == 504 and 3 <= time.monotonic() - started < 7, body
+        assert json.loads(body)["detail"].startswith("the upstream took longer than 3 s to send a file")
 
 
 def test_stalled_downloads_and_a_trickling_upstream_leave_healthz_and_evaluate_answering(database_url, slow_upstream):

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from tests.support.background import serve_in_background
 
 BIG_FILE_BYTES = 48 * 1024 * 1024
+DRIP_SHA256 = "0" * 64  # a trickling file never arrives whole, so never reaches its digest check
 TRICKLE_SECONDS = 0.5  # one byte this often
 
 
@@ -98,8 +99,9 @@ def _pipe(client: socket.socket, upstream: socket.socket) -> None:
 
 class SlowUpstream(_Server):
     """A simple index of any project `<name>`, with one 48 MiB sdist `<name>-1.0.tar.gz` sent as
-    fast as it is read; but the page of `slow` and the file of `drip` trickle one byte every
-    TRICKLE_SECONDS."""
+    fast as it is read; but the page of `slow` and the files of `drip` and `hashed-drip` trickle
+    one byte every TRICKLE_SECONDS. Pages give no digest, but that of `hashed-drip` (the index
+    then fetches the file whole into its cache before serving a byte of it)."""
 
     def __init__(self):
         super().__init__(("127.0.0.1", 0), self._handler())
@@ -126,7 +128,11 @@ class SlowUpstream(_Server):
                         "meta": {"api-version": "1.1"},
                         "name": project,
                         "files": [
-                            {"filename": f"{project}-1.0.tar.gz", "url": f"/files/{project}-1.0.tar.gz", "hashes": {}}
+                            {
+                                "filename": f"{project}-1.0.tar.gz",
+                                "url": f"/files/{project}-1.0.tar.gz",
+                                "hashes": {"sha256": DRIP_SHA256} if project == "hashed-drip" else {},
+                            }
                         ],
                     }
                 ).encode()
@@ -136,7 +142,7 @@ class SlowUpstream(_Server):
             def _file(self, filename: str) -> None:
                 self._headers("application/octet-stream", BIG_FILE_BYTES)
                 chunk = b"\0" * 65536
-                if filename.startswith("drip-"):
+                if filename.startswith(("drip-", "hashed-drip-")):
                     return self._send(chunk, trickle=True)
                 for _ in range(BIG_FILE_BYTES // len(chunk)):
                     self._send(chunk, trickle=False)
