@@ -23,6 +23,7 @@ from werkzeug.http import parse_accept_header
 
 from application.cache import from_pypi
 from application.index import facts
+from application.index.gate import registry_spec
 from interface import metrics
 from interface.index import core_metadata, files, simple
 from interface.index.access import (
@@ -110,7 +111,15 @@ class _UpstreamNames:
 def unslashed(ws, project):
     reader(ws, UNAUTHENTICATED)
     within_limits(project=project)
-    return redirect(url_for(".project_page", ws=ws, project=canonicalize_name(project)), 301)
+    return redirect(url_for(".project_page", ws=ws, project=_canonical(project)), 301)
+
+
+def _canonical(project: str) -> str:
+    """PEP 503's one spelling of a project; 404 at once when that names no project (`alpha.`
+    would be sent on to `alpha-`, a redirect to a 404)."""
+    name = canonicalize_name(project)
+    registry_spec("python", name)
+    return name
 
 
 @blueprint.route("/pypi/<ws>/simple/<project>/", methods=READ)
@@ -123,7 +132,7 @@ def project_page(ws, project):
     media = negotiated()
     name = canonicalize_name(project)
     if project != name:  # PEP 503: one URL per project
-        return redirect(url_for(".project_page", ws=ws, project=name), 301)
+        return redirect(url_for(".project_page", ws=ws, project=_canonical(project)), 301)
     return judged_page(principal, ws, name, media, request.environ, request.url_root)
 
 

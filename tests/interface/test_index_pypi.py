@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.client
 import json
 import threading
+from urllib.parse import urlsplit
 
 import pytest
 from pypi_simple import PyPISimple
@@ -54,6 +56,14 @@ def test_a_name_not_in_normalized_form_redirects_to_it(live, app):
         assert reply.status == 301 or reply.status == 200  # urllib follows redirects
     reply = get(live, "/pypi/acme/simple/Delta_Pkg/", accept=JSON_ACCEPT)
     assert reply.status == 200 and reply.json["name"] == "delta-pkg"
+    parts = urlsplit(live.url)
+    for spelling in ("alpha.", ".alpha", "%2e%2e"):  # no project in any spelling: 404, not sent on to one
+        for path in (f"/pypi/acme/simple/{spelling}/", f"/pypi/acme/simple/{spelling}"):
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+            conn.request("GET", path, headers=basic(live.tokens["sandbox"]))
+            reply = conn.getresponse()
+            conn.close()
+            assert reply.status == 404 and reply.getheader("Location") is None, (path, reply.status)
 
 
 @pytest.mark.parametrize("accept", [JSON_TYPE, HTML_TYPE])
