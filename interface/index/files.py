@@ -27,7 +27,7 @@ from application.cache import Digests, DiskCache
 from application.index.deliveries import Delivered
 from domain.delivery import CACHED, SERVED
 from interface.index.delivery import metered
-from interface.index.streaming import CHUNK, open_file
+from interface.index.streaming import CHUNK, open_file, relay
 from interface.index.upstream import Upstream, bad_gateway, unavailable
 
 log = logging.getLogger(__name__)
@@ -139,6 +139,22 @@ def serve(verified: Verified, delivered: Delivered | None = None) -> Response:
         metered(response.response, delivered, CACHED if verified.cached else SERVED), verified.close
     )
     return response
+
+
+def head(upstream: Upstream, cache: DiskCache, url: str, digests: Digests) -> Response:
+    """A HEAD of a file whose page gives a digest: the kept copy's, else upstream's HEAD relayed
+    (no byte fetched) with the headers its GET would carry once verified: the digest as `ETag`,
+    ranges, the cache's lifetime."""
+    verified = cached(cache, digests)
+    if verified is not None:
+        return serve(verified)
+    relayed = relay(upstream, "HEAD", url)
+    relayed.headers.pop("Last-Modified", None)
+    relayed.set_etag(digests.hex)
+    relayed.headers["Cache-Control"] = CACHE_CONTROL
+    relayed.headers["Accept-Ranges"] = "bytes"
+    relayed.mimetype = MEDIA
+    return relayed
 
 
 def conditional_environ(environ: dict, etag: str) -> dict:

@@ -245,8 +245,7 @@ def _tarball_answer(principal, name: str, filename: str, delivered, source) -> R
     if digests is None:  # nothing to verify it against: relayed as upstream sends it, never kept
         return relay(upstream(), request.method, url, delivered)
     if request.method == "HEAD":
-        verified = files.cached(cache(), digests)
-        return files.serve(verified) if verified is not None else relay(upstream(), "HEAD", url)
+        return files.head(upstream(), cache(), url, digests)
     return files.serve(files.obtain(upstream(), cache(), url, digests), delivered)
 
 

@@ -291,8 +291,7 @@ def _distribution(principal, project: str, dist: str, url: str, digests, deliver
     if digests is None:  # nothing to verify it against: relayed as upstream sends it, never kept
         return _unverified(principal, project, dist, url, delivered)
     if request.method == "HEAD":
-        verified = files.cached(cache(), digests)
-        return files.serve(verified) if verified is not None else relay(upstream(), "HEAD", url)
+        return files.head(upstream(), cache(), url, digests)
     limit, refuse = (core_metadata.MAX_WHEEL_BYTES, core_metadata.too_large) if wheel else (files.MAX_FILE_BYTES, None)
     verified = files.obtain(upstream(), cache(), url, digests, limit, refuse)
     if wheel:

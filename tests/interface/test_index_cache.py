@@ -143,6 +143,17 @@ def test_files_answer_ranges_and_not_modified_with_their_digest_as_etag(live, ap
     assert get(live, path, **{"If-None-Match": whole.headers["etag"]}).status == 403
 
 
+def test_a_head_of_a_file_not_kept_carries_the_headers_its_get_will(live, app, pypi_upstream):
+    path = f"/pypi/acme/files/beta/{WHEEL}"
+    data = pypi_upstream.file(WHEEL).data
+    probed = live.call("HEAD", path, live.tokens["sandbox"])  # nothing kept yet: upstream's HEAD, no byte fetched
+    assert pypi_upstream.hits(f"/{WHEEL}") == 1
+    whole = get(live, path)
+    for header in ("etag", "cache-control", "accept-ranges", "content-type", "content-length"):
+        assert probed.headers[header] == whole.headers[header], header
+    assert probed.headers["etag"] == f'"{hashlib.sha256(data).hexdigest()}"' and "last-modified" not in probed.headers
+
+
 def test_ranges_it_would_refuse_for_no_good_reason_are_ignored_and_not_modified_wins_over_a_range(
     live, app, pypi_upstream
 ):
