@@ -9,6 +9,8 @@ dependencies: the older release a resolver could fall back to), beta, gamma and 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import shutil
 import subprocess
@@ -218,6 +220,41 @@ def test_a_lockfile_made_against_the_public_registry_is_rerouted_or_refused_and_
         assert f"fetches http://127.0.0.1:{public.port}/alpha/-/alpha-1.0.0.tgz" in done.stderr
         assert "which is not the package index" in done.stderr
         assert f"delete {path / LOCKFILES[client]} and run `runcode-policy-gate --" in done.stderr
+
+
+def integrity(data: bytes) -> str:
+    return "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+
+
+@pytest.mark.parametrize(
+    "source", ["file:beta-1.0.0.tgz", "type: git", "type: directory"], ids=["tarball", "git", "directory"]
+)
+def test_a_pnpm_lockfile_that_installs_a_denied_package_from_beside_the_registry_is_refused(
+    live, app, env, tmp_path, upstream, source
+):
+    """A lockfile pnpm installs as it is (`--frozen-lockfile`): alpha from the registry, and beta,
+    denied, from a tarball beside the project, a git repository or a directory: the index would
+    never see beta."""
+    set_policy(app, "denylist", node=["beta"])
+    path = project(tmp_path, "pnpm", {"alpha": "1.0.0"})
+    alpha, beta = upstream.tarballs["/alpha/-/alpha-1.0.0.tgz"], upstream.tarballs["/beta/-/beta-1.0.0.tgz"]
+    (path / "beta-1.0.0.tgz").write_bytes(beta)
+    resolution = {
+        "file:beta-1.0.0.tgz": f"{{integrity: {integrity(beta)}, tarball: file:beta-1.0.0.tgz}}",
+        "type: git": "{type: git, repo: ./beta-repo, commit: 0123456789abcdef0123456789abcdef01234567}",
+        "type: directory": "{type: directory, directory: ./beta-dir}",
+    }[source]
+    key = "beta@file:beta-1.0.0.tgz"
+    (path / "pnpm-lock.yaml").write_text(
+        "lockfileVersion: '9.0'\n\nsettings:\n  autoInstallPeers: true\n  excludeLinksFromLockfile: false\n\n"
+        "importers:\n\n  .:\n    dependencies:\n      alpha:\n        specifier: 1.0.0\n        version: 1.0.0\n\n"
+        f"packages:\n\n  alpha@1.0.0:\n    resolution: {{integrity: {integrity(alpha)}}}\n\n"
+        f"  {key}:\n    resolution: {resolution}\n    version: 1.0.0\n\n"
+        f"snapshots:\n\n  alpha@1.0.0:\n    dependencies:\n      beta: file:beta-1.0.0.tgz\n\n  {key}: {{}}\n"
+    )
+    done = gated(tmp_path, "pnpm", env, path, "pnpm", "install", "--frozen-lockfile")
+    assert done.returncode == 4 and "beta" not in versions(path), done.stdout + done.stderr
+    assert "pnpm-lock.yaml line" in done.stderr and "not from the package index" in done.stderr
 
 
 TRICKS = {

@@ -9,8 +9,9 @@ sees is judged here before the client runs:
   it, outside node_modules) whose spec is not a registry range or tag (a URL, git, `file:`,
   `github:`, `link:`, an alias...) goes to /evaluate as `name@spec`, so a denied or unknown
   one is refused with the service's reason before anything runs;
-- a lockfile that would fetch from anywhere but the run's registry is refused, with what to run
-  instead (npm's is rerouted instead: see `npm`).
+- a lockfile that would fetch from anywhere but the run's registry, or install a local tarball or
+  directory or a git repository, is refused, with what to run instead (npm's is rerouted instead:
+  see `npm`).
 
 Standard library only, like the whole gate.
 """
@@ -37,6 +38,17 @@ MAX_MANIFESTS = 2000  # package.json files read below the project: a bound on a 
 # Anything a lockfile could fetch: a scheme and an authority. A backslash could hide one behind
 # an escape (JSON, YAML and yarn's format all unescape), so a lockfile with one is refused.
 URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"',}\]]*")
+# What else a lockfile could install that the index never judges: a local tarball or directory
+# (`file:`, pnpm's `type: directory`), git in any spelling (`git+…:`, `github:`, scp-style
+# `git@host:`, pnpm's `type: git`), yarn's `portal:` and `exec:`, a `link:` to an absolute path.
+# A package.json with any of these is asked about (declared_specs); a lockfile that names one
+# itself is refused. Kept: `workspace:` and a relative `link:` (this project's own packages, as
+# pnpm writes them), and yarn's `patch:` of a registry package (its builtin compatibility patches).
+NON_REGISTRY_SOURCE = re.compile(
+    r"(?<![\w.+-])(?:file:|git(?:\+[a-z]+)?:|github:|gitlab:|bitbucket:|gist:|portal:|exec:|link:\s*(?=[/~])"
+    r"|git@[^\s:\"']+:)|\btype:\s*['\"]?(?:git|directory)\b",
+    re.IGNORECASE,
+)
 LOCKFILE_HELP = (
     "delete {lockfile} and run `runcode-policy-gate -- {client} install` to resolve the project "
     "again through the package index"
@@ -168,6 +180,12 @@ def _check_lockfile(path: str, registry: str, client: str) -> None:
     for url in URL.findall(text):
         if not url.startswith(registry):
             raise Unresolvable(f"{lockfile} fetches {url}, which is not the package index; {then}")
+    found = NON_REGISTRY_SOURCE.search(text)
+    if found is not None:
+        line = text.count("\n", 0, found.start()) + 1
+        raise Unresolvable(
+            f"{lockfile} line {line} installs from {found.group(0).strip()!r}, not from the package index; {then}"
+        )
 
 
 def project_plan(command: list[str], cwd: str, project_verbs, named_verbs, flags: frozenset) -> Plan:
