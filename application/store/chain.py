@@ -271,7 +271,8 @@ class ChainStore:
     # -- reads for the checks of read models with one row per event (decisions, deliveries) ------
     def decision_rows(self, workspace: str, after: str, limit: int) -> list[dict]:
         return self._rows(
-            "SELECT id, at, allowed, record FROM {decisions} WHERE workspace = %s AND id > %s ORDER BY id LIMIT %s",
+            "SELECT id, workspace, at, language, name, kind, allowed, reason, source, sandbox, record "
+            "FROM {decisions} WHERE workspace = %s AND id > %s ORDER BY id LIMIT %s",
             (workspace, after, limit),
         )
 
@@ -282,11 +283,11 @@ class ChainStore:
             (workspace, after, limit),
         )
 
-    def present_ids(self, table: str, ids: list[str]) -> set[str]:
-        """Which of these ids `table` (decisions or deliveries) holds."""
+    def present_ids(self, table: str, workspace: str, ids: list[str]) -> set[str]:
+        """Which of these ids `table` (decisions or deliveries) holds in `workspace`."""
         marks = ", ".join(["%s"] * len(ids))
-        template = f"SELECT id FROM {{{table}}} WHERE id IN ({marks})"
-        return {r["id"] for r in self._rows(template, ids)} if ids else set()
+        template = f"SELECT id FROM {{{table}}} WHERE workspace = %s AND id IN ({marks})"
+        return {r["id"] for r in self._rows(template, [workspace, *ids])} if ids else set()
 
     def sealed_of_topic(self, workspace: str, topic: str, after: int, limit: int) -> list[dict]:
         return self._rows(

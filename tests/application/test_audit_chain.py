@@ -311,6 +311,32 @@ def test_a_decision_edited_in_the_decisions_table_is_named(recorded, tamper):
     assert (result["problem"], result["record"]["originator_id"]) == ("altered", denied)
 
 
+@pytest.mark.parametrize(
+    "column, value",
+    [
+        ("name", "requests "),
+        ("kind", "egress"),
+        ("reason", "matches-the-allow-list"),
+        ("sandbox", "elsewhere"),
+        ("source", "index"),
+        ("language", "node"),
+    ],
+)
+def test_a_column_the_decisions_filters_read_edited_alone_is_named(recorded, tamper, column, value):
+    denied = recorded.decision_ids["requests"]
+    tamper.sql(f"UPDATE rcp_decisions SET {column} = %s WHERE id = %s", (value, denied))
+    result = recorded.chain.verify("acme")
+    assert (result["problem"], result["record"]["originator_id"]) == ("altered", denied)
+
+
+def test_a_decision_moved_to_another_workspace_is_named_in_both(recorded, tamper):
+    moved = recorded.decision_ids["requests"]
+    tamper.sql("UPDATE rcp_decisions SET workspace = 'other' WHERE id = %s", (moved,))
+    here, there = recorded.chain.verify("acme"), recorded.chain.verify("other")
+    assert (here["problem"], here["record"]["originator_id"]) == ("deleted", moved)
+    assert (there["problem"], there["record"]["originator_id"]) == ("inserted", moved)
+
+
 def test_a_decision_removed_from_the_decisions_table_is_named(recorded, tamper):
     gone = recorded.decision_ids["numpy"]
     tamper.sql("DELETE FROM rcp_decisions WHERE id = %s", (gone,))

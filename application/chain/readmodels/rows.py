@@ -30,7 +30,12 @@ def check_rows(kind: OneRowPerEvent, store: ChainStore, read_state, workspace: s
     after, position = "", store.position()
     while rows := kind.rows(store, workspace, after, PAGE):
         found = store.sealed_events([_oid(store, r) for r in rows])
-        sealed = {str(as_uuid(r["originator_id"])): r for r in found if r["topic"] == kind.topic}
+        # in this workspace's chain: a row moved here from another workspace was sealed elsewhere
+        sealed = {
+            str(as_uuid(r["originator_id"])): r
+            for r in found
+            if r["topic"] == kind.topic and r["workspace"] == workspace
+        }
         for row in rows:
             event = sealed.get(row["id"])
             if event is None:
@@ -62,7 +67,7 @@ def _missing_row(kind: OneRowPerEvent, store: ChainStore, workspace: str, checke
     after = 0
     while rows := store.sealed_of_topic(workspace, kind.topic, after, PAGE):
         ids = [str(as_uuid(r["originator_id"])) for r in rows]
-        present = store.present_ids(kind.table, ids)
+        present = store.present_ids(kind.table, workspace, ids)
         for row, row_id in zip(rows, ids, strict=True):
             if row_id not in present:
                 return _failure(kind, checked, "deleted", row_id, row["seq"], f"lacks a {kind.noun} the chain seals")
