@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 from datetime import UTC, datetime
 
 from application.chain.links import checkpoint_message
+from application.chain.merkle import MissingNode
 from application.chain.proofs import Proofs
 from application.chain.readmodels import check_read_models
 from application.chain.sealer import Rollup, Sealer, state_reader, workspace_reader
@@ -168,8 +170,16 @@ class AuditChain:
     def verify(self, workspace: str, copied=(), keys: dict | None = None) -> dict:
         """Recompute the chain and hold it against the store's checkpoints and any `copied` out."""
         self.require_workspace(workspace)
-        # A copy of a checkpoint the store still holds is one checkpoint, not two.
-        unique = {(c["seq"], c["head"], c["signature"]): c for c in self.all_checkpoints(workspace) + list(copied)}
+        try:
+            return self._verify(workspace, copied, keys)
+        except MissingNode as missing:  # the signed notes are read off the stored tree
+            return {"ok": False, "checked": 0, "problem": "tree", "detail": str(missing), "record": {}}
+
+    def _verify(self, workspace: str, copied, keys: dict | None) -> dict:
+        # A copy of a checkpoint the store still holds is one checkpoint, not two; but only when
+        # they agree in every field: a store's copy edited (its time, key id, note) must not be
+        # replaced by the intact one copied out before, and so pass unseen.
+        unique = {_canonical(c): c for c in self.all_checkpoints(workspace) + list(copied)}
         keys = self.trusted_keys() if keys is None else keys
         result = verify(self.store, self.read_workspace, workspace, list(unique.values()), keys)
         if not result["ok"]:
@@ -195,3 +205,7 @@ class AuditChain:
         if self.key is None:
             raise NoSigningKeyError("this service has no audit signing key configured")
         return self.key.public_document() | {"previous": [public_document(k) for k in self.previous_keys]}
+
+
+def _canonical(checkpoint: dict) -> str:
+    return json.dumps(checkpoint, sort_keys=True, default=str)

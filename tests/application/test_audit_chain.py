@@ -289,6 +289,21 @@ def test_a_forged_checkpoint_signature_is_refused(recorded, tamper):
     assert result["problem"] == "signature" and "does not verify" in result["detail"]
 
 
+def test_a_checkpoint_edited_in_the_store_is_refused_even_beside_its_intact_copy(recorded, tamper):
+    copied = recorded.chain.all_checkpoints("acme")  # copied out before the edit
+    tamper.sql("UPDATE rcp_checkpoints SET at = %s WHERE workspace = 'acme'", ("2025-01-01T00:00:00.000000Z",))
+    result = recorded.chain.verify("acme", copied)
+    assert result["problem"] == "signature" and "does not verify" in result["detail"]
+
+
+def test_a_node_gone_from_the_stored_tree_is_named_not_a_crash(recorded, tamper):
+    # the largest perfect subtree: every root of the checkpoint's size is folded from it
+    top = "(SELECT max(level) FROM rcp_merkle_nodes WHERE workspace = 'acme')"
+    tamper.sql(f"DELETE FROM rcp_merkle_nodes WHERE workspace = 'acme' AND level = {top} AND idx = 0")
+    result = recorded.chain.verify("acme")
+    assert result["problem"] == "tree" and "no node at level" in result["detail"]
+
+
 def test_a_checkpoint_signed_by_a_key_nobody_trusts_is_refused(recorded):
     impostor = recorded.chain.key
     recorded.chain.use_key(AuditKey.generate())
