@@ -32,6 +32,7 @@ from eventsourcing.utils import register_topic
 from application.chain.alarms import IntegrityAlarms
 from application.chain.facts import Tampered, checked_facts
 from application.chain.links import event_hash
+from application.decision_writer import StoreUnavailableError
 from application.store.chain import ChainStore
 
 _NAMESPACE = uuid5(NAMESPACE_URL, "https://runcode-policy/snapshot-seals")
@@ -130,13 +131,34 @@ class SnapshotCheck:
         workspace = state.get("workspace", "?") if isinstance(state, dict) else "?"
         return f"the snapshot of workspace {workspace!r} at policy version {stored.originator_version - 1} ({subject})"
 
+    def events(self, aggregate_id: UUID, gt: int | None, lte: int | None, mapper) -> list:
+        """The aggregate's events after version `gt` (up to `lte`), each checked against the chain
+        as authentication's are (`checked_facts`): an event edited, removed or slipped in behind
+        the sealer raises the alarm, and nothing is built from it (StoreUnavailableError: a 503,
+        fail closed), where the service once enforced an edited policy event without a word."""
+        rows = self.store.facts(self.store.oid(aggregate_id), after=gt or 0)
+        rows = [r for r in rows if lte is None or r["originator_version"] <= lte]
+        try:
+            checked_facts(rows, self.read_state, f"aggregate {aggregate_id}")
+        except Tampered as tampered:
+            self.alarms.alarm("event", str(aggregate_id), str(tampered))
+            raise StoreUnavailableError(
+                f"{tampered}; it was not used: nothing is judged on it until the store is restored"
+            ) from None
+        rows.sort(key=lambda r: r["originator_version"])
+        return [
+            mapper.to_domain_event(StoredEvent(aggregate_id, r["originator_version"], r["topic"], bytes(r["state"])))
+            for r in rows
+        ]
+
     def _refuse(self, subject: str, detail: str) -> bool:
         self.alarms.alarm("snapshot", subject, detail)
         return False
 
 
 class SealedRepository(Repository):
-    """The library's repository, except that a snapshot is used only when `check` holds."""
+    """The library's repository, except that a snapshot is used only when `check` holds, and the
+    events replayed after it only when the chain seals them (`SnapshotCheck.events`)."""
 
     check: SnapshotCheck | None = None  # set once the application has its chain store
 
@@ -148,7 +170,7 @@ class SealedRepository(Repository):
         if stored and self.check.holds(stored[0]):
             snapshots = [self.snapshot_store.mapper.to_domain_event(stored[0])]
         gt = snapshots[0].originator_version if snapshots else None
-        events = self.event_store.get(originator_id=aggregate_id, gt=gt, lte=version)
+        events = self.check.events(aggregate_id, gt, version, self.event_store.mapper)
         aggregate = projector_func(None, chain(snapshots, events))
         if aggregate is None:
             raise AggregateNotFoundError(f"Aggregate {aggregate_id!r} version {version!r} not found.")

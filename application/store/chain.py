@@ -217,12 +217,17 @@ class ChainStore:
         return self._rows("SELECT COUNT(*) AS n FROM {events} WHERE {nid} > %s", (position,))[0]["n"]
 
     # -- reads for checks on use (application.chain.facts) ---------------------------------------
-    def facts(self, originator_id, version: int | None = None) -> list[dict]:
-        """One aggregate's stored events (or its one event at `version`), each with the hash the
-        chain sealed for it (None: not sealed) and the sealer's position; and every chain row whose
-        event is gone from the store (state None). One round trip of primary-key seeks."""
-        at = "" if version is None else " AND {alias}.originator_version = %s"
-        params = (originator_id,) if version is None else (originator_id, version)
+    def facts(self, originator_id, version: int | None = None, after: int | None = None) -> list[dict]:
+        """One aggregate's stored events (or its one event at `version`, or those `after` one),
+        each with the hash the chain sealed for it (None: not sealed) and the sealer's position;
+        and every chain row whose event is gone from the store (state None). One round trip of
+        primary-key seeks."""
+        if version is not None:
+            at, params = " AND {alias}.originator_version = %s", (originator_id, version)
+        elif after is not None:
+            at, params = " AND {alias}.originator_version > %s", (originator_id, after)
+        else:
+            at, params = "", (originator_id,)
         return self._rows(
             FACTS.replace("{at_e}", at.format(alias="e")).replace("{at_c}", at.format(alias="c")), params * 2
         )

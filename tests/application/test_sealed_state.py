@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from application.chain import AuditKey
+from application.decision_writer import StoreUnavailableError
 from domain.policy import policy_id
 from tests.support.recorded import download
 from tests.support.tamper import Tamperer
@@ -50,6 +51,21 @@ def test_a_snapshot_edited_in_the_store_is_never_enforced_and_raises_one_alarm(s
     alarms = [r.getMessage() for r in caplog.records if r.name == "runcode_policy.integrity"]
     assert len(alarms) == 1 and "did not verify" in alarms[0] and f"policy version {version}" in alarms[0], alarms
     assert fresh.integrity.counts["snapshot"] == 1 and "did not verify" in fresh.integrity.first
+
+
+def test_a_policy_event_edited_after_its_snapshot_is_never_enforced_and_raises_the_alarm(snapshotted, open_app, tamper):
+    """The events replayed after the snapshot are checked against the chain as the snapshot is:
+    an entry renamed in its sealed event (requests denied, now flask) is not judged on."""
+    snapshotted.change_policy(
+        "acme", [{"action": "add", "language": "python", "list": "deny", "entries": ["requests"]}], by="alice"
+    )
+    snapshotted.chain.seal()
+    assert reason(snapshotted, "requests")[1] == "matches-the-deny-list"
+    tamper.replace_in_state(str(policy_id("acme")), '"name":"requests"', '"name":"flask"')
+    fresh = open_app()  # another worker: its rules cache is empty, it replays the events after the snapshot
+    with pytest.raises(StoreUnavailableError, match="no longer hashes to its sealed value"):
+        reason(fresh, "requests")
+    assert fresh.integrity.counts["event"] == 1 and "altered" in fresh.integrity.first
 
 
 def test_a_snapshot_without_a_seal_is_not_used(snapshotted, open_app, tamper):
