@@ -312,6 +312,9 @@ class ChainStore:
     def change_rows(self, workspace: str) -> list[dict]:
         return self._rows("SELECT * FROM {changes} WHERE workspace = %s ORDER BY version", (workspace,))
 
+    def change_token_rows(self, workspace: str) -> list[dict]:
+        return self._rows("SELECT * FROM {change_tokens} WHERE workspace = %s ORDER BY version", (workspace,))
+
     def token_rows(self, workspace: str) -> list[dict]:
         return self._rows(
             "SELECT id, workspace, name, role, issued_at, issued_by, revoked_at, revoked_by, "

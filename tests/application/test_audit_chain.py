@@ -393,6 +393,11 @@ ROW_TAMPERING = [
     ("changes", "UPDATE rcp_changes SET name = 'evil', name_key = 'evil' WHERE type = 'entry-added'", "altered"),
     ("changes", "UPDATE rcp_changes SET by_actor = 'mallory' WHERE type = 'mode-switched'", "altered"),
     ("changes", "DELETE FROM rcp_changes WHERE type = 'entry-added'", "deleted"),
+    (  # who made a change, as /history says: a token that did not
+        "changes",
+        "INSERT INTO rcp_change_tokens SELECT 'acme', 1, id FROM rcp_tokens WHERE name = 'ci'",
+        "altered",
+    ),
     (
         "changes",
         "INSERT INTO rcp_changes SELECT workspace, 99, at, by_actor, note, type, language, list, 'evil', 'evil', "
