@@ -49,6 +49,16 @@ def check_notes(tree: MerkleTree, workspace: str, checkpoints: list[dict], keys:
                 "proofs served from it would not verify (the merkle_nodes table was edited)",
                 record,
             )
+    differs = tree.first_difference(workspace) if noted else None
+    if differs is not None:
+        level, idx = differs
+        return _failure(
+            checked,
+            "altered",
+            f"the stored Merkle tree's node at level {level}, index {idx} differs from the one recomputed from "
+            "the chain (or is gone): proofs served from it would not verify (the merkle_nodes table was edited)",
+            {"seq": None},
+        )
     return None
 
 

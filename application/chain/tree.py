@@ -32,10 +32,19 @@ class MerkleTree:
             return size
         edge = self.store.nodes(workspace, set(perfect_parts(0, size)))  # the old size's right edge
         frontier = {level: edge[(level, idx)] for level, idx in edge}
-        while size < head:
-            hashes = self.store.event_hashes(workspace, size, min(PAGE, head - size))
+        extended = size
+        for added, extended in self.completed(workspace, size, head, frontier):
+            self.store.add(workspace, added, extended)
+        return extended
+
+    def completed(self, workspace: str, size: int, end: int, frontier: dict[int, bytes]):
+        """From the chain's event hashes after `size` up to `end`: each page's perfect subtrees
+        (level, index, hash) it completes, with the size after it. `frontier`: the right edge at
+        `size` (level -> hash), updated as it goes."""
+        while size < end:
+            hashes = self.store.event_hashes(workspace, size, min(PAGE, end - size))
             if not hashes:
-                break
+                return
             added = []
             for event in hashes:
                 index, digest, level = size, leaf_hash(bytes.fromhex(event)), 0
@@ -46,8 +55,19 @@ class MerkleTree:
                     added.append((level, index, digest))
                 frontier[level] = digest
                 size += 1
-            self.store.add(workspace, added, size)
-        return size
+            yield added, size
+
+    def first_difference(self, workspace: str) -> tuple[int, int] | None:
+        """The first stored perfect subtree (level, index) that differs from the one recomputed
+        from the chain, or is missing; None when every one agrees. A root reads only the few
+        subtrees of its size: an edited other one would go unseen, and only the proofs served
+        from it would fail."""
+        for added, _ in self.completed(workspace, 0, self.store.size(workspace), {}):
+            stored = self.store.nodes(workspace, {(level, idx) for level, idx, _ in added})
+            for level, idx, digest in added:
+                if stored.get((level, idx)) != digest:
+                    return level, idx
+        return None
 
     def root(self, workspace: str, size: int) -> bytes:
         return range_hash(0, size, self.store.nodes(workspace, set(perfect_parts(0, size))))

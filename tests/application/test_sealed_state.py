@@ -240,6 +240,16 @@ def test_audit_verify_names_a_stored_merkle_node_that_was_edited(snapshotted, ta
     assert "stored Merkle tree differs" in result["detail"] and result["record"]["seq"] == checkpoint["seq"]
 
 
+def test_audit_verify_names_a_stored_leaf_no_checkpoints_root_reads(snapshotted, tamper):
+    """A root reads only the perfect subtrees of its size; the leaves below them are read by the
+    inclusion proofs alone, so an edited leaf is found by recomputing every stored node."""
+    snapshotted.chain.checkpoint("acme")
+    tamper.sql("UPDATE rcp_merkle_nodes SET hash = %s WHERE workspace = 'acme' AND level = 0 AND idx = 1", ("00" * 32,))
+    result = snapshotted.chain.verify("acme")
+    assert not result["ok"] and result["problem"] == "altered", result
+    assert "node at level 0, index 1 differs" in result["detail"]
+
+
 # -- console sessions: what lets a browser in ----------------------------------------------------------
 @pytest.fixture
 def signed_in(snapshotted) -> dict:
