@@ -63,7 +63,10 @@ class MerkleTree:
         subtrees of its size: an edited other one would go unseen, and only the proofs served
         from it would fail."""
         for added, _ in self.completed(workspace, 0, self.store.size(workspace), {}):
-            stored = self.store.nodes(workspace, {(level, idx) for level, idx, _ in added})
+            stored: dict[tuple[int, int], bytes] = {}
+            for level in {level for level, _, _ in added}:  # one range a level: a page's nodes are contiguous
+                indexes = [idx for at, idx, _ in added if at == level]
+                stored.update(self.store.level_range(workspace, level, min(indexes), max(indexes)))
             for level, idx, digest in added:
                 if stored.get((level, idx)) != digest:
                     return level, idx

@@ -73,6 +73,15 @@ class MerkleStore:
         rows = self._rows(" UNION ALL ".join([one] * len(parts)), params)
         return {(r["level"], r["idx"]): bytes.fromhex(r["hash"]) for r in rows}
 
+    def level_range(self, workspace: str, level: int, first: int, last: int) -> dict[tuple[int, int], bytes]:
+        """The stored subtrees of one level, indexes `first` to `last` (one range of the key)."""
+        rows = self._rows(
+            "SELECT level, idx, hash FROM {merkle_nodes} WHERE workspace = %s AND level = %s AND idx >= %s "
+            "AND idx <= %s",
+            (workspace, level, first, last),
+        )
+        return {(r["level"], r["idx"]): bytes.fromhex(r["hash"]) for r in rows}
+
     def add(self, workspace: str, nodes: list[tuple[int, int, bytes]], size: int) -> None:
         """New perfect subtrees and the tree's new size, in one transaction. Two processes that
         extend the same tree at once write the same values: the first write of each stands."""
