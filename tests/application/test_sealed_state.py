@@ -250,6 +250,15 @@ def test_audit_verify_names_a_stored_leaf_no_checkpoints_root_reads(snapshotted,
     assert "node at level 0, index 1 differs" in result["detail"]
 
 
+def test_a_tree_of_thousands_of_records_verifies_whole(snapshotted):
+    """Past SQLite's 500 terms in one compound statement: the stored nodes are read in ranges."""
+    for batch in range(6):
+        snapshotted.evaluation.evaluate("acme", "python", [f"pkg{batch}-{n}" for n in range(400)], None, {})
+    snapshotted.chain.checkpoint("acme")
+    result = snapshotted.chain.verify("acme")
+    assert result["ok"] and result["checked"] > 2400, result
+
+
 # -- console sessions: what lets a browser in ----------------------------------------------------------
 @pytest.fixture
 def signed_in(snapshotted) -> dict:
