@@ -88,6 +88,7 @@ class SnapshotCheck:
         parts: dict[str, list[dict]] = {"snapshot": [], "event": [], "seal": []}
         for row in rows:
             parts[row["part"]].append(row)
+        self._checked(policy, parts["event"])
         stored = [
             StoredEvent(policy, r["originator_version"], r["topic"], bytes(r["state"]))
             for r in chain(parts["snapshot"], sorted(parts["event"], key=lambda r: r["originator_version"]))
@@ -138,6 +139,15 @@ class SnapshotCheck:
         fail closed), where the service once enforced an edited policy event without a word."""
         rows = self.store.facts(self.store.oid(aggregate_id), after=gt or 0)
         rows = [r for r in rows if lte is None or r["originator_version"] <= lte]
+        self._checked(aggregate_id, rows)
+        rows.sort(key=lambda r: r["originator_version"])
+        return [
+            mapper.to_domain_event(StoredEvent(aggregate_id, r["originator_version"], r["topic"], bytes(r["state"])))
+            for r in rows
+        ]
+
+    def _checked(self, aggregate_id: UUID, rows: list[dict]) -> None:
+        """Raise the alarm and refuse (StoreUnavailableError) unless every row is what the chain sealed."""
         try:
             checked_facts(rows, self.read_state, f"aggregate {aggregate_id}")
         except Tampered as tampered:
@@ -145,11 +155,6 @@ class SnapshotCheck:
             raise StoreUnavailableError(
                 f"{tampered}; it was not used: nothing is judged on it until the store is restored"
             ) from None
-        rows.sort(key=lambda r: r["originator_version"])
-        return [
-            mapper.to_domain_event(StoredEvent(aggregate_id, r["originator_version"], r["topic"], bytes(r["state"])))
-            for r in rows
-        ]
 
     def _refuse(self, subject: str, detail: str) -> bool:
         self.alarms.alarm("snapshot", subject, detail)

@@ -85,9 +85,12 @@ POLICY_AT = (
     "SELECT 'seal' AS part, f.* FROM ("  # first: the others' NULLs take its columns' types
     + FACTS.replace("{at_e}", _AT_SNAPSHOT.format(alias="e")).replace("{at_c}", _AT_SNAPSHOT.format(alias="c"))
     + ") f UNION ALL SELECT 'snapshot', NULL, originator_version, topic, state, NULL, NULL, NULL FROM s "
-    "UNION ALL SELECT 'event', NULL, originator_version, topic, state, NULL, NULL, NULL FROM {events} "
-    "WHERE originator_id = %s AND originator_version > COALESCE((SELECT originator_version FROM s), 0) "
-    "AND originator_version <= (SELECT version FROM v)"
+    # the events after the snapshot with what the chain sealed for each, as FACTS reads them
+    "UNION ALL SELECT 'event', e.originator_id, e.originator_version, e.topic, e.state, e.{nid}, c.event_hash, "
+    "(SELECT p.notification_id FROM {chain_position} p WHERE p.singleton = 1) FROM {events} e "
+    "LEFT JOIN {chain} c ON c.originator_id = e.originator_id AND c.originator_version = e.originator_version "
+    "WHERE e.originator_id = %s AND e.originator_version > COALESCE((SELECT originator_version FROM s), 0) "
+    "AND e.originator_version <= (SELECT version FROM v)"
 )
 _ANY_VERSION = FACTS.replace("{at_e}", "").replace("{at_c}", "")
 _CALLER_COLUMNS = (
