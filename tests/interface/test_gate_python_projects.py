@@ -96,6 +96,37 @@ def test_an_index_named_in_a_nested_requirement_file_is_refused_before_running(
     assert public.requests == [] and "alpha" not in target.installed()
 
 
+REQUIREMENT_TRICKS = {
+    # pip does not join a comment line ending in a backslash with the next line
+    "a comment's backslash": {"requirements.txt": "# mirror \\\n--index-url {url}/simple/\n# pinned \\\nalpha\n"},
+    # pip reads an option line with shlex: this names inner.txt, not a file called 'inner.txt'
+    "a quoted file name": {
+        "requirements.txt": "-r 'inner.txt'\n",
+        "'inner.txt'": "alpha\n",
+        "inner.txt": "--index-url {url}/simple/\nalpha\n",
+    },
+    # the kernel resolves link/.. through the link, where normpath would drop both
+    "a link and ..": {"requirements.txt": "-r link/../req.txt\n", "req.txt": "alpha\n"},
+}
+
+
+@pytest.mark.parametrize("trick", REQUIREMENT_TRICKS)
+def test_a_requirement_file_is_read_as_pip_reads_it_so_its_index_is_seen(
+    gate, env, app, target, project, public, trick
+):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    for name, text in REQUIREMENT_TRICKS[trick].items():
+        (project / name).write_text(text.format(url=public.url))
+    if trick == "a link and ..":
+        (project / "elsewhere" / "deep").mkdir(parents=True)
+        (project / "elsewhere" / "req.txt").write_text(f"--index-url {public.url}/simple/\nalpha\n")
+        (project / "link").symlink_to(project / "elsewhere" / "deep")
+    done = gate("--", "pip", "install", "-r", "requirements.txt", env=env, cwd=project)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "runcode-policy-gate: denied:" in done.stderr and public.requests == []
+    assert "alpha" not in target.installed()
+
+
 def test_a_variable_in_a_requirement_file_is_refused(gate, env, app, target, project):
     set_policy(app, "allowlist", python=["alpha", "beta"])
     (project / "requirements.txt").write_text("alpha\n--extra-index-url ${MIRROR}\n")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 
 from ...service import CannotVerify
 
@@ -44,7 +45,7 @@ def lines_of(path: str, cwd: str, depth: int = 0, seen: list | None = None) -> l
     seen = [] if seen is None else seen
     if depth > MAX_DEPTH:
         raise CannotVerify(f"requirement files nested more than {MAX_DEPTH} deep at {path!r}")
-    full = os.path.normpath(os.path.join(cwd, path))
+    full = os.path.join(cwd, path)  # as pip joins it: `link/..` is the kernel's to resolve, not normpath's
     try:
         with open(full, encoding="utf-8") as handle:
             text = handle.read()
@@ -52,8 +53,8 @@ def lines_of(path: str, cwd: str, depth: int = 0, seen: list | None = None) -> l
         raise CannotVerify(f"cannot read the requirement file {full!r}: {error}") from None
     lines = []
     for line in logical_lines(text, full):
-        words = line.split()
-        used, nested = nested_file(words[0], words[1] if len(words) > 1 else None)
+        words = option_words(line, full)
+        used, nested = nested_file(words[0], words[1] if len(words) > 1 else None) if words else (0, None)
         if nested is not None and "://" not in nested:
             lines += lines_of(nested, os.path.dirname(full), depth + 1, seen)
         else:
@@ -64,11 +65,38 @@ def lines_of(path: str, cwd: str, depth: int = 0, seen: list | None = None) -> l
     return lines
 
 
+def option_words(line: str, where: str) -> list[str]:
+    """A line's options as pip reads them (req_file.break_args_options, then shlex): the words
+    from the first one that starts with `-`, quotes undone (`-r 'x.txt'` names x.txt)."""
+    tokens = line.split(" ")
+    first = next((i for i, token in enumerate(tokens) if token.startswith("-")), len(tokens))
+    try:
+        return shlex.split(" ".join(tokens[first:]))
+    except ValueError as error:
+        raise CannotVerify(f"{where}: pip could not split the options of {line!r}: {error}") from None
+
+
+def joined_lines(text: str) -> list[str]:
+    """pip's req_file.join_lines: a line ending in a backslash goes on in the next one, unless it
+    is a comment (then it ends there, and the next line is a line of its own)."""
+    lines, pending = [], []
+    for raw in text.splitlines():
+        comment = COMMENT.match(raw) is not None
+        if not raw.endswith("\\") or comment:
+            raw = " " + raw if comment else raw
+            lines.append("".join([*pending, raw]))
+            pending = []
+        else:
+            pending.append(raw.strip("\\"))
+    if pending:
+        lines.append("".join(pending))
+    return lines
+
+
 def logical_lines(text: str, where: str) -> list[str]:
     """pip's req_file.preprocess: join continuations, drop comments and blank lines."""
-    joined = re.sub(r"\\\r?\n", "", text)
     lines = []
-    for number, raw in enumerate(joined.splitlines(), 1):
+    for number, raw in enumerate(joined_lines(text), 1):
         line = COMMENT.sub("", raw).strip()
         if "${" in line:
             raise CannotVerify(
