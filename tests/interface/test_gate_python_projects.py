@@ -219,6 +219,18 @@ def test_uv_pip_install_r_refuses_an_extra_index_in_the_file(gate, env, app, tar
     assert public.requests == []
 
 
+def test_uv_pip_install_r_pyproject_ignores_its_uv_sources(gate, env, app, target, project, public):
+    """`[tool.uv.sources]` may name a URL: uv pip reads it from `-r pyproject.toml` unless told not to."""
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    wheel = public.file_url(public.file("alpha-1.0-py3-none-any.whl"))
+    sources = f'[tool.uv.sources]\nalpha = {{ url = "{wheel}" }}\n'
+    (project / "pyproject.toml").write_text(PYPROJECT.format(deps='["alpha"]') + sources)
+    done = gate("--", "uv", "pip", "install", "-r", "pyproject.toml", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert public.requests == [] and {"alpha", "beta"} <= target.installed()
+    assert {("alpha", True), ("beta", True)} <= index_decisions(app)
+
+
 def public_lock(project: Path, public, uv_bin: str, env: dict) -> None:
     """uv.lock made by real uv against the "public" index, as an agent would bring it."""
     made = subprocess.run(

@@ -71,9 +71,7 @@ def settings_for(kind: str, run: dict, workdir: str, cwd: str) -> dict:
     }
     if kind in ("pip", "pip-compile"):
         return pip
-    if kind == "uv":
-        return uv
-    if kind == "uv-project":
+    if kind in ("uv", "uv-project"):  # `uv pip install -r pyproject.toml` reads tool.uv.sources too
         return {**uv, "UV_NO_SOURCES": "1"}
     if kind == "pdm":
         config = os.path.join(workdir, "pdm-config.toml")
@@ -106,11 +104,14 @@ def settings_for(kind: str, run: dict, workdir: str, cwd: str) -> dict:
 
 def check_sources(kind: str, index: str, cwd: str) -> None:
     """Refuse every index the project's files name that is not the service's (uv's are dropped
-    by UV_NO_CONFIG; pip and pip-compile read none of these files)."""
+    by UV_NO_CONFIG; pip and pip-compile read none of these files), and a uv.lock that names
+    the service's index but would fetch a file from elsewhere (uv installs such a lock as it is)."""
+    if kind == "uv-project":
+        _check_uv_lock(index, cwd)
     if kind not in ("pdm", "pipenv", "poetry"):
         return
-    mine = "Pipfile" if kind == "pipenv" else f"tool.{kind}."
-    declared = [(w, u) for w, u in projects.declared_sources(cwd) if mine in w]
+    mine = {"pipenv": ("Pipfile",), "pdm": ("tool.pdm.", "pdm.toml")}.get(kind, (f"tool.{kind}.",))
+    declared = [(w, u) for w, u in projects.declared_sources(cwd) if any(m in w for m in mine)]
     if kind == "pipenv":  # PIPENV_PYPI_MIRROR stands in for pypi.org wherever it is named
         declared += [("Pipfile.lock _meta.sources", u) for u in projects.pipfile_lock_sources(cwd)]
         declared = [(w, u) for w, u in declared if urllib.parse.urlsplit(u).hostname != "pypi.org"]
@@ -142,6 +143,27 @@ def poetry_source_name(cwd: str) -> str:
 def poetry_lock_sources(cwd: str) -> list[str]:
     packages = projects.toml(os.path.join(cwd, "poetry.lock")).get("package", ())
     return [str(p["source"].get("url", "")) for p in packages if isinstance(p.get("source"), dict)]
+
+
+# uv.lock sources that are no index: the project itself, or its workspace members.
+UV_LOCAL_SOURCES = ("editable", "virtual", "directory")
+
+
+def _check_uv_lock(index: str, cwd: str) -> None:
+    files = index.rstrip("/").rpartition("/")[0] + "/"  # the index's files live beside its pages
+    for package in projects.toml(os.path.join(cwd, "uv.lock")).get("package", ()):
+        name, source = package.get("name", "?"), package.get("source", {})
+        kinds = set(source) - {"registry", *UV_LOCAL_SOURCES}
+        urls = [f.get("url") for f in [package.get("sdist", {}), *package.get("wheels", ())] if isinstance(f, dict)]
+        if not projects.same_index(str(source.get("registry", index)), index):
+            urls = []  # locked against another index: uv resolves it again through this one
+        outside = [u for u in urls if u and not projects.same_index(str(u)[: len(files)], files)]
+        if kinds or outside:
+            found = f"{sorted(kinds)[0]} source" if kinds else f"file {outside[0]!r}"
+            raise Unresolvable(
+                f"uv.lock installs {name} from a {found}, not from the policy index; "
+                "delete uv.lock and run `runcode-policy-gate -- uv lock` to resolve it through the index"
+            )
 
 
 def pdm_lock_urls(cwd: str) -> list[str]:
