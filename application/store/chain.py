@@ -86,9 +86,12 @@ POLICY_AT = (
     + FACTS.replace("{at_e}", _AT_SNAPSHOT.format(alias="e")).replace("{at_c}", _AT_SNAPSHOT.format(alias="c"))
     + ") f UNION ALL SELECT 'snapshot', NULL, originator_version, topic, state, NULL, NULL, NULL FROM s "
     # the events after the snapshot with what the chain sealed for each, as FACTS reads them
-    "UNION ALL SELECT 'event', e.originator_id, e.originator_version, e.topic, e.state, e.{nid}, c.event_hash, "
+    # (each event's sealed hash one seek of the chain's key: a join was planned as a scan of every
+    # chain row of the policy)
+    "UNION ALL SELECT 'event', e.originator_id, e.originator_version, e.topic, e.state, e.{nid}, "
+    "(SELECT c.event_hash FROM {chain} c WHERE c.originator_id = e.originator_id "
+    "AND c.originator_version = e.originator_version), "
     "(SELECT p.notification_id FROM {chain_position} p WHERE p.singleton = 1) FROM {events} e "
-    "LEFT JOIN {chain} c ON c.originator_id = e.originator_id AND c.originator_version = e.originator_version "
     "WHERE e.originator_id = %s AND e.originator_version > COALESCE((SELECT originator_version FROM s), 0) "
     "AND e.originator_version <= (SELECT version FROM v)"
 )
