@@ -22,9 +22,12 @@ from domain.limits import MAX_TEXT
 from domain.policy import LanguageRules
 from domain.specs import Spec, make_spec, parse
 
-# The manifest fields npm and pnpm install from (devDependencies are the root project's only;
-# bundled dependencies come inside the tarball and are never fetched).
+# The manifest fields npm and pnpm install from (devDependencies are the root project's only).
 NPM_FIELDS = ("dependencies", "optionalDependencies", "peerDependencies")
+# Names a version carries inside its own tarball (npm reads either spelling; `true`: every one of
+# its dependencies): installed without a fetch, so judged here by name, as `/evaluate` judges a
+# name. Only a refused one is recorded: an allowed one is part of the allowed tarball.
+BUNDLED_FIELDS = ("bundleDependencies", "bundledDependencies")
 PYTHON_FIELD = "Requires-Dist"
 FETCHED_THROUGH_THE_INDEX = ("registry", "alias")
 
@@ -58,6 +61,20 @@ def declared_specs(language: str, metadata: Any) -> list[tuple[str, Spec]]:
                 found.append((field, _spec("node", f"{name}@{value}")))
             else:
                 found.append((field, _unreadable("node", f"{name}@{value!r}", "its spec is not a string")))
+    return found + _bundled(metadata) if isinstance(metadata, dict) else found
+
+
+def _bundled(manifest: dict[str, Any]) -> list[tuple[str, Spec]]:
+    found = []
+    for field in BUNDLED_FIELDS:
+        value = manifest.get(field)
+        if value is None or value is False:
+            continue
+        names = list(manifest.get("dependencies") or {}) if value is True else value
+        if not isinstance(names, list):
+            found.append((field, _unreadable("node", f"{field}: {value!r}", "not a list of names")))
+            continue
+        found += [(field, _spec("node", name)) for name in names]
     return found
 
 
@@ -78,7 +95,7 @@ def judge_declared(rules: LanguageRules, declared: Iterable[tuple[str, Spec]], w
     return [
         Declared(field, spec, judge(rules, spec, workspace))
         for field, spec in declared
-        if spec.kind not in FETCHED_THROUGH_THE_INDEX
+        if spec.kind not in FETCHED_THROUGH_THE_INDEX or field in BUNDLED_FIELDS
     ]
 
 

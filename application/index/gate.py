@@ -64,7 +64,7 @@ from domain.decision import (
     run_failed,
     upstream_failed,
 )
-from domain.declared import declared_record, declared_specs, judge_declared, version_label
+from domain.declared import BUNDLED_FIELDS, declared_record, declared_specs, judge_declared, version_label
 from domain.errors import NotFoundError
 from domain.policy import LanguageRules
 from domain.rules import MONITOR, VersionFacts
@@ -214,6 +214,8 @@ class IndexGate:
         for version, metadata in declarations.items():
             label = version_label(language, name, version)
             for found in judge_declared(rules[language], declared_specs(language, metadata), principal.workspace):
+                if found.verdict.allowed and found.field in BUNDLED_FIELDS:
+                    continue  # part of the allowed tarball: only a refused bundled name is a decision
                 token = None if principal.run else principal.token
                 record = declared_record(
                     found, label, policy_version, _context(principal), request, principal.run, file, version, token

@@ -77,11 +77,17 @@ class NameRows:
     ruled: bool = False  # whether the language had a rule beyond names by then (then read them)
 
 
+# A record naming the version that declares it (its JSON as the decisions row keeps it, sorted
+# keys, json's default separators): `declared_by` is null on every other record.
+DECLARED = '%"declared_by": "%'
+
+
 @dataclass(frozen=True)
 class Denials:
     """One reader's (domain.run.reader_key) denied decisions made at or after `since`, but for the
-    reasons in `passing` (refusals that are not project denials) and those not about a registry
-    project (a declared URL dependency hides a version; it denies no project): what fails a run.
+    reasons in `passing` (refusals that are not project denials), those not about a registry
+    project, and those on what a version declares (a refused URL dependency or bundled name hides
+    that version; it denies no project, as the gate counts it): what fails a run.
     Read on its own (`first_project_denial`) or, whether there is one, with the reader's token
     (application.store.chain.ChainStore.caller)."""
 
@@ -94,12 +100,12 @@ class Denials:
         skip = "".join(" AND d.reason <> %s" for _ in self.passing)
         return (
             "FROM {run_decisions} r JOIN {decisions} d ON d.id = r.decision "
-            f"WHERE r.run = %s AND r.allowed = %s AND r.at >= %s AND d.kind = %s{skip}"
+            f"WHERE r.run = %s AND r.allowed = %s AND r.at >= %s AND d.kind = %s{skip} AND d.record NOT LIKE %s"
         )
 
     def params(self, dialect) -> tuple:
         since = dialect.ts(self.since or datetime.min.replace(tzinfo=UTC))
-        return (self.reader, False, since, "registry", *self.passing)
+        return (self.reader, False, since, "registry", *self.passing, DECLARED)
 
 
 class ReadModel:

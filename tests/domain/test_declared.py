@@ -76,8 +76,23 @@ def test_a_manifest_that_cannot_be_read_is_refused(manifest, why):
 
 
 def test_devdependencies_and_other_fields_are_not_installed_so_not_judged():
-    manifest = {"devDependencies": {"beta": "http://host/b.tgz"}, "bundleDependencies": ["beta"], "name": "alpha"}
+    manifest = {"devDependencies": {"beta": "http://host/b.tgz"}, "name": "alpha", "scripts": {"x": "beta"}}
     assert declared_specs("node", manifest) == []
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        {"dependencies": {"beta": "^1.0.0"}, "bundleDependencies": ["beta"]},
+        {"dependencies": {"beta": "^1.0.0"}, "bundledDependencies": ["beta"]},
+        {"dependencies": {"beta": "^1.0.0"}, "bundleDependencies": True},  # every dependency bundled
+    ],
+)
+def test_a_bundled_name_is_judged_by_name_as_it_installs_without_a_fetch(manifest):
+    [found] = judge_declared(DENYLIST["node"], declared_specs("node", manifest), "acme")
+    assert (found.spec.name, found.verdict.allowed, found.verdict.reason) == ("beta", False, "matches-the-deny-list")
+    [allowed] = judge_declared(DENYLIST["node"], declared_specs("node", {"bundleDependencies": ["gamma"]}), "acme")
+    assert allowed.verdict.allowed
 
 
 PYTHON_NON_REGISTRY = [

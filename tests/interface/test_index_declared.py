@@ -39,6 +39,8 @@ def npm_upstream(url_host):
             Release("alpha", "1.1.0", dependencies={"beta": url_host.url + BETA_TGZ}),
             Release("alpha", "1.2.0", dependencies={"beta": f"git+{url_host.url}/beta.git"}),
             Release("beta", "1.0.0"),
+            Release("bundler", "1.0.0"),
+            Release("bundler", "1.1.0", dependencies={"beta": "^1.0.0"}, bundled=("beta",)),
         ]
     )
     yield upstream
@@ -93,6 +95,20 @@ def test_an_npm_url_dependency_hides_its_version_and_an_older_one_installs(live,
     assert url["package_version"] == "1.1.0" and url["request"] == "page" and url["run"] == run["id"]
     assert url["message"].startswith("alpha@1.1.0 is not offered because of a dependency it declares in dependencies:")
     assert declared["alpha@1.2.0"]["kind"] == "vcs"
+
+
+def test_a_version_bundling_a_denied_package_is_hidden_and_an_older_one_installs(live, app, tmp_path, url_host):
+    """A bundled dependency comes inside the tarball, never fetched through the index: the
+    version that bundles a denied name is not offered; the refusal hides that version and
+    denies no project, so the run goes on."""
+    set_policy(app, "denylist", node=["beta"])
+    run = start_run(live)
+    outcome = clients.npm(tmp_path, run["npm"], run["token"], "install", "bundler")
+    assert outcome.ok, outcome.output
+    assert installed_node(tmp_path) == {"bundler": "1.0.0"}
+    bundled = hiding(run_decisions(live, run))["bundler@1.1.0"]
+    assert (bundled["spec"], bundled["reason"], bundled["allowed"]) == ("beta", "matches-the-deny-list", False)
+    assert "declares beta in bundleDependencies" in bundled["detail"]
 
 
 def test_npm_asked_for_exactly_a_hidden_version_fails_with_the_reason(live, app, tmp_path, url_host):

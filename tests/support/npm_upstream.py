@@ -45,6 +45,7 @@ class Release:
     peer_dependencies: dict = field(default_factory=dict)
     optional_dependencies: dict = field(default_factory=dict)
     peer_meta: dict = field(default_factory=dict)
+    bundled: tuple = ()  # bundleDependencies: names its manifest says its tarball carries
 
     def declared(self) -> dict:
         """The dependency fields of its manifest, those it declares only."""
@@ -53,6 +54,7 @@ class Release:
             "peerDependencies": self.peer_dependencies,
             "optionalDependencies": self.optional_dependencies,
             "peerDependenciesMeta": self.peer_meta,
+            "bundleDependencies": list(self.bundled),
         }
         return {k: v for k, v in fields.items() if v or k == "dependencies"}
 
