@@ -100,7 +100,11 @@ def verify_slice(lines: Iterable[dict], checkpoints: list[dict], keys: dict) -> 
 def _sealed_record_problem(decision: dict) -> tuple[str, str] | None:
     chain = decision.get("chain")
     if not chain:
-        return "unsealed", f"decision {decision.get('id')} is not sealed yet: export again later"
+        return "unsealed", (
+            f"decision {decision.get('id')} carries no chain link: either it was not sealed yet when "
+            "exported (export again in a moment), or the store no longer holds its sealed event in this "
+            "workspace's chain (deleted, or the row moved): `audit verify` on the store names which"
+        )
     event = chain["event"]
     try:
         state = base64.b64decode(event["state"], validate=True)

@@ -41,6 +41,16 @@ def test_a_slice_with_an_edited_outcome_fails(exported):
     assert (result["ok"], result["problem"]) == (False, "altered") and denied["id"] in result["detail"]
 
 
+def test_a_decision_without_its_link_is_refused_saying_it_may_be_gone_not_only_late(exported):
+    app, lines, checkpoints = exported
+    gone = copy.deepcopy(lines)
+    bare = next(line for line in gone if line.get("name") == "requests")
+    bare["chain"] = None  # as an export carries a decision whose sealed event the store lost
+    result = verify_slice(gone, checkpoints, app.chain.trusted_keys())
+    assert (result["ok"], result["problem"]) == (False, "unsealed")
+    assert "not sealed yet" in result["detail"] and "no longer holds its sealed event" in result["detail"]
+
+
 def test_a_slice_whose_links_were_tampered_with_misses_the_checkpoint(exported):
     app, lines, checkpoints = exported
     edited = copy.deepcopy(lines)
