@@ -392,6 +392,7 @@ ROW_TAMPERING = [
     ),
     ("changes", "UPDATE rcp_changes SET name = 'evil', name_key = 'evil' WHERE type = 'entry-added'", "altered"),
     ("changes", "UPDATE rcp_changes SET by_actor = 'mallory' WHERE type = 'mode-switched'", "altered"),
+    ("tokens", "UPDATE rcp_tokens SET revoked_by = 'mallory' WHERE revoked_at IS NULL", "altered"),
     ("changes", "DELETE FROM rcp_changes WHERE type = 'entry-added'", "deleted"),
     (  # who made a change, as /history says: a token that did not
         "changes",

@@ -43,8 +43,9 @@ def _row_problem(store: ChainStore, read_state, row: dict, sealed: dict, positio
     ):
         return "altered"
     if revoked is None:
-        if row["revoked_at"] is not None and not _pending(store, row["id"], 2, position):
-            return "altered"  # revoked in the table alone
+        revoked_in_table = row["revoked_at"] is not None or row["revoked_by"] is not None
+        if revoked_in_table and not _pending(store, row["id"], 2, position):
+            return "altered"  # revoked (or a revoker named) in the table alone
         return None
     state = read_state(revoked["state"]) or {}
     if (
