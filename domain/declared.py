@@ -61,7 +61,9 @@ def declared_specs(language: str, metadata: Any) -> list[tuple[str, Spec]]:
                 found.append((field, _spec("node", f"{name}@{value}")))
             else:
                 found.append((field, _unreadable("node", f"{name}@{value!r}", "its spec is not a string")))
-    return found + _bundled(metadata) if isinstance(metadata, dict) else found
+    if isinstance(metadata, dict):
+        found += _bundled(metadata)
+    return found
 
 
 def _bundled(manifest: dict[str, Any]) -> list[tuple[str, Spec]]:

@@ -36,10 +36,10 @@ def parse_duration(text: object, field: str = "duration") -> timedelta:
         )
     weeks, days, hours, minutes, seconds = (float(g) if g else 0.0 for g in found.groups())
     try:
-        length = timedelta(weeks=weeks, days=days, hours=hours, minutes=minutes, seconds=seconds)
+        length: timedelta | None = timedelta(weeks=weeks, days=days, hours=hours, minutes=minutes, seconds=seconds)
     except OverflowError:  # past timedelta's own range, so past the bound too
-        length = MAX_DURATION + MAX_DURATION
-    if not timedelta(0) < length <= MAX_DURATION:
+        length = None
+    if length is None or not timedelta(0) < length <= MAX_DURATION:
         raise InvalidInputError(
             f"{field}: {text!r} is out of range",
             [FieldError(field, f"must be longer than zero and at most {MAX_DURATION.days} days")],

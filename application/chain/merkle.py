@@ -50,12 +50,13 @@ class MissingNode(LookupError):
 def range_hash(start: int, end: int, nodes: dict[tuple[int, int], bytes]) -> bytes:
     """MTH(D[start:end]) from the perfect subtrees it is made of: the right edge folds from the
     smallest part upwards, as the RFC's split at the largest power of two does."""
-    parts = perfect_parts(start, end)
-    missing = [part for part in parts if part not in nodes]
-    if missing:
-        level, index = missing[0]
-        raise MissingNode(f"the stored Merkle tree has no node at level {level}, index {index} (of {end} leaves)")
-    hashes = [nodes[part] for part in parts]
+    try:
+        hashes = [nodes[part] for part in perfect_parts(start, end)]
+    except KeyError as missing:
+        level, index = missing.args[0]
+        raise MissingNode(
+            f"the stored Merkle tree has no node at level {level}, index {index} (of {end} leaves)"
+        ) from None
     if not hashes:
         return EMPTY_ROOT
     folded = hashes[-1]

@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-import httpx
 from flask import Response, request
 from werkzeug.http import parse_etags, parse_range_header
 from werkzeug.wsgi import ClosingIterator, wrap_file
@@ -28,7 +27,7 @@ from application.index.deliveries import Delivered
 from domain.delivery import CACHED, SERVED
 from interface.index.delivery import metered
 from interface.index.streaming import CHUNK, open_file, relay
-from interface.index.upstream import Upstream, bad_gateway, unavailable
+from interface.index.upstream import Upstream, bad_gateway, logged
 
 log = logging.getLogger(__name__)
 IMMUTABLE_SECONDS = 365 * 24 * 60 * 60
@@ -80,26 +79,24 @@ def obtain(upstream: Upstream, cache: DiskCache, url: str, digests: Digests, lim
     response, _, _ = open_file(upstream, "GET", url)
     temporary = cache.temporary()
     try:
-        try:
-            if int(response.headers.get("content-length") or 0) > limit:
+        if int(response.headers.get("content-length") or 0) > limit:
+            raise refuse(limit)
+        hashers, size = digests.hashers(), 0
+        # within the file deadline; a broken transfer is the upstream's failure, logged (raw_chunks)
+        for chunk in upstream.raw_chunks(response, CHUNK):
+            size += len(chunk)
+            if size > limit:
                 raise refuse(limit)
-            hashers, size = digests.hashers(), 0
-            for chunk in upstream.raw_chunks(response, CHUNK):  # within the file deadline
-                size += len(chunk)
-                if size > limit:
-                    raise refuse(limit)
-                temporary.write(chunk)
-                for hasher in hashers.values():
-                    hasher.update(chunk)
-        except httpx.HTTPError as error:
-            raise unavailable(f"the upstream stopped sending the file: {type(error).__name__}") from None
+            temporary.write(chunk)
+            for hasher in hashers.values():
+                hasher.update(chunk)
         if not digests.matches(hashers):
-            detail = (
-                f"the upstream's bytes for {url.rsplit('/', 1)[-1]} do not match the {digests.algorithm} digest "
-                "its index page gives, so they are not served"
+            raise logged(
+                bad_gateway(
+                    f"the upstream's bytes for {url.rsplit('/', 1)[-1]} do not match the {digests.algorithm} "
+                    "digest its index page gives, so they are not served"
+                )
             )
-            log.warning("upstream fetch failed: %s", detail)
-            raise bad_gateway(detail)
         kept = cache.keep(temporary, digests)
     except BaseException:
         DiskCache.forget(temporary)
@@ -111,9 +108,7 @@ def obtain(upstream: Upstream, cache: DiskCache, url: str, digests: Digests, lim
 
 
 def _too_large(limit: int):
-    detail = f"the upstream file is larger than {limit} bytes, the most the index fetches"
-    log.warning("upstream fetch failed: %s", detail)
-    return bad_gateway(detail)
+    return logged(bad_gateway(f"the upstream file is larger than {limit} bytes, the most the index fetches"))
 
 
 def serve(verified: Verified, delivered: Delivered | None = None) -> Response:

@@ -68,8 +68,13 @@ def refused_by_upstream(status: int, what: str) -> UpstreamProblem:
     """Upstream's own answer `status` (not 200, not 404) for `what`, and its one line in the log:
     a 5xx is an outage (503, retry shortly), anything else a bad answer (502)."""
     detail = f"the upstream answered {status} for {what}"
-    log.warning("upstream fetch failed: %s", detail)
-    return unavailable(detail) if status >= 500 else bad_gateway(detail)
+    return logged(unavailable(detail) if status >= 500 else bad_gateway(detail))
+
+
+def logged(problem: UpstreamProblem) -> UpstreamProblem:
+    """An upstream failure, with its one line in the service's log."""
+    log.warning("upstream fetch failed: %s", problem.detail)
+    return problem
 
 
 def too_slow(detail: str) -> UpstreamProblem:
@@ -232,8 +237,7 @@ class Upstream:
             )
         else:
             problem = unavailable(f"the upstream stopped answering ({host}: {type(error).__name__})")
-        log.warning("upstream fetch failed: %s", problem.detail)
-        return problem
+        return logged(problem)
 
     def _request(self, method: str, url: str, headers: dict) -> httpx.Request:
         parts = urlsplit(url)

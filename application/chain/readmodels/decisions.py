@@ -14,21 +14,20 @@ from application.chain.readmodels.rows import OneRowPerEvent, check_rows, event_
 from application.store.chain import ChainStore
 from domain.decision import Decision, DecisionRecord, stored_record
 
+COLUMNS = ("language", "name", "kind", "allowed", "reason", "source", "sandbox")  # DecisionRecord.columns's order
+
 
 def _same(store: ChainStore, row: dict, state: dict) -> bool:
     """Every column: the ones `/decisions` filters on (name, kind, reason, sandbox...) as well as
     the record, or an edit there would hide a denial from the auditor's own questions."""
     record = stored_record(state)  # the row was written from the event as replay reads it: upcast
-    columns = tuple(row[c] for c in COLUMNS)
+    columns = tuple(bool(row[c]) if c == "allowed" else row[c] for c in COLUMNS)  # SQLite keeps 0/1
     return (
         json.loads(row["record"]) == record
         and row["workspace"] == state.get("workspace")
-        and (*columns[:3], bool(columns[3]), *columns[4:]) == DecisionRecord.columns(record)
+        and columns == DecisionRecord.columns(record)
         and store.dialect.from_ts(row["at"]) == event_time(state)
     )
-
-
-COLUMNS = ("language", "name", "kind", "allowed", "reason", "source", "sandbox")  # DecisionRecord.columns's order
 
 
 DECISIONS = OneRowPerEvent("decisions", Decision.Recorded.TOPIC, "decision", ChainStore.decision_rows, _same)

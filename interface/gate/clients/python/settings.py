@@ -118,8 +118,7 @@ def check_sources(kind: str, index: str, cwd: str) -> None:
     if kind == "poetry":
         declared += [("poetry.lock", u) for u in poetry_lock_sources(cwd)]
     if kind == "pdm":  # a lock with static URLs: their files must be the index's
-        files = index.rstrip("/").rpartition("/")[0] + "/"
-        declared += [("pdm.lock", u) for u in pdm_lock_urls(cwd) if not projects.same_index(u[: len(files)], files)]
+        declared += [("pdm.lock", u) for u in off_index_files(pdm_lock_urls(cwd), index)]
     for where, url in declared:
         if not projects.same_index(url, index):
             advice = SERVICE_SOURCE if kind == "poetry" else "remove it: the gate points {kind} at the policy index"
@@ -149,15 +148,21 @@ def poetry_lock_sources(cwd: str) -> list[str]:
 UV_LOCAL_SOURCES = ("editable", "virtual", "directory")
 
 
+def off_index_files(urls: list[str], index: str) -> list[str]:
+    """The file URLs not served by the index (its files live beside its pages)."""
+    files = index.rstrip("/").rpartition("/")[0] + "/"
+    return [u for u in urls if not projects.same_index(u[: len(files)], files)]
+
+
 def _check_uv_lock(index: str, cwd: str) -> None:
-    files = index.rstrip("/").rpartition("/")[0] + "/"  # the index's files live beside its pages
     for package in projects.toml(os.path.join(cwd, "uv.lock")).get("package", ()):
         name, source = package.get("name", "?"), package.get("source", {})
         kinds = set(source) - {"registry", *UV_LOCAL_SOURCES}
-        urls = [f.get("url") for f in [package.get("sdist", {}), *package.get("wheels", ())] if isinstance(f, dict)]
+        files = [package.get("sdist", {}), *package.get("wheels", ())]
+        urls = [str(f["url"]) for f in files if isinstance(f, dict) and f.get("url")]
         if not projects.same_index(str(source.get("registry", index)), index):
             urls = []  # locked against another index: uv resolves it again through this one
-        outside = [u for u in urls if u and not projects.same_index(str(u)[: len(files)], files)]
+        outside = off_index_files(urls, index)
         if kinds or outside:
             found = f"{sorted(kinds)[0]} source" if kinds else f"file {outside[0]!r}"
             raise Unresolvable(
