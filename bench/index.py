@@ -1,7 +1,9 @@
 """The package index's figures: `index_page`, the PyPI project page through the real service under
 wrk; `pip_install_ratio` and `pip_install_warm_ratio`, a `pip install` of a 20-package tree
 through the index (its cache empty, then full) against the same install straight from the same
-upstream (bench/pip_install.py); `index_rss`, the service's memory after 10,000 distinct pages.
+upstream (bench/pip_install.py), that upstream on this machine; `pip_install_remote_ratio` and
+`pip_install_remote_warm_ratio`, the same with the upstream `REMOTE_RTT` away, as PyPI is from a
+sandbox; `index_rss`, the service's memory after 10,000 distinct pages.
 
 For `index_page` the upstream is the tests' fixture PyPI index (tests/support/pypi_upstream.py,
 PEP 503/691 pages on a threaded server in this process): pypiserver, which `pip_install_ratio`
@@ -32,6 +34,7 @@ from tests.support.pypi_upstream import PyPIUpstream
 SERVER, UPSTREAM = "service-index", "index-upstream"
 PROJECT = "beta"  # three releases, five files (one yanked, one requires-python)
 PAGE = f"/pypi/{pip_install.WORKSPACE}/simple/{PROJECT}/"
+REMOTE_RTT = 0.020  # seconds: a nearby CDN's round trip; the local upstream's is ~0
 
 
 @dataclass
@@ -108,19 +111,19 @@ register(
 )
 
 
-def _pip_installs(run) -> tuple[float, float, float]:
-    """Direct, cold and warm medians, measured once per run for both figures."""
+def _pip_installs(run, rtt: float) -> tuple[float, float, float]:
+    """Direct, cold and warm medians, measured once per run and upstream distance for both figures."""
 
     def measure():
         work = Path(tempfile.mkdtemp(dir=run.workdir, prefix="pip-"))
-        direct, cold, warm = pip_install.measure(1 if run.quick else 3, work)
+        direct, cold, warm = pip_install.measure(1 if run.quick else 3, work, rtt)
         run.say(
-            f"  pip install of {pip_install.PACKAGES} packages: direct {direct:.2f} s, "
-            f"via the index cold {cold:.2f} s, warm {warm:.2f} s"
+            f"  pip install of {pip_install.PACKAGES} packages, upstream {rtt * 1000:g} ms away: "
+            f"direct {direct:.2f} s, via the index cold {cold:.2f} s, warm {warm:.2f} s"
         )
         return _Closed((direct, cold, warm))
 
-    return run.keep("pip-installs", measure).value
+    return run.keep(f"pip-installs-{rtt}", measure).value
 
 
 @dataclass
@@ -133,19 +136,33 @@ class _Closed:
         pass
 
 
-def _pip_ratio(run, which: int, label: str) -> Result:
-    times = _pip_installs(run)
+def _pip_ratio(run, which: int, label: str, rtt: float = 0.0) -> Result:
+    times = _pip_installs(run, rtt)
     rounds = "1 round" if run.quick else "median of 3 rounds"
+    where = f"the upstream {rtt * 1000:g} ms away" if rtt else "the upstream on this machine"
     ratio = round(times[which] / times[0], 3)
-    unit = f"× direct ({label} pip install of {pip_install.PACKAGES} packages via the index, {rounds})"
+    unit = f"× direct ({label} pip install of {pip_install.PACKAGES} packages via the index, {where}, {rounds})"
     return Result(ratio, unit, ratio=ratio)
+
+
+COLD, WARM = "cold: the index's cache empty,", "warm: pages and files from the index's cache,"
 
 
 @figure("pip_install_ratio", ceiling="direct")  # its own ceiling: the same install, direct
 def pip_install_ratio(run) -> Result:
-    return _pip_ratio(run, 1, "cold: the index's cache empty,")
+    return _pip_ratio(run, 1, COLD)
 
 
 @figure("pip_install_warm_ratio", ceiling="direct")
 def pip_install_warm_ratio(run) -> Result:
-    return _pip_ratio(run, 2, "warm: pages and files from the index's cache,")
+    return _pip_ratio(run, 2, WARM)
+
+
+@figure("pip_install_remote_ratio", ceiling="direct")
+def pip_install_remote_ratio(run) -> Result:
+    return _pip_ratio(run, 1, COLD, REMOTE_RTT)
+
+
+@figure("pip_install_remote_warm_ratio", ceiling="direct")
+def pip_install_remote_warm_ratio(run) -> Result:
+    return _pip_ratio(run, 2, WARM, REMOTE_RTT)

@@ -12,8 +12,11 @@ same). Direct, cold and warm installs alternate; the medians are compared. Print
     pip_install_warm_ratio: Y (ceiling direct)
 
 where X and Y are proxied / direct wall time (1.0 = no cost; budgets: cold 1.3, warm 0.8).
+With `--rtt MS` the upstream is that round trip away (a forwarder holds each chunk for half of it
+each way), as PyPI is from a sandbox: direct installs and the index's upstream fetches pay it, a
+warm index does not.
 
-    .venv/bin/python bench/pip_install.py [--rounds 3]
+    .venv/bin/python bench/pip_install.py [--rounds 3] [--rtt 20]
 
 `python -m bench` reports the same measure as its `pip_install_ratio` figure (bench/index.py).
 """
@@ -37,6 +40,7 @@ from application.governance import Governance  # noqa: E402
 from application.store import store_env  # noqa: E402
 from tests.support.clients import pip_install  # noqa: E402
 from tests.support.packages import wheel  # noqa: E402
+from tests.support.tcp_forwarder import Forwarder  # noqa: E402
 from tests.support.third_party import Upstream, free_port, pypiserver  # noqa: E402
 
 PACKAGES = 20
@@ -89,13 +93,14 @@ def timed_install(index: str, token: str, work: Path) -> float:
     return elapsed
 
 
-def measure(rounds: int, work: Path) -> tuple[float, float, float]:
+def measure(rounds: int, work: Path, rtt: float = 0.0) -> tuple[float, float, float]:
     """Median wall times: direct (before and after each round's two), through a cold index,
-    through the same index warm."""
+    through the same index warm; the upstream `rtt` seconds away."""
     packages, database = work / "packages", f"sqlite:///{work}/store.sqlite"
     tree(packages)
     upstream = pypiserver(packages, work)
-    simple, token = f"{upstream.url}/simple/", sandbox_token(database)
+    distance = Forwarder(upstream.port, delay=rtt / 2)
+    simple, token = f"http://127.0.0.1:{distance.port}/simple/", sandbox_token(database)
     try:
         direct, cold, warm = [], [], []
         for round_ in range(rounds):
@@ -121,15 +126,17 @@ def measure(rounds: int, work: Path) -> tuple[float, float, float]:
             direct.append(timed_install(simple, "unused", work))
         return statistics.median(direct), statistics.median(cold), statistics.median(warm)
     finally:
+        distance.cut()
         upstream.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rtt", type=float, default=0.0, help="the upstream's round trip, ms")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
-        direct, cold, warm = measure(args.rounds, Path(work))
+        direct, cold, warm = measure(args.rounds, Path(work), args.rtt / 1000)
     print(f"{PACKAGES} packages: direct {direct:.2f} s, through the index {cold:.2f} s cold, {warm:.2f} s warm")
     print(f"pip_install_ratio: {cold / direct:.2f} (ceiling direct)")
     print(f"pip_install_warm_ratio: {warm / direct:.2f} (ceiling direct)")

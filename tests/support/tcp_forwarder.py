@@ -1,14 +1,18 @@
-"""A loopback TCP forwarder that a test can cut, to take a real store connection away mid-run."""
+"""A loopback TCP forwarder that a test can cut, to take a real store connection away mid-run, or
+that holds every chunk for a one-way `delay`, to put a local upstream a network's distance away
+(the benchmark's remote upstream)."""
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 
 
 class Forwarder:
-    def __init__(self, target_port: int, target_host: str = "127.0.0.1"):
+    def __init__(self, target_port: int, target_host: str = "127.0.0.1", delay: float = 0.0):
         self._target = (target_host, target_port)
+        self._delay = delay
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self._sockets: list[socket.socket] = []
@@ -29,10 +33,11 @@ class Forwarder:
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
 
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
         try:
             while data := source.recv(65536):
+                if self._delay:  # each chunk in turn: for small answers, one delay each way
+                    time.sleep(self._delay)
                 sink.sendall(data)
         except OSError:
             pass
