@@ -17,7 +17,7 @@ from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_add
 from application.decision_writer import DecisionWriter
 from application.policies import Policies
 from domain.decision import Decision, DecisionRecord
-from domain.egress import EgressVerdict, evaluate_egress, normalize_allowlist, parse_deny_ranges
+from domain.egress import EgressVerdict, evaluate_egress, normalize_allowlist, parse_deny_ranges, without_userinfo
 from domain.egress.workspace import EgressRules, narrowing_detail
 from domain.errors import EgressConfigError, FieldError, InvalidInputError
 from domain.limits import MAX_RESOLVED
@@ -25,6 +25,7 @@ from domain.text import check_context
 
 _INDEX = re.compile(r"\[(\d+)\]$")
 NOT_ON_ALLOWLIST = "not-on-hostname-allowlist"
+INVALID_TARGET = "invalid-target"
 
 
 @dataclass(frozen=True)
@@ -132,10 +133,17 @@ class EgressJudge:
         self.require_workspace = policies.require_workspace
 
     def evaluate_egress(
-        self, workspace: str, target: str, resolved: Sequence[str] = (), context: dict | None = None
+        self,
+        workspace: str,
+        target: str,
+        resolved: Sequence[str] = (),
+        context: dict | None = None,
+        unresolved: str | None = None,
     ) -> dict:
         """Judge with the deployment's configuration, then the workspace's egress allowlist as it
-        stands now, and record the decision before answering.
+        stands now, and record the decision before answering. `unresolved`: why the caller's own
+        lookup of an allowed name failed; the lookup left the machine, so it is recorded, as a
+        denial (`invalid-target`, the failure its detail): nothing was reached.
 
         Raises StoreUnavailableError (503) when it cannot be recorded: the caller must deny.
         """
@@ -143,7 +151,10 @@ class EgressJudge:
         verdict, version = self._narrowed(
             self._egress_verdict(target, resolved, self.egress_config.hostname_allowlist), workspace
         )
-        record = DecisionRecord.for_egress(target, verdict, resolved, check_context(context), version).to_dict()
+        if unresolved is not None and verdict.allowed:
+            verdict = replace(verdict, allowed=False, reason=INVALID_TARGET, detail=unresolved)
+        shown = without_userinfo(target)  # a password in a URL is not kept in the audit log
+        record = DecisionRecord.for_egress(shown, verdict, resolved, check_context(context), version).to_dict()
         decision = Decision.recorded(workspace, record)
         self.writer.record_events(decision)
         return egress_answer(verdict, str(decision.originator_id))

@@ -26,10 +26,11 @@ from domain.egress.addresses import (
 )
 from domain.egress.allowlist import host_matches, normalize_allowlist
 from domain.egress.registries import REGISTRY_HOSTS, registry_finding
-from domain.egress.target import Target, TargetError, parse_target
+from domain.egress.target import Target, TargetError, parse_target, without_userinfo
 
 __all__ = [
     "REASONS",
+    "without_userinfo",
     "SEVERITY",
     "EgressVerdict",
     "evaluate_egress",

@@ -61,6 +61,16 @@ def parse_target(target: object, schemes: Iterable[str] = ("http", "https")) -> 
     return Target(scheme, host, port if port is not None else DEFAULT_PORTS.get(scheme or ""), ip)
 
 
+def without_userinfo(target: str) -> str:
+    """The target as it may be recorded and logged: a userinfo part (often a password) is `***`.
+    Such a target is refused (invalid-target), but the refusal is recorded, and the record stays."""
+    scheme, sep, rest = target.partition("://") if "://" in target else ("", "", target)
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    if "@" not in authority:
+        return target
+    return f"{scheme}{sep}***@{authority.rpartition('@')[2]}{rest[len(authority) :]}"
+
+
 def _split_scheme(target: str, schemes: Iterable[str]) -> tuple[str | None, str]:
     if "://" not in target:
         if any(char in target for char in "/?#"):

@@ -32,6 +32,13 @@ def parse_listen(text: str) -> tuple[str, int]:
 @click.option("--workspace", required=True, help="Workspace whose audit log records the decisions")
 @click.option("--sandbox", default=None, help="Label recorded as context.sandbox on every decision")
 @click.option("--max-connections", type=click.IntRange(1, 100_000), default=256, show_default=True)
+@click.option(
+    "--max-per-client",
+    type=click.IntRange(1, 100_000),
+    default=64,
+    show_default=True,
+    help="Connections one client address may hold at once",
+)
 @click.option("--connect-timeout", type=click.FloatRange(0.1, 300), default=10.0, show_default=True)
 @click.option("--idle-timeout", type=click.FloatRange(1, 86_400), default=300.0, show_default=True)
 @click.option(
@@ -41,14 +48,22 @@ def parse_listen(text: str) -> tuple[str, int]:
     show_default=True,
     help="Seconds a client has to send its whole request line and headers",
 )
-def egress_proxy_command(listen, workspace, sandbox, max_connections, connect_timeout, idle_timeout, head_timeout):
+def egress_proxy_command(
+    listen, workspace, sandbox, max_connections, max_per_client, connect_timeout, idle_timeout, head_timeout
+):
     """Run the enforcing egress proxy (CONNECT and plain HTTP) for one workspace."""
     try:
         settings = Settings.from_env()
     except GovernanceError as error:
         raise click.ClickException(error.detail) from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    limits = ProxyLimits(max_connections, connect_timeout, idle_timeout, head_timeout=head_timeout)
+    limits = ProxyLimits(
+        max_connections=max_connections,
+        max_per_client=max_per_client,
+        connect_timeout=connect_timeout,
+        idle_timeout=idle_timeout,
+        head_timeout=head_timeout,
+    )
     governance, proxy = _open_proxy(settings, workspace, listen, limits, sandbox)
     log.info("listening on %s:%s for workspace %s; %s", *listen, workspace, settings.egress.describe())
     signal.signal(signal.SIGTERM, _interrupt)

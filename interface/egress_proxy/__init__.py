@@ -24,11 +24,13 @@ import socket
 import socketserver
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from ipaddress import ip_address
 
 from application import StoreUnavailableError
+from domain.egress import without_userinfo
 from domain.limits import MAX_RESOLVED
 from interface.egress_proxy.wire import (  # the wire pieces stay importable from here, as before the split
     ClientGone,
@@ -51,6 +53,9 @@ MAX_ADDRESSES = MAX_RESOLVED  # what the classifier accepts in `resolved`; we ne
 @dataclass(frozen=True)
 class ProxyLimits:
     max_connections: int = 256
+    # One client address may hold at most this many of them: a client that opens hundreds of
+    # connections (slow heads, idle tunnels) then starves itself, not the sandboxes beside it.
+    max_per_client: int = 64
     connect_timeout: float = 10.0  # dialling upstream, all vetted addresses together
     idle_timeout: float = 300.0  # no byte either way for this long ends a connection
     max_head_bytes: int = 64 * 1024
@@ -84,6 +89,7 @@ class EgressProxy(socketserver.ThreadingTCPServer):
         self.governance, self.workspace, self.sandbox = governance, workspace, sandbox
         self.resolver, self.limits = resolver, limits
         self.slots = threading.BoundedSemaphore(limits.max_connections)
+        self._per_client: Counter[str] = Counter()  # open connections by client address
         self._refusers = threading.BoundedSemaphore(limits.max_connections)
         self._active: set[socket.socket] = set()
         self._lock = threading.Lock()
@@ -109,28 +115,50 @@ class EgressProxy(socketserver.ThreadingTCPServer):
         self.server_close()
 
     def process_request(self, request, client_address):
-        if self.slots.acquire(blocking=False):
+        if not self._take(client_address[0]):
+            self._refuse(request, "too many connections from this client; try again shortly")
+        elif self.slots.acquire(blocking=False):
             try:
                 super().process_request(request, client_address)
             except BaseException:
                 self.slots.release()
+                self._give_back(client_address[0])
                 raise
-        elif self._refusers.acquire(blocking=False):
-            threading.Thread(target=self._refuse_busy, args=(request,), daemon=True).start()
-        else:  # even the refusers are all busy: a plain close costs the least
-            self.shutdown_request(request)
+        else:
+            self._give_back(client_address[0])
+            self._refuse(request, "too many connections; try again shortly")
 
     def process_request_thread(self, request, client_address):
         try:
             super().process_request_thread(request, client_address)
         finally:
             self.slots.release()
+            self._give_back(client_address[0])
 
-    def _refuse_busy(self, sock: socket.socket) -> None:
+    def _take(self, client: str) -> bool:
+        with self._lock:
+            if self._per_client[client] >= self.limits.max_per_client:
+                return False
+            self._per_client[client] += 1
+            return True
+
+    def _give_back(self, client: str) -> None:
+        with self._lock:
+            self._per_client[client] -= 1
+            if not self._per_client[client]:
+                del self._per_client[client]
+
+    def _refuse(self, request: socket.socket, text: str) -> None:
+        if self._refusers.acquire(blocking=False):
+            threading.Thread(target=self._refuse_busy, args=(request, text), daemon=True).start()
+        else:  # even the refusers are all busy: a plain close costs the least
+            self.shutdown_request(request)
+
+    def _refuse_busy(self, sock: socket.socket, text: str) -> None:
         try:
             sock.settimeout(1.0)
             quietly(read_request, sock, self.limits.max_head_bytes, 1.0)  # then no RST eats the 503
-            quietly(answer_refusal, sock, Refusal(503, "too many connections; try again shortly"))
+            quietly(answer_refusal, sock, Refusal(503, text))
         finally:
             self.shutdown_request(sock)
             self._refusers.release()
@@ -142,8 +170,11 @@ class EgressProxy(socketserver.ThreadingTCPServer):
     def is_self(self, upstream: socket.socket) -> bool:
         """Self-connection (smokescreen's check): a dial that reached our own listener."""
         peer, local, listen = upstream.getpeername()[:2], upstream.getsockname()[:2], self.server_address[:2]
-        wildcard = ip_address(listen[0]).is_unspecified
-        return peer[1] == listen[1] and (peer[0] == listen[0] or (wildcard and peer[0] == local[0]))
+        address, wildcard = _unmapped(peer[0]), ip_address(listen[0]).is_unspecified
+        # compared as addresses: `::ffff:a.b.c.d` reaches an IPv4 listener at a.b.c.d
+        return peer[1] == listen[1] and (
+            address == _unmapped(listen[0]) or (wildcard and address == _unmapped(local[0]))
+        )
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -207,32 +238,39 @@ class _Exchange:
             raise Refusal(400, "CONNECT needs host:port")
         host = first["host"]
         literal = is_ip(host)
-        addresses = [host] if literal else self.resolve(host, port)
+        addresses = [host] if literal else self.resolve(target, host, port)
         answer = self.decide(target, () if literal else addresses)
         return answer, self.dial(addresses, port)
 
-    def resolve(self, host: str, port: int) -> list[str]:
+    def resolve(self, target: str, host: str, port: int) -> list[str]:
+        """The name's addresses; a failed lookup is recorded (the query left the machine, and a
+        name's labels can carry data out) and answered 502."""
         try:
             found = list(self.proxy.resolver(host, port))[:MAX_ADDRESSES]
         except (OSError, UnicodeError) as error:
-            raise Refusal(502, f"cannot resolve {host}: {error}") from None
-        if not found:
-            raise Refusal(502, f"{host} has no addresses")
-        return found
+            why = f"cannot resolve {host}: {error}"
+        else:
+            if found:
+                return found
+            why = f"{host} has no addresses"
+        self.decide(target, (), unresolved=why)
+        raise Refusal(502, why)  # not reached: the recorded denial raises
 
-    def decide(self, target: str, resolved: Sequence[str]) -> dict:
+    def decide(self, target: str, resolved: Sequence[str], unresolved: str | None = None) -> dict:
         """Record the decision (fail closed if that is impossible); refuse unless allowed."""
         try:
-            answer = self.proxy.governance.egress.evaluate_egress(self.proxy.workspace, target, resolved, self.context)
+            answer = self.proxy.governance.egress.evaluate_egress(
+                self.proxy.workspace, target, resolved, self.context, unresolved
+            )
         except StoreUnavailableError as error:
-            log.warning("decision=unrecorded target=%r error=%s", target, error.detail)
+            log.warning("decision=unrecorded target=%r error=%s", without_userinfo(target), error.detail)
             raise Refusal(503, "the decision could not be recorded, so it is refused") from None
         except Exception:  # noqa: BLE001 - whatever broke, an unrecorded allow must not happen
-            log.exception("decision=failed target=%r", target)
+            log.exception("decision=failed target=%r", without_userinfo(target))
             raise Refusal(503, "the decision could not be made, so it is refused") from None
         _log_decision(self.proxy.workspace, self.context, target, resolved, answer)
         if not answer["allowed"]:
-            raise _denied(target, answer)
+            raise _denied(target, answer, 502 if unresolved else 403)
         return answer
 
     def dial(self, addresses: list[str], port: int) -> socket.socket:
@@ -263,9 +301,9 @@ class _Exchange:
         return sock
 
 
-def _denied(target: str, answer: dict) -> Refusal:
+def _denied(target: str, answer: dict, status: int) -> Refusal:
     why = f"{answer['reason']} ({answer['detail']})" if answer["detail"] else answer["reason"]
-    return Refusal(403, f"refused {target}: {why}", answer["reason"], answer["id"])
+    return Refusal(status, f"refused {without_userinfo(target)}: {why}", answer["reason"], answer["id"])
 
 
 def _log_decision(workspace: str, context: dict, target: str, resolved, answer: dict) -> None:
@@ -276,12 +314,18 @@ def _log_decision(workspace: str, context: dict, target: str, resolved, answer: 
         workspace,
         context["client"],
         context.get("method"),
-        target,
+        without_userinfo(target),
         answer["host"],
         answer["port"],
         ",".join(resolved) or "-",
         answer["id"],
     )
+
+
+def _unmapped(text: str):
+    """An address, an IPv4-mapped IPv6 one as its IPv4 address."""
+    address = ip_address(text)
+    return getattr(address, "ipv4_mapped", None) or address
 
 
 def is_ip(host: str | None) -> bool:

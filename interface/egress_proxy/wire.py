@@ -98,7 +98,7 @@ def _request_line(line: str) -> tuple[str, str, str]:
     if (
         len(parts) != 3
         or not TOKEN.fullmatch(parts[0])
-        or not parts[2].startswith("HTTP/1.")
+        or parts[2] not in ("HTTP/1.0", "HTTP/1.1")  # it is copied upstream: a bare LF in it would start a line
         or not re.fullmatch(r"[\x21-\x7e]+", parts[1])
     ):
         raise Refusal(400, "malformed request line")

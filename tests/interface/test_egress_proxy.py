@@ -261,6 +261,15 @@ def test_the_proxy_refuses_to_dial_itself(proxy, governance):
     assert head.startswith("HTTP/1.1 508 ")
 
 
+def test_a_dial_of_the_proxy_through_its_ipv4_mapped_address_is_itself_too(proxy):
+    """`CONNECT [::ffff:a.b.c.d]:port` of a proxy listening on a public a.b.c.d reached it, and
+    one client looped it until every slot was taken (the classifier refuses the mapped form of
+    the loopback this test listens on, so the check is asked directly)."""
+    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as dialled:
+        dialled.connect(("::ffff:127.0.0.1", proxy.server_address[1]))
+        assert proxy.is_self(dialled)
+
+
 def test_malformed_and_unservable_requests_are_answered_not_dropped(proxy, governance):
     assert _get(proxy, "/not-absolute").status == 400
     https = _get(proxy, "https://upstream.test/")
@@ -271,6 +280,47 @@ def test_malformed_and_unservable_requests_are_answered_not_dropped(proxy, gover
     assert head.startswith("HTTP/1.1 400 ")
     ftp = _get(proxy, "ftp://upstream.test/")
     assert ftp.status == 403 and ftp.getheader("X-Runcode-Policy-Reason") == "unsupported-scheme"
+
+
+def test_a_bare_line_feed_in_the_request_line_cannot_smuggle_a_header_or_a_request(proxy, governance, upstream):
+    """The version field is copied upstream: `HTTP/1.1\nHost: other` once reached upstream as a
+    second Host, and `...\n\nGET /second` as a second, unjudged request."""
+    port = upstream.server_address[1]
+    for smuggled in (
+        f"GET http://upstream.test:{port}/first HTTP/1.1\nHost: other.test\nX-Injected: yes\r\n\r\n",
+        f"GET http://upstream.test:{port}/first HTTP/1.1\nContent-Length: 0\n\nGET /second HTTP/1.1\r\n\r\n",
+        f"GET http://upstream.test:{port}/first HTTP/1.7\r\n\r\n",
+    ):
+        with socket.create_connection(proxy.server_address[:2], timeout=WAIT) as sock:
+            sock.sendall(smuggled.encode())
+            assert _read_until_closed(sock).startswith(b"HTTP/1.1 400 ")
+    assert upstream.seen == [] and _decisions(governance) == []
+
+
+def test_a_failed_lookup_is_recorded_as_a_denial_naming_the_failure(proxy, governance, resolver):
+    """The lookup leaves the machine, and a name's labels can carry data out: the record keeps it."""
+    response = _get(proxy, "http://exfil-c2VjcmV0.nowhere.test/")
+    assert response.status == 502 and b"cannot resolve exfil-c2vjcmv0.nowhere.test" in response.body
+    assert resolver.calls == ["exfil-c2vjcmv0.nowhere.test"]
+    [decision] = _decisions(governance)
+    assert (decision["allowed"], decision["reason"], decision["name"]) == (
+        False,
+        "invalid-target",
+        "exfil-c2vjcmv0.nowhere.test",
+    )
+    assert "cannot resolve" in decision["detail"] and response.getheader("X-Runcode-Policy-Decision") == decision["id"]
+
+
+def test_a_password_in_a_target_is_not_kept_in_the_record_nor_the_log(proxy, governance, upstream, caplog):
+    caplog.set_level(logging.INFO, logger="runcode_policy.egress_proxy")
+    port = upstream.server_address[1]
+    response = _get(proxy, f"http://alice:S3cret@upstream.test:{port}/path")  # as urllib sends it
+    assert response.status == 403 and b"S3cret" not in response.body
+    _connect(proxy, f"bob:Pa55@upstream.test:{port}")[0].close()
+    specs = [d["spec"] for d in _decisions(governance)]
+    assert specs == [f"http://***@upstream.test:{port}/", f"***@upstream.test:{port}"]
+    assert all(d["reason"] == "invalid-target" for d in _decisions(governance)) and upstream.seen == []
+    assert "S3cret" not in caplog.text and "Pa55" not in caplog.text
 
 
 def test_every_decision_is_recorded_and_logged_once(proxy, governance, upstream, caplog):
@@ -303,6 +353,27 @@ def test_the_connection_limit_answers_503_beyond_it_and_frees_the_slot(start_pro
             break
         time.sleep(0.05)
     assert head.startswith("HTTP/1.1 200 ")
+
+
+def test_one_client_holds_at_most_its_share_of_the_connections(start_proxy, governance, upstream):
+    """Hundreds of tunnels or dripping heads from one client took all 256 slots, and every other
+    sandbox behind the proxy was answered 503."""
+    proxy = start_proxy(governance, max_connections=4, max_per_client=2)
+    authority = f"upstream.test:{upstream.server_address[1]}"
+    held = [_connect(proxy, authority) for _ in range(2)]
+    assert all(head.startswith("HTTP/1.1 200 ") for _, head in held)
+    refused, head = _connect(proxy, authority)
+    body = _read_until_closed(refused)
+    refused.close()
+    assert head.startswith("HTTP/1.1 503 ") and b"from this client" in body
+    other = socket.socket()
+    other.bind(("127.0.0.2", 0))  # another sandbox's address
+    other.settimeout(WAIT)
+    other.connect(proxy.server_address[:2])
+    other.sendall(f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n".encode())
+    assert other.recv(65536).startswith(b"HTTP/1.1 200 ")
+    for sock in [other, *(sock for sock, _ in held)]:
+        sock.close()
 
 
 def test_a_client_that_never_finishes_its_head_is_dropped_at_the_head_deadline(start_proxy, governance):
