@@ -55,6 +55,18 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         self.sql_create_statements.extend(SQL(s) for s in merkle.create_statements(self.dialect))
         self.sql_create_statements.append(SQL(_ASSERT_FUNCTION.format(name=self.dialect.table("assert"))))
 
+    def create_table(self) -> None:
+        """The library's DDL, one process at a time per schema: processes opening a new store
+        together (CLI commands beside `serve`, two instances starting) collided in the catalog
+        ("tuple concurrently updated"). The lock is the session's, on a connection of its own."""
+        key = (f"runcode-policy schema {self.datastore.schema}",)
+        with self.datastore.get_connection() as conn:
+            conn.execute("SELECT pg_advisory_lock(hashtext(%s))", key)
+            try:
+                super().create_table()
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", key)
+
     def subscribe(self, gt=None, topics=()):
         """The library's subscriptions wait for a NOTIFY this recorder does not send (above):
         refused, rather than a subscriber that would never wake."""
