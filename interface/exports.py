@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import io
 import json
 import os
+import signal
 import sys
 import tempfile
+import threading
 import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -131,23 +134,68 @@ def table(header: tuple, rows: list[tuple]) -> str:
 
 @contextlib.contextmanager
 def output_file(path: str):
-    """stdout for `-`; otherwise a temporary file beside `path`, renamed over it only once complete.
+    """stdout for `-`; a device or a pipe (`/dev/stdout`, a FIFO) written as it is; otherwise a
+    temporary file beside the file `path` names (through any symlink), renamed over it only once
+    complete, with the mode the file had. A failure, Ctrl-C or SIGTERM/SIGHUP leaves no partial file.
 
     Not click's `atomic=True`: click 8.x renames even after a failure (pallets/click#3221),
-    which would leave a partial export looking like a whole one.
+    which would leave a partial export looking like a whole one; and a rename over a device or a
+    symlink would replace it with a regular file.
     """
     if path == "-":
         yield sys.stdout
         return
-    target = Path(path)
+    if not path:
+        raise click.BadParameter("give a file path, or - for stdout", param_hint="'--output'")
+    target = Path(path).resolve()
+    if target.exists() and not target.is_file() and not target.is_dir():  # a directory fails below, named
+        with open(target, "w", encoding="utf-8", newline="") as out:
+            yield out
+        return
     descriptor, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
     try:
-        with open(descriptor, "w", encoding="utf-8", newline="") as out:
+        with _stopped_cleanly(), open(descriptor, "w", encoding="utf-8", newline="") as out:
+            if target.is_file():
+                os.chmod(partial, target.stat().st_mode & 0o7777)
             yield out
         os.replace(partial, target)
     except BaseException:
         os.unlink(partial)
         raise
+
+
+class Stopped(SystemExit):
+    """SIGTERM or SIGHUP while a file is written: unwinds like Ctrl-C, so the partial file goes."""
+
+
+@contextlib.contextmanager
+def _stopped_cleanly():
+    def stop(signum, _frame):
+        raise Stopped(128 + signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers; the CLI writes from it
+        return
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+@contextlib.contextmanager
+def written(path: str):
+    """`output_file`, with a failure to write refused in words (a closed pipe stays quiet: the
+    reader of `| head` stopped reading)."""
+    try:
+        with output_file(path) as out:
+            yield out
+    except OSError as error:
+        if error.errno == errno.EPIPE:
+            raise
+        where = path if path != "-" else "stdout"
+        raise click.ClickException(f"cannot write {where}: {error.strerror or error}") from None
 
 
 class Tally:

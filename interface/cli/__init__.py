@@ -9,7 +9,6 @@ stderr. Refusals exit 1 with their detail.
 
 from __future__ import annotations
 
-import errno
 import os
 
 import click
@@ -24,7 +23,7 @@ from interface.cli.advisories import advisories_group
 from interface.cli.audit import audit as audit_command
 from interface.cli.common import GovernanceGroup, actor, governance, note_option, workspace_option
 from interface.cli.egress_proxy import egress_proxy_command
-from interface.exports import Tally, output_file, progress, show_json, table
+from interface.exports import Tally, progress, show_json, table, written
 from interface.serve import server_options
 from interface.settings import Settings
 
@@ -41,6 +40,8 @@ from interface.settings import Settings
 def main(data_dir: str) -> None:
     """Govern which packages an AI sandbox may install (store: RUNCODE_POLICY_DATABASE_URL, or
     SQLite under --data-dir)."""
+    if not data_dir.strip():  # '' would put the store at the filesystem's root
+        raise click.BadParameter("must name a directory", param_hint="'--data-dir'")
     os.environ["RUNCODE_POLICY_DATA_DIR"] = data_dir  # so every setting read below agrees, serve's app included
 
 
@@ -204,16 +205,9 @@ def decisions_export(workspace: str, start: str | None, end: str | None, fmt: st
     rows = Tally(
         governance().audit.export_decisions(workspace, {}, optional_bound(start, "from"), optional_bound(end, "to"))
     )
-    try:
-        with output_file(output) as out, progress(rows, output) as shown:
-            for line in exports.lines(governance().chain.with_links(workspace, shown) if chain else shown, fmt):
-                out.write(line)
-    except OSError as error:
-        if error.errno == errno.EPIPE:
-            raise  # the reader stopped reading (`| head`): click exits quietly
-        raise click.ClickException(
-            f"cannot write {output if output != '-' else 'stdout'}: {error.strerror or error}"
-        ) from None
+    with written(output) as out, progress(rows, output) as shown:
+        for line in exports.lines(governance().chain.with_links(workspace, shown) if chain else shown, fmt):
+            out.write(line)
     click.echo(f"exported {rows.count} decisions" + (f" to {output}" if output != "-" else ""), err=True)
 
 

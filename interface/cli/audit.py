@@ -7,7 +7,6 @@ key), the rotated-out keys of RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS, and every `--p
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
@@ -17,7 +16,8 @@ from application.chain.slices import verify_slice
 from domain.errors import FieldError, InvalidInputError
 from interface.audit import configure
 from interface.cli.audit_offline import verify_proof, verify_receipt_command, witness
-from interface.cli.common import governance
+from interface.cli.common import governance, read_text
+from interface.exports import written
 from interface.settings import Settings
 
 NEWER_THAN_CHECKPOINTS = 3  # verify-export's exit status: verified, but not all of it yet (see there)
@@ -76,21 +76,31 @@ def verify(workspace: str, checkpoint_files: tuple[str, ...], key_files: tuple[s
     _echo_json(result)
     if not result["ok"]:
         raise click.ClickException(f"audit verification FAILED: {result['detail']}")
+    pending = result.get("unsealed")
+    waiting = f"; {pending} recorded since are not sealed yet (audit checkpoint seals them)" if pending else ""
     click.echo(
-        f"verified {result['checked']} records of {workspace} against {result['checkpoints']} checkpoints", err=True
+        f"verified {result['checked']} records of {workspace} against {result['checkpoints']} checkpoints{waiting}",
+        err=True,
     )
 
 
 @audit.command("checkpoints")
 @workspace_option
-@click.option("--output", "-o", default="-", type=click.File("w", encoding="utf-8"), help="Write here, not stdout.")
-def checkpoints(workspace: str, output) -> None:
+@click.option(
+    "--output",
+    "-o",
+    default="-",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Write here, not stdout; the file appears only once complete.",
+)
+def checkpoints(workspace: str, output: str) -> None:
     """Copy WORKSPACE's signed checkpoints out (JSON, with the public key that verifies them)."""
     gov = _governance(create_key=False)
     document = {"workspace": workspace, "checkpoints": gov.chain.all_checkpoints(workspace)}
     if gov.chain.key is not None:
         document["public_key"] = gov.chain.public_keys()
-    output.write(json.dumps(document, indent=2) + "\n")
+    with written(output) as out:  # an auditor's earlier copy is kept if this one cannot be written whole
+        out.write(json.dumps(document, indent=2) + "\n")
     click.echo(f"{len(document['checkpoints'])} checkpoints of {workspace} copied out", err=True)
 
 
@@ -121,8 +131,7 @@ def verify_export(export: str, checkpoint_files: tuple[str, ...], key_files: tup
     if not keys:
         raise click.UsageError("give the public key to trust with --public-key")
     copied = [c for path in checkpoint_files for c in read_checkpoints(path)]
-    with open(export, encoding="utf-8") as lines:
-        result = verify_slice((json.loads(line) for line in lines if line.strip()), copied, keys)
+    result = verify_slice(_export_records(export), copied, keys)
     _echo_json(result)
     if not result["ok"]:
         raise click.ClickException(f"export verification FAILED: {result['detail']}")
@@ -131,15 +140,42 @@ def verify_export(export: str, checkpoint_files: tuple[str, ...], key_files: tup
         raise SystemExit(NEWER_THAN_CHECKPOINTS)
 
 
+def _export_records(export: str):
+    """The export's records, one a line, read as they are checked (an export may be any size)."""
+    found = 0
+    with open(export, encoding="utf-8") as lines:
+        try:
+            for number, line in enumerate(lines, 1):
+                if line.strip():
+                    found += 1
+                    yield _record(export, number, line)
+        except UnicodeDecodeError:
+            raise click.ClickException(f"{export} is not UTF-8 text") from None
+    if not found:
+        raise click.ClickException(f"{export} holds no decisions: nothing to verify")
+
+
+def _record(export: str, number: int, line: str) -> dict:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict):
+        raise click.ClickException(
+            f"{export} line {number} is not a JSON object: verify an export made with --format jsonl --chain"
+        )
+    return record
+
+
 def trusted(keys: dict, key_files: tuple[str, ...]) -> dict:
-    parsed = [parse_public_key(Path(path).read_text(encoding="utf-8"), path) for path in key_files]
+    parsed = [parse_public_key(read_text(path), path) for path in key_files]
     return keys | {key_id(k): k for k in parsed}
 
 
 def read_checkpoints(path: str) -> list[dict]:
     """A file written by `audit checkpoints`, the API's checkpoints answer, a JSON array of
     checkpoints, or one checkpoint per line."""
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_text(path)
     try:
         data = json.loads(text)
     except ValueError:

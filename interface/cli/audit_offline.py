@@ -20,6 +20,7 @@ from application.chain.merkle import consistent, inclusion_root, leaf_hash
 from application.chain.receipts import ReceiptError, verify_receipt
 from application.chain.witness import Refused, Witness, request_body
 from interface.audit.push import file_size
+from interface.cli.common import read_text
 
 key_option = click.option(
     "--key",
@@ -31,12 +32,12 @@ key_option = click.option(
 
 
 def _public(path: str):
-    return parse_public_key(Path(path).read_text(encoding="utf-8"), path)
+    return parse_public_key(read_text(path), path)
 
 
 def _json(path: str) -> dict:
     try:
-        value = json.loads(Path(path).read_text(encoding="utf-8"))
+        value = json.loads(read_text(path))
     except ValueError:
         raise click.ClickException(f"{path} is not JSON") from None
     if not isinstance(value, dict):
@@ -57,7 +58,7 @@ def _json(path: str) -> dict:
 def verify_proof(proof: str, key_file: str, checkpoint_files: tuple[str, ...]) -> None:
     """Check an inclusion or consistency proof (the API's answer, saved) against signed checkpoints."""
     answer, public = _json(proof), _public(key_file)
-    held = [Path(p).read_text(encoding="utf-8") for p in checkpoint_files]
+    held = [read_text(p) for p in checkpoint_files]
     try:
         message = _inclusion(answer, public, held) if "leaf_index" in answer else _consistency(answer, public, held)
     except notes.NoteError as error:
@@ -184,7 +185,7 @@ def _directory(keeper: Witness, folder: Path) -> list[tuple[str, str]]:
     """Every checkpoint file newer than what the witness cosigned for its log, oldest first."""
     found = []
     for path in sorted(folder.glob("*/*.checkpoint")):
-        body = path.read_text(encoding="utf-8")
+        body = read_text(path)
         try:
             note = body.partition("\n\n")[2]
             origin, size = notes.origin_of(note), file_size(path)

@@ -3,7 +3,11 @@ the actor it records, and the common options."""
 
 from __future__ import annotations
 
+import errno
 import getpass
+import sqlite3
+import urllib.error
+from pathlib import Path
 
 import click
 from eventsourcing.persistence import InterfaceError, OperationalError
@@ -11,11 +15,13 @@ from eventsourcing.persistence import InterfaceError, OperationalError
 from application import Governance
 from application.store import sqlite_path, why_unreachable
 from domain.errors import GovernanceError
+from interface.audit.signer import SignerFailed
 from interface.settings import Settings, open_governance
 
 
 class GovernanceGroup(click.Group):
-    """The one place where refusals become `ClickException`s, for every command below it."""
+    """The one place where refusals and failures become `ClickException`s (a line in words, exit
+    1, no traceback), for every command below it."""
 
     def invoke(self, ctx: click.Context):
         try:
@@ -25,6 +31,30 @@ class GovernanceGroup(click.Group):
         except (OperationalError, InterfaceError) as error:
             why = why_unreachable(Settings.from_env().database_url) or error
             raise click.ClickException(f"the store is not reachable: {why}") from None
+        except sqlite3.DatabaseError as error:  # not a store, or a damaged one
+            where = sqlite_path(Settings.from_env().database_url) or "the store"
+            raise click.ClickException(f"{where} cannot be read as a runcode-policy store: {error}") from None
+        except (SignerFailed, urllib.error.URLError) as error:
+            raise click.ClickException(str(error)) from None
+        except OSError as error:
+            if error.errno == errno.EPIPE:
+                raise  # the reader stopped reading (`| head`): click exits quietly
+            raise click.ClickException(_os_error(error)) from None
+
+
+def _os_error(error: OSError) -> str:
+    """`cannot open PATH: Is a directory`, or the system's own words."""
+    if error.filename is not None:
+        return f"cannot open {error.filename}: {error.strerror or error}"
+    return str(error)
+
+
+def read_text(path: str) -> str:
+    """A file the user named, as UTF-8 text, or a refusal naming it."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise click.ClickException(f"{path} is not UTF-8 text") from None
 
 
 def describe(error: GovernanceError) -> str:

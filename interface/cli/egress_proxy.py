@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import signal
 
 import click
@@ -10,6 +11,18 @@ import click
 from domain.errors import GovernanceError
 from interface.egress_proxy import EgressProxy, ProxyLimits, is_ip, log
 from interface.settings import Settings, open_governance
+
+
+class Seconds(click.FloatRange):
+    """A FloatRange that refuses nan, which passes every comparison and so every bound."""
+
+    name = "seconds"
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        return number
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -29,7 +42,7 @@ def parse_listen(text: str) -> tuple[str, int]:
     callback=lambda _ctx, _param, value: parse_listen(value),
     help="IP:port to listen on",
 )
-@click.option("--workspace", required=True, help="Workspace whose audit log records the decisions")
+@click.option("--workspace", "-w", required=True, help="Workspace whose audit log records the decisions")
 @click.option("--sandbox", default=None, help="Label recorded as context.sandbox on every decision")
 @click.option("--max-connections", type=click.IntRange(1, 100_000), default=256, show_default=True)
 @click.option(
@@ -39,11 +52,11 @@ def parse_listen(text: str) -> tuple[str, int]:
     show_default=True,
     help="Connections one client address may hold at once",
 )
-@click.option("--connect-timeout", type=click.FloatRange(0.1, 300), default=10.0, show_default=True)
-@click.option("--idle-timeout", type=click.FloatRange(1, 86_400), default=300.0, show_default=True)
+@click.option("--connect-timeout", type=Seconds(0.1, 300), default=10.0, show_default=True)
+@click.option("--idle-timeout", type=Seconds(1, 86_400), default=300.0, show_default=True)
 @click.option(
     "--head-timeout",
-    type=click.FloatRange(0.1, 300),
+    type=Seconds(0.1, 300),
     default=10.0,
     show_default=True,
     help="Seconds a client has to send its whole request line and headers",
