@@ -78,8 +78,8 @@ def require_store(settings: Settings) -> None:
     """Opening a SQLite file that is not there would create an empty store (and answer "no
     workspace"): refuse instead, naming the file looked for and how to point elsewhere."""
     path = sqlite_path(settings.database_url)
-    if path is not None and not path.exists():
-        raise click.ClickException(
+    if path is not None and (not path.exists() or (path.is_file() and path.stat().st_size == 0)):
+        raise click.ClickException(  # an empty file too: opening it would make a store of it
             f"no store at {path.resolve()}: start the service here once (make run), or point at the store "
             "with --data-dir DIR, RUNCODE_POLICY_DATA_DIR or RUNCODE_POLICY_DATABASE_URL"
         )

@@ -46,6 +46,14 @@ def test_a_command_outside_a_store_names_the_store_it_looked_for_and_creates_non
     assert list(tmp_path.iterdir()) == []  # nothing was created, not even ./var
 
 
+def test_an_empty_file_where_the_store_should_be_is_not_made_a_store_by_a_reading_command(tmp_path):
+    (tmp_path / "var").mkdir()
+    (tmp_path / "var" / "runcode-policy.sqlite").touch()
+    done = run(tmp_path, "policy", "show")
+    assert done.returncode == 1 and f"no store at {tmp_path}/var/runcode-policy.sqlite" in done.stderr
+    assert (tmp_path / "var" / "runcode-policy.sqlite").stat().st_size == 0
+
+
 def test_the_data_dir_option_and_variable_name_the_same_store(tmp_path):
     created = run(tmp_path, "--data-dir", "store", "workspace", "create", "acme")
     assert created.returncode == 0, created.stderr
