@@ -219,4 +219,5 @@ def is_project_file(name: str) -> bool:
 def project_file_lines(name: str, cwd: str) -> list[str]:
     if os.path.basename(name) != "pyproject.toml":
         raise Usage(f"{name}: the gate reads requirements from pyproject.toml, not from {os.path.basename(name)}")
+    requirements.check_readable(name, "the command line")  # a URL: the client would fetch another one
     return projects.requirements(os.path.dirname(os.path.join(cwd, name)) or cwd)
