@@ -39,6 +39,12 @@ REDIRECTS = {  # every one of these, left in place, sends an "allowed" install e
     "NODE_PATH": "/tmp/evil",
     "COREPACK_NPM_REGISTRY": "http://evil.test/",
     "npm_config_ca": "-----BEGIN CERTIFICATE-----evil",  # part of the kept CACHE's name, not it
+    "PDM_LOCKFILE": "/tmp/evil.lock",  # a lock with static URLs elsewhere
+    "PDM_PROJECT": "/tmp/evil",
+    "PIPENV_PIPFILE": "/tmp/evil/Pipfile",  # another Pipfile, with another [[source]]
+    "PIPENV_DOTENV_LOCATION": "/tmp/evil.env",
+    "POETRY_REPOSITORIES_EVIL_URL": "http://evil.test/simple",
+    "POETRY_HTTP_BASIC_POLICY_USERNAME": "evil",
 }
 HARMLESS = {
     "PIP_DEFAULT_TIMEOUT": "60",
@@ -79,9 +85,15 @@ def run_ok(gate, command, env, cwd) -> dict:
         ["uv", "pip", "install", "pandas"],
         ["npm", "install", "left-pad"],
         ["pnpm", "add", "left-pad"],
+        ["pdm", "install"],
+        ["pipenv", "install"],
+        ["poetry", "install"],
     ],
 )
 def test_nothing_that_redirects_installs_reaches_the_installer(gate, env, project, command):
+    if command[0] == "poetry":  # it runs only with the index as the project's source
+        source = f'[[tool.poetry.source]]\nname = "policy"\nurl = "{env["RUNCODE_POLICY_URL"]}/pypi/acme/simple/"\n'
+        (project / "pyproject.toml").write_text('[tool.poetry]\nname = "app"\n' + source)
     ran = run_ok(gate, command, {**env, **REDIRECTS, **HARMLESS}, project)
     leaked = {name: value for name, value in ran["env"].items() if "evil" in value}
     assert leaked == {}

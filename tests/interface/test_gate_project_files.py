@@ -22,6 +22,7 @@ TABLES = {
     "poetry url": f'[tool.poetry]\nname = "app"\n[tool.poetry.dependencies]\npython = "3"\nbeta = {{url = "{EVIL}"}}\n',
     "poetry git": '[tool.poetry]\nname = "app"\n[tool.poetry.group.dev.dependencies]\nbeta = {git = "https://evil.example/b.git"}\n',
     "poetry path": '[tool.poetry]\nname = "app"\n[tool.poetry.dependencies]\nbeta = {path = "../beta"}\n',
+    "poetry plugin": f'[tool.poetry]\nname = "app"\n[tool.poetry.requires-plugins]\nbeta = {{url = "{EVIL}"}}\n',
 }
 
 

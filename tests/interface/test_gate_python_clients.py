@@ -9,6 +9,7 @@ The tree: alpha depends on beta.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import pytest
@@ -149,4 +150,37 @@ def test_a_pipfile_source_that_is_not_pypi_or_the_index_is_refused(tmp_path, env
     (project / "Pipfile").write_text(PIPFILE.format(url=f"{public.url}/simple/"))
     done = gate_for(tmp_path, "pipenv")("--", "pipenv", "install", env=env, cwd=project)
     assert done.returncode == 4 and "not the policy index" in done.stderr, done.stderr
+    assert public.requests == []
+
+
+def test_pdm_options_in_pyproject_are_judged_as_its_command_line(tmp_path, env, app, project, public):
+    """`[tool.pdm.options]` adds `--lockfile evil.lock` (a lock with static URLs on another host) to
+    `pdm install`, as `-L` on the command line would; the gate refuses both."""
+    set_policy(app, "allowlist", python=["alpha"])
+    options = '[tool.pdm]\ndistribution = false\n[tool.pdm.options]\ninstall = ["--lockfile", "evil.lock"]\n'
+    (project / "pyproject.toml").write_text(PYPROJECT + options)
+    locked = subprocess.run(  # the lock an agent brings, made against the "public" index
+        [str(tool_bin("pdm") / "pdm"), "lock", "--static-urls", "-L", "evil.lock"],
+        cwd=project,
+        env={**env, "PATH": "/usr/bin:/bin", "PDM_PYPI_URL": f"{public.url}/simple/", "PDM_USE_UV": "false"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert locked.returncode == 0 and public.url in (project / "evil.lock").read_text(), locked.stderr
+    public.requests.clear()
+    done = gate_for(tmp_path, "pdm")("--", "pdm", "install", env=env, cwd=project)
+    assert done.returncode == 2, done.stderr
+    assert "pyproject.toml [tool.pdm.options] install: the gate does not pass '--lockfile' to pdm" in done.stderr
+    assert public.requests == [] and not {"alpha", "beta"} & installed_in(project)
+
+
+def test_a_poetry_plugin_from_a_url_is_refused_before_poetry_runs(tmp_path, env, app, live, project, public):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    wheel = public.file_url(public.file("beta-1.0-py3-none-any.whl"))
+    source = f'[[tool.poetry.source]]\nname = "policy"\nurl = "{live.url}/pypi/acme/simple/"\npriority = "primary"\n'
+    plugins = f'[tool.poetry.requires-plugins]\nbeta = {{ url = "{wheel}" }}\n'
+    (project / "pyproject.toml").write_text(PYPROJECT + "\n" + source + plugins)
+    done = gate_for(tmp_path, "poetry")("--", "poetry", "install", env=env, cwd=project)
+    assert done.returncode == 3 and f"denied: 'beta @ {wheel}'" in done.stderr, done.stderr
     assert public.requests == []

@@ -97,8 +97,6 @@ def test_an_index_named_in_a_nested_requirement_file_is_refused_before_running(
 
 
 REQUIREMENT_TRICKS = {
-    # pip does not join a comment line ending in a backslash with the next line
-    "a comment's backslash": {"requirements.txt": "# mirror \\\n--index-url {url}/simple/\n# pinned \\\nalpha\n"},
     # pip reads an option line with shlex: this names inner.txt, not a file called 'inner.txt'
     "a quoted file name": {
         "requirements.txt": "-r 'inner.txt'\n",
@@ -125,6 +123,92 @@ def test_a_requirement_file_is_read_as_pip_reads_it_so_its_index_is_seen(
     assert done.returncode == 3, done.stdout + done.stderr
     assert "runcode-policy-gate: denied:" in done.stderr and public.requests == []
     assert "alpha" not in target.installed()
+
+
+# Files that pip and uv read differently: each smuggles beta from the "public" host past one of them.
+DISAGREEING_FILES = {
+    # pip joins the comment's next line to it; uv ends the comment at the newline
+    "a comment's backslash": ("alpha #\\\nbeta @ {wheel}\n", "line 1 ends a comment with a backslash"),
+    "a comment line's backslash": ("# mirror \\\n--index-url {url}/simple/\nalpha\n", "line 1 ends a comment"),
+    # pip's splitlines breaks a line at U+2028 (and \x0c, \x85, ...); uv does not
+    "a line separator": ("alpha\u2028--index-url {url}/simple/\n", "line 1 holds the line separator '\\u2028'"),
+    "a form feed": ("alpha\n# x\x0cbeta @ {wheel}\n", "line 2 holds the line separator '\\x0c'"),
+    # pip decodes by a coding line: in UTF-7, +AAo- is a line feed
+    "a coding line": ("# -*- coding: utf-7 -*-\nalpha +AAo-beta @ {wheel}\n", "line 1 declares the encoding 'utf-7'"),
+}
+
+
+@pytest.mark.parametrize("client", [["pip", "install", "-r"], ["uv", "pip", "install", "-r"], ["uv", "pip", "sync"]])
+@pytest.mark.parametrize("trick", DISAGREEING_FILES)
+def test_a_requirement_file_that_pip_and_uv_read_differently_is_refused_naming_the_line(
+    gate, env, app, target, project, public, trick, client
+):
+    set_policy(app, "allowlist", python=["alpha"])
+    text, said = DISAGREEING_FILES[trick]
+    wheel = public.file_url(public.file("beta-1.0-py3-none-any.whl"))
+    (project / "requirements.txt").write_text(text.format(url=public.url, wheel=wheel), encoding="utf-8")
+    done = gate("--", *client, "requirements.txt", env=env, cwd=project)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert f"requirements.txt {said}" in done.stderr, done.stderr
+    assert public.requests == [] and not {"alpha", "beta"} & target.installed()
+
+
+@pytest.mark.parametrize("client", [["pip", "install", "-r"], ["uv", "pip", "install", "-r"]])
+@pytest.mark.parametrize("bom", ["utf-8-sig", "utf-16"])
+def test_a_requirement_file_with_a_bom_is_read_as_pip_decodes_it(gate, env, app, target, project, client, bom):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "requirements.txt").write_text("alpha\n", encoding=bom)
+    done = gate("--", *client, "requirements.txt", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert {"alpha", "beta"} <= target.installed()
+
+
+@pytest.mark.parametrize(
+    "spelling", ["-r {url}", "--requirement={url}", "-c {url}", "--constraint {url}", "nested: -r {url}"]
+)
+def test_a_requirement_file_given_as_a_url_is_refused_give_a_local_path(
+    gate, env, app, target, project, public, tmp_path, spelling
+):
+    """pip opens `file:///abs/x.txt` itself; the gate read `./file:/abs/x.txt`, a harmless decoy."""
+    set_policy(app, "allowlist", python=["alpha"])
+    evil = tmp_path / "evil.txt"
+    evil.write_text(f"--index-url {public.url}/simple/\nalpha\n")
+    decoy = project / f"file:{evil}"
+    decoy.parent.mkdir(parents=True)
+    decoy.write_text("alpha\n")
+    option = spelling.removeprefix("nested: ").format(url=f"file://{evil}")
+    if spelling.startswith("nested: "):
+        (project / "requirements.txt").write_text(option + "\n")
+        option = "-r requirements.txt"
+    done = gate("--", "pip", "install", *option.replace("=", " ", 1).split(" ", 1), env=env, cwd=project)
+    assert done.returncode == 4 and "is a URL, which pip would fetch or open itself: give a local path" in done.stderr
+    assert public.requests == [] and "alpha" not in target.installed()
+
+
+SCRIPT = '# /// script\n# dependencies = ["beta @ {wheel}"]\n# ///\nprint("hi")\n'
+PYLOCK = (
+    'lock-version = "1.0"\ncreated-by = "uv"\n[[packages]]\nname = "beta"\nversion = "1.0"\n'
+    '[[packages.wheels]]\nurl = "{wheel}"\nhashes = {{ sha256 = "{sha}" }}\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "said"),
+    [
+        ("script.py", SCRIPT, "is a Python script, whose inline metadata (PEP 723) uv installs"),
+        ("pylock.toml", PYLOCK, "is a PEP 751 lock, whose file URLs uv installs as written, asking no index"),
+    ],
+    ids=["pep-723-script", "pylock"],
+)
+def test_uv_pip_install_of_a_script_or_a_pylock_is_refused_with_what_to_do(
+    gate, env, app, target, project, public, name, text, said
+):
+    set_policy(app, "allowlist", python=["alpha", "beta"])  # even allowed names: the lock's URLs are not the index
+    beta = public.file("beta-1.0-py3-none-any.whl")
+    (project / name).write_text(text.format(wheel=public.file_url(beta), sha=beta.sha256))
+    done = gate("--", "uv", "pip", "install", "-r", name, env=env, cwd=project)
+    assert done.returncode == 4 and f"the requirement file {name!r} {said}" in done.stderr, done.stderr
+    assert public.requests == [] and "beta" not in target.installed()
 
 
 def test_a_variable_in_a_requirement_file_is_refused(gate, env, app, target, project):

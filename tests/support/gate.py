@@ -63,7 +63,7 @@ with open(os.environ["FAKE_RECORD"], "w") as record:
                          if k.lower().endswith("config") and os.path.isfile(v)}}, record)
 sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
 """
-FAKES = ("pip", "python", "npm", "pnpm", "uv")
+FAKES = ("pip", "python", "npm", "pnpm", "uv", "pdm", "pipenv", "poetry")
 
 
 class Gate:

@@ -109,6 +109,8 @@ def project_plan(kind: str, command: list[str], verb: str | None, args: list[str
     """Project clients: their closed set of options, the project's requirements and the names
     given, every index the project's files name checked against the service's."""
     words, lines = check_options(kind, command, args), []
+    if kind == "pdm":
+        check_pdm_options(command, cwd)
     if kind == "pip-compile":  # its words are the files it reads
         for name in words or ["requirements.in"]:
             lines += project_file_lines(name, cwd) if is_project_file(name) else requirements.lines_of(name, cwd)
@@ -139,6 +141,22 @@ def check_options(kind: str, command: list[str], args: list[str]) -> list[str]:
             )
         at += 2 if (name in VALUED and "=" not in word) else 1
     return positional
+
+
+def check_pdm_options(command: list[str], cwd: str) -> None:
+    """pdm adds `[tool.pdm.options]` to its command line (`install = ["-L", "evil.lock"]`): each
+    list is judged as the gate judges that command line, and may name no package."""
+    table = projects.toml(os.path.join(cwd, "pyproject.toml")).get("tool", {}).get("pdm", {}).get("options", {})
+    for verb, options in table.items() if isinstance(table, dict) else [("", None)]:
+        where = f"pyproject.toml [tool.pdm.options] {verb}".rstrip()
+        if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+            raise Usage(f"{where} is not a list of options: the gate cannot judge it")
+        try:
+            named = check_options("pdm", command, options)
+        except Usage as error:
+            raise Usage(f"{where}: {error}") from None
+        if named:
+            raise Usage(f"{where} names {named[0]!r}: give what to install on the command line, where it is judged")
 
 
 def command_question(head: list[str], rest: list[str], lines: list[str]) -> dict | None:
@@ -201,4 +219,5 @@ def is_project_file(name: str) -> bool:
 def project_file_lines(name: str, cwd: str) -> list[str]:
     if os.path.basename(name) != "pyproject.toml":
         raise Usage(f"{name}: the gate reads requirements from pyproject.toml, not from {os.path.basename(name)}")
+    requirements.check_readable(name, "the command line")  # a URL: the client would fetch another one
     return projects.requirements(os.path.dirname(os.path.join(cwd, name)) or cwd)

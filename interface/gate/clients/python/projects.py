@@ -36,7 +36,7 @@ def toml(path: str) -> dict:
 def requirements(cwd: str) -> list[str]:
     """Every requirement pyproject.toml (and a Pipfile) declares: dependencies, optional
     dependencies, dependency groups, build requirements, uv's overrides and constraints, PDM's dev
-    dependencies and overrides, Poetry's dependency tables, a Pipfile's packages. A dependency
+    dependencies and overrides, Poetry's dependency tables and plugins, a Pipfile's packages. A dependency
     given as a table (`{url = ...}`, `{git = ...}`, `{path = ...}`) becomes `name @ ...`, which
     the service refuses as a direct reference; one given as a version is judged by its name."""
     document = toml(os.path.join(cwd, "pyproject.toml"))
@@ -59,6 +59,7 @@ def requirements(cwd: str) -> list[str]:
         found += _named({k: v for k, v in table.items() if k != "python"})
     for group in poetry.get("group", {}).values():
         found += _named(group.get("dependencies", {}) if isinstance(group, dict) else {})
+    found += _named(poetry.get("requires-plugins", {}))  # poetry installs them before it resolves
     pipfile = toml(os.path.join(cwd, "Pipfile"))
     found += _named(pipfile.get("packages", {})) + _named(pipfile.get("dev-packages", {}))
     if not all(isinstance(r, str) for r in found):

@@ -3,7 +3,8 @@
 - pip: no configuration file (PIP_CONFIG_FILE=/dev/null), the index in PIP_INDEX_URL, and the
   interpreter started with -I -S: no site processing, so no `.pth` file of the environment runs
   before pip (one could re-set PIP_EXTRA_INDEX_URL after the gate's scrub). The environment's
-  site-packages are put on sys.path by the gate's own bootstrap instead.
+  site-packages are put on sys.path by the gate's own bootstrap instead. pip's build-dependency
+  child still runs with site processing (a limit: docs/clients-python.md).
 - uv: no configuration file (UV_NO_CONFIG, which also drops pyproject.toml's [tool.uv] indexes),
   no `tool.uv.sources` (UV_NO_SOURCES: a source may be a URL or another index), the index as the
   default one, no Python downloads. A uv.lock made against another index is re-resolved against
