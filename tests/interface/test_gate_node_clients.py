@@ -14,6 +14,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+import urllib.parse
 
 import pytest
 
@@ -328,3 +329,22 @@ def test_a_non_registry_spec_in_package_json_is_refused_before_the_client_runs(l
     done = gated(tmp_path, client, env, path)
     assert done.returncode == 3 and not versions(path), done.stdout + done.stderr
     assert "direct-reference" in done.stderr or "not allowed" in done.stderr or "denied:" in done.stderr
+
+
+def test_a_yarn4_resolution_with_a_percent_encoded_archive_url_elsewhere_is_refused(live, app, env, tmp_path, public):
+    """yarn 4 fetches a lockfile resolution's `::__archiveUrl=` (percent-encoded) as it is,
+    whatever registry is configured: beta, denied, would come from the public registry."""
+    set_policy(app, "allowlist", node=["alpha"])
+    path = project(tmp_path, "yarn4", {"alpha": "^1.0.0"})
+    lock_against(tmp_path, "yarn4", path, f"{public.url}/")
+    lock, archive = path / "yarn.lock", f"{public.url}/beta/-/beta-1.0.0.tgz"
+    plain = 'resolution: "beta@npm:1.0.0"'
+    assert plain in lock.read_text()
+    encoded = urllib.parse.quote(archive, safe="")
+    lock.write_text(lock.read_text().replace(plain, f'{plain[:-1]}::__archiveUrl={encoded}"'))
+    public.requests.clear()
+    done = gated(tmp_path, "yarn4", env, path)
+    assert public.requests == [] and "beta" not in versions(path), public.requests
+    assert done.returncode == 4, done.stdout + done.stderr
+    number = next(n for n, line in enumerate(lock.read_text().split("\n"), 1) if "__archiveUrl" in line)
+    assert f"yarn.lock line {number} fetches {archive} (percent-encoded there)" in done.stderr, done.stderr

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import urllib.parse
 
 from ...installers import Unresolvable, Usage
 from ..plan import Plan
@@ -49,6 +50,7 @@ NON_REGISTRY_SOURCE = re.compile(
     r"|git@[^\s:\"']+:)|\btype:\s*['\"]?(?:git|directory)\b",
     re.IGNORECASE,
 )
+MAX_DECODINGS = 8  # rounds of percent-decoding before a lockfile line is refused as obfuscated
 LOCKFILE_HELP = (
     "delete {lockfile} and run `runcode-policy-gate -- {client} install` to resolve the project "
     "again through the package index"
@@ -177,15 +179,32 @@ def _check_lockfile(path: str, registry: str, client: str) -> None:
     then = LOCKFILE_HELP.format(lockfile=lockfile, client=client)
     if "\\" in text:
         raise Unresolvable(f"{lockfile} holds an escape sequence that could hide a URL; {then}")
-    for url in URL.findall(text):
-        if not url.startswith(registry):
-            raise Unresolvable(f"{lockfile} fetches {url}, which is not the package index; {then}")
-    found = NON_REGISTRY_SOURCE.search(text)
-    if found is not None:
-        line = text.count("\n", 0, found.start()) + 1
-        raise Unresolvable(
-            f"{lockfile} line {line} installs from {found.group(0).strip()!r}, not from the package index; {then}"
-        )
+    for number, line in enumerate(text.split("\n"), 1):
+        seen = percent_decoded(line)  # yarn 4 writes `::__archiveUrl=http%3A%2F%2F...`
+        if seen is None:
+            raise Unresolvable(f"{lockfile} line {number} is percent-encoded over and over; {then}")
+        for url in URL.findall(seen):
+            if not url.startswith(registry):
+                written = "" if url in line else " (percent-encoded there)"
+                raise Unresolvable(
+                    f"{lockfile} line {number} fetches {url}{written}, which is not the package index; {then}"
+                )
+        found = NON_REGISTRY_SOURCE.search(seen)
+        if found is not None:
+            raise Unresolvable(
+                f"{lockfile} line {number} installs from {found.group(0).strip()!r}, not from the package index; {then}"
+            )
+
+
+def percent_decoded(text: str) -> str | None:
+    """`text` with its %-escapes decoded until none is left, so that no encoding (even a double
+    one) hides a URL or a source from the checks; None past MAX_DECODINGS rounds."""
+    for _ in range(MAX_DECODINGS):
+        decoded = urllib.parse.unquote(text)
+        if decoded == text:
+            return text
+        text = decoded
+    return None
 
 
 def project_plan(command: list[str], cwd: str, project_verbs, named_verbs, flags: frozenset) -> Plan:
