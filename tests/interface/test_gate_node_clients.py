@@ -348,3 +348,20 @@ def test_a_yarn4_resolution_with_a_percent_encoded_archive_url_elsewhere_is_refu
     assert done.returncode == 4, done.stdout + done.stderr
     number = next(n for n, line in enumerate(lock.read_text().split("\n"), 1) if "__archiveUrl" in line)
     assert f"yarn.lock line {number} fetches {archive} (percent-encoded there)" in done.stderr, done.stderr
+
+
+def test_a_yarn1_offline_mirror_cannot_install_a_denied_package_unasked(live, app, env, tmp_path, upstream):
+    """yarn 1 takes a tarball from its offline mirror (`yarn-offline-mirror` in .yarnrc) instead
+    of fetching the lockfile's URL: beta, denied since the lockfile was made, was planted there."""
+    set_policy(app, "allowlist", node=["alpha", "beta"])
+    path = project(tmp_path, "yarn1", {"alpha": "^1.0.0"})
+    done = gated(tmp_path, "yarn1", env, path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    shutil.rmtree(path / "node_modules")
+    set_policy(app, "allowlist", node=["alpha"])
+    (path / "mirror").mkdir()
+    (path / "mirror" / "beta-1.0.0.tgz").write_bytes(upstream.tarballs["/beta/-/beta-1.0.0.tgz"])
+    (path / ".yarnrc").write_text('yarn-offline-mirror "./mirror"\n')
+    done = gated(tmp_path, "yarn1", env, path)
+    assert done.returncode == 3 and "beta" not in versions(path), done.stdout + done.stderr
+    assert "denied: beta (node)" in done.stderr

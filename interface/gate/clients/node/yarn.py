@@ -12,7 +12,8 @@ Which yarn it is, the gate asks the program it found (`yarn --version`); a proje
   scope that .yarnrc.yml sends to another registry (`npmScopes`) cannot be overridden that way,
   so it is refused, as is a yarn.lock URL anywhere but the index.
 
-yarn 1 gets a cache of the run's own; yarn 4 keeps its cache in the project (.yarn/cache).
+yarn 1 gets a cache and an offline mirror of the run's own; yarn 4 keeps its cache in the project
+(.yarn/cache).
 """
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ def yarn1(argv: list[str], run: dict, workdir: str, env: dict, cwd: str):
     registry = run["npm"]
     # yarn 1 sends the token only with always-auth, and reads it only from an npmrc
     env.update(npmrc.settings(run, workdir, env["no_proxy"], more="always-auth=true\n"))
+    # yarn 1 installs a tarball it finds in its offline mirror (`yarn-offline-mirror` in any
+    # .yarnrc it reads) without asking the registry; this variable beats every file (and yarn
+    # copies each tarball it fetches there: the folder must exist)
+    mirror = os.path.join(workdir, "offline-mirror")
+    os.mkdir(mirror, 0o700)
+    env["YARN_YARN_OFFLINE_MIRROR"] = mirror
     options = ["--registry", registry]
     lines = client_output([argv[0], "config", "list", "--json", *options], env, cwd).splitlines()
     seen: dict = {}
