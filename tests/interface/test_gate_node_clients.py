@@ -365,3 +365,20 @@ def test_a_yarn1_offline_mirror_cannot_install_a_denied_package_unasked(live, ap
     done = gated(tmp_path, "yarn1", env, path)
     assert done.returncode == 3 and "beta" not in versions(path), done.stdout + done.stderr
     assert "denied: beta (node)" in done.stderr
+
+
+def test_a_bun_workspace_roots_npmrc_above_the_working_directory_is_refused(live, app, env, tmp_path, public):
+    """bun, run in a workspace's package, reads the workspace root's .npmrc: its scope registry
+    would have sent @evil/x to the public registry, unjudged."""
+    set_policy(app, "denylist", node=["gamma"])
+    root = project(tmp_path, "bun", {}, workspaces=["pkgs/*"])
+    member = root / "pkgs" / "a"
+    member.mkdir(parents=True)
+    (member / "package.json").write_text(
+        json.dumps({"name": "a", "version": "1.0.0", "dependencies": {"@evil/x": "1.0.0"}})
+    )
+    (root / ".npmrc").write_text(f"@evil:registry={public.url}/\n")
+    done = gated(tmp_path, "bun", env, member)
+    assert public.requests == [], public.requests
+    assert done.returncode == 4 and not (root / "node_modules").exists(), done.stdout + done.stderr
+    assert f"{root / '.npmrc'} mentions 'registry'" in done.stderr
