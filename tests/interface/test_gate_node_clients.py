@@ -382,3 +382,74 @@ def test_a_bun_workspace_roots_npmrc_above_the_working_directory_is_refused(live
     assert public.requests == [], public.requests
     assert done.returncode == 4 and not (root / "node_modules").exists(), done.stdout + done.stderr
     assert f"{root / '.npmrc'} mentions 'registry'" in done.stderr
+
+
+PNPMFILE_HOOK = """module.exports = {{ hooks: {{ readPackage(pkg) {{
+  if (pkg.name === "project") pkg.dependencies = {{ ...pkg.dependencies, gamma: "{url}/gamma/-/gamma-1.0.0.tgz" }};
+  return pkg;
+}} }} }};
+"""
+
+
+@pytest.mark.parametrize("where", [".pnpmfile.cjs", "pnpmfile setting"])
+def test_a_pnpmfile_hook_cannot_add_a_dependency_from_elsewhere(live, app, env, tmp_path, public, where):
+    """A pnpmfile's readPackage hook adds gamma, denied, as a URL on the public registry: pnpm
+    runs with --ignore-pnpmfile, so the hook never runs and the allowed tree installs."""
+    set_policy(app, "allowlist", node=["alpha", "beta"])
+    path = project(tmp_path, "pnpm", {"alpha": "^1.0.0"})
+    hooks = path / ".pnpmfile.cjs" if where == ".pnpmfile.cjs" else path / "hooks" / "extra.cjs"
+    hooks.parent.mkdir(exist_ok=True)
+    hooks.write_text(PNPMFILE_HOOK.format(url=public.url))
+    if where == "pnpmfile setting":
+        (path / "pnpm-workspace.yaml").write_text("pnpmfile: hooks/extra.cjs\n")
+    done = gated(tmp_path, "pnpm", env, path)
+    assert public.requests == [] and "gamma" not in versions(path), public.requests
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {"alpha": "1.0.0", "beta": "1.0.0"}.items() <= versions(path).items()
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        'overrides:\n  beta: "{url}/beta/-/beta-1.0.0.tgz"\n',
+        'packageExtensions:\n  "alpha@*":\n    dependencies:\n      gamma: "{url}/gamma/-/gamma-1.0.0.tgz"\n',
+        'catalog:\n  alpha: "{url}/alpha/-/alpha-1.0.0.tgz"\n',
+    ],
+    ids=["overrides", "packageExtensions", "catalog"],
+)
+def test_a_pnpm_workspace_setting_that_adds_a_url_dependency_is_refused(live, app, env, tmp_path, public, setting):
+    set_policy(app, "allowlist", node=["alpha"])
+    path = project(tmp_path, "pnpm", {"alpha": "catalog:" if "catalog" in setting else "^1.0.0"})
+    (path / "pnpm-workspace.yaml").write_text(setting.format(url=public.url))
+    done = gated(tmp_path, "pnpm", env, path)
+    assert public.requests == [] and not versions(path), public.requests
+    assert done.returncode == 4, done.stdout + done.stderr
+    line = 4 if "packageExtensions" in setting else 2
+    assert f"{path / 'pnpm-workspace.yaml'} line {line}: " in done.stderr and "not a registry version" in done.stderr
+
+
+def test_pnpm_catalog_specs_resolve_through_the_workspace_file(live, app, env, tmp_path):
+    set_policy(app, "allowlist", node=["alpha", "beta"])
+    path = project(tmp_path, "pnpm", {"alpha": "catalog:"}, devDependencies={"beta": "catalog:old"})
+    (path / "pnpm-workspace.yaml").write_text("catalog:\n  alpha: ^1.0.0\ncatalogs:\n  old:\n    beta: 1.0.0\n")
+    done = gated(tmp_path, "pnpm", env, path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {"alpha": "1.0.0", "beta": "1.0.0"}.items() <= versions(path).items()
+    (path / "pnpm-workspace.yaml").write_text("catalog:\n  alpha: ^1.0.0\n")
+    done = gated(tmp_path, "pnpm", env, path)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "devDependencies.beta is 'catalog:old', but catalog 'old' has no entry for beta" in done.stderr
+
+
+def test_a_yarn4_package_extension_with_a_url_dependency_is_refused(live, app, env, tmp_path, public):
+    """.yarnrc.yml `packageExtensions` adds gamma, denied, to alpha as a URL on the public registry."""
+    set_policy(app, "allowlist", node=["alpha", "beta"])
+    path = project(tmp_path, "yarn4", {"alpha": "^1.0.0"})
+    gamma = f"{public.url}/gamma/-/gamma-1.0.0.tgz"
+    extension = f'packageExtensions:\n  "alpha@*":\n    dependencies:\n      gamma: "{gamma}"\n'
+    (path / ".yarnrc.yml").write_text((path / ".yarnrc.yml").read_text() + extension)
+    done = gated(tmp_path, "yarn4", env, path)
+    assert public.requests == [] and not versions(path), public.requests
+    assert done.returncode == 4, done.stdout + done.stderr
+    expected = f"{path / '.yarnrc.yml'} line 5: packageExtensions.alpha@*.dependencies.gamma is '{public.url}/gamma"
+    assert expected in done.stderr, done.stderr
