@@ -161,6 +161,7 @@ def test_pnpm_gets_its_registry_and_every_scope_on_its_command_line(gate, env, p
     assert ran["argv"][1:] == [
         f"--registry={registry}",
         "--config.update-notifier=false",
+        "--ignore-pnpmfile",  # no pnpmfile hook rewrites what pnpm installs
         f"--config.@jsr:registry={registry}",
         f"--config.@Corp:registry={registry}",  # spelt as the client reports it
         "add",

@@ -14,6 +14,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+import urllib.parse
 
 import pytest
 
@@ -328,3 +329,127 @@ def test_a_non_registry_spec_in_package_json_is_refused_before_the_client_runs(l
     done = gated(tmp_path, client, env, path)
     assert done.returncode == 3 and not versions(path), done.stdout + done.stderr
     assert "direct-reference" in done.stderr or "not allowed" in done.stderr or "denied:" in done.stderr
+
+
+def test_a_yarn4_resolution_with_a_percent_encoded_archive_url_elsewhere_is_refused(live, app, env, tmp_path, public):
+    """yarn 4 fetches a lockfile resolution's `::__archiveUrl=` (percent-encoded) as it is,
+    whatever registry is configured: beta, denied, would come from the public registry."""
+    set_policy(app, "allowlist", node=["alpha"])
+    path = project(tmp_path, "yarn4", {"alpha": "^1.0.0"})
+    lock_against(tmp_path, "yarn4", path, f"{public.url}/")
+    lock, archive = path / "yarn.lock", f"{public.url}/beta/-/beta-1.0.0.tgz"
+    plain = 'resolution: "beta@npm:1.0.0"'
+    assert plain in lock.read_text()
+    encoded = urllib.parse.quote(archive, safe="")
+    lock.write_text(lock.read_text().replace(plain, f'{plain[:-1]}::__archiveUrl={encoded}"'))
+    public.requests.clear()
+    done = gated(tmp_path, "yarn4", env, path)
+    assert public.requests == [] and "beta" not in versions(path), public.requests
+    assert done.returncode == 4, done.stdout + done.stderr
+    number = next(n for n, line in enumerate(lock.read_text().split("\n"), 1) if "__archiveUrl" in line)
+    assert f"yarn.lock line {number} fetches {archive} (percent-encoded there)" in done.stderr, done.stderr
+
+
+def test_a_yarn1_offline_mirror_cannot_install_a_denied_package_unasked(live, app, env, tmp_path, upstream):
+    """yarn 1 takes a tarball from its offline mirror (`yarn-offline-mirror` in .yarnrc) instead
+    of fetching the lockfile's URL: beta, denied since the lockfile was made, was planted there."""
+    set_policy(app, "allowlist", node=["alpha", "beta"])
+    path = project(tmp_path, "yarn1", {"alpha": "^1.0.0"})
+    done = gated(tmp_path, "yarn1", env, path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    shutil.rmtree(path / "node_modules")
+    set_policy(app, "allowlist", node=["alpha"])
+    (path / "mirror").mkdir()
+    (path / "mirror" / "beta-1.0.0.tgz").write_bytes(upstream.tarballs["/beta/-/beta-1.0.0.tgz"])
+    (path / ".yarnrc").write_text('yarn-offline-mirror "./mirror"\n')
+    done = gated(tmp_path, "yarn1", env, path)
+    assert done.returncode == 3 and "beta" not in versions(path), done.stdout + done.stderr
+    assert "denied: beta (node)" in done.stderr
+
+
+def test_a_bun_workspace_roots_npmrc_above_the_working_directory_is_refused(live, app, env, tmp_path, public):
+    """bun, run in a workspace's package, reads the workspace root's .npmrc: its scope registry
+    would have sent @evil/x to the public registry, unjudged."""
+    set_policy(app, "denylist", node=["gamma"])
+    root = project(tmp_path, "bun", {}, workspaces=["pkgs/*"])
+    member = root / "pkgs" / "a"
+    member.mkdir(parents=True)
+    (member / "package.json").write_text(
+        json.dumps({"name": "a", "version": "1.0.0", "dependencies": {"@evil/x": "1.0.0"}})
+    )
+    (root / ".npmrc").write_text(f"@evil:registry={public.url}/\n")
+    done = gated(tmp_path, "bun", env, member)
+    assert public.requests == [], public.requests
+    assert done.returncode == 4 and not (root / "node_modules").exists(), done.stdout + done.stderr
+    assert f"{root / '.npmrc'} mentions 'registry'" in done.stderr
+
+
+PNPMFILE_HOOK = """module.exports = {{ hooks: {{ readPackage(pkg) {{
+  if (pkg.name === "project") pkg.dependencies = {{ ...pkg.dependencies, gamma: "{url}/gamma/-/gamma-1.0.0.tgz" }};
+  return pkg;
+}} }} }};
+"""
+
+
+@pytest.mark.parametrize("where", [".pnpmfile.cjs", "pnpmfile setting"])
+def test_a_pnpmfile_hook_cannot_add_a_dependency_from_elsewhere(live, app, env, tmp_path, public, where):
+    """A pnpmfile's readPackage hook adds gamma, denied, as a URL on the public registry: pnpm
+    runs with --ignore-pnpmfile, so the hook never runs and the allowed tree installs."""
+    set_policy(app, "allowlist", node=["alpha", "beta"])
+    path = project(tmp_path, "pnpm", {"alpha": "^1.0.0"})
+    hooks = path / ".pnpmfile.cjs" if where == ".pnpmfile.cjs" else path / "hooks" / "extra.cjs"
+    hooks.parent.mkdir(exist_ok=True)
+    hooks.write_text(PNPMFILE_HOOK.format(url=public.url))
+    if where == "pnpmfile setting":
+        (path / "pnpm-workspace.yaml").write_text("pnpmfile: hooks/extra.cjs\n")
+    done = gated(tmp_path, "pnpm", env, path)
+    assert public.requests == [] and "gamma" not in versions(path), public.requests
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {"alpha": "1.0.0", "beta": "1.0.0"}.items() <= versions(path).items()
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        'overrides:\n  beta: "{url}/beta/-/beta-1.0.0.tgz"\n',
+        'packageExtensions:\n  "alpha@*":\n    dependencies:\n      gamma: "{url}/gamma/-/gamma-1.0.0.tgz"\n',
+        'catalog:\n  alpha: "{url}/alpha/-/alpha-1.0.0.tgz"\n',
+    ],
+    ids=["overrides", "packageExtensions", "catalog"],
+)
+def test_a_pnpm_workspace_setting_that_adds_a_url_dependency_is_refused(live, app, env, tmp_path, public, setting):
+    set_policy(app, "allowlist", node=["alpha"])
+    path = project(tmp_path, "pnpm", {"alpha": "catalog:" if "catalog" in setting else "^1.0.0"})
+    (path / "pnpm-workspace.yaml").write_text(setting.format(url=public.url))
+    done = gated(tmp_path, "pnpm", env, path)
+    assert public.requests == [] and not versions(path), public.requests
+    assert done.returncode == 4, done.stdout + done.stderr
+    line = 4 if "packageExtensions" in setting else 2
+    assert f"{path / 'pnpm-workspace.yaml'} line {line}: " in done.stderr and "not a registry version" in done.stderr
+
+
+def test_pnpm_catalog_specs_resolve_through_the_workspace_file(live, app, env, tmp_path):
+    set_policy(app, "allowlist", node=["alpha", "beta"])
+    path = project(tmp_path, "pnpm", {"alpha": "catalog:"}, devDependencies={"beta": "catalog:old"})
+    (path / "pnpm-workspace.yaml").write_text("catalog:\n  alpha: ^1.0.0\ncatalogs:\n  old:\n    beta: 1.0.0\n")
+    done = gated(tmp_path, "pnpm", env, path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {"alpha": "1.0.0", "beta": "1.0.0"}.items() <= versions(path).items()
+    (path / "pnpm-workspace.yaml").write_text("catalog:\n  alpha: ^1.0.0\n")
+    done = gated(tmp_path, "pnpm", env, path)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "devDependencies.beta is 'catalog:old', but catalog 'old' has no entry for beta" in done.stderr
+
+
+def test_a_yarn4_package_extension_with_a_url_dependency_is_refused(live, app, env, tmp_path, public):
+    """.yarnrc.yml `packageExtensions` adds gamma, denied, to alpha as a URL on the public registry."""
+    set_policy(app, "allowlist", node=["alpha", "beta"])
+    path = project(tmp_path, "yarn4", {"alpha": "^1.0.0"})
+    gamma = f"{public.url}/gamma/-/gamma-1.0.0.tgz"
+    extension = f'packageExtensions:\n  "alpha@*":\n    dependencies:\n      gamma: "{gamma}"\n'
+    (path / ".yarnrc.yml").write_text((path / ".yarnrc.yml").read_text() + extension)
+    done = gated(tmp_path, "yarn4", env, path)
+    assert public.requests == [] and not versions(path), public.requests
+    assert done.returncode == 4, done.stdout + done.stderr
+    expected = f"{path / '.yarnrc.yml'} line 5: packageExtensions.alpha@*.dependencies.gamma is '{public.url}/gamma"
+    assert expected in done.stderr, done.stderr

@@ -2,11 +2,12 @@
 
 bun has no command that tells its configuration. The gate gives it a bunfig.toml of its own
 (`--config`, which replaces the project's: the registry with the run token, a cache of the
-run's own) and an empty global configuration folder. bun also reads `.npmrc` in the project and
-in the home folder, with a parser of its own: one that mentions a registry at all, or holds an
-escape that could spell one, is refused. bun fetches a bun.lock URL as it is, whatever registry
-is configured, so a bun.lock naming anything but the index is refused, and so is the binary
-bun.lockb, which the gate cannot read.
+run's own) and an empty global configuration folder. bun also reads `.npmrc`, with a parser of
+its own, in the home folder and in the project's root (a workspace's root, above the working
+directory): one in the working directory or any folder above it, or in the home folder, that
+mentions a registry at all, or holds an escape that could spell one, is refused. bun fetches a
+bun.lock URL as it is, whatever registry is configured, so a bun.lock naming anything but the
+index is refused, and so is the binary bun.lockb, which the gate cannot read.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import os
 
 from ...installers import Unresolvable, write_private
-from .project import check_lockfiles, project_plan
+from .project import ancestors, check_lockfiles, project_plan
 
 PROJECT_FLAGS = frozenset("--frozen-lockfile --ignore-scripts --production -p --silent --no-progress".split())
 LOCKFILES = ("bun.lock",)
@@ -35,7 +36,7 @@ def prepare(argv: list[str], run: dict, workdir: str, env: dict, cwd: str):
             f"{BINARY_LOCKFILE} is a binary lockfile the gate cannot read; delete it and run "
             "`runcode-policy-gate -- bun install`, which writes a text bun.lock"
         )
-    for folder in (cwd, env.get("HOME", "")):
+    for folder in dict.fromkeys((*ancestors(cwd), env.get("HOME", ""))):
         check_npmrc(os.path.join(folder, ".npmrc"))
     bunfig = os.path.join(workdir, "bunfig.toml")
     registry_table = f"{{ url = {json.dumps(registry)}, token = {json.dumps(run['token'])} }}"

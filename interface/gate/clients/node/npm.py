@@ -31,5 +31,5 @@ def prepare(argv: list[str], run: dict, workdir: str, env: dict, cwd: str):
     env.update(npmrc.settings(run, workdir, env["no_proxy"]))
     registry = run["npm"]
     fixed = [f"--registry={registry}", "--replace-registry-host=always", f"--cache={os.path.join(workdir, 'cache')}"]
-    options = npmrc.pointed_at_index(argv[0], fixed, "--{}={}", registry, env, cwd)
+    options, _ = npmrc.pointed_at_index(argv[0], fixed, "--{}={}", registry, env, cwd)
     return [argv[0], *options, *argv[1:]], env

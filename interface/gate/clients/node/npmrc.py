@@ -39,17 +39,19 @@ def settings(run: dict, workdir: str, no_proxy: str, more: str = "") -> dict:
     }
 
 
-def pointed_at_index(program: str, settings: list[str], option: str, registry: str, env: dict, cwd: str) -> list[str]:
-    """`settings` plus the command-line options that point every scope the client reports at
-    the index (`option` formats one: `--{}={}` or `--config.{}={}`), checked by asking again."""
+def pointed_at_index(program: str, settings: list[str], option: str, registry: str, env: dict, cwd: str):
+    """(options, configuration): `settings` plus the command-line options that point every scope
+    the client reports at the index (`option` formats one: `--{}={}` or `--config.{}={}`),
+    checked by asking again; and the client's configuration with them, as it answered then."""
     seen = scope_keys(config_list(program, settings, env, cwd))
     pointed = (option.format(key, registry) for key in sorted(seen))
     options = [*settings, *(given for given in pointed if given not in settings)]  # pnpm reports its @jsr too
-    wrong = mismatched(registries(config_list(program, options, env, cwd)), registry)
+    config = config_list(program, options, env, cwd)
+    wrong = mismatched(registries(config), registry)
     if wrong:
         listed = ", ".join(f"{key} = {url}" for key, url in sorted(wrong.items()))
         raise Unresolvable(f"{os.path.basename(program)} would still fetch from outside the package index ({listed})")
-    return options
+    return options, config
 
 
 def config_list(program: str, options: list[str], env: dict, cwd: str) -> dict:

@@ -5,14 +5,19 @@ pnpm reads its registries from .npmrc and pnpm-workspace.yaml (`registries:`); i
 command line (see `npmrc`), then checked. pnpm-lock.yaml records no registry for registry
 packages (they come from the configured one); a `tarball:` URL anywhere but the index is refused.
 pnpm's update notifier asks the registry for pnpm itself in every run: it is turned off.
+
+A pnpmfile's hooks (`.pnpmfile.cjs`, a `pnpmfile` or `globalPnpmfile` setting, a config
+dependency's) can rewrite any package's dependencies, or the configuration, as pnpm runs:
+pnpm runs with `--ignore-pnpmfile`. What pnpm-workspace.yaml adds to the project (`overrides`,
+`packageExtensions`, catalogs) is judged as pnpm reports it (see `settings`).
 """
 
 from __future__ import annotations
 
 import os
 
-from . import npmrc
-from .project import check_lockfiles, project_plan
+from . import npmrc, settings
+from .project import LOCAL_PROTOCOLS, check_lockfiles, project_plan
 
 PROJECT_FLAGS = frozenset(
     "--frozen-lockfile --prefer-frozen-lockfile --ignore-scripts --prod -P --dev -D --no-optional "
@@ -20,10 +25,13 @@ PROJECT_FLAGS = frozenset(
 )
 LOCKFILES = ("pnpm-lock.yaml",)
 BUILT_IN_SCOPES = ("@jsr",)  # pnpm's own scope registry (npm.jsr.io), not listed as a key
+WORKSPACE_FILE = "pnpm-workspace.yaml"
+ADDING = ("overrides", "packageExtensions", "catalogs")  # settings that add to the dependencies
 
 
 def plan(command: list[str], cwd: str):
-    return project_plan(command, cwd, {"install", "i"}, {"add"}, PROJECT_FLAGS)
+    kept = (*LOCAL_PROTOCOLS, settings.CATALOG)  # resolved by pnpm's own catalogs, judged in prepare
+    return project_plan(command, cwd, {"install", "i"}, {"add"}, PROJECT_FLAGS, kept)
 
 
 def prepare(argv: list[str], run: dict, workdir: str, env: dict, cwd: str):
@@ -36,7 +44,11 @@ def prepare(argv: list[str], run: dict, workdir: str, env: dict, cwd: str):
     fixed = [
         f"--registry={registry}",
         "--config.update-notifier=false",
+        "--ignore-pnpmfile",
         *(f"--config.{scope}:registry={registry}" for scope in BUILT_IN_SCOPES),
     ]
-    options = npmrc.pointed_at_index(argv[0], fixed, "--config.{}={}", registry, env, cwd)
+    options, config = npmrc.pointed_at_index(argv[0], fixed, "--config.{}={}", registry, env, cwd)
+    files = settings.files_above(cwd, WORKSPACE_FILE)
+    settings.check({name: config[name] for name in ADDING if name in config}, files)
+    settings.check_catalog_references(cwd, config.get("catalogs"), files)
     return [argv[0], *options, *argv[1:]], env

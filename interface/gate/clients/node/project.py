@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import urllib.parse
 
 from ...installers import Unresolvable, Usage
 from ..plan import Plan
@@ -30,9 +31,10 @@ from ..plan import Plan
 DEPENDENCY_FIELDS = ("dependencies", "devDependencies", "optionalDependencies", "peerDependencies")
 OVERRIDE_FIELDS = (("overrides",), ("resolutions",), ("pnpm", "overrides"))
 # A registry spec is a semver range or a dist-tag: neither has a colon or a slash, and a tarball
-# file name ends in one of these. `workspace:` names a package of this very project.
+# file name ends in one of these. `workspace:` names a package of this very project; a client
+# that reads catalogs (pnpm) keeps `catalog:` too, and judges what it resolves to (`settings`).
 TARBALL_ENDINGS = (".tgz", ".tar.gz", ".tar")
-LOCAL_PROTOCOL = "workspace:"
+LOCAL_PROTOCOLS = ("workspace:",)
 SKIPPED_DIRECTORIES = ("node_modules", ".git")
 MAX_MANIFESTS = 2000  # package.json files read below the project: a bound on a hostile tree
 # Anything a lockfile could fetch: a scheme and an authority. A backslash could hide one behind
@@ -49,6 +51,7 @@ NON_REGISTRY_SOURCE = re.compile(
     r"|git@[^\s:\"']+:)|\btype:\s*['\"]?(?:git|directory)\b",
     re.IGNORECASE,
 )
+MAX_DECODINGS = 8  # rounds of percent-decoding before a lockfile line is refused as obfuscated
 LOCKFILE_HELP = (
     "delete {lockfile} and run `runcode-policy-gate -- {client} install` to resolve the project "
     "again through the package index"
@@ -60,26 +63,30 @@ def is_registry_spec(spec: str) -> bool:
     return ":" not in spec and "/" not in spec and not spec.lower().endswith(TARBALL_ENDINGS)
 
 
-def declared_specs(cwd: str) -> list[str]:
-    """`name@spec` for every non-registry dependency, override or resolution of the project."""
+def declared_specs(cwd: str, kept: tuple = LOCAL_PROTOCOLS) -> list[str]:
+    """`name@spec` for every non-registry dependency, override or resolution of the project
+    (but those of a `kept` protocol)."""
     specs: list[str] = []
-    for manifest in manifests(cwd):
+    for manifest in manifests(cwd).values():
         for field in DEPENDENCY_FIELDS:
             for name, spec in _mapping(manifest.get(field)).items():
-                specs += _judged(name, spec)
+                specs += _judged(name, spec, kept)
         for path in OVERRIDE_FIELDS:
-            specs += _override_specs(_mapping(_field(manifest, path)))
+            specs += _override_specs(_mapping(_field(manifest, path)), kept)
     return list(dict.fromkeys(specs))
 
 
-def manifests(cwd: str) -> list[dict]:
-    """The package.json of the project, of every folder below it but node_modules, and of every
-    folder above it (a workspace root installs its whole workspace from any of its folders)."""
-    found = [_manifest(os.path.join(d, "package.json")) for d in ancestors(cwd)[1:] if _is_file(d, "package.json")]
+def manifests(cwd: str) -> dict[str, dict]:
+    """{path: document} of the package.json of the project, of every folder below it but
+    node_modules, and of every folder above it (a workspace root installs its whole workspace
+    from any of its folders)."""
+    above = (os.path.join(d, "package.json") for d in ancestors(cwd)[1:] if _is_file(d, "package.json"))
+    found = {path: _manifest(path) for path in above}
     for directory, folders, files in os.walk(cwd):
         folders[:] = sorted(f for f in folders if f not in SKIPPED_DIRECTORIES)
         if "package.json" in files:
-            found.append(_manifest(os.path.join(directory, "package.json")))
+            path = os.path.join(directory, "package.json")
+            found[path] = _manifest(path)
         if len(found) > MAX_MANIFESTS:
             raise Unresolvable(f"more than {MAX_MANIFESTS} package.json files below {cwd}")
     return found
@@ -118,23 +125,27 @@ def _mapping(value: object) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _judged(name: str, spec: object) -> list[str]:
+def _judged(name: str, spec: object, kept: tuple) -> list[str]:
     if not isinstance(spec, str):
         raise Unresolvable(f"the dependency {name!r} has a spec that is not a string: {spec!r}")
-    if is_registry_spec(spec) or spec.startswith(LOCAL_PROTOCOL) or spec.startswith("$"):
-        return []  # `$name` (npm overrides) is the project's own spec for name, judged there
-    return [f"{name}@{spec}"]
+    return [f"{name}@{spec}"] if needs_judging(spec, kept) else []
 
 
-def _override_specs(overrides: dict) -> list[str]:
+def needs_judging(spec: str, kept: tuple = LOCAL_PROTOCOLS) -> bool:
+    """Whether the index alone cannot judge what `spec` installs: not a registry range or tag,
+    a `kept` protocol, nor `$name` (npm overrides: the project's own spec for name, judged there)."""
+    return not (is_registry_spec(spec) or spec.startswith(kept) or spec.startswith("$"))
+
+
+def _override_specs(overrides: dict, kept: tuple) -> list[str]:
     specs: list[str] = []
     for key, value in overrides.items():
         name = override_target(key)
         if isinstance(value, dict):  # npm: {"alpha": {".": "1.0.0", "beta": "..."}}
-            specs += _judged(name, value["."]) if "." in value else []
-            specs += _override_specs({k: v for k, v in value.items() if k != "."})
+            specs += _judged(name, value["."], kept) if "." in value else []
+            specs += _override_specs({k: v for k, v in value.items() if k != "."}, kept)
         else:
-            specs += _judged(name, value)
+            specs += _judged(name, value, kept)
     return specs
 
 
@@ -177,18 +188,37 @@ def _check_lockfile(path: str, registry: str, client: str) -> None:
     then = LOCKFILE_HELP.format(lockfile=lockfile, client=client)
     if "\\" in text:
         raise Unresolvable(f"{lockfile} holds an escape sequence that could hide a URL; {then}")
-    for url in URL.findall(text):
-        if not url.startswith(registry):
-            raise Unresolvable(f"{lockfile} fetches {url}, which is not the package index; {then}")
-    found = NON_REGISTRY_SOURCE.search(text)
-    if found is not None:
-        line = text.count("\n", 0, found.start()) + 1
-        raise Unresolvable(
-            f"{lockfile} line {line} installs from {found.group(0).strip()!r}, not from the package index; {then}"
-        )
+    for number, line in enumerate(text.split("\n"), 1):
+        seen = percent_decoded(line)  # yarn 4 writes `::__archiveUrl=http%3A%2F%2F...`
+        if seen is None:
+            raise Unresolvable(f"{lockfile} line {number} is percent-encoded over and over; {then}")
+        for url in URL.findall(seen):
+            if not url.startswith(registry):
+                written = "" if url in line else " (percent-encoded there)"
+                raise Unresolvable(
+                    f"{lockfile} line {number} fetches {url}{written}, which is not the package index; {then}"
+                )
+        found = NON_REGISTRY_SOURCE.search(seen)
+        if found is not None:
+            raise Unresolvable(
+                f"{lockfile} line {number} installs from {found.group(0).strip()!r}, not from the package index; {then}"
+            )
 
 
-def project_plan(command: list[str], cwd: str, project_verbs, named_verbs, flags: frozenset) -> Plan:
+def percent_decoded(text: str) -> str | None:
+    """`text` with its %-escapes decoded until none is left, so that no encoding (even a double
+    one) hides a URL or a source from the checks; None past MAX_DECODINGS rounds."""
+    for _ in range(MAX_DECODINGS):
+        decoded = urllib.parse.unquote(text)
+        if decoded == text:
+            return text
+        text = decoded
+    return None
+
+
+def project_plan(
+    command: list[str], cwd: str, project_verbs, named_verbs, flags: frozenset, kept: tuple = LOCAL_PROTOCOLS
+) -> Plan:
     """What to ask /evaluate before a Node client runs `command`.
 
     A verb of `named_verbs` with package names goes to the service whole (it parses npm and
@@ -202,7 +232,7 @@ def project_plan(command: list[str], cwd: str, project_verbs, named_verbs, flags
     rest = [a for a in args if a != verb] if verb is not None else args
     names = [a for a in rest if not a.startswith("-")]
     if verb in named_verbs and names:
-        return Plan(client, "node", {"command": [*command, *declared_specs(cwd)]})
+        return Plan(client, "node", {"command": [*command, *declared_specs(cwd, kept)]})
     if verb not in project_verbs and not (verb is None and "" in project_verbs):
         every = sorted(v for v in {*project_verbs, *named_verbs} if v)
         raise Usage(f"the gate runs `{client}` only as: {', '.join(f'{client} {v}' for v in every)}")
@@ -211,5 +241,5 @@ def project_plan(command: list[str], cwd: str, project_verbs, named_verbs, flags
             f"`{client} {verb}` names packages, which the gate judges only as `npm install NAME` or `pnpm add NAME`"
         )
     checked_flags(client, rest, flags)
-    specs = declared_specs(cwd)
+    specs = declared_specs(cwd, kept)
     return Plan(client, "node", {"language": "node", "specs": specs} if specs else None)

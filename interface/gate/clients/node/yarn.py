@@ -10,9 +10,11 @@ Which yarn it is, the gate asks the program it found (`yarn --version`); a proje
   yarn.lock that names anything but the index is refused.
 - yarn 4 takes the registry and the token from the environment, which beats .yarnrc.yml; a
   scope that .yarnrc.yml sends to another registry (`npmScopes`) cannot be overridden that way,
-  so it is refused, as is a yarn.lock URL anywhere but the index.
+  so it is refused, as is a yarn.lock URL anywhere but the index. Its `packageExtensions` (which
+  add dependencies to any package) must name registry versions only (see `settings`).
 
-yarn 1 gets a cache of the run's own; yarn 4 keeps its cache in the project (.yarn/cache).
+yarn 1 gets a cache and an offline mirror of the run's own; yarn 4 keeps its cache in the project
+(.yarn/cache).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import os
 import urllib.parse
 
 from ...installers import Unresolvable
-from . import npmrc
+from . import npmrc, settings
 from .project import check_lockfiles, project_plan
 from .query import client_output, mismatched
 
@@ -31,6 +33,7 @@ PROJECT_FLAGS = frozenset(
     "--non-interactive --no-progress --inline-builds --mode".split()
 )
 LOCKFILES = ("yarn.lock",)
+RC_FILE = ".yarnrc.yml"  # yarn 4 reads it in the project, every folder above, and the home folder
 
 
 def plan(command: list[str], cwd: str):
@@ -53,6 +56,12 @@ def yarn1(argv: list[str], run: dict, workdir: str, env: dict, cwd: str):
     registry = run["npm"]
     # yarn 1 sends the token only with always-auth, and reads it only from an npmrc
     env.update(npmrc.settings(run, workdir, env["no_proxy"], more="always-auth=true\n"))
+    # yarn 1 installs a tarball it finds in its offline mirror (`yarn-offline-mirror` in any
+    # .yarnrc it reads) without asking the registry; this variable beats every file (and yarn
+    # copies each tarball it fetches there: the folder must exist)
+    mirror = os.path.join(workdir, "offline-mirror")
+    os.mkdir(mirror, 0o700)
+    env["YARN_YARN_OFFLINE_MIRROR"] = mirror
     options = ["--registry", registry]
     lines = client_output([argv[0], "config", "list", "--json", *options], env, cwd).splitlines()
     seen: dict = {}
@@ -85,8 +94,7 @@ def yarn_berry(argv: list[str], run: dict, env: dict, cwd: str):
         }
     )
     server = client_output([argv[0], "config", "get", "npmRegistryServer"], env, cwd).strip()
-    scopes = client_output([argv[0], "config", "get", "npmScopes", "--json"], env, cwd).strip()
-    scopes = {} if scopes == "undefined" else json.loads(scopes)  # yarn prints `undefined` for none
+    scopes = berry_setting(argv[0], "npmScopes", env, cwd)
     seen = {"npmRegistryServer": server}
     for scope, entry in (scopes or {}).items():
         if isinstance(entry, dict) and entry.get("npmRegistryServer") is not None:
@@ -98,4 +106,18 @@ def yarn_berry(argv: list[str], run: dict, env: dict, cwd: str):
             f"yarn would still fetch from outside the package index ({listed}); the gate cannot point a "
             "yarn scope at the index: remove it from .yarnrc.yml"
         )
+    extensions = berry_setting(argv[0], "packageExtensions", env, cwd)
+    home_rc = os.path.join(env.get("HOME", ""), RC_FILE)
+    settings.check({"packageExtensions": extensions or {}}, settings.files_above(cwd, RC_FILE, home_rc))
     return list(argv), env
+
+
+def berry_setting(program: str, name: str, env: dict, cwd: str) -> object:
+    """A yarn 4 setting as its JSON (`yarn config get NAME --json`); None when it is unset."""
+    text = client_output([program, "config", "get", name, "--json"], env, cwd).strip()
+    if text == "undefined":  # what yarn prints for an unset setting
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise Unresolvable(f"`yarn config get {name} --json` answered what is not JSON: {text[:200]!r}") from None
