@@ -158,14 +158,14 @@ def version_number(text: str) -> int | None:
     return int(text) if text.isascii() and text.isdigit() and len(text) <= MAX_VERSION_DIGITS else None
 
 
-def expected_version(form: dict) -> int | None:
-    text = form["expected_version"].strip()
-    if not text:
-        return None
-    version = version_number(text)
+def expected_version(form: dict) -> int:
+    """The version the form was opened at. A Save without it would overwrite whatever was saved
+    meanwhile (last writer wins), so a missing one is refused like a damaged one."""
+    version = version_number(form["expected_version"])
     if version is None:
         raise InvalidInputError(
-            "the form's version is damaged; reload the page", [FieldError("expected_version", "must be a whole number")]
+            "the form does not say which version of the policy it was opened at; reload the page (nothing was saved)",
+            [FieldError("expected_version", "must be the whole number the page put there")],
         )
     return version
 
