@@ -36,6 +36,9 @@ LABELS = {
     "command": "Specs or command line",
     "expected_version": "The form's version",
     "coverage": "Coverage (%)",
+    "import-content": "File content",
+    "import-format": "File format",
+    "import-language": "Language of the file",
 }
 
 
