@@ -18,7 +18,14 @@ from domain.policy import LANGUAGES, LISTS, MODES
 _PROGRAMS = re.compile(r"(?:.*/)?(?:pip[\d.]*|python[\d.]*|npm|npx|pnpm|yarn|uv|pipx|poetry|conda)")
 _FIELD = re.compile(r"(?P<language>python|node)\.(?P<list>allow|deny)\[(?P<index>\d+)\]")
 _RULE_FIELD = re.compile(r"(?P<language>python|node)\.rules\.(?P<rule>\w+)(?:\.(?P<part>\w+))?(?:\[(?P<index>\d+)\])?")
-TITLES = {**LANGUAGE_TITLES, "allow": "allow list", "deny": "deny list"}
+# Changes and requests also concern egress hosts and the known-malware rule, named like languages.
+TITLES = {
+    **LANGUAGE_TITLES,
+    "egress": "Egress",
+    "known-malware": "Known malware",
+    "allow": "allow list",
+    "deny": "deny list",
+}
 # Fields named as the console's labels show them, so a message points at what a person sees.
 LABELS = {
     "at": "Instant (UTC)",
