@@ -104,3 +104,16 @@ def test_the_overview_counts_pending_requests_in_good_english(live):
 def test_the_sign_in_page_says_what_the_browser_really_keeps(live):
     hint = signed_in(live).get("/console/sign-in").plain
     assert "only a random session id" in hint and "encrypted" not in hint
+
+
+def test_an_ended_request_says_who_approved_it_and_when_its_exception_ended(live):
+    request = ask(live, "delta")
+    api(live, "POST", f"/requests/{request['id']}/approve", {"duration": "P1D"}, role="admin")
+    console = signed_in(live)
+    approved = console.get("/console/requests", status="approved").plain
+    assert "Approved by admin-token on " in approved and "; exception until " in approved
+    exception = api(live, "GET", "/exceptions")["exceptions"][0]
+    api(live, "DELETE", f"/exceptions/{exception['id']}", role="admin")
+    ended = console.get("/console/requests", status="expired").plain
+    assert "Approved by admin-token on " in ended and "; exception revoked on " in ended
+    assert "Expired by" not in ended
