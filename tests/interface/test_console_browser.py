@@ -265,3 +265,15 @@ def test_enter_in_a_text_field_never_approves_or_saves(live, browser):
         page.wait_for_timeout(300)
     assert api(live, "GET", "/policy")["version"] == 0
     assert [r["id"] for r in api(live, "GET", "/requests?status=open")["requests"]] == [asked]
+
+
+def test_a_very_long_package_name_wraps_instead_of_widening_the_pages(live, browser):
+    long_name = "a" + "b" * 198 + "c"  # a valid name of 200 characters
+    api(live, "PUT", "/policy", {"python": {"mode": "allowlist", "allow": "pandas"}})
+    api(live, "POST", "/evaluate", {"language": "python", "specs": [long_name]}, "sandbox")
+    page = chromium.sign_in(browser, live.url, live.tokens["admin"])
+    assert long_name in page.inner_text("main")  # the overview's most denied packages
+    assert no_horizontal_overflow(page)
+    page.goto(f"{live.url}/console/packages/python/{long_name}")
+    assert long_name in page.inner_text("main")
+    assert no_horizontal_overflow(page)
