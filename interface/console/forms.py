@@ -43,6 +43,10 @@ LABELS = {
     "command": "Specs or command line",
     "expected_version": "The form's version",
     "coverage": "Coverage (%)",
+    "note": "Note",
+    "request_id": "The request",
+    "exception_id": "The exception",
+    "lift_deny": "Also remove it from the deny list",
     "import-content": "File content",
     "import-format": "File format",
     "import-language": "Language of the file",
@@ -214,7 +218,7 @@ def field_label(field: str) -> str:
         return f"{TITLES[found['language']]} {_rule_label(found['rule'], found['part'], found['index'])}"
     language, _, rest = field.partition(".")
     if language in LANGUAGES and rest:
-        return f"{TITLES[language]} {rest}"
+        return f"{TITLES[language]} {TITLES.get(rest, rest)}"
     return LABELS.get(field, field)
 
 

@@ -117,3 +117,26 @@ def test_an_ended_request_says_who_approved_it_and_when_its_exception_ended(live
     ended = console.get("/console/requests", status="expired").plain
     assert "Approved by admin-token on " in ended and "; exception revoked on " in ended
     assert "Expired by" not in ended
+
+
+def test_refusals_name_what_the_page_shows_and_the_note_limit_is_the_servers(live):
+    from domain.limits import MAX_NOTE
+    from interface.console.forms import field_label
+
+    request = ask(live, "epsilon")
+    admin = signed_in(live)
+    form = admin.get("/console/requests").form(f"/console/requests/{request['id']}/approve")
+    assert f'maxlength="{MAX_NOTE}"' in admin.get("/console/requests").text
+    assert f'maxlength="{MAX_NOTE}"' in admin.get(P).text
+    auditor = signed_in(live, "auditor")
+    token = auditor.get("/console/requests").form("/console/sign-out").get("csrf_token")
+    refused = auditor.post(form.action, [("csrf_token", token), ("duration", "P1D")])
+    assert refused.status == 403 and "you are signed in with an auditor token" in refused.plain
+    labels = {f: field_label(f) for f in ("node.deny", "note", "request_id", "exception_id", "import-content")}
+    assert labels == {
+        "node.deny": "Node deny list",
+        "note": "Note",
+        "request_id": "The request",
+        "exception_id": "The exception",
+        "import-content": "File content",
+    }
