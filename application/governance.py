@@ -99,7 +99,7 @@ class Governance(Application):
         self.impacts = Impact(self.policies, counts, clock)  # decision counts, impact
         # requests and exceptions: `gov.access.file_request(...)`, `gov.access.approve_request(...)`...
         self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts, clock)
-        self.synthesis = Synthesis(counts, self.impacts, self.policies.require_workspace)
+        self.synthesis = Synthesis(counts, self.impacts, self.policies)
         # known-malware advisories, deployment-wide: `gov.advisories.import_records(...)`
         self.advisories = Advisories(self.repository, self.save, self.readmodel, self.recorder)
         self.closures = Closures(self.policies, self.advisories)  # dependency closures, judged, never recorded

@@ -5,7 +5,9 @@ A lockfile lists every package it would install (its whole tree); a `requirement
 (`packaging`/the project's pip line parser, `tomllib`, `json`, PyYAML) except yarn.lock v1,
 whose format has no library here and is read by `_yarn_v1` below. Only registry packages are
 listed: the project itself, workspace members and local, git or URL sources are left out (an
-allow list vouches for registry names only). Bad content is refused with the line it is on.
+allow list vouches for registry names only). Bad content is refused with the line it is on,
+and content of the wrong shape (a list where the format has an object, a number where it has a
+name) is refused naming the part, at every level each reader walks (`_shaped`).
 """
 
 from __future__ import annotations
@@ -73,7 +75,21 @@ def imported_names(language: str, fmt: str, content: str, where: str = "") -> li
 
 def _bad(field: str, line: int | None, why: str) -> ImportRefusedError:
     where = f"line {line}: " if line else ""
-    return ImportRefusedError(f"the {field} cannot be imported: {where}{why}", [FieldError(field, f"{where}{why}")])
+    # The detail says what failed; the field error names where, so each reader labels it its way.
+    return ImportRefusedError(f"the file cannot be imported: {where}{why}", [FieldError(field, f"{where}{why}")])
+
+
+_SHAPES = {dict: "an object (a mapping)", list: "a list", str: "a string"}
+
+
+def _shaped(value, shape: type, field: str, what: str, optional: bool = True):
+    """`value` if it has the shape the format gives `what` (None, when `optional`, reads as an
+    empty one), else a refusal naming `what`: parsers hand back any JSON, TOML or YAML."""
+    if value is None and optional:
+        return shape()
+    if not isinstance(value, shape):
+        raise _bad(field, None, f"{what} must be {_SHAPES[shape]}, not {type(value).__name__}")
+    return value
 
 
 # -- python ---------------------------------------------------------------------------------
@@ -121,12 +137,16 @@ def _pylock(content: str, field: str) -> list[str]:
 
 def _uv_lock(content: str, field: str) -> list[str]:
     packages = _packages(_toml(content, field), "package", field)
-    return [p["name"] for p in packages if not (set(p.get("source") or {}) & set(_LOCAL_SOURCES))]
+    return [p["name"] for p in packages if not (set(_source(p, field)) & set(_LOCAL_SOURCES))]
 
 
 def _poetry_lock(content: str, field: str) -> list[str]:
     packages = _packages(_toml(content, field), "package", field)
-    return [p["name"] for p in packages if (p.get("source") or {}).get("type") in (None, "legacy")]
+    return [p["name"] for p in packages if _source(p, field).get("type") in (None, "legacy")]
+
+
+def _source(package: dict, field: str) -> dict:
+    return _shaped(package.get("source"), dict, field, f"the source of {package['name']}")
 
 
 # -- node -----------------------------------------------------------------------------------
@@ -153,30 +173,36 @@ def _registry_name(name: str, wanted) -> str | None:
 def _package_json(content: str, field: str) -> list[str]:
     document, names = _json(content, field), []
     for key in ("dependencies", "devDependencies", "optionalDependencies", "peerDependencies"):
-        declared = document.get(key) or {}
-        names += [n for n in (_registry_name(k, v) for k, v in dict(declared).items()) if n]
+        declared = _shaped(document.get(key), dict, field, key)
+        for name, wanted in declared.items():
+            _shaped(wanted, str, field, f"{key}.{name}", optional=False)
+            names += filter(None, [_registry_name(name, wanted)])
     return names
 
 
 def _package_lock(content: str, field: str) -> list[str]:
     document = _json(content, field)
-    if isinstance(document.get("packages"), dict):  # lockfileVersion 2 and 3
-        found = document["packages"].items()
-        return [
-            entry.get("name") or path.rpartition("node_modules/")[2]
-            for path, entry in found
-            if "node_modules/" in path and isinstance(entry, dict) and not entry.get("link")
-        ]
-    names: list[str] = []
-    _v1_dependencies(document.get("dependencies") or {}, names)
+    if "packages" in document:  # lockfileVersion 2 and 3
+        names = []
+        for path, entry in _shaped(document["packages"], dict, field, "packages").items():
+            entry = _shaped(entry, dict, field, f"packages[{path!r}]", optional=False)
+            name = _shaped(entry.get("name"), str, field, f"packages[{path!r}].name")
+            if "node_modules/" in path and not entry.get("link"):
+                names.append(name or path.rpartition("node_modules/")[2])
+        return names
+    names = []
+    _v1_dependencies(_shaped(document.get("dependencies"), dict, field, "dependencies"), names, field, "dependencies")
     return names
 
 
-def _v1_dependencies(tree: dict, names: list) -> None:
+def _v1_dependencies(tree: dict, names: list, field: str, where: str) -> None:
     for name, entry in tree.items():
-        if isinstance(entry, dict):
-            names += filter(None, [_registry_name(name, entry.get("version", ""))])
-            _v1_dependencies(entry.get("dependencies") or {}, names)
+        entry = _shaped(entry, dict, field, f"{where}.{name}", optional=False)
+        names += filter(
+            None, [_registry_name(name, _shaped(entry.get("version"), str, field, f"{where}.{name}.version"))]
+        )
+        inner = f"{where}.{name}.dependencies"
+        _v1_dependencies(_shaped(entry.get("dependencies"), dict, field, inner), names, field, inner)
 
 
 def _yaml(content: str, field: str) -> dict:
@@ -200,17 +226,19 @@ def _name_at(key: str) -> str:
 
 
 def _pnpm_lock(content: str, field: str) -> list[str]:
-    packages = _yaml(content, field).get("packages") or {}
-    if not isinstance(packages, dict):
-        raise _bad(field, None, "its packages are not a mapping")
+    packages = _shaped(_yaml(content, field).get("packages"), dict, field, "packages")
     return [_name_at(str(key)) for key in packages]
 
 
 def _yarn_lock(content: str, field: str) -> list[str]:
     if "__metadata:" in content:  # yarn 2+ (berry): YAML with a `resolution` per entry
-        entries = _yaml(content, field)
-        resolutions = [e.get("resolution", "") for k, e in entries.items() if k != "__metadata" and isinstance(e, dict)]
-        return [_name_at(r) for r in resolutions if "@npm:" in r]
+        names = []
+        for key, entry in _yaml(content, field).items():
+            if key != "__metadata":
+                entry = _shaped(entry, dict, field, f"the entry {key!r}", optional=False)
+                resolution = _shaped(entry.get("resolution"), str, field, f"the resolution of {key!r}")
+                names += [_name_at(resolution)] if "@npm:" in resolution else []
+        return names
     return _yarn_v1(content, field)
 
 

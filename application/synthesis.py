@@ -9,7 +9,9 @@ decisions themselves, so the cost follows the names in use and not the number of
 `by="installs"` weighs a name by its allowed decisions; `by="sandboxes"` by the sandboxes that
 were allowed it (one sandbox installing it a thousand times weighs one; decisions that name no
 sandbox count as one sandbox). Decisions that name nothing (an invalid spec, a direct reference
-of unknown name) count in the total and no list can cover them.
+of unknown name) count in the total and no list can cover them; nor can a name the draft's
+deny list denies (the deny list wins over the allow list), so such names are never proposed
+and are answered in `denied`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from application.impact import MAX_DAYS, Impact, first_day
+from application.policies import Policies
 from application.store.counts import CountReads
 from domain.errors import FieldError, InvalidInputError
 from domain.specs import LANGUAGES
@@ -27,29 +30,43 @@ WEIGHTS = ("installs", "sandboxes")
 
 
 class Synthesis:
-    def __init__(self, counts: CountReads, impacts: Impact, require_workspace):
+    def __init__(self, counts: CountReads, impacts: Impact, policies: Policies):
         self.counts = counts
         self.impacts = impacts
-        self.require_workspace = require_workspace
+        self.policies = policies
 
     def synthesise(
-        self, workspace: str, language: str, days: int = 30, coverage: float = 0.99, by: str = "installs"
+        self,
+        workspace: str,
+        language: str,
+        days: int = 30,
+        coverage: float = 0.99,
+        by: str = "installs",
+        draft: dict | None = None,
     ) -> dict:
-        """`{"language", "by", "days", "from", "allow", "coverage", "covered", "total", "impact"}`:
-        `coverage` is `covered / total` (1.0 when the period allowed nothing); `impact` is what
-        `POST /impact` answers for the draft (for egress, the hosts it would deny)."""
+        """`{"language", "by", "days", "from", "allow", "denied", "coverage", "covered", "total",
+        "impact"}`: `coverage` is `covered / total` (1.0 when the period allowed nothing);
+        `denied` the recorded names the draft denies, left out; `impact` is what `POST /impact`
+        answers for the draft (for egress, the hosts it would deny). `draft` holds unsaved edits
+        the list is for (the console's form); by default it is the saved policy."""
         _check(language, days, coverage, by)
-        self.require_workspace(workspace)
+        self.policies.require_workspace(workspace)
         with self.counts.within_one_seal():  # the allowlist and its impact from the same counts
-            return self._synthesised(workspace, language, days, coverage, by)
+            return self._synthesised(workspace, language, days, coverage, by, draft or {})
 
-    def _synthesised(self, workspace: str, language: str, days: int, coverage: float, by: str) -> dict:
+    def _synthesised(self, workspace: str, language: str, days: int, coverage: float, by: str, base: dict) -> dict:
         now = datetime.now(UTC)
         start = first_day(days, now)
         rows = self.counts.allowed_by_name_and_sandbox(workspace, start, now.date().isoformat(), language)
         weights = _weights(rows, by)
         total = sum(weights.values())
         weights.pop("", None)  # decisions that name nothing stay in the total; no entry covers them
+        denied: list[str] = []
+        if language != EGRESS:  # denied names stay in the total too: no allow entry covers them
+            _, drafted = self.policies.draft_rules(workspace, _switched(base, language, []), now)
+            denied = sorted(name for name in weights if drafted[language].denies(name))
+            for name in denied:
+                del weights[name]
         allow, covered = [], 0
         for name, weight in sorted(weights.items(), key=lambda item: (-item[1], item[0])):
             if total and covered / total >= coverage:
@@ -62,6 +79,7 @@ class Synthesis:
             "days": days,
             "from": start,
             "allow": sorted(allow),
+            "denied": denied,
             "coverage": covered / total if total else 1.0,
             "covered": covered,
             "total": total,
@@ -69,8 +87,13 @@ class Synthesis:
         if language == EGRESS:  # a draft of the workspace's egress allowlist
             draft = {EGRESS: {"allow": sorted(allow)}}
             return {**answer, "draft": draft, "impact": _egress_impact(rows, set(allow), days, start)}
-        draft = {language: {"mode": "allowlist", "allow": sorted(allow)}}
+        draft = _switched(base, language, sorted(allow))
         return {**answer, "draft": draft, "impact": self.impacts.impact(workspace, draft, days)}
+
+
+def _switched(base: dict, language: str, allow: list[str]) -> dict:
+    """The draft with `language` switched to Allowlist with `allow` (its deny list as drafted)."""
+    return {**base, language: {**base.get(language, {}), "mode": "allowlist", "allow": allow}}
 
 
 def _weights(rows: list[dict], by: str) -> dict[str, int]:

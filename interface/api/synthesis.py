@@ -25,6 +25,9 @@ class SynthesisAnswer(BaseModel):
     days: int
     from_: Annotated[str, Field(alias="from", description="First UTC day counted")]
     allow: list[str] = Field(description="the smallest list reaching the coverage asked for")
+    denied: list[str] = Field(
+        description="recorded names the deny list denies: never proposed, their decisions never covered"
+    )
     coverage: float = Field(description="covered / total (1.0 when the period allowed nothing)")
     covered: int
     total: int = Field(description="allowed decisions (or sandbox-name pairs, by=sandboxes) of the period")

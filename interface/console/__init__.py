@@ -16,6 +16,7 @@ from flask_wtf.csrf import CSRFError, CSRFProtect
 from werkzeug.exceptions import HTTPException, NotFound
 
 from domain.errors import GovernanceError
+from domain.limits import MAX_NOTE
 from interface.console import (  # noqa: F401 - importing a page module registers its routes
     access,
     audit,
@@ -75,7 +76,8 @@ def install(app: Flask) -> None:
     app.session_interface = ConsoleSessions()
     CSRFProtect(app)
     app.jinja_env.filters.update(when=when, field_label=field_label)
-    app.jinja_env.globals.update(titles=TITLES, rule_words=RULE_WORDS)
+    # The note's limit is the server's own, so the form never allows less or more than a save takes.
+    app.jinja_env.globals.update(titles=TITLES, rule_words=RULE_WORDS, max_note=MAX_NOTE)
     app.register_blueprint(blueprint)
     # A person opening the service's address lands in the console (its sign-in when signed out).
     app.add_url_rule("/", "root", lambda: redirect(url_for("console.home")))

@@ -115,15 +115,22 @@ def synthesise_draft():
     language = request.form.get("synthesis-language", "")
     try:
         check_language(language)  # the console's form holds package lists only
+        share = _share(request.form.get("synthesis-coverage", ""))
         found = governance().synthesis.synthesise(
-            _workspace(), language, IMPACT_DAYS, _share(request.form.get("synthesis-coverage", "")), "installs"
+            _workspace(), language, IMPACT_DAYS, share, "installs", draft=desired_state(form)
         )
     except InvalidInputError as error:
         return policy_page._page(saved, form, refusal=error, status=422)
     form[language] = {**form[language], "mode": "allowlist", "allow": "\n".join(found["allow"])}
+    denied = (
+        f" Not added, as the draft's deny list denies them (their installs count as not covered): "
+        f"{', '.join(found['denied'])}."
+        if found["denied"]
+        else ""
+    )
     flash(
         f"Draft: {language} switched to Allowlist with the {len(found['allow'])} packages that would have "
-        f"allowed {found['coverage']:.1%} of the last {IMPACT_DAYS} days' allowed installs. "
+        f"allowed {found['coverage']:.1%} of the last {IMPACT_DAYS} days' allowed installs.{denied} "
         "Nothing is saved until you press Save.",
         "ok",
     )

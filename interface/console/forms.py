@@ -18,7 +18,14 @@ from domain.policy import LANGUAGES, LISTS, MODES
 _PROGRAMS = re.compile(r"(?:.*/)?(?:pip[\d.]*|python[\d.]*|npm|npx|pnpm|yarn|uv|pipx|poetry|conda)")
 _FIELD = re.compile(r"(?P<language>python|node)\.(?P<list>allow|deny)\[(?P<index>\d+)\]")
 _RULE_FIELD = re.compile(r"(?P<language>python|node)\.rules\.(?P<rule>\w+)(?:\.(?P<part>\w+))?(?:\[(?P<index>\d+)\])?")
-TITLES = {**LANGUAGE_TITLES, "allow": "allow list", "deny": "deny list"}
+# Changes and requests also concern egress hosts and the known-malware rule, named like languages.
+TITLES = {
+    **LANGUAGE_TITLES,
+    "egress": "Egress",
+    "known-malware": "Known malware",
+    "allow": "allow list",
+    "deny": "deny list",
+}
 # Fields named as the console's labels show them, so a message points at what a person sees.
 LABELS = {
     "at": "Instant (UTC)",
@@ -36,6 +43,13 @@ LABELS = {
     "command": "Specs or command line",
     "expected_version": "The form's version",
     "coverage": "Coverage (%)",
+    "note": "Note",
+    "request_id": "The request",
+    "exception_id": "The exception",
+    "lift_deny": "Also remove it from the deny list",
+    "import-content": "File content",
+    "import-format": "File format",
+    "import-language": "Language of the file",
 }
 
 
@@ -158,14 +172,14 @@ def version_number(text: str) -> int | None:
     return int(text) if text.isascii() and text.isdigit() and len(text) <= MAX_VERSION_DIGITS else None
 
 
-def expected_version(form: dict) -> int | None:
-    text = form["expected_version"].strip()
-    if not text:
-        return None
-    version = version_number(text)
+def expected_version(form: dict) -> int:
+    """The version the form was opened at. A Save without it would overwrite whatever was saved
+    meanwhile (last writer wins), so a missing one is refused like a damaged one."""
+    version = version_number(form["expected_version"])
     if version is None:
         raise InvalidInputError(
-            "the form's version is damaged; reload the page", [FieldError("expected_version", "must be a whole number")]
+            "the form does not say which version of the policy it was opened at; reload the page (nothing was saved)",
+            [FieldError("expected_version", "must be the whole number the page put there")],
         )
     return version
 
@@ -204,7 +218,7 @@ def field_label(field: str) -> str:
         return f"{TITLES[found['language']]} {_rule_label(found['rule'], found['part'], found['index'])}"
     language, _, rest = field.partition(".")
     if language in LANGUAGES and rest:
-        return f"{TITLES[language]} {rest}"
+        return f"{TITLES[language]} {TITLES.get(rest, rest)}"
     return LABELS.get(field, field)
 
 

@@ -7,6 +7,8 @@ from flask import url_for
 
 from interface.console.session import blueprint
 
+EGRESS = "egress"  # the "language" of egress hosts in changes, requests and decisions
+
 
 @blueprint.app_template_global()
 def audit_url(**filters) -> str:
@@ -16,7 +18,10 @@ def audit_url(**filters) -> str:
 
 @blueprint.app_template_global()
 def package_url(language: str, name: str, **period) -> str:
-    """A package's page (its status, timeline and recent decisions)."""
+    """A package's page (its status, timeline and recent decisions). An egress host has no such
+    page (changes and requests name hosts too), so it opens the host's egress decisions."""
+    if language == EGRESS:
+        return audit_url(kind=EGRESS, name=name)
     return url_for("console.package", language=language, name=name, **period)
 
 

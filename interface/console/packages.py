@@ -4,7 +4,8 @@ A refused Save re-renders the form with what was typed (nothing is lost, every b
 named); a successful Save redirects (post/redirect/get) so reloading never re-saves. A Test is
 a question that changes nothing, so its post redirects to the page's own address with the form
 in the query and `#results`: the answer is in view, and reloading asks again instead of
-re-posting.
+re-posting. That address is sealed to this session (`drafts`): a link made elsewhere shows
+the saved policy in the form, never a draft someone else chose for the next Save.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from application.imports import FORMATS as IMPORT_FORMATS
 from domain.errors import ConflictError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES, MODES
 from domain.token import role_allows
+from interface.console.drafts import seal_holds, sealed
 from interface.console.forms import (
     REFUSING_RULE,
     desired_state,
@@ -46,7 +48,7 @@ def can_edit() -> bool:
 def packages():
     saved = governance().policy(_workspace())
     if "against" in request.args:  # a Test's answer (see test_packages)
-        return _tested(saved, request.args)
+        return _tested(saved, request.args, trusted=seal_holds(request.args))
     return _page(saved, policy_as_form(saved))
 
 
@@ -80,24 +82,42 @@ def test_packages():
     if request.form.get("against") == "draft":
         require("admin")
     fields = [(k, v) for k, v in request.form.items(multi=True) if k != "csrf_token"]
-    target = f"{url_for('console.packages')}?{urlencode(fields)}#results"
+    target = f"{url_for('console.packages')}?{urlencode(sealed(fields))}#results"
     if len(target) > MAX_TEST_URL:
-        return _tested(governance().policy(_workspace()), request.form)
+        return _tested(governance().policy(_workspace()), request.form, trusted=True)
     return redirect(target, 303)
 
 
-def _tested(saved: dict, values):
+def _tested(saved: dict, values, trusted: bool):
+    """A Test's answer. Only a trusted draft (this session's own post) fills the form; otherwise
+    the form is the saved policy and the specs are judged against it. Auditors cannot edit, so
+    their form is always the saved policy, whatever was sent."""
     against = values.get("against", "saved")
     if against == "draft":
         require("admin")
-    # Auditors cannot edit, so their form is always the saved policy, whatever was sent.
-    form = policy_form(values) if can_edit() else policy_as_form(saved)
+    drafted = can_edit() and trusted
+    against = against if drafted else "saved"
+    form = policy_form(values) if drafted else policy_as_form(saved)
     tried = {"language": values.get("test-language", "python"), "input": values.get("test-input", "")}
+    notice = _draft_notice(saved) if drafted else (UNTRUSTED if can_edit() else None)
     try:
         answer = _test(form, tried, against)
     except InvalidInputError as error:
-        return _page(saved, form, tried, refusal=error, status=422)
-    return _page(saved, form, tried, answer=answer, against=against)
+        return _page(saved, form, tried, refusal=error, notice=notice, status=422)
+    return _page(saved, form, tried, answer=answer, against=against, notice=notice)
+
+
+UNTRUSTED = (
+    "This address was not made by a Test in this session, so the form shows the saved policy "
+    "and the specs were judged against it."
+)
+
+
+def _draft_notice(saved: dict) -> str:
+    return (
+        f"The form holds the draft you tested, not necessarily the saved policy (version {saved['version']}): "
+        "Save replaces the saved policy with exactly what the form shows."
+    )
 
 
 def _test(form: dict, tried: dict, against: str) -> dict:
@@ -137,6 +157,7 @@ def _page(
     since: list | None = None,
     impact: dict | None = None,
     imported: dict | None = None,
+    notice: str | None = None,
     status: int = 200,
 ):
     items = error_items(refusal) if refusal else []
@@ -149,6 +170,7 @@ def _page(
         against=against,
         impact=impact,
         imported=imported,
+        notice=notice,
         import_formats=IMPORT_FORMATS,
         refusal=refusal,
         problems=items,

@@ -47,9 +47,14 @@ def caller() -> dict:
 
 def require(role: str) -> None:
     if not role_allows(caller()["role"], role):
-        raise HTTPProblem(
-            403, "Forbidden", f"this needs the {role} role or above; you are signed in with a {caller()['role']} token"
-        )
+        signed = _a(caller()["role"])
+        detail = f"this needs the {role} role or above; you are signed in with {signed} token"
+        raise HTTPProblem(403, "Forbidden", detail)
+
+
+def _a(word: str) -> str:
+    """`an auditor`, `an admin`, `a sandbox`."""
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
 
 
 @blueprint.before_request
@@ -87,8 +92,9 @@ def sign_in():
     if found is None:
         return _refuse_sign_in(401, "That token is unknown or has been revoked.")
     if found["role"] not in CONSOLE_ROLES:
+        refused = _a(found["role"]).capitalize()
         return _refuse_sign_in(
-            403, f"A {found['role']} token cannot sign in to the console; use an owner, admin or auditor token."
+            403, f"{refused} token cannot sign in to the console; use an owner, admin or auditor token."
         )
     session.clear()  # a fresh session for the new identity (no fixation)
     session.permanent = True

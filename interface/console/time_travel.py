@@ -67,17 +67,22 @@ def _version(workspace: str, text: str) -> tuple[dict, dict]:
 
 
 def differences(before: dict, after: dict) -> list[dict]:
-    """Per language: the mode change (old, new) if any, and the entries added and removed per list."""
+    """Per language, then for egress and the known-malware rule: the mode change (old, new) if
+    any, and the entries added and removed per list."""
+    parts = [(lang, before[lang], after[lang], LISTS) for lang in LANGUAGES]
+    hosts = [{"mode": None, "allow": p["egress"]["allow"] or []} for p in (before, after)]  # None: not narrowed
+    parts.append(("egress", *hosts, ("allow",)))
+    malware = ({"mode": before["known_malware"]}, {"mode": after["known_malware"]})
+    parts.append(("known-malware", *malware, ()))
     out = []
-    for lang in LANGUAGES:
-        old, new = before[lang], after[lang]
-        lists = {
+    for lang, old, new, lists in parts:
+        changed = {
             lst: {"added": sorted(set(new[lst]) - set(old[lst])), "removed": sorted(set(old[lst]) - set(new[lst]))}
-            for lst in LISTS
+            for lst in lists
         }
         mode = (old["mode"], new["mode"]) if old["mode"] != new["mode"] else None
-        if mode or any(v["added"] or v["removed"] for v in lists.values()):
-            out.append({"language": lang, "mode": mode, "lists": lists})
+        if mode or any(v["added"] or v["removed"] for v in changed.values()):
+            out.append({"language": lang, "mode": mode, "lists": changed})
     return out
 
 

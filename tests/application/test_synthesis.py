@@ -102,3 +102,18 @@ def test_a_host_allowlist_is_synthesised_from_the_recorded_egress_decisions(app,
     app.save_policy(workspace, answer["draft"], by="alice")
     assert not app.egress.evaluate_egress(workspace, "https://files.example.org/", ["140.82.112.5"])["allowed"]
     assert app.egress.evaluate_egress(workspace, "https://api.github.com/", ["140.82.112.5"])["allowed"]
+
+
+def test_a_name_the_draft_denies_is_never_proposed_nor_counted_as_covered(app, workspace):
+    record_period(app, workspace)  # requests installed 4 times while allowed
+    app.save_policy(workspace, {"python": {"mode": "denylist", "deny": ["requests"]}}, by="admin")
+    answer = app.synthesis.synthesise(workspace, "python", coverage=1.0)
+    assert "requests" not in answer["allow"] and answer["denied"] == ["requests"]
+    assert answer["covered"] == answer["total"] - 4 and answer["coverage"] < 1  # requests' 4 installs
+    _, rules = app.policies.draft_rules(workspace, answer["draft"])
+    assert rules["python"].denies("requests")  # the draft keeps the deny list
+    # a pattern in an unsaved draft's deny list counts the same
+    drafted = {"python": {"mode": "denylist", "deny": "django-*\nrequests"}}
+    answer = app.synthesis.synthesise(workspace, "python", coverage=1.0, draft=drafted)
+    assert answer["denied"] == ["django-rest-framework", "requests"]
+    assert not {"django-rest-framework", "requests"} & set(answer["allow"])

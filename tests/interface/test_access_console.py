@@ -104,3 +104,39 @@ def test_the_overview_counts_pending_requests_in_good_english(live):
 def test_the_sign_in_page_says_what_the_browser_really_keeps(live):
     hint = signed_in(live).get("/console/sign-in").plain
     assert "only a random session id" in hint and "encrypted" not in hint
+
+
+def test_an_ended_request_says_who_approved_it_and_when_its_exception_ended(live):
+    request = ask(live, "delta")
+    api(live, "POST", f"/requests/{request['id']}/approve", {"duration": "P1D"}, role="admin")
+    console = signed_in(live)
+    approved = console.get("/console/requests", status="approved").plain
+    assert "Approved by admin-token on " in approved and "; exception until " in approved
+    exception = api(live, "GET", "/exceptions")["exceptions"][0]
+    api(live, "DELETE", f"/exceptions/{exception['id']}", role="admin")
+    ended = console.get("/console/requests", status="expired").plain
+    assert "Approved by admin-token on " in ended and "; exception revoked on " in ended
+    assert "Expired by" not in ended
+
+
+def test_refusals_name_what_the_page_shows_and_the_note_limit_is_the_servers(live):
+    from domain.limits import MAX_NOTE
+    from interface.console.forms import field_label
+
+    request = ask(live, "epsilon")
+    admin = signed_in(live)
+    form = admin.get("/console/requests").form(f"/console/requests/{request['id']}/approve")
+    assert f'maxlength="{MAX_NOTE}"' in admin.get("/console/requests").text
+    assert f'maxlength="{MAX_NOTE}"' in admin.get(P).text
+    auditor = signed_in(live, "auditor")
+    token = auditor.get("/console/requests").form("/console/sign-out").get("csrf_token")
+    refused = auditor.post(form.action, [("csrf_token", token), ("duration", "P1D")])
+    assert refused.status == 403 and "you are signed in with an auditor token" in refused.plain
+    labels = {f: field_label(f) for f in ("node.deny", "note", "request_id", "exception_id", "import-content")}
+    assert labels == {
+        "node.deny": "Node deny list",
+        "note": "Note",
+        "request_id": "The request",
+        "exception_id": "The exception",
+        "import-content": "File content",
+    }

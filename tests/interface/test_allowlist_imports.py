@@ -200,3 +200,31 @@ def test_the_console_names_the_bad_line_of_a_pasted_file(live, app):
     fields += [("import-language", "node"), ("import-format", "yarn.lock"), ("import-content", "a@1:\nnope\n")]
     refused = console.post(PAGE + "/import", fields)
     assert refused.status == 422 and "line 2: 'nope' is not a yarn.lock entry header" in refused.plain
+
+
+@pytest.mark.parametrize(
+    "fmt, content",
+    [
+        ("package.json", '{"dependencies": ["a", "b"]}'),
+        ("package.json", '{"devDependencies": 5}'),
+        ("package-lock.json", '{"lockfileVersion": 1, "dependencies": [1]}'),
+        ("yarn.lock", '__metadata:\n  version: 6\n"a@npm:^1":\n  version: 1\n  resolution: 5\n'),
+    ],
+)
+def test_content_of_the_wrong_shape_is_refused_and_the_console_keeps_the_draft(live, app, fmt, content):
+    from tests.interface.test_console import P as PAGE
+    from tests.interface.test_console import signed_in
+
+    reply = import_file(live, "node", fmt, content)
+    assert reply.status == 422, reply.body
+    assert reply.json["errors"][0]["field"] == "changes[0].content"
+    console = signed_in(live)
+    fields = [(n, v) for n, v in console.get(PAGE).form().fields if not n.startswith("import-")]
+    fields = [(n, "pandas\nnumpy" if n == "python-allow" else v) for n, v in fields]
+    fields += [("import-language", "node"), ("import-format", fmt), ("import-content", content)]
+    refused = console.post(PAGE + "/import", fields)
+    assert refused.status == 422, refused.text
+    assert "The file cannot be imported" in refused.plain or "the file cannot be imported" in refused.plain
+    assert "File content:" in refused.plain and "import-content" not in refused.plain
+    assert refused.form().get("python-allow") == "pandas\nnumpy"  # the unsaved draft is kept
+    assert app.policy("acme")["version"] == 0

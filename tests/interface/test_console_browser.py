@@ -238,3 +238,42 @@ def test_an_admin_saves_a_release_age_rule_in_a_real_browser(live, browser):
         "install_scripts": {"allow": [], "action": "enforce"},
     }
     expect(node.get_by_role("textbox", name="Minimum release age")).to_have_value("P3D")  # shown as saved, unfolded
+
+
+def test_enter_in_a_text_field_never_approves_or_saves(live, browser):
+    """Enter "clicks" a form's first submit button: on the Requests page that was Approve for
+    1 day, on the closure page Approve all, on the Packages page Save."""
+    from playwright.sync_api import expect
+
+    asked = api(live, "POST", "/requests", {"language": "python", "name": "polars"}, "sandbox")["id"]
+    page = chromium.sign_in(browser, live.url, live.tokens["admin"])
+    chromium.open_page(page, "Requests")
+    page.get_by_label("Note").fill("not this one")
+    page.get_by_label("Note").press("Enter")
+    page.wait_for_timeout(500)
+    expect(page.get_by_role("button", name="Reject")).to_be_visible()
+
+    page.goto(f"{live.url}/console/requests/{asked}/closure")
+    page.get_by_label("Note").fill("nor this")
+    page.get_by_label("Note").press("Enter")
+    page.wait_for_timeout(500)
+
+    chromium.open_page(page, "Run-code packages")
+    page.get_by_role("group", name="Python", exact=True).get_by_label("Allowlist").check()
+    for field in ("Note", "coverage in percent", "Minimum release age"):
+        page.get_by_label(field).first.press("Enter")
+        page.wait_for_timeout(300)
+    assert api(live, "GET", "/policy")["version"] == 0
+    assert [r["id"] for r in api(live, "GET", "/requests?status=open")["requests"]] == [asked]
+
+
+def test_a_very_long_package_name_wraps_instead_of_widening_the_pages(live, browser):
+    long_name = "a" + "b" * 198 + "c"  # a valid name of 200 characters
+    api(live, "PUT", "/policy", {"python": {"mode": "allowlist", "allow": "pandas"}})
+    api(live, "POST", "/evaluate", {"language": "python", "specs": [long_name]}, "sandbox")
+    page = chromium.sign_in(browser, live.url, live.tokens["admin"])
+    assert long_name in page.inner_text("main")  # the overview's most denied packages
+    assert no_horizontal_overflow(page)
+    page.goto(f"{live.url}/console/packages/python/{long_name}")
+    assert long_name in page.inner_text("main")
+    assert no_horizontal_overflow(page)

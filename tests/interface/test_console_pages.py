@@ -170,3 +170,30 @@ def test_time_travel_shows_the_rules_in_force_then_in_the_packages_page_words(li
     now = console.get("/console/time-travel", at="2999-01-01 00:00").plain
     assert "Denied versions: requests<2.20. Monitor: serve it, record what the rule would do." in now
     assert "Wheels only: refuse source distributions. Enforce: hide the version." in now
+
+
+def test_egress_and_known_malware_changes_read_well_and_hosts_link_to_what_exists(live):
+    body = {"note": "files", "egress": {"allow": ["files.example.com"]}, "known_malware": "monitor"}
+    api(live, "PUT", "/policy", body)
+    api(live, "POST", "/requests", {"language": "egress", "name": "cdn.example.com"}, role="sandbox")
+    console = signed_in(live)
+    history = console.get("/console/history")
+    assert "Egress: added files.example.com to the allow list" in history.plain
+    assert "known malware: switched to monitor" in history.plain and ": added" not in history.plain.replace(
+        "Egress: added", ""
+    )
+    overview = console.get("/console/overview")
+    assert "Egress: added files.example.com to the allow list" in overview.plain
+    requests = console.get("/console/requests")
+    assert "Egress cdn.example.com" in requests.plain
+    version = console.get("/console/time-travel", version="3")
+    assert "Egress: added files.example.com to the allow list" in version.plain
+    assert "Egress allow list: + files.example.com" in version.plain
+    malware = console.get("/console/time-travel", version="1")
+    assert "Known malware: mode enforce → monitor" in malware.plain
+    for page in (history, overview, requests, version):
+        hosts = [href for text, href in _links(page).items() if text.endswith(".example.com")]
+        assert hosts and all("/console/packages/egress" not in h for h in hosts), hosts
+        for href in hosts:
+            parts = urllib.parse.urlsplit(href)
+            assert console.get(parts.path, **dict(urllib.parse.parse_qsl(parts.query))).status == 200, href

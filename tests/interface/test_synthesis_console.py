@@ -53,3 +53,22 @@ def test_a_coverage_outside_a_percentage_is_refused_in_the_forms_own_unit(live):
         assert shown.status == 422, typed
         assert "Coverage (%): must be a percentage above 0 and at most 100, such as 99" in shown.plain, typed
     assert api(live, "GET", "/policy")["version"] == 0
+
+
+def test_a_deny_listed_name_is_neither_proposed_nor_counted_as_covered(live):
+    for name in ("pandas", "requests", "requests", "numpy"):
+        api(live, "POST", "/evaluate", {"language": "python", "specs": [name]}, role="sandbox")
+    api(live, "PUT", "/policy", {"python": {"mode": "denylist", "deny": "requests"}})
+    answer = api(live, "POST", "/allowlist/synthesis", {"language": "python", "coverage": 0.99})
+    assert answer["allow"] == ["numpy", "pandas"] and answer["denied"] == ["requests"]
+    assert answer["coverage"] == 0.5
+    console = signed_in(live)
+    page = console.get(P)
+    button = next(b for b in page.form().buttons if b.get("formaction", "").endswith("/synthesis"))
+    form = dict(page.form().fields) | {"synthesis-language": "python", "synthesis-coverage": "99"}
+    shown = console.post(button["formaction"], list(form.items()))
+    assert "with the 2 packages that would have allowed 50.0%" in shown.plain
+    assert "Not added, as the draft's deny list denies them (their installs count as not covered): requests" in (
+        shown.plain
+    )
+    assert shown.form().get("python-allow") == "numpy\npandas" and shown.form().get("python-deny") == "requests"
