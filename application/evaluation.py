@@ -35,17 +35,22 @@ class Evaluation:
         context: dict | None = None,
         head: int | None = None,
         remembered: str | None = None,
+        token: str | None = None,
     ) -> dict:
         """Judge and durably record every decision before answering (fail closed otherwise).
         `head`: the workspace's head version when the caller has just read it (with the token).
         `remembered`: the token's id when the caller came from the process's memory: the cached
-        rules are used as they are, and the recording checks both (StaleCaller if either moved)."""
+        rules are used as they are. With either it or `token` (the caller's token id), the
+        recording checks under the events' lock that the token is still active and the version
+        judged still the head (StaleCaller if either moved): a decision is never recorded after
+        a newer version, whichever way the caller came."""
         language, parsed = specs_of(language, specs, command)
         context = check_context(context)
         version, rules = self.policies.current(workspace, head=head, cached=remembered is not None)
         records = decision_records(parsed, rules, workspace, version, context)
         decisions = [Decision.recorded(workspace, r) for r in records]
-        self.writer.record_events(*decisions, guard=Guard(remembered, workspace, version) if remembered else None)
+        checked = remembered or token
+        self.writer.record_events(*decisions, guard=Guard(checked, workspace, version) if checked else None)
         return answer(
             version, [decision_view(str(d.originator_id), d.record, d.timestamp, workspace) for d in decisions]
         )

@@ -12,6 +12,7 @@ from flask import Blueprint, request
 from pydantic import BaseModel
 
 from application import StaleCaller
+from application.races import ATTEMPTS, too_fast
 from interface.api.auth import authenticate, authorize
 from interface.problems import HTTPProblem
 from interface.services import services
@@ -64,7 +65,8 @@ class Api:
             def dispatch(governance, params: dict, remembered: bool):
                 if role is not None:
                     params["caller"] = authenticate(governance, remembered)
-                    authorize(params["caller"], params["ws"], role)
+                    # a deployment-wide route (no workspace in its path): the role in the token's own
+                    authorize(params["caller"], params.get("ws", params["caller"]["workspace"]), role)
                 if body is not None:
                     params["body"] = body.model_validate(json_body())
                 if query is not None:
@@ -83,12 +85,19 @@ class Api:
 
 
 def once_more_if_stale(call, remembered: bool):
-    """`call(remembered)`; when the remembered caller no longer held (nothing was recorded), once
-    more reading the token and the head this time."""
+    """`call(remembered)`; when the caller or the version it judged by no longer held (nothing
+    was recorded), again reading the token and the head, a few times: Saves may keep landing
+    between a judgement and its recording. Then 409, as for a Save that kept losing its race."""
     try:
         return call(remembered)
     except StaleCaller:
-        return call(False)
+        pass
+    for _ in range(ATTEMPTS):
+        try:
+            return call(False)
+        except StaleCaller:
+            continue
+    raise too_fast()
 
 
 def parse_body(raw: bytes):

@@ -104,16 +104,16 @@ def get_history(gov, ws, caller, query):
     role="sandbox",
     body=EvaluateBody,
     response=EvaluateAnswer,
-    errors=(503,),
+    errors=(409, 503),
     remembered=True,
 )
 def post_evaluate(gov, ws, caller, body):
     context = body.context.model_dump() if body.context else {}
-    # The head version came with the token (one query), or the caller was remembered and the
-    # recording checks that the cached version is still the head (application.callers).
+    # The head version came with the token (one query), or the caller was remembered; either way
+    # the recording checks that the version judged is still the head (application.callers).
     remembered = caller["id"] if caller["remembered"] else None
     answer = gov.evaluation.evaluate(
-        ws, body.language, body.specs, body.command, context, caller["head_version"], remembered
+        ws, body.language, body.specs, body.command, context, caller["head_version"], remembered, caller["id"]
     )
     metrics.count_decisions(answer["decisions"])
     return answer

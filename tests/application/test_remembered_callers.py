@@ -55,6 +55,19 @@ def test_a_save_elsewhere_stops_the_remembered_version_and_nothing_is_recorded(o
     assert (answer["allowed"], answer["policy_version"]) == (False, 2)
 
 
+def test_a_caller_read_just_before_a_save_elsewhere_is_not_recorded_after_it(open_app, app, workspace, sandbox):
+    """Not remembered: the token and the head read together, then a Save commits elsewhere before
+    the recording. Such decisions had been recorded after the newer version, carrying the older
+    (807 of 3,334 under concurrent Saves at two instances)."""
+    token, _ = sandbox
+    app.evaluation.evaluate(workspace, "python", ["numpy"])  # caches version 0 here
+    caller = app.authenticate(token)  # reads the token and the head: version 0
+    open_app().save_policy(workspace, ALLOW_PANDAS, by="alice")  # another process commits version 2
+    with pytest.raises(StaleCaller):
+        app.evaluation.evaluate(workspace, "python", ["torch"], head=caller["head_version"], token=caller["id"])
+    assert recorded(app, workspace) == [("numpy", 0)]
+
+
 def test_a_revocation_elsewhere_stops_the_remembered_token_and_nothing_is_recorded(open_app, app, workspace, sandbox):
     token, token_id = sandbox
     app.authenticate(token)
