@@ -81,8 +81,8 @@ def decode_cursor(cursor: str, shape: type, field: str = "cursor"):
         value = json.loads(raw)
     except (ValueError, binascii.Error, UnicodeDecodeError, TypeError):
         value = None
-    if not isinstance(value, shape) or isinstance(value, bool):
-        raise cursor_refusal(field)
+    if not isinstance(value, shape) or isinstance(value, bool) or "\\u0000" in raw.decode("ascii", "replace"):
+        raise cursor_refusal(field)  # a NUL, which PostgreSQL's text refuses, is in no cursor we issue
     return value
 
 

@@ -102,14 +102,15 @@ class Runs:
 
     def decisions(self, workspace: str, run: str, caller: dict) -> dict:
         """That run's decisions, denied first; a sandbox token sees only the runs it started."""
-        row = self._readmodel.run(run)
+        run_uuid = parse_uuid(run)  # a run id is a UUID: any other text names no run (a NUL had been a 500)
+        row = self._readmodel.run(str(run_uuid)) if run_uuid else None
         if (
             row is None
             or row["workspace"] != workspace
             or (caller["role"] == "sandbox" and row["started_by"] != caller["id"])
         ):
             raise NotFoundError(f"no run {run!r} in this workspace")
-        rows = self._readmodel.run_decisions(run)
+        rows = self._readmodel.run_decisions(str(run_uuid))
         decisions = with_deliveries(
             self._readmodel, [decision_view(r["id"], json.loads(r["record"]), r["at"], workspace) for r in rows]
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 from urllib.parse import urlsplit
@@ -125,6 +126,11 @@ def test_bad_cursors_and_limits_are_422(live):
     assert live.call("GET", P + "/decisions?cursor=%%%", token).status == 422
     assert live.call("GET", P + "/decisions?limit=5000", token).status == 422
     assert live.call("GET", P + "/history?cursor=abc", token).status == 422
+    # A NUL inside a well-formed cursor, and in a run id: PostgreSQL's text refuses it (had been 500).
+    nul = base64.urlsafe_b64encode(json.dumps(["2026-12-06T06:04:33Z", "\x00"]).encode()).decode().rstrip("=")
+    assert live.call("GET", P + f"/decisions?cursor={nul}", token).status == 422
+    for path in ("/runs/x%00/decisions", "/runs/x%00/receipt"):
+        assert live.call("GET", P + path, token).status == 404
 
 
 def test_the_auditors_question_was_pandas_allowed_then(live):
