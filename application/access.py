@@ -24,7 +24,7 @@ from application.store.access_reads import AccessReads
 from domain.access import STATUS_FILTERS, AccessRequest, expiry, plan_closure_grants, plan_grant, requested_package
 from domain.egress.workspace import EGRESS
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
-from domain.policy import Change, bind_rules
+from domain.policy import Change, bind_rules, exception_end
 from domain.text import check_context, check_text
 
 DENIALS_WINDOW_DAYS = 30
@@ -206,6 +206,12 @@ class Access:
                         [FieldError("exception_id", "must be a standing exception")],
                     )
                 raise NotFoundError(f"no exception {exception_id!r} in this workspace")
+            ended = exception_end(grant)
+            if ended is not None and ended <= self.clock():  # nothing left to revoke: record nothing
+                raise ConflictError(
+                    f"exception {exception_id} already ended at {iso(ended)}",
+                    [FieldError("exception_id", "must be a standing exception")],
+                )
             change = Change(
                 "exception-revoked", grant["language"], name=grant["name"], exception={"exception_id": exception_id}
             )

@@ -103,7 +103,10 @@ class Advisories:
         with self._lock:
             affected = list(self._by_id.get(advisory, ()))
         if not affected:
-            raise NotFoundError(f"no imported advisory {advisory!r}")
+            raise NotFoundError(  # imported or not: either way no fetch of the index can be exposed to it
+                f"no imported advisory {advisory!r} affects a PyPI or npm package (none imported by that id, "
+                "or one naming only other ecosystems)"
+            )
         exposures, truncated = [], False
         for entry in affected:
             filters = {"language": entry.language, "name": entry.name, "allowed": True}

@@ -29,6 +29,8 @@ ECOSYSTEMS = {"PyPI": "python", "npm": "node"}
 RANGE_TYPES = ("SEMVER", "ECOSYSTEM")  # "GIT" ranges name commits
 EVENTS = ("introduced", "fixed", "last_affected")
 MAX_RECORD_ID = 200
+# OSV ids are `<DB>-<ENTRYID>`: no control, invisible or bidi characters reach an answer or a log
+OSV_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
 MAX_VERSION = 256
 _SEMVER = re.compile(
     r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -85,8 +87,11 @@ def read_records(records: list[Any], where: str = "records") -> list[Affected]:
         if not isinstance(record, dict):
             raise _bad(at, "must be an OSV record (a JSON object)")
         advisory = record.get("id")
-        if not isinstance(advisory, str) or not advisory.strip() or len(advisory) > MAX_RECORD_ID:
-            raise _bad(f"{at}.id", f"must be a non-empty string of at most {MAX_RECORD_ID} characters")
+        if not isinstance(advisory, str) or not OSV_ID.fullmatch(advisory) or len(advisory) > MAX_RECORD_ID:
+            raise _bad(
+                f"{at}.id",
+                f"must be an OSV id (letters, digits and . _ : -, such as MAL-2022-9), at most {MAX_RECORD_ID}",
+            )
         affected = record.get("affected", [])
         if not isinstance(affected, list):
             raise _bad(f"{at}.affected", "must be a list")

@@ -81,6 +81,23 @@ class DaysQuery(Query):
     status=201,
 )
 def post_advisories(gov, ws, caller, body):
+    return _imported(gov, caller, body)
+
+
+@api.route(
+    "POST",
+    "/advisories",
+    "The same import at the deployment's own path (advisories apply to every workspace): an owner token of any",
+    role="owner",
+    body=OsvRecords,
+    response=Imported,
+    status=201,
+)
+def post_deployment_advisories(gov, caller, body):
+    return _imported(gov, caller, body)
+
+
+def _imported(gov, caller, body):
     records = body.root if isinstance(body.root, list) else [body.root]
     revision = request.headers.get(REVISION_HEADER)
     return gov.advisories.import_records(records, by=caller["name"], revision=revision), 201

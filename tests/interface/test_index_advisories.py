@@ -126,10 +126,22 @@ def test_pip_falls_back_to_a_version_the_record_does_not_list_and_a_pin_of_it_is
     assert {(e["run"], e["version"]) for e in exposures} == {(before["id"], "0.0.0.1")}
 
 
+def test_advisories_import_at_the_deployments_own_path_with_an_owner_token(live, app):
+    """`POST /api/v1/advisories`, as the contract names it, had been 404."""
+    record = {"id": "MAL-2026-1", "affected": [{"package": {"ecosystem": "PyPI", "name": "evil"}, "versions": ["1"]}]}
+    assert live.call("POST", "/api/v1/advisories", live.tokens["admin"], record).status == 403
+    imported = live.call("POST", "/api/v1/advisories", live.tokens["owner"], record)
+    assert imported.status == 201 and imported.json["records"] == 1, imported.body
+    assert live.call("GET", W + "/advisories/MAL-2026-1/exposure", live.tokens["auditor"]).status == 200
+
+
 def test_exposure_of_an_advisory_never_imported_is_404_and_a_bad_record_is_422_naming_the_field(live, app):
     assert live.call("GET", W + "/advisories/MAL-0/exposure", live.tokens["auditor"]).status == 404
     bad = import_advisories(live, {"id": "MAL-1", "affected": [{"package": {"ecosystem": "npm"}}]})
     assert bad.status == 422 and bad.json["errors"][0]["field"] == "records[0].affected[0].package"
+    for hidden in ("MAL-\u0007\u202e", "MAL-\u0000", "MAL 1"):  # had been stored and echoed back
+        bad = import_advisories(live, {"id": hidden, "affected": []})
+        assert bad.status == 422 and bad.json["errors"][0]["field"] == "records[0].id", bad.body
 
 
 def test_names_the_upstream_lacks_are_listed_with_counts_and_sandboxes_and_fail_no_run(live, app, tmp_path):

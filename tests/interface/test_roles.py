@@ -117,6 +117,11 @@ PUBLIC = {
 }
 
 
+# Deployment-wide, any workspace's token of the role (owner: 201; admin: 403; none: 401), shown in
+# tests/interface/test_index_advisories.py::test_advisories_import_at_the_deployments_own_path_with_an_owner_token.
+DEPLOYMENT = {("POST", "/api/v1/advisories")}
+
+
 def registered(app) -> set[tuple[str, str]]:
     """Every (method, rule) the app answers, but the console's (signed in by session, tested with
     its pages) and Flask's static files."""
@@ -129,7 +134,7 @@ def registered(app) -> set[tuple[str, str]]:
 
 
 def test_every_registered_route_is_classified_once_and_every_classified_route_exists(live):
-    tables = [set(API), set(INDEX), PUBLIC]
+    tables = [set(API), set(INDEX), PUBLIC, DEPLOYMENT]
     classified = set().union(*tables)
     assert sum(len(t) for t in tables) == len(classified), "a route is in two tables"
     routes = registered(live.app)
