@@ -24,6 +24,7 @@ from domain.decision import (
     NOT_FOUND_UPSTREAM,
     RUN_FAILED,
     UPSTREAM_FAILED,
+    VERSION_UNKNOWN,
     DecisionRecord,
 )
 from domain.declared import version_label
@@ -52,6 +53,12 @@ def render_message(record: DecisionRecord, workspace: str) -> str | None:
         return str(params.get("why", ""))
     if reason == NOT_FOUND_UPSTREAM:
         return f"the {LANGUAGE_TITLES[record.language or 'python']} upstream has no package {record.name!r}."
+    if reason == VERSION_UNKNOWN:
+        return (
+            f"{params.get('file')!r} of {params.get('name')}: its name does not say which version it is, and "
+            "this project's versions are judged (a rule beyond names or an advisory), so it is refused; "
+            "use a file whose name follows the packaging standards."
+        )
     if reason == KNOWN_MALWARE or reason in _RULES:
         return finding_message(reason, params, record.language or "python")
     return _denial(record, params, workspace)

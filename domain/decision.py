@@ -27,6 +27,9 @@ RUN_FAILED = "run-failed"
 # its files 403), and records a name its upstream does not have: neither denies a project.
 KNOWN_MALWARE = "known-malware"
 NOT_FOUND_UPSTREAM = "not-found-upstream"
+# A file whose version nothing says (a Python file name no standard reads) while its project's
+# versions are judged: no rule can be applied to it, so it is refused. No project denial either.
+VERSION_UNKNOWN = "version-unknown"
 # The index records an upstream that failed what it allowed (unreachable, untrusted, too slow), with
 # the reason: package clients print only the status line, so the gate prints this. No project denial.
 UPSTREAM_FAILED = "upstream-failed"
@@ -41,6 +44,7 @@ REASONS = (
     RUN_FAILED,
     KNOWN_MALWARE,
     NOT_FOUND_UPSTREAM,
+    VERSION_UNKNOWN,
     *RULE_REASONS,  # a version the index hides by a rule beyond names (domain.rules)
     UPSTREAM_FAILED,
 )

@@ -54,6 +54,7 @@ from domain.decision import (
     NOT_FOUND_UPSTREAM,
     RUN_FAILED,
     UPSTREAM_FAILED,
+    VERSION_UNKNOWN,
     Decision,
     DecisionRecord,
     Verdict,
@@ -102,7 +103,7 @@ class Principal:
 # hidden - known malware, or by a rule beyond names (application.index.versions) - while the
 # project's other versions stay; a name the upstream does not have, an upstream that failed
 # (nothing was refused by the policy; the client fails anyway).
-VERSION_REFUSALS = (KNOWN_MALWARE, *RULE_REASONS)
+VERSION_REFUSALS = (KNOWN_MALWARE, VERSION_UNKNOWN, *RULE_REASONS)
 NOT_PROJECT_DENIALS = (RUN_FAILED, *VERSION_REFUSALS, NOT_FOUND_UPSTREAM, UPSTREAM_FAILED)
 
 
@@ -159,6 +160,7 @@ class IndexGate:
         # from then on, even a page this worker already served it.
         failed = self.failure(principal)
         verdict, context = self._verdict(rules[language], spec, principal, file, package_version, failed, facts)
+        package_version = context.get("version", package_version)  # the version its facts say, when judged
         outcome = (verdict.allowed, verdict.reason, version)
         made = DecisionRecord.for_spec(spec, verdict, version, context)
         token = None if principal.run else principal.token
@@ -181,8 +183,8 @@ class IndexGate:
         if failed is not None:
             return failed, context
         verdict = judge(rules, spec, principal.workspace)
-        if verdict.allowed and file is not None and package_version is not None:
-            refused = self._file_verdict(rules, spec.language, spec.name, package_version, facts, context)
+        if verdict.allowed and file is not None and (package_version is not None or facts is not None):
+            refused = self._file_verdict(rules, spec.language, spec.name, file, package_version, facts, context)
             verdict = refused or verdict
         return verdict, context
 
@@ -299,12 +301,21 @@ class IndexGate:
         self._record_all(made, principal)
 
     def _file_verdict(
-        self, rules: LanguageRules, language: str, name: str, version: str, facts, context: dict
+        self, rules: LanguageRules, language: str, name: str, file: str, version: str | None, facts, context: dict
     ) -> Verdict | None:
         """A file of a version hidden (by a lockfile or a direct URL too) is refused: the
-        refusal, else None; the facts judged (and what monitor rules found) go into `context`."""
-        advisories = self._advisories.affecting(language, name, version)
+        refusal, else None; the facts judged (and what monitor rules found) go into `context`.
+        `version`: what the file's name says (None: it does not say); the facts' own version,
+        when they have one, is the one judged. A file whose version nobody can tell is refused
+        whenever its project's versions are judged (fail closed: no rule can be applied to it)."""
         known = facts() if facts is not None else None
+        if known is not None and known.version is not None:
+            version = known.version  # the page's or packument's word, not what the file's name says
+        if version is None:  # nothing says which version this file is: judged only if nothing needs it
+            if known is None or not judges(rules, self._advisories, language, name):
+                return None
+            return Verdict(False, VERSION_UNKNOWN, {"name": name, "file": file})
+        advisories = self._advisories.affecting(language, name, version)
         monitored = rules.known_malware == MONITOR
         if known is None:  # no such file upstream (the client gets a 404): malware is still refused
             if advisories:

@@ -75,8 +75,9 @@ EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND = 126, 127
 PREFIX = "runcode-policy-gate:"
 RUN_FAILED = "run-failed"  # the index's reason for everything it refuses a run after its first denial
 NOT_FOUND = "not-found-upstream"  # the index's refusals of no project: a name upstream lacks,
-# and a version hidden (known malware, or a rule beyond names: release age, versions, scripts, sdists)
-HIDDEN_VERSIONS = ("known-malware", "too-new", "version-denied", "install-scripts", "sdist-refused")
+# and a version hidden (known malware, a file whose version cannot be told, or a rule beyond names:
+# release age, versions, scripts, sdists)
+HIDDEN_VERSIONS = ("known-malware", "version-unknown", "too-new", "version-denied", "install-scripts", "sdist-refused")
 UPSTREAM_FAILED = "upstream-failed"  # the index's upstream failed a fetch (its reason names the setting)
 SAID_AS = {NOT_FOUND: "refused", UPSTREAM_FAILED: "upstream failed"}  # else "hidden"
 

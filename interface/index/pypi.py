@@ -176,7 +176,11 @@ def _hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
         return {entry["filename"]: facts.python_file(entry, v) for entry, v in found if v is not None}
 
     hidden = package_index().gate.versions_hidden(principal, "python", name, judged, "page", fetched.revision)
-    return frozenset(hidden)
+    # A file whose name does not say its version cannot be judged: not offered (its download is
+    # refused `version-unknown` by the same token).
+    files = _read(name, fetched)["files"]
+    unknown = (entry.get("filename", "") for entry in files if simple.file_version(entry) is None)
+    return frozenset(hidden).union(unknown)
 
 
 def rendered() -> Rendered:

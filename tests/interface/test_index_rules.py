@@ -43,6 +43,9 @@ def pypi_upstream():
             Dist("mixed", "2.0", files=("sdist",), upload_time=OLD),
             Dist("untimed", "1.0", upload_time=None),
             Dist("0-8", "0.0.0.1", upload_time=OLD),  # known malware: tests/corpus/osv
+            # a file whose name no standard reads a version from: no rule can judge it
+            Dist("legacy", "1.0", files=("sdist",), upload_time=OLD, sdist_name="legacy-1.0.tar.bz2"),
+            Dist("legacy", "2.0", files=("wheel",), upload_time=OLD),
         ]
     )
     yield upstream
@@ -58,6 +61,8 @@ def npm_upstream():
             Release("cool", "2.0.0", published=recent()),
             Release("scripted", "1.0.0", published=old),
             Release("scripted", "1.1.0", scripts={"postinstall": "node -e 0"}, published=old),
+            # its tarball's name does not say its version: the packument's word is judged
+            Release("scripty", "1.0.0", scripts={"postinstall": "node -e 0"}, published=old, tarball_name="dl.tgz"),
         ]
     )
     yield upstream
@@ -173,6 +178,37 @@ def test_a_versions_deny_hides_the_version_and_its_direct_url_is_403(live, tmp_p
     reply = live.call("GET", "/pypi/acme/files/cool/cool-2.0.tar.gz", run["token"])
     assert reply.status == 403
     assert {d["request"] for d in hidden(run_decisions(live, run), "version-denied")} == {"page", "download"}
+
+
+def test_a_file_whose_name_does_not_say_its_version_is_refused_while_versions_are_judged(live, tmp_path):
+    run = start_run(live)  # no rules: nothing needs its version, so it is served
+    page = live.call("GET", "/pypi/acme/simple/legacy/", run["token"], headers=JSON_PAGE)
+    assert "legacy-1.0.tar.bz2" in [f["filename"] for f in page.json["files"]]
+    assert live.call("GET", "/pypi/acme/files/legacy/legacy-1.0.tar.bz2", run["token"]).status == 200
+
+    set_rules(live, python={"versions_deny": {"entries": ["legacy==1.0"], "action": "enforce"}})
+    run = start_run(live)
+    page = live.call("GET", "/pypi/acme/simple/legacy/", run["token"], headers=JSON_PAGE)
+    assert [f["filename"] for f in page.json["files"]] == ["legacy-2.0-py3-none-any.whl"]
+    for path in ("legacy-1.0.tar.bz2", "legacy-1.0.tar.bz2.metadata"):
+        reply = live.call("GET", f"/pypi/acme/files/legacy/{path}", run["token"])
+        assert reply.status == 403 and "does not say which version" in reply.json["detail"], reply.body
+    assert clients.pip_install(fresh(tmp_path, "pip"), run["pypi"], run["token"], "legacy").ok
+    assert installed(tmp_path / "pip" / "site", "legacy") == "2.0"
+    refused = hidden(run_decisions(live, run), "version-unknown")  # the run went on: no project denial
+    assert {(d["file"], d["request"], d.get("package_version")) for d in refused} == {
+        ("legacy-1.0.tar.bz2", "download", None),
+        ("legacy-1.0.tar.bz2", "metadata", None),
+    }
+
+
+def test_an_npm_tarball_not_named_for_its_version_is_judged_by_the_packument_version(live):
+    set_rules(live, node={"install_scripts": {"allow": [], "action": "enforce"}})
+    run = start_run(live)
+    reply = live.call("GET", "/npm/acme/scripty/-/dl.tgz", run["token"])
+    assert reply.status == 403 and "1.0.0" in reply.json["error"], reply.body
+    [refused] = hidden(run_decisions(live, run), "install-scripts")
+    assert refused["package_version"] == "1.0.0" and refused["request"] == "download"
 
 
 def test_a_monitor_rule_serves_and_records_what_it_would_have_done(live, tmp_path):

@@ -46,6 +46,7 @@ class Release:
     optional_dependencies: dict = field(default_factory=dict)
     peer_meta: dict = field(default_factory=dict)
     bundled: tuple = ()  # bundleDependencies: names its manifest says its tarball carries
+    tarball_name: str | None = None  # a tarball not named `<name>-<version>.tgz` (registries allow it)
 
     def declared(self) -> dict:
         """The dependency fields of its manifest, those it declares only."""
@@ -109,7 +110,7 @@ class NpmUpstream(FixtureServer):
         self.tarballs[self.tarball_path(release)] = build_tarball(release)
 
     def tarball_path(self, release: Release) -> str:
-        return f"/{release.name}/-/{release.basename}-{release.version}.tgz"
+        return f"/{release.name}/-/{release.tarball_name or f'{release.basename}-{release.version}.tgz'}"
 
     def tarball_url(self, release: Release) -> str:
         netloc = f"{release.tarball_host}:{self.other_port}" if release.tarball_host else f"127.0.0.1:{self.port}"

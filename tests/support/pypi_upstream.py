@@ -39,6 +39,7 @@ class Dist:
     yanked: bool | str = False
     files: tuple[str, ...] = ("wheel", "sdist")
     upload_time: str = "2026-01-02T03:04:05.000000Z"
+    sdist_name: str | None = None  # the sdist under a name no standard reads (`legacy-1.0.tar.bz2`)
 
 
 @dataclass
@@ -152,6 +153,7 @@ class PyPIUpstream(FixtureServer):
             project.files.append(File(filename, project.name, data, dist, metadata, host))
         if "sdist" in dist.files:
             filename, data = build_sdist(dist)
+            filename = dist.sdist_name or filename
             project.files.append(File(filename, project.name, data, dist, None, host))
 
     def file(self, filename: str) -> File:
