@@ -13,7 +13,7 @@ from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES
 from interface import exports
 from interface.console.forms import error_items
-from interface.console.instants import instant
+from interface.console.instants import period
 from interface.console.session import blueprint, caller, governance
 
 PAGE_SIZE = 50
@@ -38,11 +38,7 @@ def query_of(typed: dict) -> tuple[dict, object, object]:
         "allowed": OUTCOMES.get(outcome),
         **{k: typed.get(k) for k in ("reason", "kind", "sandbox", "source")},
     }
-    return (
-        filters,
-        instant(typed.get("from"), "from", day_start=True),
-        instant(typed.get("to"), "to", day_start=True, end=True),
-    )
+    return (filters, *period(typed))
 
 
 @blueprint.get("/audit")
@@ -87,8 +83,7 @@ def history():
     typed = {k: request.args.get(k, "").strip() for k in ("from", "to") if request.args.get(k, "").strip()}
     cursor = request.args.get("cursor") or None
     try:
-        start = instant(typed.get("from"), "from", day_start=True)
-        end = instant(typed.get("to"), "to", day_start=True, end=True)
+        start, end = period(typed)
         page = governance().audit.history(caller()["workspace"], start, end, PAGE_SIZE, cursor)
     except GovernanceError as error:
         return render_template(

@@ -8,6 +8,7 @@ RFC 3339 with an offset. A refusal names the field by its label and says what to
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import datetime
 
 from application.formats import DAY, parse_day, parse_instant
@@ -41,3 +42,16 @@ def instant(text: str | None, field: str, *, day_start: bool = False, end: bool 
             f"{field_label(field)}: “{typed}” is not a date or time this console can read",
             [FieldError(field, RULE)],
         ) from None
+
+
+def period(typed: Mapping[str, str]) -> tuple[datetime | None, datetime | None]:
+    """The typed From and To (each optional; a To date includes its day). A To at or before its
+    From is refused in plain words: an empty list would look like "nothing happened"."""
+    start = instant(typed.get("from"), "from", day_start=True)
+    end = instant(typed.get("to"), "to", day_start=True, end=True)
+    if start is not None and end is not None and end <= start:
+        to, since = field_label("to"), field_label("from")
+        raise InvalidInputError(
+            f"{to} is not after {since}: no period lies between them", [FieldError("to", f"must come after {since}")]
+        )
+    return start, end
