@@ -70,8 +70,8 @@ def finding_message(reason: str, params: Mapping[str, Any], language: str) -> st
     if reason == KNOWN_MALWARE:
         label = version_label(language, str(name), str(version))
         return (
-            f"{label} is known malware ({', '.join(params.get('advisories') or ())}): it is refused in every "
-            "workspace; use another version or another package."
+            f"{label} is known malware ({', '.join(params.get('advisories') or ())}): this workspace refuses "
+            "it; use another version or another package."
         )
     return _RULES[reason](f"{name} {version}", params)
 

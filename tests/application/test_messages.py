@@ -156,7 +156,7 @@ def test_the_install_scripts_reason_renders_from_its_parameters(scripts, said):
 def test_the_index_refusals_render_from_their_parameters(app, workspace):
     malware = _recorded(app, known_malware("alpha", "1.0", ["MAL-1", "GHSA-x"]))
     assert malware["message"] == (
-        "alpha==1.0 is known malware (MAL-1, GHSA-x): it is refused in every workspace; "
+        "alpha==1.0 is known malware (MAL-1, GHSA-x): this workspace refuses it; "
         "use another version or another package."
     )
     assert malware["params"] == {"name": "alpha", "version": "1.0", "advisories": ["MAL-1", "GHSA-x"]}
