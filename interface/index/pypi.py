@@ -254,7 +254,9 @@ def file(ws, project, filename):
 
     def judged_facts():  # read only for an allowed project; its entry is then used to answer
         found["entry"] = entry = _file_entry(project, dist)
-        return facts.python_file(entry, version) if entry is not None else None
+        if entry is None:  # nothing to judge, so nothing is recorded (as npm's tarballs)
+            raise _no_such_file(project, filename)
+        return facts.python_file(entry, version)
 
     verdict = package_index().gate.judge(principal, "python", project, request_kind, dist, version, judged_facts)
     metrics.count_index(verdict, "python", request_kind)
@@ -270,10 +272,14 @@ def file(ws, project, filename):
 def _file_answer(principal, project: str, dist: str, filename: str, is_metadata: bool, delivered, entry) -> Response:
     metadata_hashes = entry.get("core-metadata", entry.get("dist-info-metadata")) if entry else None
     if entry is None or (is_metadata and not metadata_hashes):
-        raise HTTPProblem(404, "Not Found", f"the upstream index lists no {filename!r} for {project!r}")
+        raise _no_such_file(project, filename)
     if is_metadata:
         return _metadata(principal, project, dist, entry["url"] + ".metadata", from_pypi(metadata_hashes))
     return _distribution(principal, project, dist, entry["url"], from_pypi(entry.get("hashes")), delivered)
+
+
+def _no_such_file(project: str, filename: str) -> HTTPProblem:
+    return HTTPProblem(404, "Not Found", f"the upstream index lists no {filename!r} for {project!r}")
 
 
 def _metadata(principal, project: str, dist: str, url: str, digests) -> Response:

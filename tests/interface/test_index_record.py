@@ -39,6 +39,8 @@ def test_repeated_fetches_in_a_run_are_one_decision_and_each_file_is_one_more_an
     for method in ("HEAD", "GET", "GET"):
         assert fetch(live, wheel, run["token"], method).status == 200
     assert fetch(live, "/pypi/acme/files/alpha/alpha-1.0.tar.gz", run["token"]).status == 200
+    for made_up in ("alpha-7.7-py3-none-any.whl", "alpha-7.7.tar.gz.metadata"):  # no such file: nothing to record
+        assert fetch(live, f"/pypi/acme/files/alpha/{made_up}", run["token"]).status == 404
     # The denied page once (quarantined), then the failed run's refusals: one more decision.
     assert [fetch(live, "/pypi/acme/simple/beta/", run["token"]).status for _ in range(3)] == [200, 403, 403]
     decisions = run_decisions(live, run)
