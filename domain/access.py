@@ -18,7 +18,7 @@ from domain.decision import judge
 from domain.durations import parse_duration
 from domain.egress.workspace import EGRESS, requested_host
 from domain.errors import ConflictError, FieldError, InvalidInputError
-from domain.patterns import patterns_for
+from domain.patterns import is_pattern, patterns_for
 from domain.policy import Change, LanguageRules
 from domain.specs import check_language, deny_key, parse
 from domain.text import check_text
@@ -54,6 +54,11 @@ def requested_package(language: str, text: str) -> tuple[str, str]:
             ) from None
     check_language(language, lambda title, errors: InvalidInputError(title, [_LANGUAGE_RULE]))
     check_text(text, "name", 500)
+    if is_pattern(text):
+        raise InvalidInputError(
+            f"{text!r} is a pattern, and an exception or a request names one package",
+            [FieldError("name", "must be one package: a pattern (@scope/*, name-*) goes on the allow list")],
+        )
     spec = parse(language, text)
     if spec.kind not in ("registry", "alias") or not spec.name:
         raise InvalidInputError(
