@@ -1,5 +1,5 @@
 """What crosses the boundary as text: instants (RFC 3339 in, with any offset or a bare date for day
-ranges; UTC `Z` out), opaque pagination cursors, and ids."""
+ranges; UTC `Z` out), opaque pagination cursors, ids, and JSON whose objects name each key once."""
 
 from __future__ import annotations
 
@@ -91,6 +91,22 @@ def cursor_refusal(field: str = "cursor") -> InvalidInputError:
         "the cursor is not one this service issued",
         [FieldError(field, "must be a next_cursor value from a previous page")],
     )
+
+
+def strict_json(text: str | bytes):
+    """JSON, refused (ValueError) when one object names a key twice: which one counts differs
+    between parsers (Python's keeps the last), so a reader taking the first would see other facts
+    than those judged or verified."""
+    return json.loads(text, object_pairs_hook=_unique_keys)
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise ValueError(f"the key {twice!r} appears twice in one object")
+    return found
 
 
 def parse_uuid(text) -> UUID | None:

@@ -96,12 +96,12 @@ class Governance(Application):
         self.audit = Audit(self.readmodel, self.policies, access_reads)
         # one reader of the counts, which seals what is committed before it reads them
         counts = OverviewReads(self.recorder, self.chain.seal)
-        self.impacts = Impact(self.policies, counts, clock)  # decision counts, impact
+        # known-malware advisories, deployment-wide: `gov.advisories.import_records(...)`
+        self.advisories = Advisories(self.repository, self.save, self.readmodel, self.recorder)
+        self.impacts = Impact(self.policies, counts, self.advisories, clock)  # decision counts, impact
         # requests and exceptions: `gov.access.file_request(...)`, `gov.access.approve_request(...)`...
         self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts, clock)
         self.synthesis = Synthesis(counts, self.impacts, self.policies)
-        # known-malware advisories, deployment-wide: `gov.advisories.import_records(...)`
-        self.advisories = Advisories(self.repository, self.save, self.readmodel, self.recorder)
         self.closures = Closures(self.policies, self.advisories)  # dependency closures, judged, never recorded
         self.facts = Overview(counts, self.readmodel, self.advisories, self.impacts, self.policies.require_workspace)
         self.index = PackageIndex(

@@ -6,8 +6,9 @@ under the saved policy and under the draft (both at this instant, exceptions inc
 package whose outcome differs moves all its installs to `would_deny` or `would_allow`. The read
 model holds one row per package and day and one per package and sandbox, so the cost follows the
 number of packages in use, not the number of decisions recorded. When either side has rules
-beyond names, the downloads of the period are judged again per version too (`would_hide`,
-`would_show`), from one row per version, day and sandbox.
+beyond names, or the draft changes the word on known malware, the downloads of the period are
+judged again per version too (`would_hide`, `would_show`), from one row per version, day and
+sandbox, as the index judges them (`application.index.versions`: known malware first).
 """
 
 from __future__ import annotations
@@ -17,22 +18,25 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
+from application.advisories import Advisories
 from application.clock import Clock, system_clock
+from application.index.versions import judge_facts
 from application.policies import Policies
 from application.store.counts import CountReads
 from domain.decision import judge
 from domain.errors import FieldError, InvalidInputError
-from domain.policy import shadowed_entries
-from domain.rules import VersionFacts, judge_version, ripens_at
+from domain.policy import LanguageRules, shadowed_entries
+from domain.rules import MONITOR, VersionFacts, ripens_at
 from domain.specs import Spec
 
 MAX_DAYS = 366
 
 
 class Impact:
-    def __init__(self, policies: Policies, counts: CountReads, clock: Clock = system_clock):
+    def __init__(self, policies: Policies, counts: CountReads, advisories: Advisories, clock: Clock = system_clock):
         self.policies = policies
         self.counts = counts
+        self.advisories = advisories
         self.clock = clock
         self._periods: dict[tuple[str, str, str], _Period] = {}  # (workspace, first day, today)
         self._verdicts: dict[str, tuple[int, dict]] = {}  # workspace -> (version, answers by name)
@@ -86,19 +90,28 @@ class Impact:
                 moved["would_deny" if before else "would_allow"].append((language, name, n))
         changed = {key: _packages(rows, sandboxes) for key, rows in moved.items()}
         answer = {"days": days, "from": start, **changed, "unchanged": unchanged, "shadowed": shadowed_entries(drafted)}
-        if any(saved[lang].version_rules or drafted[lang].version_rules for lang in saved):
-            answer |= self._versions_moved(workspace, saved, drafted, start, now.date().isoformat())
+        # the word on malware is one for both languages: when the draft changes it, the versions
+        # an advisory affects move, among the packages an advisory names
+        malware = saved["python"].known_malware != drafted["python"].known_malware
+        if malware or any(saved[lang].version_rules or drafted[lang].version_rules for lang in saved):
+            named = self.advisories.named(installs) if malware else []
+            answer |= self._versions_moved(workspace, saved, drafted, start, now.date().isoformat(), named)
         return answer
 
-    def _versions_moved(self, workspace: str, saved: dict, drafted: dict, start: str, today: str) -> dict:
-        """The downloads of the period that the draft's rules beyond names would have hidden and
-        the saved ones did not (`would_hide`), and the reverse (`would_show`): each version
-        judged by both with the facts known at its day's first fetch, at that instant. Only the
-        languages whose rules the draft changes are read (the others move nothing)."""
+    def _versions_moved(
+        self, workspace: str, saved: dict, drafted: dict, start: str, today: str, named: list[tuple[str, str]]
+    ) -> dict:
+        """The downloads of the period that the draft's rules beyond names or its word on known
+        malware would have hidden and the saved ones did not (`would_hide`), and the reverse
+        (`would_show`): each version judged by both with the facts known at its day's first
+        fetch, at that instant. Only what the draft can move is read: every download of the
+        languages whose rules it changes, and those of the `named` (language, name) packages."""
         moved: dict[str, dict[tuple, list]] = {"would_hide": {}, "would_show": {}}
         languages = [lang for lang in saved if saved[lang].version_rules != drafted[lang].version_rules]
-        judged = _Judged(saved, drafted)
-        for row in self.counts.fetched_versions(workspace, start, today, languages) if languages else ():
+        rows = self.counts.fetched_versions(workspace, start, today, languages) if languages else []
+        rows += self.counts.fetched_versions(workspace, start, today, names=[p for p in named if p[0] not in languages])
+        judged = _Judged(saved, drafted, self.advisories)
+        for row in rows:
             change = judged.move(row)
             if change is None:
                 continue
@@ -185,14 +198,14 @@ class _Union:
 class _Judged:
     """What the draft changes of one rollup row: `("would_hide" | "would_show", reason)` or None.
 
-    The rows of a version (one per day and sandbox) share its facts, and the instant of a row
-    matters only as it falls before or after the version ripens under each side's rules
-    (`ripens_at`): each version's facts are judged once per side of those instants, not once
-    per row."""
+    The rows of a version (one per day and sandbox) share its facts and the advisories affecting
+    it, and the instant of a row matters only as it falls before or after the version ripens
+    under each side's rules (`ripens_at`): each version's facts are judged once per side of those
+    instants, not once per row."""
 
-    def __init__(self, saved: dict, drafted: dict):
-        self.saved, self.drafted = saved, drafted
-        self._facts: dict[tuple, tuple] = {}  # facts key -> (facts, ripe before, ripe after)
+    def __init__(self, saved: dict, drafted: dict, advisories: Advisories):
+        self.saved, self.drafted, self.advisories = saved, drafted, advisories
+        self._facts: dict[tuple, tuple] = {}  # facts key -> (facts, advisories, ripe before, ripe after)
         self._moves: dict[tuple, tuple[str, str] | None] = {}  # (facts key, ripe?, ripe?) -> move
 
     def move(self, row: dict) -> tuple[str, str] | None:
@@ -203,16 +216,17 @@ class _Judged:
             facts = _facts(row)
             known = self._facts[key] = (
                 facts,
+                self.advisories.affecting(language, name, facts.version),
                 ripens_at(self.saved[language].version_rules, language, name, facts),
                 ripens_at(self.drafted[language].version_rules, language, name, facts),
             )
-        facts, ripe_before, ripe_after = known
+        facts, affecting, ripe_before, ripe_after = known
         at = datetime.fromisoformat(row["first_at"]) if ripe_before or ripe_after else None
         side = (key, ripe_before is None or at >= ripe_before, ripe_after is None or at >= ripe_after)
         if side not in self._moves:
             at = at or datetime.fromisoformat(row["first_at"])
-            before = _hiding(judge_version(self.saved[language].version_rules, language, name, facts, at))
-            after = _hiding(judge_version(self.drafted[language].version_rules, language, name, facts, at))
+            sides = (self.saved[language], self.drafted[language])
+            before, after = (_hiding(rules, affecting, name, facts, at) for rules in sides)
             self._moves[side] = (
                 None
                 if bool(before) == bool(after)
@@ -229,9 +243,12 @@ def _facts(row: dict) -> VersionFacts:
     return VersionFacts(row["version"], uploaded, scripts, bool(row["sdist"]))
 
 
-def _hiding(findings: list) -> list[str]:
-    """The reasons of the enforced findings (monitored ones hide nothing)."""
-    return [f.reason for f in findings if not f.monitor]
+def _hiding(rules: LanguageRules, affecting: list[str], name: str, facts: VersionFacts, at: datetime) -> list[str]:
+    """The reasons one side's rules hide a version for, as the index judges it (monitored
+    findings hide nothing)."""
+    monitored = rules.known_malware == MONITOR
+    judged = judge_facts(rules.version_rules, affecting, rules.language, name, facts, at, monitored)
+    return [f.reason for f in judged.hiding]
 
 
 @lru_cache(maxsize=65536)

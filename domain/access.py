@@ -18,6 +18,7 @@ from domain.decision import judge
 from domain.durations import parse_duration
 from domain.egress.workspace import EGRESS, requested_host
 from domain.errors import ConflictError, FieldError, InvalidInputError
+from domain.patterns import is_pattern, patterns_for
 from domain.policy import Change, LanguageRules
 from domain.specs import check_language, deny_key, parse
 from domain.text import check_text
@@ -53,6 +54,11 @@ def requested_package(language: str, text: str) -> tuple[str, str]:
             ) from None
     check_language(language, lambda title, errors: InvalidInputError(title, [_LANGUAGE_RULE]))
     check_text(text, "name", 500)
+    if is_pattern(text):
+        raise InvalidInputError(
+            f"{text!r} is a pattern, and an exception or a request names one package",
+            [FieldError("name", "must be one package: a pattern (@scope/*, name-*) goes on the allow list")],
+        )
     spec = parse(language, text)
     if spec.kind not in ("registry", "alias") or not spec.name:
         raise InvalidInputError(
@@ -63,20 +69,45 @@ def requested_package(language: str, text: str) -> tuple[str, str]:
 
 
 def plan_grant(state: dict[str, Any], language: str, name: str, grant: dict[str, Any], lift_deny: bool) -> list[Change]:
-    """The grant, after the removal of every deny entry that matches the name when asked to:
-    the deny list wins over exceptions, so granting one for a denied name alone would be a lie."""
-    key = deny_key(language, name) if language != EGRESS else name
-    denied = [n for n in state[language]["deny"] if deny_key(language, n) == key] if language != EGRESS else []
-    if denied and not lift_deny:
+    """The grant, after the removal of every deny entry naming the name when asked to: the deny
+    list wins over exceptions, so granting one for a denied name alone would be a lie. A name a
+    deny pattern denies is refused, lift_deny or not (`_pattern_conflict`)."""
+    named, patterns = _denied_by(state, language, name)
+    if patterns:
+        raise _pattern_conflict(language, [(name, patterns)])
+    if named and not lift_deny:
         raise ConflictError(
             f"{name} is on the {language} deny list, which wins over exceptions; "
             "send lift_deny: true to remove the deny entry in the same save",
             [FieldError("lift_deny", "must be true to grant an exception for a deny-listed name")],
         )
     # `grant`: exception_id, expires_at (RFC 3339 or None), request_id (or None).
-    return [Change("entry-removed", language, "deny", n) for n in denied] + [
+    return [Change("entry-removed", language, "deny", n) for n in named] + [
         Change("exception-granted", language, name=name, exception=grant)
     ]
+
+
+def _denied_by(state: dict[str, Any], language: str, name: str) -> tuple[list[str], list[str]]:
+    """The deny entries that deny `name` (canonical): those naming it (every spelling, for Node),
+    and the patterns matching it. Hosts have no deny list."""
+    if language == EGRESS:
+        return [], []
+    key, pattern_keys = deny_key(language, name), {deny_key(language, p) for p in patterns_for(language, name)}
+    deny = state[language]["deny"]
+    return [n for n in deny if deny_key(language, n) == key], [n for n in deny if deny_key(language, n) in pattern_keys]
+
+
+def _pattern_conflict(language: str, denied: list[tuple[str, list[str]]]) -> ConflictError:
+    """A deny pattern also denies names nobody asked for, so `lift_deny` never removes one; and
+    an exception under it would be granted and decide nothing, as the deny list wins."""
+    names = [name for name, _ in denied]
+    patterns = list(dict.fromkeys(p for _, found in denied for p in found))
+    return ConflictError(
+        f"{' and '.join(names)} {'is' if len(names) == 1 else 'are'} denied by the {language} deny pattern "
+        f"{', '.join(patterns)}, which wins over exceptions; lift_deny removes only deny entries naming a package, "
+        "never a pattern that denies other names too: remove or narrow the pattern first",
+        [FieldError("name", f"{name} is denied by the deny pattern {', '.join(found)}") for name, found in denied],
+    )
 
 
 def plan_closure_grants(
@@ -89,9 +120,13 @@ def plan_closure_grants(
 ) -> list[Change]:
     """Grants for every name of a dependency closure the policy does not allow yet (one each,
     `grant_for(name)` giving its terms). Deny-listed names are refused all at once, named, unless
-    `lift_deny`: the deny list wins over exceptions, so only lifting it can let them in."""
+    `lift_deny` (those a deny pattern denies, always): the deny list wins over exceptions, so only
+    lifting it can let them in."""
     wanting = [n for n in dict.fromkeys(names) if not judge(rules, parse(rules.language, n), workspace).allowed]
-    denied = [n for n in wanting if rules.denies(n)]
+    denied = {n: _denied_by(state, rules.language, n) for n in wanting if rules.denies(n)}
+    patterned = [(n, patterns) for n, (_, patterns) in denied.items() if patterns]
+    if patterned:
+        raise _pattern_conflict(rules.language, patterned)
     if denied and not lift_deny:
         raise ConflictError(
             f"the closure holds deny-listed names ({', '.join(denied)}), and the deny list wins over exceptions; "

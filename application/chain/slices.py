@@ -27,6 +27,11 @@ from application.store.chain import ChainStore
 from domain.decision import stored_record
 
 PAGE = 1000
+# What a decision's line shows that its check does not cover: its message, words rendered from
+# the record when it was exported (`application.messages`), which a later release may word
+# otherwise (the reason and parameters they are rendered from are sealed); and what was
+# delivered, facts sealed as events of their own, which `audit verify` checks on the store.
+NOT_VERIFIED = ("message", *FOLLOW_UPS)
 
 
 def with_links(store: ChainStore, workspace: str, decisions: Iterable[dict]) -> Iterator[dict]:
@@ -113,11 +118,7 @@ def _sealed_record_problem(decision: dict) -> tuple[str, str] | None:
         expected = decision_view(event["originator_id"], stored_record(stored), at, stored["workspace"])
     except (ValueError, KeyError, TypeError, binascii.Error):
         return "altered", f"decision {decision.get('id')}: its stored event cannot be read"
-    # What was delivered follows the decision as facts of its own (sealed in the chain, checked
-    # by `audit verify`), not part of the decision's event; its message is words rendered from
-    # the record when it was exported (`application.messages`), which a later release may word
-    # otherwise: the record's reason and parameters are what is sealed.
-    shown = {k: v for k, v in decision.items() if k not in ("chain", "message", *FOLLOW_UPS)}
+    shown = {k: v for k, v in decision.items() if k not in ("chain", *NOT_VERIFIED)}
     expected.pop("message", None)
     if expected != shown or event["originator_id"] != decision.get("id"):
         return "altered", f"decision {decision.get('id')} (record {chain['seq']}) differs from its sealed event"
@@ -146,7 +147,13 @@ def _walk(links: list[dict], by_seq: dict, checkpoints: dict, workspace: str) ->
                     )
                 covered = seq
     newer = sum(1 for s in by_seq if s > covered)
-    verified = {"ok": True, "complete": not newer, "checked": len(by_seq) - newer, "checkpoint": covered}
+    verified = {
+        "ok": True,
+        "complete": not newer,
+        "checked": len(by_seq) - newer,
+        "checkpoint": covered,
+        "not_verified": list(NOT_VERIFIED),
+    }
     if not newer:
         return verified
     return verified | {"newer": newer, "detail": _newer_detail(newer, verified["checked"], covered, seq, checkpoints)}

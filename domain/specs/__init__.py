@@ -35,7 +35,13 @@ def _python(text: str) -> Parsed:
 
 
 def _node(text: str) -> Parsed:
-    return fast.npm_arg(text) or npm.parse_arg(text)
+    kind, name, detail = fast.npm_arg(text) or npm.parse_arg(text)
+    if name is not None and "*" in name:
+        # npm still reads such a name (validForOldPackages), but lists read `*` as a pattern
+        # (`domain.patterns`): a package no list could name would escape the deny list.
+        detail = f"{name!r} holds '*', which npm refuses in new package names and lists read as a pattern"
+        return ("invalid", None, detail)
+    return kind, name, detail
 
 
 # the shortcuts answer the commonest shapes exactly as the full parsers do, at a fraction of the cost

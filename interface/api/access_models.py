@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from domain.access import STATUS_FILTERS, STATUSES
+from domain.decision import KNOWN_MALWARE
 from domain.rules import REASONS
 from interface.api.answers import AskLanguage, ExceptionView, Shadowed
 from interface.api.schemas import Body, Draft, Instant, Language, Query
@@ -125,7 +126,9 @@ class ImpactVersion(BaseModel):
     language: Language
     name: str
     version: str
-    reason: Literal[REASONS] = Field(description="the first rule that hides it (on the side that hides it)")
+    reason: Literal[(KNOWN_MALWARE, *REASONS)] = Field(
+        description="the first reason it is hidden (on the side that hides it): known malware, then the rules"
+    )
     installs: int
     sandboxes: int
 
@@ -139,7 +142,8 @@ class ImpactAnswer(BaseModel):
     shadowed: list[Shadowed] = Field([], description="deny patterns of the draft that shadow allow entries")
     would_hide: list[ImpactVersion] | None = Field(
         None,
-        description="when the saved policy or the draft has rules beyond names: downloads of versions the draft's "
-        "rules would have hidden and the saved ones did not, judged with the facts known at the day's first fetch",
+        description="when the saved policy or the draft has rules beyond names, or the draft changes known_malware: "
+        "downloads of versions the draft would have hidden and the saved policy did not, judged with the facts "
+        "known at the day's first fetch",
     )
     would_show: list[ImpactVersion] | None = Field(None, description="the reverse of would_hide")

@@ -25,11 +25,12 @@ from pydantic import ValidationError
 from werkzeug.exceptions import InternalServerError
 
 from application import StoreUnavailableError
+from application.formats import strict_json
 from domain.errors import GovernanceError
 from interface import metrics
 from interface.api.auth import authorize, bearer_caller
 from interface.api.blueprint import W, api
-from interface.api.routing import once_more_if_stale, parse_body
+from interface.api.routing import once_more_if_stale
 from interface.api.views import post_evaluate
 from interface.problems import governance_problem, problem
 from interface.services import services
@@ -82,7 +83,7 @@ class EvaluatePath:
 
     def _answer(self, workspace: str, environ, body: bytes):
         try:
-            payload = self.endpoint.body.model_validate(parse_body(body))
+            payload = self.endpoint.body.model_validate(strict_json(body))
         except (ValueError, UnicodeDecodeError, RecursionError, ValidationError):
             raise _ToFlask from None
         governance = services(self.app).governance

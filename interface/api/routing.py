@@ -4,7 +4,6 @@ authenticates, validates and dispatches the request, and becomes its OpenAPI ope
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import wraps
 
@@ -12,6 +11,7 @@ from flask import Blueprint, request
 from pydantic import BaseModel
 
 from application import StaleCaller
+from application.formats import strict_json
 from application.races import ATTEMPTS, too_fast
 from interface.api.auth import authenticate, authorize
 from interface.problems import HTTPProblem
@@ -100,28 +100,12 @@ def once_more_if_stale(call, remembered: bool):
     raise too_fast()
 
 
-def parse_body(raw: bytes):
-    """A JSON body, refused (ValueError) when one object names a key twice: which one counts
-    differs between parsers (Python's keeps the last), so a proxy or a log reading the first
-    would see another request than the one judged."""
-    return json.loads(raw, object_pairs_hook=_unique_keys)
-
-
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
-    found = dict(pairs)
-    if len(found) != len(pairs):
-        seen: set[str] = set()
-        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
-        raise ValueError(f"the key {twice!r} appears twice in one object")
-    return found
-
-
 def json_body():
     if request.mimetype != "application/json" and not request.mimetype.endswith("+json"):
         raise HTTPProblem(415, "Unsupported media type", "send the body as application/json")
     raw = request.get_data(cache=True)  # over MAX_CONTENT_LENGTH: werkzeug raises 413
     try:
-        return parse_body(raw)
+        return strict_json(raw)  # a proxy or a log reading a key's first value saw another request
     except (ValueError, UnicodeDecodeError) as error:
         raise HTTPProblem(400, "Malformed JSON", f"the body is not valid JSON: {error}") from None
     except RecursionError:

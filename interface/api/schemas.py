@@ -111,11 +111,11 @@ class LanguageDraft(Body):
 class Draft(Body):
     python: LanguageDraft | None = None
     node: LanguageDraft | None = None
+    known_malware: RuleAction | None = Field(None, description="what imported known-malware advisories do here")
 
 
 class PolicyPut(Draft):
     egress: EgressDraft | None = None
-    known_malware: RuleAction | None = Field(None, description="what imported known-malware advisories do here")
     expected_version: Annotated[int, Field(ge=0)] | None = None
     note: Annotated[str, Field(max_length=MAX_NOTE)] = ""
 

@@ -13,6 +13,7 @@ import click
 from application.chain import parse_public_key
 from application.chain.signing import key_id
 from application.chain.slices import verify_slice
+from application.formats import strict_json
 from domain.errors import FieldError, InvalidInputError
 from interface.audit import configure
 from interface.cli.audit_offline import verify_proof, verify_receipt_command, witness
@@ -122,7 +123,8 @@ def public_key() -> None:
 @checkpoints_option
 @public_key_option
 def verify_export(export: str, checkpoint_files: tuple[str, ...], key_files: tuple[str, ...]) -> None:
-    """Check a decisions export made with chain=true against checkpoints, without the store.
+    """Check a decisions export made with chain=true against checkpoints, without the store
+    (`not_verified` in the answer names what a line shows that is not evidence, such as its message).
 
     Exit 0: every decision verified; 1: something differs (named); 3: nothing differs, but the
     newest decisions are newer than the newest checkpoint given, so only those before it are
@@ -157,9 +159,13 @@ def _export_records(export: str):
 
 def _record(export: str, number: int, line: str) -> dict:
     try:
-        record = json.loads(line)
-    except ValueError:
+        record = strict_json(line)
+    except json.JSONDecodeError:
         record = None
+    except ValueError as twice:  # verified, the last value would vouch for a first one other readers take
+        raise click.ClickException(
+            f"export verification FAILED: {export} line {number}: {twice}, and readers differ on which one counts"
+        ) from None
     if not isinstance(record, dict):
         raise click.ClickException(
             f"{export} line {number} is not a JSON object: verify an export made with --format jsonl --chain"

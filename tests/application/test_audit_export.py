@@ -29,7 +29,13 @@ def test_an_exported_slice_verifies_against_a_checkpoint(exported):
     app, lines, checkpoints = exported
     assert all(line["chain"]["seq"] > 0 for line in lines if "id" in line)
     result = verify_slice(lines, checkpoints, app.chain.trusted_keys())
-    assert result == {"ok": True, "checked": 3, "checkpoint": checkpoints[-1]["seq"], "complete": True}
+    assert result == {
+        "ok": True,
+        "checked": 3,
+        "checkpoint": checkpoints[-1]["seq"],
+        "complete": True,
+        "not_verified": ["message", "delivery", "deliveries"],
+    }
 
 
 def test_a_slice_with_an_edited_outcome_fails(exported):

@@ -141,6 +141,33 @@ def test_lift_deny_removes_the_deny_entry_in_the_same_save(locked):
     assert call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": ["beta"]})["allowed"]
 
 
+def test_a_name_a_deny_pattern_denies_is_409_naming_the_pattern_which_lift_deny_never_removes(locked):
+    """The deny list wins over exceptions, so one under a deny pattern would decide nothing; and
+    the pattern denies other names too, so lifting it for one name is not the admin's to ask."""
+    live = locked
+    denied = [
+        {"action": "add", "language": "python", "list": "deny", "entries": ["omega-*"]},
+        {"action": "add", "language": "node", "list": "deny", "entries": ["@Bad/*"]},
+    ]
+    call(live, "POST", "/policy/changes", "admin", {"changes": denied}, expect=200)
+    version = call(live, "GET", "/policy", "auditor")["version"]
+    for language, name, pattern in (("python", "Omega_X", "omega-*"), ("node", "@bad/x", "@Bad/*")):
+        for lift in (False, True):
+            body = {"language": language, "name": name, "duration": "P1D", "lift_deny": lift}
+            refused = live.call("POST", P + "/exceptions", live.tokens["admin"], body)
+            assert refused.status == 409, refused.body
+            assert f"deny pattern {pattern}" in refused.json["detail"]
+            assert refused.json["errors"][0]["field"] == "name"
+    request = ask(live, "omega-y").json
+    for body in ({"duration": "P7D"}, {"duration": "P7D", "lift_deny": True}):
+        refused = live.call("POST", f"{P}/requests/{request['id']}/approve", live.tokens["admin"], body)
+        assert refused.status == 409, refused.body
+        assert "omega-y is denied by the python deny pattern omega-*" in refused.json["detail"]
+    policy = call(live, "GET", "/policy", "auditor")
+    assert (policy["version"], policy["python"]["deny"], policy["exceptions"]) == (version, ["omega-*"], [])
+    assert call(live, "GET", f"/requests/{request['id']}", "auditor")["status"] == "open"
+
+
 def test_a_deny_entry_added_later_still_wins_over_the_exception(locked):
     live = locked
     call(live, "POST", "/exceptions", "admin", {"language": "python", "name": "beta"}, expect=201)

@@ -42,6 +42,22 @@ def test_a_scope_pattern_on_a_node_deny_list_denies_every_spelling_of_the_scope(
     ]
 
 
+def test_a_node_name_holding_a_star_is_an_invalid_spec_and_no_exception_names_a_pattern(live):
+    """npm still reads `@corp/*` as an old package's name, but no list could name it (a list reads
+    `*` as a pattern): it is refused, not allowed by a deny list that cannot reach it."""
+    assert decisions(live, "node", ["@corp/*", "left*@1", "x@npm:@corp/*", "@corp/x"]) == [
+        (None, False, "invalid-spec"),
+        (None, False, "invalid-spec"),
+        (None, False, "invalid-spec"),
+        ("@corp/x", True, "not-on-the-deny-list"),
+    ]
+    for language, name in (("node", "@corp/*"), ("python", "xx7-*")):
+        for path, body in (("/exceptions", {"duration": "P1D"}), ("/requests", {"justification": "the scope"})):
+            refused = live.call("POST", P + path, live.tokens["admin"], {"language": language, "name": name, **body})
+            assert refused.status == 422, refused.body
+            assert refused.json["errors"][0]["field"] == "name" and "is a pattern" in refused.json["detail"]
+
+
 @pytest.mark.parametrize(
     "language,entry,rule",
     [

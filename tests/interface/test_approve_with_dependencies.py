@@ -76,6 +76,18 @@ def test_a_deny_listed_member_is_refused_with_409_unless_the_deny_is_lifted(live
     assert {"evil-thing", "cycle-b"} <= set(lifted.json["granted"]) and app.policy("acme")["python"]["deny"] == []
 
 
+def test_members_a_deny_pattern_denies_are_409_even_with_lift_deny(live, app, asked):
+    """lift_deny removes entries naming a package, never a pattern that denies other names too."""
+    app.save_policy("acme", {"python": {"deny": ["cycle-*"]}}, by="founder")
+    version = app.policy("acme")["version"]
+    refused = approve(live, asked, with_dependencies=True, lift_deny=True)
+    assert refused.status == 409, refused.body
+    assert "are denied by the python deny pattern cycle-*" in refused.json["detail"]
+    assert sorted(e["message"].split()[0] for e in refused.json["errors"]) == ["cycle-a", "cycle-b"]
+    assert app.policy("acme")["version"] == version and app.policy("acme")["python"]["deny"] == ["cycle-*"]
+    assert app.access.request("acme", asked)["status"] == "open"
+
+
 def test_the_console_shows_the_closure_first_then_approves_it_in_one_click(live, app, asked):
     from tests.interface.test_console import signed_in
 

@@ -80,12 +80,28 @@ def test_an_export_with_links_verifies_without_the_store(cli, acme, tmp_path):
     cli("audit", "checkpoints", "-w", "acme", "-o", str(copied))
     done = cli("audit", "verify-export", str(export), "--checkpoints", str(copied), "--public-key", str(copied))
     assert done.exit_code == 0, done.output
-    assert json.loads(done.stdout)["checked"] == 2
+    result = json.loads(done.stdout)
+    assert result["checked"] == 2 and result["not_verified"] == ["message", "delivery", "deliveries"]
     lines = export.read_text().splitlines()
     edited = [line.replace('"allowed": true', '"allowed": false') for line in lines]
     export.write_text("\n".join(edited) + "\n")
     done = cli("audit", "verify-export", str(export), "--checkpoints", str(copied), "--public-key", str(copied))
     assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "altered"
+
+
+def test_an_export_line_naming_a_key_twice_fails_verification(cli, acme, tmp_path):
+    """A reader taking the first `allowed` would see an allowed decision as denied, where Python's
+    parser (and so the check) takes the last: such a line cannot be verified, as the API refuses it."""
+    export, copied = tmp_path / "decisions.jsonl", tmp_path / "checkpoints.json"
+    assert cli("decisions", "export", "-w", "acme", "--format", "jsonl", "--chain", "-o", str(export)).exit_code == 0
+    cli("audit", "checkpoints", "-w", "acme", "-o", str(copied))
+    lines = export.read_text().splitlines()
+    twice = next(i for i, line in enumerate(lines) if '"allowed": true' in line)
+    lines[twice] = '{"allowed": false, ' + lines[twice][1:]
+    export.write_text("\n".join(lines) + "\n")
+    done = cli("audit", "verify-export", str(export), "--checkpoints", str(copied), "--public-key", str(copied))
+    assert done.exit_code == 1, done.output
+    assert f"line {twice + 1}: the key 'allowed' appears twice in one object" in done.output
 
 
 def test_an_export_newer_than_the_checkpoints_given_verifies_what_they_cover_and_says_so(cli, acme, open_app, tmp_path):

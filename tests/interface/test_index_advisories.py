@@ -106,6 +106,34 @@ def test_a_known_malware_tarball_fetched_directly_is_403_recorded_and_fails_no_r
     assert live.call("GET", "/npm/acme/other/-/other-1.0.0.tgz", run["token"]).status == 200  # not run-failed
 
 
+def test_impact_previews_a_draft_switching_known_malware_before_it_is_saved(live, app):
+    """rules.md offers `known_malware` among the rules and /impact previews drafts with rules: the
+    downloads of affected versions move, and nothing else does."""
+    set_policy(app, "denylist")
+    assert import_advisories(live, [record("npm/0-dns/MAL-2022-9.json")]).status == 201
+    run = start_run(live, sandbox="sbx-enforced")
+    assert live.call("GET", "/npm/acme/0-dns/-/0-dns-1.0.0.tgz", run["token"]).status == 403
+    assert live.call("GET", "/npm/acme/other/-/other-1.0.0.tgz", run["token"]).status == 200
+    shown = {"language": "node", "name": "0-dns", "version": "1.0.0", "reason": "known-malware"}
+
+    def impact(action: str) -> dict:
+        reply = live.call("POST", W + "/impact", live.tokens["admin"], {"draft": {"known_malware": action}})
+        assert reply.status == 200, reply.body
+        return reply.json
+
+    preview = impact("monitor")
+    assert preview["would_show"] == [{**shown, "installs": 1, "sandboxes": 1}] and preview["would_hide"] == []
+    assert preview["would_deny"] == preview["would_allow"] == []
+    assert impact("enforce")["would_hide"] is None  # as saved: nothing to judge per version
+    assert app.policy("acme")["known_malware"] == "enforce"  # a preview saves nothing
+
+    app.save_policy("acme", {"known_malware": "monitor"}, by="founder")
+    served = start_run(live, sandbox="sbx-monitored")
+    assert live.call("GET", "/npm/acme/0-dns/-/0-dns-1.0.0.tgz", served["token"]).status == 200
+    preview = impact("enforce")
+    assert preview["would_hide"] == [{**shown, "installs": 2, "sandboxes": 2}] and preview["would_show"] == []
+
+
 def test_pip_falls_back_to_a_version_the_record_does_not_list_and_a_pin_of_it_is_refused(live, app, tmp_path):
     set_policy(app, "denylist")
     before = start_run(live)
