@@ -23,7 +23,7 @@ FETCH_SECONDS = 60
 
 @click.group("advisories")
 def advisories_group() -> None:
-    """Known-malware advisories (OSV records), refused in every workspace."""
+    """Known-malware advisories (OSV records), imported for every workspace."""
 
 
 @advisories_group.command("import")
