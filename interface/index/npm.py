@@ -30,6 +30,7 @@ from interface.index.access import (
     record_upstream_failure,
     refuse_a_failed_run,
     upstream_failure_recorded,
+    upstream_failure_recorder,
     within_limits,
 )
 from interface.index.answers import judged
@@ -243,7 +244,8 @@ def _tarball_answer(principal, name: str, filename: str, delivered, source) -> R
         raise HTTPProblem(403, "Forbidden", hidden[version])
     digests = from_npm(manifest.get("dist"))
     if digests is None:  # nothing to verify it against: relayed as upstream sends it, never kept
-        return relay(upstream(), request.method, url, delivered)
+        broken_off = upstream_failure_recorder(principal, "node", name, "download")  # only a GET's body breaks off
+        return relay(upstream(), request.method, url, delivered, broken_off)
     if request.method == "HEAD":
         return files.head(upstream(), cache(), url, digests)
     return files.serve(files.obtain(upstream(), cache(), url, digests), delivered)

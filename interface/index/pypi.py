@@ -32,6 +32,7 @@ from interface.index.access import (
     record_upstream_failure,
     refuse_a_failed_run,
     upstream_failure_recorded,
+    upstream_failure_recorder,
     within_limits,
 )
 from interface.index.answers import Rendered, judged
@@ -312,7 +313,8 @@ def _unverified(principal, project: str, dist: str, url: str, delivered) -> Resp
             spooled.file.close()
             raise
         return spooled.response(delivered)
-    return relay(upstream(), request.method, url, delivered)
+    broken_off = upstream_failure_recorder(principal, "python", project, "download")  # only a GET's body breaks off
+    return relay(upstream(), request.method, url, delivered, broken_off)
 
 
 def cache():

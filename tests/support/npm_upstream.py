@@ -46,6 +46,7 @@ class Release:
     optional_dependencies: dict = field(default_factory=dict)
     peer_meta: dict = field(default_factory=dict)
     bundled: tuple = ()  # bundleDependencies: names its manifest says its tarball carries
+    digests: bool = True  # its manifest gives `integrity` and `shasum` (else the index relays it unverified)
 
     def declared(self) -> dict:
         """The dependency fields of its manifest, those it declares only."""
@@ -118,10 +119,10 @@ class NpmUpstream(FixtureServer):
     def dist(self, release: Release) -> dict:
         data = self.tarballs[self.tarball_path(release)]
         integrity = "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+        digests = {"shasum": hashlib.sha1(data).hexdigest(), "integrity": integrity} if release.digests else {}
         return {
             "tarball": self.tarball_url(release),
-            "shasum": hashlib.sha1(data).hexdigest(),
-            "integrity": integrity,
+            **digests,
             "fileCount": 2,
             "unpackedSize": len(data),
             "signatures": [{"keyid": KEYS["keys"][0]["keyid"], "sig": "MEUCIQtests"}],

@@ -39,6 +39,7 @@ class Dist:
     yanked: bool | str = False
     files: tuple[str, ...] = ("wheel", "sdist")
     upload_time: str = "2026-01-02T03:04:05.000000Z"
+    hashed: bool = True  # its page gives its files' sha256 (else the index relays them unverified)
 
 
 @dataclass
@@ -185,7 +186,7 @@ class PyPIUpstream(FixtureServer):
         entry = {
             "filename": f.filename,
             "url": self.page_relative_url(f),
-            "hashes": {"sha256": f.sha256},
+            "hashes": {"sha256": f.sha256} if f.dist.hashed else {},
             "requires-python": f.dist.requires_python,
             "size": len(f.data),
             "upload-time": f.dist.upload_time,
@@ -208,7 +209,8 @@ class PyPIUpstream(FixtureServer):
         )
 
     def _file_html(self, f: File) -> str:
-        attrs = [f'href="{escape(self.page_relative_url(f))}#sha256={f.sha256}"']
+        fragment = f"#sha256={f.sha256}" if f.dist.hashed else ""
+        attrs = [f'href="{escape(self.page_relative_url(f))}{fragment}"']
         if f.dist.requires_python:
             attrs.append(f'data-requires-python="{escape(f.dist.requires_python)}"')
         if f.dist.yanked:
