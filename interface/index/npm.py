@@ -37,7 +37,7 @@ from interface.index.answers import judged
 from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
 from interface.index.pages import Fetched, Pages
 from interface.index.streaming import relay
-from interface.index.upstream import Upstream, bad_gateway, refused_by_upstream
+from interface.index.upstream import Upstream, bad_gateway, logged, refused_by_upstream
 from interface.problems import HTTPProblem, problem, status_of
 
 blueprint = Blueprint("npm_index", __name__)
@@ -189,11 +189,10 @@ def _full_page(name: str) -> Fetched | None:
 
 def _times(name: str, full: Fetched | None) -> dict | None:
     try:
-        times = _document(name, full).get("time") if full is not None else None
+        return _document(name, full).get("time") if full is not None else None
     except HTTPProblem as error:
         log.warning("no upload times for %s: %s", name, error.detail)
         return None
-    return times if isinstance(times, dict) else None
 
 
 def _document(name: str, page) -> dict:
@@ -202,12 +201,9 @@ def _document(name: str, page) -> dict:
     if page.status != 200:
         raise refused_by_upstream(page.status, repr(name))
     try:
-        document = json.loads(page.body)
-    except ValueError:
-        raise bad_gateway(f"the upstream registry's answer for {name!r} is not JSON") from None
-    if not isinstance(document, dict):
-        raise bad_gateway(f"the upstream registry's answer for {name!r} is not a packument")
-    return document
+        return packument.read(page.body)
+    except packument.PackumentError as error:
+        raise logged(bad_gateway(f"the upstream registry's answer for {name!r} {error}")) from None
 
 
 def _json(document: dict, media: str, policy_version) -> Response:

@@ -14,6 +14,7 @@ import io
 import json
 import re
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
@@ -100,6 +101,8 @@ class NpmUpstream(FixtureServer):
     def __init__(self, releases=DEFAULT_RELEASES):
         self.releases: dict[str, dict[str, Release]] = {}
         self.tarballs: dict[str, bytes] = {}
+        # name -> a change made to its packument, either shape, as it is sent (an upstream answering nonsense)
+        self.edits: dict[str, Callable[[dict], None]] = {}
         super().__init__(other_host=any(r.tarball_host for r in releases))
         for release in releases:
             self.add(release)
@@ -171,7 +174,9 @@ class NpmUpstream(FixtureServer):
         if name in self.releases:
             abbreviated = accept.startswith(ABBREVIATED)
             media = ABBREVIATED if abbreviated else "application/json"
-            return 200, media, json.dumps(self.packument(name, abbreviated)).encode()
+            document = self.packument(name, abbreviated)
+            self.edits.get(name, lambda _: None)(document)
+            return 200, media, json.dumps(document).encode()
         return 404, "application/json", b'{"error":"Not found"}'
 
 

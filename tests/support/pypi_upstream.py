@@ -15,6 +15,7 @@ import json
 import re
 import tarfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 
@@ -140,6 +141,8 @@ class PyPIUpstream(FixtureServer):
     def __init__(self, dists=DEFAULT_DISTS, statuses: dict | None = None, other_host: set[str] = frozenset()):
         super().__init__(other_host=bool(other_host))
         self.projects: dict[str, Project] = {}
+        # project -> a change made to its JSON page as it is sent (an upstream answering nonsense)
+        self.edits: dict[str, Callable[[dict], None]] = {}
         for dist in dists:
             self.add(dist, host=OTHER_HOST if normalize(dist.project) in other_host else None)
         for name, (status, reason) in (statuses or {}).items():
@@ -240,7 +243,9 @@ class PyPIUpstream(FixtureServer):
             if project is None or found.group(1) != normalize(found.group(1)):
                 return 404, "text/plain", b"no such project"
             if media == JSON_TYPE:
-                return 200, media, json.dumps(self.project_json(project)).encode()
+                page = self.project_json(project)
+                self.edits.get(found.group(1), lambda _: None)(page)
+                return 200, media, json.dumps(page).encode()
             return 200, media, self.project_html(project).encode()
         found = re.fullmatch(r"/files/[0-9a-f]{2}/[0-9a-f]{64}/([^/]+)", path)
         if found:
