@@ -104,7 +104,14 @@ def record_upstream_failure(principal, language: str, name: str, request_kind: s
     record it for the reader with its detail: pip and uv print only the status line (whose
     reason phrase the server replaces by the standard one), so the gate reads it from the run."""
     if isinstance(error, UpstreamProblem):
-        package_index().gate.upstream_failed(principal, language, name, request_kind, error.detail)
+        upstream_failure_recorder(principal, language, name, request_kind)(error)
+
+
+def upstream_failure_recorder(principal, language: str, name: str, request_kind: str):
+    """`record_upstream_failure`, bound now, for a failure met once the request's context is
+    gone: a relayed file the upstream breaks off while its body is sent."""
+    gate = package_index().gate
+    return lambda error: gate.upstream_failed(principal, language, name, request_kind, error.detail)
 
 
 @contextmanager

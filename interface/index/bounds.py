@@ -24,8 +24,10 @@ chunk by chunk through Python, taking the GIL for each. Streamed bodies (files, 
 iterators, their slot held until they are sent.
 
 The buckets and counts are per worker process (workers share no memory): a token's limit over
-the whole service is the per-worker one times the workers its connections land on. A token is
-keyed by a digest of the credential it sent, so a bad token spends its own bucket, nobody else's.
+the whole service is the per-worker one times the workers its connections land on. They are keyed
+by a digest of the token the credential carries, however the header spells it (the scheme's case,
+the spaces after it, Basic's user name): one token is one key, and a bad token spends its own
+bucket, nobody else's.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from collections import OrderedDict
 from flask import request
 
 from domain.limits import INDEX_FETCHES_PER_MINUTE, REQUESTS_FILED_PER_MINUTE, RUN_STARTS_PER_MINUTE
+from interface.index.access import credentials
 from interface.problems import problem
 
 RESERVED_THREADS = 2  # request threads index requests never take
@@ -189,7 +192,8 @@ def mark_in_memory(response, environ: dict | None = None):
 
 
 def _key(environ) -> str:
-    credential = environ.get("HTTP_AUTHORIZATION", "")
+    header = environ.get("HTTP_AUTHORIZATION", "")
+    credential = credentials(header) or header  # a header that carries no token is its own key
     return hashlib.sha256(credential.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 

@@ -5,7 +5,8 @@ only when it ends. `metered` wraps the body a response sends: it counts and hash
 the server takes it, and when the server closes the body (PEP 3333: always, whether the body was
 sent whole, the upstream broke off or the client went away) it calls the decision's hook once
 with `served` (or what the caller says a whole transfer is, e.g. `cached`) or `failed`, the
-bytes sent and their sha256. `undelivered_on_error` records `failed` when the file is refused
+bytes sent and their sha256. A transfer is whole when its body reached its end having sent the
+length it announced, if it announced one. `undelivered_on_error` records `failed` when the file is refused
 before any body exists (the upstream's 403 or 503, a file too large to check).
 """
 
@@ -23,8 +24,8 @@ from interface.index.access import package_index
 
 
 class _Metered:
-    def __init__(self, chunks: Iterable[bytes], delivered: Delivered, whole: str):
-        self._chunks, self._delivered, self._whole = chunks, delivered, whole
+    def __init__(self, chunks: Iterable[bytes], delivered: Delivered, whole: str, length: int | None):
+        self._chunks, self._delivered, self._whole, self._length = chunks, delivered, whole, length
         self._hash, self._size = hashlib.sha256(), 0
         self._complete = self._ended = False
 
@@ -33,7 +34,7 @@ class _Metered:
             self._size += len(chunk)
             self._hash.update(chunk)
             yield chunk
-        self._complete = True
+        self._complete = self._length in (None, self._size)
 
     def close(self) -> None:
         if self._ended:
@@ -46,9 +47,12 @@ class _Metered:
             self._delivered(self._whole if self._complete else FAILED, self._size, self._hash.hexdigest())
 
 
-def metered(chunks: Iterable[bytes], delivered: Delivered | None, whole: str = SERVED) -> Iterable[bytes]:
-    """`chunks` as a response body that reports its transfer to `delivered` (None: not metered)."""
-    return chunks if delivered is None else _Metered(chunks, delivered, whole)
+def metered(
+    chunks: Iterable[bytes], delivered: Delivered | None, whole: str = SERVED, length: int | None = None
+) -> Iterable[bytes]:
+    """`chunks` as a response body that reports its transfer to `delivered` (None: not metered);
+    `length`: the bytes its response announced."""
+    return chunks if delivered is None else _Metered(chunks, delivered, whole, length)
 
 
 @contextmanager

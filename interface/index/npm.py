@@ -30,13 +30,14 @@ from interface.index.access import (
     record_upstream_failure,
     refuse_a_failed_run,
     upstream_failure_recorded,
+    upstream_failure_recorder,
     within_limits,
 )
 from interface.index.answers import judged
 from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
 from interface.index.pages import Fetched, Pages
 from interface.index.streaming import relay
-from interface.index.upstream import Upstream, bad_gateway, refused_by_upstream
+from interface.index.upstream import Upstream, bad_gateway, logged, refused_by_upstream
 from interface.problems import HTTPProblem, problem, status_of
 
 blueprint = Blueprint("npm_index", __name__)
@@ -188,11 +189,10 @@ def _full_page(name: str) -> Fetched | None:
 
 def _times(name: str, full: Fetched | None) -> dict | None:
     try:
-        times = _document(name, full).get("time") if full is not None else None
+        return _document(name, full).get("time") if full is not None else None
     except HTTPProblem as error:
         log.warning("no upload times for %s: %s", name, error.detail)
         return None
-    return times if isinstance(times, dict) else None
 
 
 def _document(name: str, page) -> dict:
@@ -201,12 +201,9 @@ def _document(name: str, page) -> dict:
     if page.status != 200:
         raise refused_by_upstream(page.status, repr(name))
     try:
-        document = json.loads(page.body)
-    except ValueError:
-        raise bad_gateway(f"the upstream registry's answer for {name!r} is not JSON") from None
-    if not isinstance(document, dict):
-        raise bad_gateway(f"the upstream registry's answer for {name!r} is not a packument")
-    return document
+        return packument.read(page.body)
+    except packument.PackumentError as error:
+        raise logged(bad_gateway(f"the upstream registry's answer for {name!r} {error}")) from None
 
 
 def _json(document: dict, media: str, policy_version) -> Response:
@@ -243,7 +240,8 @@ def _tarball_answer(principal, name: str, filename: str, delivered, source) -> R
         raise HTTPProblem(403, "Forbidden", hidden[version])
     digests = from_npm(manifest.get("dist"))
     if digests is None:  # nothing to verify it against: relayed as upstream sends it, never kept
-        return relay(upstream(), request.method, url, delivered)
+        broken_off = upstream_failure_recorder(principal, "node", name, "download")  # only a GET's body breaks off
+        return relay(upstream(), request.method, url, delivered, broken_off)
     if request.method == "HEAD":
         return files.head(upstream(), cache(), url, digests)
     return files.serve(files.obtain(upstream(), cache(), url, digests), delivered)

@@ -6,18 +6,51 @@ versions not offered: their times go, their tags move to a version offered), `ha
 true). A denied project keeps its version numbers under `policyRestrictions`, with stub
 manifests and no tarball: npm then fails with `E403 ... due to policy violations: <message>`
 instead of "no matching version".
+
+An upstream packument's shape is checked as it is read (`read`), once, so that every later use
+may rely on it: a manifest that is not an object, or names no tarball, is only a version not
+offered, but `versions`, `dist-tags` or `time` of another shape, or a tarball URL that does not
+parse, makes it the upstream's nonsense (`PackumentError`, a 502).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from domain.specs.node_ranges import repoint
+from interface.index.upstream import resolved
 from interface.problems import status_line_text
 
 ABBREVIATED = "application/vnd.npm.install-v1+json"
 MAX_REASONS = 3  # reasons for hidden versions told in one packument's policyRestrictions
+
+
+class PackumentError(ValueError):
+    """Upstream sent something that is not a packument (the message says what, after "is")."""
+
+
+def read(body: bytes) -> dict:
+    """An upstream packument: an object whose `versions` and `time` are objects, whose
+    `dist-tags` name versions by strings, and whose tarball URLs the index can read."""
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        raise PackumentError("is not JSON") from None
+    if not isinstance(document, dict):
+        raise PackumentError("is not a packument")
+    for key in ("versions", "dist-tags", "time"):
+        if not isinstance(document.get(key, {}), dict):
+            raise PackumentError(f"is not a packument: its {key} is not an object")
+    if not all(isinstance(v, str) for v in document.get("dist-tags", {}).values()):
+        raise PackumentError("is not a packument: a dist-tag names no version")
+    for number, manifest in manifests(document).items():
+        dist = manifest.get("dist")
+        url = dist.get("tarball") if isinstance(dist, dict) else None
+        if isinstance(url, str) and resolved(url) is None:
+            raise PackumentError(f"is not a packument: the tarball URL of {number} is no URL")
+    return document
 
 
 def tarball_name(url: str) -> str:
@@ -48,7 +81,7 @@ def rewrite(packument: dict, ours: Callable[[str], str | None], hidden: dict[str
     answer = {**packument, "versions": versions}
     if removed:
         answer["dist-tags"] = repoint(packument.get("dist-tags") or {}, versions)
-        if isinstance(packument.get("time"), dict):  # no time for a version not offered
+        if "time" in packument:  # no time for a version not offered
             answer["time"] = {k: v for k, v in packument["time"].items() if k not in removed}
     if hidden and "policyRestrictions" not in packument:
         reasons = list(dict.fromkeys(hidden.values()))

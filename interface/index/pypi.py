@@ -32,13 +32,14 @@ from interface.index.access import (
     record_upstream_failure,
     refuse_a_failed_run,
     upstream_failure_recorded,
+    upstream_failure_recorder,
     within_limits,
 )
 from interface.index.answers import Rendered, judged
 from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
 from interface.index.pages import Fetched, Pages
 from interface.index.streaming import relay, spool
-from interface.index.upstream import Upstream, bad_gateway, refused_by_upstream
+from interface.index.upstream import Upstream, bad_gateway, logged, refused_by_upstream
 from interface.problems import HTTPProblem
 
 blueprint = Blueprint("pypi_index", __name__)
@@ -148,18 +149,17 @@ def judged_page(principal, ws: str, name: str, media: str, environ: dict, url_ro
     try:
         fetched = _fetched(name)
         hidden = _hidden(principal, name, fetched)
+        key = (ws, name, media, verdict["policy_version"], fetched.revision, url_root, hidden)
+
+        def render() -> bytes:  # only when this answer was not rendered before (the page read then)
+            return _render(ws, name, fetched, media, hidden, environ)
+
+        return rendered().answer(key, verdict["policy_version"], simple.content_type(media), render, environ)
     except HTTPProblem as error:
         if error.status == 404:  # a name the upstream lacks: recorded, answered 404
             package_index().gate.not_found(principal, "python", name, "page")
         record_upstream_failure(principal, "python", name, "page", error)
         raise
-    key = (ws, name, media, verdict["policy_version"], fetched.revision, url_root, hidden)
-    content_type = simple.content_type(media)
-
-    def render() -> bytes:  # only when this answer was not rendered before
-        return _render(ws, name, fetched, media, hidden, environ)
-
-    return rendered().answer(key, verdict["policy_version"], content_type, render, environ)
 
 
 def _hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
@@ -205,7 +205,7 @@ def _allowed_page(ws: str, name: str, page: dict, hidden: frozenset[str] = froze
             files.append(
                 {**entry, "url": url_for(".file", ws=ws, project=name, filename=entry["filename"], _external=True)}
             )
-    if hidden and isinstance(page.get("versions"), list):
+    if hidden and "versions" in page:
         gone = {simple.version_of(f) for f in hidden} - set(map(simple.file_version, files))
         page = {**page, "versions": [v for v in page["versions"] if v not in gone]}
     return simple.finish({**page, "files": files}, name)
@@ -229,7 +229,7 @@ def _read(name: str, found: Fetched) -> dict:
     try:
         return simple.read_page(found.body, found.content_type, found.url)
     except simple.PageError as error:
-        raise bad_gateway(str(error)) from None
+        raise logged(bad_gateway(str(error))) from None
 
 
 def _file_entry(project: str, dist: str) -> dict | None:
@@ -322,7 +322,8 @@ def _unverified(principal, project: str, dist: str, url: str, delivered) -> Resp
             spooled.file.close()
             raise
         return spooled.response(delivered)
-    return relay(upstream(), request.method, url, delivered)
+    broken_off = upstream_failure_recorder(principal, "python", project, "download")  # only a GET's body breaks off
+    return relay(upstream(), request.method, url, delivered, broken_off)
 
 
 def cache():

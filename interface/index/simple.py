@@ -2,6 +2,9 @@
 
 An upstream page, HTML or JSON, is read into one PEP 691-shaped dict with absolute file URLs;
 the proxy rewrites the URLs and writes the dict back as whichever shape its client asked for.
+A JSON page's shape is checked as it is read, once: a field the index reads or writes again that
+holds what no PEP gives it (a number for a URL, a string for `project-status`) makes the page
+the upstream's nonsense (`PageError`, a 502), so that nothing later meets it.
 Everything else a client relies on passes through: hashes, `requires-python`, yanked (PEP 592),
 core metadata (PEP 658, named per PEP 714: `core-metadata` in JSON, never `dist-info-metadata`),
 `versions`, `size`, `upload-time` (PEP 700) and project status (PEP 792).
@@ -12,9 +15,11 @@ from __future__ import annotations
 import json
 from html import escape
 from html.parser import HTMLParser
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import urldefrag
 
 from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
+
+from interface.index.upstream import resolved
 
 JSON_V1 = "application/vnd.pypi.simple.v1+json"
 HTML_V1 = "application/vnd.pypi.simple.v1+html"
@@ -64,21 +69,97 @@ def read_names(body: bytes, content_type: str) -> list[str]:
 def _read_json(body: bytes, page_url: str) -> dict:
     try:
         page = json.loads(body)
-        files = page["files"]
-        if not isinstance(files, list) or not all(isinstance(f, dict) and "url" in f for f in files):
-            raise TypeError("files")
-    except (ValueError, KeyError, TypeError) as error:
+    except (ValueError, RecursionError) as error:
         raise PageError(f"not a PEP 691 project page: {error}") from None
-    for entry in files:
-        entry["url"] = urljoin(page_url, entry["url"])
+    wrong = _misshapen(page)
+    if wrong is not None:
+        raise PageError(f"not a PEP 691 project page: {wrong}")
+    for entry in page["files"]:
+        entry["url"] = _absolute(page_url, entry["url"])
     return page
+
+
+def _text(value) -> bool:
+    return isinstance(value, str)
+
+
+def _optional_text(value) -> bool:
+    return value is None or _text(value)
+
+
+def _texts(value) -> bool:
+    return isinstance(value, list) and all(map(_text, value))
+
+
+def _digests(value) -> bool:
+    return isinstance(value, dict) and all(map(_text, value.values()))
+
+
+def _core_metadata(value) -> bool:
+    return isinstance(value, bool) or _digests(value)
+
+
+# The fields of a JSON page the index reads or writes again, and what the PEPs let them hold
+# (691; 658 and 714: core metadata; 700: `versions`; 708: `tracks`, `alternate-locations`;
+# 792: `project-status`). Any other field passes through as it is.
+_PAGE = {
+    "meta": lambda v: isinstance(v, dict),
+    "versions": _texts,
+    "alternate-locations": _texts,
+    "project-status": lambda v: isinstance(v, dict) and _text(v.get("status")) and _optional_text(v.get("reason")),
+}
+_META = {"api-version": _text, "tracks": _texts}
+_FILE = {
+    "filename": _text,
+    "url": _text,
+    "hashes": _digests,
+    "requires-python": _optional_text,
+    "core-metadata": _core_metadata,
+    "dist-info-metadata": _core_metadata,
+}
+_FILE_NEEDS = ("filename", "url")
+
+
+def _misshapen(page) -> str | None:
+    """Where a JSON page holds what the PEPs do not give it; None: nowhere."""
+    if not isinstance(page, dict) or not isinstance(page.get("files"), list):
+        return "it has no list of files"
+    return (
+        _unfit(page, _PAGE, "")
+        or _unfit(page.get("meta", {}), _META, "meta.")
+        or next((wrong for i, f in enumerate(page["files"]) if (wrong := _misshapen_file(f, f"files[{i}]"))), None)
+    )
+
+
+def _misshapen_file(entry, where: str) -> str | None:
+    if not isinstance(entry, dict):
+        return f"{where} cannot be {_shown(entry)}"
+    missing = [k for k in _FILE_NEEDS if k not in entry]
+    return f"{where} has no {missing[0]}" if missing else _unfit(entry, _FILE, f"{where}.")
+
+
+def _unfit(found: dict, fields: dict, where: str) -> str | None:
+    key = next((k for k, fits in fields.items() if k in found and not fits(found[k])), None)
+    return None if key is None else f"{where}{key} cannot be {_shown(found[key])}"
+
+
+def _shown(value) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _absolute(base: str, url: str) -> str:
+    found = resolved(url, base)
+    if found is None:
+        raise PageError(f"not a simple-index page: it links {_shown(url)}, which is no URL")
+    return found
 
 
 def _read_html(text: str, page_url: str) -> dict:
     parser = _Anchors()
     parser.feed(text)
     parser.close()
-    base = urljoin(page_url, parser.base) if parser.base else page_url
+    base = _absolute(page_url, parser.base) if parser.base else page_url
     meta = {"api-version": parser.meta.get("repository-version", ["1.0"])[0]}
     page: dict = {"meta": meta, "name": None, "files": [_html_file(a, base) for a in parser.anchors]}
     status = parser.meta.get("project-status")
@@ -94,7 +175,7 @@ def _read_html(text: str, page_url: str) -> dict:
 
 def _html_file(anchor: tuple[dict, str], base: str) -> dict:
     attrs, text = anchor
-    url, fragment = urldefrag(urljoin(base, attrs["href"]))
+    url, fragment = urldefrag(_absolute(base, attrs["href"]))
     algorithm, _, digest = fragment.partition("=")
     entry: dict = {
         "filename": text or url.rsplit("/", 1)[-1],

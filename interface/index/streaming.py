@@ -3,7 +3,10 @@
 The file is asked for with `Accept-Encoding: identity` and relayed raw, so what reaches the
 client is byte for byte what upstream stored: `--require-hashes`, `#sha256=` fragments and npm's
 `integrity` stay true. HEAD answers with upstream's `Content-Length` (uv probes files with HEAD).
-If upstream breaks off mid-file, the client gets a short body, which its hash check refuses.
+If upstream breaks off mid-file (or is cut at the file deadline), so does the client's transfer:
+its body ends short of the length announced, or, with none announced, is aborted (raised into the
+server), since chunks that ended would read as the whole file. The download's delivery is then
+`failed`, and the reader's record says why (`upstream-failed`).
 
 A file the index must read before it is relayed (a wheel's declared dependencies) is `spool`ed
 whole to an anonymous temporary file of bounded size first, then served from there.
@@ -12,25 +15,35 @@ whole to an anonymous temporary file of bounded size first, then served from the
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 
 import httpx
 from flask import Response
 
 from interface.index.delivery import Delivered, metered
-from interface.index.upstream import Upstream, refused_by_upstream, unavailable
+from interface.index.upstream import Upstream, UpstreamProblem, refused_by_upstream, unavailable
 from interface.problems import HTTPProblem
 
 CHUNK = 64 * 1024
 _KEPT = {k.lower(): k for k in ("Content-Type", "Content-Length", "Last-Modified", "ETag")}
 
 
-def relay(upstream: Upstream, method: str, url: str, delivered: Delivered | None = None) -> Response:
-    """`delivered`: called once when the transfer ends (interface.index.delivery)."""
+def relay(
+    upstream: Upstream,
+    method: str,
+    url: str,
+    delivered: Delivered | None = None,
+    broken_off: Callable[[UpstreamProblem], None] | None = None,
+) -> Response:
+    """`delivered`: called once when the transfer ends (interface.index.delivery); `broken_off`:
+    with the upstream's failure, when it breaks the file off (interface.index.access)."""
     response, headers, content_type = open_file(upstream, method, url)
     if method == "HEAD":
         response.close()
         return Response(status=200, headers=headers, content_type=content_type)
-    body = metered(_chunks(upstream, response), delivered)
+    announced = headers.get("Content-Length", "")
+    length = int(announced) if announced.isdecimal() else None
+    body = metered(_chunks(upstream, response, length is not None, broken_off), delivered, length=length)
     return Response(body, status=200, headers=headers, content_type=content_type, direct_passthrough=True)
 
 
@@ -96,10 +109,13 @@ def _spooled_chunks(file):
         file.close()
 
 
-def _chunks(upstream: Upstream, response):
+def _chunks(upstream: Upstream, response, announced: bool, broken_off):
     try:
         yield from upstream.raw_chunks(response, CHUNK)
-    except HTTPProblem:
-        return  # past the deadline or broken off: the client gets a short body, which it refuses
+    except UpstreamProblem as problem:  # broken off, or past the deadline
+        if broken_off is not None:
+            broken_off(problem)
+        if not announced:
+            raise  # the server aborts the connection: ending the chunks would announce the file whole
     finally:
         response.close()

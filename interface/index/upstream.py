@@ -86,6 +86,18 @@ def origin(url: str) -> tuple[str, str, int]:
     return parts.scheme, (parts.hostname or "").lower(), parts.port or (443 if parts.scheme == "https" else 80)
 
 
+def resolved(url: str, base: str = "") -> str | None:
+    """`url` resolved against `base`, when it is a URL the index can read (`origin`); None for a
+    bracketed host left open, or a port out of range or not a number (which parse, and raise only
+    when the port is read): an upstream's page is checked with this as it is read."""
+    try:
+        found = urljoin(base, url)
+        origin(found)
+    except ValueError:
+        return None
+    return found
+
+
 @dataclass(frozen=True)
 class Page:
     url: str  # where it was finally found (relative file URLs resolve against this)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import csv
 import hashlib
+import http.client
 import io
 import json
 import time
@@ -17,9 +18,11 @@ import pytest
 
 from domain.delivery import NOTHING_SENT
 from tests.support import clients
-from tests.support.fixture_server import CUT
+from tests.support.fixture_server import CUT, CUT_CHUNKED
 from tests.support.index_fixtures import run_decisions, set_policy, start_run
 from tests.support.index_live import index_live_env, sqlite_store  # noqa: F401 - fixtures live_env, database_url
+from tests.support.npm_upstream import Release
+from tests.support.pypi_upstream import Dist
 
 WHEEL = "alpha-1.0-py3-none-any.whl"
 GENEROUS = 30  # seconds: a bound on "eventually" (a delivery is recorded when the server closes the body)
@@ -85,6 +88,52 @@ def test_a_tarball_the_upstream_breaks_off_mid_file_reads_failed_with_the_bytes_
     whole = npm_upstream.tarballs[tarball]
     for d in downloads:  # npm may ask again after a short body: each transfer failed
         assert all(t["status"] == "failed" and t["bytes"] < len(whole) for t in d["deliveries"]), d
+
+
+@pytest.mark.parametrize("fault", [CUT, CUT_CHUNKED])
+@pytest.mark.parametrize("language", ["python", "node"])
+def test_a_file_relayed_unverified_that_the_upstream_breaks_off_reads_failed_and_the_run_says_why(
+    live, pypi_upstream, npm_upstream, language, fault
+):
+    """A file its page gives no digest for is relayed as it arrives. When the upstream breaks off
+    (short of the length it announced, or with no last chunk), so does the client's transfer, the
+    delivery reads failed with the bytes that went out, and the run records why."""
+    if language == "python":
+        pypi_upstream.add(Dist("unhashed", "1.0", files=("sdist",), hashed=False))
+        file = pypi_upstream.file("unhashed-1.0.tar.gz")
+        file.data += bytes(300_000)  # large enough that some of it goes out before the break
+        pypi_upstream.faults[file.filename] = fault
+        path = f"/pypi/acme/files/unhashed/{file.filename}"
+    else:
+        release = Release("unhashed", "1.0.0", digests=False)
+        npm_upstream.add(release)
+        tarball = npm_upstream.tarball_path(release)
+        npm_upstream.tarballs[tarball] += bytes(300_000)
+        npm_upstream.faults[tarball] = fault
+        path = f"/npm/acme{tarball}"
+    run = start_run(live)
+    received = received_until_broken_off(live, run, path)
+    (download,) = settled_downloads(live, run)
+    delivery = download["delivery"]
+    assert (delivery["status"], delivery["bytes"]) == ("failed", len(received)) and received
+    assert delivery["sha256"] == hashlib.sha256(received).hexdigest()
+    (why,) = [d for d in run_decisions(live, run) if d["reason"] == "upstream-failed"]
+    assert (why["name"], why["request"], why["allowed"]) == ("unhashed", "download", False)
+    assert why["message"] == "the upstream stopped answering (127.0.0.1: RemoteProtocolError)"
+
+
+def received_until_broken_off(live, run: dict, path: str) -> bytes:
+    """What a client reads of `path` before its transfer breaks off (it must)."""
+    connection = http.client.HTTPConnection(live.url.removeprefix("http://"), timeout=GENEROUS)
+    try:
+        connection.request("GET", path, headers={"Authorization": f"Bearer {run['token']}"})
+        reply = connection.getresponse()
+        assert reply.status == 200
+        with pytest.raises(http.client.IncompleteRead) as broken:
+            reply.read()
+        return broken.value.partial
+    finally:
+        connection.close()
 
 
 def test_a_tarball_npm_installs_reads_served_with_its_bytes_and_sha256(live, app, tmp_path, npm_upstream):

@@ -184,6 +184,32 @@ def test_an_upstream_outage_is_503_for_allowed_packages_and_still_a_denial_for_d
     assert denied.status == 403 and "beta" not in json.dumps(denied.json.get("versions", {}))
 
 
+# What an upstream answering nonsense puts in a packument, and what the 502 says of it.
+MISSHAPEN = [
+    pytest.param(lambda d: d.update({"dist-tags": ["latest"]}), "its dist-tags is not an object", id="tags-a-list"),
+    pytest.param(lambda d: d["dist-tags"].update(latest=1), "a dist-tag names no version", id="tag-a-number"),
+    pytest.param(lambda d: d.update(versions=["1.0.0"]), "its versions is not an object", id="versions-a-list"),
+    pytest.param(lambda d: d.update(time="2026"), "its time is not an object", id="time-a-string"),
+    pytest.param(
+        lambda d: d["versions"]["1.0.0"]["dist"].update(tarball="http://127.0.0.1:99999/beta/-/beta-1.0.0.tgz"),
+        "the tarball URL of 1.0.0 is no URL",
+        id="tarball-port-out-of-range",
+    ),
+]
+
+
+@pytest.mark.parametrize("accept", [ABBREVIATED, "application/json"])
+@pytest.mark.parametrize("edit, says", MISSHAPEN)
+def test_a_packument_of_a_shape_no_registry_sends_is_502_and_the_run_says_why(live, npm_upstream, edit, says, accept):
+    npm_upstream.edits["beta"] = edit
+    run = start_run(live)
+    reply = bearer(live, "/npm/acme/beta", accept=accept, token=run["token"])
+    assert reply.status == 502 and reply.media == "application/problem+json", reply.body[:300]
+    assert reply.json["detail"] == f"the upstream registry's answer for 'beta' is not a packument: {says}"
+    (why,) = [d for d in run_decisions(live, run) if d["reason"] == "upstream-failed"]
+    assert (why["name"], why["request"], why["message"]) == ("beta", "page", reply.json["detail"])
+
+
 def test_versions_whose_tarball_host_is_refused_are_removed_and_latest_moves(app, tmp_path):
     from interface import create_app
     from tests.support.http_client import LiveServer

@@ -13,7 +13,7 @@ import pytest
 from pypi_simple import PyPISimple
 
 from application.egress import EgressConfig
-from tests.support.index_fixtures import set_policy, start_run
+from tests.support.index_fixtures import run_decisions, set_policy, start_run
 from tests.support.index_live import index_live_env, sqlite_store  # noqa: F401 - fixtures live_env, database_url
 from tests.support.pypi_upstream import HTML_TYPE, JSON_TYPE, Dist, PyPIUpstream
 
@@ -213,6 +213,67 @@ def test_an_upstream_outage_is_503_never_an_unjudged_allow(live, app, pypi_upstr
     reply = get(live, "/pypi/acme/simple/alpha/", accept=JSON_ACCEPT)
     assert reply.status in (502, 503) and b"alpha-1.0" not in reply.body
     assert get(live, "/pypi/acme/simple/beta/", accept=JSON_ACCEPT).json["files"] == []  # a denial needs no upstream
+
+
+def _first_file(**fields):
+    return lambda page: page["files"][0].update(fields)
+
+
+# What an upstream answering nonsense puts in a project page, and where the 502 says it is.
+MISSHAPEN = [
+    pytest.param(_first_file(url=5), "files[0].url cannot be 5", id="url-a-number"),
+    pytest.param(_first_file(filename=None), "files[0].filename cannot be null", id="filename-null"),
+    pytest.param(_first_file(filename=7), "files[0].filename cannot be 7", id="filename-a-number"),
+    pytest.param(lambda page: page["files"][0].pop("filename"), "files[0] has no filename", id="no-filename"),
+    pytest.param(_first_file(hashes=["sha256"]), 'files[0].hashes cannot be ["sha256"]', id="hashes-a-list"),
+    pytest.param(_first_file(**{"requires-python": 3}), "files[0].requires-python cannot be 3", id="requires-a-number"),
+    pytest.param(
+        _first_file(**{"core-metadata": "sha256=abc"}),
+        'files[0].core-metadata cannot be "sha256=abc"',
+        id="core-metadata-a-string",
+    ),
+    pytest.param(
+        _first_file(url="http://127.0.0.1:99999/alpha-0.9-py3-none-any.whl"),
+        'it links "http://127.0.0.1:99999/alpha-0.9-py3-none-any.whl", which is no URL',
+        id="url-port-out-of-range",
+    ),
+    pytest.param(lambda page: page.update(meta="x"), 'meta cannot be "x"', id="meta-a-string"),
+    pytest.param(lambda page: page["meta"].update(tracks=[1]), "meta.tracks cannot be [1]", id="tracks-a-number"),
+    pytest.param(lambda page: page.update(versions=[{}]), "versions cannot be [{}]", id="versions-an-object"),
+    pytest.param(
+        lambda page: page.update({"project-status": "archived"}),
+        'project-status cannot be "archived"',
+        id="status-a-string",
+    ),
+    pytest.param(lambda page: page.update(files={}), "it has no list of files", id="files-an-object"),
+]
+
+
+@pytest.mark.parametrize("accept", [JSON_TYPE, HTML_TYPE])
+@pytest.mark.parametrize("edit, where", MISSHAPEN)
+def test_an_upstream_page_of_a_shape_no_pep_gives_is_502_and_the_run_says_why(live, pypi_upstream, edit, where, accept):
+    pypi_upstream.edits["alpha"] = edit
+    run = start_run(live)
+    reply = get(live, "/pypi/acme/simple/alpha/", token=run["token"], accept=accept)
+    assert reply.status == 502 and reply.media == "application/problem+json", reply.body[:300]
+    assert reply.json["detail"].endswith(where), reply.json["detail"]
+    (why,) = [d for d in run_decisions(live, run) if d["reason"] == "upstream-failed"]
+    assert (why["name"], why["request"], why["message"]) == ("alpha", "page", reply.json["detail"])
+
+
+def test_what_indexes_send_besides_the_fixtures_shapes_is_answered(live, pypi_upstream):
+    def legitimate(page):
+        page["files"][0].update(
+            {"requires-python": None, "core-metadata": False, "dist-info-metadata": False, "upload-time": None}
+        )
+        page["files"][0].update({"yanked": False, "gpg-sig": False, "provenance": None})
+        page["files"][1].update(hashes={}, yanked="a bad build")
+        page["meta"]["tracks"] = ["https://pypi.org/simple/alpha/"]
+        page.update({"alternate-locations": [], "project-status": {"status": "active"}})
+
+    pypi_upstream.edits["alpha"] = legitimate
+    for accept in (JSON_TYPE, HTML_TYPE):
+        assert get(live, "/pypi/acme/simple/alpha/", accept=accept).status == 200, accept
 
 
 def test_an_unreachable_upstream_is_503(app, tmp_path):

@@ -4,6 +4,7 @@ that trickle, clients that stop reading, and the settings that refuse to start."
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import os
@@ -302,6 +303,50 @@ def test_stalled_downloads_and_a_trickling_upstream_leave_healthz_and_evaluate_a
                 connection.close()
 
 
+def test_one_token_holds_its_share_of_the_slots_however_its_credential_is_spelled(open_app, tmp_path, slow_upstream):
+    """Three slots, two a token may hold: two trickling downloads hold this token's share, and the
+    same token spelled otherwise (the scheme's case, spaces, Basic's user name) is refused, not
+    given the last slot, which another token still gets."""
+    from interface import create_app
+    from tests.support.http_client import LiveServer
+
+    env = {
+        "RUNCODE_POLICY_DATA_DIR": str(tmp_path),
+        "RUNCODE_POLICY_PYPI_UPSTREAM": slow_upstream.url + "/simple/",
+        "RUNCODE_POLICY_REQUEST_THREADS": "5",  # 3 index slots, 2 per token
+        "RUNCODE_POLICY_UPSTREAM_FILE_DEADLINE": "20",  # the trickles end soon after the test
+    }
+    app = open_app()
+    token = app.create_workspace("acme", by="founder")["token"]
+    other = app.issue_token("acme", "other", "sandbox", by="founder")["token"]
+    server = LiveServer(create_app(env=env, governance=app))
+    port = int(server.url.rsplit(":", 1)[1])
+    path = "/pypi/acme/files/drip/drip-1.0.tar.gz"
+    held = []
+    try:
+        for spelled in (f"Bearer {token}", spellings(token)[-1]):
+            held.append(_asking(port, spelled, path))
+            time.sleep(0.5)  # past the page fetch: the download holds its slot while the file trickles
+        for spelled in spellings(token)[:-1]:
+            asked = _asking(port, spelled, path)
+            try:
+                assert _status_line(asked) == 429, spelled
+            finally:
+                asked.close()
+        assert server.call("GET", "/pypi/acme/simple/other/", other).status == 200
+    finally:
+        for connection in held:
+            connection.close()
+        server.close()
+
+
+def _asking(port: int, authorization: str, path: str) -> socket.socket:
+    """A request sent, its answer left unread."""
+    connection = socket.create_connection(("127.0.0.1", port))
+    connection.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: {authorization}\r\n\r\n".encode())
+    return connection
+
+
 def _hold(url: str, token: str, stalled: list) -> None:
     """While the stalled clients and trickling pages hold what they can: the service's own
     endpoints answer within a second; after the stalled-client cut, the file downloads whole."""
@@ -336,9 +381,8 @@ def _hold(url: str, token: str, stalled: list) -> None:
 
 def _stall(port: int, token: str, path: str) -> socket.socket:
     """A client that asks for a file and never reads past the first bytes."""
-    connection = socket.create_connection(("127.0.0.1", port))
+    connection = _asking(port, f"Bearer {token}", path)
     connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    connection.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
     return connection
 
 
@@ -382,4 +426,13 @@ def test_starting_runs_past_the_per_token_rate_is_429_with_retry_after(live):
     assert RUN_STARTS_PER_MINUTE <= allowed <= RUN_STARTS_PER_MINUTE + refilled + 1
     assert reply.status == 429 and int(reply.headers["retry-after"]) >= 1
     assert "at most 120 a minute" in reply.json["detail"]
+    for spelled in spellings(live.tokens["sandbox"]):  # the same token, however its header spells it
+        again = live.call("POST", "/api/v1/workspaces/acme/runs", body={}, headers={"Authorization": spelled})
+        assert again.status == 429, (spelled, again.status)
     assert live.call("POST", "/api/v1/workspaces/acme/runs", live.tokens["admin"], {}).status == 201  # per token
+
+
+def spellings(token: str) -> list[str]:
+    """Every `Authorization` header that carries `token`, but its plainest one."""
+    basic = [base64.b64encode(f"{user}:{token}".encode()).decode() for user in ("run", "pip")]
+    return [f"bearer {token}", f"BEARER   {token}", f"Bearer {token}  ", *(f"Basic {b}" for b in basic)]

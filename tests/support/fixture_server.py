@@ -16,6 +16,7 @@ from tests.support.background import serve_in_background
 
 OTHER_HOST = "127.0.0.2"
 CUT = "cut"  # a fault: the upstream dies mid-file
+CUT_CHUNKED = "cut-chunked"  # the same, sending the file in chunks (HTTP/1.1, no length announced)
 
 
 class _Server(ThreadingHTTPServer):
@@ -35,7 +36,8 @@ class FixtureServer:
         self.requests: list[tuple[str, str, dict]] = []
         self.outage = False  # when set, every request is answered 503
         # Path ending -> what a request whose path ends so gets instead: a status (403, 503), or
-        # CUT (the whole length announced, half the body sent, then the connection closed).
+        # CUT (the whole length announced, half the body sent, then the connection closed), or
+        # CUT_CHUNKED (half the body sent as a chunk, then the connection closed, with no last chunk).
         self.faults: dict[str, int | str] = {}
         self._servers = [_Server(("127.0.0.1", 0), self._handler())]
         if other_host:
@@ -77,21 +79,27 @@ class FixtureServer:
                 fault = next((f for ending, f in fixture.faults.items() if path.endswith(ending)), None)
                 if isinstance(fault, int):
                     return self._send(fault, "text/plain", b"refused by the test", head)
-                self._send(*fixture.respond(self.path, self.headers.get("Accept", "")), head, cut=fault == CUT)
+                self._send(*fixture.respond(self.path, self.headers.get("Accept", "")), head, cut=fault)
 
-            def _send(self, status, media, body, head, cut=False):
+            def _send(self, status, media, body, head, cut=None):
                 etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
                 if status == 200 and self.headers.get("If-None-Match") == etag:
                     status, body = 304, b""
+                if cut == CUT_CHUNKED:
+                    self.protocol_version = "HTTP/1.1"  # chunks are HTTP/1.1's
                 self.send_response(status)
                 if status in (200, 304):
                     self.send_header("ETag", etag)
                 self.send_header("Content-Type", media)
-                self.send_header("Content-Length", str(len(body)))
+                if cut == CUT_CHUNKED:
+                    self.send_header("Transfer-Encoding", "chunked")
+                else:
+                    self.send_header("Content-Length", str(len(body)))
                 self.send_header("Vary", "Accept")
                 self.end_headers()
+                sent = body[: len(body) // 2] if cut else body
                 if not head:
-                    self.wfile.write(body[: len(body) // 2] if cut else body)
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(sent), sent) if cut == CUT_CHUNKED else sent)
                 if cut:
                     self.close_connection = True
 

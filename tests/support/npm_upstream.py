@@ -14,6 +14,7 @@ import io
 import json
 import re
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
@@ -47,6 +48,7 @@ class Release:
     peer_meta: dict = field(default_factory=dict)
     bundled: tuple = ()  # bundleDependencies: names its manifest says its tarball carries
     tarball_name: str | None = None  # a tarball not named `<name>-<version>.tgz` (registries allow it)
+    digests: bool = True  # its manifest gives `integrity` and `shasum` (else the index relays it unverified)
 
     def declared(self) -> dict:
         """The dependency fields of its manifest, those it declares only."""
@@ -100,6 +102,8 @@ class NpmUpstream(FixtureServer):
     def __init__(self, releases=DEFAULT_RELEASES):
         self.releases: dict[str, dict[str, Release]] = {}
         self.tarballs: dict[str, bytes] = {}
+        # name -> a change made to its packument, either shape, as it is sent (an upstream answering nonsense)
+        self.edits: dict[str, Callable[[dict], None]] = {}
         super().__init__(other_host=any(r.tarball_host for r in releases))
         for release in releases:
             self.add(release)
@@ -119,10 +123,10 @@ class NpmUpstream(FixtureServer):
     def dist(self, release: Release) -> dict:
         data = self.tarballs[self.tarball_path(release)]
         integrity = "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+        digests = {"shasum": hashlib.sha1(data).hexdigest(), "integrity": integrity} if release.digests else {}
         return {
             "tarball": self.tarball_url(release),
-            "shasum": hashlib.sha1(data).hexdigest(),
-            "integrity": integrity,
+            **digests,
             "fileCount": 2,
             "unpackedSize": len(data),
             "signatures": [{"keyid": KEYS["keys"][0]["keyid"], "sig": "MEUCIQtests"}],
@@ -171,7 +175,9 @@ class NpmUpstream(FixtureServer):
         if name in self.releases:
             abbreviated = accept.startswith(ABBREVIATED)
             media = ABBREVIATED if abbreviated else "application/json"
-            return 200, media, json.dumps(self.packument(name, abbreviated)).encode()
+            document = self.packument(name, abbreviated)
+            self.edits.get(name, lambda _: None)(document)
+            return 200, media, json.dumps(document).encode()
         return 404, "application/json", b'{"error":"Not found"}'
 
 

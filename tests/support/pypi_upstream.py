@@ -15,6 +15,7 @@ import json
 import re
 import tarfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 
@@ -40,6 +41,7 @@ class Dist:
     files: tuple[str, ...] = ("wheel", "sdist")
     upload_time: str = "2026-01-02T03:04:05.000000Z"
     sdist_name: str | None = None  # the sdist under a name no standard reads (`legacy-1.0.tar.bz2`)
+    hashed: bool = True  # its page gives its files' sha256 (else the index relays them unverified)
 
 
 @dataclass
@@ -140,6 +142,8 @@ class PyPIUpstream(FixtureServer):
     def __init__(self, dists=DEFAULT_DISTS, statuses: dict | None = None, other_host: set[str] = frozenset()):
         super().__init__(other_host=bool(other_host))
         self.projects: dict[str, Project] = {}
+        # project -> a change made to its JSON page as it is sent (an upstream answering nonsense)
+        self.edits: dict[str, Callable[[dict], None]] = {}
         for dist in dists:
             self.add(dist, host=OTHER_HOST if normalize(dist.project) in other_host else None)
         for name, (status, reason) in (statuses or {}).items():
@@ -187,7 +191,7 @@ class PyPIUpstream(FixtureServer):
         entry = {
             "filename": f.filename,
             "url": self.page_relative_url(f),
-            "hashes": {"sha256": f.sha256},
+            "hashes": {"sha256": f.sha256} if f.dist.hashed else {},
             "requires-python": f.dist.requires_python,
             "size": len(f.data),
             "upload-time": f.dist.upload_time,
@@ -210,7 +214,8 @@ class PyPIUpstream(FixtureServer):
         )
 
     def _file_html(self, f: File) -> str:
-        attrs = [f'href="{escape(self.page_relative_url(f))}#sha256={f.sha256}"']
+        fragment = f"#sha256={f.sha256}" if f.dist.hashed else ""
+        attrs = [f'href="{escape(self.page_relative_url(f))}{fragment}"']
         if f.dist.requires_python:
             attrs.append(f'data-requires-python="{escape(f.dist.requires_python)}"')
         if f.dist.yanked:
@@ -240,7 +245,9 @@ class PyPIUpstream(FixtureServer):
             if project is None or found.group(1) != normalize(found.group(1)):
                 return 404, "text/plain", b"no such project"
             if media == JSON_TYPE:
-                return 200, media, json.dumps(self.project_json(project)).encode()
+                page = self.project_json(project)
+                self.edits.get(found.group(1), lambda _: None)(page)
+                return 200, media, json.dumps(page).encode()
             return 200, media, self.project_html(project).encode()
         found = re.fullmatch(r"/files/[0-9a-f]{2}/[0-9a-f]{64}/([^/]+)", path)
         if found:
