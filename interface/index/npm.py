@@ -222,7 +222,9 @@ def tarball(principal, name: str, filename: str) -> Response:
         found["source"] = version, manifest, _ = tarball_source(name, filename)
         return facts.npm_version(version, manifest, upload_times(name))
 
-    verdict = package_index().gate.judge(principal, "node", name, request_kind, filename, number or None, judged_facts)
+    with upstream_failure_recorded(principal, "node", name, request_kind):  # the facts come from upstream
+        gate = package_index().gate
+        verdict = gate.judge(principal, "node", name, request_kind, filename, number or None, judged_facts)
     metrics.count_index(verdict, "node", request_kind)
     refuse_a_failed_run(verdict)
     if not verdict["allowed"]:

@@ -258,7 +258,8 @@ def file(ws, project, filename):
             raise _no_such_file(project, filename)
         return facts.python_file(entry, version)
 
-    verdict = package_index().gate.judge(principal, "python", project, request_kind, dist, version, judged_facts)
+    with upstream_failure_recorded(principal, "python", project, request_kind):  # the facts come from upstream
+        verdict = package_index().gate.judge(principal, "python", project, request_kind, dist, version, judged_facts)
     metrics.count_index(verdict, "python", request_kind)
     refuse_a_failed_run(verdict)
     if not verdict["allowed"]:

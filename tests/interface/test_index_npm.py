@@ -210,6 +210,15 @@ def test_a_packument_of_a_shape_no_registry_sends_is_502_and_the_run_says_why(li
     assert (why["name"], why["request"], why["message"]) == ("beta", "page", reply.json["detail"])
 
 
+def test_a_tarball_whose_upstream_packument_is_misshapen_is_502_and_the_run_says_why(live, npm_upstream):
+    npm_upstream.edits["beta"] = MISSHAPEN[0].values[0]
+    run = start_run(live)
+    reply = bearer(live, "/npm/acme/beta/-/beta-1.0.0.tgz", token=run["token"])
+    assert reply.status == 502, reply.body[:300]
+    (why,) = [d for d in run_decisions(live, run) if d["reason"] == "upstream-failed"]
+    assert (why["name"], why["request"], why["message"]) == ("beta", "download", reply.json["detail"])
+
+
 def test_versions_whose_tarball_host_is_refused_are_removed_and_latest_moves(app, tmp_path):
     from interface import create_app
     from tests.support.http_client import LiveServer

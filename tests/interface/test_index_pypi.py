@@ -261,6 +261,15 @@ def test_an_upstream_page_of_a_shape_no_pep_gives_is_502_and_the_run_says_why(li
     assert (why["name"], why["request"], why["message"]) == ("alpha", "page", reply.json["detail"])
 
 
+def test_a_file_whose_upstream_page_is_misshapen_is_502_and_the_run_says_why(live, pypi_upstream):
+    pypi_upstream.edits["alpha"] = MISSHAPEN[0].values[0]
+    run = start_run(live)
+    reply = get(live, "/pypi/acme/files/alpha/alpha-1.0-py3-none-any.whl", token=run["token"])
+    assert reply.status == 502, reply.body[:300]
+    (why,) = [d for d in run_decisions(live, run) if d["reason"] == "upstream-failed"]
+    assert (why["name"], why["request"], why["message"]) == ("alpha", "download", reply.json["detail"])
+
+
 def test_what_indexes_send_besides_the_fixtures_shapes_is_answered(live, pypi_upstream):
     def legitimate(page):
         page["files"][0].update(
