@@ -101,7 +101,7 @@ class Governance(Application):
         self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts, clock)
         self.synthesis = Synthesis(counts, self.impacts, self.policies)
         # known-malware advisories, deployment-wide: `gov.advisories.import_records(...)`
-        self.advisories = Advisories(self.repository, self.save, self.readmodel, self.recorder)
+        self.advisories = Advisories(self.repository, self.save, self.readmodel, self.chain.store)
         self.closures = Closures(self.policies, self.advisories)  # dependency closures, judged, never recorded
         self.facts = Overview(counts, self.readmodel, self.advisories, self.impacts, self.policies.require_workspace)
         self.index = PackageIndex(

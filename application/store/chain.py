@@ -209,6 +209,16 @@ class ChainStore:
         rows = self._rows("SELECT workspace FROM {chain} WHERE originator_id = %s LIMIT 1", (originator_id,))
         return rows[0]["workspace"] if rows else None
 
+    def moved_after(self, originator_id, version: int) -> bool:
+        """Whether the aggregate has an event after `version`, stored or sealed (two key seeks)."""
+        return bool(
+            self._rows(
+                "SELECT 1 AS found FROM {events} WHERE originator_id = %s AND originator_version > %s "
+                "UNION ALL SELECT 1 FROM {chain} WHERE originator_id = %s AND originator_version > %s LIMIT 1",
+                (originator_id, version) * 2,
+            )
+        )
+
     def unsealed(self, after: int, up_to: int, limit: int) -> list[dict]:
         """Stored events at sealed positions that no chain holds: inserted behind the sealer."""
         return self._rows(
