@@ -12,7 +12,7 @@ from application.chain.links import checkpoint_message
 from application.chain.merkle import MissingNode
 from application.chain.proofs import Proofs
 from application.chain.readmodels import check_read_models
-from application.chain.sealer import Rollup, Sealer, state_reader, workspace_reader
+from application.chain.sealer import UNATTRIBUTED, Rollup, Sealer, state_reader, workspace_reader
 from application.chain.signed_state import check_notes, check_snapshots
 from application.chain.signing import AuditKey, key_id, public_document
 from application.chain.slices import with_links
@@ -43,7 +43,7 @@ class AuditChain:
         self.read_workspace = workspace_reader(mapper)
         self.read_state = state_reader(mapper)
         self.to_domain_event = mapper.to_domain_event
-        self.require_workspace = require_workspace
+        self.require_workspace = require_workspace  # a workspace's chain: the workspace must exist
         # workspace -> its policy's stored snapshots (the library's records), set by the application
         self.stored_snapshots = lambda workspace: []
         self._key, self._key_source = key, None
@@ -106,15 +106,21 @@ class AuditChain:
                     log.warning("audit sealing resumed")
                 failing = False
 
+    def require_chain(self, workspace: str) -> None:
+        """A workspace that exists, or the deployment's own chain (`UNATTRIBUTED`: what belongs
+        to no workspace, the advisory imports every workspace is judged by), which always does."""
+        if workspace != UNATTRIBUTED:
+            self.require_workspace(workspace)
+
     # -- checkpoints -------------------------------------------------------------------------
     def checkpoint(self, workspace: str) -> dict:
-        """On demand: seal what is committed, then sign the workspace's head (or return the
+        """On demand: seal what is committed, then sign the chain's head (or return the
         checkpoint that already signs it)."""
-        self.require_workspace(workspace)
+        self.require_chain(workspace)
         self.seal()
         head = self.store.head(workspace)
         if head is None:
-            raise NotFoundError(f"workspace {workspace!r} has no sealed records yet")
+            raise NotFoundError(f"the chain {workspace!r} has no sealed records yet")
         checkpoint = self.store.checkpoint(workspace, head["seq"]) or self._sign(head)
         return self.proofs.with_notes([checkpoint])[0]
 
@@ -142,7 +148,7 @@ class AuditChain:
         return self.store.checkpoint(head["workspace"], head["seq"])
 
     def checkpoints(self, workspace: str, after: int = 0, limit: int = MAX_PAGE) -> dict:
-        self.require_workspace(workspace)
+        self.require_chain(workspace)
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidInputError("limit out of range", [FieldError("limit", f"must be 1 to {MAX_PAGE}")])
         rows = self.store.checkpoints(workspace, after, limit + 1)
@@ -169,7 +175,7 @@ class AuditChain:
 
     def verify(self, workspace: str, copied=(), keys: dict | None = None) -> dict:
         """Recompute the chain and hold it against the store's checkpoints and any `copied` out."""
-        self.require_workspace(workspace)
+        self.require_chain(workspace)
         try:
             return self._verify(workspace, copied, keys)
         except MissingNode as missing:  # the signed notes are read off the stored tree

@@ -24,7 +24,12 @@ NEWER_THAN_CHECKPOINTS = 3  # verify-export's exit status: verified, but not all
 CHECKPOINT_FIELDS = {"workspace": str, "seq": int, "head": str, "at": str, "key_id": str, "signature": str}
 
 workspace_option = click.option(
-    "--workspace", "-w", default="default", show_default=True, metavar="SLUG", help="The workspace whose chain to use."
+    "--workspace",
+    "-w",
+    default="default",
+    show_default=True,
+    metavar="SLUG",
+    help="The workspace whose chain to use; - for the deployment's own chain (the advisory imports).",
 )
 
 

@@ -9,6 +9,8 @@ import time
 
 from application.chain.signing import key_id, parse_public_key
 from application.chain.slices import verify_slice
+from domain.advisories import FEED_ID
+from tests.support.tamper import Tamperer
 
 
 def sealed(live, token) -> dict:
@@ -70,3 +72,23 @@ def test_an_export_with_chain_links_verifies_against_the_published_checkpoints(l
 def test_chain_links_come_with_jsonl_exports_only(live):
     reply = live.call("GET", "/api/v1/workspaces/acme/decisions?format=csv&chain=true", live.tokens["auditor"])
     assert reply.status == 422 and "chain" in reply.body.decode()
+
+
+def test_any_workspaces_auditor_verifies_the_deployments_own_chain_of_advisory_imports(live, app, database_url):
+    """Every workspace is judged by the advisory feed, sealed in the chain `-`, which no route reached."""
+    affected = [{"package": {"ecosystem": "npm", "name": "evil-js"}, "versions": ["2.0.0"]}]
+    imported = live.call("POST", "/api/v1/advisories", live.tokens["owner"], {"id": "MAL-1", "affected": affected})
+    assert imported.status == 201, imported.body
+    app.chain.checkpoint("-")
+    for auditor in (live.tokens["auditor"], live.tokens["other-workspace"]):
+        page = live.call("GET", "/api/v1/audit/checkpoints", auditor).json
+        assert [(c["workspace"], c["seq"]) for c in page["checkpoints"]] == [("-", 2)]
+        verdict = live.call("GET", "/api/v1/audit/verify", auditor).json
+        assert (verdict["ok"], verdict["checked"]) == (True, 2), verdict
+    assert live.call("GET", "/api/v1/audit/verify", live.tokens["sandbox"]).status == 403
+    assert live.call("GET", "/api/v1/audit/verify").status == 401
+    tamper = Tamperer(database_url)
+    tamper.replace_in_state(str(FEED_ID), '"evil-js"', '"evil-jx"')
+    tamper.close()
+    verdict = live.call("GET", "/api/v1/audit/verify", live.tokens["auditor"]).json
+    assert (verdict["ok"], verdict["problem"], verdict["record"]["seq"]) == (False, "altered", 2), verdict

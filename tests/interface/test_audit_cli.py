@@ -8,6 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from domain.advisories import FEED_ID
 from interface.cli import main
 from tests.support.tamper import Tamperer
 
@@ -153,3 +154,26 @@ def test_a_rotated_key_keeps_verifying_old_checkpoints_once_listed_as_previous(
     done = runner.invoke(main, ["audit", "verify", "-w", "acme"], env=env, catch_exceptions=False)
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["checkpoints"] == 2
+
+
+def test_the_deployments_own_chain_of_advisory_imports_is_checkpointed_and_verified_with_w_dash(
+    cli, acme, database_url, tmp_path
+):
+    """The advisory feed belongs to no workspace: sealed in the chain `-`, which no command could
+    verify (`-w -` was "no workspace '-'"), so an import altered in the store passed every check."""
+    advisory = tmp_path / "MAL-1.json"
+    affected = [{"package": {"ecosystem": "npm", "name": "evil-js"}, "versions": ["2.0.0"]}]
+    advisory.write_text(json.dumps({"id": "MAL-1", "affected": affected}))
+    assert cli("advisories", "import", str(advisory)).exit_code == 0
+    assert json.loads(cli("audit", "checkpoint", "-w", "-").stdout)["workspace"] == "-"
+    copied = tmp_path / "deployment-checkpoints.json"
+    assert cli("audit", "checkpoints", "-w", "-", "-o", str(copied)).exit_code == 0
+    done = cli("audit", "verify", "-w", "-", "--checkpoints", str(copied), "--public-key", str(copied))
+    assert done.exit_code == 0 and json.loads(done.stdout)["checked"] == 2, done.output
+    tamper = Tamperer(database_url)
+    tamper.replace_in_state(str(FEED_ID), '"evil-js"', '"evil-jx"')
+    tamper.close()
+    done = cli("audit", "verify", "-w", "-", "--checkpoints", str(copied), "--public-key", str(copied))
+    assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "altered"
+    assert f"FAILED: record 2 (runcode_policy:AdvisoryFeed.Imported {FEED_ID} v2) was altered" in done.stderr
+    assert cli("audit", "verify", "-w", "acme").exit_code == 0  # a workspace's chain holds none of it
