@@ -20,6 +20,7 @@ from application.chain.snapshots import SnapshotCheck
 from application.chain.verify import verify
 from application.formats import iso
 from application.store.chain import ChainStore
+from application.store.upgrade import require_current
 from domain.errors import FieldError, InvalidInputError, NotFoundError
 
 POLL_SECONDS = 0.2  # the sealer's lag under load stays well under a second
@@ -176,6 +177,7 @@ class AuditChain:
     def verify(self, workspace: str, copied=(), keys: dict | None = None) -> dict:
         """Recompute the chain and hold it against the store's checkpoints and any `copied` out."""
         self.require_chain(workspace)
+        require_current(self.store.recorder)  # the read models are compared as this code writes them
         try:
             return self._verify(workspace, copied, keys)
         except MissingNode as missing:  # the signed notes are read off the stored tree

@@ -8,6 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from application.store.upgrade import READ_MODEL_VERSION
 from domain.advisories import FEED_ID
 from interface.cli import main
 from tests.support.tamper import Tamperer
@@ -177,3 +178,27 @@ def test_the_deployments_own_chain_of_advisory_imports_is_checkpointed_and_verif
     assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "altered"
     assert f"FAILED: record 2 (runcode_policy:AdvisoryFeed.Imported {FEED_ID} v2) was altered" in done.stderr
     assert cli("audit", "verify", "-w", "acme").exit_code == 0  # a workspace's chain holds none of it
+
+
+def test_verify_leaves_the_store_as_found_and_refuses_read_models_of_another_version(cli, acme, database_url):
+    """Opening the store had rebuilt every read model (and dropped the snapshots) when its version
+    row said another version: a decision edited in the table was put back, the evidence gone, and
+    verify said ok."""
+    tamper = Tamperer(database_url)
+    tamper.sql(
+        "UPDATE rcp_decisions SET allowed = NOT allowed, reason = 'matches-the-deny-list' WHERE id = %s", (acme[0],)
+    )
+    tamper.sql("UPDATE rcp_read_model SET version = 1")
+    found = tamper.contents()
+    try:
+        done = cli("audit", "verify", "-w", "acme")
+        assert done.exit_code == 1 and "Traceback" not in done.output
+        assert done.stderr.startswith("Error: the store's read models are version 1, this code's are ")
+        assert "nothing was verified" in done.stderr and len(done.stderr.splitlines()) == 1
+        assert tamper.contents() == found
+        tamper.sql("UPDATE rcp_read_model SET version = %s", (READ_MODEL_VERSION,))
+        done = cli("audit", "verify", "-w", "acme")  # the edit is still there to be named
+        assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "altered"
+        assert f"the decisions table differs from its sealed event: decision {acme[0]}" in done.stderr
+    finally:
+        tamper.close()
