@@ -8,6 +8,9 @@ import threading
 import time
 from datetime import UTC, datetime
 
+from eventsourcing.persistence import IntegrityError
+
+from application.chain.alarms import IntegrityAlarms
 from application.chain.links import checkpoint_message
 from application.chain.merkle import MissingNode
 from application.chain.proofs import Proofs
@@ -17,7 +20,8 @@ from application.chain.signed_state import check_notes, check_snapshots
 from application.chain.signing import AuditKey, key_id, public_document
 from application.chain.slices import with_links
 from application.chain.snapshots import SnapshotCheck
-from application.chain.verify import verify
+from application.chain.verify import position_failure, verify
+from application.decision_writer import StoreUnavailableError
 from application.formats import iso
 from application.store.chain import ChainStore
 from application.store.upgrade import require_current
@@ -34,11 +38,20 @@ class NoSigningKeyError(NotFoundError):
     title = "No audit signing key"
 
 
+class SealingStopped(StoreUnavailableError):
+    """The chain's own tables were changed so that nothing more can be sealed (an alarm names it)."""
+
+    title = "Audit sealing stopped"
+
+
 class AuditChain:
     """A collaborator of the Governance application (`governance.chain`)."""
 
-    def __init__(self, recorder, mapper, require_workspace, rollup: Rollup, key: AuditKey | None = None):
+    def __init__(
+        self, recorder, mapper, require_workspace, rollup: Rollup, alarms: IntegrityAlarms, key: AuditKey | None = None
+    ):
         self.store = ChainStore(recorder)
+        self.alarms = alarms
         self.proofs = Proofs(self, recorder)  # the signed-note checkpoints and the Merkle proofs
         self.sealer = Sealer(self.store, recorder, mapper, rollup)
         self.read_workspace = workspace_reader(mapper)
@@ -75,7 +88,21 @@ class AuditChain:
         """Seal everything committed so far (tests may call this too). The background rounds do
         not `wait` for another process's sealer: it seals what is committed."""
         with self._seal_lock:
-            return self.sealer.seal(wait)
+            try:
+                return self.sealer.seal(wait)
+            except IntegrityError:  # under the sealing lock: the chain's tables disagree with each other
+                if (problem := self.check_position()) is None:
+                    raise
+                raise SealingStopped(problem) from None
+
+    def check_position(self) -> str | None:
+        """What is wrong with the sealed position, with an alarm (`/readyz` asks: under `serve`
+        the sealer runs in another process than the workers that answer it); None when it holds."""
+        failure = position_failure(self.store)
+        if failure is None:
+            return None
+        self.alarms.alarm("chain", "position", failure["detail"])
+        return failure["detail"]
 
     def start(self, poll: float = POLL_SECONDS, checkpoint_every: float = CHECKPOINT_SECONDS) -> None:
         if self._thread is None or not self._thread.is_alive():
@@ -98,6 +125,8 @@ class AuditChain:
                 if time.monotonic() >= next_checkpoint and self.key is not None:
                     self.checkpoint_moved_heads()
                     next_checkpoint = time.monotonic() + checkpoint_every
+            except SealingStopped:  # its alarm says why; the store must be restored
+                failing = True
             except Exception:  # the store is down or busy: the next round retries from the position
                 if not failing:  # once per outage, not five times a second
                     log.warning("audit sealing failed; retrying until the store answers", exc_info=True)

@@ -149,6 +149,14 @@ class ChainStore:
         rows = self._rows("SELECT notification_id FROM {chain_position} WHERE singleton = 1" + lock)
         return rows[0]["notification_id"] if rows else (None if lock else 0)
 
+    def sealed_bounds(self) -> dict:
+        """The sealed position and the newest notification any chain seals, in one statement (so
+        one snapshot: a round sealed in between cannot make them disagree)."""
+        return self._rows(
+            "SELECT (SELECT notification_id FROM {chain_position} WHERE singleton = 1) AS position, "
+            "(SELECT MAX(notification_id) FROM {chain}) AS sealed"
+        )[0]
+
     def head(self, workspace: str) -> dict | None:
         rows = self._rows("SELECT workspace, seq, link FROM {chain_heads} WHERE workspace = %s", (workspace,))
         return rows[0] if rows else None

@@ -92,3 +92,23 @@ def test_any_workspaces_auditor_verifies_the_deployments_own_chain_of_advisory_i
     tamper.close()
     verdict = live.call("GET", "/api/v1/audit/verify", live.tokens["auditor"]).json
     assert (verdict["ok"], verdict["problem"], verdict["record"]["seq"]) == (False, "altered", 2), verdict
+
+
+def test_a_sealed_position_moved_back_is_named_by_verify_checkpoint_and_readiness_never_a_500(live, database_url):
+    """Rewound, `rcp_chain_position` made every sealing round fail on the chain's unique key: the
+    sealer stopped without a word, checkpoint and verify answered 500, and /readyz said ready."""
+    evaluate = {"language": "python", "specs": ["pandas"]}
+    live.call("POST", "/api/v1/workspaces/acme/evaluate", live.tokens["sandbox"], evaluate)
+    sealed(live, live.tokens["admin"])
+    tamper = Tamperer(database_url)
+    tamper.sql("UPDATE rcp_chain_position SET notification_id = 1")
+    tamper.close()
+    named = "the sealer's position (rcp_chain_position) is notification 1, behind notification "
+    assert live.call("POST", "/api/v1/workspaces/acme/evaluate", live.tokens["sandbox"], evaluate).status == 200
+    signed = live.call("POST", "/api/v1/workspaces/acme/audit/checkpoints", live.tokens["admin"])
+    assert signed.status == 503 and signed.json["detail"].startswith(named), signed.body
+    verdict = live.call("GET", "/api/v1/workspaces/acme/audit/verify", live.tokens["auditor"])
+    assert verdict.status == 200 and (verdict.json["ok"], verdict.json["problem"]) == (False, "altered")
+    assert verdict.json["detail"].startswith(named)
+    ready = live.call("GET", "/readyz")
+    assert ready.status == 200 and ready.json["integrity"].startswith(named), ready.body

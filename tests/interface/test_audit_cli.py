@@ -202,3 +202,13 @@ def test_verify_leaves_the_store_as_found_and_refuses_read_models_of_another_ver
         assert f"the decisions table differs from its sealed event: decision {acme[0]}" in done.stderr
     finally:
         tamper.close()
+
+
+def test_verify_names_a_sealed_position_moved_back_in_one_line(cli, acme, database_url):
+    """It had been `cannot be read as a runcode-policy store: UNIQUE constraint failed`."""
+    tamper = Tamperer(database_url)
+    tamper.sql("UPDATE rcp_chain_position SET notification_id = 1")
+    tamper.close()
+    done = cli("audit", "verify", "-w", "acme")
+    assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "altered"
+    assert done.stderr.startswith("Error: audit verification FAILED: the sealer's position (rcp_chain_position)")
