@@ -14,8 +14,9 @@ import socket
 from uuid import UUID
 
 from application.chain import notes
-from application.chain.links import as_uuid
+from application.chain.links import as_uuid, stored_bytes
 from application.chain.tree import MerkleTree
+from application.decision_writer import StoreUnavailableError
 from domain.errors import FieldError, InvalidInputError, NotFoundError
 
 log = logging.getLogger(__name__)
@@ -118,11 +119,23 @@ class Proofs:
         return size
 
 
+class NotAsSealed(StoreUnavailableError):
+    title = "Stored record not as sealed"
+
+
 def stored_event(row: dict) -> dict:
-    """A sealed record's stored event, as exports and receipts carry it (the bytes that were hashed)."""
-    return {
+    """A sealed record's stored event, as proofs, receipts and exports carry it (the bytes that
+    were hashed); NotAsSealed (503) when its state is no longer bytes at all."""
+    event = {
         "originator_id": str(as_uuid(row["originator_id"])),
         "originator_version": row["originator_version"],
         "topic": row["topic"],
-        "state": base64.b64encode(bytes(row["state"])).decode("ascii"),
     }
+    state = stored_bytes(row["state"])
+    if state is None:
+        raise NotAsSealed(
+            f"record {row['seq']} of {row['workspace']!r} ({row['topic']} {event['originator_id']} "
+            f"v{row['originator_version']}) was altered: its stored state is not bytes (stored as text); "
+            "`audit verify` names it"
+        )
+    return event | {"state": base64.b64encode(state).decode("ascii")}

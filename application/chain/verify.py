@@ -113,12 +113,8 @@ class _Walk:
             return self.moved(row, record)
         digest = event_hash(row["originator_id"], row["originator_version"], row["topic"], row["state"])
         if digest != row["event_hash"]:
-            return self.fail(
-                "altered",
-                f"record {row['seq']} ({_name(record)}) was altered: its stored "
-                "bytes no longer hash to the sealed value",
-                record,
-            )
+            how = "bytes no longer hash to the sealed value" if digest else "state is not bytes (stored as text)"
+            return self.fail("altered", f"record {row['seq']} ({_name(record)}) was altered: its stored {how}", record)
         link = link_hash(self.workspace, row["seq"], self.link, digest)
         if link != row["link"]:
             return self.fail(

@@ -4,13 +4,24 @@ export with chain links that verifies against what the API publishes."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
+from urllib.parse import urlsplit
 
+import pytest
+
+from application.chain import slices
 from application.chain.signing import key_id, parse_public_key
 from application.chain.slices import verify_slice
 from domain.advisories import FEED_ID
 from tests.support.tamper import Tamperer
+
+ACME = "/api/v1/workspaces/acme"
+
+
+def bearer(token: str) -> dict:
+    return {"Authorization": f"Bearer {token}"}
 
 
 def sealed(live, token) -> dict:
@@ -112,3 +123,48 @@ def test_a_sealed_position_moved_back_is_named_by_verify_checkpoint_and_readines
     assert verdict.json["detail"].startswith(named)
     ready = live.call("GET", "/readyz")
     assert ready.status == 200 and ready.json["integrity"].startswith(named), ready.body
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # PostgreSQL's bytea holds no text
+def test_a_stored_state_turned_to_text_is_named_altered_and_no_answer_is_a_500_or_a_quietly_cut_export(
+    live, database_url
+):
+    """The same bytes stored as SQLite TEXT had crashed verify (500, a traceback in the CLI) and
+    the inclusion proof (500), and cut the export with chain links short under a 200."""
+    evaluate = {"language": "python", "specs": ["pandas", "left-pad"]}
+    ids = [d["id"] for d in live.call("POST", f"{ACME}/evaluate", live.tokens["sandbox"], evaluate).json["decisions"]]
+    sealed(live, live.tokens["admin"])
+    tamper = Tamperer(database_url)
+    for decision in ids:
+        tamper.sql(
+            "UPDATE stored_events SET state = CAST(state AS TEXT) WHERE originator_id = %s", (tamper.oid(decision),)
+        )
+    tamper.close()
+    auditor = live.tokens["auditor"]
+    verdict = live.call("GET", f"{ACME}/audit/verify", auditor)
+    assert verdict.status == 200 and (verdict.json["ok"], verdict.json["problem"]) == (False, "altered")
+    assert verdict.json["detail"].endswith("was altered: its stored state is not bytes (stored as text)")
+    proof = live.call("GET", f"{ACME}/audit/proof/inclusion?decision={ids[0]}", auditor)
+    assert proof.status == 503 and "its stored state is not bytes (stored as text)" in proof.json["detail"]
+    export = live.call("GET", f"{ACME}/decisions?format=jsonl&chain=true", auditor)
+    assert export.status == 503 and "its stored state is not bytes" in export.json["detail"], export.body
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_an_export_that_fails_after_it_began_is_cut_short_never_ended_as_if_whole(live, database_url, monkeypatch):
+    monkeypatch.setattr(slices, "PAGE", 1)  # the older decision's page is made after the answer began
+    evaluate = {"language": "python", "specs": ["pandas", "left-pad"]}
+    older = live.call("POST", f"{ACME}/evaluate", live.tokens["sandbox"], evaluate).json["decisions"][0]["id"]
+    sealed(live, live.tokens["admin"])
+    tamper = Tamperer(database_url)
+    tamper.sql("UPDATE stored_events SET state = CAST(state AS TEXT) WHERE originator_id = %s", (tamper.oid(older),))
+    tamper.close()
+    where = urlsplit(live.url)
+    connection = http.client.HTTPConnection(where.hostname, where.port, timeout=30)
+    connection.request("GET", f"{ACME}/decisions?format=jsonl&chain=true", headers=bearer(live.tokens["auditor"]))
+    reply = connection.getresponse()
+    assert reply.status == 200
+    with pytest.raises(http.client.IncompleteRead) as cut:  # no last chunk: every client sees it
+        reply.read()
+    connection.close()
+    assert cut.value.partial.count(b"\n") == 1 and older.encode() not in cut.value.partial  # the newer one alone

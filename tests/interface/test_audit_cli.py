@@ -212,3 +212,19 @@ def test_verify_names_a_sealed_position_moved_back_in_one_line(cli, acme, databa
     done = cli("audit", "verify", "-w", "acme")
     assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "altered"
     assert done.stderr.startswith("Error: audit verification FAILED: the sealer's position (rcp_chain_position)")
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # PostgreSQL's bytea holds no text
+def test_a_stored_state_turned_to_text_is_one_line_for_verify_and_export_never_a_traceback(
+    cli, acme, database_url, tmp_path
+):
+    tamper = Tamperer(database_url)
+    tamper.sql("UPDATE stored_events SET state = CAST(state AS TEXT) WHERE originator_id = %s", (tamper.oid(acme[0]),))
+    tamper.close()
+    done = cli("audit", "verify", "-w", "acme")
+    assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "altered"
+    assert done.stderr.endswith(f"{acme[0]} v1) was altered: its stored state is not bytes (stored as text)\n")
+    export = tmp_path / "slice.jsonl"
+    done = cli("decisions", "export", "-w", "acme", "--format", "jsonl", "--chain", "-o", str(export))
+    assert done.exit_code == 1 and "Traceback" not in done.output and not export.exists()
+    assert "its stored state is not bytes (stored as text)" in done.stderr
