@@ -418,6 +418,9 @@ TABLE_TAMPERING = [
         "token_id",
     ),
     ("console_sessions", "DELETE FROM rcp_console_sessions WHERE ended_at IS NULL", None),
+    ("workspaces", "UPDATE rcp_workspaces SET created_by = 'mallory'", "created_by"),
+    ("workspaces", "UPDATE rcp_workspaces SET created_at = '2001-01-01T00:00:00.000000+00:00'", "created_at"),
+    ("token_names", "DELETE FROM rcp_token_names WHERE name_key = 'ci'", None),  # the name free to give again
 ]
 
 
