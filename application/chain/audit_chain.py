@@ -177,7 +177,9 @@ class AuditChain:
         # Another process may have signed the same head a moment earlier: its checkpoint stands.
         return self.store.checkpoint(head["workspace"], head["seq"])
 
-    def checkpoints(self, workspace: str, after: int = 0, limit: int = MAX_PAGE) -> dict:
+    def checkpoints(self, workspace: str, after: int = 0, limit: int = MAX_PAGE, make_notes: bool = True) -> dict:
+        """`make_notes`: sign a note for a checkpoint that has none (verification does not: it
+        writes nothing, and takes a missing note as one signed before notes were)."""
         self.require_chain(workspace)
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidInputError("limit out of range", [FieldError("limit", f"must be 1 to {MAX_PAGE}")])
@@ -185,14 +187,14 @@ class AuditChain:
         more = len(rows) > limit
         return {
             "workspace": workspace,
-            "checkpoints": self.proofs.with_notes(rows[:limit]),
+            "checkpoints": self.proofs.with_notes(rows[:limit], make=make_notes),
             "next_after": rows[limit - 1]["seq"] if more else None,
         }
 
-    def all_checkpoints(self, workspace: str) -> list[dict]:
+    def all_checkpoints(self, workspace: str, make_notes: bool = True) -> list[dict]:
         found, after = [], 0
         while True:
-            page = self.checkpoints(workspace, after)
+            page = self.checkpoints(workspace, after, make_notes=make_notes)
             found += page["checkpoints"]
             if page["next_after"] is None:
                 return found
@@ -216,7 +218,8 @@ class AuditChain:
         # A copy of a checkpoint the store still holds is one checkpoint, not two; but only when
         # they agree in every field: a store's copy edited (its time, key id, note) must not be
         # replaced by the intact one copied out before, and so pass unseen.
-        unique = {_canonical(c): c for c in self.all_checkpoints(workspace) + list(copied)}
+        stored = self.all_checkpoints(workspace, make_notes=False)
+        unique = {_canonical(c): c for c in stored + list(copied)}
         keys = self.trusted_keys() if keys is None else keys
         result = verify(self.store, self.read_workspace, workspace, list(unique.values()), keys)
         if not result["ok"]:

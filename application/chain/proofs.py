@@ -37,13 +37,15 @@ class Proofs:
         return f"runcode-policy/{self.origin_host}/{workspace}"
 
     # -- notes --------------------------------------------------------------------------------
-    def with_notes(self, checkpoints: list[dict]) -> list[dict]:
-        """The checkpoints, each with its signed note (made now for one signed before notes were)."""
+    def with_notes(self, checkpoints: list[dict], make: bool = True) -> list[dict]:
+        """The checkpoints, each with its signed note (`make`: made now for one signed before
+        notes were; else None)."""
         if not checkpoints:
             return checkpoints
         workspace = checkpoints[0]["workspace"]
         found = self.tree.store.notes(workspace, [c["seq"] for c in checkpoints])
-        return [c | {"note": found.get(c["seq"]) or self._note(workspace, c["seq"])} for c in checkpoints]
+        made = self._note if make else lambda workspace, size: None
+        return [c | {"note": found.get(c["seq"]) or made(workspace, c["seq"])} for c in checkpoints]
 
     def _note(self, workspace: str, size: int) -> str | None:
         key = self.chain.key
