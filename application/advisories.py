@@ -3,7 +3,9 @@ recorded fetches were of an affected version (exposure).
 
 What is affected is the domain's word (`domain.advisories`). Each worker keeps the feed in
 memory, indexed by (language, name), and learns of an import made elsewhere by one primary-key
-seek for an event after the version it knows, at most every `REFRESH_SECONDS`.
+seek for an event after the version it knows, at most every `REFRESH_SECONDS`. The feed is
+loaded as every aggregate is, each event checked against the chain: while it does not verify,
+every question about it is refused (503), never answered from an empty or older feed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from eventsourcing.application import AggregateNotFoundError
 
 from application.formats import iso
 from application.races import ATTEMPTS, saved, too_fast
+from application.store.chain import ChainStore
 from application.store.reads import ReadModel
 from domain.advisories import FEED_ID, AdvisoryFeed, Affected, package_name, read_records
 from domain.decision import NOT_FOUND_UPSTREAM
@@ -35,11 +38,11 @@ MAX_UNKNOWN_DAYS = 366
 
 
 class Advisories:
-    def __init__(self, repository, save, readmodel: ReadModel, recorder):
+    def __init__(self, repository, save, readmodel: ReadModel, chain: ChainStore):
         self._repository = repository
         self._save = save
         self._readmodel = readmodel
-        self._recorder = recorder
+        self._chain = chain
         self._lock = threading.Lock()
         self._version = 0
         self._by_package: dict[tuple[str, str], list[Affected]] = {}
@@ -189,9 +192,13 @@ class Advisories:
     def _current(self) -> dict[tuple[str, str], list[Affected]]:
         now = time.monotonic()
         if now - self._checked >= REFRESH_SECONDS:
+            # A sealed event gone from the store counts as news too: loading then names it.
+            if self._chain.moved_after(self._chain.oid(FEED_ID), self._version):
+                self._load(self._repository.get(FEED_ID))  # raises while the feed does not verify
+            # Only once the feed verified: a load that failed is tried again by the next question
+            # (an import with an altered event had been dropped for REFRESH_SECONDS at a time:
+            # known malware was served in between).
             self._checked = now
-            if self._recorder.select_events(FEED_ID, gt=self._version or None, limit=1):
-                self._load(self._repository.get(FEED_ID))
         return self._by_package
 
     def _load(self, feed: AdvisoryFeed) -> None:

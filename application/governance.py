@@ -88,7 +88,7 @@ class Governance(Application):
         self.policies = Policies(self.repository, self.readmodel, clock)
         # seals every stored event, and counts the decisions among them
         rollup = rollups(self.recorder.dialect, self.mapper.to_domain_event)
-        self.chain = AuditChain(self.recorder, self.mapper, self.policies.require_workspace, rollup)
+        self.chain = AuditChain(self.recorder, self.mapper, self.policies.require_workspace, rollup, self.integrity)
         self.evaluation = Evaluation(self.policies, self.writer)
         # deployment egress rules (open by default)
         self.egress = EgressJudge(egress or EgressConfig(), self.writer, self.policies)
@@ -97,7 +97,7 @@ class Governance(Application):
         # one reader of the counts, which seals what is committed before it reads them
         counts = OverviewReads(self.recorder, self.chain.seal)
         # known-malware advisories, deployment-wide: `gov.advisories.import_records(...)`
-        self.advisories = Advisories(self.repository, self.save, self.readmodel, self.recorder)
+        self.advisories = Advisories(self.repository, self.save, self.readmodel, self.chain.store)
         self.impacts = Impact(self.policies, counts, self.advisories, clock)  # decision counts, impact
         # requests and exceptions: `gov.access.file_request(...)`, `gov.access.approve_request(...)`...
         self.access = Access(self.repository, self.save, self.policies, access_reads, self.impacts, clock)

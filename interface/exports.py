@@ -7,6 +7,7 @@ import contextlib
 import csv
 import errno
 import io
+import itertools
 import json
 import os
 import signal
@@ -114,8 +115,12 @@ def lines(rows: Iterable[dict], fmt: str) -> Iterator[str]:
 def stream(rows: Iterable[dict], fmt: str, filename: str) -> Response:
     mimetype = "text/csv" if fmt == "csv" else "application/x-ndjson"
     extension = "csv" if fmt == "csv" else "jsonl"
+    chunks = lines(rows, fmt)
+    # The first line is made before the answer starts, so a failure there is answered as any
+    # other (a problem, 503 for a store that does not verify), not as a 500 or an empty 200.
+    first = next(chunks, "")
     return Response(
-        lines(rows, fmt),
+        itertools.chain((first,), chunks),
         mimetype=mimetype,
         headers={"Content-Disposition": f'attachment; filename="{filename}.{extension}"'},
     )

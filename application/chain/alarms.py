@@ -16,7 +16,7 @@ from collections.abc import Callable
 log = logging.getLogger("runcode_policy.integrity")
 
 # The kinds of alarm (the metric's one label takes only these).
-KINDS = ("snapshot", "event", "token", "run", "session")
+KINDS = ("snapshot", "event", "token", "run", "session", "chain")
 
 
 class IntegrityAlarms:

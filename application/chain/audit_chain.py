@@ -8,18 +8,23 @@ import threading
 import time
 from datetime import UTC, datetime
 
+from eventsourcing.persistence import IntegrityError
+
+from application.chain.alarms import IntegrityAlarms
 from application.chain.links import checkpoint_message
 from application.chain.merkle import MissingNode
 from application.chain.proofs import Proofs
 from application.chain.readmodels import check_read_models
-from application.chain.sealer import Rollup, Sealer, state_reader, workspace_reader
+from application.chain.sealer import UNATTRIBUTED, Rollup, Sealer, state_reader, workspace_reader
 from application.chain.signed_state import check_notes, check_snapshots
 from application.chain.signing import AuditKey, key_id, public_document
 from application.chain.slices import with_links
 from application.chain.snapshots import SnapshotCheck
-from application.chain.verify import verify
+from application.chain.verify import position_failure, verify
+from application.decision_writer import StoreUnavailableError
 from application.formats import iso
 from application.store.chain import ChainStore
+from application.store.upgrade import require_current
 from domain.errors import FieldError, InvalidInputError, NotFoundError
 
 POLL_SECONDS = 0.2  # the sealer's lag under load stays well under a second
@@ -33,17 +38,26 @@ class NoSigningKeyError(NotFoundError):
     title = "No audit signing key"
 
 
+class SealingStopped(StoreUnavailableError):
+    """The chain's own tables were changed so that nothing more can be sealed (an alarm names it)."""
+
+    title = "Audit sealing stopped"
+
+
 class AuditChain:
     """A collaborator of the Governance application (`governance.chain`)."""
 
-    def __init__(self, recorder, mapper, require_workspace, rollup: Rollup, key: AuditKey | None = None):
+    def __init__(
+        self, recorder, mapper, require_workspace, rollup: Rollup, alarms: IntegrityAlarms, key: AuditKey | None = None
+    ):
         self.store = ChainStore(recorder)
+        self.alarms = alarms
         self.proofs = Proofs(self, recorder)  # the signed-note checkpoints and the Merkle proofs
         self.sealer = Sealer(self.store, recorder, mapper, rollup)
         self.read_workspace = workspace_reader(mapper)
         self.read_state = state_reader(mapper)
         self.to_domain_event = mapper.to_domain_event
-        self.require_workspace = require_workspace
+        self.require_workspace = require_workspace  # a workspace's chain: the workspace must exist
         # workspace -> its policy's stored snapshots (the library's records), set by the application
         self.stored_snapshots = lambda workspace: []
         self._key, self._key_source = key, None
@@ -74,7 +88,21 @@ class AuditChain:
         """Seal everything committed so far (tests may call this too). The background rounds do
         not `wait` for another process's sealer: it seals what is committed."""
         with self._seal_lock:
-            return self.sealer.seal(wait)
+            try:
+                return self.sealer.seal(wait)
+            except IntegrityError:  # under the sealing lock: the chain's tables disagree with each other
+                if (problem := self.check_position()) is None:
+                    raise
+                raise SealingStopped(problem) from None
+
+    def check_position(self) -> str | None:
+        """What is wrong with the sealed position, with an alarm (`/readyz` asks: under `serve`
+        the sealer runs in another process than the workers that answer it); None when it holds."""
+        failure = position_failure(self.store)
+        if failure is None:
+            return None
+        self.alarms.alarm("chain", "position", failure["detail"])
+        return failure["detail"]
 
     def start(self, poll: float = POLL_SECONDS, checkpoint_every: float = CHECKPOINT_SECONDS) -> None:
         if self._thread is None or not self._thread.is_alive():
@@ -97,6 +125,8 @@ class AuditChain:
                 if time.monotonic() >= next_checkpoint and self.key is not None:
                     self.checkpoint_moved_heads()
                     next_checkpoint = time.monotonic() + checkpoint_every
+            except SealingStopped:  # its alarm says why; the store must be restored
+                failing = True
             except Exception:  # the store is down or busy: the next round retries from the position
                 if not failing:  # once per outage, not five times a second
                     log.warning("audit sealing failed; retrying until the store answers", exc_info=True)
@@ -106,15 +136,21 @@ class AuditChain:
                     log.warning("audit sealing resumed")
                 failing = False
 
+    def require_chain(self, workspace: str) -> None:
+        """A workspace that exists, or the deployment's own chain (`UNATTRIBUTED`: what belongs
+        to no workspace, the advisory imports every workspace is judged by), which always does."""
+        if workspace != UNATTRIBUTED:
+            self.require_workspace(workspace)
+
     # -- checkpoints -------------------------------------------------------------------------
     def checkpoint(self, workspace: str) -> dict:
-        """On demand: seal what is committed, then sign the workspace's head (or return the
+        """On demand: seal what is committed, then sign the chain's head (or return the
         checkpoint that already signs it)."""
-        self.require_workspace(workspace)
+        self.require_chain(workspace)
         self.seal()
         head = self.store.head(workspace)
         if head is None:
-            raise NotFoundError(f"workspace {workspace!r} has no sealed records yet")
+            raise NotFoundError(f"the chain {workspace!r} has no sealed records yet")
         checkpoint = self.store.checkpoint(workspace, head["seq"]) or self._sign(head)
         return self.proofs.with_notes([checkpoint])[0]
 
@@ -141,22 +177,24 @@ class AuditChain:
         # Another process may have signed the same head a moment earlier: its checkpoint stands.
         return self.store.checkpoint(head["workspace"], head["seq"])
 
-    def checkpoints(self, workspace: str, after: int = 0, limit: int = MAX_PAGE) -> dict:
-        self.require_workspace(workspace)
+    def checkpoints(self, workspace: str, after: int = 0, limit: int = MAX_PAGE, make_notes: bool = True) -> dict:
+        """`make_notes`: sign a note for a checkpoint that has none (verification does not: it
+        writes nothing, and takes a missing note as one signed before notes were)."""
+        self.require_chain(workspace)
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidInputError("limit out of range", [FieldError("limit", f"must be 1 to {MAX_PAGE}")])
         rows = self.store.checkpoints(workspace, after, limit + 1)
         more = len(rows) > limit
         return {
             "workspace": workspace,
-            "checkpoints": self.proofs.with_notes(rows[:limit]),
+            "checkpoints": self.proofs.with_notes(rows[:limit], make=make_notes),
             "next_after": rows[limit - 1]["seq"] if more else None,
         }
 
-    def all_checkpoints(self, workspace: str) -> list[dict]:
+    def all_checkpoints(self, workspace: str, make_notes: bool = True) -> list[dict]:
         found, after = [], 0
         while True:
-            page = self.checkpoints(workspace, after)
+            page = self.checkpoints(workspace, after, make_notes=make_notes)
             found += page["checkpoints"]
             if page["next_after"] is None:
                 return found
@@ -169,7 +207,8 @@ class AuditChain:
 
     def verify(self, workspace: str, copied=(), keys: dict | None = None) -> dict:
         """Recompute the chain and hold it against the store's checkpoints and any `copied` out."""
-        self.require_workspace(workspace)
+        self.require_chain(workspace)
+        require_current(self.store.recorder)  # the read models are compared as this code writes them
         try:
             return self._verify(workspace, copied, keys)
         except MissingNode as missing:  # the signed notes are read off the stored tree
@@ -179,7 +218,8 @@ class AuditChain:
         # A copy of a checkpoint the store still holds is one checkpoint, not two; but only when
         # they agree in every field: a store's copy edited (its time, key id, note) must not be
         # replaced by the intact one copied out before, and so pass unseen.
-        unique = {_canonical(c): c for c in self.all_checkpoints(workspace) + list(copied)}
+        stored = self.all_checkpoints(workspace, make_notes=False)
+        unique = {_canonical(c): c for c in stored + list(copied)}
         keys = self.trusted_keys() if keys is None else keys
         result = verify(self.store, self.read_workspace, workspace, list(unique.values()), keys)
         if not result["ok"]:

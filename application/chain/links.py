@@ -42,8 +42,18 @@ def canonical_bytes(originator_id: UUID | str, originator_version: int, topic: s
     )
 
 
-def event_hash(originator_id: UUID | str, originator_version: int, topic: str, state: bytes) -> str:
+def event_hash(originator_id: UUID | str, originator_version: int, topic: str, state: bytes) -> str | None:
+    """None for a state not stored as bytes: it hashes to no sealed value (`stored_bytes`)."""
+    state = stored_bytes(state)
+    if state is None:
+        return None
     return hashlib.sha256(canonical_bytes(originator_id, originator_version, topic, state)).hexdigest()
+
+
+def stored_bytes(state) -> bytes | None:
+    """A stored state as the bytes the chain hashes; None for a value of another type (SQLite TEXT
+    where the library writes a BLOB, however alike its characters): no record sealed is that."""
+    return bytes(state) if isinstance(state, (bytes, bytearray, memoryview)) else None
 
 
 def link_hash(workspace: str, seq: int, previous: str, event: str) -> str:

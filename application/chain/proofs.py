@@ -14,8 +14,9 @@ import socket
 from uuid import UUID
 
 from application.chain import notes
-from application.chain.links import as_uuid
+from application.chain.links import as_uuid, stored_bytes
 from application.chain.tree import MerkleTree
+from application.decision_writer import StoreUnavailableError
 from domain.errors import FieldError, InvalidInputError, NotFoundError
 
 log = logging.getLogger(__name__)
@@ -36,13 +37,15 @@ class Proofs:
         return f"runcode-policy/{self.origin_host}/{workspace}"
 
     # -- notes --------------------------------------------------------------------------------
-    def with_notes(self, checkpoints: list[dict]) -> list[dict]:
-        """The checkpoints, each with its signed note (made now for one signed before notes were)."""
+    def with_notes(self, checkpoints: list[dict], make: bool = True) -> list[dict]:
+        """The checkpoints, each with its signed note (`make`: made now for one signed before
+        notes were; else None)."""
         if not checkpoints:
             return checkpoints
         workspace = checkpoints[0]["workspace"]
         found = self.tree.store.notes(workspace, [c["seq"] for c in checkpoints])
-        return [c | {"note": found.get(c["seq"]) or self._note(workspace, c["seq"])} for c in checkpoints]
+        made = self._note if make else lambda workspace, size: None
+        return [c | {"note": found.get(c["seq"]) or made(workspace, c["seq"])} for c in checkpoints]
 
     def _note(self, workspace: str, size: int) -> str | None:
         key = self.chain.key
@@ -118,11 +121,23 @@ class Proofs:
         return size
 
 
+class NotAsSealed(StoreUnavailableError):
+    title = "Stored record not as sealed"
+
+
 def stored_event(row: dict) -> dict:
-    """A sealed record's stored event, as exports and receipts carry it (the bytes that were hashed)."""
-    return {
+    """A sealed record's stored event, as proofs, receipts and exports carry it (the bytes that
+    were hashed); NotAsSealed (503) when its state is no longer bytes at all."""
+    event = {
         "originator_id": str(as_uuid(row["originator_id"])),
         "originator_version": row["originator_version"],
         "topic": row["topic"],
-        "state": base64.b64encode(bytes(row["state"])).decode("ascii"),
     }
+    state = stored_bytes(row["state"])
+    if state is None:
+        raise NotAsSealed(
+            f"record {row['seq']} of {row['workspace']!r} ({row['topic']} {event['originator_id']} "
+            f"v{row['originator_version']}) was altered: its stored state is not bytes (stored as text); "
+            "`audit verify` names it"
+        )
+    return event | {"state": base64.b64encode(state).decode("ascii")}

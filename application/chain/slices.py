@@ -20,6 +20,7 @@ from itertools import islice
 from uuid import UUID
 
 from application.chain.links import GENESIS, as_uuid, event_hash, link_hash
+from application.chain.proofs import stored_event
 from application.chain.verify import signature_problem
 from application.evaluation import decision_view
 from application.index.deliveries import FOLLOW_UPS
@@ -41,11 +42,14 @@ def with_links(store: ChainStore, workspace: str, decisions: Iterable[dict]) -> 
         sealed = {
             str(as_uuid(r["originator_id"])): r for r in store.sealed_events([store.oid(UUID(d["id"])) for d in page])
         }
-        for decision in page:
-            row = sealed.get(decision["id"])
-            if row is not None and row["workspace"] == workspace:
-                lowest = row["seq"] if lowest is None else min(lowest, row["seq"])
-            yield decision | {"chain": _chain_field(row, workspace)}
+        # A whole page is made before its first line goes: a record that is not as sealed fails
+        # the export there (in the first page, before the answer has begun).
+        shown = [decision | {"chain": _chain_field(sealed.get(decision["id"]), workspace)} for decision in page]
+        for decision in shown:
+            if decision["chain"] is not None:
+                seq = decision["chain"]["seq"]
+                lowest = seq if lowest is None else min(lowest, seq)
+        yield from shown
     if lowest is not None:
         yield from _link_lines(store, workspace, lowest)
 
@@ -53,16 +57,7 @@ def with_links(store: ChainStore, workspace: str, decisions: Iterable[dict]) -> 
 def _chain_field(row: dict | None, workspace: str) -> dict | None:
     if row is None or row["workspace"] != workspace:
         return None  # not sealed yet
-    return {
-        "seq": row["seq"],
-        "link": row["link"],
-        "event": {
-            "originator_id": str(as_uuid(row["originator_id"])),
-            "originator_version": row["originator_version"],
-            "topic": row["topic"],
-            "state": base64.b64encode(bytes(row["state"])).decode("ascii"),
-        },
-    }
+    return {"seq": row["seq"], "link": row["link"], "event": stored_event(row)}
 
 
 def _link_lines(store: ChainStore, workspace: str, lowest: int) -> Iterator[dict]:

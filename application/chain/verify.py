@@ -28,6 +28,9 @@ def verify(store: ChainStore, read_workspace, workspace: str, checkpoints: list[
         if problem:
             return _failure(0, "signature", problem, {"seq": checkpoint.get("seq")})
         heads.setdefault(checkpoint["seq"], []).append(checkpoint)
+    rewound = position_failure(store)
+    if rewound is not None:
+        return rewound
     # The sealed position before the walk: what the sealers seal while it walks counts as unsealed,
     # so "nothing unsealed" means the walk saw every event (read after, a round sealed meanwhile
     # would be neither walked nor counted).
@@ -45,6 +48,23 @@ def verify(store: ChainStore, read_workspace, workspace: str, checkpoints: list[
         "checkpoints": len(checkpoints),
         "unsealed": store.pending(position),
     }
+
+
+def position_failure(store: ChainStore) -> dict | None:
+    """The sealed position behind what the chain already seals: `rcp_chain_position` moved back
+    (or its row removed). Sealing cannot go on (it would seal those events again), and everything
+    the sealer had passed would count as unsealed, so an event inserted there would go unnamed."""
+    bounds = store.sealed_bounds()
+    position, sealed = bounds["position"] or 0, bounds["sealed"] or 0
+    if sealed <= position:
+        return None
+    return _failure(
+        0,
+        "altered",
+        f"the sealer's position (rcp_chain_position) is notification {position}, behind notification "
+        f"{sealed}, which the chain already seals: it was moved back, and nothing is sealed until it is restored",
+        {"notification_id": sealed},
+    )
 
 
 def signature_problem(checkpoint: dict, workspace: str, keys: dict) -> str | None:
@@ -93,12 +113,8 @@ class _Walk:
             return self.moved(row, record)
         digest = event_hash(row["originator_id"], row["originator_version"], row["topic"], row["state"])
         if digest != row["event_hash"]:
-            return self.fail(
-                "altered",
-                f"record {row['seq']} ({_name(record)}) was altered: its stored "
-                "bytes no longer hash to the sealed value",
-                record,
-            )
+            how = "bytes no longer hash to the sealed value" if digest else "state is not bytes (stored as text)"
+            return self.fail("altered", f"record {row['seq']} ({_name(record)}) was altered: its stored {how}", record)
         link = link_hash(self.workspace, row["seq"], self.link, digest)
         if link != row["link"]:
             return self.fail(

@@ -149,6 +149,14 @@ class ChainStore:
         rows = self._rows("SELECT notification_id FROM {chain_position} WHERE singleton = 1" + lock)
         return rows[0]["notification_id"] if rows else (None if lock else 0)
 
+    def sealed_bounds(self) -> dict:
+        """The sealed position and the newest notification any chain seals, in one statement (so
+        one snapshot: a round sealed in between cannot make them disagree)."""
+        return self._rows(
+            "SELECT (SELECT notification_id FROM {chain_position} WHERE singleton = 1) AS position, "
+            "(SELECT MAX(notification_id) FROM {chain}) AS sealed"
+        )[0]
+
     def head(self, workspace: str) -> dict | None:
         rows = self._rows("SELECT workspace, seq, link FROM {chain_heads} WHERE workspace = %s", (workspace,))
         return rows[0] if rows else None
@@ -208,6 +216,16 @@ class ChainStore:
     def origin_workspace(self, originator_id) -> str | None:
         rows = self._rows("SELECT workspace FROM {chain} WHERE originator_id = %s LIMIT 1", (originator_id,))
         return rows[0]["workspace"] if rows else None
+
+    def moved_after(self, originator_id, version: int) -> bool:
+        """Whether the aggregate has an event after `version`, stored or sealed (two key seeks)."""
+        return bool(
+            self._rows(
+                "SELECT 1 AS found FROM {events} WHERE originator_id = %s AND originator_version > %s "
+                "UNION ALL SELECT 1 FROM {chain} WHERE originator_id = %s AND originator_version > %s LIMIT 1",
+                (originator_id, version) * 2,
+            )
+        )
 
     def unsealed(self, after: int, up_to: int, limit: int) -> list[dict]:
         """Stored events at sealed positions that no chain holds: inserted behind the sealer."""

@@ -23,6 +23,7 @@ from application.store.counts import count_statements
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, TABLES
 from domain.decision import Decision
+from domain.errors import ConflictError
 
 # 3: impact_versions, and the changes rows of rules beyond names; 4: console sessions are a read
 # model of their events; 5: decisions' records in their version 2 shape (`params`, no `message`);
@@ -60,6 +61,25 @@ def upgrade_read_models(recorder, mapper, snapshots_table: str | None = None) ->
         curs.execute(dialect.sql("DELETE FROM {read_model}"))
         curs.execute(dialect.sql("INSERT INTO {read_model} (version) VALUES (%s)"), (READ_MODEL_VERSION,))
     return rebuild
+
+
+class OtherReadModels(ConflictError):
+    title = "Read models of another version"
+
+
+def require_current(recorder) -> None:
+    """Refuse (OtherReadModels) unless the store's read models are this code's version: what
+    holds them against the events must not rebuild them first (`upgrade_read_models` drops the
+    tables it would check, and the snapshots), nor compare another version's rows with this
+    code's projection."""
+    found = [row["version"] for row in recorder.fetch(recorder.dialect.sql("SELECT version FROM {read_model}"))]
+    if found != [READ_MODEL_VERSION]:
+        said = ", ".join(map(str, found)) or "none"
+        raise OtherReadModels(
+            f"the store's read models are version {said}, this code's are {READ_MODEL_VERSION}: nothing was "
+            "verified (rebuilding them first would rewrite the tables verification checks); verify with the "
+            "release that wrote the store, or upgrade it by starting the service on it"
+        )
 
 
 def _replay(curs, dialect, events: str, mapper) -> None:

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from application.chain.receipts import receipt
+from application.chain.sealer import UNATTRIBUTED
 from application.chain.verify import PROBLEMS
 from domain.token import ANY_ROLE
 from interface.api.blueprint import W, api
@@ -121,6 +122,33 @@ def post_checkpoint(gov, ws, caller):
 )
 def get_verify(gov, ws, caller):
     return gov.chain.verify(ws)
+
+
+# The deployment's own chain (application.chain.sealer.UNATTRIBUTED): the advisory imports every
+# workspace is judged by, so any workspace's auditor may copy its checkpoints out and verify it.
+@api.route(
+    "GET",
+    "/audit/checkpoints",
+    "Signed checkpoints of the deployment's own chain `-` (the advisory imports), oldest first: an auditor "
+    "token of any workspace",
+    role="auditor",
+    query=CheckpointsQuery,
+    response=CheckpointsPage,
+)
+def get_deployment_checkpoints(gov, caller, query):
+    return gov.chain.checkpoints(UNATTRIBUTED, query.after, query.limit)
+
+
+@api.route(
+    "GET",
+    "/audit/verify",
+    "Recompute the deployment's own chain `-` (the advisory imports) and check every checkpoint: an auditor "
+    "token of any workspace",
+    role="auditor",
+    response=VerifyAnswer,
+)
+def get_deployment_verify(gov, caller):
+    return gov.chain.verify(UNATTRIBUTED)
 
 
 Size = Annotated[int, Field(ge=1, le=2**63 - 1)]

@@ -25,7 +25,12 @@ NEWER_THAN_CHECKPOINTS = 3  # verify-export's exit status: verified, but not all
 CHECKPOINT_FIELDS = {"workspace": str, "seq": int, "head": str, "at": str, "key_id": str, "signature": str}
 
 workspace_option = click.option(
-    "--workspace", "-w", default="default", show_default=True, metavar="SLUG", help="The workspace whose chain to use."
+    "--workspace",
+    "-w",
+    default="default",
+    show_default=True,
+    metavar="SLUG",
+    help="The workspace whose chain to use; - for the deployment's own chain (the advisory imports).",
 )
 
 
@@ -55,8 +60,8 @@ def audit() -> None:
     """The tamper-evident record: copy checkpoints out, verify against them (README: Audit integrity)."""
 
 
-def _governance(create_key: bool):
-    gov = governance()  # the CLI's one store per invocation
+def _governance(create_key: bool, as_found: bool = False):
+    gov = governance(as_found=as_found)  # the CLI's one store per invocation
     configure(gov.chain, Settings.from_env(), create=create_key)
     return gov
 
@@ -71,7 +76,7 @@ def _echo_json(value) -> None:
 @public_key_option
 def verify(workspace: str, checkpoint_files: tuple[str, ...], key_files: tuple[str, ...]) -> None:
     """Recompute WORKSPACE's chain from the store and check every checkpoint; exit 1 on any mismatch."""
-    gov = _governance(create_key=False)
+    gov = _governance(create_key=False, as_found=True)  # it reads the store, never writes it
     copied = [c for path in checkpoint_files for c in read_checkpoints(path)]
     result = gov.chain.verify(workspace, copied, keys=trusted(gov.chain.trusted_keys(), key_files))
     _echo_json(result)

@@ -7,6 +7,7 @@ import errno
 import getpass
 import sqlite3
 import urllib.error
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -61,14 +62,18 @@ def describe(error: GovernanceError) -> str:
     return "\n".join([error.detail, *(f"  {e.field}: {e.message}" for e in error.errors)])
 
 
-def governance(create: bool = False) -> Governance:
-    """The store for this invocation: opened on first use, closed when the command ends."""
+def governance(create: bool = False, as_found: bool = False) -> Governance:
+    """The store for this invocation: opened on first use, closed when the command ends.
+    `as_found`: no tables made and no read models rebuilt on opening (what verifies the store
+    must not rewrite it)."""
     root = click.get_current_context().find_root()
     state = root.ensure_object(dict)
     if "governance" not in state:
         settings = Settings.from_env()
         if not create:
             require_store(settings)
+        if as_found:
+            settings = replace(settings, create_tables=False)
         state["governance"] = open_governance(settings)
         root.call_on_close(state["governance"].close)
     return state["governance"]

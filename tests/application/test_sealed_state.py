@@ -11,6 +11,7 @@ import pytest
 
 from application.chain import AuditKey
 from application.decision_writer import StoreUnavailableError
+from domain.advisories import FEED_ID
 from domain.policy import policy_id
 from tests.support.recorded import download
 from tests.support.tamper import Tamperer
@@ -105,6 +106,26 @@ def test_an_untouched_snapshot_is_used_without_an_alarm(snapshotted, open_app):
     assert fresh.policy("acme", at=datetime.now(UTC))["python"]["deny"][0] == "beta"
     assert fresh.integrity.first is None
     assert fresh.chain.verify("acme", keys=snapshotted.chain.trusted_keys())["ok"]
+
+
+@pytest.mark.parametrize("tampering", ["altered", "deleted"])
+def test_an_advisory_feed_altered_or_deleted_in_the_store_refuses_every_question_not_the_first_only(
+    snapshotted, open_app, tamper, tampering
+):
+    """Read as empty (deleted) or dropped between refreshes (altered), the feed had let known
+    malware through."""
+    record = {"id": "MAL-1", "affected": [{"package": {"ecosystem": "PyPI", "name": "evil"}, "versions": ["1.0"]}]}
+    snapshotted.advisories.import_records([record], by="alice")
+    snapshotted.chain.seal()
+    if tampering == "altered":
+        tamper.replace_in_state(str(FEED_ID), '"1.0"', '"1.1"')
+    else:
+        tamper.sql("DELETE FROM stored_events WHERE originator_id = %s", (tamper.oid(str(FEED_ID)),))
+    fresh = open_app()
+    for _ in range(3):
+        with pytest.raises(StoreUnavailableError, match=f"event . .*{tampering}"):
+            fresh.advisories.affecting("python", "evil", "1.0")
+    assert tampering in fresh.integrity.first
 
 
 # -- tokens: what authentication reads ---------------------------------------------------------------
@@ -397,6 +418,9 @@ TABLE_TAMPERING = [
         "token_id",
     ),
     ("console_sessions", "DELETE FROM rcp_console_sessions WHERE ended_at IS NULL", None),
+    ("workspaces", "UPDATE rcp_workspaces SET created_by = 'mallory'", "created_by"),
+    ("workspaces", "UPDATE rcp_workspaces SET created_at = '2001-01-01T00:00:00.000000+00:00'", "created_at"),
+    ("token_names", "DELETE FROM rcp_token_names WHERE name_key = 'ci'", None),  # the name free to give again
 ]
 
 

@@ -8,6 +8,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from application.store.upgrade import READ_MODEL_VERSION
+from domain.advisories import FEED_ID
 from interface.cli import main
 from tests.support.tamper import Tamperer
 
@@ -169,3 +171,79 @@ def test_a_rotated_key_keeps_verifying_old_checkpoints_once_listed_as_previous(
     done = runner.invoke(main, ["audit", "verify", "-w", "acme"], env=env, catch_exceptions=False)
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["checkpoints"] == 2
+
+
+def test_the_deployments_own_chain_of_advisory_imports_is_checkpointed_and_verified_with_w_dash(
+    cli, acme, database_url, tmp_path
+):
+    """The advisory feed belongs to no workspace: sealed in the chain `-`, which no command could
+    verify (`-w -` was "no workspace '-'"), so an import altered in the store passed every check."""
+    advisory = tmp_path / "MAL-1.json"
+    affected = [{"package": {"ecosystem": "npm", "name": "evil-js"}, "versions": ["2.0.0"]}]
+    advisory.write_text(json.dumps({"id": "MAL-1", "affected": affected}))
+    assert cli("advisories", "import", str(advisory)).exit_code == 0
+    assert json.loads(cli("audit", "checkpoint", "-w", "-").stdout)["workspace"] == "-"
+    copied = tmp_path / "deployment-checkpoints.json"
+    assert cli("audit", "checkpoints", "-w", "-", "-o", str(copied)).exit_code == 0
+    done = cli("audit", "verify", "-w", "-", "--checkpoints", str(copied), "--public-key", str(copied))
+    assert done.exit_code == 0 and json.loads(done.stdout)["checked"] == 2, done.output
+    tamper = Tamperer(database_url)
+    tamper.replace_in_state(str(FEED_ID), '"evil-js"', '"evil-jx"')
+    tamper.close()
+    done = cli("audit", "verify", "-w", "-", "--checkpoints", str(copied), "--public-key", str(copied))
+    assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "altered"
+    assert f"FAILED: record 2 (runcode_policy:AdvisoryFeed.Imported {FEED_ID} v2) was altered" in done.stderr
+    assert cli("audit", "verify", "-w", "acme").exit_code == 0  # a workspace's chain holds none of it
+
+
+def test_verify_leaves_the_store_as_found_and_refuses_read_models_of_another_version(cli, acme, database_url):
+    """Opening the store had rebuilt every read model (and dropped the snapshots) when its version
+    row said another version: a decision edited in the table was put back, the evidence gone, and
+    verify said ok."""
+    tamper = Tamperer(database_url)
+    tamper.sql(
+        "UPDATE rcp_decisions SET allowed = NOT allowed, reason = 'matches-the-deny-list' WHERE id = %s", (acme[0],)
+    )
+    tamper.sql("UPDATE rcp_read_model SET version = 1")
+    tamper.sql("DELETE FROM rcp_checkpoint_notes")  # verifying had signed them again (the key is here)
+    found = tamper.contents()
+    try:
+        done = cli("audit", "verify", "-w", "acme")
+        assert done.exit_code == 1 and "Traceback" not in done.output
+        assert done.stderr.startswith("Error: the store's read models are version 1, this code's are ")
+        assert "nothing was verified" in done.stderr and len(done.stderr.splitlines()) == 1
+        assert tamper.contents() == found
+        tamper.sql("UPDATE rcp_read_model SET version = %s", (READ_MODEL_VERSION,))
+        found = tamper.contents()
+        done = cli("audit", "verify", "-w", "acme")  # the edit is still there to be named
+        assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "altered"
+        assert f"the decisions table differs from its sealed event: decision {acme[0]}" in done.stderr
+        assert tamper.contents() == found
+    finally:
+        tamper.close()
+
+
+def test_verify_names_a_sealed_position_moved_back_in_one_line(cli, acme, database_url):
+    """It had been `cannot be read as a runcode-policy store: UNIQUE constraint failed`."""
+    tamper = Tamperer(database_url)
+    tamper.sql("UPDATE rcp_chain_position SET notification_id = 1")
+    tamper.close()
+    done = cli("audit", "verify", "-w", "acme")
+    assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "altered"
+    assert done.stderr.startswith("Error: audit verification FAILED: the sealer's position (rcp_chain_position)")
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # PostgreSQL's bytea holds no text
+def test_a_stored_state_turned_to_text_is_one_line_for_verify_and_export_never_a_traceback(
+    cli, acme, database_url, tmp_path
+):
+    tamper = Tamperer(database_url)
+    tamper.sql("UPDATE stored_events SET state = CAST(state AS TEXT) WHERE originator_id = %s", (tamper.oid(acme[0]),))
+    tamper.close()
+    done = cli("audit", "verify", "-w", "acme")
+    assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "altered"
+    assert done.stderr.endswith(f"{acme[0]} v1) was altered: its stored state is not bytes (stored as text)\n")
+    export = tmp_path / "slice.jsonl"
+    done = cli("decisions", "export", "-w", "acme", "--format", "jsonl", "--chain", "-o", str(export))
+    assert done.exit_code == 1 and "Traceback" not in done.output and not export.exists()
+    assert "its stored state is not bytes (stored as text)" in done.stderr

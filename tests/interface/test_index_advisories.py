@@ -14,11 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from domain.advisories import FEED_ID
+from interface import create_app
 from tests.support import clients
+from tests.support.http_client import LiveServer
 from tests.support.index_fixtures import run_decisions, set_policy, start_run
 from tests.support.index_live import index_live_env, sqlite_store  # noqa: F401 - fixtures live_env, database_url
 from tests.support.npm_upstream import NpmUpstream, Release
 from tests.support.pypi_upstream import Dist, PyPIUpstream
+from tests.support.tamper import Tamperer
 
 OSV = Path(__file__).parents[1] / "corpus" / "osv" / "malicious"
 W = "/api/v1/workspaces/acme"
@@ -189,3 +193,27 @@ def test_names_the_upstream_lacks_are_listed_with_counts_and_sandboxes_and_fail_
     assert names[("node", "reqeusts-slop")]["count"] == 2 and names[("python", "reqeusts-slop")]["count"] == 1
     assert all(n["now_exists"] is False and n["first_asked"].endswith("Z") for n in names.values())
     assert live.call("GET", W + "/unknown-names?days=0", live.tokens["auditor"]).status == 422
+
+
+def test_an_import_altered_in_the_store_refuses_every_file_until_restored_not_just_the_first(
+    live, app, open_app, database_url, tmp_path, live_env
+):
+    """The feed is sealed in the deployment's chain `-`; a package renamed in its stored import
+    had made the first request after a restart 503 and every later one serve known malware."""
+    set_policy(app, "denylist")
+    assert import_advisories(live, [record("npm/0-dns/MAL-2022-9.json")]).status == 201
+    app.chain.seal()
+    tamper = Tamperer(database_url)
+    tamper.replace_in_state(str(FEED_ID), '"0-dns"', '"0-dnx"')
+    tamper.close()
+    env = {"RUNCODE_POLICY_DATA_DIR": str(tmp_path), **live_env}
+    restarted = LiveServer(create_app(env=env, governance=open_app()))  # a worker that loads the feed anew
+    restarted.tokens = live.tokens
+    try:
+        run = start_run(restarted)
+        for path in ("/npm/acme/0-dns/-/0-dns-1.0.0.tgz", "/npm/acme/0-dns/-/0-dns-1.0.0.tgz", "/npm/acme/other"):
+            reply = restarted.call("GET", path, run["token"])
+            assert reply.status == 503, (path, reply.status)
+            assert "no longer hashes to its sealed value (altered)" in reply.json["detail"]
+    finally:
+        restarted.close()

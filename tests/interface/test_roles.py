@@ -118,8 +118,10 @@ PUBLIC = {
 
 
 # Deployment-wide, any workspace's token of the role (owner: 201; admin: 403; none: 401), shown in
-# tests/interface/test_index_advisories.py::test_advisories_import_at_the_deployments_own_path_with_an_owner_token.
-DEPLOYMENT = {("POST", "/api/v1/advisories")}
+# tests/interface/test_index_advisories.py::test_advisories_import_at_the_deployments_own_path_with_an_owner_token,
+# and the deployment's own chain (auditor+), in
+# tests/interface/test_audit_api.py::test_any_workspaces_auditor_verifies_the_deployments_own_chain_of_advisory_imports.
+DEPLOYMENT = {("POST", "/api/v1/advisories"), ("GET", "/api/v1/audit/checkpoints"), ("GET", "/api/v1/audit/verify")}
 
 
 def registered(app) -> set[tuple[str, str]]:

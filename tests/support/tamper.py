@@ -53,6 +53,15 @@ class Tamperer:
             (self.oid(originator_id), version),
         )[0][0]
 
+    def contents(self) -> dict[str, list[tuple]]:
+        """Every table of the store and its rows, in one order: what a reader must leave as found."""
+        if self.postgres:
+            names = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        else:
+            names = "SELECT name FROM sqlite_master WHERE type = 'table'"
+        tables = sorted(name for (name,) in self.sql(names))
+        return {t: sorted(map(tuple, self.conn.execute(f'SELECT * FROM "{t}"').fetchall()), key=repr) for t in tables}
+
     # -- the attacks ----------------------------------------------------------------------------
     def replace_in_state(self, originator_id: str, old: str, new: str) -> None:
         if self.postgres:

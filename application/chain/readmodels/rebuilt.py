@@ -1,6 +1,6 @@
 """The read models checked by rebuilding them: runs, requests and their askers, exceptions, the
-decision counts the overview and impact read (fetched versions with their facts too), and console
-sessions.
+decision counts the overview and impact read (fetched versions with their facts too), console
+sessions, the workspace's own row (who created it, when) and every token name it gave.
 
 The workspace's stored events (those its chain seals, then any still waiting for the sealer)
 are replayed, in order, through the very projection that wrote the live tables (the counts
@@ -41,6 +41,8 @@ KEYS = {
     "impact_sandboxes": ("language", "name", "sandbox"),
     "impact_versions": ("day", "language", "name", "version", "sdist", "sandbox", "allowed"),
     "console_sessions": ("id",),
+    "workspaces": ("workspace",),
+    "token_names": ("name_key",),
 }
 _OF_WORKSPACE = {"run_decisions": "decision IN (SELECT id FROM {decisions} WHERE workspace = %s)"}
 
