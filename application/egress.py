@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address
 
+from application.callers import Guard
 from application.decision_writer import DecisionWriter
 from application.policies import Policies
 from domain.decision import Decision, DecisionRecord
@@ -139,11 +140,14 @@ class EgressJudge:
         resolved: Sequence[str] = (),
         context: dict | None = None,
         unresolved: str | None = None,
+        token: str | None = None,
     ) -> dict:
         """Judge with the deployment's configuration, then the workspace's egress allowlist as it
         stands now, and record the decision before answering. `unresolved`: why the caller's own
         lookup of an allowed name failed; the lookup left the machine, so it is recorded, as a
-        denial (`invalid-target`, the failure its detail): nothing was reached.
+        denial (`invalid-target`, the failure its detail): nothing was reached. `token`: the
+        caller's token id, when there is one: the recording checks it is still active and the
+        version judged still the head (StaleCaller otherwise, nothing recorded: judge again).
 
         Raises StoreUnavailableError (503) when it cannot be recorded: the caller must deny.
         """
@@ -156,7 +160,8 @@ class EgressJudge:
         shown = without_userinfo(target)  # a password in a URL is not kept in the audit log
         record = DecisionRecord.for_egress(shown, verdict, resolved, check_context(context), version).to_dict()
         decision = Decision.recorded(workspace, record)
-        self.writer.record_events(decision)
+        guard = Guard(token, workspace, version) if token is not None and version is not None else None
+        self.writer.record_events(decision, guard=guard)
         return egress_answer(verdict, str(decision.originator_id))
 
     def judge_egress(self, target: str, resolved: Sequence[str] = (), workspace: str | None = None) -> dict:

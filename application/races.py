@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from eventsourcing.persistence import IntegrityError
 
+from application.store.guards import StaleCaller
 from domain.errors import ConflictError, FieldError
 
 ATTEMPTS = 50
@@ -44,3 +45,19 @@ def too_fast(what: str = "the policy", field: str = "expected_version") -> Confl
     return ConflictError(
         f"{what} is changing too fast to apply this; try again", [FieldError(field, f"{what} kept moving")]
     )
+
+
+def once_more_if_stale(call, remembered: bool):
+    """`call(remembered)`; when the caller or the version it judged by no longer held (nothing
+    was recorded), again reading the token and the head, a few times: Saves may keep landing
+    between a judgement and its recording. Then 409, as for a Save that kept losing its race."""
+    try:
+        return call(remembered)
+    except StaleCaller:
+        pass
+    for _ in range(ATTEMPTS):
+        try:
+            return call(False)
+        except StaleCaller:
+            continue
+    raise too_fast()

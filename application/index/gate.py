@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from application.advisories import Advisories
+from application.callers import Guard
 from application.decision_writer import AlreadyRecorded, DecisionWriter
 from application.index.listing import Listing, Listings, ListingSource
 from application.index.memory import DEFAULT_MEMORY, IndexMemory
@@ -197,7 +198,7 @@ class IndexGate:
         named = fetch_decision_id(principal.run, key[1:], outcome) if principal.run is not None else None
         decision = Decision.recorded(principal.workspace, record, named)
         try:
-            self._writer.record_events(decision, named=named is not None)
+            self._writer.record_events(decision, guard=_guard(principal, outcome[2]), named=named is not None)
         except AlreadyRecorded:
             return str(decision.originator_id), False
         return str(decision.originator_id), True
@@ -333,7 +334,8 @@ class IndexGate:
     def _record_all(self, made: list[tuple[tuple, tuple, Decision.Recorded]], principal: Principal) -> None:
         """Several (key, outcome, decision) in one commit, then remembered."""
         if made:
-            self._writer.record_events(*(decision for _, _, decision in made))  # StoreUnavailableError: a 503
+            decisions = (decision for _, _, decision in made)  # all judged by one version
+            self._writer.record_events(*decisions, guard=_guard(principal, made[0][1][2]))  # StoreUnavailableError: 503
             for key, outcome, decision in made:
                 self._remember(key, outcome, str(decision.originator_id), principal)
 
@@ -415,6 +417,14 @@ class IndexGate:
     def _remember(self, key: tuple, outcome: tuple, decision_id: str, principal: Principal) -> None:
         deadline = principal.expires or time.monotonic() + TOKEN_WINDOW_SECONDS
         self._seen.put(key, (outcome, decision_id, deadline))
+
+
+def _guard(principal: Principal, version: int) -> Guard:
+    """What the recording transaction checks under the events' lock: the reader's token still
+    active and `version`, the one judged by, still the head. Otherwise nothing is recorded
+    (StaleCaller) and the fetch is judged again (interface.index.access.judged_afresh): a Save
+    that committed meanwhile is in force, and no decision is recorded after it by an older one."""
+    return Guard(principal.token, principal.workspace, version)
 
 
 def registry_spec(language: str, name: str) -> Spec:

@@ -26,11 +26,11 @@ from werkzeug.exceptions import InternalServerError
 
 from application import StoreUnavailableError
 from application.formats import strict_json
+from application.races import once_more_if_stale
 from domain.errors import GovernanceError
 from interface import metrics
 from interface.api.auth import authorize, bearer_caller
 from interface.api.blueprint import W, api
-from interface.api.routing import once_more_if_stale
 from interface.api.views import post_evaluate
 from interface.problems import governance_problem, problem
 from interface.services import services

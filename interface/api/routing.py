@@ -10,9 +10,8 @@ from functools import wraps
 from flask import Blueprint, request
 from pydantic import BaseModel
 
-from application import StaleCaller
 from application.formats import strict_json
-from application.races import ATTEMPTS, too_fast
+from application.races import once_more_if_stale
 from interface.api.auth import authenticate, authorize
 from interface.problems import HTTPProblem
 from interface.services import services
@@ -82,22 +81,6 @@ class Api:
             return handle
 
         return decorate
-
-
-def once_more_if_stale(call, remembered: bool):
-    """`call(remembered)`; when the caller or the version it judged by no longer held (nothing
-    was recorded), again reading the token and the head, a few times: Saves may keep landing
-    between a judgement and its recording. Then 409, as for a Save that kept losing its race."""
-    try:
-        return call(remembered)
-    except StaleCaller:
-        pass
-    for _ in range(ATTEMPTS):
-        try:
-            return call(False)
-        except StaleCaller:
-            continue
-    raise too_fast()
 
 
 def json_body():

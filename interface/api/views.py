@@ -242,7 +242,7 @@ def delete_token(gov, ws, caller, token_id):
 )
 def post_egress_evaluate(gov, ws, caller, body):
     context = body.context.model_dump() if body.context else {}
-    answer = gov.egress.evaluate_egress(ws, body.target, body.resolved, context)
+    answer = gov.egress.evaluate_egress(ws, body.target, body.resolved, context, token=caller["id"])
     metrics.count_decisions([{"kind": "egress", **answer}])
     return answer
 

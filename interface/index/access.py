@@ -16,16 +16,30 @@ from __future__ import annotations
 import base64
 import binascii
 from contextlib import contextmanager
+from functools import wraps
 
 from flask import request
 
 from application.index import PackageIndex, Principal, may_read
+from application.races import once_more_if_stale
 from domain.decision import RUN_FAILED
 from domain.errors import FieldError
 from domain.limits import MAX_TEXT
 from interface.index.upstream import UpstreamProblem
 from interface.problems import HTTPProblem
 from interface.services import services
+
+
+def judged_afresh(view):
+    """An index route whose recording found the policy head moved since it judged (nothing was
+    recorded) is run again from the start, its token and the head read afresh; a few times, then
+    409, as `/evaluate` does."""
+
+    @wraps(view)
+    def run(*args, **kwargs):
+        return once_more_if_stale(lambda _: view(*args, **kwargs), remembered=False)
+
+    return run
 
 
 def package_index() -> PackageIndex:

@@ -25,6 +25,7 @@ from domain.errors import GovernanceError
 from interface import metrics
 from interface.index import files, packument
 from interface.index.access import (
+    judged_afresh,
     package_index,
     reader,
     record_upstream_failure,
@@ -65,6 +66,7 @@ def pages() -> Pages:
 
 @blueprint.route("/npm/<ws>/", methods=["GET", "HEAD"])
 @blueprint.route("/npm/<ws>/<path:rest>", methods=["GET", "HEAD"])
+@judged_afresh
 def package(ws, rest=""):
     principal = reader(ws, UNAUTHENTICATED)
     within_limits(name=rest)

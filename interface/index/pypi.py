@@ -27,6 +27,7 @@ from application.index.gate import registry_spec
 from interface import metrics
 from interface.index import core_metadata, files, simple
 from interface.index.access import (
+    judged_afresh,
     package_index,
     reader,
     record_upstream_failure,
@@ -124,6 +125,7 @@ def _canonical(project: str) -> str:
 
 
 @blueprint.route("/pypi/<ws>/simple/<project>/", methods=READ)
+@judged_afresh
 def project_page(ws, project):
     raised = request.environ.pop(RAISED, None)
     if raised is not None:  # judged in front of Flask, after the same steps as below
@@ -242,6 +244,7 @@ def _file_entry(project: str, dist: str) -> dict | None:
 
 
 @blueprint.route("/pypi/<ws>/files/<project>/<filename>", methods=READ)
+@judged_afresh
 def file(ws, project, filename):
     principal = reader(ws, UNAUTHENTICATED)
     within_limits(project=project, filename=filename)

@@ -97,3 +97,24 @@ def test_an_agent_asks_for_a_host_and_an_admin_grants_it_for_a_while(app, worksp
     assert not app.egress.test_egress(workspace, "https://files.example.com/x", PUBLIC, at=later)["allowed"]
     with pytest.raises(InvalidInputError):
         app.access.file_request(workspace, "egress", "*.example.com", "all of it", None, "agent", "t1")
+
+
+def test_an_egress_decision_a_save_elsewhere_overtook_is_not_recorded_after_it(app, open_app, workspace, monkeypatch):
+    from application.store.guards import StaleCaller
+
+    token = app.issue_token(workspace, "sbx", "sandbox", by="founder")["id"]
+    app.save_policy(workspace, {"egress": {"allow": ["api.github.com"]}}, by="alice")
+    read = app.policies.egress
+
+    def overtaken(*args, **kwargs):  # another worker's Save commits between the judgement and its recording
+        found = read(*args, **kwargs)
+        monkeypatch.setattr(app.policies, "egress", read)
+        open_app().save_policy(workspace, {"egress": {"allow": ["example.org"]}}, by="bob")
+        return found
+
+    monkeypatch.setattr(app.policies, "egress", overtaken)
+    with pytest.raises(StaleCaller):
+        app.egress.evaluate_egress(workspace, "https://api.github.com/", PUBLIC, token=token)
+    assert list(app.audit.export_decisions(workspace)) == []
+    again = app.egress.evaluate_egress(workspace, "https://api.github.com/", PUBLIC, token=token)
+    assert (again["allowed"], len(list(app.audit.export_decisions(workspace)))) == (False, 1)

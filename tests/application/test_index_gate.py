@@ -52,6 +52,24 @@ def test_one_decision_per_run_project_and_request_kind(app, sandbox):
     assert len(app.audit.decisions("acme", {"source": "index"})["decisions"]) == 4
 
 
+def test_a_fetch_read_just_before_a_save_elsewhere_is_not_recorded_after_it(app, open_app, sandbox):
+    """The token and the head read together, then a Save commits in another process before the
+    recording: nothing is recorded (as for /evaluate), and judged again the fetch is the new
+    head's. Such decisions had been recorded after the newer version, carrying the older one."""
+    from application.store.guards import StaleCaller
+
+    policy(app, "allowlist", allow=["flip", "other"])
+    run = app.index.runs.start("acme", sandbox)["token"]
+    principal = app.index.authenticate(run)  # reads the head: the version allowing flip
+    app.index.gate.judge(principal, "python", "other", "page")  # this worker caches that version's rules
+    policy(open_app(), "allowlist", allow=["other"])  # another worker removes flip
+    with pytest.raises(StaleCaller):
+        app.index.gate.judge(principal, "python", "flip", "page")
+    assert [d["name"] for d in app.audit.decisions("acme", {"source": "index"})["decisions"]] == ["other"]
+    again = app.index.gate.judge(app.index.authenticate(run), "python", "flip", "page")
+    assert (again["allowed"], again["reason"]) == (False, "not-on-the-allow-list")
+
+
 def test_a_plain_sandbox_token_may_read_the_index_and_an_auditor_may_not(app, workspace):
     from application.index import may_read
 

@@ -165,3 +165,24 @@ def test_the_console_audit_log_shows_index_downloads_with_file_and_version(live,
             "index (download)",
         ),
     ]  # the spec cell holds the file and version under the spec (a <br> between)
+
+
+def test_a_fetch_a_save_elsewhere_overtook_is_judged_again_and_recorded_by_the_new_version(
+    live, app, open_app, monkeypatch
+):
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    run = start_run(live)
+    assert fetch(live, "/pypi/acme/simple/beta/", run["token"]).status == 200  # this worker caches the version
+    gate = type(app.index.gate)
+    record = gate._record
+
+    def overtaken(self, *args, **kwargs):  # another worker's Save commits between judging and recording
+        monkeypatch.setattr(gate, "_record", record)
+        set_policy(open_app(), "allowlist", python=["beta"])
+        return record(self, *args, **kwargs)
+
+    monkeypatch.setattr(gate, "_record", overtaken)
+    page = fetch(live, "/pypi/acme/simple/alpha/", run["token"])
+    assert page.status == 200 and page.json["files"] == [], page.body  # quarantined: alpha is denied now
+    alpha = [(d["allowed"], d["policy_version"]) for d in run_decisions(live, run) if d["name"] == "alpha"]
+    assert alpha == [(False, app.policies.load_policy("acme").policy_version)]
