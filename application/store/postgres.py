@@ -3,23 +3,46 @@
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+from eventsourcing.persistence import InterfaceError, OperationalError
 from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg.pq import TransactionStatus
 from psycopg.sql import SQL
+from psycopg_pool import PoolTimeout
 
 from application.store import chain, merkle
 from application.store.guards import GUARD_FAILED, guards_statement
 from application.store.literals import Bind, binder
-from application.store.outage import retried
+from application.store.outage import did_not_answer, retried
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, postgres_dialect
 
 EVENT_COLUMNS = "originator_id, originator_version, topic, state"
 LOCK_STATEMENTS = 2  # lock_statements: the lock timeout, the table lock
 RECONNECT_SECONDS = 10.0
+
+
+def idle_checked_after_loss(get_connection, pool):
+    """The datastore's connections, with the pool's idle ones checked once one was found lost:
+    a server restart kills every pooled connection at once, and each would otherwise fail the
+    request that next takes it (an idle worker answered 503 for a minute after PostgreSQL was
+    back). Checking on loss costs nothing while connections work, where a check on every
+    checkout (the library's `pre_ping`) costs a round trip each."""
+
+    @contextmanager
+    def connection():
+        try:
+            with get_connection() as conn:
+                yield conn
+        except (OperationalError, InterfaceError) as error:
+            if did_not_answer(error) and not isinstance(error.__cause__, PoolTimeout):
+                pool.check()  # drops the dead ones, and the pool makes new ones in the background
+            raise
+
+    return connection
 
 
 class PostgresGovernanceRecorder(PostgresApplicationRecorder):
@@ -38,6 +61,7 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         # back after 40 s was used again 20 s later. With a short window the pool gives up its
         # backoff and the next request (the decision writer's probe, each second) starts afresh.
         datastore.pool.reconnect_timeout = RECONNECT_SECONDS
+        datastore.get_connection = idle_checked_after_loss(datastore.get_connection, datastore.pool)
         super().__init__(datastore, events_table_name=events_table_name)
         # The library's statements before the insert (its lock timeout, the table lock), plain:
         # in one simple-query message they cost no round trip, and an anonymous `DO` block,

@@ -92,3 +92,41 @@ def test_a_lost_connection_is_tried_again_on_another(postgres_database):
 
         select()
     assert attempts == [lost, fresh]
+
+
+def test_after_a_restart_killed_every_pooled_connection_one_request_fails_not_one_per_connection(
+    primed_schema_url, postgres_database, monkeypatch
+):
+    """A server restart kills every idle connection at once: the first request to meet one
+    fails (the store did not answer), the pool's other idle ones are checked then, and the next
+    requests are answered (each had failed in turn, an idle worker's 503s lasting a minute)."""
+    import time
+    import uuid
+
+    from application.governance import Governance
+    from application.store import store_env
+
+    name = f"rcp-restart-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("PGAPPNAME", name)  # libpq names every connection the pool makes
+    app = Governance(env=store_env(primed_schema_url))
+    try:
+        app.create_workspace("acme", by="founder")
+        pool = app.recorder.datastore.pool
+        deadline = time.monotonic() + 10
+        while pool.get_stats()["pool_available"] < pool.min_size and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert pool.get_stats()["pool_available"] >= 4, pool.get_stats()
+        with psycopg.connect(postgres_database, autocommit=True, application_name="rcp-admin") as admin:
+            killed = admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", (name,)
+            ).fetchall()
+        assert len(killed) >= 4
+        failures = 0
+        for _ in range(6):
+            try:
+                app.readmodel.head_version("acme")
+            except OperationalError:
+                failures += 1
+        assert failures <= 1
+    finally:
+        app.close()
