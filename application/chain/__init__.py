@@ -2,6 +2,6 @@
 checkpoints of its heads, and their verification (README, "Audit integrity")."""
 
 from application.chain.audit_chain import AuditChain, NoSigningKeyError
-from application.chain.signing import AuditKey, parse_public_key
+from application.chain.signing import AuditKey, parse_public_key, parse_public_keys
 
-__all__ = ["AuditChain", "AuditKey", "NoSigningKeyError", "parse_public_key"]
+__all__ = ["AuditChain", "AuditKey", "NoSigningKeyError", "parse_public_key", "parse_public_keys"]

@@ -98,6 +98,27 @@ def parse_public_key(text: str, source: str) -> Ed25519PublicKey:
         raise _refusal(source, "must be PEM or the base64 of 32 raw Ed25519 bytes") from None
 
 
+def parse_public_keys(text: str, source: str) -> list[Ed25519PublicKey]:
+    """`parse_public_key`; for the service's public-key document (or a checkpoints copy carrying
+    it), also the keys it lists as `previous`: those the deployment trusts for its checkpoints
+    (keys rotated out, other instances' keys), as its own verify does."""
+    keys = [parse_public_key(text, source)]
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return keys  # PEM or base64: one key
+    if isinstance(document, dict) and isinstance(document.get("public_key"), dict):
+        document = document["public_key"]  # a copied checkpoints file
+    previous = document.get("previous") if isinstance(document, dict) else None
+    if not isinstance(previous, list):
+        return keys
+    for index, entry in enumerate(previous):
+        if not isinstance(entry, dict):
+            raise _refusal(f"{source} previous[{index}]", "must be a public-key document")
+        keys.append(parse_public_key(json.dumps(entry), f"{source} previous[{index}]"))
+    return keys
+
+
 def signature_valid(public: Ed25519PublicKey, signature: str, message: bytes) -> bool:
     try:
         public.verify(base64.b64decode(signature, validate=True), message)

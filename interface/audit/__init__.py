@@ -27,6 +27,9 @@ def install(governance, settings) -> None:
     if settings.audit_witness and governance.chain.proofs.witness is None:
         governance.chain.proofs.witness = WitnessPusher(settings.audit_witness, governance.chain.proofs.tree)
     if settings.audit_sealing:
+        # The signing process makes its key now, not at its first checkpoint: the CLI beside it
+        # (`audit checkpoint`) signs with this key and never makes one of its own.
+        governance.chain.key  # noqa: B018 - read for its effect
         governance.chain.start(checkpoint_every=settings.audit_checkpoint_seconds)
 
 

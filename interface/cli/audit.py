@@ -10,12 +10,12 @@ import json
 
 import click
 
-from application.chain import parse_public_key
+from application.chain import parse_public_keys
 from application.chain.signing import key_id
 from application.chain.slices import verify_slice
 from application.formats import strict_json
 from domain.errors import FieldError, InvalidInputError
-from interface.audit import configure
+from interface.audit import KEY_VAR, configure
 from interface.cli.audit_offline import verify_proof, verify_receipt_command, witness
 from interface.cli.common import governance, read_text
 from interface.exports import written
@@ -60,9 +60,11 @@ def audit() -> None:
     """The tamper-evident record: copy checkpoints out, verify against them (README: Audit integrity)."""
 
 
-def _governance(create_key: bool, as_found: bool = False):
+def _governance(as_found: bool = False):
+    """The store, with the service's signing key if this host has it: the CLI never makes one
+    (a key made here would sign checkpoints no instance's trusted keys verify)."""
     gov = governance(as_found=as_found)  # the CLI's one store per invocation
-    configure(gov.chain, Settings.from_env(), create=create_key)
+    configure(gov.chain, Settings.from_env(), create=False)
     return gov
 
 
@@ -76,7 +78,7 @@ def _echo_json(value) -> None:
 @public_key_option
 def verify(workspace: str, checkpoint_files: tuple[str, ...], key_files: tuple[str, ...]) -> None:
     """Recompute WORKSPACE's chain from the store and check every checkpoint; exit 1 on any mismatch."""
-    gov = _governance(create_key=False, as_found=True)  # it reads the store, never writes it
+    gov = _governance(as_found=True)  # it reads the store, never writes it
     copied = [c for path in checkpoint_files for c in read_checkpoints(path)]
     result = gov.chain.verify(workspace, copied, keys=trusted(gov.chain.trusted_keys(), key_files))
     _echo_json(result)
@@ -101,7 +103,7 @@ def verify(workspace: str, checkpoint_files: tuple[str, ...], key_files: tuple[s
 )
 def checkpoints(workspace: str, output: str) -> None:
     """Copy WORKSPACE's signed checkpoints out (JSON, with the public key that verifies them)."""
-    gov = _governance(create_key=False)
+    gov = _governance()
     document = {"workspace": workspace, "checkpoints": gov.chain.all_checkpoints(workspace)}
     if gov.chain.key is not None:
         document["public_key"] = gov.chain.public_keys()
@@ -114,13 +116,19 @@ def checkpoints(workspace: str, output: str) -> None:
 @workspace_option
 def checkpoint(workspace: str) -> None:
     """Seal what is recorded and sign WORKSPACE's head now."""
-    _echo_json(_governance(create_key=True).chain.checkpoint(workspace))
+    chain = _governance().chain
+    if not chain.has_key:
+        raise click.ClickException(
+            "no audit signing key here: run this where the service keeps its key (its data directory, "
+            f"or {KEY_VAR} or its signer, set as the service has them)"
+        )
+    _echo_json(chain.checkpoint(workspace))
 
 
 @audit.command("public-key")
 def public_key() -> None:
     """The public key that verifies this service's checkpoints (also GET /api/v1/audit/public-key)."""
-    _echo_json(_governance(create_key=False).chain.public_keys())
+    _echo_json(_governance().chain.public_keys())
 
 
 @audit.command("verify-export")
@@ -179,7 +187,7 @@ def _record(export: str, number: int, line: str) -> dict:
 
 
 def trusted(keys: dict, key_files: tuple[str, ...]) -> dict:
-    parsed = [parse_public_key(read_text(path), path) for path in key_files]
+    parsed = [key for path in key_files for key in parse_public_keys(read_text(path), path)]
     return keys | {key_id(k): k for k in parsed}
 
 

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from application.store.upgrade import READ_MODEL_VERSION
 from domain.advisories import FEED_ID
 from interface.cli import main
+from tests.support.audit_key import service_key
 from tests.support.tamper import Tamperer
 
 
@@ -18,6 +19,7 @@ from tests.support.tamper import Tamperer
 def cli(database_url, tmp_path):
     runner = CliRunner()
     env = {"RUNCODE_POLICY_DATABASE_URL": database_url, "RUNCODE_POLICY_DATA_DIR": str(tmp_path / "data")}
+    service_key(tmp_path / "data")  # on the service's host
 
     def run(*args: str):
         return runner.invoke(main, list(args), env=env, catch_exceptions=False)
@@ -158,8 +160,9 @@ def test_a_rotated_key_keeps_verifying_old_checkpoints_once_listed_as_previous(
     old_public.write_text(cli("audit", "public-key").stdout)
     key_file = tmp_path / "data" / "audit-signing-key.pem"
     key_file.rename(tmp_path / "retired.pem")
+    service_key(tmp_path / "data")  # the service's next start makes a new one
     open_app().evaluation.evaluate("acme", "python", ["numpy"], None, {})
-    assert cli("audit", "checkpoint", "-w", "acme").exit_code == 0  # signed by a new key, made on first use
+    assert cli("audit", "checkpoint", "-w", "acme").exit_code == 0  # signed by the new key
     done = cli("audit", "verify", "-w", "acme")
     assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "signature"  # the old one is unknown
     runner = CliRunner()
@@ -171,6 +174,11 @@ def test_a_rotated_key_keeps_verifying_old_checkpoints_once_listed_as_previous(
     done = runner.invoke(main, ["audit", "verify", "-w", "acme"], env=env, catch_exceptions=False)
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["checkpoints"] == 2
+    # An auditor's copy lists the keys the service trusts (`previous`): trusted with the copy.
+    copied = tmp_path / "checkpoints.json"
+    assert runner.invoke(main, ["audit", "checkpoints", "-w", "acme", "-o", str(copied)], env=env).exit_code == 0
+    done = cli("audit", "verify", "-w", "acme", "--checkpoints", str(copied), "--public-key", str(copied))
+    assert done.exit_code == 0, done.output
 
 
 def test_the_deployments_own_chain_of_advisory_imports_is_checkpointed_and_verified_with_w_dash(

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from application.chain import AuditKey, notes, parse_public_key
 from interface.cli import main
+from tests.support.audit_key import service_key
 
 SIGNER = """
 import base64, sys
@@ -78,9 +79,23 @@ def test_a_signer_whose_signature_does_not_match_its_public_key_signs_nothing(da
     assert "Traceback" not in done.output  # one line, exit 1
 
 
+def test_a_checkpoint_asked_where_no_key_is_kept_is_refused_and_makes_none(database_url, tmp_path, open_app):
+    """A key made by the CLI on another host had signed checkpoints no instance trusted: every
+    verification of the shared store failed from then on."""
+    runner = CliRunner()
+    env = cli_env(database_url, tmp_path / "elsewhere")
+    assert runner.invoke(main, ["workspace", "create", "acme"], env=env).exit_code == 0
+    open_app().evaluation.evaluate("acme", "python", ["pandas"], None, {})
+    done = runner.invoke(main, ["audit", "checkpoint", "-w", "acme"], env=env)
+    assert done.exit_code == 1 and "no audit signing key here" in done.output, done.output
+    assert not (tmp_path / "elsewhere" / "audit-signing-key.pem").exists()
+    assert runner.invoke(main, ["audit", "checkpoints", "-w", "acme"], env=env).stdout.count('"seq"') == 0
+
+
 def test_another_host_verifies_against_the_trusted_keys_instead_of_reading_tampering(database_url, tmp_path):
     runner = CliRunner()
     signing_host = cli_env(database_url, tmp_path / "host-a")
+    service_key(tmp_path / "host-a")  # where the service runs
     runner.invoke(main, ["workspace", "create", "acme"], env=signing_host)
     assert runner.invoke(main, ["audit", "checkpoint", "-w", "acme"], env=signing_host).exit_code == 0
     key = runner.invoke(main, ["audit", "public-key"], env=signing_host).stdout

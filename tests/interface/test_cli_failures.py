@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from interface.cli import main
 from interface.exports import Stopped, output_file
+from tests.support.audit_key import service_key
 
 
 @pytest.fixture
@@ -25,6 +26,7 @@ def cli(tmp_path):
         "RUNCODE_POLICY_DATABASE_URL": f"sqlite:///{tmp_path}/store.sqlite",
         "RUNCODE_POLICY_DATA_DIR": str(tmp_path / "data"),
     }
+    service_key(tmp_path / "data")  # on the service's host
 
     def run(*args: str):
         return runner.invoke(main, list(args), env=env)
