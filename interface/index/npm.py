@@ -129,11 +129,15 @@ def packument_answer(principal, ws: str, name: str) -> Response:
 def _restricted(name: str, message: str, media: str, policy_version) -> Response:
     """npm's E403 for a denied package. Upstream is never asked: with a packument kept from
     before, its version numbers are restricted (npm: "Could not download beta@^1.0.0 due to
-    policy violations"); without one, a 403 whose `error` npm prints."""
+    policy violations"); without one, a 403 whose `error` npm prints, its body carrying the
+    restriction too (no version numbers: an empty list of them would read as "no such version")."""
     notice = {"npm-notice": packument.notice(message)}
     document = kept_packument(name)
     if document is None:
-        raise HTTPProblem(403, "Forbidden", message, headers=notice)
+        answer = _refused(HTTPProblem(403, "Forbidden", message, headers=notice))
+        body = json.loads(answer.get_data())
+        answer.set_data(json.dumps({**body, "policyRestrictions": {"message": message, "versions": {}}}))
+        return answer
     response = _json(packument.restricted(document, name, message), media, policy_version)
     response.headers.update(notice)
     return response

@@ -151,6 +151,14 @@ def test_a_denied_package_carries_policy_restrictions_and_a_notice(live, app):
     assert "beta is not on the Node allow list" in reply.headers["npm-notice"]
 
 
+def test_a_denied_package_never_fetched_is_403_with_its_restriction_and_a_notice(live, app):
+    set_policy(app, "allowlist", node=["alpha"])
+    reply = bearer(live, "/npm/acme/beta")  # nothing kept, and upstream is never asked for it
+    assert reply.status == 403 and "beta is not on the Node allow list" in reply.json["error"]
+    assert reply.json["policyRestrictions"] == {"message": reply.json["error"], "versions": {}}
+    assert "beta is not on the Node allow list" in reply.headers["npm-notice"]
+
+
 def test_a_tarball_of_a_package_denied_after_its_packument_was_fetched_is_403(live, app):
     set_policy(app, "allowlist", node=["alpha", "beta"])
     tarball = bearer(live, "/npm/acme/beta").json["versions"]["1.0.0"]["dist"]["tarball"].removeprefix(live.url)
