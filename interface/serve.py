@@ -116,6 +116,10 @@ def worker_app():
     from interface.app import create_app
     from interface.services import services
 
+    # Out of the terminal's process group: Ctrl-C reaches the parent alone, which stops the
+    # workers after their requests in flight. A worker that took the same SIGINT itself could
+    # miss the parent's stop and hold the port until the parent's 30 s kill timeout.
+    os.setpgrp()
     app = create_app()
     seconds = services(app).settings.stalled_client_seconds
     threading.Thread(target=cut_stalled_clients, args=(seconds,), daemon=True, name="stalled-clients").start()

@@ -14,6 +14,7 @@ import sys
 import urllib.error
 import urllib.request
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -245,3 +246,30 @@ def test_decisions_export_shows_its_progress_only_to_a_person_at_a_terminal(data
     assert done.returncode == 0 and len(target.read_text().splitlines()) == 4
     assert re.search(r"exporting decisions\s+\[#+\]\s+3\b", shown), shown  # rows written, as they go
     assert "exported 3 decisions" in shown
+
+
+def test_ctrl_c_at_the_terminal_stops_serve_and_its_workers_promptly(tmp_path):
+    """Ctrl-C signals the terminal's whole process group. Workers that took it too could miss
+    the parent's stop: `serve` then held the port until its 30 s kill timeout. A hang, not a
+    speed: the bound is far above the 2 s a stop takes and far below the timeout."""
+    import signal
+
+    from tests.support.service import wait_until_healthy
+
+    env = {**os.environ, "RUNCODE_POLICY_DATA_DIR": str(tmp_path / "var")}
+    command = [sys.executable, "-m", "interface.cli", "serve", "--port", "0", "--workers", "2"]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               start_new_session=True)  # fmt: skip
+    try:
+        line = next(x for x in process.stdout if x.startswith("runcode-policy listening on "))
+        wait_until_healthy(line.split()[3])
+        children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text()
+        workers = [p for p in children.split() if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()]
+        assert len(workers) == 2
+        os.killpg(process.pid, signal.SIGINT)  # as the terminal sends it
+        assert process.wait(timeout=20) == 0
+        assert not [w for w in workers if os.path.exists(f"/proc/{w}")]  # none left holding the port
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.stdout.close()
