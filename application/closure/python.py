@@ -126,7 +126,8 @@ def _choose(name, specifier, extras, page, requires, target, graph, hide) -> tup
         graph.cannot_follow(
             name,
             f"=={version}",
-            "no wheel for the target with PEP 658 metadata: its dependencies are known only after a build",
+            "no wheel for the target whose metadata the upstream serves apart (PEP 658): "
+            "its dependencies would be known only from the whole file or a build",
         )
         return str(version), []
     needs = []

@@ -103,7 +103,7 @@ def test_the_overview_counts_pending_requests_in_good_english(live):
 
 def test_the_sign_in_page_says_what_the_browser_really_keeps(live):
     hint = signed_in(live).get("/console/sign-in").plain
-    assert "only a random session id" in hint and "encrypted" not in hint
+    assert "a random session id" in hint and "never your token" in hint and "encrypted" not in hint
 
 
 def test_an_ended_request_says_who_approved_it_and_when_its_exception_ended(live):

@@ -11,6 +11,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from tests.support.corpus import SHARED_CORPUS_DIR
+
 REPO = Path(__file__).resolve().parents[2]
 NODE_BIN = REPO / "tests" / "support" / "node-tools" / "node_modules" / ".bin"
 PY_BIN = REPO / "tests" / "support" / "python-tools" / "bin"
@@ -50,6 +52,12 @@ PARTS = (
         lambda: (PY_BIN / "poetry").exists(),
     ),
     ("network namespaces", "the locked-down sandbox (root, unshare --net)", _namespaces),
+    (
+        "the shared corpus",
+        "the comparison of tests/corpus with the corpus its cases came from (not installed: CI keeps a copy "
+        "beside the checkout; the project's own cases run without it)",
+        lambda: SHARED_CORPUS_DIR.exists(),
+    ),
 )
 
 
