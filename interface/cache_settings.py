@@ -44,7 +44,7 @@ class CacheSettings:
         page_seconds = _whole(env, PAGE_SECONDS_VAR, DEFAULT_PAGE_SECONDS, 0, MAX_PAGE_SECONDS, errors)
         memory = _whole(env, MEMORY_BYTES_VAR, DEFAULT_MEMORY_BYTES, LEAST_BYTES, None, errors)
         if errors:
-            raise InvalidInputError("invalid index cache settings: " + "; ".join(e.message for e in errors), errors)
+            raise InvalidInputError("invalid index cache settings (the service does not start):", errors)
         directory = env.get(DIR_VAR) or os.path.join(data_dir, "cache")
         return cls(directory, max_bytes, page_seconds, IndexMemory(memory))
 
@@ -55,6 +55,6 @@ def _whole(env: Mapping[str, str], name: str, default: int, least: int, most: in
         return default
     if not text.isdecimal() or int(text) < least or (most is not None and int(text) > most):
         bound = f"from {least} to {most}" if most is not None else f"of at least {least}"
-        errors.append(FieldError(name, f"{name} must be a whole number {bound}, not {text!r}"))
+        errors.append(FieldError(name, f"{text!r} is not a whole number {bound}"))
         return default
     return int(text)

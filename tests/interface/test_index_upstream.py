@@ -436,3 +436,22 @@ def spellings(token: str) -> list[str]:
     """Every `Authorization` header that carries `token`, but its plainest one."""
     basic = [base64.b64encode(f"{user}:{token}".encode()).decode() for user in ("run", "pip")]
     return [f"bearer {token}", f"BEARER   {token}", f"Bearer {token}  ", *(f"Basic {b}" for b in basic)]
+
+
+def test_bad_cache_settings_refuse_the_start_naming_each_one_once(database_url):
+    env = service_env(
+        database_url,
+        "https://pypi.org/simple/",
+        RUNCODE_POLICY_CACHE_PAGE_SECONDS="abc",
+        RUNCODE_POLICY_CACHE_MAX_BYTES="0",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "interface.cli", "serve", "--port", "0"], env=env, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "Error: invalid index cache settings (the service does not start):",
+        "  RUNCODE_POLICY_CACHE_MAX_BYTES: '0' is not a whole number of at least 1",
+        "  RUNCODE_POLICY_CACHE_PAGE_SECONDS: 'abc' is not a whole number from 0 to 86400",
+    ]
