@@ -54,7 +54,7 @@ def test_an_index_memory_that_cannot_be_is_refused_naming_the_setting(value: str
     with pytest.raises(InvalidInputError) as refused:
         CacheSettings.from_env({MEMORY_BYTES_VAR: value}, "/data")
     assert [error.field for error in refused.value.errors] == [MEMORY_BYTES_VAR]
-    assert "at least 1048576" in str(refused.value)
+    assert "at least 1048576" in refused.value.errors[0].message
 
 
 def test_the_index_memory_defaults_to_64_mib_and_takes_what_is_set():
