@@ -12,7 +12,6 @@ recorded (10,000 decisions). Memory is the sum of VmRSS over the serve process a
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 import urllib.error
@@ -21,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench import pip_install, servers
+from bench.cpu import process_tree
 from bench.figures import Result, figure
 from tests.support.many_projects import ManyProjects
 
@@ -32,16 +32,12 @@ RETRIES = 30
 
 
 def rss_mib(pid: int) -> float:
-    """VmRSS of the process group led by `pid` (serve and its workers), in MiB."""
+    """VmRSS of the process tree of `pid` (serve and its workers, which leave its process group), in MiB."""
     total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for member in process_tree(pid):
         try:
-            if os.getpgid(int(entry.name)) != pid:
-                continue
-            status = (entry / "status").read_text()
-        except (OSError, ProcessLookupError):
+            status = Path(f"/proc/{member}/status").read_text()
+        except OSError:
             continue
         total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
     return total / 1024

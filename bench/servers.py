@@ -9,6 +9,7 @@ fails, and whatever it wrote besides its stop line is shown once it stopped (a w
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -18,6 +19,8 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from bench.cpu import process_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 START_SECONDS = 60
@@ -73,8 +76,10 @@ class Server:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
                 self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
+            except subprocess.TimeoutExpired:  # the whole tree: serve's workers leave its process group
+                for pid in process_tree(self.process.pid):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
                 self.process.wait(timeout=10)
 
     def died(self) -> bool:

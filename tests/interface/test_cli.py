@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import getpass
 import io
@@ -269,7 +270,9 @@ def test_ctrl_c_at_the_terminal_stops_serve_and_its_workers_promptly(tmp_path):
         os.killpg(process.pid, signal.SIGINT)  # as the terminal sends it
         assert process.wait(timeout=20) == 0
         assert not [w for w in workers if os.path.exists(f"/proc/{w}")]  # none left holding the port
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
+    finally:  # the workers left the parent's process group: each is killed by its own id
+        for pid in [process.pid, *locals().get("workers", [])]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+        process.wait()
         process.stdout.close()
