@@ -54,11 +54,7 @@ def render_message(record: DecisionRecord, workspace: str) -> str | None:
     if reason == NOT_FOUND_UPSTREAM:
         return f"the {LANGUAGE_TITLES[record.language or 'python']} upstream has no package {record.name!r}."
     if reason == VERSION_UNKNOWN:
-        return (
-            f"{params.get('file')!r} of {params.get('name')}: its name does not say which version it is, and "
-            "this project's versions are judged (a rule beyond names or an advisory), so it is refused; "
-            "use a file whose name follows the packaging standards."
-        )
+        return unknown_version_message(str(params.get("name")), str(params.get("file")))
     if reason == KNOWN_MALWARE or reason in _RULES:
         return finding_message(reason, params, record.language or "python")
     return _denial(record, params, workspace)
@@ -74,6 +70,15 @@ def finding_message(reason: str, params: Mapping[str, Any], language: str) -> st
             "it; use another version or another package."
         )
     return _RULES[reason](f"{name} {version}", params)
+
+
+def unknown_version_message(name: str, file: str) -> str:
+    """Why a file whose version nothing says is refused while its project's versions are judged."""
+    return (
+        f"{file!r} of {name}: its name does not say which version it is, and this project's versions "
+        "are judged (a rule beyond names or an advisory), so it is refused; use a file whose name "
+        "follows the packaging standards."
+    )
 
 
 def message_of(finding: Finding, language: str) -> str:

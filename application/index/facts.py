@@ -20,8 +20,9 @@ from domain.rules import VersionFacts, sdist_file
 INSTALL_SCRIPTS = ("preinstall", "install", "postinstall")
 
 
-def python_file(entry: dict, version: str) -> VersionFacts:
-    """The facts of one file of a PEP 691 page (`version`: the one its name says)."""
+def python_file(entry: dict, version: str | None) -> VersionFacts:
+    """The facts of one file of a PEP 691 page (`version`: the one its name says; None when it
+    says none, which no rule can judge)."""
     filename = entry.get("filename") or ""
     return VersionFacts(version, instant(entry.get("upload-time")), sdist=sdist_file(filename))
 

@@ -47,7 +47,7 @@ from application.index.listing import Listing, Listings, ListingSource
 from application.index.memory import DEFAULT_MEMORY, IndexMemory
 from application.index.versions import Hidden, Judgements, hidden, judge_all, judge_facts, judges
 from application.lru import SizedLru, weigh
-from application.messages import render_message
+from application.messages import render_message, unknown_version_message
 from application.policies import Policies
 from application.store.reads import Denials, ReadModel
 from domain.decision import (
@@ -259,7 +259,8 @@ class IndexGate:
         revision: str | None = None,
     ) -> dict[str, str]:
         """{key: why} for the keys of `facts()` (npm versions, python file names) whose version
-        is hidden (application.index.versions). With the upstream page's `revision`, the
+        is hidden (application.index.versions), or not known (a python file name that does not
+        say it: no rule can judge it, so it is hidden too). With the upstream page's `revision`, the
         judgement is kept for the next reads of the same page (`facts` is then not called). A
         version all of whose keys are hidden is recorded once per run and reason, its facts in
         the context, at most `MAX_HIDDEN_RECORDED` per call (the newest first), in one commit."""
@@ -271,9 +272,11 @@ class IndexGate:
         key = (principal.workspace, language, name, revision, policy_version, self._advisories.version)
         judgement = self._judgements.get(key, at) if revision is not None else None
         if judgement is None:
-            judgement = hidden(
-                judge_all(language_rules, self._advisories, language, name, facts(), at), language_rules.version_rules
-            )
+            found = facts()
+            known = {k: f for k, f in found.items() if f.version is not None}
+            judged = judge_all(language_rules, self._advisories, language, name, known, at)
+            unknown = {k: unknown_version_message(name, k) for k in found.keys() - known.keys()}
+            judgement = hidden(judged, language_rules.version_rules).also(unknown)
             if revision is not None:
                 self._judgements.put(key, judgement)
         self._record_hidden(principal, language, name, request, judgement, policy_version)

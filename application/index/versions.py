@@ -18,7 +18,7 @@ What was judged goes into the decision's context (`version`, `uploaded_at`, `ins
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from application.advisories import Advisories
@@ -126,6 +126,11 @@ class Hidden:
     keys: dict[str, str]
     versions: tuple[tuple[Judged, ...], ...]
     until: datetime
+
+    def also(self, keys: dict[str, str]) -> Hidden:
+        """This judgement hiding `keys` too: files no rule can judge (their version unknown),
+        hidden without being a version of the record's."""
+        return replace(self, keys={**self.keys, **keys}) if keys else self
 
 
 NOTHING = Hidden({}, (), FOREVER)

@@ -174,15 +174,11 @@ def _hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
         return frozenset()
 
     def judged() -> dict:  # read only when this revision of the page was not judged before
-        found = ((entry, simple.file_version(entry)) for entry in _read(name, fetched)["files"])
-        return {entry["filename"]: facts.python_file(entry, v) for entry, v in found if v is not None}
+        files = _read(name, fetched)["files"]  # a file whose name says no version: its version None
+        return {entry["filename"]: facts.python_file(entry, simple.file_version(entry)) for entry in files}
 
     hidden = package_index().gate.versions_hidden(principal, "python", name, judged, "page", fetched.revision)
-    # A file whose name does not say its version cannot be judged: not offered (its download is
-    # refused `version-unknown` by the same token).
-    files = _read(name, fetched)["files"]
-    unknown = (entry.get("filename", "") for entry in files if simple.file_version(entry) is None)
-    return frozenset(hidden).union(unknown)
+    return frozenset(hidden)
 
 
 def rendered() -> Rendered:
