@@ -19,7 +19,7 @@ import pytest
 from domain.delivery import NOTHING_SENT
 from tests.support import clients
 from tests.support.fixture_server import CUT, CUT_CHUNKED
-from tests.support.index_fixtures import run_decisions, set_policy, start_run
+from tests.support.index_fixtures import run_decisions, set_policy, start_run, upstream_failure
 from tests.support.index_live import index_live_env, sqlite_store  # noqa: F401 - fixtures live_env, database_url
 from tests.support.npm_upstream import Release
 from tests.support.pypi_upstream import Dist
@@ -117,7 +117,7 @@ def test_a_file_relayed_unverified_that_the_upstream_breaks_off_reads_failed_and
     delivery = download["delivery"]
     assert (delivery["status"], delivery["bytes"]) == ("failed", len(received)) and received
     assert delivery["sha256"] == hashlib.sha256(received).hexdigest()
-    (why,) = [d for d in run_decisions(live, run) if d["reason"] == "upstream-failed"]
+    why = upstream_failure(live, run)
     assert (why["name"], why["request"], why["allowed"]) == ("unhashed", "download", False)
     assert why["message"] == "the upstream stopped answering (127.0.0.1: RemoteProtocolError)"
 

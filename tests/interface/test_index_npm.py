@@ -11,7 +11,7 @@ import pytest
 
 from tests.support import clients
 from tests.support.fixture_server import OTHER_HOST
-from tests.support.index_fixtures import run_decisions, set_policy, start_run
+from tests.support.index_fixtures import run_decisions, set_policy, start_run, upstream_failure
 from tests.support.index_live import index_live_env, sqlite_store  # noqa: F401 - fixtures live_env, database_url
 from tests.support.npm_upstream import ABBREVIATED, NpmUpstream, Release
 
@@ -214,7 +214,7 @@ def test_a_packument_of_a_shape_no_registry_sends_is_502_and_the_run_says_why(li
     reply = bearer(live, "/npm/acme/beta", accept=accept, token=run["token"])
     assert reply.status == 502 and reply.media == "application/problem+json", reply.body[:300]
     assert reply.json["detail"] == f"the upstream registry's answer for 'beta' is not a packument: {says}"
-    (why,) = [d for d in run_decisions(live, run) if d["reason"] == "upstream-failed"]
+    why = upstream_failure(live, run)
     assert (why["name"], why["request"], why["message"]) == ("beta", "page", reply.json["detail"])
 
 
@@ -223,7 +223,7 @@ def test_a_tarball_whose_upstream_packument_is_misshapen_is_502_and_the_run_says
     run = start_run(live)
     reply = bearer(live, "/npm/acme/beta/-/beta-1.0.0.tgz", token=run["token"])
     assert reply.status == 502, reply.body[:300]
-    (why,) = [d for d in run_decisions(live, run) if d["reason"] == "upstream-failed"]
+    why = upstream_failure(live, run)
     assert (why["name"], why["request"], why["message"]) == ("beta", "download", reply.json["detail"])
 
 

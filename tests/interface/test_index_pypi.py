@@ -13,7 +13,7 @@ import pytest
 from pypi_simple import PyPISimple
 
 from application.egress import EgressConfig
-from tests.support.index_fixtures import run_decisions, set_policy, start_run
+from tests.support.index_fixtures import set_policy, start_run, upstream_failure
 from tests.support.index_live import index_live_env, sqlite_store  # noqa: F401 - fixtures live_env, database_url
 from tests.support.pypi_upstream import HTML_TYPE, JSON_TYPE, Dist, PyPIUpstream
 
@@ -257,7 +257,7 @@ def test_an_upstream_page_of_a_shape_no_pep_gives_is_502_and_the_run_says_why(li
     reply = get(live, "/pypi/acme/simple/alpha/", token=run["token"], accept=accept)
     assert reply.status == 502 and reply.media == "application/problem+json", reply.body[:300]
     assert reply.json["detail"].endswith(where), reply.json["detail"]
-    (why,) = [d for d in run_decisions(live, run) if d["reason"] == "upstream-failed"]
+    why = upstream_failure(live, run)
     assert (why["name"], why["request"], why["message"]) == ("alpha", "page", reply.json["detail"])
 
 
@@ -266,7 +266,7 @@ def test_a_file_whose_upstream_page_is_misshapen_is_502_and_the_run_says_why(liv
     run = start_run(live)
     reply = get(live, "/pypi/acme/files/alpha/alpha-1.0-py3-none-any.whl", token=run["token"])
     assert reply.status == 502, reply.body[:300]
-    (why,) = [d for d in run_decisions(live, run) if d["reason"] == "upstream-failed"]
+    why = upstream_failure(live, run)
     assert (why["name"], why["request"], why["message"]) == ("alpha", "download", reply.json["detail"])
 
 

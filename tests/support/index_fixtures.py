@@ -56,3 +56,9 @@ def run_decisions(live, run: dict, role: str = "auditor") -> list[dict]:
     reply = live.call("GET", f"/api/v1/workspaces/acme/runs/{run['id']}/decisions", live.tokens[role])
     assert reply.status == 200, reply.body
     return reply.json["decisions"]
+
+
+def upstream_failure(live, run: dict) -> dict:
+    """The run's one `upstream-failed` decision: what the gate says after the install."""
+    (why,) = [d for d in run_decisions(live, run) if d["reason"] == "upstream-failed"]
+    return why
