@@ -31,6 +31,11 @@ def did_not_answer(error: BaseException | None) -> bool:
     return False
 
 
+def pool_had_none(error: BaseException) -> bool:
+    """The pool itself had no connection to give within its wait (no connection was lost)."""
+    return isinstance(error.__cause__, PoolTimeout)
+
+
 def retried(max_attempts: int, wait: float) -> Callable:
     """The library's retry of a statement on a lost connection (the next attempt takes a fresh
     one from the pool), except when the pool itself had no connection to give: it has waited its
@@ -45,7 +50,7 @@ def retried(max_attempts: int, wait: float) -> Callable:
                 try:
                     return func(*args, **kwargs)
                 except (InterfaceError, OperationalError) as error:
-                    if attempts >= max_attempts or isinstance(error.__cause__, PoolTimeout):
+                    if attempts >= max_attempts or pool_had_none(error):
                         raise
                 attempts += 1
                 sleep(wait * (1 + 0.1 * (random() - 0.5)))  # noqa: S311 (a jitter, as the library's)

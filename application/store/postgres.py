@@ -11,12 +11,11 @@ from eventsourcing.persistence import InterfaceError, OperationalError
 from eventsourcing.postgres import PostgresApplicationRecorder
 from psycopg.pq import TransactionStatus
 from psycopg.sql import SQL
-from psycopg_pool import PoolTimeout
 
 from application.store import chain, merkle
 from application.store.guards import GUARD_FAILED, guards_statement
 from application.store.literals import Bind, binder
-from application.store.outage import did_not_answer, retried
+from application.store.outage import did_not_answer, pool_had_none, retried
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, postgres_dialect
 
@@ -38,7 +37,7 @@ def idle_checked_after_loss(get_connection, pool):
             with get_connection() as conn:
                 yield conn
         except (OperationalError, InterfaceError) as error:
-            if did_not_answer(error) and not isinstance(error.__cause__, PoolTimeout):
+            if did_not_answer(error) and not pool_had_none(error):
                 pool.check()  # drops the dead ones, and the pool makes new ones in the background
             raise
 

@@ -49,10 +49,14 @@ FULL = "application/json"
 
 @blueprint.errorhandler(GovernanceError)
 def _refused(error: GovernanceError):
+    return _refusal(error)
+
+
+def _refusal(error: GovernanceError, **fields):
     # npm prints a JSON body's `error` after the status line: say there why it was refused.
     answer = problem(status_of(error), error.title, error.detail, error.errors, getattr(error, "headers", None))
     body = json.loads(answer.get_data())
-    answer.set_data(json.dumps({**body, "error": error.detail}))
+    answer.set_data(json.dumps({**body, "error": error.detail, **fields}))
     return answer
 
 
@@ -134,10 +138,8 @@ def _restricted(name: str, message: str, media: str, policy_version) -> Response
     notice = {"npm-notice": packument.notice(message)}
     document = kept_packument(name)
     if document is None:
-        answer = _refused(HTTPProblem(403, "Forbidden", message, headers=notice))
-        body = json.loads(answer.get_data())
-        answer.set_data(json.dumps({**body, "policyRestrictions": {"message": message, "versions": {}}}))
-        return answer
+        refused = HTTPProblem(403, "Forbidden", message, headers=notice)
+        return _refusal(refused, policyRestrictions={"message": message, "versions": {}})
     response = _json(packument.restricted(document, name, message), media, policy_version)
     response.headers.update(notice)
     return response
