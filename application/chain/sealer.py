@@ -13,12 +13,12 @@ of event added later is sealed without anyone teaching the sealer about it.
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from collections.abc import Callable
 
 from application.chain.links import GENESIS, as_uuid, event_hash, link_hash
 from application.store.chain import ChainStore
+from application.store.jsontext import loads
 
 BATCH = 500  # a short write transaction: on SQLite it holds the one write lock
 UNATTRIBUTED = "-"
@@ -118,7 +118,7 @@ def state_reader(mapper) -> Callable[[bytes], dict | None]:
         if mapper.compressor:
             state = mapper.compressor.decompress(state)
         try:
-            value = json.loads(state)
+            value = loads(state)
         except ValueError:
             return None
         return value if isinstance(value, dict) else None

@@ -33,7 +33,11 @@ def sqlite_path(database_url: str) -> Path | None:
 def store_env(database_url: str, *, create_table: bool = True) -> dict[str, str]:
     """Library settings for `sqlite:///path` (or `sqlite:///:memory:`) and `postgresql://...`."""
     parts = urlsplit(database_url)
-    common = {"IS_SNAPSHOTTING_ENABLED": "y", "CREATE_TABLE": "y" if create_table else "n"}
+    common = {
+        "IS_SNAPSHOTTING_ENABLED": "y",
+        "CREATE_TABLE": "y" if create_table else "n",
+        "MAPPER_TOPIC": "application.store.mapper:FastMapper",  # recorded decisions encoded through orjson
+    }
     if parts.scheme == "sqlite":
         return common | _sqlite_env(sqlite_path(database_url))
     if parts.scheme in ("postgresql", "postgres"):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from application.store.access_projection import access_statements
+from application.store.jsontext import sorted_text
 from application.store.literals import Bind, binder
 from application.store.schema import Dialect
 from domain.decision import Decision, DecisionRecord
@@ -218,8 +219,5 @@ def delivery_row(e, at) -> tuple:
     return (str(e.originator_id), e.decision, e.workspace, at, e.status, e.size, e.sha256)
 
 
-_RECORD_JSON = json.JSONEncoder(sort_keys=True).encode  # json.dumps(…, sort_keys=True) builds one per call
-
-
 def _decision_row(e, at) -> tuple:
-    return (str(e.originator_id), e.workspace, at, *DecisionRecord.columns(e.record), _RECORD_JSON(e.record))
+    return (str(e.originator_id), e.workspace, at, *DecisionRecord.columns(e.record), sorted_text(e.record))

@@ -317,7 +317,7 @@ def test_a_checkpoint_signed_by_a_key_nobody_trusts_is_refused(recorded):
 def test_a_decision_edited_in_the_decisions_table_is_named(recorded, tamper):
     denied = recorded.decision_ids["requests"]
     tamper.sql(
-        "UPDATE rcp_decisions SET allowed = %s, record = replace(record, '\"allowed\": false', '\"allowed\": true') "
+        "UPDATE rcp_decisions SET allowed = %s, record = replace(record, '\"allowed\":false', '\"allowed\":true') "
         "WHERE id = %s",
         (True, denied),
     )

@@ -13,6 +13,7 @@ import inspect
 import pytest
 from eventsourcing.application import Application, ProcessingEvent, Repository
 from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import JSONTranscoder
 from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.sqlite import SQLiteApplicationRecorder
 
@@ -52,6 +53,12 @@ HOOKS = [
         "_create",
         ["event_class", "id", "kwargs"],
         "domain/decision.py and domain/advisories.py create aggregates with ids worked out by the caller",
+    ),
+    (
+        JSONTranscoder,
+        "_encode_obj",
+        ["self", "o"],
+        "application/store/jsontext.py hands orjson the transcoder's tagging of instants",
     ),
 ]
 
