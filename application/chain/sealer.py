@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from application.chain.links import GENESIS, as_uuid, event_hash, link_hash
 from application.store.chain import ChainStore
-from application.store.jsontext import loads
+from application.store.jsontext import loads, loads_inexact
 
 BATCH = 500  # a short write transaction: on SQLite it holds the one write lock
 UNATTRIBUTED = "-"
@@ -36,7 +36,9 @@ class Sealer:
         self.store = store
         self.recorder = recorder
         self.rollup = rollup
-        self.read_state = state_reader(mapper)
+        # What a round reads of a state is its workspace and a decision's text and flags (the
+        # rollups): the inexact read, which skips the exact one's look for long integers.
+        self.read_state = state_reader(mapper, loads_inexact)
         self._origins: OrderedDict = OrderedDict()  # originator id -> workspace, most recent last
 
     def seal(self, wait: bool = True) -> int:
@@ -108,22 +110,22 @@ def _head(tx, workspace: str) -> tuple[int, str]:
     return (row["seq"], row["link"]) if row else (0, GENESIS)
 
 
-def state_reader(mapper) -> Callable[[bytes], dict | None]:
+def state_reader(mapper, read: Callable[[bytes], object] = loads) -> Callable[[bytes], dict | None]:
     """A stored state as plain JSON data (undoing the store's cipher and compression if it is
     configured with them); None when it is not a JSON object."""
 
-    def read(state: bytes) -> dict | None:
+    def read_state(state: bytes) -> dict | None:
         if mapper.cipher:
             state = mapper.cipher.decrypt(state)
         if mapper.compressor:
             state = mapper.compressor.decompress(state)
         try:
-            value = loads(state)
+            value = read(state)
         except ValueError:
             return None
         return value if isinstance(value, dict) else None
 
-    return read
+    return read_state
 
 
 def workspace_reader(mapper) -> Callable[[bytes], str | None]:

@@ -11,7 +11,6 @@ depends on which one ran.
 from __future__ import annotations
 
 import json
-import re
 
 import orjson
 
@@ -29,13 +28,22 @@ def sorted_text(value) -> str:
 
 # orjson reads an integer beyond 64 bits as a float, where the standard library keeps it exact:
 # text with a run of 19 digits or more (the shortest that can leave 64 bits) is read by the latter.
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+# Found by mapping every digit to 9 and the rest to a space (a regular expression took four
+# times as long as orjson's whole read).
+_DIGITS_AS_NINES = bytes(57 if 48 <= byte <= 57 else 32 for byte in range(256))
+_LONG_RUN = b"9" * 19
 
 
 def loads(data: bytes):
     """Plain JSON data, as `json.loads` reads it (ValueError when it is not JSON)."""
-    if _LONG_DIGITS.search(data):
+    if _LONG_RUN in data.translate(_DIGITS_AS_NINES):
         return json.loads(data)
+    return loads_inexact(data)
+
+
+def loads_inexact(data: bytes):
+    """`loads`, except that an integer beyond 64 bits may come back as a float: for a reader of
+    nothing but a state's text and flags."""
     try:
         return orjson.loads(data)
     except ValueError:  # orjson.JSONDecodeError: not JSON, or JSON only the standard library takes
