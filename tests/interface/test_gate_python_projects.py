@@ -8,9 +8,12 @@ The tree: alpha depends on beta.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -391,3 +394,33 @@ def test_a_uv_index_in_pyproject_is_not_used(gate, env, app, project, public):
     done = gate("--", "uv", "sync", env=env, cwd=project)
     assert done.returncode == 0, done.stderr
     assert public.requests == [] and {"alpha", "beta"} <= installed_by_uv(project)
+
+
+@pytest.mark.parametrize("client", [["pip", "install", "-r"], ["uv", "pip", "install", "-r"]])
+def test_a_requirement_file_that_is_a_pipe_is_refused_unread_by_the_installer(
+    gate, env, app, target, project, public, client
+):
+    """A pipe written twice gave the gate `alpha` to judge and the installer an `--index-url` the
+    gate never saw: anything but a regular file is refused, and a pipe nobody writes to does not
+    hang the gate."""
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    fifo = project / "requirements.txt"
+    os.mkfifo(fifo)
+    writes = [b"alpha\n", f"--index-url {public.url}/simple/\nalpha\n".encode()]
+
+    def writer():
+        for text in writes:
+            with contextlib.suppress(OSError), open(fifo, "wb") as handle:  # blocks until a reader opens
+                handle.write(text)
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    try:
+        done = gate("--", *client, "requirements.txt", env=env, cwd=project)
+    finally:
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # held open until the writer's last write ends
+        thread.join(timeout=5)
+        os.close(reader)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "not a regular file" in done.stderr, done.stderr
+    assert public.requests == [] and "alpha" not in target.installed()

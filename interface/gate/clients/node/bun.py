@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 
+from ...files import read_regular
 from ...installers import Unresolvable, write_private
 from .project import ancestors, check_lockfiles, project_plan
 
@@ -50,10 +51,11 @@ def prepare(argv: list[str], run: dict, workdir: str, env: dict, cwd: str):
 
 def check_npmrc(path: str) -> None:
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read().lower()
-    except OSError:
+        text = read_regular(path).decode("utf-8", errors="replace").lower()
+    except FileNotFoundError:
         return
+    except OSError as error:
+        raise Unresolvable(f"cannot read {path}: {error}") from None
     found = [word for word in NPMRC_REFUSED if word in text]
     if found:
         raise Unresolvable(

@@ -23,6 +23,7 @@ import os
 import re
 import urllib.parse
 
+from ...files import read_regular
 from ...installers import Unresolvable, Usage
 from ..plan import Plan
 
@@ -101,13 +102,14 @@ def ancestors(cwd: str) -> list[str]:
 
 
 def _is_file(directory: str, name: str) -> bool:
-    return os.path.isfile(os.path.join(directory, name))
+    """Anything of that name but a folder: what is not a regular file is refused when read."""
+    path = os.path.join(directory, name)
+    return os.path.lexists(path) and not os.path.isdir(path)
 
 
 def _manifest(path: str) -> dict:
     try:
-        with open(path, encoding="utf-8-sig") as handle:
-            document = json.load(handle)
+        document = json.loads(read_regular(path).decode("utf-8-sig"))
     except (OSError, ValueError) as error:
         raise Unresolvable(f"cannot read {path}: {error}") from None
     if not isinstance(document, dict):
@@ -179,8 +181,7 @@ def check_lockfiles(cwd: str, lockfiles: tuple, registry: str, client: str) -> N
 def _check_lockfile(path: str, registry: str, client: str) -> None:
     lockfile = path
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
+        text = read_regular(path).decode("utf-8", errors="replace")
     except FileNotFoundError:
         return
     except OSError as error:

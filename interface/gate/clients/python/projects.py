@@ -12,6 +12,7 @@ import json
 import os
 import urllib.parse
 
+from ...files import read_regular
 from ...service import CannotVerify
 
 try:
@@ -22,13 +23,12 @@ except ImportError:  # Python before 3.11
 
 def toml(path: str) -> dict:
     """The file's TOML document; {} when there is no such file."""
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         return {}
     if tomllib is None:
         raise CannotVerify(f"reading {path} needs Python 3.11 or later (tomllib) for the gate")
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
+        return tomllib.loads(read_regular(path).decode("utf-8"))
     except (OSError, ValueError) as error:
         raise CannotVerify(f"cannot read {path}: {error}") from None
 
@@ -137,11 +137,10 @@ def declared_sources(cwd: str) -> list[tuple[str, str]]:
 
 def pipfile_lock_sources(cwd: str) -> list[str]:
     path = os.path.join(cwd, "Pipfile.lock")
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         return []
     try:
-        with open(path, encoding="utf-8") as handle:
-            meta = json.load(handle).get("_meta", {})
+        meta = json.loads(read_regular(path).decode("utf-8")).get("_meta", {})
     except (OSError, ValueError, AttributeError) as error:
         raise CannotVerify(f"cannot read {path}: {error}") from None
     return [str(s.get("url", "")) for s in meta.get("sources", ())]

@@ -24,6 +24,7 @@ import os
 import re
 import shlex
 
+from ...files import read_regular
 from ...service import CannotVerify
 
 MAX_DEPTH = 10  # nested -r/-c files; pip has no limit, a deeper chain is refused
@@ -100,8 +101,7 @@ def decoded(full: str) -> str:
     """The file's text as pip decodes it: by a BOM (dropped), else as UTF-8. A coding line that
     is not UTF-8 is refused: pip would decode by it, uv would not."""
     try:
-        with open(full, "rb") as handle:
-            data = handle.read()
+        data = read_regular(full)
     except OSError as error:
         raise CannotVerify(f"cannot read the requirement file {full!r}: {error}") from None
     bom = next(((b, encoding) for b, encoding in BOMS if data.startswith(b)), None)

@@ -1,0 +1,40 @@
+"""Files the gate reads before the installer reads them again: regular files only.
+
+The gate judges what a requirement file, a manifest, a lockfile or an `.npmrc` says, then the
+installer opens the same path again. A named pipe, a device, a socket or `/dev/stdin` can give the
+second reader other bytes than the first: a pipe written twice had the gate judge `gamma` and pip
+install a denied package from an `--index-url` the gate never saw. Anything but a regular file is
+refused. It is opened without blocking, so a pipe nobody writes to cannot hang the gate.
+
+Standard library only, like the whole gate.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+
+class NotARegularFile(OSError):
+    """A pipe, device, socket or directory where the gate reads a file the installer reads too."""
+
+    def __str__(self) -> str:  # the reader names the file
+        return self.strerror
+
+
+def read_regular(path: str) -> bytes:
+    """The bytes of the regular file at `path` (OSError otherwise: FileNotFoundError when it is not
+    there, NotARegularFile when it is something else)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # what was opened, not what the path says now
+            raise NotARegularFile(
+                errno.EINVAL,
+                "not a regular file: a pipe or device could give the installer other bytes than the gate judged",
+                path,
+            )
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(descriptor)

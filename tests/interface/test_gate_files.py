@@ -1,0 +1,71 @@
+"""Files the gate reads before an installer reads them again (interface.gate.files): anything but
+a regular file is refused, since a pipe or a device can give the installer other bytes than the
+gate judged. Each pipe here has a writer, as an attacker's would: without the check the gate
+would read it (and judge the harmless first write)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+
+import pytest
+
+from interface.gate.clients.node.project import manifests
+from interface.gate.clients.python.projects import requirements
+from interface.gate.files import NotARegularFile, read_regular
+from interface.gate.installers import Unresolvable
+from interface.gate.service import CannotVerify
+
+
+@contextlib.contextmanager
+def written_pipe(path, text: bytes):
+    """A named pipe at `path` that a writer fills once a reader opens it."""
+    os.mkfifo(path)
+
+    def writer():
+        with contextlib.suppress(OSError), open(path, "wb") as handle:
+            handle.write(text)
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    try:
+        yield path
+    finally:
+        reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # held open until a writer still waiting ends
+        thread.join(timeout=5)
+        os.close(reader)
+
+
+def test_a_regular_file_is_read_and_a_missing_one_is_not_found(tmp_path):
+    (tmp_path / "r.txt").write_bytes(b"alpha\n")
+    assert read_regular(str(tmp_path / "r.txt")) == b"alpha\n"
+    with pytest.raises(FileNotFoundError):
+        read_regular(str(tmp_path / "missing.txt"))
+
+
+@pytest.mark.parametrize("kind", ["pipe", "folder", "device"])
+def test_a_pipe_a_folder_or_a_device_is_refused(tmp_path, kind):
+    path = {"folder": str(tmp_path), "device": "/dev/zero"}.get(kind, str(tmp_path / "r.txt"))
+    with written_pipe(path, b"alpha\n") if kind == "pipe" else contextlib.nullcontext(), pytest.raises(NotARegularFile):
+        read_regular(path)
+
+
+def test_a_package_json_that_is_a_pipe_is_refused(tmp_path):
+    with written_pipe(tmp_path / "package.json", b'{"dependencies": {"left-pad": "1"}}'):
+        with pytest.raises(Unresolvable, match="not a regular file"):
+            manifests(str(tmp_path))
+
+
+def test_a_package_json_above_that_is_a_pipe_is_refused(tmp_path):
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "package.json").write_text("{}")
+    with written_pipe(tmp_path / "package.json", b"{}"):
+        with pytest.raises(Unresolvable, match="not a regular file"):
+            manifests(str(tmp_path / "app"))
+
+
+def test_a_pyproject_that_is_a_pipe_is_refused(tmp_path):
+    with written_pipe(tmp_path / "pyproject.toml", b'[project]\nname = "app"\ndependencies = ["alpha"]\n'):
+        with pytest.raises(CannotVerify, match="not a regular file"):
+            requirements(str(tmp_path))
