@@ -19,18 +19,20 @@ _TO = "changes where or how files are installed"
 _TRUST = "changes which servers and certificates are trusted"
 _BUILD = "changes how packages are built"
 _PICK = "changes which distributions pip may pick"
+_WRITES = "writes a file of its own where it is told (a log, a report)"
 
 # Why each pip option is judged; a trailing '=' marks an option that takes a value.
 _PIP_JUDGED = {
     _FROM: "--index-url= --extra-index-url= --no-index --find-links= --isolated --cache-dir=",
     _FILE: "--requirement= --constraint= --build-constraint= --requirements-from-script= --group=",
     _TRUST: "--trusted-host= --cert= --client-cert= --proxy= --no-proxy-env --keyring-provider=",
-    _TO: "--target= --prefix= --root= --user --no-user --src= --log= --report= --python= "
+    _TO: "--target= --prefix= --root= --user --no-user --src= --python= "
     "--break-system-packages --ignore-installed --exists-action=",
     _BUILD: "--config-settings= --no-binary= --no-build-isolation --use-pep517 --check-build-dependencies --no-clean",
     _PICK: "--platform= --python-version= --implementation= --abi= --use-feature= "
     "--use-deprecated= --no-require-hashes --all-releases= --only-final= "
     "--uploaded-prior-to= --refresh-package= --only-deps --ignore-requires-python",
+    _WRITES: "--log= --report=",
     "installs an editable project": "--editable=",
 }
 # Harmless in a command: they only change output, retries or caching, or make pip stricter

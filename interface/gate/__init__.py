@@ -37,8 +37,9 @@ Environment:
 Exit status:
   the installer's own   everything asked about was allowed, the installer ran, and the
                         package index refused it nothing
-  2                     usage error: no command, not an installer the gate runs, or a command
-                        the service refuses to parse (its reason is printed); nothing ran
+  2                     usage error: no command, not an installer the gate runs, an option it
+                        does not run with (only options refused: no package to ask for), or a
+                        command the service refuses to parse (its reason is printed); nothing ran
   3                     denied: at least one package is not allowed (nothing ran), or the
                         package index refused the installer a package (its denials are printed)
   4                     cannot verify (service unreachable, timeout, error answer, bad
@@ -78,6 +79,7 @@ NOT_FOUND = "not-found-upstream"  # the index's refusals of no project: a name u
 # and a version hidden (known malware, a file whose version cannot be told, or a rule beyond names:
 # release age, versions, scripts, sdists)
 HIDDEN_VERSIONS = ("known-malware", "version-unknown", "too-new", "version-denied", "install-scripts", "sdist-refused")
+OPTION = "option"  # the kind of a decision on an installer's option, not on a package
 UPSTREAM_FAILED = "upstream-failed"  # the index's upstream failed a fetch (its reason names the setting)
 SAID_AS = {NOT_FOUND: "refused", UPSTREAM_FAILED: "upstream failed"}  # else "hidden"
 
@@ -94,8 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         config = config_from(os.environ)
         refused = [a for a in (ask(config, q) for q in found.questions()) if not allows(a)]
         if refused:
-            report_denials(refused, command)
-            return EXIT_DENIED
+            return report_denials(refused, command)
         return install(config, found, command)
     except Usage as error:
         say(str(error))
@@ -134,12 +135,15 @@ def allows(answer: dict) -> bool:
     return answer["allowed"] is True and all(d.get("allowed") is True for d in answer["decisions"])
 
 
-def report_denials(answers: list[dict], command: list[str]) -> None:
-    for answer in answers:
-        for decision in answer["decisions"]:
-            if decision.get("allowed") is not True:
-                say(f"denied: {denial_text(decision)}")
-    say(f"not running `{shown(command)}` (policy version {answers[0].get('policy_version')}); exit status 3")
+def report_denials(answers: list[dict], command: list[str]) -> int:
+    """Say each denial; the exit status: 2 when only options were refused (there is no package to
+    ask for: run the command without them), else 3."""
+    denied = [d for answer in answers for d in answer["decisions"] if d.get("allowed") is not True]
+    for decision in denied:
+        say(f"denied: {denial_text(decision)}")
+    status = EXIT_USAGE if denied and all(d.get("kind") == OPTION for d in denied) else EXIT_DENIED
+    say(f"not running `{shown(command)}` (policy version {answers[0].get('policy_version')}); exit status {status}")
+    return status
 
 
 def denial_text(decision: dict) -> str:

@@ -79,6 +79,19 @@ def test_a_denied_package_is_not_installed_and_the_gate_exits_3(gate, sandbox_en
     assert "pandas" not in denials[0]
 
 
+@pytest.mark.parametrize("option", [["--target", "/tmp/t"], ["--report", "-"], ["--index-url", "http://x/simple/"]])
+def test_a_command_refused_only_for_an_option_exits_2_there_is_no_package_to_ask_for(gate, sandbox_env, option):
+    done = gate("--", "pip", "install", "pandas", *option, env=sandbox_env)
+    assert done.returncode == 2 and gate.ran() is None, done.stderr
+    assert f"denied: '{' '.join(option)}' cannot be judged" in done.stderr and "exit status 2" in done.stderr
+
+
+def test_an_option_beside_a_denied_package_is_still_exit_3(gate, sandbox_env, app):
+    app.change_policy("acme", [{"action": "add", "language": "python", "list": "deny", "entries": ["numpy"]}], by="t")
+    done = gate("--", "pip", "install", "numpy", "--target", "/tmp/t", env=sandbox_env)
+    assert done.returncode == 3 and gate.ran() is None and "exit status 3" in done.stderr, done.stderr
+
+
 def test_an_unreachable_service_fails_closed_with_exit_4(gate):
     with socket.socket() as probe:  # a port that was free a moment ago: nobody listens there
         probe.bind(("127.0.0.1", 0))
