@@ -19,7 +19,7 @@ from application.clock import Clock, system_clock
 from application.store.reads import ReadModel
 from domain.edits import plan_desired_state
 from domain.egress.workspace import EgressRules
-from domain.errors import FieldError, InvalidInputError, NotFoundError
+from domain.errors import RULES_NAMED, FieldError, InvalidInputError, NotFoundError
 from domain.policy import LanguageRules, Policy, bind_rules, policy_id
 
 
@@ -116,7 +116,7 @@ class Policies:
             changes = plan_desired_state(policy.state, draft, policy.egress, policy.known_malware())
         except InvalidInputError as refused:  # name the fields as the request spelled them
             raise type(refused)(
-                "the draft breaks the rules named in errors; nothing was tested",
+                f"the draft {RULES_NAMED}",
                 [FieldError(f"draft.{e.field}", e.message) for e in refused.errors],
             ) from None
         policy.record(changes, "draft", "")

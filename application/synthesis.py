@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from application.impact import MAX_DAYS, Impact, first_day
 from application.policies import Policies
 from application.store.counts import CountReads
-from domain.errors import FieldError, InvalidInputError
+from domain.errors import RULES_NAMED, FieldError, InvalidInputError
 from domain.specs import LANGUAGES
 
 EGRESS = "egress"
@@ -129,4 +129,4 @@ def _check(language, days, coverage, by) -> None:
     if by not in WEIGHTS:
         errors.append(FieldError("by", f"must be one of {', '.join(WEIGHTS)}"))
     if errors:
-        raise InvalidInputError("the synthesis request breaks the rules named in errors", errors)
+        raise InvalidInputError(f"the synthesis request {RULES_NAMED}", errors)

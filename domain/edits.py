@@ -10,7 +10,7 @@ from typing import Any
 
 from domain.egress.workspace import EGRESS, EGRESS_MODES, default_egress, normalised_entries, plan_egress
 from domain.entries import parse_entries
-from domain.errors import FieldError, InvalidEntriesError, InvalidInputError
+from domain.errors import RULES_NAMED, FieldError, InvalidEntriesError, InvalidInputError
 from domain.limits import MAX_LIST_ENTRIES
 from domain.policy import CHANGE_LANGUAGES, KNOWN_MALWARE, LISTS, MODES, RULE_CHANGED, Change
 from domain.rules import ACTIONS as RULE_ACTIONS
@@ -199,4 +199,4 @@ def _refusal(errors: list[FieldError]) -> InvalidInputError:
     if all(e.field.endswith("]") for e in errors):  # every error names one bad entry
         plural = "entry" if len(errors) == 1 else "entries"
         return InvalidEntriesError(f"{len(errors)} invalid {plural}; nothing was saved", errors)
-    return InvalidInputError("the request breaks the rules named in errors; nothing was saved", errors)
+    return InvalidInputError(f"the request {RULES_NAMED}; nothing was saved", errors)

@@ -36,6 +36,10 @@ def named(errors: list[FieldError] | tuple[FieldError, ...]) -> tuple[FieldError
     return (*errors[:MAX_ERRORS], FieldError(errors[MAX_ERRORS].field, rest))
 
 
+# How a refusal's detail points at its `errors` (the field errors, each naming a field and a rule).
+RULES_NAMED = "breaks the rules named in errors"
+
+
 class InvalidInputError(GovernanceError):
     """Input breaks a rule (bad name, bad mode, bad timestamp...). Nothing was changed."""
 

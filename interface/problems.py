@@ -11,6 +11,7 @@ from werkzeug.exceptions import HTTPException
 
 from application import StoreUnavailableError
 from domain.errors import (
+    RULES_NAMED,
     ConflictError,
     FieldError,
     GovernanceError,
@@ -81,7 +82,7 @@ def install(app: Flask) -> None:
     @app.errorhandler(ValidationError)
     def _validation(error: ValidationError):
         errors = field_errors(error)
-        return problem(422, "Invalid input", "the request breaks the rules named in errors", errors)
+        return problem(422, "Invalid input", f"the request {RULES_NAMED}", errors)
 
     @app.errorhandler(HTTPException)
     def _http(error: HTTPException):

@@ -27,7 +27,7 @@ from interface.console import (  # noqa: F401 - importing a page module register
     packages,
     time_travel,
 )
-from interface.console.forms import RULE_WORDS, TITLES, field_label
+from interface.console.forms import RULE_WORDS, TITLES, field_label, heading
 from interface.console.session import blueprint
 from interface.problems import HTTPProblem, status_of
 from interface.services import services
@@ -75,7 +75,7 @@ def install(app: Flask) -> None:
     )
     app.session_interface = ConsoleSessions()
     CSRFProtect(app)
-    app.jinja_env.filters.update(when=when, field_label=field_label)
+    app.jinja_env.filters.update(when=when, field_label=field_label, heading=heading)
     # The note's limit is the server's own, so the form never allows less or more than a save takes.
     app.jinja_env.globals.update(titles=TITLES, rule_words=RULE_WORDS, max_note=MAX_NOTE)
     app.register_blueprint(blueprint)

@@ -10,7 +10,7 @@ import re
 import shlex
 
 from application.messages import LANGUAGE_TITLES
-from domain.errors import FieldError, GovernanceError, InvalidInputError
+from domain.errors import RULES_NAMED, FieldError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES, LISTS, MODES
 
 # First words of install command lines; anything else pasted is read as specs. Programs the
@@ -229,6 +229,12 @@ def _rule_label(rule: str, part: str | None, index: str | None) -> str:
         part or "", words
     )
     return f"{label}, entry {int(index) + 1}" if index is not None else label
+
+
+def heading(error: GovernanceError) -> str:
+    """A refusal's heading in plain words: the API's detail, unless it points at its `errors`
+    field (the fields are listed under the heading, labelled as the page labels its inputs)."""
+    return "Nothing was changed: fix what is marked below." if RULES_NAMED in error.detail else error.detail
 
 
 def error_items(error: GovernanceError) -> list[dict]:

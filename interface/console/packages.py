@@ -107,6 +107,15 @@ def _tested(saved: dict, values, trusted: bool):
     return _page(saved, form, tried, answer=answer, against=against, notice=notice)
 
 
+def moved_notice(opened: int, version: int) -> str:
+    """What a Test, a preview or a synthesis of a form opened before the last Save judged."""
+    return (
+        f"The saved policy has moved on since this form was opened (version {opened}; it is now version "
+        f"{version}): a draft here is the form as it stands, without the changes saved since. Save shows "
+        "them and keeps your edits; reload the page to start from the saved policy."
+    )
+
+
 UNTRUSTED = (
     "This address was not made by a Test in this session, so the form shows the saved policy "
     "and the specs were judged against it."
@@ -161,6 +170,9 @@ def _page(
     status: int = 200,
 ):
     items = error_items(refusal) if refusal else []
+    opened = version_number(form.get("expected_version", ""))
+    if since is None and opened is not None and opened != saved["version"]:  # a conflict says it itself
+        notice = " ".join(filter(None, (moved_notice(opened, saved["version"]), notice)))
     return render_template(
         "console/packages.html",
         saved=saved,

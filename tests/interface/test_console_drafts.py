@@ -63,3 +63,38 @@ def test_a_save_without_the_forms_version_is_refused_and_saves_nothing(live):
         assert "does not say which version of the policy it was opened at" in refused.plain
         assert "The form's version: must be the whole number the page put there" in refused.plain
     assert api(live, "GET", "/policy")["version"] == before["version"]
+
+
+def test_a_test_or_preview_of_a_form_opened_before_a_save_says_the_saved_policy_moved_on(live):
+    """Another admin's Save after this form was opened: its Test results and impact preview are of
+    the form as it stands (which lacks that change), and say so, as its Save would."""
+    before = _some_policy(live)
+    console = signed_in(live)
+    page = console.get(P)  # opened at `before`
+    api(
+        live,
+        "POST",
+        "/policy/changes",
+        {"changes": [{"action": "remove", "language": "python", "list": "deny", "entries": ["requests"]}]},
+    )
+    opened, now = before["version"], before["version"] + 1
+    moved = f"has moved on since this form was opened (version {opened}; it is now version {now})"
+    tested = console.test(page, against="draft", test_input="requests")
+    assert moved in tested.plain and f"opened at version {before['version']})" in tested.plain, tested.plain
+    assert f"(version {before['version'] + 1} plus your edits)" not in tested.plain
+    form = page.form()
+    button = next(b for b in form.buttons if b.get("formaction", "").endswith("/impact"))
+    preview = console.post(button["formaction"], form.fields)
+    assert preview.status == 200 and moved in preview.plain
+    fresh = console.test(console.get(P), against="draft", test_input="requests")  # opened after it: nothing to say
+    assert "has moved on" not in fresh.plain
+
+
+def test_a_refusal_naming_its_fields_is_headed_in_plain_words(live):
+    _some_policy(live)
+    console = signed_in(live)
+    form = console.get(P).form()
+    fields = [(n, "3 days" if n == "node-rules-min_release_age-age" else v) for n, v in form.fields]
+    refused = console.post(form.action, fields)
+    assert refused.status == 422 and "Nothing was changed: fix what is marked below." in refused.plain
+    assert "named in errors" not in refused.plain
