@@ -25,8 +25,9 @@ def _workspace() -> str:
 @blueprint.get("/requests")
 def requests_page():
     status = request.args.get("status", "open")
-    if status not in STATUS_FILTERS:
-        status = "open"
+    if status not in STATUS_FILTERS:  # said, not read as another filter (the list would not be what was asked)
+        rule = f"must be one of {', '.join(STATUS_FILTERS)}"
+        raise InvalidInputError(f"there is no request status {status!r} to show", [FieldError("status", rule)])
     found = governance().access.requests(_workspace(), status)["requests"]
     return render_template(
         "console/requests.html",
@@ -54,11 +55,8 @@ def approve(request_id: str):
     if choice not in DURATIONS:
         raise InvalidInputError("choose how long the exception lasts", [])
     with_dependencies = request.form.get("with_dependencies") == "yes"
-    dependencies = (
-        [n["name"] for n in request_closure(governance(), _workspace(), request_id)["names"]]
-        if with_dependencies
-        else None
-    )
+    closure = request_closure(governance(), _workspace(), request_id) if with_dependencies else None
+    dependencies = [n["name"] for n in closure["names"]] if closure else None
     decided = governance().access.approve_request(
         _workspace(),
         request_id,
@@ -70,6 +68,9 @@ def approve(request_id: str):
     )
     others = len(decided["granted"]) - 1
     also = f" and {others} dependenc{'y' if others == 1 else 'ies'} not allowed before" if with_dependencies else ""
+    unread = len(closure["unresolved"]) if closure else 0
+    if unread:  # what those need is unknown: the count above is not of all the dependencies
+        also += f"; {unread} requirement(s) could not be followed, so what they need was not granted"
     flash(f"Approved {decided['name']}{also} ({DURATIONS[choice]}).", "ok")
     return redirect(url_for("console.requests_page"))
 

@@ -45,6 +45,13 @@ def test_rejecting_with_a_note(live):
     assert "Rejected by admin-token" in shown.plain and "“use pandas”" in shown.plain
 
 
+def test_an_unknown_status_filter_is_refused_in_plain_words_not_shown_as_the_open_ones(live):
+    ask(live, "beta")
+    page = signed_in(live, "auditor").get("/console/requests", status="bogus")
+    assert page.status == 422 and "there is no request status 'bogus' to show" in page.plain, page.plain
+    assert "must be one of open, approved, rejected, expired, all" in page.plain and "beta" not in page.plain
+
+
 def test_an_auditor_sees_requests_but_cannot_decide_them(live):
     request = ask(live, "beta")
     console = signed_in(live, "auditor")

@@ -107,3 +107,16 @@ def test_the_console_shows_the_closure_first_then_approves_it_in_one_click(live,
     assert "Approved webkit and 5 dependencies not allowed before (7 days)." in done.plain
     granted = {e["name"] for e in app.access.exceptions("acme")["exceptions"]}
     assert granted == TREE - {"urlkit"}
+
+
+def test_the_console_says_when_a_requirement_could_not_be_followed_rather_than_counting_none(live, app, asked):
+    from tests.interface.test_console import signed_in
+
+    lonely = live.call("POST", P + "/requests", live.tokens["sandbox"], {"language": "python", "name": "lonely"})
+    console = signed_in(live)
+    preview = console.get(f"/console/requests/{lonely.json['id']}/closure")
+    assert "Not followed" in preview.plain and "ghost-kit" in preview.plain, preview.plain
+    form = preview.form(f"/console/requests/{lonely.json['id']}/approve")
+    done = console.follow(console.post(form.action, form.fields + [("duration", "P1D")]))
+    said = "Approved lonely and 1 dependency not allowed before; 1 requirement(s) could not be followed"
+    assert said in done.plain, done.plain

@@ -35,6 +35,7 @@ PYTHON = (
     Dist("certkit", "1.0", requires=("Evil_Thing",)),
     Dist("evil-thing", "1.0"),
     Dist("never-installed", "1.0"),
+    Dist("lonely", "1.0", requires=("ghost-kit>=1",)),  # the upstream has no ghost-kit: not followed
 )
 
 NODE = (
