@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from application.formats import DAY, parse_day, parse_instant
 from domain.errors import FieldError, InvalidInputError
@@ -24,19 +24,29 @@ RULE = (
 
 def instant(text: str | None, field: str, *, day_start: bool = False, end: bool = False) -> datetime | None:
     """The instant typed into `field`, or None when it is blank. A date alone is its first
-    instant; with `day_start` and `end` (a period's "To") it includes that whole day."""
+    instant; with `day_start` and `end` (a period's "To") it includes that whole day. A time as the
+    console prints it (whole seconds or minutes, which its events' microseconds fall within) is,
+    with `end`, the whole of that second or minute: a time travel's instant is its last
+    microsecond, a period's "To" (exclusive) the next second or minute. What the console shows
+    happening at 14:05:00 was in force at 14:05:00."""
     text = (text or "").strip()
     if not text:
         return None
     written = _UTC_TIME.fullmatch(text)
-    typed = text
+    typed, whole = text, None
     if written:  # no offset: the console says UTC everywhere
-        clock = written["clock"] + (":00" if written["clock"].count(":") == 1 else "")
+        minutes = written["clock"].count(":") == 1
+        clock = written["clock"] + (":00" if minutes else "")
         text = f"{written['day']}T{clock}Z"
+        if end and "." not in clock:  # a period's To excludes its bound, an instant includes itself
+            whole = timedelta(minutes=1) if minutes else timedelta(seconds=1)
+            if not day_start:
+                whole -= timedelta(microseconds=1)
     try:
         if DAY.fullmatch(text):
             return parse_day(text, field)[1 if day_start and end else 0]
-        return parse_instant(text, field)
+        moment = parse_instant(text, field)
+        return moment + whole if whole is not None else moment
     except InvalidInputError:
         raise InvalidInputError(
             f"{field_label(field)}: “{typed}” is not a date or time this console can read",

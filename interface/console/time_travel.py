@@ -40,7 +40,7 @@ def _answers(typed: dict) -> tuple[dict | None, dict | None, dict | None]:
         policy, diff = _version(workspace, typed["version"])
         moment = parse_instant(policy["at"], "at") if policy["at"] else datetime.min.replace(tzinfo=UTC)
     else:
-        moment = instant(typed["at"], "at")
+        moment = instant(typed["at"], "at", end=True)
         if moment is None:
             if typed["name"]:
                 rule = "type a UTC date or time, such as 2026-03-03 14:05"

@@ -19,6 +19,8 @@ from html import unescape
 from html.parser import HTMLParser
 from http.cookiejar import CookieJar
 
+from interface.console import when
+
 P = "/console/settings/governance/packages"
 API = "/api/v1/workspaces/acme"
 
@@ -441,6 +443,18 @@ def test_time_travel_shows_the_policy_as_it_stood_then(live):
     assert "Denied: not-on-the-allow-list" in now.plain and "removed pandas" in now.plain
     before = console.get("/console/time-travel", at="2000-01-01")
     assert "Version 0: the default policy" in before.plain
+
+
+def test_time_travel_to_a_time_as_the_console_prints_it_shows_what_was_saved_in_that_second(live):
+    """The console prints whole seconds; a change's microseconds fall within them. An auditor who
+    types the printed time of a Save gets the policy it saved, not the one before it."""
+    saved = api(live, "PUT", "/policy", {"note": "first", "python": {"mode": "allowlist", "allow": "pandas"}})
+    printed = when(saved["changed_at"])  # `2026-12-06 21:19:12 UTC`, as the history shows it
+    console = signed_in(live, "auditor")
+    for typed in (printed, printed.removesuffix(" UTC"), printed[: len("2026-12-06 21:19")]):
+        then = console.get("/console/time-travel", at=typed, language="python", name="pandas")
+        said = f"Allowed: matches-the-allow-list (allowlist mode, policy version {saved['version']})"
+        assert said in then.plain, typed
 
 
 def test_a_bad_instant_is_explained_not_a_server_error(live):
