@@ -88,7 +88,9 @@ class Audit:
     def package_at(self, workspace: str, language: str, name: str, at) -> dict:
         name = self._package_name(workspace, language, name)
         found, grants = self._name_at(workspace, language, name, at)
-        answer = package_at(found, grants, workspace, language, name, at)
+        answer = package_at(
+            found, grants, workspace, language, name, at, lambda version: self.readmodel.change(workspace, version)
+        )
         answer["rules"] = {}
         if found.ruled:  # the language had rules then: the policy as it stood, for them
             version_rules = self.policies.at(workspace, at).rules()[language].version_rules

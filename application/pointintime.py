@@ -8,6 +8,7 @@ force at that instant.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import groupby
@@ -30,18 +31,21 @@ class NameState:
     mode_row: dict | None = None
     rows: dict[tuple[str, str], dict] = field(default_factory=dict)  # (list, name) -> last change
 
-    def apply(self, row: dict, name: str) -> None:
+    def apply(self, row: dict, name: str) -> bool:
+        """Applies one change; whether it concerns this name (an allow entry of another spelling
+        under the same key does not)."""
         if row["type"] == "mode-switched":
             self.mode, self.mode_row = row["mode"], row
-            return
+            return True
         present = row["type"] == "entry-added"
         if row["list"] == "deny":
             (self.denied_spellings.add if present else self.denied_spellings.discard)(row["name"])
         elif row["name"] == name or matches(row["language"], row["name"], name):
             (self.allowed_entries.add if present else self.allowed_entries.discard)(row["name"])
         else:
-            return
+            return False
         self.rows[(row["list"], row["name"])] = row
+        return True
 
     def verdict(self, workspace: str, language: str, name: str, grant: dict | None = None, at: datetime | None = None):
         rules = LanguageRules(
@@ -55,13 +59,29 @@ class NameState:
         return judge(rules, Spec(name, language, "registry", name), workspace)
 
     def because(self, reason: str) -> dict | None:
-        """The change that last decided this answer, or None for the default policy."""
-        rows = [r for (lst, _), r in self.rows.items() if lst == "deny" or self.mode == "allowlist"]
-        if reason == "matches-the-deny-list":
-            rows = [r for r in rows if r["list"] == "deny" and r["type"] == "entry-added"]
-        elif self.mode_row is not None:
+        """The latest change that could have produced `reason` (see `CAUSES`), or None for the
+        default policy. Each entry's row is its last change, so an added one is still listed and a
+        removed one still absent; the mode row is the switch to the mode in force."""
+        causes = CAUSES.get(reason)
+        rows = [
+            r
+            for (lst, _), r in self.rows.items()
+            if causes is None or (lst, r["type"]) in causes  # a reason judged otherwise: any of them
+        ]
+        if self.mode_row is not None and (causes is None or "mode-switched" in causes):
             rows.append(self.mode_row)
         return max(rows, key=lambda r: r["version"], default=None)
+
+
+# What can produce each reason: the switch to the mode in force, and (list, change type) of the
+# name's entries (the name, the patterns matching it, and for deny lists every spelling of either).
+# A deny-list removal never puts a name off the allow list, nor an allow entry on the deny list.
+CAUSES: dict[str, set] = {
+    "matches-the-deny-list": {("deny", "entry-added")},
+    "not-on-the-deny-list": {"mode-switched", ("deny", "entry-removed")},
+    "matches-the-allow-list": {"mode-switched", ("allow", "entry-added"), ("deny", "entry-removed")},
+    "not-on-the-allow-list": {"mode-switched", ("allow", "entry-removed")},
+}
 
 
 def state_at(name: str, rows: list[dict]) -> NameState:
@@ -84,15 +104,21 @@ def grant_in_force(grants: list[dict], version: int, at: datetime) -> dict | Non
     return max(standing, key=lambda g: g["granted_version"], default=None)
 
 
-def package_at(found: NameRows, grants: list[dict], workspace: str, language: str, name: str, at: datetime) -> dict:
+def package_at(
+    found: NameRows,
+    grants: list[dict],
+    workspace: str,
+    language: str,
+    name: str,
+    at: datetime,
+    change: Callable[[int], dict | None],
+) -> dict:
     """`found`: `ReadModel.name_at` at `at`; `grants`: every exception ever granted for this name
-    (see `exceptions_for_name`)."""
+    (see `exceptions_for_name`); `change`: a version's change row (`ReadModel.change`), read only
+    when an exception's revocation decided the answer."""
     version, state = found.version, state_at(name, found.changes)
     grant = grant_in_force(grants, version, at)
     verdict = state.verdict(workspace, language, name, grant, at)
-    because = (
-        describe_grant(grant) if verdict.reason == EXCEPTION_REASON else describe_change(state.because(verdict.reason))
-    )
     return {
         "language": language,
         "name": name,
@@ -101,8 +127,67 @@ def package_at(found: NameRows, grants: list[dict], workspace: str, language: st
         "reason": verdict.reason,
         "mode": state.mode,
         "policy_version": version,
-        "because": because,
+        "because": describe(cause(state, verdict.reason, grant, grants, version, at), change),
     }
+
+
+# What decided an answer or opened an interval: ("change", a change row), or an exception (a
+# grants row) that was "granted", "revoked" or "expired" then.
+Source = tuple[str, dict]
+
+
+def cause(state: NameState, reason: str, grant: dict | None, grants: list[dict], version: int, at: datetime):
+    """The latest change that could have produced `reason` at version `version`, instant `at`:
+    the exception in force when it decided; for a name off the allow list, the exception for it
+    that ended last (revoked by `version` or expired by `at`) when it ended after the switch to
+    allowlist mode and the removal of its allow entries; else `NameState.because`."""
+    if reason == EXCEPTION_REASON and grant is not None:
+        return ("granted", grant)
+    row = state.because(reason)
+    if reason == "not-on-the-allow-list":
+        ended = last_ended(grants, version, at)
+        if ended is not None and (row is None or _when(ended) > (row["at"], row["version"])):
+            return ended
+    return None if row is None else ("change", row)
+
+
+def last_ended(grants: list[dict], version: int, at: datetime) -> Source | None:
+    """The exception that ended last by `version` and `at`: revoked, or expired (an expiry is no
+    change: it has the instant and no version of its own)."""
+    ended: list[Source] = []
+    for g in grants:
+        if g["revoked_version"] is not None and g["revoked_version"] <= version:
+            ended.append(("revoked", g))
+        elif g["granted_version"] <= version and g["expires_at"] is not None and g["expires_at"] <= at:
+            ended.append(("expired", g))
+    return max(ended, key=_when, default=None)
+
+
+def _when(source: Source) -> tuple[datetime, int]:
+    """When a source happened, in the order of the changes (a same-instant expiry first)."""
+    kind, row = source
+    if kind == "change":
+        return row["at"], row["version"]
+    if kind == "granted":
+        return row["granted_at"], row["granted_version"]
+    if kind == "revoked":
+        return row["revoked_at"], row["revoked_version"]
+    return row["expires_at"], -1
+
+
+def describe(source: Source | None, change: Callable[[int], dict | None], opener: bool = False) -> dict | None:
+    """A source as `because` shows it (`opener`: as a timeline interval's opener, where an expiry
+    is itself, not the grant that set it)."""
+    if source is None:
+        return None
+    kind, row = source
+    if kind == "change":
+        return describe_change(row)
+    if kind == "revoked":
+        return describe_revocation(row, change(row["revoked_version"]))
+    if kind == "expired" and opener:
+        return describe_expiry(row)
+    return describe_grant(row)  # granted, or expired: the approval that set the expiry
 
 
 def timeline(
@@ -118,44 +203,68 @@ def timeline(
 ) -> dict:
     """`found`: `ReadModel.name_at` at the later of `start` and `created` (when the workspace was
     made: its intervals begin then, and a period that ends before it has none); `grants` as for
-    `package_at`."""
+    `package_at`. Each interval has `opened_by`, the change at which it begins (`opener`); the
+    first one, what decided its answer at the period's start (`cause`)."""
     answer = {"language": language, "name": name, "from": iso(start), "to": iso(end), "intervals": []}
     answer["decisions"] = q.decision_counts(workspace, language, name, start, end)
     if created >= end:
         return answer
     start = max(start, created)
+
+    def change(number: int) -> dict | None:
+        return q.change(workspace, number)
+
     version, state = found.version, state_at(name, found.changes)
-    intervals = answer["intervals"] = [
-        _interval(
-            state.verdict(workspace, language, name, grant_in_force(grants, version, start), start), start, version
-        )
-    ]
+    grant = grant_in_force(grants, version, start)
+    verdict = state.verdict(workspace, language, name, grant, start)
+    decided = cause(state, verdict.reason, grant, grants, version, start)
+    intervals = answer["intervals"] = [_interval(verdict, start, version, describe(decided, change))]
     rows = q.changes_for_name(workspace, language, name, version, end)
     moments = {at: list(together) for at, together in groupby(rows, key=lambda r: r["at"])}
-    for grant in grants:  # an exception starts, ends or is revoked: the answer may change then
-        for moment in (grant["granted_at"], grant["expires_at"], grant["revoked_at"]):
+    for g in grants:  # an exception starts, ends or is revoked: the answer may change then
+        for moment in (g["granted_at"], g["expires_at"], g["revoked_at"]):
             if moment is not None and start < moment < end:
                 moments.setdefault(moment, [])
     for at in sorted(moments):  # one atomic save is one instant
-        for row in moments[at]:
-            state.apply(row, name)
+        applied = [row for row in moments[at] if state.apply(row, name)]
         now_version = q.version_at(workspace, at)
-        verdict = state.verdict(workspace, language, name, grant_in_force(grants, now_version, at), at)
+        grant = grant_in_force(grants, now_version, at)
+        verdict = state.verdict(workspace, language, name, grant, at)
         current = intervals[-1]
         if (verdict.allowed, verdict.reason) != (current["allowed"], current["reason"]):
             current["to"] = iso(at)
-            intervals.append(_interval(verdict, at, now_version))
+            decided = cause(state, verdict.reason, grant, grants, now_version, at)
+            source = opener(decided, applied, grants, now_version, at)
+            intervals.append(_interval(verdict, at, now_version, describe(source, change, opener=True)))
     intervals[-1]["to"] = iso(end)
     return answer
 
 
-def _interval(verdict, start: datetime, version: int) -> dict:
+def opener(decided: Source | None, applied: list[dict], grants: list[dict], version: int, at: datetime):
+    """The change at which an interval beginning at `at` begins: what decided its answer when that
+    happened at `at`; else the latest change of this name made then (one save); else the exception
+    revoked, granted or expired then. Never anything older than `at` unless nothing happened then."""
+    if decided is not None and _when(decided)[0] == at:
+        return decided
+    if applied:
+        return ("change", applied[-1])
+    stood = [g for g in grants if g["granted_version"] <= version]
+    happened: list[Source] = [
+        ("revoked", g) for g in stood if g["revoked_at"] == at and g["revoked_version"] <= version
+    ]
+    happened += [("granted", g) for g in stood if g["granted_at"] == at]
+    happened += [("expired", g) for g in stood if g["expires_at"] == at]
+    return happened[0] if happened else decided
+
+
+def _interval(verdict, start: datetime, version: int, opened_by: dict | None) -> dict:
     return {
         "from": iso(start),
         "to": None,
         "allowed": verdict.allowed,
         "reason": verdict.reason,
         "policy_version": version,
+        "opened_by": opened_by,
     }
 
 
@@ -196,4 +305,36 @@ def describe_grant(grant: dict) -> dict:
     }
 
 
-__all__ = ["package_at", "timeline", "describe_change", "describe_grant", "state_at", "grant_in_force"]
+def describe_revocation(grant: dict, row: dict | None) -> dict:
+    """`because` when revoking an exception decided: the revocation's change (`row`, read by its
+    version; the grant's own record of it if none is found), the exception and the request."""
+    change = describe_change(row) or {
+        "version": grant["revoked_version"],
+        "at": iso(grant["revoked_at"]),
+        "by": grant["revoked_by"],
+        "note": "",
+        "type": "exception-revoked",
+        "language": grant["language"],
+        "name": grant["name"],
+    }
+    return change | {
+        "exception": {"id": grant["id"], "expires_at": iso(grant["expires_at"])},
+        "request": {"id": grant["request_id"]} if grant["request_id"] else None,
+    }
+
+
+def describe_expiry(grant: dict) -> dict:
+    """A timeline interval opened by an exception's expiry, which is no change: the grant that set
+    it (its version, who and the note), at the instant it ended (the console's own type)."""
+    return describe_grant(grant) | {"type": "exception-expired", "at": iso(grant["expires_at"])}
+
+
+__all__ = [
+    "package_at",
+    "timeline",
+    "describe_change",
+    "describe_grant",
+    "describe_revocation",
+    "state_at",
+    "grant_in_force",
+]

@@ -21,7 +21,7 @@ from interface.console.session import blueprint, caller, governance
 
 RECENT = 10
 HIDDEN_READ = 100  # recorded hidings read per reason (a bounded cost: one package range each)
-MAX_INTERVALS = 200  # each costs a few index seeks for the change that opened it
+MAX_INTERVALS = 200  # drawn and listed (the timeline found what opened each as it went)
 
 
 @blueprint.get("/packages/<language>/<path:name>")
@@ -67,7 +67,7 @@ def _page(now: dict, typed: dict, timeline: dict | None, refusal, today: date, h
     workspace = caller()["workspace"]
     drawn = []
     if timeline:
-        drawn = band(opened_by(workspace, timeline), _at(timeline["from"]), _at(timeline["to"]))
+        drawn = band(opened_by(timeline), _at(timeline["from"]), _at(timeline["to"]))
     recent = governance().audit.decisions(workspace, {"language": now["language"], "name": now["name"]}, limit=RECENT)
     return render_template(
         "console/package.html",
@@ -84,14 +84,13 @@ def _page(now: dict, typed: dict, timeline: dict | None, refusal, today: date, h
     )
 
 
-def opened_by(workspace: str, timeline: dict) -> list[dict]:
-    """Each interval with the change that opened it: the one that decided the answer at its start."""
-    out = []
-    for interval in timeline["intervals"][:MAX_INTERVALS]:
-        start = _at(interval["from"])
-        answer = governance().audit.package_at(workspace, timeline["language"], timeline["name"], start)
-        out.append({**interval, "from_at": start, "to_at": _at(interval["to"]), "because": answer["because"]})
-    return out
+def opened_by(timeline: dict) -> list[dict]:
+    """Each interval with the change that opened it: the one made at its start (the application's
+    `opened_by`; for the first interval, what decided its answer at the period's start)."""
+    return [
+        {**interval, "from_at": _at(interval["from"]), "to_at": _at(interval["to"]), "because": interval["opened_by"]}
+        for interval in timeline["intervals"][:MAX_INTERVALS]
+    ]
 
 
 def quick_periods(today: date) -> list[tuple[str, dict]]:

@@ -145,6 +145,26 @@ def test_the_auditors_question_was_pandas_allowed_then(live):
     assert [i["allowed"] for i in day["intervals"]][-1] is True and "decisions" in day
 
 
+def test_because_is_the_mode_switch_not_a_deny_list_removal_for_a_name_off_the_allow_list(live):
+    """Added to the deny list and removed again in allowlist mode: the removal had been `because`."""
+    admin, auditor = live.tokens["admin"], live.tokens["auditor"]
+    locked = live.call("PUT", P + "/policy", admin, {"note": "lock", "python": {"mode": "allowlist"}}).json
+    for version, deny in ((2, ["zzzdemo"]), (3, [])):
+        saved = live.call("PUT", P + "/policy", admin, {"expected_version": version - 1, "python": {"deny": deny}})
+        assert saved.status == 200 and saved.json["version"] == version, saved.body
+    answer = live.call("GET", P + "/packages/python/zzzdemo", auditor).json
+    assert (answer["reason"], answer["policy_version"]) == ("not-on-the-allow-list", 3)
+    assert answer["because"] == {
+        "version": 1,
+        "at": locked["changed_at"],
+        "by": "admin-token",
+        "note": "lock",
+        "type": "mode-switched",
+        "language": "python",
+        "mode": "allowlist",
+    }
+
+
 def test_history_and_decision_exports(live):
     live.call("PUT", P + "/policy", live.tokens["admin"], SAVE)
     for _ in range(3):

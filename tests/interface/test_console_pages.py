@@ -197,3 +197,47 @@ def test_egress_and_known_malware_changes_read_well_and_hosts_link_to_what_exist
         for href in hosts:
             parts = urllib.parse.urlsplit(href)
             assert console.get(parts.path, **dict(urllib.parse.parse_qsl(parts.query))).status == 200, href
+
+
+def test_a_package_page_names_the_revocation_that_denied_it_and_what_opened_each_interval(live):
+    """The page had named the mode switch (older than the interval) for an interval a revocation
+    opened, and the lift of the deny entry as why the name was denied."""
+    locked = api(live, "PUT", "/policy", {"note": "lock down", "python": {"mode": "allowlist", "deny": "beta"}})
+    filed = live.call(
+        "POST", API + "/requests", live.tokens["sandbox"], {"language": "python", "name": "beta", "justification": "x"}
+    ).json
+    approval = {"duration": "P7D", "note": "for the report", "lift_deny": True}
+    api(live, "POST", f"/requests/{filed['id']}/approve", approval)
+    exception_id = api(live, "GET", "/exceptions", role="auditor")["exceptions"][0]["id"]
+    assert live.call("DELETE", f"{API}/exceptions/{exception_id}", live.tokens["owner"]).status == 204
+    page = signed_in(live, "auditor").get("/console/packages/python/beta", **{"from": locked["changed_at"][:10]})
+    assert page.status == 200
+    assert "Now Denied: not-on-the-allow-list (allowlist mode, policy version 5)" in page.plain
+    assert "Because: version 5, " in page.plain and "by owner: Python: revoked the exception for beta." in page.plain
+    intervals = [r for r in page.rows() if len(r) == 4]
+    assert [r[2].split(" (")[0] for r in intervals] == [
+        "Allowed: not-on-the-deny-list",
+        "Denied: matches-the-deny-list",
+        "Allowed: matches-an-exception",
+        "Denied: not-on-the-allow-list",
+    ]
+    openers = [r[3] for r in intervals]
+    assert openers[0] == "the default policy"
+    assert openers[1].startswith("version 2, ") and "added beta to the deny list (note: “lock down”)" in openers[1]
+    assert openers[2].startswith("version 4, ") and "Python: granted an exception for beta, until" in openers[2]
+    assert openers[3].startswith("version 5, ") and openers[3].endswith("Python: revoked the exception for beta")
+    assert "by owner" in openers[3]
+
+
+def test_an_interval_is_opened_by_the_change_at_its_start_never_an_older_one(live):
+    """Off the deny list again in allowlist mode: its cause is the older mode switch, but the
+    interval begins at the removal, which the page names (it had named the switch)."""
+    locked = api(live, "PUT", "/policy", {"note": "lock down", "python": {"mode": "allowlist"}})
+    api(live, "PUT", "/policy", {"note": "try it", "python": {"deny": "zzzdemo"}})
+    api(live, "PUT", "/policy", {"note": "undo", "python": {"deny": ""}})
+    page = signed_in(live, "auditor").get("/console/packages/python/zzzdemo", **{"from": locked["changed_at"][:10]})
+    assert "Because: version 1, " in page.plain and "switched to allowlist mode (note: “lock down”)." in page.plain
+    intervals = [r for r in page.rows() if len(r) == 4]
+    assert [r[2].split(":")[0] for r in intervals] == ["Allowed", "Denied", "Denied", "Denied"]
+    assert [r[3].split(",")[0] for r in intervals] == ["the default policy", "version 1", "version 2", "version 3"]
+    assert intervals[3][3].endswith("removed zzzdemo from the deny list (note: “undo”)")
