@@ -3,7 +3,7 @@
 The answer is computed by the same `judge` the live gate uses, over the rules as they stood for
 this one name: the language's mode then, whether the name or a pattern matching it (and, for
 Node deny lists, any spelling of either) was listed then, and whether an exception for it was in
-force at that instant.
+force at that instant (and whether one in force lifted the deny entries naming it).
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ from domain.decision import EXCEPTION_REASON, judge
 from domain.patterns import matches
 from domain.policy import DEFAULT_MODE, RULE_CHANGED, LanguageRules
 from domain.specs import Spec
+
+# The exception in force for a name at an instant, and the lifting one (each None when none is).
+InForce = tuple[dict | None, dict | None]
 
 
 @dataclass
@@ -43,7 +46,10 @@ class NameState:
             return
         self.rows[(row["list"], row["name"])] = row
 
-    def verdict(self, workspace: str, language: str, name: str, grant: dict | None = None, at: datetime | None = None):
+    def verdict(
+        self, workspace: str, language: str, name: str, grants: InForce = (None, None), at: datetime | None = None
+    ):
+        grant, lift = grants
         rules = LanguageRules(
             language,
             self.mode,
@@ -51,6 +57,7 @@ class NameState:
             frozenset(self.denied_spellings),
             {name: grant["expires_at"]} if grant else {},
             at,
+            {name: lift["expires_at"]} if lift else {},
         )
         return judge(rules, Spec(name, language, "registry", name), workspace)
 
@@ -72,6 +79,12 @@ def state_at(name: str, rows: list[dict]) -> NameState:
     return state
 
 
+def in_force(grants: list[dict], version: int, at: datetime) -> InForce:
+    """The latest-granted exception in force (`grant_in_force`), and the latest-granted lifting
+    one (its deny entries do not deny the name while it is)."""
+    return grant_in_force(grants, version, at), grant_in_force([g for g in grants if g["lifts_deny"]], version, at)
+
+
 def grant_in_force(grants: list[dict], version: int, at: datetime) -> dict | None:
     """The latest-granted exception standing at `version` and not yet expired at `at`."""
     standing = [
@@ -88,10 +101,13 @@ def package_at(found: NameRows, grants: list[dict], workspace: str, language: st
     """`found`: `ReadModel.name_at` at `at`; `grants`: every exception ever granted for this name
     (see `exceptions_for_name`)."""
     version, state = found.version, state_at(name, found.changes)
-    grant = grant_in_force(grants, version, at)
-    verdict = state.verdict(workspace, language, name, grant, at)
+    standing = in_force(grants, version, at)
+    verdict = state.verdict(workspace, language, name, standing, at)
+    grant = standing[1] if verdict.reason == EXCEPTION_REASON and standing[1] is not None else standing[0]
     because = (
-        describe_grant(grant) if verdict.reason == EXCEPTION_REASON else describe_change(state.because(verdict.reason))
+        describe_grant(grant)
+        if verdict.reason == EXCEPTION_REASON and grant is not None
+        else describe_change(state.because(verdict.reason))
     )
     return {
         "language": language,
@@ -126,9 +142,7 @@ def timeline(
     start = max(start, created)
     version, state = found.version, state_at(name, found.changes)
     intervals = answer["intervals"] = [
-        _interval(
-            state.verdict(workspace, language, name, grant_in_force(grants, version, start), start), start, version
-        )
+        _interval(state.verdict(workspace, language, name, in_force(grants, version, start), start), start, version)
     ]
     rows = q.changes_for_name(workspace, language, name, version, end)
     moments = {at: list(together) for at, together in groupby(rows, key=lambda r: r["at"])}
@@ -140,7 +154,7 @@ def timeline(
         for row in moments[at]:
             state.apply(row, name)
         now_version = q.version_at(workspace, at)
-        verdict = state.verdict(workspace, language, name, grant_in_force(grants, now_version, at), at)
+        verdict = state.verdict(workspace, language, name, in_force(grants, now_version, at), at)
         current = intervals[-1]
         if (verdict.allowed, verdict.reason) != (current["allowed"], current["reason"]):
             current["to"] = iso(at)
@@ -196,4 +210,4 @@ def describe_grant(grant: dict) -> dict:
     }
 
 
-__all__ = ["package_at", "timeline", "describe_change", "describe_grant", "state_at", "grant_in_force"]
+__all__ = ["package_at", "timeline", "describe_change", "describe_grant", "state_at", "grant_in_force", "in_force"]
