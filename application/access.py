@@ -1,9 +1,10 @@
 """Access requests and time-boxed exceptions: filing and joining, deciding, granting, revoking.
 
-An approval and the exception it grants (and, with `lift_deny`, the removal of the deny entry)
-are one atomic save of the request and the policy. Exceptions are Policy events, so the policy
-cache, `evaluate`, the index, `/test` and every point-in-time answer see them without further
-wiring, and judge them at an instant: expiry is data in the grant, never a later event.
+An approval and the exception it grants (with `lift_deny`, one that lifts the deny entries naming
+the package for its window, the entries staying on the list) are one atomic save of the request
+and the policy. Exceptions are Policy events, so the policy cache, `evaluate`, the index, `/test`
+and every point-in-time answer see them without further wiring, and judge them at an instant:
+expiry (and with it a lift's end) is data in the grant, never a later event.
 """
 
 from __future__ import annotations

@@ -76,6 +76,7 @@ def exception_views(policy: Policy, at: datetime | None = None) -> list[dict]:
             "granted_version": g["version"],
             "note": g["note"],
             "request_id": g["request_id"],
+            "lifts_deny": bool(g.get("lifts_deny")),
         }
         for g in grants
     ]

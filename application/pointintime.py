@@ -3,7 +3,7 @@
 The answer is computed by the same `judge` the live gate uses, over the rules as they stood for
 this one name: the language's mode then, whether the name or a pattern matching it (and, for
 Node deny lists, any spelling of either) was listed then, and whether an exception for it was in
-force at that instant.
+force at that instant (and whether one in force lifted the deny entries naming it).
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from domain.decision import EXCEPTION_REASON, judge
 from domain.patterns import matches
 from domain.policy import DEFAULT_MODE, RULE_CHANGED, LanguageRules
 from domain.specs import Spec
+
+# The exception in force for a name at an instant, and the lifting one (each None when none is).
+InForce = tuple[dict | None, dict | None]
 
 
 @dataclass
@@ -47,7 +50,10 @@ class NameState:
         self.rows[(row["list"], row["name"])] = row
         return True
 
-    def verdict(self, workspace: str, language: str, name: str, grant: dict | None = None, at: datetime | None = None):
+    def verdict(
+        self, workspace: str, language: str, name: str, grants: InForce = (None, None), at: datetime | None = None
+    ):
+        grant, lift = grants
         rules = LanguageRules(
             language,
             self.mode,
@@ -55,6 +61,7 @@ class NameState:
             frozenset(self.denied_spellings),
             {name: grant["expires_at"]} if grant else {},
             at,
+            {name: lift["expires_at"]} if lift else {},
         )
         return judge(rules, Spec(name, language, "registry", name), workspace)
 
@@ -92,6 +99,19 @@ def state_at(name: str, rows: list[dict]) -> NameState:
     return state
 
 
+def in_force(grants: list[dict], version: int, at: datetime) -> InForce:
+    """The latest-granted exception in force (`grant_in_force`), and the latest-granted lifting
+    one (its deny entries do not deny the name while it is)."""
+    return grant_in_force(grants, version, at), grant_in_force([g for g in grants if g["lifts_deny"]], version, at)
+
+
+def deciding(standing: InForce, reason: str) -> dict | None:
+    """The exception that decided an answer of `reason`: the lifting one when a lift let the name
+    in, else the latest in force (`because` names it when an exception decided)."""
+    exception, lift = standing
+    return lift if reason == EXCEPTION_REASON and lift is not None else exception
+
+
 def grant_in_force(grants: list[dict], version: int, at: datetime) -> dict | None:
     """The latest-granted exception standing at `version` and not yet expired at `at`."""
     standing = [
@@ -117,8 +137,9 @@ def package_at(
     (see `exceptions_for_name`); `change`: a version's change row (`ReadModel.change`), read only
     when an exception's revocation decided the answer."""
     version, state = found.version, state_at(name, found.changes)
-    grant = grant_in_force(grants, version, at)
-    verdict = state.verdict(workspace, language, name, grant, at)
+    standing = in_force(grants, version, at)
+    verdict = state.verdict(workspace, language, name, standing, at)
+    grant = deciding(standing, verdict.reason)
     return {
         "language": language,
         "name": name,
@@ -138,14 +159,17 @@ Source = tuple[str, dict]
 
 def cause(state: NameState, reason: str, grant: dict | None, grants: list[dict], version: int, at: datetime):
     """The latest change that could have produced `reason` at version `version`, instant `at`:
-    the exception in force when it decided; for a name off the allow list, the exception for it
-    that ended last (revoked by `version` or expired by `at`) when it ended after the switch to
-    allowlist mode and the removal of its allow entries; else `NameState.because`."""
+    the exception in force when it decided; for a name off the allow list (or on the deny list),
+    the exception for it (lifting that list's entry) that ended last (revoked by `version` or
+    expired by `at`) when it ended after what `NameState.because` finds; else that."""
     if reason == EXCEPTION_REASON and grant is not None:
         return ("granted", grant)
     row = state.because(reason)
-    if reason == "not-on-the-allow-list":
-        ended = last_ended(grants, version, at)
+    # An exception that let the name in ended: it denies again by the rule it had stood in for
+    # (off the allow list, or on the deny list when it lifted the entry).
+    ending = {"not-on-the-allow-list": grants, "matches-the-deny-list": [g for g in grants if g["lifts_deny"]]}
+    if reason in ending:
+        ended = last_ended(ending[reason], version, at)
         if ended is not None and (row is None or _when(ended) > (row["at"], row["version"])):
             return ended
     return None if row is None else ("change", row)
@@ -215,9 +239,9 @@ def timeline(
         return q.change(workspace, number)
 
     version, state = found.version, state_at(name, found.changes)
-    grant = grant_in_force(grants, version, start)
-    verdict = state.verdict(workspace, language, name, grant, start)
-    decided = cause(state, verdict.reason, grant, grants, version, start)
+    standing = in_force(grants, version, start)
+    verdict = state.verdict(workspace, language, name, standing, start)
+    decided = cause(state, verdict.reason, deciding(standing, verdict.reason), grants, version, start)
     intervals = answer["intervals"] = [_interval(verdict, start, version, describe(decided, change))]
     rows = q.changes_for_name(workspace, language, name, version, end)
     moments = {at: list(together) for at, together in groupby(rows, key=lambda r: r["at"])}
@@ -228,8 +252,9 @@ def timeline(
     for at in sorted(moments):  # one atomic save is one instant
         applied = [row for row in moments[at] if state.apply(row, name)]
         now_version = q.version_at(workspace, at)
-        grant = grant_in_force(grants, now_version, at)
-        verdict = state.verdict(workspace, language, name, grant, at)
+        standing = in_force(grants, now_version, at)
+        verdict = state.verdict(workspace, language, name, standing, at)
+        grant = deciding(standing, verdict.reason)
         current = intervals[-1]
         if (verdict.allowed, verdict.reason) != (current["allowed"], current["reason"]):
             current["to"] = iso(at)
@@ -337,4 +362,5 @@ __all__ = [
     "describe_revocation",
     "state_at",
     "grant_in_force",
+    "in_force",
 ]

@@ -69,22 +69,22 @@ def requested_package(language: str, text: str) -> tuple[str, str]:
 
 
 def plan_grant(state: dict[str, Any], language: str, name: str, grant: dict[str, Any], lift_deny: bool) -> list[Change]:
-    """The grant, after the removal of every deny entry naming the name when asked to: the deny
-    list wins over exceptions, so granting one for a denied name alone would be a lie. A name a
-    deny pattern denies is refused, lift_deny or not (`_pattern_conflict`)."""
+    """The grant; for a name deny entries name, only when asked to lift them (`lift_deny`): the
+    deny list wins over exceptions, so granting one for a denied name alone would be a lie. A
+    lifting grant says so (`lifts_deny`): the entries stay on the list and deny the name again
+    when the exception ends or is revoked. A name a deny pattern denies is refused, lift_deny or
+    not (`_pattern_conflict`)."""
     named, patterns = _denied_by(state, language, name)
     if patterns:
         raise _pattern_conflict(language, [(name, patterns)])
     if named and not lift_deny:
         raise ConflictError(
             f"{name} is on the {language} deny list, which wins over exceptions; "
-            "send lift_deny: true to remove the deny entry in the same save",
+            "send lift_deny: true to lift the deny entry for the exception's window",
             [FieldError("lift_deny", "must be true to grant an exception for a deny-listed name")],
         )
     # `grant`: exception_id, expires_at (RFC 3339 or None), request_id (or None).
-    return [Change("entry-removed", language, "deny", n) for n in named] + [
-        Change("exception-granted", language, name=name, exception=grant)
-    ]
+    return [Change("exception-granted", language, name=name, exception={**grant, "lifts_deny": bool(named)})]
 
 
 def _denied_by(state: dict[str, Any], language: str, name: str) -> tuple[list[str], list[str]]:
@@ -98,13 +98,13 @@ def _denied_by(state: dict[str, Any], language: str, name: str) -> tuple[list[st
 
 
 def _pattern_conflict(language: str, denied: list[tuple[str, list[str]]]) -> ConflictError:
-    """A deny pattern also denies names nobody asked for, so `lift_deny` never removes one; and
+    """A deny pattern also denies names nobody asked for, so `lift_deny` never lifts one; and
     an exception under it would be granted and decide nothing, as the deny list wins."""
     names = [name for name, _ in denied]
     patterns = list(dict.fromkeys(p for _, found in denied for p in found))
     return ConflictError(
         f"{' and '.join(names)} {'is' if len(names) == 1 else 'are'} denied by the {language} deny pattern "
-        f"{', '.join(patterns)}, which wins over exceptions; lift_deny removes only deny entries naming a package, "
+        f"{', '.join(patterns)}, which wins over exceptions; lift_deny lifts only deny entries naming a package, "
         "never a pattern that denies other names too: remove or narrow the pattern first",
         [FieldError("name", f"{name} is denied by the deny pattern {', '.join(found)}") for name, found in denied],
     )
@@ -121,7 +121,7 @@ def plan_closure_grants(
     """Grants for every name of a dependency closure the policy does not allow yet (one each,
     `grant_for(name)` giving its terms). Deny-listed names are refused all at once, named, unless
     `lift_deny` (those a deny pattern denies, always): the deny list wins over exceptions, so only
-    lifting it can let them in."""
+    lifting their entries, for the exceptions' window, can let them in."""
     wanting = [n for n in dict.fromkeys(names) if not judge(rules, parse(rules.language, n), workspace).allowed]
     denied = {n: _denied_by(state, rules.language, n) for n in wanting if rules.denies(n)}
     patterned = [(n, patterns) for n, (_, patterns) in denied.items() if patterns]
@@ -130,7 +130,7 @@ def plan_closure_grants(
     if denied and not lift_deny:
         raise ConflictError(
             f"the closure holds deny-listed names ({', '.join(denied)}), and the deny list wins over exceptions; "
-            "send lift_deny: true to remove their deny entries in the same save",
+            "send lift_deny: true to lift their deny entries for the exceptions' window",
             [FieldError("lift_deny", f"must be true to grant deny-listed {n}") for n in denied],
         )
     changes: list[Change] = []

@@ -68,17 +68,20 @@ class Verdict:
 
 
 def judge(rules: LanguageRules, spec: Spec, workspace: str) -> Verdict:
-    """The rule (docs/policy-rules.md): deny list first, then the mode; direct references never ride on a
-    registry name's approval; unjudgeable specs are refused."""
+    """The rule (docs/policy-rules.md): deny list first (an entry naming the name does not deny it
+    while a lifting exception for it is in force), then the mode; direct references never ride on
+    a registry name's approval; unjudgeable specs are refused."""
     if spec.kind not in JUDGED_KINDS or (spec.kind not in DIRECT_KINDS and spec.name is None):
         return Verdict(False, "invalid-spec")  # also any kind added later: fail closed
     denied = spec.name is not None and rules.denies(spec.name)
-    if spec.kind in DIRECT_KINDS:
-        if rules.mode == "allowlist" or denied or spec.name is None:
+    if spec.kind in DIRECT_KINDS:  # a lifted deny entry still denies them: an exception is a registry name's
+        if rules.mode == "allowlist" or denied or spec.name is None or (rules.lifted and rules.lifts(spec.name)):
             return Verdict(False, "direct-reference", {"mode": rules.mode})
         return Verdict(True, "direct-reference")
     if denied:
         return Verdict(False, "matches-the-deny-list")
+    if rules.lifted and rules.lifts(spec.name):  # type: ignore[arg-type]  # a registry spec has its name
+        return Verdict(True, EXCEPTION_REASON)  # its deny entry stays, lifted for the exception's window
     if rules.mode == "denylist":
         return Verdict(True, "not-on-the-deny-list")
     if rules.allows(spec.name):  # type: ignore[arg-type]  # a registry spec has its name

@@ -54,7 +54,8 @@ class Change:
     list: str | None = None  # for entry changes
     name: str | None = None  # canonical entry name; for rule changes, the rule
     mode: str | None = None  # for mode switches (KNOWN_MALWARE: enforce or monitor)
-    exception: dict[str, Any] | None = None  # for exception changes: exception_id (+ expires_at, request_id)
+    # For exception changes: exception_id (+ expires_at, request_id, lifts_deny)
+    exception: dict[str, Any] | None = None
     rule: dict[str, Any] | None = None  # for rule changes: the rule as `VersionRules.to_json` shows it (None: off)
 
 
@@ -72,6 +73,10 @@ class LanguageRules:
     # these rules are bound to (see `at_instant`); unbound rules grant no exception.
     exceptions: Mapping[str, datetime | None] = field(default_factory=dict)
     at: datetime | None = None
+    # Lifting exceptions (granted with `lift_deny`): name -> when the latest one ends (None:
+    # never). While one is in force at `at`, the deny entries naming exactly that name (every
+    # spelling, for Node) do not deny it; deny patterns always do. Unbound rules lift nothing.
+    lifted: Mapping[str, datetime | None] = field(default_factory=dict)
     # Rules beyond names (`domain.rules`): which versions of an allowed name are shown.
     version_rules: VersionRules = VersionRules()
     # The workspace's word on imported known-malware advisories (the same for every language):
@@ -87,11 +92,19 @@ class LanguageRules:
 
     def denies(self, name: str) -> bool:
         """Deny lists match on the deny key (Node: case-insensitive, to fail closed), the name's
-        own or that of a pattern matching it."""
+        own (unless a lifting exception for the name is in force) or that of a pattern matching it."""
         keys = self.deny_keys
-        return deny_key(self.language, name) in keys or (
+        return (deny_key(self.language, name) in keys and not (self.lifted and self._lifts(name))) or (
             self.patterned[1] and any(deny_key(self.language, p) in keys for p in patterns_for(self.language, name))
         )
+
+    def lifts(self, name: str) -> bool:
+        """A deny entry naming exactly this name is on the list, and a lifting exception for the
+        name, in force at the rules' instant, keeps it from denying the name."""
+        return bool(self.lifted) and self._lifts(name) and deny_key(self.language, name) in self.deny_keys
+
+    def _lifts(self, name: str) -> bool:
+        return self.at is not None and name in self.lifted and _in_force(self.lifted[name], self.at)
 
     def allows(self, name: str) -> bool:
         """The allow list holds exactly this name, or a pattern matching it."""
@@ -101,10 +114,7 @@ class LanguageRules:
 
     def excepts(self, name: str) -> bool:
         """An exception for exactly this name is in force at the rules' instant."""
-        if self.at is None or name not in self.exceptions:
-            return False
-        end = self.exceptions[name]
-        return end is None or self.at < end
+        return self.at is not None and name in self.exceptions and _in_force(self.exceptions[name], self.at)
 
     def at_instant(self, at: datetime) -> LanguageRules:
         """The same rules judged at `at` (a shallow copy: the deny keys are not worked out again;
@@ -115,6 +125,10 @@ class LanguageRules:
         return bound
 
 
+def _in_force(end: datetime | None, at: datetime) -> bool:
+    return end is None or at < end
+
+
 def default_state() -> dict[str, dict[str, Any]]:
     return {lang: {"mode": DEFAULT_MODE, "allow": [], "deny": []} for lang in LANGUAGES}
 
@@ -123,6 +137,7 @@ def rules_from_state(
     state: dict[str, dict[str, Any]], exceptions: dict[str, Any] | None = None, known_malware: str = ENFORCE
 ) -> dict[str, LanguageRules]:
     ends = exception_ends(exceptions or {})
+    lifted = exception_ends({i: g for i, g in (exceptions or {}).items() if g.get("lifts_deny")})
     return {
         lang: LanguageRules(
             lang,
@@ -130,6 +145,7 @@ def rules_from_state(
             frozenset(s["allow"]),
             frozenset(s["deny"]),
             ends.get(lang, {}),
+            lifted=lifted.get(lang, {}),
             version_rules=VersionRules.from_json(lang, s.get("rules")),  # states saved before rules have none
             known_malware=known_malware,
         )
@@ -281,12 +297,22 @@ class Policy(Aggregate):
         self._touch(by)
 
     class ExceptionGranted(Attributed, Aggregate.Event):
+        """Version 3: `lifts_deny`, whether the grant keeps the deny entries naming its name from
+        denying it while it is in force (grants before it lift nothing: a `lift_deny` then
+        removed the entries, by an `EntryRemoved` of its own)."""
+
         TOPIC = "runcode_policy:Policy.ExceptionGranted"
+        class_version = 3
         language: str
         name: str
         exception_id: str
         expires_at: str | None
         request_id: str | None
+        lifts_deny: bool = False
+
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            state.setdefault("lifts_deny", False)
 
     @event(ExceptionGranted)
     def _grant_exception(
@@ -299,9 +325,11 @@ class Policy(Aggregate):
         by: str,
         note: str,
         by_token: str | None = None,
+        lifts_deny: bool = False,
     ) -> None:
-        # `version`: the policy version this grant makes (the aggregate's is bumped after).
-        self.exceptions[exception_id] = {
+        # `version`: the policy version this grant makes (the aggregate's is bumped after). Only
+        # a lifting grant says so: the others keep the shape (and snapshots) they always had.
+        grant = self.exceptions[exception_id] = {
             "id": exception_id,
             "language": language,
             "name": name,
@@ -311,6 +339,8 @@ class Policy(Aggregate):
             "note": note,
             "version": self.version,
         }
+        if lifts_deny:
+            grant["lifts_deny"] = True
         self._touch(by)
 
     class ExceptionRevoked(Attributed, Aggregate.Event):

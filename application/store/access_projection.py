@@ -23,7 +23,7 @@ _SQL = {
     "approved": "UPDATE {requests} SET status = 'approved', decided_at = %s, decided_by = %s, "
     "note = %s, exception_id = %s, expires_at = %s, lift_deny = %s WHERE id = %s",
     "rejected": "UPDATE {requests} SET status = 'rejected', decided_at = %s, decided_by = %s, note = %s WHERE id = %s",
-    "granted": "INSERT INTO {exceptions} VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, NULL, NULL, NULL)",
+    "granted": "INSERT INTO {exceptions} VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, NULL, NULL, NULL, %s)",
     "revoked": "UPDATE {exceptions} SET revoked_version = %s, revoked_at = %s, revoked_by = %s WHERE id = %s",
     "request_revoked": "UPDATE {requests} SET revoked_at = %s WHERE exception_id = %s",
 }
@@ -70,6 +70,7 @@ def access_statements(dialect, events, workspaces: dict) -> list[tuple[str, tupl
                         e.note,
                         _end(dialect, e.expires_at),
                         e.request_id,
+                        bool(e.lifts_deny),
                     ),
                 )
             )

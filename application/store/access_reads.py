@@ -14,7 +14,7 @@ REQUEST_COLUMNS = (
 )
 EXCEPTION_COLUMNS = (
     "id, language, name, granted_version, granted_at, granted_by, note, expires_at, "
-    "request_id, revoked_version, revoked_at, revoked_by"
+    "request_id, revoked_version, revoked_at, revoked_by, lifts_deny"
 )
 # "expired": approved, and its exception is over (its expiry passed, or it was revoked).
 _STATUS_WHERE = {
@@ -33,8 +33,9 @@ class AccessReads(ReadModel):
             for column in _TIMES:
                 if row.get(column) is not None:
                     row[column] = self.dialect.from_ts(row[column])
-            if "lift_deny" in row and row["lift_deny"] is not None:
-                row["lift_deny"] = bool(row["lift_deny"])
+            for flag in ("lift_deny", "lifts_deny"):
+                if row.get(flag) is not None:
+                    row[flag] = bool(row[flag])
         return rows
 
     # -- requests -------------------------------------------------------------------------------

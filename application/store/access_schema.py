@@ -23,7 +23,7 @@ ACCESS_DDL = (
     "CREATE TABLE IF NOT EXISTS {exceptions} (id TEXT PRIMARY KEY, workspace TEXT NOT NULL, "
     "language TEXT NOT NULL, name TEXT NOT NULL, granted_version INTEGER NOT NULL, "
     "granted_at {ts} NOT NULL, granted_by TEXT NOT NULL, note TEXT NOT NULL, expires_at {ts}, "
-    "request_id TEXT, revoked_version INTEGER, revoked_at {ts}, revoked_by TEXT)",
+    "request_id TEXT, revoked_version INTEGER, revoked_at {ts}, revoked_by TEXT, lifts_deny {bool} NOT NULL)",
     "CREATE INDEX IF NOT EXISTS rcp_exceptions_by_name ON {exceptions} (workspace, language, name, granted_version)",
     "CREATE INDEX IF NOT EXISTS rcp_exceptions_by_version ON {exceptions} (workspace, granted_version)",
 )

@@ -39,7 +39,11 @@ class Expiry(Body):
     expires_at: Annotated[str, Field(description="RFC 3339 instant the exception ends")] | None = None
     duration: Annotated[str, Field(max_length=40, description="ISO 8601 duration from now, e.g. P7D")] | None = None
     note: Note = ""
-    lift_deny: bool = False
+    lift_deny: bool = Field(
+        False,
+        description="Required for a deny-listed name: its deny entries stay on the list and are lifted for the "
+        "exception's window only, denying it again when the exception ends or is revoked",
+    )
 
 
 class ApproveBody(Expiry):

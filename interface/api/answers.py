@@ -31,8 +31,8 @@ class LanguagePolicy(BaseModel):
 
 
 class ExceptionView(BaseModel):
-    """A time-boxed exception: the name is allowed (in either mode; deny entries still win) until
-    `expires_at` (null: until revoked)."""
+    """A time-boxed exception: the name is allowed (in either mode; deny entries still win, but
+    for those naming it when it lifts them) until `expires_at` (null: until revoked)."""
 
     id: str
     language: AskLanguage
@@ -42,6 +42,11 @@ class ExceptionView(BaseModel):
     granted_version: int
     note: str
     request_id: str | None
+    lifts_deny: bool = Field(
+        False,
+        description="Granted with lift_deny: the deny entries naming the package stay on the deny list and do not "
+        "deny it while the exception is in force (never a deny pattern)",
+    )
 
 
 class PolicyView(BaseModel):

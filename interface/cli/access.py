@@ -17,7 +17,12 @@ json_option = click.option("--json", "as_json", is_flag=True, help="JSON instead
 expiry_options = (
     click.option("--for", "duration", metavar="DURATION", help="ISO 8601 duration, e.g. P7D (default: permanent)."),
     click.option("--until", "until", metavar="T", help="RFC 3339 instant the exception ends."),
-    click.option("--lift-deny", is_flag=True, help="Also remove the name from the deny list, in the same save."),
+    click.option(
+        "--lift-deny",
+        is_flag=True,
+        help="Lift the name's deny entry for the exception's window: it stays on the deny list "
+        "and denies again when the exception ends or is revoked.",
+    ),
 )
 
 

@@ -46,7 +46,7 @@ LABELS = {
     "note": "Note",
     "request_id": "The request",
     "exception_id": "The exception",
-    "lift_deny": "Also remove it from the deny list",
+    "lift_deny": "Lift its deny entry while the exception lasts",
     "import-content": "File content",
     "import-format": "File format",
     "import-language": "Language of the file",

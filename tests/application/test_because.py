@@ -41,12 +41,13 @@ def test_a_deny_list_removal_is_not_why_a_name_is_off_the_allow_list(app, worksp
 
 
 def test_a_revoked_exception_is_why_a_name_it_had_let_in_is_denied_again(app, workspace):
-    """The request's deny entry was lifted by the approval; the revocation, not the lift, denies it."""
+    """The approval lifted the request's deny entry for its window; the revocation, not the entry's
+    addition long before, is why it denies again."""
     app.change_policy(workspace, [LOCK], by="alice", note="lock down")  # v1
     app.change_policy(workspace, [_entry("add", "deny", "beta")], by="bob", note="risky")  # v2
     asked = app.access.file_request(workspace, "python", "beta", "the report", {}, by="agent", token_id="t-1")
     start = datetime.now(UTC)
-    app.access.approve_request(workspace, asked["id"], by="carol", duration="P7D", note="ok", lift_deny=True)  # v3, v4
+    app.access.approve_request(workspace, asked["id"], by="carol", duration="P7D", note="ok", lift_deny=True)  # v3
     granted = app.audit.package_at(workspace, "python", "beta", datetime.now(UTC))
     assert (granted["reason"], granted["because"]["type"], granted["because"]["by"]) == (
         "matches-an-exception",
@@ -54,12 +55,12 @@ def test_a_revoked_exception_is_why_a_name_it_had_let_in_is_denied_again(app, wo
         "carol",
     )
     exception_id = granted["because"]["exception"]["id"]
-    app.access.revoke_exception(workspace, exception_id, by="dave", note="no longer needed")  # v5
+    app.access.revoke_exception(workspace, exception_id, by="dave", note="no longer needed")  # v4
     answer = app.audit.package_at(workspace, "python", "beta", datetime.now(UTC))
-    assert (answer["allowed"], answer["reason"], answer["policy_version"]) == (False, "not-on-the-allow-list", 5)
+    assert (answer["allowed"], answer["reason"], answer["policy_version"]) == (False, "matches-the-deny-list", 4)
     because = answer["because"]
     assert (because["version"], because["type"], because["by"], because["note"]) == (
-        5,
+        4,
         "exception-revoked",
         "dave",
         "no longer needed",
@@ -69,8 +70,8 @@ def test_a_revoked_exception_is_why_a_name_it_had_let_in_is_denied_again(app, wo
     line = app.audit.package_timeline(workspace, "python", "beta", start, datetime.now(UTC) + timedelta(seconds=1))
     assert _openers(line) == [
         ("matches-the-deny-list", ("entry-added", 2)),
-        ("matches-an-exception", ("exception-granted", 4)),
-        ("not-on-the-allow-list", ("exception-revoked", 5)),
+        ("matches-an-exception", ("exception-granted", 3)),
+        ("matches-the-deny-list", ("exception-revoked", 4)),
     ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -84,9 +85,60 @@ def test_granting_for_a_deny_listed_name_lifts_every_spelling_or_is_refused():
     with pytest.raises(ConflictError) as refused:
         plan_grant(state, "node", "left-pad", grant, lift_deny=False)
     assert refused.value.errors[0].field == "lift_deny"
+    assert "lift the deny entry for the exception's window" in str(refused.value)
     changes = plan_grant(state, "node", "left-pad", grant, lift_deny=True)
-    assert [(c.type, c.name) for c in changes] == [
-        ("entry-removed", "Left-Pad"),
-        ("entry-removed", "left-pad"),
-        ("exception-granted", "left-pad"),
+    # No entry is removed: the grant lifts them, for its window only.
+    assert [(c.type, c.name, c.exception) for c in changes] == [
+        ("exception-granted", "left-pad", {**grant, "lifts_deny": True})
     ]
+    assert state["node"]["deny"] == ["Left-Pad", "left-pad", "other"]
+    # lift_deny for a name no entry denies lifts nothing: an entry added later denies it.
+    changes = plan_grant(state, "node", "right-pad", grant, lift_deny=True)
+    assert [c.exception for c in changes] == [{**grant, "lifts_deny": False}]
+
+
+def lifted(mode="denylist", deny=("Beta", "other"), until=T + timedelta(days=7), at=T) -> LanguageRules:
+    rules = LanguageRules(
+        "python", mode, frozenset({"pandas"}), frozenset(deny), {"beta": until}, lifted={"beta": until}
+    )
+    return rules if at is None else rules.at_instant(at)
+
+
+@pytest.mark.parametrize("mode", ["denylist", "allowlist"])
+def test_a_lifting_exception_keeps_the_entries_naming_its_name_from_denying_it_for_its_window_only(mode):
+    ends = T + timedelta(days=7)
+    for at in (T, ends - timedelta(microseconds=1)):
+        inside = lifted(mode, at=at)
+        verdict = judge(inside, parse("python", "Beta==1"), "acme")
+        assert (verdict.allowed, verdict.reason) == (True, "matches-an-exception")
+        assert not inside.denies("beta") and inside.lifts("beta")
+        assert inside.denies("other") and not inside.lifts("other")  # another entry still denies
+    for at in (ends, ends + timedelta(days=1)):
+        after = lifted(mode, at=at)
+        assert judge(after, parse("python", "beta"), "acme").reason == "matches-the-deny-list"
+        assert after.denies("beta") and not after.lifts("beta")
+    forever = lifted(mode, until=None, at=T + timedelta(days=999))
+    assert judge(forever, parse("python", "beta"), "acme").reason == "matches-an-exception"
+
+
+def test_unbound_rules_lift_nothing():
+    unbound = lifted(at=None)
+    assert unbound.denies("beta") and not unbound.lifts("beta")
+    assert judge(unbound, parse("python", "beta"), "acme").reason == "matches-the-deny-list"
+
+
+def test_a_lift_never_lifts_a_deny_pattern_nor_lets_a_direct_reference_in():
+    patterned = LanguageRules(
+        "python", "denylist", deny=frozenset({"beta-tools", "beta-*"}), exceptions={"beta-tools": None}
+    )
+    patterned = replace(patterned, lifted={"beta-tools": None}).at_instant(T)
+    assert patterned.denies("beta-tools")  # the entry naming it is lifted, the pattern is not
+    assert judge(patterned, parse("python", "beta-tools"), "acme").reason == "matches-the-deny-list"
+    direct = judge(lifted(), parse("python", "beta @ https://x.example/beta.whl"), "acme")
+    assert (direct.allowed, direct.reason) == (False, "direct-reference")
+
+
+def test_a_lift_without_a_deny_entry_changes_no_answer():
+    rules = lifted(deny=())
+    assert not rules.lifts("beta")
+    assert judge(rules, parse("python", "beta"), "acme").reason == "not-on-the-deny-list"

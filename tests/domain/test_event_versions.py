@@ -35,8 +35,23 @@ def _stored(topic: str, state: dict, version: int = 2) -> StoredEvent:
     return StoredEvent(uuid4(), version, topic, json.dumps(state).encode())
 
 
-def test_every_attributed_event_is_at_version_2():
-    assert all(issubclass(cls, Attributed) and cls.class_version == 2 for cls in V1)
+def test_every_attributed_event_is_at_version_2_and_a_grant_at_3():
+    assert all(issubclass(cls, Attributed) for cls in V1)
+    assert {cls: cls.class_version for cls in V1} == {cls: 3 if cls is Policy.ExceptionGranted else 2 for cls in V1}
+
+
+def test_grants_of_versions_1_and_2_read_as_lifting_nothing():
+    """Before version 3 a lift_deny removed the deny entries (an EntryRemoved of its own): the
+    grant itself lifted nothing, and replays so."""
+    mapper = _mapper()
+    v1 = {"timestamp": AT, **GRANT, "by": "ann", "note": ""}
+    for state in (v1, {**v1, "by_token": None, "class_version": 2}):
+        policy = Policy(workspace="acme", by="ann")
+        stored = StoredEvent(policy.id, 2, Policy.ExceptionGranted.TOPIC, json.dumps(state).encode())
+        event = mapper.to_domain_event(stored)
+        assert event.lifts_deny is False and event.by == "ann"
+        event.mutate(policy)
+        assert "lifts_deny" not in policy.exceptions["e1"]
 
 
 def test_policy_changes_of_version_1_read_as_made_by_no_token():
@@ -49,10 +64,14 @@ def test_policy_changes_of_version_1_read_as_made_by_no_token():
 def test_changes_written_now_carry_their_version_and_keep_their_token():
     policy = Policy(workspace="acme", by="ann")
     policy.record([], "ann", "")  # nothing planned: nothing triggered
-    policy.trigger_event(Policy.ExceptionGranted, by="ann", note="", by_token="t1", **GRANT)
-    stored = _mapper().to_stored_event(policy.collect_events()[-1])
-    assert json.loads(stored.state)["class_version"] == 2
-    assert _mapper().to_domain_event(stored).by_token == "t1"
+    policy.trigger_event(Policy.EntryAdded, by="ann", note="", by_token="t1", **V1[Policy.EntryAdded])
+    policy.trigger_event(Policy.ExceptionGranted, by="ann", note="", by_token="t1", **GRANT, lifts_deny=True)
+    added, granted = (_mapper().to_stored_event(e) for e in policy.collect_events()[-2:])
+    assert [json.loads(stored.state)["class_version"] for stored in (added, granted)] == [2, 3]
+    assert _mapper().to_domain_event(added).by_token == "t1"
+    read = _mapper().to_domain_event(granted)
+    assert (read.by_token, read.lifts_deny) == ("t1", True)
+    assert policy.exceptions["e1"]["lifts_deny"] is True
 
 
 def test_a_version_1_policy_snapshot_gains_egress_and_exceptions():

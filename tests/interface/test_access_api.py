@@ -116,32 +116,75 @@ def test_a_decided_request_cannot_be_decided_again(locked):
     assert refiled.status == 201 and refiled.json["id"] != second["id"]
 
 
-def test_lift_deny_removes_the_deny_entry_in_the_same_save(locked):
-    live = locked
-    call(
-        live,
-        "POST",
-        "/policy/changes",
-        "admin",
-        {"changes": [{"action": "add", "language": "python", "list": "deny", "entries": ["beta"]}]},
-        expect=200,
-    )
+def _evaluate(live, name="beta") -> tuple[bool, str]:
+    decision = call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": [name]})["decisions"][0]
+    return decision["allowed"], decision["reason"]
+
+
+def _answers_at(live, at: str, name="beta") -> list[tuple[bool, str]]:
+    """What the point-in-time answer and /test say at `at`."""
+    package = call(live, "GET", f"/packages/python/{name}?at={at}", "auditor")
+    tested = call(live, "POST", "/test", "auditor", {"language": "python", "specs": [name], "at": at})["decisions"][0]
+    return [(package["allowed"], package["reason"]), (tested["allowed"], tested["reason"])]
+
+
+@pytest.mark.parametrize("mode", ["denylist", "allowlist"])
+def test_lift_deny_lifts_the_deny_entry_for_the_exceptions_window_only(live, clock, mode):
+    """The deny entry stays on the list: the approved package installs while the exception is in
+    force, and is denied again, with no further change, when it ends (the entry had been removed
+    for good, so the package kept installing)."""
+    call(live, "PUT", "/policy", "admin", {"python": {"mode": mode, "allow": ["pandas"], "deny": ["Beta"]}}, expect=200)
     request = ask(live).json
-    refused = live.call("POST", f"{P}/requests/{request['id']}/approve", live.tokens["admin"], {})
+    refused = live.call("POST", f"{P}/requests/{request['id']}/approve", live.tokens["admin"], {"duration": "PT1M"})
     assert refused.status == 409 and refused.json["errors"][0]["field"] == "lift_deny"
+    assert "lift the deny entry for the exception's window" in refused.json["detail"]
     before = call(live, "GET", "/policy", "auditor")["version"]
-    call(live, "POST", f"/requests/{request['id']}/approve", "admin", {"lift_deny": True}, expect=200)
-    changes = call(live, "GET", "/history", "auditor")["changes"][-2:]
-    assert [(c["type"], c["version"]) for c in changes] == [
-        ("entry-removed", before + 1),
-        ("exception-granted", before + 2),
-    ]
-    assert changes[0]["at"] == changes[1]["at"]  # one atomic save, one instant
-    assert call(live, "GET", "/policy", "auditor")["python"]["deny"] == []
-    assert call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": ["beta"]})["allowed"]
+    body = {"duration": "PT1M", "lift_deny": True}
+    approved = call(live, "POST", f"/requests/{request['id']}/approve", "admin", body, expect=200)
+    assert approved["exception"]["lift_deny"] is True
+    ends = datetime.fromisoformat(approved["exception"]["expires_at"])
+    history = call(live, "GET", "/history", "auditor")["changes"]
+    assert [(c["type"], c["version"]) for c in history if c["version"] > before] == [("exception-granted", before + 1)]
+    policy = call(live, "GET", "/policy", "auditor")
+    assert policy["python"]["deny"] == ["beta"]
+    assert [(e["name"], e["lifts_deny"]) for e in policy["exceptions"]] == [("beta", True)]
+    assert _evaluate(live) == (True, "matches-an-exception")
+    inside = iso(clock())
+    # A draft that keeps the lists changes nothing for the lifted name, while the lift stands.
+    call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": ["beta"], "context": {"sandbox": "a"}})
+    preview = call(live, "POST", "/impact", "admin", {"draft": {"python": {"mode": mode}}, "days": 1}, expect=200)
+    assert (preview["would_deny"], preview["would_allow"]) == ([], [])
+
+    clock.step(ends - clock() + timedelta(seconds=1))  # past the end: no event happens
+    assert _evaluate(live) == (False, "matches-the-deny-list")
+    after = iso(clock())
+    assert call(live, "GET", "/policy", "auditor")["python"]["deny"] == ["beta"]
+    assert call(live, "GET", "/policy", "auditor")["version"] == before + 1
+    assert _answers_at(live, inside) == [(True, "matches-an-exception")] * 2
+    assert _answers_at(live, after) == [(False, "matches-the-deny-list")] * 2
+    lifted = call(live, "GET", f"/packages/python/beta?at={inside}", "auditor")["because"]
+    assert lifted["type"] == "exception-granted" and lifted["request"] == {"id": request["id"]}
+    line = call(live, "GET", f"/packages/python/beta?from={inside}&to={after}", "auditor")
+    assert [i["reason"] for i in line["intervals"]] == ["matches-an-exception", "matches-the-deny-list"]
+    assert line["intervals"][0]["to"] == approved["exception"]["expires_at"]
+    assert call(live, "GET", f"/policy?at={inside}", "auditor")["python"]["deny"] == ["beta"]
 
 
-def test_a_name_a_deny_pattern_denies_is_409_naming_the_pattern_which_lift_deny_never_removes(locked):
+@pytest.mark.parametrize("mode", ["denylist", "allowlist"])
+def test_a_revoked_lifting_exception_leaves_the_name_denied_again(live, mode):
+    call(live, "PUT", "/policy", "admin", {"python": {"mode": mode, "deny": ["beta"]}}, expect=200)
+    body = {"language": "python", "name": "Beta", "duration": "P1D", "lift_deny": True}
+    granted = call(live, "POST", "/exceptions", "admin", body, expect=201)
+    assert granted["lifts_deny"] is True
+    assert _evaluate(live) == (True, "matches-an-exception")
+    assert call(live, "GET", "/policy", "auditor")["python"]["deny"] == ["beta"]
+    assert live.call("DELETE", f"{P}/exceptions/{granted['id']}", live.tokens["admin"]).status == 204
+    assert _evaluate(live) == (False, "matches-the-deny-list")
+    assert call(live, "GET", "/policy", "auditor")["python"]["deny"] == ["beta"]
+    assert _answers_at(live, iso(datetime.now(UTC) + timedelta(seconds=1))) == [(False, "matches-the-deny-list")] * 2
+
+
+def test_a_name_a_deny_pattern_denies_is_409_naming_the_pattern_which_lift_deny_never_lifts(locked):
     """The deny list wins over exceptions, so one under a deny pattern would decide nothing; and
     the pattern denies other names too, so lifting it for one name is not the admin's to ask."""
     live = locked

@@ -50,7 +50,8 @@ def test_exceptions_grant_list_and_revoke(cli, acme):  # noqa: F811
     assert (exception["name"], exception["expires_at"]) == ("beta", "2999-01-01T00:00:00.000000Z")
     shown = json.loads(cli("exceptions", "list", "-w", "acme", "--json").stdout)
     assert [e["id"] for e in shown] == [exception["id"]]
-    assert json.loads(cli("policy", "show", "-w", "acme").stdout)["python"]["deny"] == []
+    assert exception["lifts_deny"] is True
+    assert json.loads(cli("policy", "show", "-w", "acme").stdout)["python"]["deny"] == ["beta"]  # lifted, kept
     assert cli("exceptions", "revoke", "-w", "acme", exception["id"]).exit_code == 0
     assert json.loads(cli("exceptions", "list", "-w", "acme", "--json").stdout) == []
     assert cli("exceptions", "revoke", "-w", "acme", exception["id"]).exit_code == 1

@@ -73,11 +73,14 @@ def test_a_deny_listed_member_is_refused_with_409_unless_the_deny_is_lifted(live
     assert app.access.request("acme", asked)["status"] == "open"
     lifted = approve(live, asked, with_dependencies=True, lift_deny=True)
     assert lifted.status == 200, lifted.body
-    assert {"evil-thing", "cycle-b"} <= set(lifted.json["granted"]) and app.policy("acme")["python"]["deny"] == []
+    assert {"evil-thing", "cycle-b"} <= set(lifted.json["granted"])
+    assert app.policy("acme")["python"]["deny"] == ["cycle-b", "evil-thing"]  # lifted for the window, kept
+    lifting = {e["name"] for e in app.access.exceptions("acme")["exceptions"] if e["lifts_deny"]}
+    assert lifting == {"evil-thing", "cycle-b"}
 
 
 def test_members_a_deny_pattern_denies_are_409_even_with_lift_deny(live, app, asked):
-    """lift_deny removes entries naming a package, never a pattern that denies other names too."""
+    """lift_deny lifts entries naming a package, never a pattern that denies other names too."""
     app.save_policy("acme", {"python": {"deny": ["cycle-*"]}}, by="founder")
     version = app.policy("acme")["version"]
     refused = approve(live, asked, with_dependencies=True, lift_deny=True)

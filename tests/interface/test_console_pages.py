@@ -201,7 +201,7 @@ def test_egress_and_known_malware_changes_read_well_and_hosts_link_to_what_exist
 
 def test_a_package_page_names_the_revocation_that_denied_it_and_what_opened_each_interval(live):
     """The page had named the mode switch (older than the interval) for an interval a revocation
-    opened, and the lift of the deny entry as why the name was denied."""
+    opened, and the deny entry's removal as why the name was denied; the revocation ends the lift."""
     locked = api(live, "PUT", "/policy", {"note": "lock down", "python": {"mode": "allowlist", "deny": "beta"}})
     filed = live.call(
         "POST", API + "/requests", live.tokens["sandbox"], {"language": "python", "name": "beta", "justification": "x"}
@@ -212,20 +212,20 @@ def test_a_package_page_names_the_revocation_that_denied_it_and_what_opened_each
     assert live.call("DELETE", f"{API}/exceptions/{exception_id}", live.tokens["owner"]).status == 204
     page = signed_in(live, "auditor").get("/console/packages/python/beta", **{"from": locked["changed_at"][:10]})
     assert page.status == 200
-    assert "Now Denied: not-on-the-allow-list (allowlist mode, policy version 5)" in page.plain
-    assert "Because: version 5, " in page.plain and "by owner: Python: revoked the exception for beta." in page.plain
+    assert "Now Denied: matches-the-deny-list (allowlist mode, policy version 4)" in page.plain
+    assert "Because: version 4, " in page.plain and "by owner: Python: revoked the exception for beta." in page.plain
     intervals = [r for r in page.rows() if len(r) == 4]
     assert [r[2].split(" (")[0] for r in intervals] == [
         "Allowed: not-on-the-deny-list",
         "Denied: matches-the-deny-list",
         "Allowed: matches-an-exception",
-        "Denied: not-on-the-allow-list",
+        "Denied: matches-the-deny-list",
     ]
     openers = [r[3] for r in intervals]
     assert openers[0] == "the default policy"
     assert openers[1].startswith("version 2, ") and "added beta to the deny list (note: “lock down”)" in openers[1]
-    assert openers[2].startswith("version 4, ") and "Python: granted an exception for beta, until" in openers[2]
-    assert openers[3].startswith("version 5, ") and openers[3].endswith("Python: revoked the exception for beta")
+    assert openers[2].startswith("version 3, ") and "Python: granted an exception for beta, until" in openers[2]
+    assert openers[3].startswith("version 4, ") and openers[3].endswith("Python: revoked the exception for beta")
     assert "by owner" in openers[3]
 
 
