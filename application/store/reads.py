@@ -77,9 +77,10 @@ class NameRows:
     ruled: bool = False  # whether the language had a rule beyond names by then (then read them)
 
 
-# A record naming the version that declares it (its JSON as the decisions row keeps it, sorted
-# keys, json's default separators): `declared_by` is null on every other record.
-DECLARED = '%"declared_by": "%'
+# A record naming the version that declares it (its JSON as the decisions row keeps it: compact,
+# as `jsontext.sorted_text` writes it, or with a space after the colon in rows written before):
+# no other record has the key, and inside a JSON string a quote is escaped, so only the key matches.
+DECLARED = '%"declared_by":%'
 
 
 @dataclass(frozen=True)

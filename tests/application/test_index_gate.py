@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -12,6 +13,7 @@ from application.formats import iso
 from domain.errors import InvalidInputError, NotFoundError
 from domain.run import Run, new_run_secret
 from domain.token import digest
+from tests.support.tamper import Tamperer
 
 
 @pytest.fixture
@@ -230,3 +232,28 @@ def test_an_unknown_name_the_upstream_later_has_is_said_to_exist_now(app, sandbo
     fetch("slop-b", found=True)  # registered since: the index served its page
     fetch("slop-c", found=True, why="HTTP 502")  # an allowed page the upstream failed: nothing known
     assert now_exists() == {"slop-a": False, "slop-b": True, "slop-c": False}
+
+
+@pytest.mark.parametrize("spaced", [False, True], ids=["compact", "written-before"])
+def test_a_refused_declaration_denies_no_project_whatever_its_rows_json_spacing(app, sandbox, database_url, spaced):
+    """A version bundling a denied name is hidden and fails no run: the run's denial read tells
+    such a decision by the `declared_by` key in the decisions row's JSON, compact as rows are
+    written now, or with spaces as rows written before were."""
+    app.save_policy("acme", {"node": {"mode": "denylist", "deny": ["beta"]}}, by="x")
+    secret = app.index.runs.start("acme", sandbox)["token"]
+    principal = app.index.authenticate(secret)
+    declared = {"1.1.0": {"name": "bundler", "version": "1.1.0", "bundleDependencies": ["beta"]}}
+    assert app.index.gate.hidden_versions(principal, "node", "bundler", declared, "page")  # 1.1.0 is hidden
+    tamper = Tamperer(database_url)
+    try:
+        rows = tamper.sql("SELECT id, record FROM rcp_decisions")
+        if spaced:
+            for decision_id, text in rows:
+                spaced_text = json.dumps(json.loads(text), sort_keys=True)
+                tamper.sql("UPDATE rcp_decisions SET record = %s WHERE id = %s", (spaced_text, decision_id))
+        said = '"declared_by": "' if spaced else '"declared_by":"'
+        assert [r for (r,) in tamper.sql("SELECT record FROM rcp_decisions") if said in r]
+    finally:
+        tamper.close()
+    again = app.index.authenticate(secret)  # the next request reads whether its run has a denial
+    assert app.index.gate.judge(again, "node", "bundler", "page")["allowed"]  # the run goes on
