@@ -119,6 +119,7 @@ class Access:
         note: str = "",
         lift_deny: bool = False,
         dependencies: list[str] | None = None,
+        by_token: str | None = None,
     ) -> dict:
         """Grant the exception (until `expires_at`, for `duration`, or permanently) in one save.
 
@@ -141,7 +142,7 @@ class Access:
                 others = [n for n in dependencies or () if n != request.name]
                 terms = functools.partial(_dependency_grant, until=until, request_id=request_id)
                 changes += plan_closure_grants(rules, policy.state, others, terms, lift_deny, workspace)
-            policy.record(changes, by, note or "")
+            policy.record(changes, by, note or "", by_token=by_token)
             if saved(self.save, policy, request):
                 granted = [c.name for c in changes if c.type == "exception-granted"]
                 return {**self.request(workspace, request_id), "granted": granted}
@@ -180,21 +181,24 @@ class Access:
         duration: str | None = None,
         note: str = "",
         lift_deny: bool = False,
+        by_token: str | None = None,
     ) -> dict:
-        """An exception without a request (an admin's own decision)."""
+        """An exception without a request (an admin's own decision). `by_token`: as for a change of
+        the policy (`Governance.change_policy`), the id of the token that asked."""
         check_text(note or "", "note")
         language, name = requested_package(language, name)
         for _ in range(ATTEMPTS):
             policy = self.load_policy(workspace)
             exception_id, until = str(uuid4()), expiry(self.clock(), expires_at, duration)
-            policy.record(
-                plan_grant(policy.state, language, name, _grant(exception_id, until, None), lift_deny), by, note or ""
-            )
+            grant = plan_grant(policy.state, language, name, _grant(exception_id, until, None), lift_deny)
+            policy.record(grant, by, note or "", by_token=by_token)
             if saved(self.save, policy):
                 return next(e for e in exception_views(policy) if e["id"] == exception_id)
         raise too_fast()
 
-    def revoke_exception(self, workspace: str, exception_id: str, by: str, note: str = "") -> None:
+    def revoke_exception(
+        self, workspace: str, exception_id: str, by: str, note: str = "", by_token: str | None = None
+    ) -> None:
         check_text(note or "", "note")
         for _ in range(ATTEMPTS):
             policy = self.load_policy(workspace)
@@ -216,7 +220,7 @@ class Access:
             change = Change(
                 "exception-revoked", grant["language"], name=grant["name"], exception={"exception_id": exception_id}
             )
-            policy.record([change], by, note or "")
+            policy.record([change], by, note or "", by_token=by_token)
             if saved(self.save, policy):
                 return
         raise too_fast()

@@ -96,6 +96,7 @@ def approve_request(gov, ws, caller, request_id, body):
         note=body.note,
         lift_deny=body.lift_deny,
         dependencies=closure_names(gov, ws, request_id) if body.with_dependencies else None,
+        by_token=caller["id"],
     )
 
 
@@ -148,6 +149,7 @@ def post_exception(gov, ws, caller, body):
         duration=body.duration,
         note=body.note,
         lift_deny=body.lift_deny,
+        by_token=caller["id"],
     )
     return granted, 201
 
@@ -156,7 +158,7 @@ def post_exception(gov, ws, caller, body):
     "DELETE", W + "/exceptions/<exception_id>", "Revoke an exception at once", role="admin", status=204, errors=(409,)
 )
 def delete_exception(gov, ws, caller, exception_id):
-    gov.access.revoke_exception(ws, exception_id, by=caller["name"])
+    gov.access.revoke_exception(ws, exception_id, by=caller["name"], by_token=caller["id"])
     response = Response(status=204)
     del response.headers["Content-Type"]  # no body, so no media type
     return response

@@ -65,6 +65,7 @@ def approve(request_id: str):
         note=request.form.get("note", ""),
         lift_deny=request.form.get("lift_deny") == "yes",
         dependencies=dependencies,
+        by_token=caller()["id"],
     )
     others = len(decided["granted"]) - 1
     also = f" and {others} dependenc{'y' if others == 1 else 'ies'} not allowed before" if with_dependencies else ""
@@ -88,7 +89,7 @@ def reject(request_id: str):
 @blueprint.post(policy_page.PAGE + "/exceptions/<exception_id>/revoke")
 def revoke_exception(exception_id: str):
     require("admin")
-    governance().access.revoke_exception(_workspace(), exception_id, by=caller()["name"])
+    governance().access.revoke_exception(_workspace(), exception_id, by=caller()["name"], by_token=caller()["id"])
     flash("Exception revoked: it no longer allows anything.", "ok")
     return redirect(url_for("console.packages"))
 

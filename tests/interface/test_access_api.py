@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from application.formats import iso
+from domain.token import digest, token_id
 
 P = "/api/v1/workspaces/acme"
 LOCK = {"python": {"mode": "allowlist", "allow": ["pandas"]}}
@@ -245,6 +246,24 @@ def test_grant_without_a_request_and_revoke(locked):
     assert live.call("DELETE", f"{P}/exceptions/{granted['id']}", live.tokens["admin"]).status == 409
     assert live.call("DELETE", f"{P}/exceptions/nope", live.tokens["admin"]).status == 404
     assert call(live, "GET", "/history", "auditor")["changes"][-1]["type"] == "exception-revoked"
+
+
+def test_approvals_grants_and_revocations_name_the_token_that_made_them_in_the_history(locked):
+    """Who changed the policy, by token as every other change is: an approval (with the deny entry
+    lifted), a grant and a revocation had been recorded with no token."""
+    live = locked
+    admin = str(token_id(digest(live.tokens["admin"])))
+    call(live, "PUT", "/policy", "admin", {"python": {"deny": ["beta"]}}, expect=200)
+    asked = ask(live).json
+    call(live, "POST", f"/requests/{asked['id']}/approve", "admin", {"duration": "P1D", "lift_deny": True}, expect=200)
+    granted = call(live, "POST", "/exceptions", "admin", {"language": "python", "name": "gamma"}, expect=201)
+    assert live.call("DELETE", f"{P}/exceptions/{granted['id']}", live.tokens["admin"]).status == 204
+    changes = call(live, "GET", "/history", "auditor")["changes"][-3:]
+    assert [(c["type"], c["by_token"]) for c in changes] == [
+        ("exception-granted", admin),
+        ("exception-granted", admin),
+        ("exception-revoked", admin),
+    ]
 
 
 def test_an_exception_that_expires_answers_differently_before_and_after(locked, clock):
