@@ -198,7 +198,7 @@ class Access:
 
     def revoke_exception(
         self, workspace: str, exception_id: str, by: str, note: str = "", by_token: str | None = None
-    ) -> None:
+    ) -> dict:
         check_text(note or "", "note")
         for _ in range(ATTEMPTS):
             policy = self.load_policy(workspace)
@@ -222,7 +222,7 @@ class Access:
             )
             policy.record([change], by, note or "", by_token=by_token)
             if saved(self.save, policy):
-                return
+                return {"language": grant["language"], "name": grant["name"]}
         raise too_fast()
 
     def exceptions(self, workspace: str, at: datetime | None = None) -> dict:

@@ -72,7 +72,10 @@ def approve(request_id: str):
     unread = len(closure["unresolved"]) if closure else 0
     if unread:  # what those need is unknown: the count above is not of all the dependencies
         also += f"; {unread} requirement(s) could not be followed, so what they need was not granted"
-    flash(f"Approved {decided['name']}{also} ({DURATIONS[choice]}).", "ok")
+    standing = governance().access.exceptions(_workspace())["exceptions"]
+    lifts = any(e["lifts_deny"] and e["request_id"] == request_id for e in standing)
+    lifted = " Its deny entry is lifted until the exception ends." if lifts else ""
+    flash(f"Approved {decided['name']}{also} ({DURATIONS[choice]}).{lifted}", "ok")
     return redirect(url_for("console.requests_page"))
 
 
@@ -89,8 +92,10 @@ def reject(request_id: str):
 @blueprint.post(policy_page.PAGE + "/exceptions/<exception_id>/revoke")
 def revoke_exception(exception_id: str):
     require("admin")
-    governance().access.revoke_exception(_workspace(), exception_id, by=caller()["name"], by_token=caller()["id"])
-    flash("Exception revoked: it no longer allows anything.", "ok")
+    ended = governance().access.revoke_exception(
+        _workspace(), exception_id, by=caller()["name"], by_token=caller()["id"]
+    )
+    flash(f"Exception for {ended['name']} ({ended['language']}) revoked: it no longer allows it.", "ok")
     return redirect(url_for("console.packages"))
 
 

@@ -27,8 +27,17 @@ def test_an_admin_approves_a_request_for_a_week_and_revokes_its_exception(live):
     assert "Exceptions in force" in packages.plain and "beta" in packages.plain
     revoke = next(f for key, f in _forms(packages) if "/revoke" in key)
     after = console.follow(console.post(revoke.action, revoke.fields))
-    assert "Exception revoked" in after.plain
+    assert "Exception for beta (python) revoked: it no longer allows it." in after.plain
     assert api(live, "GET", "/exceptions")["exceptions"] == []
+
+
+def test_approving_a_deny_listed_package_says_its_deny_entry_is_lifted_for_the_window(live):
+    api(live, "PUT", "/policy", {"python": {"mode": "denylist", "deny": ["beta"]}})
+    request = ask(live, "beta")
+    console = signed_in(live)
+    form = console.get("/console/requests").form(f"/console/requests/{request['id']}/approve")
+    done = console.follow(console.post(form.action, form.fields + [("lift_deny", "yes"), ("duration", "P1D")]))
+    assert "Approved beta (1 day). Its deny entry is lifted until the exception ends." in done.plain, done.plain
 
 
 def test_rejecting_with_a_note(live):
