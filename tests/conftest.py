@@ -10,12 +10,20 @@ never pass with them skipped.
 from __future__ import annotations
 
 import os
+import sys
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from hypothesis import settings
 
 from application import Governance, store_env
+
+# PYTHONDONTWRITEBYTECODE (this machine's sessions set it) also stops pytest from keeping the test
+# modules it rewrote for assert: every worker of every run rewrote and compiled all of them again at
+# collection (about 6 s of CPU a worker, four workers). The suite's own processes write bytecode
+# (into __pycache__, ignored by git; pytest's files are tagged with its version); the processes the
+# tests start still see the variable.
+sys.dont_write_bytecode = False
 
 # The package index's fixture upstreams; pypiserver and verdaccio as real third-party upstreams.
 pytest_plugins = ("tests.support.index_fixtures", "tests.support.third_party")

@@ -3,7 +3,7 @@ exception on the packages page, and sees the impact preview follow the draft."""
 
 from __future__ import annotations
 
-from tests.interface.test_console_browser import browser, database_url  # noqa: F401 - fixtures
+from tests.interface.test_console_browser import browser, database_url, launched_chromium  # noqa: F401 - fixtures
 
 API = "/api/v1/workspaces/acme"
 

@@ -22,8 +22,9 @@ def database_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path}/store.sqlite"
 
 
-@pytest.fixture
-def browser():
+@pytest.fixture(scope="module")
+def launched_chromium():
+    """One Chromium for the module's tests in this worker (a launch costs a second or two of CPU)."""
     missing = chromium.why_no_browser()
     if missing:
         if os.environ.get("CI"):
@@ -31,6 +32,15 @@ def browser():
         pytest.skip(f"SKIPPING BROWSER TEST: {missing}")
     with chromium.chromium() as launched:
         yield launched
+
+
+@pytest.fixture
+def browser(launched_chromium):
+    """The launched Chromium. Each page a test opens (`new_page`) is in a context of its own, with its
+    own cookies, storage and cache; every context is closed after the test, so none outlives it."""
+    yield launched_chromium
+    for context in launched_chromium.contexts:
+        context.close()
 
 
 def api(live, method: str, path: str, body=None, role: str = "admin"):

@@ -29,8 +29,8 @@ MARKER = "import pathlib, sys; pathlib.Path({path!r}).write_text('evil ran'); sy
 
 
 @pytest.fixture
-def wheelhouse(tmp_path, pypiserver_upstream):
-    return tmp_path / "wheels"  # the wheels pypiserver serves
+def wheelhouse(pypiserver_upstream):
+    return pypiserver_upstream.packages  # the wheels pypiserver serves
 
 
 @pytest.fixture

@@ -45,16 +45,20 @@ web: {{enable: false}}
 """
 
 
-@pytest.fixture
-def pypiserver_upstream(tmp_path):
-    server = pypiserver(wheels(tmp_path / "wheels"), tmp_path)
+# One server of each per test worker, not per test: the tests only read from them (no upload or
+# publish, no stop, no look at their logs; each test's service keeps its own index cache), and a
+# start is a process to wait for (verdaccio's about a second of CPU and two of wall time).
+@pytest.fixture(scope="session")
+def pypiserver_upstream(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pypiserver")
+    server = pypiserver(wheels(root / "wheels"), root)
     yield server
     server.close()
 
 
-@pytest.fixture
-def verdaccio_upstream(tmp_path):
-    server = verdaccio(npm_tree({**TREE, **SCOPED}), tmp_path / "verdaccio")
+@pytest.fixture(scope="session")
+def verdaccio_upstream(tmp_path_factory):
+    server = verdaccio(npm_tree({**TREE, **SCOPED}), tmp_path_factory.mktemp("verdaccio"))
     yield server
     server.close()
 
@@ -100,6 +104,7 @@ class Upstream:
 
     def __init__(self, argv: list[str], port: int, ready_path: str, log: Path, env: dict | None = None):
         self.port, self.url = port, f"http://127.0.0.1:{port}"
+        self.packages: Path | None = None  # the folder of files it serves, where it serves one
         self._log = log.open("wb")
         self._process = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + 60
@@ -155,7 +160,9 @@ def pypiserver(packages: Path, root: Path) -> Upstream:
         ]
         return Upstream(argv, port, "/simple/", root / "pypiserver.log")
 
-    return on_a_free_port(start)
+    server = on_a_free_port(start)
+    server.packages = packages
+    return server
 
 
 def verdaccio(tarballs: dict[str, dict], root: Path) -> Upstream:
