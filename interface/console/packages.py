@@ -124,8 +124,9 @@ UNTRUSTED = (
 
 def _draft_notice(saved: dict) -> str:
     return (
-        f"The form holds the draft you tested, not necessarily the saved policy (version {saved['version']}): "
-        "Save replaces the saved policy with exactly what the form shows."
+        "The form holds your draft as it was when you pressed Test (whichever policy it tested), not "
+        f"necessarily the saved policy (version {saved['version']}): Save replaces the saved policy with "
+        "exactly what the form shows."
     )
 
 
