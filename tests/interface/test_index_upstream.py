@@ -427,8 +427,13 @@ def test_starting_runs_past_the_per_token_rate_is_429_with_retry_after(live):
     assert reply.status == 429 and int(reply.headers["retry-after"]) >= 1
     assert "at most 120 a minute" in reply.json["detail"]
     for spelled in spellings(live.tokens["sandbox"]):  # the same token, however its header spells it
-        again = live.call("POST", "/api/v1/workspaces/acme/runs", body={}, headers={"Authorization": spelled})
-        assert again.status == 429, (spelled, again.status)
+        # A slot comes back every half second, and a busy machine may take that long between two
+        # requests: one or two of four may get through. A spelling with a bucket of its own gets all four.
+        statuses = [
+            live.call("POST", "/api/v1/workspaces/acme/runs", body={}, headers={"Authorization": spelled}).status
+            for _ in range(4)
+        ]
+        assert statuses.count(429) >= 2, (spelled, statuses)
     assert live.call("POST", "/api/v1/workspaces/acme/runs", live.tokens["admin"], {}).status == 201  # per token
 
 
