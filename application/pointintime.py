@@ -54,6 +54,8 @@ class NameState:
         self, workspace: str, language: str, name: str, grants: InForce = (None, None), at: datetime | None = None
     ):
         grant, lift = grants
+        if lift is not None and self.denied_since(lift["granted_version"]):
+            lift = None  # denied anew after the grant: a lift covers the entries it was granted over
         rules = LanguageRules(
             language,
             self.mode,
@@ -64,6 +66,14 @@ class NameState:
             {name: lift["expires_at"]} if lift else {},
         )
         return judge(rules, Spec(name, language, "registry", name), workspace)
+
+    def denied_since(self, version: int) -> bool:
+        """Whether a deny entry for the name still listed was added after `version`."""
+        return any(
+            row["version"] > version and row["type"] == "entry-added"
+            for (listed, _), row in self.rows.items()
+            if listed == "deny"
+        )
 
     def because(self, reason: str) -> dict | None:
         """The latest change that could have produced `reason` (see `CAUSES`), or None for the

@@ -276,6 +276,15 @@ class Policy(Aggregate):
             bisect.insort(entries, name)
         else:
             entries.append(name)
+        if list_name == "deny":  # denied anew: a lift granted before covers the entries it was granted over
+            key = deny_key(language, name)
+            for grant in self.exceptions.values():
+                if (
+                    grant.get("lifts_deny")
+                    and grant["language"] == language
+                    and deny_key(language, grant["name"]) == key
+                ):
+                    del grant["lifts_deny"]
         self._touch(by)
 
     class EntryRemoved(Attributed, Aggregate.Event):

@@ -73,3 +73,28 @@ def test_a_grant_recorded_before_lifts_nothing_and_its_removed_entries_stay_remo
     after = app.evaluation.test(workspace, "python", ["beta"])["decisions"][0]
     assert (after["allowed"], after["reason"]) == (True, "not-on-the-deny-list")
     assert app.audit.package_at(workspace, "python", "beta", clock())["reason"] == "not-on-the-deny-list"
+
+
+@pytest.mark.parametrize("again", ["left-pad", "LEFT-PAD"], ids=["same-spelling", "another-spelling"])
+def test_a_deny_entry_added_after_the_lift_denies_at_once(app, workspace, clock, again):
+    """A lift covers the entries it was granted over: denying the name anew during the window (a
+    re-add after a removal, or another spelling) wins, live and at every instant after it."""
+    app.save_policy(workspace, {"node": {"mode": "denylist", "deny": ["left-pad"]}}, by="founder")
+    app.access.grant_exception(workspace, "node", "left-pad", by="alice", duration="PT10M", lift_deny=True)
+    lifted = clock()
+    if again == "left-pad":
+        app.change_policy(
+            workspace, [{"action": "remove", "language": "node", "list": "deny", "entries": ["left-pad"]}], by="bob"
+        )
+    clock.step(timedelta(seconds=5))
+    app.change_policy(
+        workspace,
+        [{"action": "add", "language": "node", "list": "deny", "entries": [again]}],
+        by="bob",
+        note="found malicious",
+    )
+    assert _answers(app, workspace, "left-pad") == {(False, "matches-the-deny-list")}
+    assert app.policies.current(workspace)[1]["node"].denies("left-pad")  # the cached rules, as /evaluate reads them
+    because = app.audit.package_at(workspace, "node", "left-pad", clock())["because"]
+    assert (because["type"], because["name"], because["note"]) == ("entry-added", again, "found malicious")
+    assert _answers(app, workspace, "left-pad", lifted) == {(True, "matches-an-exception")}  # before it
