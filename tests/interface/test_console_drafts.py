@@ -86,6 +86,8 @@ def test_a_test_or_preview_of_a_form_opened_before_a_save_says_the_saved_policy_
     button = next(b for b in form.buttons if b.get("formaction", "").endswith("/impact"))
     preview = console.post(button["formaction"], form.fields)
     assert preview.status == 200 and moved in preview.plain
+    saved = console.test(page, against="saved", test_input="requests")  # the form was not what it judged
+    assert "has moved on" not in saved.plain and f"(version {now})" in saved.plain
     fresh = console.test(console.get(P), against="draft", test_input="requests")  # opened after it: nothing to say
     assert "has moved on" not in fresh.plain
 
