@@ -18,7 +18,7 @@ from application.store.reads import NameRows, ReadModel
 from domain.decision import EXCEPTION_REASON, judge
 from domain.patterns import matches
 from domain.policy import DEFAULT_MODE, RULE_CHANGED, LanguageRules
-from domain.specs import Spec
+from domain.specs import Spec, deny_key
 
 # The exception in force for a name at an instant, and the lifting one (each None when none is).
 InForce = tuple[dict | None, dict | None]
@@ -54,7 +54,7 @@ class NameState:
         self, workspace: str, language: str, name: str, grants: InForce = (None, None), at: datetime | None = None
     ):
         grant, lift = grants
-        if lift is not None and self.denied_since(lift["granted_version"]):
+        if lift is not None and self.denied_since(language, name, lift["granted_version"]):
             lift = None  # denied anew after the grant: a lift covers the entries it was granted over
         rules = LanguageRules(
             language,
@@ -67,12 +67,14 @@ class NameState:
         )
         return judge(rules, Spec(name, language, "registry", name), workspace)
 
-    def denied_since(self, version: int) -> bool:
-        """Whether a deny entry for the name still listed was added after `version`."""
+    def denied_since(self, language: str, name: str, version: int) -> bool:
+        """Whether a deny entry naming the name (any spelling), listed now, was added after
+        `version`: as the Policy aggregate holds a lift off (`Policy._add_entry`)."""
+        key = deny_key(language, name)
         return any(
-            row["version"] > version and row["type"] == "entry-added"
-            for (listed, _), row in self.rows.items()
-            if listed == "deny"
+            listed == "deny" and row["type"] == "entry-added" and row["version"] > version
+            for (listed, spelled), row in self.rows.items()
+            if deny_key(language, spelled) == key
         )
 
     def because(self, reason: str) -> dict | None:

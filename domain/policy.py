@@ -137,7 +137,9 @@ def rules_from_state(
     state: dict[str, dict[str, Any]], exceptions: dict[str, Any] | None = None, known_malware: str = ENFORCE
 ) -> dict[str, LanguageRules]:
     ends = exception_ends(exceptions or {})
-    lifted = exception_ends({i: g for i, g in (exceptions or {}).items() if g.get("lifts_deny")})
+    # A lift holds while no deny entry for its name was added after it (`Policy._add_entry`).
+    lifting = {i: g for i, g in (exceptions or {}).items() if g.get("lifts_deny") and not g.get("denied_after")}
+    lifted = exception_ends(lifting)
     return {
         lang: LanguageRules(
             lang,
@@ -276,16 +278,19 @@ class Policy(Aggregate):
             bisect.insort(entries, name)
         else:
             entries.append(name)
-        if list_name == "deny":  # denied anew: a lift granted before covers the entries it was granted over
-            key = deny_key(language, name)
-            for grant in self.exceptions.values():
-                if (
-                    grant.get("lifts_deny")
-                    and grant["language"] == language
-                    and deny_key(language, grant["name"]) == key
-                ):
-                    del grant["lifts_deny"]
+        if list_name == "deny":  # denied anew: a lift covers the entries it was granted over, not this one
+            for grant in self._lifts_of(language, name):
+                grant.setdefault("denied_after", []).append(name)
         self._touch(by)
+
+    def _lifts_of(self, language: str, name: str) -> list[dict[str, Any]]:
+        """The standing lifting grants for the name a deny entry `name` names (every spelling)."""
+        key = deny_key(language, name)
+        return [
+            g
+            for g in self.exceptions.values()
+            if g.get("lifts_deny") and g["language"] == language and deny_key(language, g["name"]) == key
+        ]
 
     class EntryRemoved(Attributed, Aggregate.Event):
         TOPIC = "runcode_policy:Policy.EntryRemoved"
@@ -303,6 +308,12 @@ class Policy(Aggregate):
             del entries[index]
         else:
             entries.remove(name)  # never expected: lists are kept sorted; raises like before
+        if list_name == "deny":  # an entry added after a lift no longer holds it off
+            for grant in self._lifts_of(language, name):
+                if name in grant.get("denied_after", ()):
+                    grant["denied_after"].remove(name)
+                    if not grant["denied_after"]:
+                        del grant["denied_after"]
         self._touch(by)
 
     class ExceptionGranted(Attributed, Aggregate.Event):

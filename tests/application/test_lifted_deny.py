@@ -98,3 +98,19 @@ def test_a_deny_entry_added_after_the_lift_denies_at_once(app, workspace, clock,
     because = app.audit.package_at(workspace, "node", "left-pad", clock())["because"]
     assert (because["type"], because["name"], because["note"]) == ("entry-added", again, "found malicious")
     assert _answers(app, workspace, "left-pad", lifted) == {(True, "matches-an-exception")}  # before it
+
+
+def test_a_deny_entry_added_during_the_window_holds_the_lift_off_while_it_is_listed(app, workspace, clock):
+    """The live rules and the point-in-time answer agree: a deny entry added during the window (here
+    another spelling) denies while it is listed, and the lift holds again once it is removed; a deny
+    pattern added and removed changes nothing of the lift (patterns are never lifted)."""
+    app.save_policy(workspace, {"node": {"mode": "denylist", "deny": ["@corp/left-pad"]}}, by="founder")
+    app.access.grant_exception(workspace, "node", "@corp/left-pad", by="alice", duration="PT10M", lift_deny=True)
+    for entries in (["@corp/*"], ["@Corp/Left-Pad"]):
+        change = {"action": "add", "language": "node", "list": "deny", "entries": entries}
+        app.change_policy(workspace, [change], by="bob")
+        clock.step(timedelta(seconds=1))
+        assert _answers(app, workspace, "@corp/left-pad") == {(False, "matches-the-deny-list")}, entries
+        app.change_policy(workspace, [change | {"action": "remove"}], by="bob")
+        clock.step(timedelta(seconds=1))
+        assert _answers(app, workspace, "@corp/left-pad") == {(True, "matches-an-exception")}, entries
