@@ -266,11 +266,10 @@ def timeline(
         now_version = q.version_at(workspace, at)
         standing = in_force(grants, now_version, at)
         verdict = state.verdict(workspace, language, name, standing, at)
-        grant = deciding(standing, verdict.reason)
         current = intervals[-1]
         if (verdict.allowed, verdict.reason) != (current["allowed"], current["reason"]):
             current["to"] = iso(at)
-            decided = cause(state, verdict.reason, grant, grants, now_version, at)
+            decided = cause(state, verdict.reason, deciding(standing, verdict.reason), grants, now_version, at)
             source = opener(decided, applied, grants, now_version, at)
             intervals.append(_interval(verdict, at, now_version, describe(source, change, opener=True)))
     intervals[-1]["to"] = iso(end)

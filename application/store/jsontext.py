@@ -19,7 +19,8 @@ _SORTED = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
 
 def sorted_text(value) -> str:
     """`value` as compact JSON text with sorted keys (a row's copy of a record: read back by
-    decoding, never compared as text)."""
+    decoding; the one query matching its text, `reads.DECLARED`, matches this and the spaced
+    text of rows written before)."""
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
     except TypeError:  # orjson.JSONEncodeError: a value it does not take
