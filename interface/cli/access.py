@@ -112,10 +112,18 @@ def exceptions_list(workspace: str, at: str | None, as_json: bool) -> None:
     if as_json:
         return show_json(found)
     rows = [
-        (e["id"], e["language"], e["name"], e["expires_at"] or "permanent", e["granted_by"], e["request_id"] or "-")
+        (
+            e["id"],
+            e["language"],
+            e["name"],
+            e["expires_at"] or "permanent",
+            "lifts deny" if e["lifts_deny"] else "-",
+            e["granted_by"],
+            e["request_id"] or "-",
+        )
         for e in found
     ]
-    click.echo(table(("ID", "LANGUAGE", "NAME", "UNTIL", "GRANTED BY", "REQUEST"), rows))
+    click.echo(table(("ID", "LANGUAGE", "NAME", "UNTIL", "DENY ENTRY", "GRANTED BY", "REQUEST"), rows))
 
 
 @exceptions_group.command("grant")

@@ -51,6 +51,8 @@ def test_exceptions_grant_list_and_revoke(cli, acme):  # noqa: F811
     shown = json.loads(cli("exceptions", "list", "-w", "acme", "--json").stdout)
     assert [e["id"] for e in shown] == [exception["id"]]
     assert exception["lifts_deny"] is True
+    listed = cli("exceptions", "list", "-w", "acme").stdout.splitlines()
+    assert "DENY ENTRY" in listed[0] and "lifts deny" in listed[1]
     assert json.loads(cli("policy", "show", "-w", "acme").stdout)["python"]["deny"] == ["beta"]  # lifted, kept
     assert cli("exceptions", "revoke", "-w", "acme", exception["id"]).exit_code == 0
     assert json.loads(cli("exceptions", "list", "-w", "acme", "--json").stdout) == []
