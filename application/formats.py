@@ -43,9 +43,10 @@ def parse_day(text: str, field: str) -> tuple[datetime, datetime]:
         raise _bad(field, text, "must be a date such as 2026-03-03")
     try:
         start = datetime.combine(date.fromisoformat(text.strip()), time(), UTC)
-        return start, start + timedelta(days=1)
-    except (ValueError, OverflowError):
+    except ValueError:
         raise _bad(field, text, "is not a real day within years 0001-9999") from None
+    # The last day there is ends at the last instant there is (one microsecond short of the day).
+    return start, start + timedelta(days=1) if start.date() < date.max else datetime.max.replace(tzinfo=UTC)
 
 
 def parse_bound(text: str, field: str, *, end: bool = False) -> datetime:
