@@ -27,13 +27,14 @@ def time_travel():
     typed = {key: request.args.get(key, "").strip() for key in FIELDS}
     typed["language"] = typed["language"] or "python"
     try:
-        policy, package, diff = _answers(typed)
+        policy, package, diff, exceptions = _answers(typed)
     except GovernanceError as error:
-        return _page(typed, None, None, None, error), status_of(error)
-    return _page(typed, policy, package, diff, None)
+        return _page(typed, None, None, None, [], error), status_of(error)
+    return _page(typed, policy, package, diff, exceptions, None)
 
 
-def _answers(typed: dict) -> tuple[dict | None, dict | None, dict | None]:
+def _answers(typed: dict) -> tuple[dict | None, dict | None, dict | None, list]:
+    """The policy then, the package's answer then, a version's differences, the exceptions in force then."""
     workspace, gov = caller()["workspace"], governance()
     diff = None
     if typed["version"]:
@@ -45,10 +46,10 @@ def _answers(typed: dict) -> tuple[dict | None, dict | None, dict | None]:
             if typed["name"]:
                 rule = "type a UTC date or time, such as 2026-03-03 14:05"
                 raise InvalidInputError("Say when: the instant is empty", [FieldError("at", rule)])
-            return None, None, None
+            return None, None, None, []
         policy = gov.policy(workspace, moment)
     package = gov.audit.package_at(workspace, typed["language"], typed["name"], moment) if typed["name"] else None
-    return policy, package, diff
+    return policy, package, diff, gov.access.exceptions(workspace, moment)["exceptions"]
 
 
 def _version(workspace: str, text: str) -> tuple[dict, dict]:
@@ -86,13 +87,14 @@ def differences(before: dict, after: dict) -> list[dict]:
     return out
 
 
-def _page(typed, policy, package, diff, refusal):
+def _page(typed, policy, package, diff, exceptions, refusal):
     return render_template(
         "console/time_travel.html",
         typed=typed,
         policy=policy,
         package=package,
         diff=diff,
+        exceptions=exceptions,
         head=governance().policy(caller()["workspace"])["version"],
         refusal=refusal,
         problems=error_items(refusal) if refusal else [],

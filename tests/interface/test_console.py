@@ -459,6 +459,19 @@ def test_time_travel_to_a_time_as_the_console_prints_it_shows_what_was_saved_in_
         assert said in then.plain, typed
 
 
+def test_time_travel_lists_the_exceptions_in_force_then_without_revoke_buttons(live):
+    saved = api(live, "PUT", "/policy", {"note": "first", "python": {"mode": "allowlist"}})
+    granted = api(live, "POST", "/exceptions", {"language": "python", "name": "pandas", "note": "for the demo"})
+    console = signed_in(live)  # an owner: the packages page offers Revoke, time travel never does
+    after = console.get("/console/time-travel", at="2999-01-01 00:00")
+    assert "Exceptions in force then" in after.plain and "pandas" in after.plain and "for the demo" in after.plain
+    assert "Revoke" not in after.plain and "Revoke" in console.get(P).plain
+    version = console.get("/console/time-travel", version=saved["version"])
+    assert "Exceptions in force then None." in version.plain  # the version Saved before the grant
+    api(live, "DELETE", f"/exceptions/{granted['id']}")
+    assert "Exceptions in force then None." in console.get("/console/time-travel", at="2999-01-01 00:00").plain
+
+
 def test_a_bad_instant_is_explained_not_a_server_error(live):
     console = signed_in(live)
     page = console.get("/console/time-travel", at="yesterday", name="pandas")
