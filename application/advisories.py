@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 
 from eventsourcing.application import AggregateNotFoundError
 
-from application.formats import iso
+from application.formats import iso, require_period
 from application.races import ATTEMPTS, saved, too_fast
 from application.store.chain import ChainStore
 from application.store.reads import ReadModel
@@ -102,6 +102,7 @@ class Advisories:
     def exposure(self, workspace: str, advisory: str, start: datetime | None, end: datetime | None) -> dict:
         """Every recorded fetch (an allowed download) in the period of a version the advisory
         affects, newest first, whenever the advisory was imported: the record keeps the version."""
+        require_period(start, end)
         self._current()
         with self._lock:
             affected = list(self._by_id.get(advisory, ()))

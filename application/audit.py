@@ -6,7 +6,15 @@ import json
 from collections.abc import Iterator
 
 from application.evaluation import decision_view
-from application.formats import cursor_refusal, decode_cursor, encode_cursor, iso, parse_instant, parse_uuid
+from application.formats import (
+    cursor_refusal,
+    decode_cursor,
+    encode_cursor,
+    iso,
+    parse_instant,
+    parse_uuid,
+    require_period,
+)
 from application.index.deliveries import with_deliveries
 from application.pointintime import describe_change, package_at, timeline
 from application.policies import Policies, no_workspace
@@ -34,6 +42,7 @@ class Audit:
 
     def history(self, workspace: str, start=None, end=None, limit: int = 100, cursor: str | None = None) -> dict:
         self.require_workspace(workspace)
+        require_period(start, end)
         after = decode_cursor(cursor, int) if cursor else 0
         rows = self.readmodel.history(workspace, start, end, after, check_limit(limit) + 1)
         page, next_cursor = paged(rows, limit, lambda last: last["version"])
@@ -54,6 +63,7 @@ class Audit:
         cursor: str | None = None,
     ) -> dict:
         self.require_workspace(workspace)
+        require_period(start, end)
         before = _decision_cursor(cursor) if cursor else None
         rows = self.readmodel.decisions(
             workspace, decision_filters(filters), start, end, before, check_limit(limit) + 1
@@ -65,6 +75,7 @@ class Audit:
         """The whole filtered set, newest first, streamed page by page (keyset, constant memory).
         Checked now, so a bad filter is refused before any row is streamed."""
         self.require_workspace(workspace)
+        require_period(start, end)
         return self._export(workspace, decision_filters(filters), start, end)
 
     def _export(self, workspace: str, filters: dict, start, end) -> Iterator[dict]:
@@ -98,9 +109,8 @@ class Audit:
         return answer
 
     def package_timeline(self, workspace: str, language: str, name: str, start, end) -> dict:
-        if end <= start:
-            self.require_workspace(workspace)  # an unknown workspace is refused first
-            raise InvalidInputError("the period is empty", [FieldError("to", "must be after from")])
+        self.require_workspace(workspace)  # an unknown workspace is refused first
+        require_period(start, end)
         name = self._package_name(workspace, language, name)
         # No policy answered anything before the workspace existed: its timeline starts then.
         created = self.readmodel.workspace(workspace)["created_at"]

@@ -66,6 +66,15 @@ def optional_bound(text: str | None, field: str) -> datetime | None:
     return None if text is None else parse_bound(text, field, end=field == "to")
 
 
+def require_period(start: datetime | None, end: datetime | None) -> None:
+    """A `from` and `to` with nothing between them are refused: an empty answer would read as
+    "nothing happened then"."""
+    if start is not None and end is not None and end <= start:
+        raise InvalidInputError(
+            "the period is empty: to must come after from", [FieldError("to", "must come after from")]
+        )
+
+
 def _bad(field: str, text, rule: str) -> InvalidInputError:
     return InvalidInputError(f"{field}: {text!r} {rule}", [FieldError(field, rule)])
 

@@ -80,7 +80,7 @@ def verify_slice(lines: Iterable[dict], checkpoints: list[dict], keys: dict) -> 
         else:
             decisions.append(line)
     if not decisions:
-        return {"ok": True, "complete": True, "checked": 0, "checkpoint": None}
+        return _failure(0, "unsealed", "the export holds no decisions, only chain links: nothing to verify")
     if not links:
         return _failure(0, "unsealed", "the export carries no chain links (export with chain=true)")
     workspace = links[0]["workspace"]
@@ -88,13 +88,25 @@ def verify_slice(lines: Iterable[dict], checkpoints: list[dict], keys: dict) -> 
         problem = signature_problem(checkpoint, workspace, keys)
         if problem:
             return _failure(0, "signature", problem)
-    by_seq = {}
+    by_seq, ids = {}, set()
     for decision in decisions:
-        problem = _sealed_record_problem(decision)
+        problem = _sealed_record_problem(decision) or _repeated(decision, by_seq, ids)
         if problem:
             return _failure(len(by_seq), *problem)
         by_seq[decision["chain"]["seq"]] = decision
+        ids.add(decision["id"])
     return _walk(links, by_seq, {c["seq"]: c for c in checkpoints}, workspace)
+
+
+def _repeated(decision: dict, by_seq: dict, ids: set) -> tuple[str, str] | None:
+    """Each record of the chain is one decision, and each decision one line: a line claiming a
+    record another line holds (or repeating a decision) would otherwise stand in for it unchecked."""
+    seq = decision["chain"]["seq"]
+    if decision["id"] in ids:
+        return "inserted", f"decision {decision['id']} appears twice in the export"
+    if seq in by_seq:
+        return "inserted", f"decisions {by_seq[seq]['id']} and {decision['id']} both claim record {seq}"
+    return None
 
 
 def _sealed_record_problem(decision: dict) -> tuple[str, str] | None:
@@ -123,6 +135,14 @@ def _sealed_record_problem(decision: dict) -> tuple[str, str] | None:
 
 def _walk(links: list[dict], by_seq: dict, checkpoints: dict, workspace: str) -> dict:
     seq, link, covered = links[0]["from_seq"] - 1, links[0].get("previous", GENESIS), 0
+    outside = [d for s, d in by_seq.items() if not isinstance(s, int) or s <= seq]
+    if outside:  # before the links start: no hash of the chain would be held against it
+        decision = outside[0]
+        return _failure(
+            0,
+            "altered",
+            f"decision {decision['id']} claims record {decision['chain']['seq']!r}, outside the exported chain",
+        )
     for line in links:
         for digest in line["event_hashes"]:
             seq += 1
@@ -141,6 +161,12 @@ def _walk(links: list[dict], by_seq: dict, checkpoints: dict, workspace: str) ->
                         f"the exported chain does not reach checkpoint {seq} signed at {checkpoint['at']}",
                     )
                 covered = seq
+    beyond = [d for s, d in by_seq.items() if s > seq]
+    if beyond:  # past the links' end: never held against the chain either
+        decision = beyond[0]
+        return _failure(
+            0, "altered", f"decision {decision['id']} claims record {decision['chain']['seq']}, past the exported chain"
+        )
     newer = sum(1 for s in by_seq if s > covered)
     verified = {
         "ok": True,

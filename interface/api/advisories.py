@@ -14,7 +14,6 @@ from pydantic import BaseModel, Field, RootModel
 
 from application import optional_bound
 from application.advisories import MAX_RECORDS, MAX_UNKNOWN_DAYS
-from domain.errors import FieldError, InvalidInputError
 from interface.api.blueprint import W, api
 from interface.api.schemas import Instant, Query
 
@@ -113,8 +112,6 @@ def _imported(gov, caller, body):
 )
 def get_exposure(gov, ws, caller, advisory, query):
     start, end = optional_bound(query.from_, "from"), optional_bound(query.to, "to")
-    if start is not None and end is not None and end <= start:
-        raise InvalidInputError("to must come after from", [FieldError("to", "must come after from")])
     return gov.advisory_exposure(ws, advisory, start, end)
 
 

@@ -3,6 +3,7 @@ the store: the slice verifies, and an edited line, a dropped link or a missing c
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 
@@ -72,3 +73,44 @@ def test_a_slice_newer_than_every_checkpoint_is_not_vouched_for(exported):
     # Nothing is vouched for: every decision is named as newer than the (absent) checkpoints.
     assert (result["complete"], result["checked"], result["newer"]) == (False, 0, 3)
     assert "newer than the newest checkpoint given" in result["detail"]
+
+
+def _forged(line: dict) -> dict:
+    """The line and its sealed event rewritten together to say "allowed", consistent with each other:
+    only the chain's hash, which the signed heads vouch for, can tell."""
+    forged = copy.deepcopy(line)
+    state = base64.b64decode(forged["chain"]["event"]["state"]).decode()
+    state = state.replace('"allowed":false', '"allowed":true').replace(line["reason"], "matches-the-allow-list")
+    forged["chain"]["event"]["state"] = base64.b64encode(state.encode()).decode()
+    forged |= {"allowed": True, "reason": "matches-the-allow-list"}
+    return forged
+
+
+@pytest.mark.parametrize("where", ["another-lines-record", "before-the-links", "past-the-links", "not-a-number"])
+def test_a_forged_line_claiming_a_record_it_does_not_hash_to_is_refused_not_skipped(exported, where):
+    app, lines, checkpoints = exported
+    edited = copy.deepcopy(lines)
+    index = next(i for i, line in enumerate(edited) if line.get("name") == "requests")
+    forged = edited[index] = _forged(edited[index])
+    decisions = [line for line in edited if "id" in line]
+    links = next(line["chain_links"] for line in edited if "chain_links" in line)
+    last = links["from_seq"] + len(links["event_hashes"]) - 1
+    claims = {
+        # the line after it: read first, the forged line was replaced by that line unchecked
+        "another-lines-record": decisions[decisions.index(forged) + 1]["chain"]["seq"],
+        "before-the-links": links["from_seq"] - 1,
+        "past-the-links": last + 1,
+        "not-a-number": str(forged["chain"]["seq"]),
+    }
+    forged["chain"]["seq"] = claims[where]
+    result = verify_slice(edited, checkpoints, app.chain.trusted_keys())
+    assert result["ok"] is False and forged["id"] in result["detail"], result
+
+
+def test_a_repeated_line_and_an_export_of_links_alone_are_refused(exported):
+    app, lines, checkpoints = exported
+    twice = [lines[0], *lines]
+    result = verify_slice(twice, checkpoints, app.chain.trusted_keys())
+    assert (result["ok"], result["problem"]) == (False, "inserted") and "appears twice" in result["detail"]
+    links_alone = [line for line in lines if "chain_links" in line]
+    assert verify_slice(links_alone, checkpoints, app.chain.trusted_keys())["ok"] is False
