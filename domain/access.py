@@ -15,7 +15,7 @@ from typing import Any
 from eventsourcing.domain import Aggregate, event
 
 from domain.decision import judge
-from domain.durations import parse_duration
+from domain.durations import MAX_DURATION, parse_duration
 from domain.egress.workspace import EGRESS, requested_host
 from domain.errors import ConflictError, FieldError, InvalidInputError
 from domain.patterns import is_pattern, patterns_for
@@ -38,6 +38,9 @@ def expiry(now: datetime, expires_at: datetime | None, duration: str | None) -> 
         return now + parse_duration(duration)
     if expires_at is not None and expires_at <= now:
         raise InvalidInputError("expires_at is not in the future", [FieldError("expires_at", "must be in the future")])
+    if expires_at is not None and expires_at - now > MAX_DURATION:  # the longest a duration may say
+        rule = f"must be at most {MAX_DURATION.days} days ahead (for a permanent exception give neither)"
+        raise InvalidInputError(f"expires_at {rule}", [FieldError("expires_at", rule)])
     return expires_at
 
 
