@@ -172,6 +172,15 @@ def scan(tokens: list[str], table: OptionTable) -> list[Event]:
     return events
 
 
+def _unknown(token: str, tokens: list[str], at: int, why: str, may_take_next: bool) -> tuple[list[Event], int]:
+    """An option the table does not know (uv's own, say) may take the next word as its value:
+    that word is refused with it, never judged as a package (`--overrides o.txt` is no `o-txt`)."""
+    following = tokens[at + 1] if may_take_next and at + 1 < len(tokens) else None
+    if following is None or following.startswith("-"):
+        return [Event(None, token, why, at)], 1
+    return [Event(None, f"{token} {following}", f"{why} (with {following!r}, which may be its value)", at)], 2
+
+
 def _take_next(name: str, token: str, tokens: list[str], at: int, spelled: str) -> tuple[Event, int]:
     if at + 1 >= len(tokens):
         return Event(None, token, f"{spelled} needs a value", at), 1
@@ -182,7 +191,7 @@ def _long(token: str, tokens: list[str], at: int, table: OptionTable) -> tuple[l
     spelled, eq, value = token.partition("=")
     name = table.match_long(spelled)
     if name is None:
-        return [Event(None, token, f"no such option, or an ambiguous prefix: {spelled}", at)], 1
+        return _unknown(token, tokens, at, f"no such option, or an ambiguous prefix: {spelled}", not eq)
     if not table.takes_value(name):
         error = Event(None, token, f"{spelled} takes no value", at)
         return [error if eq else Event(name, token, None, at)], 1
@@ -197,7 +206,8 @@ def _short(token: str, tokens: list[str], at: int, table: OptionTable) -> tuple[
     for i in range(1, len(token)):
         name = table.aliases.get("-" + token[i])
         if name is None:
-            return events + [Event(None, token, f"no such option: -{token[i]}", at)], 1
+            unknown, used = _unknown(token, tokens, at, f"no such option: -{token[i]}", i + 1 == len(token))
+            return events + unknown, used
         if not table.takes_value(name):
             events.append(Event(name, "-" + token[i], None, at))
         elif i + 1 < len(token):

@@ -47,6 +47,23 @@ def test_uv_pip_install_is_judged_like_pip_and_unknown_uv_flags_fail_closed():
 
 
 @pytest.mark.parametrize(
+    "flags",
+    [
+        ["--overrides", "overrides.txt", "--index-strategy", "unsafe-best-match"],
+        ["--torch-backend", "cpu", "-P", "numpy"],
+        ["-p", "/usr/bin/python3", "--config-file", "/x/uv.toml"],
+        ["--default-index", "https://evil.example/simple"],
+    ],
+)
+def test_the_word_after_an_unknown_flag_is_refused_with_it_not_judged_as_a_package(flags):
+    """uv's own flags take values pip's table does not know of: judged as packages, those values
+    were recorded as allowed installs and came back as names to allow in synthesis."""
+    _, specs = judged(["uv", "pip", "install", *flags, "requests"])
+    assert [s for s in specs if s[1] != "option"] == [("requests", "registry", "requests")]
+    assert all(value in " ".join(s[0] for s in specs) for value in flags)  # each named in a refusal
+
+
+@pytest.mark.parametrize(
     "argv",
     [
         ["pip", "uninstall", "requests"],
