@@ -91,6 +91,11 @@ def _denial(record: DecisionRecord, params: Mapping[str, Any], workspace: str) -
     lang = LANGUAGE_TITLES[language]
     who = record.name or record.spec
     ask = f"an admin can change this under {CONSOLE_PLACE}"
+    if reason == "matches-the-deny-list" and params.get("pattern"):
+        return (
+            f"{who} is denied by the {lang} deny pattern {params['pattern']} of workspace {workspace}, so no "
+            f"request for it can be approved; an admin can narrow or remove the pattern under {CONSOLE_PLACE}."
+        )
     if reason == "matches-the-deny-list":
         return (
             f"{who} is on the {lang} deny list of workspace {workspace}; {ask} if it should be allowed. "

@@ -78,8 +78,9 @@ def judge(rules: LanguageRules, spec: Spec, workspace: str) -> Verdict:
         if rules.mode == "allowlist" or denied or spec.name is None or (rules.lifted and rules.lifts(spec.name)):
             return Verdict(False, "direct-reference", {"mode": rules.mode})
         return Verdict(True, "direct-reference")
-    if denied:
-        return Verdict(False, "matches-the-deny-list")
+    if denied:  # a pattern's denial is named: no request for the name can be approved under it
+        pattern = rules.deny_pattern(spec.name)  # type: ignore[arg-type]  # denied: it has its name
+        return Verdict(False, "matches-the-deny-list", {"pattern": pattern} if pattern else None)
     if rules.lifted and rules.lifts(spec.name):  # type: ignore[arg-type]  # a registry spec has its name
         return Verdict(True, EXCEPTION_REASON)  # its deny entry stays, lifted for the exception's window
     if rules.mode == "denylist":

@@ -98,6 +98,13 @@ class LanguageRules:
             self.patterned[1] and any(deny_key(self.language, p) in keys for p in patterns_for(self.language, name))
         )
 
+    def deny_pattern(self, name: str) -> str | None:
+        """The deny pattern matching `name`, if one does: no exception can let the name in then."""
+        if not self.patterned[1]:
+            return None
+        keys = self.deny_keys
+        return next((p for p in patterns_for(self.language, name) if deny_key(self.language, p) in keys), None)
+
     def lifts(self, name: str) -> bool:
         """A deny entry naming exactly this name is on the list, and a lifting exception for the
         name, in force at the rules' instant, keeps it from denying the name."""

@@ -226,8 +226,8 @@ def is_project_denial(decision: dict) -> bool:
 
 def request_hint(decision: dict) -> str | None:
     name, language = decision.get("name"), decision.get("language")
-    if not name or not language:
-        return None
+    if not name or not language or (decision.get("params") or {}).get("pattern"):
+        return None  # a name a deny pattern denies cannot be approved: nothing to ask for
     return f'runcode-policy-gate request {language} {name} --why "..."'
 
 

@@ -3,7 +3,7 @@ then revalidated with upstream's `ETag`/`Last-Modified`, and served stale when u
 
 A page is used as kept for `seconds` after it was last validated; after that upstream is asked
 with the validators it gave (a 304 renews the kept copy without a transfer). When upstream
-cannot be reached, times out or answers 5xx, the kept copy is used, however old (stale-if-error),
+cannot be reached, times out, answers 5xx or nonsense, or is not trusted, the kept copy is used, however old (stale-if-error),
 and the log says so. Nothing here judges: the callers judge every request before they ask for a
 page, so a page kept from before a policy change is still refused when the policy refuses it,
 and a refused name never reaches upstream.
@@ -31,7 +31,8 @@ from interface.index.upstream import Page, Upstream
 from interface.problems import HTTPProblem
 
 log = logging.getLogger(__name__)
-UNAVAILABLE = 503  # what Upstream raises when it cannot be reached or times out
+# What Upstream raises when it fails: a bad or untrusted answer (502), unreachable (503), too slow (504).
+UPSTREAM_FAILED = (502, 503, 504)
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ class Pages:
         try:
             page = self.upstream.page(url, accept, _validators(stored))
         except HTTPProblem as error:
-            if stored is None or error.status != UNAVAILABLE:
+            if stored is None or error.status not in UPSTREAM_FAILED:
                 raise
             log.warning("upstream unavailable (%s): serving the copy of %s kept before", error.detail, url)
             return _kept(stored)

@@ -49,6 +49,13 @@ LISTS = [
         f"evil is on the Python deny list of workspace acme; an admin can change this under {PLACE} if it should "
         f"be allowed. {HINT.format(name='evil')}",
     ),
+    (  # a pattern's denial cannot be lifted by an exception: no request to suggest
+        "evil-x",
+        "denylist",
+        ["evil-*", "evil-x"],
+        f"evil-x is denied by the Python deny pattern evil-* of workspace acme, so no request for it can be "
+        f"approved; an admin can narrow or remove the pattern under {PLACE}.",
+    ),
     (
         "beta @ https://x.example/beta-1.0.tar.gz",
         "allowlist",

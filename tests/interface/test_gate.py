@@ -187,6 +187,16 @@ def test_a_denial_during_the_install_exits_3_with_every_denial_even_when_the_ins
     assert "(the installer exited 0); exit status 3" in done.stderr
 
 
+def test_a_name_a_deny_pattern_denies_is_not_offered_a_request_that_could_never_be_approved(
+    fetching_pip, sandbox_env, app
+):
+    app.save_policy("acme", {"python": {"deny": ["beta-*"]}}, by="x")
+    done = fetching_pip("--", "pip", "install", "pandas", env={**sandbox_env, "FETCH": "beta-x"})
+    assert done.returncode == 3, done.stderr
+    assert "beta-x is denied by the Python deny pattern beta-* of workspace acme" in done.stderr
+    assert "runcode-policy-gate request" not in done.stderr and "to ask for it" not in done.stderr
+
+
 def test_an_install_whose_run_recorded_no_denial_keeps_the_installers_status(fetching_pip, sandbox_env, app):
     app.save_policy("acme", {"python": {"mode": "allowlist", "allow": ["alpha", "pandas"]}}, by="x")
     done = fetching_pip("--", "pip", "install", "pandas", env={**sandbox_env, "FETCH": "alpha"})

@@ -278,6 +278,29 @@ def test_a_trickling_upstream_is_cut_at_the_page_and_file_deadlines(database_url
         assert json.loads(body)["detail"].startswith("the upstream took longer than 3 s to send a file")
 
 
+def test_a_page_kept_before_is_served_while_the_upstream_trickles_past_its_deadline(database_url, slow_upstream):
+    """Too slow is as failed as unreachable: what was kept is served, not a 504."""
+    env = service_env(
+        database_url,
+        slow_upstream.url + "/simple/",
+        RUNCODE_POLICY_UPSTREAM_PAGE_DEADLINE="2",
+        RUNCODE_POLICY_CACHE_PAGE_SECONDS="0",  # every request revalidates
+    )
+    server = served(env)
+    with server as (url, said):
+        token = owner_token(said)
+        status, _, _, kept = fetch(f"{url}/pypi/default/simple/later/", token)
+        assert status == 200
+        slow_upstream.trickled.add("later")
+        started = time.monotonic()
+        status, _, _, body = fetch(f"{url}/pypi/default/simple/later/", token)
+        assert (status, body) == (200, kept) and time.monotonic() - started >= 2  # asked, then gave up
+        status, _, _, _ = fetch(f"{url}/pypi/default/simple/slow/", token)
+        assert status == 504  # never kept: nothing to serve instead
+    assert "took longer than 2 s to send a page (127.0.0.1); the limit is" in server.log
+    assert "serving the copy of " + slow_upstream.url + "/simple/later/ kept before" in server.log
+
+
 def test_stalled_downloads_and_a_trickling_upstream_leave_healthz_and_evaluate_answering(database_url, slow_upstream):
     """Ten clients open the 48 MiB file and stop reading, ten ask for a page that trickles: the
     service's own endpoints still answer within a second, and once the stalled clients are cut

@@ -100,14 +100,18 @@ def _pipe(client: socket.socket, upstream: socket.socket) -> None:
 class SlowUpstream(_Server):
     """A simple index of any project `<name>`, with one 48 MiB sdist `<name>-1.0.tar.gz` sent as
     fast as it is read; but the page of `slow` and the files of `drip` and `hashed-drip` trickle
-    one byte every TRICKLE_SECONDS. Pages give no digest, but that of `hashed-drip` (the index
-    then fetches the file whole into its cache before serving a byte of it)."""
+    one byte every TRICKLE_SECONDS (and the pages of the names a test adds to `trickled`). Pages
+    give no digest, but that of `hashed-drip` (the index then fetches the file whole into its
+    cache before serving a byte of it)."""
 
     def __init__(self):
+        self.trickled = {"slow"}
         super().__init__(("127.0.0.1", 0), self._handler())
         self.url = "http://" + self.start()
 
     def _handler(self):
+        trickled = self.trickled
+
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
@@ -137,7 +141,7 @@ class SlowUpstream(_Server):
                     }
                 ).encode()
                 self._headers("application/vnd.pypi.simple.v1+json", len(body))
-                self._send(body, trickle=project == "slow")
+                self._send(body, trickle=project in trickled)
 
             def _file(self, filename: str) -> None:
                 self._headers("application/octet-stream", BIG_FILE_BYTES)
