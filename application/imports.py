@@ -160,8 +160,11 @@ def _json(content: str, field: str) -> dict:
     return document
 
 
-def _registry_name(name: str, wanted) -> str | None:
-    """The registry package a manifest's `name: range` installs (an alias: its target)."""
+def _registry_name(name: str, wanted, field: str, line: int | None = None) -> str | None:
+    """The registry package a manifest's `name: range` installs (an alias: its target); None for
+    a local, git or URL source. A name npm would refuse is refused, never dropped unsaid."""
+    if parse("node", name).kind != "registry":
+        raise _bad(field, line, f"{name!r} is not a node package name")
     if not isinstance(wanted, str):
         return None
     if wanted.startswith(_NPM_ALIAS):
@@ -176,7 +179,7 @@ def _package_json(content: str, field: str) -> list[str]:
         declared = _shaped(document.get(key), dict, field, key)
         for name, wanted in declared.items():
             _shaped(wanted, str, field, f"{key}.{name}", optional=False)
-            names += filter(None, [_registry_name(name, wanted)])
+            names += filter(None, [_registry_name(name, wanted, field)])
     return names
 
 
@@ -199,7 +202,7 @@ def _v1_dependencies(tree: dict, names: list, field: str, where: str) -> None:
     for name, entry in tree.items():
         entry = _shaped(entry, dict, field, f"{where}.{name}", optional=False)
         names += filter(
-            None, [_registry_name(name, _shaped(entry.get("version"), str, field, f"{where}.{name}.version"))]
+            None, [_registry_name(name, _shaped(entry.get("version"), str, field, f"{where}.{name}.version"), field)]
         )
         inner = f"{where}.{name}.dependencies"
         _v1_dependencies(_shaped(entry.get("dependencies"), dict, field, inner), names, field, inner)
@@ -257,7 +260,7 @@ def _yarn_v1(content: str, field: str) -> list[str]:
             name = key[0] + name if key else ""
             if not name:
                 raise _bad(field, number, f"{key!r} names no package")
-            names += filter(None, [_registry_name(name, wanted)])  # git, file: and URL sources left out
+            names += filter(None, [_registry_name(name, wanted, field, number)])  # git, file:, URLs left out
     return names
 
 

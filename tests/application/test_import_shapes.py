@@ -91,3 +91,24 @@ def test_the_reviewed_shapes_are_refused_in_words(fmt, content, named):
     with pytest.raises(InvalidInputError) as refused:
         imported_names("node", fmt, content, "import-")
     assert named in refused.value.detail
+
+
+@pytest.mark.parametrize(
+    ("fmt", "content", "named"),
+    [
+        ("package.json", '{"dependencies": {"@/x": "1", "evil-one": "1"}}', "'@/x' is not a node package name"),
+        ("package.json", '{"dependencies": {"Bad Name": "1"}}', "'Bad Name' is not a node package name"),
+        ("package-lock.json", '{"dependencies": {"x*": {"version": "1.0.0"}}}', "'x*' is not a node package name"),
+        ("yarn.lock", 'evil-one@1:\n  version "1.0.0"\n"bad name@1":\n  version "1"\n', "line 3: 'bad name'"),
+    ],
+)
+def test_a_name_npm_would_refuse_is_refused_not_dropped(fmt, content, named):
+    """Dropped, a name an admin meant to deny went missing from the deny list without a word."""
+    with pytest.raises(InvalidInputError) as refused:
+        imported_names("node", fmt, content, "import-")
+    assert named in refused.value.detail
+
+
+def test_local_git_and_url_sources_are_still_left_out():
+    content = '{"dependencies": {"a": "workspace:*", "b": "file:../b", "c": "github:o/c", "d": "^1"}}'
+    assert imported_names("node", "package.json", content) == ["d"]
