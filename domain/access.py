@@ -57,12 +57,12 @@ def requested_package(language: str, text: str) -> tuple[str, str]:
             ) from None
     check_language(language, lambda title, errors: InvalidInputError(title, [_LANGUAGE_RULE]))
     check_text(text, "name", 500)
-    if is_pattern(text):
+    spec = parse(language, text)
+    if (spec.kind not in ("registry", "alias") or not spec.name) and is_pattern(text):  # `numpy==1.*` is a spec
         raise InvalidInputError(
             f"{text!r} is a pattern, and an exception or a request names one package",
             [FieldError("name", "must be one package: a pattern (@scope/*, name-*) goes on the allow list")],
         )
-    spec = parse(language, text)
     if spec.kind not in ("registry", "alias") or not spec.name:
         raise InvalidInputError(
             f"{text!r} does not name a {language} registry package",

@@ -104,11 +104,11 @@ def _judge(language: str, entry: object) -> tuple[str | None, str | None]:
     """(canonical name, None) for a registry entry, else (None, a message naming the rule)."""
     if not isinstance(entry, str):
         return None, f"{entry!r} is not a string but {type(entry).__name__}; {_RULE}"
+    spec = parse(language, entry)
+    if spec.kind == "registry" and spec.name is not None:  # its version may hold '*': `numpy==1.*`
+        return spec.name, None
     if is_pattern(entry):
         return parse_pattern(language, entry)
-    spec = parse(language, entry)
-    if spec.kind == "registry" and spec.name is not None:
-        return spec.name, None
     if spec.kind in _WHAT:
         return None, f"{entry!r} is {_WHAT[spec.kind]}, not a package name; {_RULE}"
     return None, f"{entry!r} is not a valid package name ({spec.detail}); {_RULE}"

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from application.messages import render_message
-from domain.access import parse_duration, plan_grant
+from domain.access import parse_duration, plan_grant, requested_package
 from domain.decision import DecisionRecord, judge
 from domain.errors import ConflictError, InvalidInputError
 from domain.policy import LanguageRules
@@ -142,3 +142,11 @@ def test_a_lift_without_a_deny_entry_changes_no_answer():
     rules = lifted(deny=())
     assert not rules.lifts("beta")
     assert judge(rules, parse("python", "beta"), "acme").reason == "not-on-the-deny-list"
+
+
+def test_a_request_names_one_package_by_any_spec_and_a_pattern_is_refused():
+    assert requested_package("python", "numpy==1.*") == ("python", "numpy")  # a version's wildcard
+    assert requested_package("node", "@corp/x@*") == ("node", "@corp/x")
+    for language, pattern in (("python", "django-*"), ("node", "@corp/*")):
+        with pytest.raises(InvalidInputError, match="is a pattern"):
+            requested_package(language, pattern)

@@ -52,6 +52,8 @@ def test_duplicates_collapse_to_the_first_seen_canonical_name():
         ("requests (>=2.0, <3)", "requests"),
         ("pandas; python_version in '3.8,3.9'", "pandas"),
         ("pandas ~= 2.1", "pandas"),
+        ("numpy==1.*", "numpy"),  # a version's wildcard is no pattern
+        ("numpy!=1.*", "numpy"),
     ],
 )
 def test_constraints_extras_and_markers_are_stripped(entry, name):
@@ -65,6 +67,8 @@ def test_a_comma_before_a_version_operator_continues_the_python_entry():
 def test_scoped_npm_names_keep_their_scope_and_lose_their_range():
     found, errors = parse_entries("node", "@scope/pkg@^1, lodash@latest\n@types/node@20\nLodash", "node.allow")
     assert (found, errors) == (["@scope/pkg", "lodash", "@types/node", "Lodash"], [])
+    found, errors = parse_entries("node", "lodash@4.*, left-pad@*, @corp/x@*, @corp/*", "node.allow")
+    assert (found, errors) == (["lodash", "left-pad", "@corp/x", "@corp/*"], [])
 
 
 def test_every_bad_entry_is_reported_with_its_position_and_the_rule():
