@@ -33,6 +33,11 @@ def normalize_entry(entry: object) -> str:
 def _normalize_base(base: str) -> str:
     if not base:
         raise ValueError("the hostname is empty")
+    if "://" in base or "/" in base:
+        raise ValueError("write the host name alone (example.com), not a URL")
+    host, colon, port = base.rpartition(":")
+    if colon and port.isascii() and port.isdigit() and ":" not in host and "[" not in host:
+        raise ValueError(f"write the host name alone ({host}): an entry allows the host on any port")
     if ":" in base or "[" in base:
         raise ValueError("IP literals are not allowed; addresses belong in a CIDR range setting")
     try:

@@ -4,9 +4,9 @@ then revalidated with upstream's `ETag`/`Last-Modified`, and served stale when u
 A page is used as kept for `seconds` after it was last validated; after that upstream is asked
 with the validators it gave (a 304 renews the kept copy without a transfer). When upstream
 cannot be reached, times out, answers 5xx or nonsense, or is not trusted, the kept copy is used,
-however old (stale-if-error), and the log says so. Nothing here judges: the callers judge every request before they ask for a
-page, so a page kept from before a policy change is still refused when the policy refuses it,
-and a refused name never reaches upstream.
+however old (stale-if-error), and the log says so. Nothing here judges: the callers judge every
+request before they ask for a page, so a page kept from before a policy change is still refused
+when the policy refuses it, and a refused name never reaches upstream.
 
 Each kept page carries a `revision` (a digest of its body): what an answer built from it
 depends on, with the policy version (the judged root listing is reused per revision).

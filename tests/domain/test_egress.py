@@ -434,3 +434,18 @@ def test_evaluate_egress_fails_closed_on_wrongly_typed_input_instead_of_raising(
     verdict = call()
     assert verdict.reason in REASONS
     assert verdict.allowed is (verdict.reason == "allowed")
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        ("github.com:443", "write the host name alone (github.com): an entry allows the host on any port"),
+        ("https://github.com/", "write the host name alone (example.com), not a URL"),
+        ("github.com/org", "write the host name alone (example.com), not a URL"),
+        ("[::1]:443", "IP literals are not allowed"),
+    ],
+)
+def test_an_entry_with_a_port_or_a_scheme_is_told_to_name_the_host_alone(entry, said):
+    with pytest.raises(EgressConfigError) as raised:
+        normalize_allowlist([entry])
+    assert said in raised.value.errors[0].message
