@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from application.formats import strict_json
 from application.races import once_more_if_stale
+from domain.errors import FieldError, InvalidInputError
 from interface.api.auth import authenticate, authorize
 from interface.problems import HTTPProblem
 from interface.services import services
@@ -69,7 +70,7 @@ class Api:
                 if body is not None:
                     params["body"] = body.model_validate(json_body())
                 if query is not None:
-                    params["query"] = query.model_validate(request.args.to_dict(flat=True))
+                    params["query"] = query.model_validate(query_args())
                 return view(governance, **params)
 
             @wraps(view)
@@ -81,6 +82,16 @@ class Api:
             return handle
 
         return decorate
+
+
+def query_args() -> dict[str, str]:
+    """The query's parameters, each given once: as with a JSON key named twice, readers differ
+    on which value counts (a proxy or a log may have read the other)."""
+    repeated = [key for key, values in request.args.lists() if len(values) > 1]
+    if repeated:
+        errors = [FieldError(key, "must be given once") for key in repeated]
+        raise InvalidInputError(f"{', '.join(repeated)} given more than once", errors)
+    return request.args.to_dict(flat=True)
 
 
 def json_body():
