@@ -50,7 +50,8 @@ _PARSERS = {"python": _python, "node": _node}
 
 def check_language(language: object, refusal: Callable[[str, list[FieldError]], Exception] = InvalidInputError) -> str:
     if language not in LANGUAGES:
-        raise refusal(f"unknown language {language!r}", [FieldError("language", "must be python or node")])
+        said = "no language given" if language is None else f"unknown language {language!r}"
+        raise refusal(said, [FieldError("language", "must be python or node")])
     return str(language)
 
 

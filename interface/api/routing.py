@@ -101,6 +101,8 @@ def json_body():
     try:
         return strict_json(raw)  # a proxy or a log reading a key's first value saw another request
     except (ValueError, UnicodeDecodeError) as error:
-        raise HTTPProblem(400, "Malformed JSON", f"the body is not valid JSON: {error}") from None
+        # Python's own words for a number past its digit limit name a setting of its own
+        why = "a number has more digits than any field takes" if "int_max_str_digits" in str(error) else error
+        raise HTTPProblem(400, "Malformed JSON", f"the body is not valid JSON: {why}") from None
     except RecursionError:
         raise HTTPProblem(400, "Malformed JSON", "the body is nested too deeply") from None

@@ -233,6 +233,10 @@ def test_when_the_store_goes_away_answers_are_503_and_the_sandbox_fails_closed(p
 def test_hostile_bodies_and_instants_are_4xx_never_500(live):
     deep = b"[" * 5000 + b"]" * 5000
     assert live.call("POST", P + "/evaluate", live.tokens["sandbox"], raw=deep).status == 400
+    long = live.call("POST", P + "/evaluate", live.tokens["sandbox"], raw=b'{"n": ' + b"1" * 5000 + b"}")
+    assert long.status == 400 and "more digits than any field takes" in long.json["detail"]
+    nameless = live.call("POST", P + "/evaluate", live.tokens["sandbox"], {"specs": ["six"]})
+    assert nameless.status == 422 and nameless.json["detail"].startswith("no language given"), nameless.body
     for query in ("at=0001-01-01T00:00:00%2B01:00", "at=9999-12-31T23:59:59-01:00", "at=2026-11-30T11:59Z"):
         reply = live.call("GET", f"{P}/policy?{query}", live.tokens["auditor"])
         assert reply.status == 422 and reply.json["errors"][0]["field"] == "at", query
