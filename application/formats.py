@@ -12,9 +12,10 @@ from uuid import UUID
 
 from domain.errors import FieldError, InvalidInputError
 
-# RFC 3339 date-time (section 5.6): seconds and an offset are required; `T` may be a space.
-RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})")
-DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+# RFC 3339 date-time (section 5.6): seconds and an offset are required; `T` may be a space; a
+# fraction has any number of digits (kept to the microsecond). ASCII digits only.
+RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII)
+DAY = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
 
 
 def iso(moment: datetime | None) -> str | None:

@@ -7,7 +7,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from application.formats import iso
+from application.formats import iso, parse_instant
+from domain.errors import InvalidInputError
 
 
 @pytest.mark.parametrize(
@@ -27,3 +28,9 @@ def test_an_instant_is_written_in_utc_with_a_z(moment: datetime, text: str) -> N
 
 def test_no_instant_is_none() -> None:
     assert iso(None) is None
+
+
+def test_a_fraction_of_any_length_is_read_to_the_microsecond_and_only_ascii_digits_are_digits():
+    assert iso(parse_instant("2026-12-06T23:26:19.1234567891Z", "at")) == "2026-12-06T23:26:19.123456Z"
+    with pytest.raises(InvalidInputError, match="must be an RFC 3339 timestamp"):
+        parse_instant("\uff12\uff10\uff12\uff16-12-06T23:26:19Z", "at")  # full-width digits: not the format
