@@ -92,6 +92,11 @@ def read_records(records: list[Any], where: str = "records") -> list[Affected]:
                 f"{at}.id",
                 f"must be an OSV id (letters, digits and . _ : -, such as MAL-2022-9), at most {MAX_RECORD_ID}",
             )
+        withdrawn = record.get("withdrawn")
+        if withdrawn is not None and (not isinstance(withdrawn, str) or not withdrawn.strip()):
+            raise _bad(f"{at}.withdrawn", "must be the RFC 3339 instant the record was withdrawn")
+        if withdrawn:  # no longer valid (a false positive cleared): it affects nothing, and replaces its word
+            continue
         affected = record.get("affected", [])
         if not isinstance(affected, list):
             raise _bad(f"{at}.affected", "must be a list")

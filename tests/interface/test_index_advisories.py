@@ -110,6 +110,24 @@ def test_a_known_malware_tarball_fetched_directly_is_403_recorded_and_fails_no_r
     assert live.call("GET", "/npm/acme/other/-/other-1.0.0.tgz", run["token"]).status == 200  # not run-failed
 
 
+def test_a_record_imported_again_withdrawn_refuses_nothing_and_one_first_seen_withdrawn_never_did(live, app):
+    """A false positive is cleared upstream by withdrawing its record: the version installs again."""
+    set_policy(app, "denylist")
+    known = record("npm/0-dns/MAL-2022-9.json")
+    assert import_advisories(live, [known]).status == 201
+    run = start_run(live)
+    assert live.call("GET", "/npm/acme/0-dns/-/0-dns-1.0.0.tgz", run["token"]).status == 403
+    assert import_advisories(live, [known | {"withdrawn": "2026-12-02T00:00:00Z"}]).status == 201
+    run = start_run(live)
+    assert "1.0.0" in live.call("GET", "/npm/acme/0-dns", run["token"]).json["versions"]
+    assert live.call("GET", "/npm/acme/0-dns/-/0-dns-1.0.0.tgz", run["token"]).status == 200
+    withdrawn = {**known, "id": "MAL-2099-1", "withdrawn": "2026-12-02T00:00:00Z"}
+    assert import_advisories(live, [withdrawn]).status == 201
+    assert live.call("GET", "/npm/acme/0-dns/-/0-dns-1.0.0.tgz", start_run(live)["token"]).status == 200
+    bad = import_advisories(live, [{**known, "withdrawn": 7}])
+    assert bad.status == 422 and bad.json["errors"][0]["field"] == "records[0].withdrawn"
+
+
 def test_impact_previews_a_draft_switching_known_malware_before_it_is_saved(live, app):
     """rules.md offers `known_malware` among the rules and /impact previews drafts with rules: the
     downloads of affected versions move, and nothing else does."""
