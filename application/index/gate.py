@@ -69,7 +69,7 @@ from domain.decision import (
 from domain.declared import BUNDLED_FIELDS, declared_record, declared_specs, judge_declared, version_label
 from domain.errors import NotFoundError
 from domain.policy import LanguageRules
-from domain.rules import MONITOR, VersionFacts
+from domain.rules import MONITOR, VersionFacts, checks_install_scripts
 from domain.rules import REASONS as RULE_REASONS
 from domain.run import reader_key
 from domain.specs import Spec, parse
@@ -239,6 +239,12 @@ class IndexGate:
                     made.append((key, outcome, Decision.recorded(principal.workspace, record.to_dict())))
         self._record_all(made, principal)
         return hidden
+
+    def checks_install_scripts(self, principal: Principal, name: str) -> bool:
+        """Whether the head policy's install_scripts rule judges this npm package's versions: its
+        tarballs' own manifests are then read too (`facts.tarball_install_scripts`)."""
+        _, rules = self._policies.current(principal.workspace, head=principal.head)
+        return checks_install_scripts(rules["node"].version_rules, "node", name)
 
     def judges_versions(self, principal: Principal, language: str, name: str) -> bool:
         """Whether a page's versions are judged (`versions.judges`): without, it is answered

@@ -1,7 +1,7 @@
 """Rules beyond names: per-version rules of a language's policy (`model`), read from what an
 admin sent (`read`) and judged against the facts the index knows of one version (`judge`)."""
 
-from domain.rules.judge import judge_version, ripens_at, rules_for
+from domain.rules.judge import checks_install_scripts, judge_version, ripens_at, rules_for
 from domain.rules.model import (
     ACTIONS,
     ENFORCE,
@@ -41,6 +41,7 @@ __all__ = [
     "VersionRules",
     "VersionsDeny",
     "judge_version",
+    "checks_install_scripts",
     "read_rules",
     "ripens_at",
     "rules_for",

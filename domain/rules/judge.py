@@ -44,13 +44,20 @@ def judge_version(rules: VersionRules, language: str, name: str, facts: VersionF
     if age is not None:
         found += _too_new(age, named, facts, at)
     scripts = rules.install_scripts
-    if language == "node" and scripts is not None and facts.install_scripts is not False:
-        if not _listed(language, named, scripts.allow_set):
-            found.append(_finding(INSTALL_SCRIPTS, scripts, named, facts, install_scripts=facts.install_scripts))
+    if scripts is not None and facts.install_scripts is not False and checks_install_scripts(rules, language, name):
+        found.append(_finding(INSTALL_SCRIPTS, scripts, named, facts, install_scripts=facts.install_scripts))
     sdists = rules.sdists
     if language == "python" and sdists is not None and facts.sdist and not _listed(language, named, sdists.allow_set):
         found.append(_finding(SDIST_REFUSED, sdists, named, facts))
     return found
+
+
+def checks_install_scripts(rules: VersionRules, language: str, name: str) -> bool:
+    """Whether the install_scripts rule judges this package's versions (node, not a name it allows)."""
+    scripts = rules.install_scripts
+    return (
+        language == "node" and scripts is not None and not _listed(language, _named(language, name), scripts.allow_set)
+    )
 
 
 def _named(language: str, name: str) -> str:

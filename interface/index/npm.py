@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from urllib.parse import quote
 
 from flask import Blueprint, Response, current_app, request
@@ -227,8 +228,11 @@ def tarball(principal, name: str, filename: str) -> Response:
     found = {}
 
     def judged_facts():  # read only for an allowed project; its source is then used to answer
-        found["source"] = version, manifest, _ = tarball_source(name, filename)
-        return facts.npm_version(version, manifest, upload_times(name))
+        found["source"] = version, manifest, url = tarball_source(name, filename)
+        said = facts.npm_version(version, manifest, upload_times(name))
+        if said.install_scripts is False and package_index().gate.checks_install_scripts(principal, name):
+            return replace(said, install_scripts=_tarball_says(manifest, url))  # npm runs what the tarball says
+        return said
 
     with upstream_failure_recorded(principal, "node", name, request_kind):  # the facts come from upstream
         gate = package_index().gate
@@ -255,6 +259,19 @@ def _tarball_answer(principal, name: str, filename: str, delivered, source) -> R
     if request.method == "HEAD":
         return files.head(upstream(), cache(), url, digests)
     return files.serve(files.obtain(upstream(), cache(), url, digests), delivered)
+
+
+def _tarball_says(manifest: dict, url: str) -> bool | None:
+    """Whether the tarball's own manifests run install scripts (fetched into the cache, which
+    then serves it): None, counted as running them, when nothing verifies its bytes."""
+    digests = from_npm(manifest.get("dist"))
+    if digests is None:
+        return None
+    verified = files.obtain(upstream(), cache(), url, digests)
+    try:
+        return facts.tarball_install_scripts(verified.file)
+    finally:
+        verified.close()
 
 
 def cache():

@@ -63,6 +63,7 @@ def npm_upstream():
             Release("scripted", "1.1.0", scripts={"postinstall": "node -e 0"}, published=old),
             # its tarball's name does not say its version: the packument's word is judged
             Release("scripty", "1.0.0", scripts={"postinstall": "node -e 0"}, published=old, tarball_name="dl.tgz"),
+            Release("confused", "1.0.0", unsaid_scripts={"postinstall": "node -e 0"}, published=old),
         ]
     )
     yield upstream
@@ -254,6 +255,21 @@ def test_npm_install_scripts_hide_the_scripted_version_unless_its_name_is_allowe
     assert clients.npm(fresh(tmp_path, "allowed"), allowed["npm"], allowed["token"], "install", "scripted").ok
     manifest = tmp_path / "allowed" / "project" / "node_modules" / "scripted" / "package.json"
     assert '"version": "1.1.0"' in manifest.read_text()
+
+
+def test_a_tarball_whose_own_manifest_runs_scripts_the_packument_does_not_say_is_refused(live):
+    """npm and pnpm run what the tarball's package.json says, and a registry does not check it
+    against the packument: read from the tarball, the scripts are found before a byte is served."""
+    set_rules(live, node={"install_scripts": {"allow": [], "action": "enforce"}})
+    run = start_run(live)
+    assert "1.0.0" in live.call("GET", "/npm/acme/confused", run["token"]).json["versions"]  # the packument's word
+    reply = live.call("GET", "/npm/acme/confused/-/confused-1.0.0.tgz", run["token"])
+    assert reply.status == 403 and "runs code at install time" in reply.json["error"], reply.body
+    [refused] = hidden(run_decisions(live, run), "install-scripts")
+    assert refused["request"] == "download" and refused["context"]["install_scripts"] is True
+    assert live.call("GET", "/npm/acme/scripted/-/scripted-1.0.0.tgz", start_run(live)["token"]).status == 200
+    set_rules(live, node={"install_scripts": {"allow": ["confused"], "action": "enforce"}})
+    assert live.call("GET", "/npm/acme/confused/-/confused-1.0.0.tgz", start_run(live)["token"]).status == 200
 
 
 def test_known_malware_under_a_monitor_policy_is_served_and_the_download_records_it(live, tmp_path):

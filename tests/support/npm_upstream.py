@@ -49,6 +49,9 @@ class Release:
     bundled: tuple = ()  # bundleDependencies: names its manifest says its tarball carries
     tarball_name: str | None = None  # a tarball not named `<name>-<version>.tgz` (registries allow it)
     digests: bool = True  # its manifest gives `integrity` and `shasum` (else the index relays it unverified)
+    # scripts its tarball's package.json runs that the packument does not say ("manifest confusion":
+    # the registry does not hold a publisher's tarball to the packument's word)
+    unsaid_scripts: dict = field(default_factory=dict)
 
     def declared(self) -> dict:
         """The dependency fields of its manifest, those it declares only."""
@@ -72,7 +75,7 @@ def build_tarball(release: Release) -> bytes:
         "version": release.version,
         "main": "index.js",
         **release.declared(),
-        "scripts": release.scripts,
+        "scripts": {**release.scripts, **release.unsaid_scripts},
     }
     members = {
         "package/package.json": json.dumps(manifest, indent=2).encode(),
