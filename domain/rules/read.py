@@ -169,7 +169,9 @@ def _node_deny(text: str) -> tuple[VersionDeny | None, str]:
     name, versions = (text[:at].strip(), text[at + 1 :].strip()) if at > 0 else (text, "")
     if not valid_name(name):
         return None, f"{name!r} is not a valid npm package name"
-    sets = comparator_sets(versions) if versions else None
+    if not versions:
+        return None, f"{text!r} names no versions (to deny every version, put the name on the deny list)"
+    sets = comparator_sets(versions)
     if sets is None:
         return None, f"{versions!r} is not a node-semver range"
     if any(s == [""] for s in sets):

@@ -111,6 +111,7 @@ def test_node_deny_entries_need_a_name_and_a_range_that_is_not_everything():
     errors = refused("node", {"sdists": {}, "versions_deny": {"entries": ["left-pad@*", "left-pad", "-x@1", "a@^^"]}})
     assert set(errors) == {"node.rules.sdists", *(f"node.rules.versions_deny.entries[{i}]" for i in range(4))}
     assert "every version" in errors["node.rules.versions_deny.entries[0]"]
+    assert "'left-pad' names no versions" in errors["node.rules.versions_deny.entries[1]"]  # as for python
     assert read_rules("node", {"versions_deny": {"entries": "@scope/pkg@>=1 <2"}}, "r").to_json() == {
         "versions_deny": {"entries": ["@scope/pkg@>=1 <2"], "action": ENFORCE}
     }
