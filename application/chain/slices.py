@@ -20,7 +20,7 @@ from itertools import islice
 from uuid import UUID
 
 from application.chain.links import GENESIS, as_uuid, event_hash, link_hash
-from application.chain.proofs import stored_event
+from application.chain.proofs import NotAsSealed, stored_event
 from application.chain.verify import signature_problem
 from application.evaluation import decision_view
 from application.index.deliveries import FOLLOW_UPS
@@ -43,10 +43,14 @@ def with_links(store: ChainStore, workspace: str, decisions: Iterable[dict]) -> 
             str(as_uuid(r["originator_id"])): r for r in store.sealed_events([store.oid(UUID(d["id"])) for d in page])
         }
         # A whole page is made before its first line goes: a record that is not as sealed fails
-        # the export there (in the first page, before the answer has begun).
+        # the export there (in the first page, before the answer has begun), and so does a
+        # decision whose row no longer says what its sealed event does.
         shown = [decision | {"chain": _chain_field(sealed.get(decision["id"]), workspace)} for decision in page]
         for decision in shown:
             if decision["chain"] is not None:
+                problem = _sealed_record_problem(decision | {"chain": dict(decision["chain"])})
+                if problem is not None:
+                    raise NotAsSealed(f"{problem[1]}: the store's copy was altered (`audit verify` names what)")
                 seq = decision["chain"]["seq"]
                 lowest = seq if lowest is None else min(lowest, seq)
         yield from shown

@@ -150,6 +150,26 @@ def test_a_stored_state_turned_to_text_is_named_altered_and_no_answer_is_a_500_o
     assert export.status == 503 and "its stored state is not bytes" in export.json["detail"], export.body
 
 
+def test_an_export_with_chain_links_refuses_a_decision_row_edited_to_say_allowed(live, database_url):
+    """The export serves the decisions table; a row edited there no longer says what its sealed
+    event does, and an auditor must not be handed it as evidence (503 before the answer begins)."""
+    evaluate = {"language": "python", "specs": ["pandas", "left-pad"]}
+    live.call("PUT", f"{ACME}/policy", live.tokens["admin"], {"python": {"deny": ["left-pad"]}})
+    [_, denied] = live.call("POST", f"{ACME}/evaluate", live.tokens["sandbox"], evaluate).json["decisions"]
+    sealed(live, live.tokens["admin"])
+    auditor = live.tokens["auditor"]
+    assert live.call("GET", f"{ACME}/decisions?format=jsonl&chain=true", auditor).status == 200
+    tamper = Tamperer(database_url)
+    tamper.sql(
+        "UPDATE rcp_decisions SET allowed = %s, record = replace(record, '\"allowed\":false', '\"allowed\":true') "
+        "WHERE id = %s",
+        (True, denied["id"]),
+    )
+    tamper.close()
+    export = live.call("GET", f"{ACME}/decisions?format=jsonl&chain=true", auditor)
+    assert export.status == 503 and denied["id"] in export.json["detail"], export.body
+
+
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_an_export_that_fails_after_it_began_is_cut_short_never_ended_as_if_whole(live, database_url, monkeypatch):
     monkeypatch.setattr(slices, "PAGE", 1)  # the older decision's page is made after the answer began
