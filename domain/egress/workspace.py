@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from ipaddress import ip_address
 from typing import Any
 
 from domain.egress.allowlist import host_matches, normalize_allowlist, normalize_entry
@@ -52,11 +53,24 @@ class EgressRules:
 
 
 def narrowing_detail(host: str, workspace: str) -> str:
+    if _is_address(host):  # an address is no allowlist entry, and so nothing to ask for
+        return (
+            f"{host} is an address, and the egress allowlist of workspace {workspace} names hosts: "
+            "connect to the host by its name (an admin can allow or grant a name, never an address)"
+        )
     return (
         f"{host} is not on the egress allowlist of workspace {workspace}; an admin can add it, or "
         f'grant it for a while: to ask, POST /api/v1/workspaces/{workspace}/requests {{"language": "egress", '
         f'"name": "{host}"}}'
     )
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
 
 
 def requested_host(text: str) -> str:

@@ -9,6 +9,7 @@ import signal
 import click
 
 from domain.errors import GovernanceError
+from domain.text import check_context
 from interface.egress_proxy import EgressProxy, ProxyLimits, is_ip, log
 from interface.settings import Settings, open_governance
 
@@ -88,6 +89,7 @@ def _open_proxy(settings: Settings, workspace: str, listen: tuple[str, int], lim
 
     governance = open_governance(settings)
     try:
+        check_context({"sandbox": sandbox})  # refused now, not at every connection once serving
         governance.policies.require_workspace(workspace)
         return governance, EgressProxy(governance, workspace, listen, limits=limits, sandbox=sandbox)
     except (GovernanceError, OSError) as error:

@@ -37,11 +37,14 @@ from interface.egress_proxy.wire import (  # the wire pieces stay importable fro
     Refusal,
     Request,
     answer_refusal,
+    body_length,
+    connect_authority,
     host_header,
     quietly,
     read_request,
     relay,
     rewrite_head,
+    send_body,
     split_absolute,
 )
 
@@ -210,7 +213,7 @@ class _Exchange:
             pass  # the client left or stalled: nothing to answer
 
     def tunnel(self, request: Request) -> None:
-        _, upstream = self.open(request.target, None)
+        _, upstream = self.open(connect_authority(request.target), None)
         try:
             self.client.sendall(b"HTTP/1.1 200 Connection Established\r\n\r\n")
             upstream.sendall(request.rest)
@@ -220,9 +223,11 @@ class _Exchange:
 
     def forward(self, request: Request) -> None:
         origin, path = split_absolute(request.target)
+        length = body_length(request)  # before the decision: a request that cannot be framed is no decision
         answer, upstream = self.open(origin, 80)
         try:
-            upstream.sendall(rewrite_head(request, path, host_header(answer)) + request.rest)
+            upstream.sendall(rewrite_head(request, path, host_header(answer)))
+            send_body(self.client, upstream, request.rest, length)
             relay(self.client, upstream, self.limits.idle_timeout, until_upstream_closes=True)
         finally:
             upstream.close()

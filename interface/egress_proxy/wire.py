@@ -79,7 +79,7 @@ def read_request(sock: socket.socket, limit: int, timeout: float) -> Request:
 def _read_head(sock: socket.socket, limit: int, timeout: float) -> bytes:
     """Bytes up to and past the blank line that ends the head, all within one deadline."""
     buffer, deadline = b"", time.monotonic() + timeout
-    while b"\r\n\r\n" not in buffer:
+    while b"\r\n\r\n" not in buffer[: limit + 4]:
         if len(buffer) > limit:
             raise Refusal(431, "the request head is too large")
         sock.settimeout(max(deadline - time.monotonic(), 0.001))
@@ -111,6 +111,45 @@ def _header(line: str) -> tuple[str, str]:
     if not colon or not TOKEN.fullmatch(name) or re.search(r"[\x00-\x08\x0a-\x1f\x7f]", value):
         raise Refusal(400, "malformed header line")
     return name, value.strip()
+
+
+def connect_authority(target: str) -> str:
+    """A CONNECT's target in authority-form (`host:port`, RFC 9110 9.3.6), else 400 before it is
+    judged or recorded: a URL there would put its path and query into the audit log. (Userinfo
+    is judged: refused as an invalid target and recorded without it.)"""
+    if any(c in target for c in "/?#\\"):
+        raise Refusal(400, "CONNECT takes host:port (authority-form), not a URL")
+    return target
+
+
+def body_length(request: Request) -> int:
+    """The length of a plain-HTTP request's body (Content-Length; none: 0). A chunked body is
+    411 and a Connection header naming a framing header 400: the proxy forwards exactly one
+    request's bytes, and what follows them on the connection (a pipelined request, smuggled
+    bytes) never reaches upstream unjudged."""
+    named = {t.strip().lower() for n, v in request.headers if n.lower() == "connection" for t in v.split(",")}
+    if named & {"content-length", "transfer-encoding"}:
+        raise Refusal(400, "Connection must not name Content-Length or Transfer-Encoding")
+    if any(n.lower() == "transfer-encoding" for n, _ in request.headers):
+        raise Refusal(411, "send a Content-Length: a chunked request body is not relayed")
+    lengths = {v.strip() for n, v in request.headers if n.lower() == "content-length"}
+    if not lengths:
+        return 0
+    if len(lengths) != 1 or not next(iter(lengths)).isascii() or not next(iter(lengths)).isdigit():
+        raise Refusal(400, "Content-Length must be one whole number")
+    return int(next(iter(lengths)))
+
+
+def send_body(client: socket.socket, upstream: socket.socket, rest: bytes, length: int) -> None:
+    """Exactly `length` body bytes from the client to upstream (`rest`: those read with the head)."""
+    upstream.sendall(rest[:length])
+    left = length - min(len(rest), length)
+    while left:
+        data = client.recv(min(CHUNK, left))
+        if not data:
+            raise ClientGone()
+        upstream.sendall(data)
+        left -= len(data)
 
 
 def split_absolute(target: str) -> tuple[str, str]:
@@ -149,9 +188,11 @@ def rewrite_head(request: Request, path: str, host: str) -> bytes:
 
 
 def relay(client: socket.socket, upstream: socket.socket, idle: float, *, until_upstream_closes: bool) -> None:
-    """Copy both ways until both sides finish (or upstream does, for plain HTTP), or idle."""
+    """Copy both ways until both sides finish, or idle; for plain HTTP (`until_upstream_closes`),
+    only upstream's answer, until upstream is done: the request was sent whole already."""
     with selectors.DefaultSelector() as selector:
-        selector.register(client, selectors.EVENT_READ, upstream)
+        if not until_upstream_closes:
+            selector.register(client, selectors.EVENT_READ, upstream)
         selector.register(upstream, selectors.EVENT_READ, client)
         try:
             while selector.get_map():

@@ -99,6 +99,15 @@ def test_an_agent_asks_for_a_host_and_an_admin_grants_it_for_a_while(app, worksp
         app.access.file_request(workspace, "egress", "*.example.com", "all of it", None, "agent", "t1")
 
 
+def test_an_address_off_the_allowlist_is_told_to_use_the_hosts_name_not_to_ask_for_the_address(app, workspace):
+    app.save_policy(workspace, {"egress": {"allow": ["api.github.com"]}}, by="alice")
+    denied = app.egress.evaluate_egress(workspace, "8.8.8.8:443", ["8.8.8.8"])
+    assert not denied["allowed"] and "connect to the host by its name" in denied["detail"]
+    assert "requests" not in denied["detail"]  # a request for an address is refused (422)
+    with pytest.raises(InvalidInputError):
+        app.access.file_request(workspace, "egress", "8.8.8.8", "needed", None, "agent", "t1")
+
+
 def test_an_egress_decision_a_save_elsewhere_overtook_is_not_recorded_after_it(app, open_app, workspace, monkeypatch):
     from application.store.guards import StaleCaller
 

@@ -12,6 +12,7 @@ import http.client
 import logging
 import socket
 import sqlite3
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -437,6 +438,9 @@ def test_the_command_refuses_an_unknown_workspace_or_a_bad_egress_setting(tmp_pa
     env["RUNCODE_POLICY_EGRESS_ALLOWLIST"] = "ok.example, *, x.*.org"
     result = runner.invoke(egress_proxy_command, ["--workspace", "acme"], env=env)
     assert result.exit_code == 1 and "'*'" in result.output and "'x.*.org'" in result.output
+    del env["RUNCODE_POLICY_EGRESS_ALLOWLIST"]  # a label no decision could carry: refused at start, not per connection
+    result = runner.invoke(egress_proxy_command, [*args, "--sandbox", "sbx\u200b1"], env=env)
+    assert result.exit_code == 1 and "context.sandbox must not contain invisible" in result.output, result.output
 
 
 def test_a_workspace_egress_change_is_in_force_at_the_next_connection(proxy, governance, upstream, resolver):
@@ -462,3 +466,81 @@ def test_a_workspace_egress_change_is_in_force_at_the_next_connection(proxy, gov
     finally:
         admin.close()
     assert [(d["allowed"], d["policy_version"]) for d in _decisions(governance)] == [(True, 0), (False, 2), (True, 3)]
+
+
+# -- one request per connection, framed ----------------------------------------------------------
+class _RawUpstream:
+    """Takes one connection, keeps every byte that arrives until the sender falls quiet, then
+    answers: what the proxy let through, byte for byte."""
+
+    def __init__(self):
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port, self.received = self.server.getsockname()[1], b""
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        with self.server:
+            conn, _ = self.server.accept()
+        with conn:
+            conn.settimeout(0.5)
+            try:
+                while chunk := conn.recv(65536):
+                    self.received += chunk
+            except TimeoutError:
+                pass
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+
+
+def _raw(proxy: EgressProxy, data: bytes) -> bytes:
+    with socket.create_connection(proxy.server_address[:2], timeout=WAIT) as sock:
+        sock.sendall(data)
+        return _read_until_closed(sock)
+
+
+def test_only_the_judged_request_and_its_body_reach_upstream_never_what_follows_them(proxy, governance):
+    """A second request pipelined behind the first (to another virtual host, or the metadata
+    address) was relayed to the vetted upstream byte for byte, unjudged."""
+    raw = _RawUpstream()
+    answer = _raw(
+        proxy,
+        f"POST http://upstream.test:{raw.port}/a HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello".encode()
+        + b"GET http://169.254.169.254/latest/meta-data/ HTTP/1.1\r\nHost: 169.254.169.254\r\n\r\n"
+        + b"GET /second HTTP/1.1\r\nHost: other-vhost.example\r\n\r\n",
+    )
+    raw.thread.join(WAIT)
+    assert answer.startswith(b"HTTP/1.1 200 OK") and answer.endswith(b"ok")
+    assert raw.received.startswith(b"POST /a HTTP/1.1\r\n") and raw.received.endswith(b"\r\n\r\nhello")
+    assert raw.received.count(b"HTTP/1.1") == 1, raw.received
+    assert len(_decisions(governance)) == 1
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ("Connection: Content-Length\r\nContent-Length: 52\r\n", b"400"),
+        ("Connection: keep-alive, Transfer-Encoding\r\nTransfer-Encoding: chunked\r\n", b"400"),
+        ("Transfer-Encoding: chunked\r\n", b"411"),
+        ("Content-Length: 5\r\nContent-Length: 6\r\n", b"400"),
+        ("Content-Length: -1\r\n", b"400"),
+    ],
+)
+def test_a_request_whose_body_cannot_be_framed_is_refused_unjudged(proxy, governance, upstream, headers, status):
+    port = upstream.server_address[1]
+    answer = _raw(proxy, f"POST http://upstream.test:{port}/a HTTP/1.1\r\n{headers}\r\n".encode())
+    assert answer.split(b" ")[1] == status, answer
+    assert upstream.seen == [] and _decisions(governance) == []
+
+
+def test_a_connect_to_a_url_is_refused_unrecorded_so_its_query_never_reaches_the_log(proxy, governance, caplog):
+    caplog.set_level(logging.INFO, logger="runcode_policy.egress_proxy")
+    sock, head = _connect(proxy, "http://10.9.9.9/p?token=SECRET123")
+    sock.close()
+    assert head.startswith("HTTP/1.1 400 ") and _decisions(governance) == []
+    assert "SECRET123" not in caplog.text
+
+
+def test_a_head_past_the_limit_is_431_however_the_reads_fall(start_proxy, governance):
+    proxy = start_proxy(governance, max_head_bytes=1000)
+    answer = _raw(proxy, b"GET http://10.0.0.1/ HTTP/1.1\r\nX-A: " + b"a" * 1500 + b"\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 431 ") and _decisions(governance) == []
