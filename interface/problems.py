@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from werkzeug.exceptions import HTTPException
 
 from application import StoreUnavailableError
+from domain.edits import ACTIONS
 from domain.errors import (
     RULES_NAMED,
     ConflictError,
@@ -21,7 +22,8 @@ from domain.errors import (
 
 PROBLEM_TYPE = "https://runcode-policy.dev/problems/"
 _STATUS = ((StoreUnavailableError, 503), (InvalidInputError, 422), (ConflictError, 409), (NotFoundError, 404))
-_UNION_TAGS = {"str", "int", "bool", "list[str]", "switch-mode", "add", "remove"}
+# Union members pydantic names in a location: the plain types, and each change's action (its tag).
+_UNION_TAGS = {"str", "int", "bool", "list[str]", *ACTIONS, "import"}
 
 
 class HTTPProblem(GovernanceError):

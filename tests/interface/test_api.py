@@ -266,6 +266,19 @@ def test_hostile_bodies_and_instants_are_4xx_never_500(live):
         ("POST", "/evaluate", {**EVALUATE, "context": {"sandbox": "a\u0000b"}}, "context.sandbox"),
         ("GET", "/decisions?sandbox=a%00b", None, "sandbox"),
         ("GET", "/decisions?reason=bogus", None, "reason"),
+        # a change's action is the union's tag: the path names the change, not the tag
+        (
+            "POST",
+            "/policy/changes",
+            {"changes": [{"action": "set-rules", "language": "node", "rules": 5}]},
+            "changes[0].rules",
+        ),
+        (
+            "POST",
+            "/policy/changes",
+            {"changes": [{"action": "set-known-malware", "known_malware": 5}]},
+            "changes[0].known_malware",
+        ),
     ],
 )
 def test_nul_bytes_and_unknown_values_are_422_on_every_store(live, method, path, body, field):
