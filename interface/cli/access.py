@@ -10,10 +10,11 @@ import click
 from application.formats import optional_bound, optional_instant
 from domain.access import STATUS_FILTERS
 from domain.policy import LANGUAGES
-from interface.cli.common import actor, governance, note_option, workspace_option
+from interface.cli.common import FLAGS, actor, governance, note_option, workspace_option
 from interface.exports import show_json, table
 
 json_option = click.option("--json", "as_json", is_flag=True, help="JSON instead of a table.")
+FLAGS.update({"duration": "--for", "expires_at": "--until", "lift_deny": "--lift-deny"})
 expiry_options = (
     click.option("--for", "duration", metavar="DURATION", help="ISO 8601 duration, e.g. P7D (default: permanent)."),
     click.option("--until", "until", metavar="T", help="RFC 3339 instant the exception ends."),

@@ -58,8 +58,13 @@ def read_text(path: str) -> str:
         raise click.ClickException(f"{path} is not UTF-8 text") from None
 
 
+# The options that carry an API field, for a refusal naming the field (the commands register theirs).
+FLAGS: dict[str, str] = {}
+
+
 def describe(error: GovernanceError) -> str:
-    return "\n".join([error.detail, *(f"  {e.field}: {e.message}" for e in error.errors)])
+    fields = [f"  {e.field}{f' ({FLAGS[e.field]})' if e.field in FLAGS else ''}: {e.message}" for e in error.errors]
+    return "\n".join([error.detail, *fields])
 
 
 def governance(create: bool = False, as_found: bool = False) -> Governance:

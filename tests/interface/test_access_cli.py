@@ -43,7 +43,7 @@ def test_requests_list_approve_and_reject(cli, acme, database_url):  # noqa: F81
 def test_exceptions_grant_list_and_revoke(cli, acme):  # noqa: F811
     cli("policy", "add", "-w", "acme", "python", "deny", "beta")
     refused = cli("exceptions", "grant", "-w", "acme", "python", "Beta")
-    assert refused.exit_code == 1 and "lift_deny" in refused.output
+    assert refused.exit_code == 1 and "  lift_deny (--lift-deny): must be true" in refused.output
     far = cli("exceptions", "grant", "-w", "acme", "python", "beta", "--lift-deny", "--until", "2999-01-01T00:00:00Z")
     assert far.exit_code == 1 and "at most 3660 days ahead" in far.output  # as long as a duration may say
     until = (datetime.now(UTC) + timedelta(days=30)).replace(microsecond=0)
