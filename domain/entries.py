@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 
 from domain.errors import FieldError
-from domain.limits import MAX_ERRORS
+from domain.limits import MAX_ERRORS, MAX_LIST_ENTRIES
 from domain.patterns import is_pattern, parse_pattern
 from domain.specs import parse
 
@@ -45,6 +45,9 @@ def parse_entries(
     seen: set[str] = set()
     errors: list[FieldError] = []
     for index, entry in enumerate(split_entries(language, value)):
+        if index == MAX_LIST_ENTRIES:  # as many as a list may hold, however they are pasted: judge no more
+            errors.append(FieldError(field, f"a list may hold at most {MAX_LIST_ENTRIES} entries; this one holds more"))
+            break
         name, problem = _judge(language, entry)
         if problem is not None:
             errors.append(FieldError(field=f"{field}[{index}]", message=problem))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from domain import entries
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import InvalidInputError
 from domain.limits import MAX_ERRORS, MAX_LIST_ENTRIES
@@ -21,6 +22,16 @@ def test_a_save_past_the_list_limit_is_refused_naming_the_list_and_the_rule():
     (error,) = refused.value.errors
     assert error.field == "python.allow" and f"at most {MAX_LIST_ENTRIES} entries" in error.message
     assert len(plan_desired_state(default_state(), {"python": {"deny": names(MAX_LIST_ENTRIES)}})) == MAX_LIST_ENTRIES
+
+
+def test_a_pasted_list_past_the_limit_is_judged_no_further_than_the_limit(monkeypatch):
+    """A 1 MiB body of 200,000 names in one string took seconds to judge before its refusal."""
+    judged = []
+    real = entries._judge
+    monkeypatch.setattr(entries, "_judge", lambda language, entry: judged.append(entry) or real(language, entry))
+    with pytest.raises(InvalidInputError) as refused:
+        plan_desired_state(default_state(), {"python": {"deny": ",".join(names(200_000))}})
+    assert len(judged) == MAX_LIST_ENTRIES and "this one holds more" in refused.value.errors[0].message
 
 
 def test_a_list_of_a_hundred_thousand_bad_entries_is_refused_naming_the_first_hundred_and_no_more():
