@@ -16,16 +16,20 @@ judge (`domain.rules.VersionFacts`), read where each registry says them.
 
 from __future__ import annotations
 
+import gzip
 import json
-import tarfile
 from datetime import UTC, datetime
 from typing import IO
 
 from domain.rules import VersionFacts, sdist_file
 
 INSTALL_SCRIPTS = ("preinstall", "install", "postinstall")
+# What reading a tarball may cost; past any of these, its word is not known.
 MAX_MANIFEST_BYTES = 1024 * 1024
-MAX_UNPACKED_BYTES = 1024**3  # what reading a tarball may unpack: past it, its word is not known
+MAX_UNPACKED_BYTES = 1024**3
+MAX_MEMBERS = 100_000
+MAX_HEADER_BYTES = 64 * 1024  # a long name's or a pax header's text
+BLOCK = 512
 
 
 def python_file(entry: dict, version: str | None) -> VersionFacts:
@@ -47,30 +51,95 @@ def tarball_install_scripts(file: IO[bytes]) -> bool | None:
     """Whether an npm tarball runs code at install time by its own manifests: a `package.json`
     at its root (the first path component is stripped, as npm unpacks) with an install script,
     any of them (extracted in order, a later one wins on disk), or a `binding.gyp` there (npm
-    then runs `node-gyp rebuild`). None when it cannot be read or holds no manifest at its root,
-    which counts as running code."""
-    found, manifests, unpacked = False, 0, 0
+    then runs `node-gyp rebuild`). None when it cannot be read, holds no manifest at its root,
+    or passes a bound (bytes unpacked, members, a header's size), which counts as running code.
+
+    Read by hand, block by block: `tarfile` holds a long name's or a pax header's text whole in
+    memory, whatever size it claims, and keeps every member it has seen."""
     try:
-        with tarfile.open(fileobj=file, mode="r|gz") as archive:
-            for member in archive:
-                unpacked += max(member.size, 0)
-                if unpacked > MAX_UNPACKED_BYTES:
-                    return None
-                parts = [p for p in member.name.split("/") if p not in ("", ".")]
-                if len(parts) != 2 or not member.isfile():
-                    continue
-                if parts[1] == "binding.gyp":
-                    found = True
-                elif parts[1] == "package.json":
-                    if member.size > MAX_MANIFEST_BYTES:
-                        return None
-                    manifests += 1
-                    manifest = json.loads(archive.extractfile(member).read())  # type: ignore[union-attr]
-                    scripts = manifest.get("scripts") if isinstance(manifest, dict) else None
-                    found = found or (isinstance(scripts, dict) and any(scripts.get(s) for s in INSTALL_SCRIPTS))
-    except (tarfile.TarError, OSError, EOFError, ValueError):  # ValueError: also JSON's and UTF-8's
+        return _scan(_Unpacked(gzip.GzipFile(fileobj=file, mode="rb")))
+    except (OSError, EOFError, ValueError, RecursionError, UnicodeError):  # gzip's, JSON's, a bound passed
         return None
-    return found if manifests else None
+
+
+def _scan(tar: _Unpacked) -> bool | None:
+    found, manifests, named = False, 0, None
+    for _ in range(MAX_MEMBERS):
+        header = tar.header()
+        if header in (b"", bytes(BLOCK)):
+            return found if manifests else None  # the end-of-archive block, or the stream's end
+        size, kind = int(header[124:136].strip(b"\0 ") or b"0", 8), header[156:157]
+        name, named = named or _ustar_name(header), None
+        if kind in (b"L", b"x", b"g"):  # a long name, or pax records, for the next member
+            if size > MAX_HEADER_BYTES:
+                raise ValueError("a header past its bound")
+            text = tar.read(_blocks(size))[:size]
+            named = text.split(b"\0", 1)[0].decode() if kind == b"L" else _pax_path(text) if kind == b"x" else None
+            continue
+        parts = [p for p in name.split("/") if p not in ("", ".")]
+        if len(parts) == 2 and parts[1] in ("package.json", "binding.gyp"):
+            if kind not in (b"0", b"\0", b"7"):
+                return None  # a link or a directory in a manifest's place: not known
+            if parts[1] == "binding.gyp":
+                found = True
+            else:
+                if size > MAX_MANIFEST_BYTES:
+                    return None
+                manifests += 1
+                manifest = json.loads(tar.read(_blocks(size))[:size])
+                scripts = manifest.get("scripts") if isinstance(manifest, dict) else None
+                found = found or (isinstance(scripts, dict) and any(scripts.get(s) for s in INSTALL_SCRIPTS))
+                continue
+        tar.skip(_blocks(size))
+    return None  # more members than any package holds
+
+
+def _blocks(size: int) -> int:
+    return -(-size // BLOCK) * BLOCK
+
+
+def _ustar_name(header: bytes) -> str:
+    name = header[0:100].split(b"\0", 1)[0]
+    prefix = header[345:500].split(b"\0", 1)[0] if header[257:262] == b"ustar" else b""
+    return (prefix + b"/" + name if prefix else name).decode()
+
+
+def _pax_path(records: bytes) -> str | None:
+    """The `path` of pax extended-header records (`<length> <key>=<value>\\n` each), if given."""
+    found = None
+    for line in records.split(b"\n"):
+        key, _, value = line.partition(b" ")[2].partition(b"=")
+        if key == b"path":
+            found = value.decode()
+    return found
+
+
+class _Unpacked:
+    """The uncompressed stream, read at most MAX_UNPACKED_BYTES far; short reads are an error."""
+
+    def __init__(self, stream):
+        self.stream, self.total = stream, 0
+
+    def read(self, size: int) -> bytes:
+        self.total += size
+        if self.total > MAX_UNPACKED_BYTES:
+            raise ValueError("past the bytes a tarball may unpack")
+        data = self.stream.read(size)
+        if len(data) != size:
+            raise EOFError("the tarball ends early")
+        return data
+
+    def header(self) -> bytes:
+        """The next header block; empty at the stream's very end (some packers write no end blocks)."""
+        data = self.stream.read(BLOCK)
+        self.total += len(data)
+        if data and len(data) != BLOCK:
+            raise EOFError("the tarball ends inside a header")
+        return data
+
+    def skip(self, size: int) -> None:
+        while size:
+            size -= len(self.read(min(size, 1024 * 1024)))
 
 
 def instant(text) -> datetime | None:

@@ -7,6 +7,7 @@ dot) instead of being rejected for their spelling; structure errors and IP liter
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -34,9 +35,11 @@ def _normalize_base(base: str) -> str:
     if not base:
         raise ValueError("the hostname is empty")
     if "://" in base or "/" in base:
-        raise ValueError("write the host name alone (example.com), not a URL")
+        host = base.partition("://")[2] if "://" in base else base
+        host = re.split(r"[/?#]", host, maxsplit=1)[0].rpartition("@")[2].split(":")[0] or "example.com"
+        raise ValueError(f"write the host name alone ({host}), not a URL")
     host, colon, port = base.rpartition(":")
-    if colon and port.isascii() and port.isdigit() and ":" not in host and "[" not in host:
+    if colon and port.isascii() and port.isdigit() and ":" not in host and "[" not in host and not ends_in_number(host):
         raise ValueError(f"write the host name alone ({host}): an entry allows the host on any port")
     if ":" in base or "[" in base:
         raise ValueError("IP literals are not allowed; addresses belong in a CIDR range setting")

@@ -70,7 +70,8 @@ def _option(language: str, text: str, why: str) -> Spec:
 def _pip_specs(args: list[str], argv: list[str]) -> list[Spec]:
     # pip's top-level parser stops at the command name; the install parser then re-reads every
     # argument except that name, so options before `install` count as well.
-    command = next((e for e in scan(args, PIP_CLI) if e.name == ARG), None)
+    # Finding the command, an unknown option takes no word with it: `uv pip --offline install x`.
+    command = next((e for e in scan(args, PIP_CLI, unknown_takes_value=False) if e.name == ARG), None)
     if command is None or command.value != "install":
         raise _refused(f"only `pip install` can be judged, not {' '.join(argv)!r}")
     rest = args[: command.at] + args[command.at + 1 :]

@@ -153,8 +153,9 @@ PIP_CLI = OptionTable({n: v for n, v in PIP_OPTIONS.items() if n != "--hash"}, P
 PIP_REQUIREMENTS_FILE = _subset(_REQ_FILE)
 
 
-def scan(tokens: list[str], table: OptionTable) -> list[Event]:
-    """Read argv like optparse with interspersed arguments; `--` ends the options."""
+def scan(tokens: list[str], table: OptionTable, unknown_takes_value: bool = True) -> list[Event]:
+    """Read argv like optparse with interspersed arguments; `--` ends the options.
+    `unknown_takes_value`: an option not in the table may take the next word (`_unknown`)."""
     events: list[Event] = []
     at = 0
     while at < len(tokens):
@@ -162,9 +163,9 @@ def scan(tokens: list[str], table: OptionTable) -> list[Event]:
         if token == "--":
             return events + [Event(ARG, t, t, i) for i, t in enumerate(tokens) if i > at]
         if token.startswith("--"):
-            found, used = _long(token, tokens, at, table)
+            found, used = _long(token, tokens, at, table, unknown_takes_value)
         elif token.startswith("-") and token != "-":
-            found, used = _short(token, tokens, at, table)
+            found, used = _short(token, tokens, at, table, unknown_takes_value)
         else:
             found, used = [Event(ARG, token, token, at)], 1
         events += found
@@ -187,11 +188,13 @@ def _take_next(name: str, token: str, tokens: list[str], at: int, spelled: str) 
     return Event(name, f"{token} {tokens[at + 1]}", tokens[at + 1], at), 2
 
 
-def _long(token: str, tokens: list[str], at: int, table: OptionTable) -> tuple[list[Event], int]:
+def _long(token: str, tokens: list[str], at: int, table: OptionTable, unknown_value: bool) -> tuple[list[Event], int]:
     spelled, eq, value = token.partition("=")
     name = table.match_long(spelled)
     if name is None:
-        return _unknown(token, tokens, at, f"no such option, or an ambiguous prefix: {spelled}", not eq)
+        return _unknown(
+            token, tokens, at, f"no such option, or an ambiguous prefix: {spelled}", unknown_value and not eq
+        )
     if not table.takes_value(name):
         error = Event(None, token, f"{spelled} takes no value", at)
         return [error if eq else Event(name, token, None, at)], 1
@@ -201,12 +204,13 @@ def _long(token: str, tokens: list[str], at: int, table: OptionTable) -> tuple[l
     return [event], used
 
 
-def _short(token: str, tokens: list[str], at: int, table: OptionTable) -> tuple[list[Event], int]:
+def _short(token: str, tokens: list[str], at: int, table: OptionTable, unknown_value: bool) -> tuple[list[Event], int]:
     events: list[Event] = []
     for i in range(1, len(token)):
         name = table.aliases.get("-" + token[i])
         if name is None:
-            unknown, used = _unknown(token, tokens, at, f"no such option: -{token[i]}", i + 1 == len(token))
+            last = i + 1 == len(token)
+            unknown, used = _unknown(token, tokens, at, f"no such option: -{token[i]}", unknown_value and last)
             return events + unknown, used
         if not table.takes_value(name):
             events.append(Event(name, "-" + token[i], None, at))

@@ -40,11 +40,12 @@ from interface.egress_proxy.wire import (  # the wire pieces stay importable fro
     body_length,
     connect_authority,
     host_header,
+    linger,
     quietly,
     read_request,
     relay,
+    relay_exchange,
     rewrite_head,
-    send_body,
     split_absolute,
 )
 
@@ -217,7 +218,7 @@ class _Exchange:
         try:
             self.client.sendall(b"HTTP/1.1 200 Connection Established\r\n\r\n")
             upstream.sendall(request.rest)
-            relay(self.client, upstream, self.limits.idle_timeout, until_upstream_closes=False)
+            relay(self.client, upstream, self.limits.idle_timeout)
         finally:
             upstream.close()
 
@@ -226,9 +227,11 @@ class _Exchange:
         length = body_length(request)  # before the decision: a request that cannot be framed is no decision
         answer, upstream = self.open(origin, 80)
         try:
-            upstream.sendall(rewrite_head(request, path, host_header(answer)))
-            send_body(self.client, upstream, request.rest, length)
-            relay(self.client, upstream, self.limits.idle_timeout, until_upstream_closes=True)
+            sent = request.rest[:length]  # what came with the head; anything past the body is dropped
+            upstream.sendall(rewrite_head(request, path, host_header(answer)) + sent)
+            unread = relay_exchange(self.client, upstream, self.limits.idle_timeout, length - len(sent))
+            if unread:
+                linger(self.client, unread)
         finally:
             upstream.close()
 

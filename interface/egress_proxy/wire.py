@@ -18,6 +18,7 @@ from http import HTTPStatus
 from domain.errors import GovernanceError
 
 CHUNK = 64 * 1024
+LINGER_SECONDS = 1.0
 TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token: methods and header names
 # Hop-by-hop headers (RFC 9110 7.6.1) and Host, which is rewritten from the request target.
 HOP_BY_HOP = {
@@ -140,18 +141,6 @@ def body_length(request: Request) -> int:
     return int(next(iter(lengths)))
 
 
-def send_body(client: socket.socket, upstream: socket.socket, rest: bytes, length: int) -> None:
-    """Exactly `length` body bytes from the client to upstream (`rest`: those read with the head)."""
-    upstream.sendall(rest[:length])
-    left = length - min(len(rest), length)
-    while left:
-        data = client.recv(min(CHUNK, left))
-        if not data:
-            raise ClientGone()
-        upstream.sendall(data)
-        left -= len(data)
-
-
 def split_absolute(target: str) -> tuple[str, str]:
     """`http://host:port/p?q` -> (`http://host:port/`, `/p?q`). The decision (and so the audit
     log) holds the origin only: the policy is about where, and query strings carry secrets."""
@@ -187,12 +176,10 @@ def rewrite_head(request: Request, path: str, host: str) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-def relay(client: socket.socket, upstream: socket.socket, idle: float, *, until_upstream_closes: bool) -> None:
-    """Copy both ways until both sides finish, or idle; for plain HTTP (`until_upstream_closes`),
-    only upstream's answer, until upstream is done: the request was sent whole already."""
+def relay(client: socket.socket, upstream: socket.socket, idle: float) -> None:
+    """A tunnel: copy both ways until both sides finish, or idle."""
     with selectors.DefaultSelector() as selector:
-        if not until_upstream_closes:
-            selector.register(client, selectors.EVENT_READ, upstream)
+        selector.register(client, selectors.EVENT_READ, upstream)
         selector.register(upstream, selectors.EVENT_READ, client)
         try:
             while selector.get_map():
@@ -200,22 +187,65 @@ def relay(client: socket.socket, upstream: socket.socket, idle: float, *, until_
                 if not events:
                     return
                 for key, _ in events:
-                    if not _pump(selector, key.fileobj, key.data) and (
-                        until_upstream_closes and key.fileobj is upstream
-                    ):
-                        return
+                    _pump(selector, key.fileobj, key.data)
         except OSError:
             return
 
 
-def _pump(selector, source: socket.socket, sink: socket.socket) -> bool:
+def relay_exchange(client: socket.socket, upstream: socket.socket, idle: float, body: int) -> int:
+    """Plain HTTP, once the head is sent: the client's next `body` bytes to upstream and no more
+    (whatever follows them is never read), and upstream's answer to the client until upstream is
+    done. Both at once: upstream may answer `100 Continue` before the body comes, or answer and
+    close without reading it (a 413), and that answer still reaches the client. Returns how much
+    of the body was never read."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(upstream, selectors.EVENT_READ)
+        if body:
+            selector.register(client, selectors.EVENT_READ)
+        try:
+            while True:
+                events = selector.select(idle)
+                if not events:
+                    return body
+                for key, _ in events:
+                    if key.fileobj is upstream:
+                        data = upstream.recv(CHUNK)
+                        if not data:
+                            return body
+                        client.sendall(data)
+                        continue
+                    data = client.recv(min(CHUNK, body))
+                    body -= len(data)
+                    try:
+                        upstream.sendall(data)
+                    except OSError:  # upstream stopped reading: its answer is what is left
+                        data = b""
+                    if not data or not body:
+                        selector.unregister(client)  # the body is sent (or cannot be): never read past it
+        except OSError:
+            return body
+
+
+def linger(client: socket.socket, unread: int) -> None:
+    """Read and drop what is left of a body upstream did not take, for a moment, so that closing
+    with it unread does not reset the connection before the client has read its answer."""
+    quietly(client.shutdown, socket.SHUT_WR)
+    deadline = time.monotonic() + LINGER_SECONDS
+    while unread > 0 and time.monotonic() < deadline:
+        client.settimeout(max(deadline - time.monotonic(), 0.001))
+        data = quietly(client.recv, min(CHUNK, unread))
+        if not data:
+            return
+        unread -= len(data)
+
+
+def _pump(selector, source: socket.socket, sink: socket.socket) -> None:
     data = source.recv(CHUNK)
     if data:
         sink.sendall(data)
-        return True
+        return
     selector.unregister(source)
     quietly(sink.shutdown, socket.SHUT_WR)  # pass the half-close on
-    return False
 
 
 def answer_refusal(sock: socket.socket, refusal: Refusal) -> None:

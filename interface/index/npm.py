@@ -22,6 +22,7 @@ from flask import Blueprint, Response, current_app, request
 
 from application.cache import from_npm
 from application.index import facts
+from application.lru import SizedLru
 from domain.errors import GovernanceError
 from interface import metrics
 from interface.index import files, packument
@@ -230,7 +231,11 @@ def tarball(principal, name: str, filename: str) -> Response:
     def judged_facts():  # read only for an allowed project; its source is then used to answer
         found["source"] = version, manifest, url = tarball_source(name, filename)
         said = facts.npm_version(version, manifest, upload_times(name))
-        if said.install_scripts is False and package_index().gate.checks_install_scripts(principal, name):
+        if (
+            said.install_scripts is False
+            and request.method != "HEAD"  # a HEAD delivers no byte: it is not worth the tarball's read
+            and package_index().gate.checks_install_scripts(principal, name)
+        ):
             return replace(said, install_scripts=_tarball_says(manifest, url))  # npm runs what the tarball says
         return said
 
@@ -263,15 +268,25 @@ def _tarball_answer(principal, name: str, filename: str, delivered, source) -> R
 
 def _tarball_says(manifest: dict, url: str) -> bool | None:
     """Whether the tarball's own manifests run install scripts (fetched into the cache, which
-    then serves it): None, counted as running them, when nothing verifies its bytes."""
+    then serves it; read once per worker, by its digest): None, counted as running them, when
+    nothing verifies its bytes."""
     digests = from_npm(manifest.get("dist"))
     if digests is None:
         return None
+    key = f"{digests.algorithm}:{digests.hex}"
+    if (known := _TARBALLS_SAID.get(key)) is not None:
+        return known[0]
     verified = files.obtain(upstream(), cache(), url, digests)
     try:
-        return facts.tarball_install_scripts(verified.file)
+        said = facts.tarball_install_scripts(verified.file)
     finally:
         verified.close()
+    _TARBALLS_SAID.put(key, (said,))
+    return said
+
+
+# What each tarball's manifests said, by digest (the bytes behind a digest never change).
+_TARBALLS_SAID: SizedLru[str, tuple[bool | None]] = SizedLru(1024 * 1024, lambda key, _: len(key))
 
 
 def cache():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import tarfile
@@ -52,3 +53,58 @@ def test_what_is_not_a_gzipped_tar_or_unpacks_past_the_bound_is_not_known(monkey
     assert facts.tarball_install_scripts(tarball({"package/package.json": manifest()}, mode="w")) is None
     monkeypatch.setattr(facts, "MAX_UNPACKED_BYTES", 10)
     assert facts.tarball_install_scripts(tarball({"package/package.json": manifest()})) is None
+
+
+def test_long_names_and_pax_paths_name_the_member_as_npm_reads_them():
+    long = "package/" + "d/" * 60 + "x.js"  # past ustar's 100 bytes: a long-name or pax header
+    for fmt in (tarfile.GNU_FORMAT, tarfile.PAX_FORMAT):
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz", format=fmt) as archive:
+            for path, data in ((long, b"1"), ("package/package.json", manifest(install="x"))):
+                info = tarfile.TarInfo(path)
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+        buffer.seek(0)
+        assert facts.tarball_install_scripts(buffer) is True, fmt
+    pax = tarfile.TarInfo("package/other.txt")  # a pax path puts the manifest at the root
+    pax.pax_headers = {"path": "package/package.json"}
+    data = manifest(postinstall="x")
+    pax.size = len(data)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.PAX_FORMAT) as archive:
+        archive.addfile(pax, io.BytesIO(data))
+    buffer.seek(0)
+    assert facts.tarball_install_scripts(buffer) is True
+
+
+def test_a_link_in_the_manifests_place_and_an_archive_without_end_blocks():
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        link = tarfile.TarInfo("package/package.json")
+        link.type, link.linkname = tarfile.SYMTYPE, "../../elsewhere.json"
+        archive.addfile(link)
+    buffer.seek(0)
+    assert facts.tarball_install_scripts(buffer) is None
+    plain = io.BytesIO()
+    with tarfile.open(fileobj=plain, mode="w") as archive:
+        info = tarfile.TarInfo("package/package.json")
+        body = manifest()
+        info.size = len(body)
+        archive.addfile(info, io.BytesIO(body))
+    unended = plain.getvalue()[: 512 + 512 * (-(-len(body) // 512))]  # no end-of-archive blocks
+    assert facts.tarball_install_scripts(io.BytesIO(gzip.compress(unended))) is False
+
+
+def test_what_a_hostile_tarball_claims_is_bounded_and_not_known(monkeypatch):
+    """A 500 MB long name in a 500 KB tarball held a gigabyte; a million empty members took a
+    minute; a deeply nested manifest raised past every handler."""
+    huge = bytearray(512)
+    huge[0:13] = b"././@LongLink"
+    huge[124:136] = b"%011o\0" % (500 * 1024 * 1024)
+    huge[156:157] = b"L"
+    assert facts.tarball_install_scripts(io.BytesIO(gzip.compress(bytes(huge) + bytes(4096)))) is None
+    deep = {"package/package.json": b"[" * 200_000 + b"]" * 200_000}
+    assert facts.tarball_install_scripts(tarball(deep)) is None
+    monkeypatch.setattr(facts, "MAX_MEMBERS", 1000)
+    many = {f"package/f{i}": b"" for i in range(1000)} | {"package/package.json": manifest()}
+    assert facts.tarball_install_scripts(tarball(many)) is None

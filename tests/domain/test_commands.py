@@ -63,6 +63,13 @@ def test_the_word_after_an_unknown_flag_is_refused_with_it_not_judged_as_a_packa
     assert all(value in " ".join(s[0] for s in specs) for value in flags)  # each named in a refusal
 
 
+@pytest.mark.parametrize("argv", [["uv", "pip", "--offline", "install", "requests"], ["pip", "--foo", "install", "x"]])
+def test_an_unknown_flag_before_the_command_does_not_take_the_command_with_it(argv):
+    language, specs = judged(argv)  # judged (and refused for the flag), not "not an install command"
+    flag = argv[argv.index("install") - 1]
+    assert language == "python" and specs[0][1] == "option" and flag in specs[0][0]
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -440,8 +440,11 @@ def test_evaluate_egress_fails_closed_on_wrongly_typed_input_instead_of_raising(
     ("entry", "said"),
     [
         ("github.com:443", "write the host name alone (github.com): an entry allows the host on any port"),
-        ("https://github.com/", "write the host name alone (example.com), not a URL"),
-        ("github.com/org", "write the host name alone (example.com), not a URL"),
+        ("https://github.com/", "write the host name alone (github.com), not a URL"),
+        ("github.com/org", "write the host name alone (github.com), not a URL"),
+        ("http://user@files.example:8080/x", "write the host name alone (files.example), not a URL"),
+        ("host1:80", "write the host name alone (host1): an entry allows the host on any port"),
+        ("1.2.3.4:80", "IP literals are not allowed"),
         ("[::1]:443", "IP literals are not allowed"),
     ],
 )

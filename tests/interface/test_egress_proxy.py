@@ -544,3 +544,70 @@ def test_a_head_past_the_limit_is_431_however_the_reads_fall(start_proxy, govern
     proxy = start_proxy(governance, max_head_bytes=1000)
     answer = _raw(proxy, b"GET http://10.0.0.1/ HTTP/1.1\r\nX-A: " + b"a" * 1500 + b"\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 431 ") and _decisions(governance) == []
+
+
+class _ScriptedUpstream:
+    """One connection, handled by `script(conn)`: an upstream that answers as a test needs."""
+
+    def __init__(self, script):
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, args=(script,), daemon=True)
+        self.thread.start()
+
+    def _serve(self, script) -> None:
+        with self.server:
+            conn, _ = self.server.accept()
+        with conn:
+            conn.settimeout(WAIT)
+            script(conn)
+
+
+def _head_of(conn: socket.socket) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += conn.recv(1)
+    return data
+
+
+def test_an_upload_that_expects_100_continue_gets_it_before_it_sends_the_body(proxy):
+    def script(conn):
+        _head_of(conn)
+        conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+        body = b""
+        while len(body) < 5:
+            body += conn.recv(5 - len(body))
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+    upstream = _ScriptedUpstream(script)
+    with socket.create_connection(proxy.server_address[:2], timeout=WAIT) as sock:
+        head = (
+            f"PUT http://upstream.test:{upstream.port}/up HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"
+        )
+        sock.sendall(head.encode())
+        sock.settimeout(3)
+        interim = b""
+        while b"\r\n\r\n" not in interim:
+            interim += sock.recv(1)  # held back until the body came, the client waited for nothing
+        assert interim.startswith(b"HTTP/1.1 100 Continue")
+        sock.sendall(b"hello")
+        assert _read_until_closed(sock).endswith(b"\r\n\r\nhello")
+
+
+def test_an_answer_upstream_gives_before_reading_the_body_reaches_the_client(proxy):
+    def script(conn):
+        _head_of(conn)
+        conn.sendall(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 7\r\nConnection: close\r\n\r\ntoo big")
+        conn.shutdown(socket.SHUT_RDWR)
+
+    upstream = _ScriptedUpstream(script)
+    with socket.create_connection(proxy.server_address[:2], timeout=WAIT) as sock:
+        size = 8 * 1024 * 1024
+        sock.sendall(
+            f"POST http://upstream.test:{upstream.port}/up HTTP/1.1\r\nContent-Length: {size}\r\n\r\n".encode()
+        )
+        try:
+            sock.sendall(b"x" * size)  # the proxy stops reading it once upstream has gone
+        except OSError:
+            pass
+        assert _read_until_closed(sock).startswith(b"HTTP/1.1 413 ")
