@@ -124,6 +124,8 @@ class Governance(Application):
 
     def close(self) -> None:
         self.chain.stop()
+        if self.chain.proofs.witness is not None:
+            self.chain.proofs.witness.close()  # its thread reads the store: before the store closes
         self.writer.close()
         super().close()
 

@@ -31,7 +31,7 @@ class Proofs:
         self.chain = chain
         self.tree = MerkleTree(recorder)
         self.origin_host = socket.gethostname()
-        self.witness = None  # an object with push(workspace, size, note), set by the deployment
+        self.witness = None  # an object with push(workspace, size, note) and close(), set by the deployment
 
     def origin(self, workspace: str) -> str:
         return f"runcode-policy/{self.origin_host}/{workspace}"

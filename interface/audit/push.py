@@ -42,6 +42,7 @@ class WitnessPusher:
         self._cosigned: dict[str, int] = {}  # workspace -> the size an http witness last cosigned
         self._wake, self._lock = threading.Event(), threading.Lock()
         self._idle = threading.Condition(self._lock)
+        self._closed = False
         self._thread = threading.Thread(target=self._run, name="audit-witness-push", daemon=True)
         self._thread.start()
 
@@ -55,12 +56,19 @@ class WitnessPusher:
         with self._idle:
             return self._idle.wait_for(lambda: not self._pending, timeout)
 
+    def close(self) -> None:
+        """Stop delivering, once a delivery under way has ended: it reads the store's tree, which
+        the application closes next (SQLite crashed a process that read a connection being closed)."""
+        self._closed = True
+        self._wake.set()
+        self._thread.join(TIMEOUT_SECONDS + 1)
+
     def _run(self) -> None:
         failing = False
-        while True:
+        while not self._closed:
             self._wake.wait(RETRY_SECONDS if failing else None)
             self._wake.clear()
-            while True:
+            while not self._closed:
                 with self._lock:
                     if not self._pending:
                         self._idle.notify_all()

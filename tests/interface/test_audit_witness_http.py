@@ -189,3 +189,29 @@ def test_a_checkpoint_the_witness_has_passed_is_dropped_and_never_holds_back_the
     assert other.wait(WAIT_SECONDS)  # nothing left pending: the older one dropped, the latest delivered
     assert witness.keeper.latest(ORIGIN)[0] == latest
     assert sum(1 for status, _, size in witness.answers if size == older and status == 409) == 1  # told once
+
+
+def test_closing_the_application_ends_its_witness_delivery_before_the_store_closes(open_app, tmp_path, monkeypatch):
+    """A delivery reads the store's tree on its own thread: one under way while the application
+    closed its SQLite connection crashed the process (a segfault in a test run)."""
+    app = open_app()
+    app.chain.use_key(AuditKey.generate())
+    app.create_workspace("acme", by="founder")
+    pusher = WitnessPusher(str(tmp_path / "witness"), app.chain.proofs.tree)
+    app.chain.proofs.witness = pusher
+    reading, release = threading.Event(), threading.Event()
+    proof = pusher._proof
+
+    def slow_proof(*args):  # a delivery caught reading the tree when the close begins
+        reading.set()
+        release.wait(2)
+        return proof(*args)
+
+    monkeypatch.setattr(pusher, "_proof", slow_proof)
+    app.save_policy("acme", {"python": {"deny": ["x"]}}, by="alice")
+    app.chain.checkpoint("acme")
+    assert reading.wait(5)
+    threading.Timer(0.5, release.set).start()
+    app.close()  # waits for the delivery, then stops the thread, then closes the store
+    assert not pusher._thread.is_alive()
+    assert list((tmp_path / "witness" / "acme").glob("*.checkpoint"))  # the delivery under way finished
