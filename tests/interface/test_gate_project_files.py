@@ -57,8 +57,10 @@ def test_a_project_pdm_toml_naming_another_index_is_refused(tmp_path):
         f'source = {{ registry = "{INDEX}" }}\nwheels = [{{ url = "{EVIL}", hash = "sha256:00" }}]',
         'source = { git = "https://evil.example/beta.git?rev=1#0123" }',
         f'source = {{ url = "{EVIL}" }}',
+        'source = { directory = "betadir" }',  # a local project built and installed as it is
+        'source = { editable = "betadir" }',  # not the project, nor a member of its workspace
     ],
-    ids=["a wheel elsewhere", "git", "url"],
+    ids=["a wheel elsewhere", "git", "url", "a directory", "an editable path"],
 )
 def test_a_uv_lock_naming_this_index_but_fetching_elsewhere_is_refused(tmp_path, package):
     (tmp_path / "uv.lock").write_text(f'version = 1\n[[package]]\nname = "beta"\nversion = "1.0"\n{package}\n')
@@ -74,6 +76,43 @@ def test_a_uv_lock_of_this_index_or_of_another_one_passes(tmp_path):
         '[[package]]\nname = "gamma"\nversion = "1.0"\nsource = { registry = "https://pypi.org/simple" }\n'
         'wheels = [{ url = "https://files.pythonhosted.org/g.whl", hash = "sha256:00" }]\n'  # uv resolves it again
         '[[package]]\nname = "app"\nversion = "0"\nsource = { editable = "." }\n'
+        '[[package]]\nname = "lib"\nversion = "0"\nsource = { editable = "packages/lib" }\n'
+        '[[package]]\nname = "docs"\nversion = "0"\nsource = { virtual = "packages/docs" }\n'
     )
     (tmp_path / "uv.lock").write_text(lock)
+    (tmp_path / "pyproject.toml").write_text(PROJECT + '[tool.uv.workspace]\nmembers = ["packages/*"]\n')
     settings.check_sources("uv-project", INDEX, str(tmp_path))
+
+
+LOCKS = {
+    "pdm url": ("pdm", "pdm.lock", f'[[package]]\nname = "beta"\nversion = "1.0"\nurl = "{EVIL}"\n'),
+    "pdm path": (
+        "pdm",
+        "pdm.lock",
+        '[[package]]\nname = "beta"\nversion = "1.0"\npath = "./beta-1.0-py3-none-any.whl"\n',
+    ),
+    "pdm git": ("pdm", "pdm.lock", '[[package]]\nname = "beta"\nversion = "1.0"\ngit = "https://evil.example/b.git"\n'),
+    "pipenv file": ("pipenv", "Pipfile.lock", '{"default": {"beta": {"file": "' + EVIL + '"}}}'),
+    "pipenv path": ("pipenv", "Pipfile.lock", '{"develop": {"beta": {"path": "./beta-1.0-py3-none-any.whl"}}}'),
+    "pipenv git": ("pipenv", "Pipfile.lock", '{"default": {"beta": {"git": "https://evil.example/b.git"}}}'),
+}
+
+
+@pytest.mark.parametrize("case", LOCKS)
+def test_a_pdm_or_pipenv_lock_entry_from_elsewhere_than_the_index_is_refused(tmp_path, case):
+    """Each installed the denied beta with the gate's exit 0: the lock named its file, and the
+    installer fetched it as written, past the index."""
+    kind, lock, text = LOCKS[case]
+    (tmp_path / lock).write_text(text)
+    with pytest.raises(Unresolvable, match=f"{lock} installs beta from"):
+        settings.check_sources(kind, INDEX, str(tmp_path))
+
+
+def test_a_lock_naming_the_project_itself_or_the_indexs_files_passes(tmp_path):
+    files = INDEX.rsplit("/", 2)[0] + "/files/beta/beta-1.0-py3-none-any.whl"
+    (tmp_path / "pdm.lock").write_text(f'[[package]]\nname = "beta"\nversion = "1.0"\nurl = "{files}"\n')
+    settings.check_sources("pdm", INDEX, str(tmp_path))
+    (tmp_path / "Pipfile.lock").write_text(
+        '{"default": {"app": {"editable": true, "path": "."}, "beta": {"version": "==1.0"}}}'
+    )
+    settings.check_sources("pipenv", INDEX, str(tmp_path))

@@ -135,12 +135,19 @@ def declared_sources(cwd: str) -> list[tuple[str, str]]:
     return [(where, str(url)) for where, url in found]
 
 
-def pipfile_lock_sources(cwd: str) -> list[str]:
+def pipfile_lock(cwd: str) -> dict:
     path = os.path.join(cwd, "Pipfile.lock")
     if not os.path.lexists(path):
-        return []
+        return {}
     try:
-        meta = json.loads(read_regular(path).decode("utf-8")).get("_meta", {})
-    except (OSError, ValueError, AttributeError) as error:
+        document = json.loads(read_regular(path).decode("utf-8"))
+    except (OSError, ValueError) as error:
         raise CannotVerify(f"cannot read {path}: {error}") from None
-    return [str(s.get("url", "")) for s in meta.get("sources", ())]
+    if not isinstance(document, dict):
+        raise CannotVerify(f"cannot read {path}: not a JSON object")
+    return document
+
+
+def pipfile_lock_sources(cwd: str) -> list[str]:
+    meta = pipfile_lock(cwd).get("_meta", {})
+    return [str(s.get("url", "")) for s in meta.get("sources", ()) if isinstance(s, dict)]

@@ -21,7 +21,9 @@ Standard library only, like the whole gate.
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import posixpath
 import re
 import urllib.parse
 
@@ -115,11 +117,16 @@ def check_sources(kind: str, index: str, cwd: str) -> None:
     declared = [(w, u) for w, u in projects.declared_sources(cwd) if any(m in w for m in mine)]
     if kind == "pipenv":  # PIPENV_PYPI_MIRROR stands in for pypi.org wherever it is named
         declared += [("Pipfile.lock _meta.sources", u) for u in projects.pipfile_lock_sources(cwd)]
+        sections = projects.pipfile_lock(cwd)
+        entries = [(n, e) for s in ("default", "develop") for n, e in (sections.get(s) or {}).items()]
+        _check_locked_files("Pipfile.lock", entries, index, url_key="file")
         declared = [(w, u) for w, u in declared if urllib.parse.urlsplit(u).hostname != "pypi.org"]
     if kind == "poetry":
         declared += [("poetry.lock", u) for u in poetry_lock_sources(cwd)]
     if kind == "pdm":  # a lock with static URLs: their files must be the index's
         declared += [("pdm.lock", u) for u in off_index_files(pdm_lock_urls(cwd), index)]
+        packages = projects.toml(os.path.join(cwd, "pdm.lock")).get("package", ())
+        _check_locked_files("pdm.lock", [(p.get("name", "?"), p) for p in packages], index, url_key="url")
     for where, url in declared:
         if not projects.same_index(url, index):
             advice = SERVICE_SOURCE if kind == "poetry" else "remove it: the gate points {kind} at the policy index"
@@ -145,8 +152,33 @@ def poetry_lock_sources(cwd: str) -> list[str]:
     return [str(p["source"].get("url", "")) for p in packages if isinstance(p.get("source"), dict)]
 
 
-# uv.lock sources that are no index: the project itself, or its workspace members.
-UV_LOCAL_SOURCES = ("editable", "virtual", "directory")
+# uv.lock sources that are no index but the project itself (".") or its workspace members.
+UV_LOCAL_SOURCES = ("editable", "virtual")
+
+
+# Locked entries that install from no index: version control, whatever their lockfile.
+LOCKED_VCS = ("git", "hg", "svn", "bzr")
+SELF = (".", "./")  # the project itself, which the lock may name as a local path
+
+
+def _check_locked_files(lock: str, entries: list, index: str, url_key: str) -> None:
+    """Refuse a lock entry that installs from elsewhere than the index: a file URL off it (under
+    `url_key`: pdm's `url`, pipenv's `file`), a local path other than the project itself, or
+    version control. The installer fetches such an entry as written; the index never judges it."""
+    for name, entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        url, path = entry.get(url_key), entry.get("path")
+        found = next((f"a {k} source" for k in LOCKED_VCS if k in entry), None)
+        if path is not None and str(path) not in SELF:
+            found = f"the local path {str(path)!r}"
+        elif url and off_index_files([str(url)], index):
+            found = f"the file {str(url)!r}"
+        if found:
+            raise Unresolvable(
+                f"{lock} installs {name} from {found}, not from the policy index; "
+                f"delete {lock} and lock again through the gate"
+            )
 
 
 def off_index_files(urls: list[str], index: str) -> list[str]:
@@ -156,9 +188,13 @@ def off_index_files(urls: list[str], index: str) -> list[str]:
 
 
 def _check_uv_lock(index: str, cwd: str) -> None:
+    workspace = projects.toml(os.path.join(cwd, "pyproject.toml")).get("tool", {}).get("uv", {}).get("workspace", {})
+    members = [str(m) for m in workspace.get("members", ())] if isinstance(workspace, dict) else []
     for package in projects.toml(os.path.join(cwd, "uv.lock")).get("package", ()):
         name, source = package.get("name", "?"), package.get("source", {})
         kinds = set(source) - {"registry", *UV_LOCAL_SOURCES}
+        # a local project that is neither this one nor a member of its workspace: a path dependency
+        kinds |= {k for k in UV_LOCAL_SOURCES if k in source and not _own(str(source[k]), members)}
         files = [package.get("sdist", {}), *package.get("wheels", ())]
         urls = [str(f["url"]) for f in files if isinstance(f, dict) and f.get("url")]
         if not projects.same_index(str(source.get("registry", index)), index):
@@ -170,6 +206,12 @@ def _check_uv_lock(index: str, cwd: str) -> None:
                 f"uv.lock installs {name} from a {found}, not from the policy index; "
                 "delete uv.lock and run `runcode-policy-gate -- uv lock` to resolve it through the index"
             )
+
+
+def _own(path: str, members: list[str]) -> bool:
+    """Whether a uv.lock local source is the project itself or one of its workspace members."""
+    path = posixpath.normpath(path)
+    return path == "." or any(fnmatch.fnmatchcase(path, posixpath.normpath(m)) for m in members)
 
 
 def pdm_lock_urls(cwd: str) -> list[str]:
