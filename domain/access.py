@@ -58,12 +58,12 @@ def requested_package(language: str, text: str) -> tuple[str, str]:
     check_language(language, lambda title, errors: InvalidInputError(title, [_LANGUAGE_RULE]))
     check_text(text, "name", 500)
     spec = parse(language, text)
-    if (spec.kind not in ("registry", "alias") or not spec.name) and is_pattern(text):  # `numpy==1.*` is a spec
-        raise InvalidInputError(
-            f"{text!r} is a pattern, and an exception or a request names one package",
-            [FieldError("name", "must be one package: a pattern (@scope/*, name-*) goes on the allow list")],
-        )
     if spec.kind not in ("registry", "alias") or not spec.name:
+        if is_pattern(text):  # read as a spec first: `numpy==1.*` names numpy
+            raise InvalidInputError(
+                f"{text!r} is a pattern, and an exception or a request names one package",
+                [FieldError("name", "must be one package: a pattern (@scope/*, name-*) goes on the allow list")],
+            )
         raise InvalidInputError(
             f"{text!r} does not name a {language} registry package",
             [FieldError("name", "must be a package name or a registry spec such as pandas==2.1")],

@@ -93,10 +93,8 @@ class LanguageRules:
     def denies(self, name: str) -> bool:
         """Deny lists match on the deny key (Node: case-insensitive, to fail closed), the name's
         own (unless a lifting exception for the name is in force) or that of a pattern matching it."""
-        keys = self.deny_keys
-        return (deny_key(self.language, name) in keys and not (self.lifted and self._lifts(name))) or (
-            self.patterned[1] and any(deny_key(self.language, p) in keys for p in patterns_for(self.language, name))
-        )
+        named = deny_key(self.language, name) in self.deny_keys and not (self.lifted and self._lifts(name))
+        return named or (self.patterned[1] and self.deny_pattern(name) is not None)
 
     def deny_pattern(self, name: str) -> str | None:
         """The deny pattern matching `name`, if one does: no exception can let the name in then."""

@@ -41,10 +41,15 @@ def python_file(entry: dict, version: str | None) -> VersionFacts:
 
 def npm_version(version: str, manifest: dict, times: dict | None) -> VersionFacts:
     """The facts of one npm version: its manifest, and the packument's `time` (None: not known)."""
-    scripts = manifest.get("scripts")
-    declared = isinstance(scripts, dict) and any(scripts.get(s) for s in INSTALL_SCRIPTS)
     uploaded = instant(times.get(version)) if isinstance(times, dict) else None
-    return VersionFacts(version, uploaded, install_scripts=bool(declared or manifest.get("hasInstallScript")))
+    declared = runs_install_scripts(manifest) or bool(manifest.get("hasInstallScript"))
+    return VersionFacts(version, uploaded, install_scripts=declared)
+
+
+def runs_install_scripts(manifest: object) -> bool:
+    """Whether a `package.json` (the packument's copy or the tarball's own) names an install script."""
+    scripts = manifest.get("scripts") if isinstance(manifest, dict) else None
+    return isinstance(scripts, dict) and any(scripts.get(s) for s in INSTALL_SCRIPTS)
 
 
 def tarball_install_scripts(file: IO[bytes]) -> bool | None:
@@ -86,9 +91,7 @@ def _scan(tar: _Unpacked) -> bool | None:
                 if size > MAX_MANIFEST_BYTES:
                     return None
                 manifests += 1
-                manifest = json.loads(tar.read(_blocks(size))[:size])
-                scripts = manifest.get("scripts") if isinstance(manifest, dict) else None
-                found = found or (isinstance(scripts, dict) and any(scripts.get(s) for s in INSTALL_SCRIPTS))
+                found = runs_install_scripts(json.loads(tar.read(_blocks(size))[:size])) or found
                 continue
         tar.skip(_blocks(size))
     return None  # more members than any package holds

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from ipaddress import ip_address
 from typing import Any
 
+from domain.egress.addresses import parse_address
 from domain.egress.allowlist import host_matches, normalize_allowlist, normalize_entry
 from domain.errors import EgressConfigError, FieldError
 
@@ -53,7 +53,7 @@ class EgressRules:
 
 
 def narrowing_detail(host: str, workspace: str) -> str:
-    if _is_address(host):  # an address is no allowlist entry, and so nothing to ask for
+    if parse_address(host.strip("[]")) is not None:  # an address is no allowlist entry: nothing to ask for
         return (
             f"{host} is an address, and the egress allowlist of workspace {workspace} names hosts: "
             "connect to the host by its name (an admin can allow or grant a name, never an address)"
@@ -63,14 +63,6 @@ def narrowing_detail(host: str, workspace: str) -> str:
         f'grant it for a while: to ask, POST /api/v1/workspaces/{workspace}/requests {{"language": "egress", '
         f'"name": "{host}"}}'
     )
-
-
-def _is_address(host: str) -> bool:
-    try:
-        ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return True
 
 
 def requested_host(text: str) -> str:

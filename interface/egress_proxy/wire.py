@@ -136,9 +136,10 @@ def body_length(request: Request) -> int:
     lengths = {v.strip() for n, v in request.headers if n.lower() == "content-length"}
     if not lengths:
         return 0
-    if len(lengths) != 1 or not next(iter(lengths)).isascii() or not next(iter(lengths)).isdigit():
+    length = lengths.pop()
+    if lengths or not length.isascii() or not length.isdigit():
         raise Refusal(400, "Content-Length must be one whole number")
-    return int(next(iter(lengths)))
+    return int(length)
 
 
 def split_absolute(target: str) -> tuple[str, str]:

@@ -148,6 +148,7 @@ def pipfile_lock(cwd: str) -> dict:
     return document
 
 
-def pipfile_lock_sources(cwd: str) -> list[str]:
-    meta = pipfile_lock(cwd).get("_meta", {})
+def pipfile_lock_sources(lock: dict) -> list[str]:
+    """The indexes a Pipfile.lock (`pipfile_lock`) names in `_meta.sources`."""
+    meta = lock.get("_meta", {})
     return [str(s.get("url", "")) for s in meta.get("sources", ()) if isinstance(s, dict)]

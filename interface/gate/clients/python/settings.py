@@ -116,16 +116,16 @@ def check_sources(kind: str, index: str, cwd: str) -> None:
     mine = {"pipenv": ("Pipfile",), "pdm": ("tool.pdm.", "pdm.toml")}.get(kind, (f"tool.{kind}.",))
     declared = [(w, u) for w, u in projects.declared_sources(cwd) if any(m in w for m in mine)]
     if kind == "pipenv":  # PIPENV_PYPI_MIRROR stands in for pypi.org wherever it is named
-        declared += [("Pipfile.lock _meta.sources", u) for u in projects.pipfile_lock_sources(cwd)]
-        sections = projects.pipfile_lock(cwd)
-        entries = [(n, e) for s in ("default", "develop") for n, e in (sections.get(s) or {}).items()]
+        lock = projects.pipfile_lock(cwd)
+        declared += [("Pipfile.lock _meta.sources", u) for u in projects.pipfile_lock_sources(lock)]
+        entries = [(n, e) for s in ("default", "develop") for n, e in (lock.get(s) or {}).items()]
         _check_locked_files("Pipfile.lock", entries, index, url_key="file")
         declared = [(w, u) for w, u in declared if urllib.parse.urlsplit(u).hostname != "pypi.org"]
     if kind == "poetry":
         declared += [("poetry.lock", u) for u in poetry_lock_sources(cwd)]
     if kind == "pdm":  # a lock with static URLs: their files must be the index's
-        declared += [("pdm.lock", u) for u in off_index_files(pdm_lock_urls(cwd), index)]
         packages = projects.toml(os.path.join(cwd, "pdm.lock")).get("package", ())
+        declared += [("pdm.lock", u) for u in off_index_files(pdm_lock_urls(packages), index)]
         _check_locked_files("pdm.lock", [(p.get("name", "?"), p) for p in packages], index, url_key="url")
     for where, url in declared:
         if not projects.same_index(url, index):
@@ -214,9 +214,8 @@ def _own(path: str, members: list[str]) -> bool:
     return path == "." or any(fnmatch.fnmatchcase(path, posixpath.normpath(m)) for m in members)
 
 
-def pdm_lock_urls(cwd: str) -> list[str]:
-    """pdm.lock's file URLs (written only with static URLs)."""
-    packages = projects.toml(os.path.join(cwd, "pdm.lock")).get("package", ())
+def pdm_lock_urls(packages) -> list[str]:
+    """The file URLs of pdm.lock's packages (written only with static URLs)."""
     return [str(f["url"]) for p in packages for f in p.get("files", ()) if isinstance(f, dict) and f.get("url")]
 
 
