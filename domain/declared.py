@@ -25,9 +25,12 @@ from domain.specs import Spec, make_spec, parse
 # The manifest fields npm and pnpm install from (devDependencies are the root project's only).
 NPM_FIELDS = ("dependencies", "optionalDependencies", "peerDependencies")
 # Names a version carries inside its own tarball (npm reads either spelling; `true`: every one of
-# its dependencies): installed without a fetch, so judged here by name, as `/evaluate` judges a
-# name. Only a refused one is recorded: an allowed one is part of the allowed tarball.
-BUNDLED_FIELDS = ("bundleDependencies", "bundledDependencies")
+# its dependencies), and the names the index found under its tarball's `node_modules` (None: the
+# tarball could not be read): installed without a fetch, so judged here by name, as `/evaluate`
+# judges a name. Only a refused one is recorded: an allowed one is part of the allowed tarball.
+IN_TARBALL = "its tarball's node_modules"
+BUNDLED_FIELDS = ("bundleDependencies", "bundledDependencies", IN_TARBALL)
+TARBALL_UNREAD = "is in a tarball the index could not read (no digest, not a gzipped tar, or past its bounds)"
 PYTHON_FIELD = "Requires-Dist"
 FETCHED_THROUGH_THE_INDEX = ("registry", "alias")
 
@@ -70,6 +73,9 @@ def _bundled(manifest: dict[str, Any]) -> list[tuple[str, Spec]]:
     found = []
     for field in BUNDLED_FIELDS:
         value = manifest.get(field)
+        if field == IN_TARBALL and field in manifest and value is None:
+            found.append((field, _unreadable("node", "its tarball", TARBALL_UNREAD)))
+            continue
         if value is None or value is False:
             continue
         names = list(manifest.get("dependencies") or {}) if value is True else value

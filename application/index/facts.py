@@ -9,7 +9,9 @@ judge (`domain.rules.VersionFacts`), read where each registry says them.
   registry's `hasInstallScript` (all the abbreviated packument says). npm installs what the
   tarball's own `package.json` says, which a registry does not hold to the packument's word
   ("manifest confusion"): where the install_scripts rule judges a package, a tarball is read
-  before it is served (`tarball_install_scripts`).
+  before it is served (`tarball_contents`).
+- Bundled packages (npm): every tarball is read before it is served, for the names it carries
+  under `node_modules`, which every client installs from it whatever the manifests declare.
 - Source distribution (python): a file that is not a wheel. Python facts are per file: one
   version's wheel and sdist differ in both.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO
 
@@ -52,27 +55,41 @@ def runs_install_scripts(manifest: object) -> bool:
     return isinstance(scripts, dict) and any(scripts.get(s) for s in INSTALL_SCRIPTS)
 
 
-def tarball_install_scripts(file: IO[bytes]) -> bool | None:
-    """Whether an npm tarball runs code at install time by its own manifests: a `package.json`
-    at its root (the first path component is stripped, as npm unpacks) with an install script,
-    any of them (extracted in order, a later one wins on disk), or a `binding.gyp` there (npm
-    then runs `node-gyp rebuild`). None when it cannot be read, holds no manifest at its root,
-    or passes a bound (bytes unpacked, members, a header's size), which counts as running code.
+@dataclass(frozen=True)
+class Tarball:
+    """What an npm tarball holds, read as npm unpacks it (the first path component stripped).
+
+    - `install_scripts`: whether its root `package.json` names an install script (of several,
+      extracted in order, a later one wins on disk) or it has a root `binding.gyp` (npm then runs
+      `node-gyp rebuild`); None when no readable manifest is at its root, which counts as
+      running code.
+    - `bundled`: every package name under a `node_modules` folder, at any depth. npm, pnpm and
+      yarn install those from the tarball itself, whatever its manifest or the packument
+      declares, so each is judged as a bundled dependency."""
+
+    install_scripts: bool | None
+    bundled: tuple[str, ...]
+
+
+def tarball_contents(file: IO[bytes]) -> Tarball | None:
+    """What an npm tarball holds; None when it cannot be read as a gzipped tar or passes a bound
+    (bytes unpacked, members, a header's size): what it would install is then not known.
 
     Read by hand, block by block: `tarfile` holds a long name's or a pax header's text whole in
     memory, whatever size it claims, and keeps every member it has seen."""
     try:
         return _scan(_Unpacked(gzip.GzipFile(fileobj=file, mode="rb")))
-    except (OSError, EOFError, ValueError, RecursionError, UnicodeError):  # gzip's, JSON's, a bound passed
+    except (OSError, EOFError, ValueError, UnicodeError):  # gzip's, a bound passed, a name not UTF-8
         return None
 
 
-def _scan(tar: _Unpacked) -> bool | None:
-    found, manifests, named = False, 0, None
+def _scan(tar: _Unpacked) -> Tarball | None:
+    scripts: bool | None = False
+    manifests, named, bundled = 0, None, set()
     for _ in range(MAX_MEMBERS):
         header = tar.header()
-        if header in (b"", bytes(BLOCK)):
-            return found if manifests else None  # the end-of-archive block, or the stream's end
+        if header in (b"", bytes(BLOCK)):  # the end-of-archive block, or the stream's end
+            return Tarball(scripts if manifests else None, tuple(sorted(bundled)))
         size, kind = int(header[124:136].strip(b"\0 ") or b"0", 8), header[156:157]
         name, named = named or _ustar_name(header), None
         if kind in (b"L", b"x", b"g"):  # a long name, or pax records, for the next member
@@ -81,20 +98,40 @@ def _scan(tar: _Unpacked) -> bool | None:
             text = tar.read(_blocks(size))[:size]
             named = text.split(b"\0", 1)[0].decode() if kind == b"L" else _pax_path(text) if kind == b"x" else None
             continue
-        parts = [p for p in name.split("/") if p not in ("", ".")]
-        if len(parts) == 2 and parts[1] in ("package.json", "binding.gyp"):
-            if kind not in (b"0", b"\0", b"7"):
-                return None  # a link or a directory in a manifest's place: not known
-            if parts[1] == "binding.gyp":
-                found = True
+        parts = [p for p in name.split("/") if p not in ("", ".")][1:]
+        bundled.update(_bundled_names(parts, kind))
+        if len(parts) == 1 and parts[0] in ("package.json", "binding.gyp") and scripts is not None:
+            if kind not in (b"0", b"\0", b"7") or size > MAX_MANIFEST_BYTES:
+                scripts = None  # a link or a directory in a manifest's place, or a huge one: not known
+            elif parts[0] == "binding.gyp":
+                scripts = True
             else:
-                if size > MAX_MANIFEST_BYTES:
-                    return None
                 manifests += 1
-                found = runs_install_scripts(json.loads(tar.read(_blocks(size))[:size])) or found
+                scripts = _manifest_scripts(tar.read(_blocks(size))[:size], scripts)
                 continue
         tar.skip(_blocks(size))
     return None  # more members than any package holds
+
+
+def _manifest_scripts(text: bytes, found: bool) -> bool | None:
+    try:
+        return runs_install_scripts(json.loads(text)) or found
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
+        return None
+
+
+def _bundled_names(parts: list[str], kind: bytes) -> list[str]:
+    """The package names a member's path puts under `node_modules` (`node_modules/a/…`,
+    `node_modules/@s/b/…`, nested ones too); a folder's own entry counts, a loose file there
+    (`node_modules/.package-lock.json`) and dot-folders (`.bin`) do not."""
+    names = []
+    for at, part in enumerate(parts[:-1]):
+        if part != "node_modules" or parts[at + 1].startswith("."):
+            continue
+        end = at + (3 if parts[at + 1].startswith("@") else 2)  # past the name's parts
+        if len(parts) > end or (len(parts) == end and kind == b"5"):
+            names.append("/".join(parts[at + 1 : end]))
+    return names
 
 
 def _blocks(size: int) -> int:

@@ -23,6 +23,7 @@ from flask import Blueprint, Response, current_app, request
 from application.cache import from_npm
 from application.index import facts
 from application.lru import SizedLru
+from domain.declared import IN_TARBALL
 from domain.errors import GovernanceError
 from interface import metrics
 from interface.index import files, packument
@@ -33,7 +34,6 @@ from interface.index.access import (
     record_upstream_failure,
     refuse_a_failed_run,
     upstream_failure_recorded,
-    upstream_failure_recorder,
     within_limits,
 )
 from interface.index.answers import judged
@@ -226,7 +226,7 @@ def tarball(principal, name: str, filename: str) -> Response:
         filename[len(basename) + 1 : -4] if filename.startswith(basename + "-") and filename.endswith(".tgz") else None
     )
     request_kind = file_request(metadata_file=False)
-    found = {}
+    found = {}  # the version's source, and the tarball once obtained to be read: then served
 
     def judged_facts():  # read only for an allowed project; its source is then used to answer
         found["source"] = version, manifest, url = tarball_source(name, filename)
@@ -236,57 +236,67 @@ def tarball(principal, name: str, filename: str) -> Response:
             and request.method != "HEAD"  # a HEAD delivers no byte: it is not worth the tarball's read
             and package_index().gate.checks_install_scripts(principal, name)
         ):
-            return replace(said, install_scripts=_tarball_says(manifest, url))  # npm runs what the tarball says
+            held = _tarball_holds(manifest, url, found)  # npm runs what the tarball says
+            return replace(said, install_scripts=held.install_scripts if held is not None else None)
         return said
 
-    with upstream_failure_recorded(principal, "node", name, request_kind):  # the facts come from upstream
-        gate = package_index().gate
-        verdict = gate.judge(principal, "node", name, request_kind, filename, number or None, judged_facts)
-    metrics.count_index(verdict, "node", request_kind)
-    refuse_a_failed_run(verdict)
-    if not verdict["allowed"]:
-        raise HTTPProblem(403, "Forbidden", verdict["message"])
-    delivered = delivery_hook(principal, verdict, request_kind)
-    with upstream_failure_recorded(principal, "node", name, request_kind), undelivered_on_error(delivered):
-        return _tarball_answer(principal, name, filename, delivered, found.get("source"))
+    try:
+        with upstream_failure_recorded(principal, "node", name, request_kind):  # the facts come from upstream
+            gate = package_index().gate
+            verdict = gate.judge(principal, "node", name, request_kind, filename, number or None, judged_facts)
+        metrics.count_index(verdict, "node", request_kind)
+        refuse_a_failed_run(verdict)
+        if not verdict["allowed"]:
+            raise HTTPProblem(403, "Forbidden", verdict["message"])
+        delivered = delivery_hook(principal, verdict, request_kind)
+        with upstream_failure_recorded(principal, "node", name, request_kind), undelivered_on_error(delivered):
+            return _tarball_answer(principal, name, filename, delivered, found)
+    finally:
+        if "file" in found:  # obtained, and not handed to the answer
+            found.pop("file").close()
 
 
-def _tarball_answer(principal, name: str, filename: str, delivered, source) -> Response:
-    version, manifest, url = source or tarball_source(name, filename)
-    # A lockfile or a hand-made URL must not fetch a version the packument hides.
-    hidden = package_index().gate.hidden_versions(principal, "node", name, {version: manifest}, "download", filename)
+def _tarball_answer(principal, name: str, filename: str, delivered, found: dict) -> Response:
+    version, manifest, url = found.get("source") or tarball_source(name, filename)
+    digests = from_npm(manifest.get("dist"))
+    # A lockfile or a hand-made URL must not fetch a version the packument hides, nor one whose
+    # tarball carries a refused name under its node_modules (a HEAD delivers none of it).
+    declared = manifest
+    if request.method != "HEAD":
+        held = _tarball_holds(manifest, url, found)
+        declared = {**manifest, IN_TARBALL: list(held.bundled) if held is not None else None}
+    hidden = package_index().gate.hidden_versions(principal, "node", name, {version: declared}, "download", filename)
     if hidden:
         raise HTTPProblem(403, "Forbidden", hidden[version])
-    digests = from_npm(manifest.get("dist"))
-    if digests is None:  # nothing to verify it against: relayed as upstream sends it, never kept
-        broken_off = upstream_failure_recorder(principal, "node", name, "download")  # only a GET's body breaks off
-        return relay(upstream(), request.method, url, delivered, broken_off)
+    if digests is None:  # a HEAD's only (a GET's tarball is unread, so refused above): relayed as upstream answers
+        return relay(upstream(), request.method, url, delivered, None)
     if request.method == "HEAD":
         return files.head(upstream(), cache(), url, digests)
-    return files.serve(files.obtain(upstream(), cache(), url, digests), delivered)
+    return files.serve(found.pop("file", None) or files.obtain(upstream(), cache(), url, digests), delivered)
 
 
-def _tarball_says(manifest: dict, url: str) -> bool | None:
-    """Whether the tarball's own manifests run install scripts (fetched into the cache, which
-    then serves it; read once per worker, by its digest): None, counted as running them, when
-    nothing verifies its bytes."""
+def _tarball_holds(manifest: dict, url: str, found: dict) -> facts.Tarball | None:
+    """What the tarball holds, read once per worker by its digest; None, not known, when it cannot
+    be read or nothing verifies its bytes. A tarball obtained to be read is left in
+    `found["file"]` (fetched for this request, or kept before), for the answer to serve."""
     digests = from_npm(manifest.get("dist"))
     if digests is None:
         return None
     key = f"{digests.algorithm}:{digests.hex}"
     if (known := _TARBALLS_SAID.get(key)) is not None:
         return known[0]
-    verified = files.obtain(upstream(), cache(), url, digests)
-    try:
-        said = facts.tarball_install_scripts(verified.file)
-    finally:
-        verified.close()
+    verified = found.get("file") or files.obtain(upstream(), cache(), url, digests)
+    found["file"] = verified
+    said = facts.tarball_contents(verified.file)
+    verified.file.seek(0)
     _TARBALLS_SAID.put(key, (said,))
     return said
 
 
-# What each tarball's manifests said, by digest (the bytes behind a digest never change).
-_TARBALLS_SAID: SizedLru[str, tuple[bool | None]] = SizedLru(1024 * 1024, lambda key, _: len(key))
+# What each tarball holds, by digest (the bytes behind a digest never change).
+_TARBALLS_SAID: SizedLru[str, tuple[facts.Tarball | None]] = SizedLru(
+    1024 * 1024, lambda key, said: len(key) + sum(len(n) for n in (said[0].bundled if said[0] else ()))
+)
 
 
 def cache():

@@ -1,4 +1,5 @@
-"""What an npm tarball's own manifests say about install-time code, read as npm unpacks it."""
+"""What an npm tarball holds, read as npm unpacks it: install-time code by its own manifests, and
+the packages it carries under node_modules."""
 
 from __future__ import annotations
 
@@ -23,6 +24,12 @@ def tarball(members: dict[str, bytes], mode: str = "w:gz") -> io.BytesIO:
     return buffer
 
 
+def scripts(file) -> bool | None:
+    """Whether the tarball runs install-time code (None: not known, as an unreadable one)."""
+    contents = facts.tarball_contents(file)
+    return contents.install_scripts if contents is not None else None
+
+
 def manifest(**scripts: str) -> bytes:
     return json.dumps({"name": "x", "version": "1.0.0", "scripts": scripts}).encode()
 
@@ -42,17 +49,18 @@ def manifest(**scripts: str) -> bytes:
         ({"package/package.json": manifest(), "package//package.json": manifest(postinstall="x")}, True),
         ({"package/index.js": b"1"}, None),  # no manifest: not known
         ({"package/package.json": b"not json"}, None),
+        ({"package/package.json": b"[" * 200_000 + b"]" * 200_000}, None),  # past the parser's depth
     ],
 )
 def test_the_tarballs_own_manifest_decides(members, says):
-    assert facts.tarball_install_scripts(tarball(members)) is says
+    assert scripts(tarball(members)) is says
 
 
 def test_what_is_not_a_gzipped_tar_or_unpacks_past_the_bound_is_not_known(monkeypatch):
-    assert facts.tarball_install_scripts(io.BytesIO(b"not a tarball")) is None
-    assert facts.tarball_install_scripts(tarball({"package/package.json": manifest()}, mode="w")) is None
+    assert scripts(io.BytesIO(b"not a tarball")) is None
+    assert scripts(tarball({"package/package.json": manifest()}, mode="w")) is None
     monkeypatch.setattr(facts, "MAX_UNPACKED_BYTES", 10)
-    assert facts.tarball_install_scripts(tarball({"package/package.json": manifest()})) is None
+    assert scripts(tarball({"package/package.json": manifest()})) is None
 
 
 def test_long_names_and_pax_paths_name_the_member_as_npm_reads_them():
@@ -65,7 +73,7 @@ def test_long_names_and_pax_paths_name_the_member_as_npm_reads_them():
                 info.size = len(data)
                 archive.addfile(info, io.BytesIO(data))
         buffer.seek(0)
-        assert facts.tarball_install_scripts(buffer) is True, fmt
+        assert scripts(buffer) is True, fmt
     pax = tarfile.TarInfo("package/other.txt")  # a pax path puts the manifest at the root
     pax.pax_headers = {"path": "package/package.json"}
     data = manifest(postinstall="x")
@@ -74,7 +82,7 @@ def test_long_names_and_pax_paths_name_the_member_as_npm_reads_them():
     with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.PAX_FORMAT) as archive:
         archive.addfile(pax, io.BytesIO(data))
     buffer.seek(0)
-    assert facts.tarball_install_scripts(buffer) is True
+    assert scripts(buffer) is True
 
 
 def test_a_link_in_the_manifests_place_and_an_archive_without_end_blocks():
@@ -84,7 +92,7 @@ def test_a_link_in_the_manifests_place_and_an_archive_without_end_blocks():
         link.type, link.linkname = tarfile.SYMTYPE, "../../elsewhere.json"
         archive.addfile(link)
     buffer.seek(0)
-    assert facts.tarball_install_scripts(buffer) is None
+    assert scripts(buffer) is None
     plain = io.BytesIO()
     with tarfile.open(fileobj=plain, mode="w") as archive:
         info = tarfile.TarInfo("package/package.json")
@@ -92,7 +100,7 @@ def test_a_link_in_the_manifests_place_and_an_archive_without_end_blocks():
         info.size = len(body)
         archive.addfile(info, io.BytesIO(body))
     unended = plain.getvalue()[: 512 + 512 * (-(-len(body) // 512))]  # no end-of-archive blocks
-    assert facts.tarball_install_scripts(io.BytesIO(gzip.compress(unended))) is False
+    assert scripts(io.BytesIO(gzip.compress(unended))) is False
 
 
 def test_what_a_hostile_tarball_claims_is_bounded_and_not_known(monkeypatch):
@@ -102,9 +110,44 @@ def test_what_a_hostile_tarball_claims_is_bounded_and_not_known(monkeypatch):
     huge[0:13] = b"././@LongLink"
     huge[124:136] = b"%011o\0" % (500 * 1024 * 1024)
     huge[156:157] = b"L"
-    assert facts.tarball_install_scripts(io.BytesIO(gzip.compress(bytes(huge) + bytes(4096)))) is None
-    deep = {"package/package.json": b"[" * 200_000 + b"]" * 200_000}
-    assert facts.tarball_install_scripts(tarball(deep)) is None
+    assert scripts(io.BytesIO(gzip.compress(bytes(huge) + bytes(4096)))) is None
     monkeypatch.setattr(facts, "MAX_MEMBERS", 1000)
     many = {f"package/f{i}": b"" for i in range(1000)} | {"package/package.json": manifest()}
-    assert facts.tarball_install_scripts(tarball(many)) is None
+    assert scripts(tarball(many)) is None
+
+
+@pytest.mark.parametrize(
+    ("paths", "carried"),
+    [
+        (["package/index.js"], ()),
+        (["package/node_modules/beta/index.js"], ("beta",)),
+        (
+            ["package/node_modules/@scope/gamma/package.json", "package/node_modules/alpha/x.js"],
+            ("@scope/gamma", "alpha"),
+        ),
+        (["package/node_modules/a/node_modules/b/package.json"], ("a", "b")),  # nested: both installed
+        (["package/node_modules/.bin/x", "package/node_modules/.package-lock.json"], ()),
+        (["package/node_modules/loose.js", "package/node_modules/@scope/loose.js"], ()),  # files, not folders
+        (["package/lib/node_modules/deep/index.js"], ("deep",)),  # any depth
+        (["node_modules/beta/index.js"], ()),  # the root folder itself is stripped, as npm unpacks
+    ],
+)
+def test_the_packages_a_tarball_carries_under_node_modules(paths, carried):
+    members = {"package/package.json": manifest(), **{path: b"1" for path in paths}}
+    assert facts.tarball_contents(tarball(members)).bundled == carried
+
+
+def test_a_folder_entry_under_node_modules_is_a_package_carried():
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for path in ("package/node_modules/empty", "package/node_modules/@s/e"):
+            folder = tarfile.TarInfo(path)
+            folder.type = tarfile.DIRTYPE
+            archive.addfile(folder)
+    buffer.seek(0)
+    assert facts.tarball_contents(buffer).bundled == ("@s/e", "empty")
+
+
+def test_a_tarball_past_a_bound_or_not_a_gzipped_tar_is_not_known():
+    assert facts.tarball_contents(io.BytesIO(b"not a tarball")) is None
+    assert facts.tarball_contents(tarball({"package/node_modules/beta/x": b""}, mode="w")) is None

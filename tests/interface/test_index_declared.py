@@ -41,6 +41,9 @@ def npm_upstream(url_host):
             Release("beta", "1.0.0"),
             Release("bundler", "1.0.0"),
             Release("bundler", "1.1.0", dependencies={"beta": "^1.0.0"}, bundled=("beta",)),
+            Release("carrier", "1.0.0", carried=("beta",)),
+            Release("carrier", "1.1.0", carried=("@scope/ok", "beta")),
+            Release("carrier", "1.2.0", carried=("@scope/ok",)),
         ]
     )
     yield upstream
@@ -109,6 +112,42 @@ def test_a_version_bundling_a_denied_package_is_hidden_and_an_older_one_installs
     bundled = hiding(run_decisions(live, run))["bundler@1.1.0"]
     assert (bundled["spec"], bundled["reason"], bundled["allowed"]) == ("beta", "matches-the-deny-list", False)
     assert "declares beta in bundleDependencies" in bundled["detail"]
+
+
+@pytest.mark.parametrize("client", NODE_CLIENTS)
+def test_a_tarball_carrying_a_denied_package_it_does_not_declare_is_refused(live, app, tmp_path, url_host, client):
+    """What a tarball carries under node_modules is installed from it by every client, whatever
+    the packument or its own manifest declares: the index reads each tarball before serving it,
+    refuses one that carries a denied name, and records that name against the version."""
+    set_policy(app, "denylist", node=["beta"])
+    run = start_run(live)
+    command, verb = NODE_CLIENTS[client]
+    outcome = command(tmp_path, run["npm"], run["token"], verb, "carrier@1.1.0")
+    assert not outcome.ok and "403" in outcome.output  # npm prints the reason, pnpm only the status
+    assert "carrier" not in installed_node(tmp_path)
+    carried = hiding(run_decisions(live, run))["carrier@1.1.0"]
+    assert (carried["spec"], carried["reason"], carried["allowed"], carried["request"]) == (
+        "beta",
+        "matches-the-deny-list",
+        False,
+        "download",
+    )
+    assert "declares beta in its tarball's node_modules" in carried["detail"]
+    allowed = start_run(live)  # what it carries is allowed: served, and nothing more is recorded
+    assert live.call("GET", "/npm/acme/carrier/-/carrier-1.2.0.tgz", allowed["token"]).status == 200
+    assert hiding(run_decisions(live, allowed)) == {}
+
+
+def test_a_tarball_the_index_cannot_read_is_refused(live, app, npm_upstream, url_host):
+    """A tarball with no digest to verify it, or that is not a gzipped tar, cannot be read for
+    what it carries: it is not served."""
+    npm_upstream.add(Release("opaque", "1.0.0", digests=False))
+    npm_upstream.add(Release("opaque", "1.1.0"))
+    npm_upstream.tarballs["/opaque/-/opaque-1.1.0.tgz"] = b"not a tarball"
+    run = start_run(live)
+    for number in ("1.0.0", "1.1.0"):
+        reply = live.call("GET", f"/npm/acme/opaque/-/opaque-{number}.tgz", run["token"])
+        assert reply.status == 403 and "could not read" in reply.json["detail"], reply.body
 
 
 def test_npm_asked_for_exactly_a_hidden_version_fails_with_the_reason(live, app, tmp_path, url_host):

@@ -48,10 +48,13 @@ class Release:
     peer_meta: dict = field(default_factory=dict)
     bundled: tuple = ()  # bundleDependencies: names its manifest says its tarball carries
     tarball_name: str | None = None  # a tarball not named `<name>-<version>.tgz` (registries allow it)
-    digests: bool = True  # its manifest gives `integrity` and `shasum` (else the index relays it unverified)
+    digests: bool = True  # its manifest gives `integrity` and `shasum` (else the index cannot read its tarball)
     # scripts its tarball's package.json runs that the packument does not say ("manifest confusion":
     # the registry does not hold a publisher's tarball to the packument's word)
     unsaid_scripts: dict = field(default_factory=dict)
+    # packages its tarball carries under node_modules that neither its manifest nor the packument
+    # declares: every client installs them from the tarball
+    carried: tuple = ()
 
     def declared(self) -> dict:
         """The dependency fields of its manifest, those it declares only."""
@@ -81,6 +84,9 @@ def build_tarball(release: Release) -> bytes:
         "package/package.json": json.dumps(manifest, indent=2).encode(),
         "package/index.js": f"module.exports = {json.dumps(release.version)};\n".encode(),
     }
+    for name in release.carried:
+        members[f"package/node_modules/{name}/package.json"] = json.dumps({"name": name, "version": "9.9.9"}).encode()
+        members[f"package/node_modules/{name}/index.js"] = b"module.exports = 'carried';\n"
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         for path, data in members.items():
