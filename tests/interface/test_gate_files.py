@@ -6,12 +6,13 @@ would read it (and judge the harmless first write)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 
 import pytest
 
-from interface.gate.clients.node.project import manifests
+from interface.gate.clients.node.project import is_registry_spec, manifests, workspace_patterns, workspace_root
 from interface.gate.clients.python.projects import requirements
 from interface.gate.files import NotARegularFile, read_regular
 from interface.gate.installers import Unresolvable
@@ -69,3 +70,52 @@ def test_a_pyproject_that_is_a_pipe_is_refused(tmp_path):
     with written_pipe(tmp_path / "pyproject.toml", b'[project]\nname = "app"\ndependencies = ["alpha"]\n'):
         with pytest.raises(CannotVerify, match="not a regular file"):
             requirements(str(tmp_path))
+
+
+@pytest.mark.parametrize("spec", ["..", ".git", "./x", "~/x", "/abs", "\\\\host\\x", "C:x"])
+def test_a_spec_npm_reads_as_a_path_is_not_a_registry_spec(spec):
+    assert not is_registry_spec(spec)
+
+
+@pytest.mark.parametrize("spec", ["^1.0.0", "1.x", "latest", ">=1 <2", "*", ""])
+def test_ranges_and_tags_are_registry_specs(spec):
+    assert is_registry_spec(spec)
+
+
+@pytest.mark.parametrize(
+    ("text", "patterns"),
+    [
+        ("packages:\n  - 'a/*'\n  - \"b\"  # comment\n  - c\ncatalog:\n  x: ^1\n", ["a/*", "b", "c"]),
+        ("packages: [a, 'b/*']\n", ["a", "b/*"]),
+        ("# packages: [../x]\nonlyBuiltDependencies: [x]\n", []),
+    ],
+)
+def test_pnpm_workspace_packages_are_read_in_both_list_shapes(tmp_path, text, patterns):
+    (tmp_path / "pnpm-workspace.yaml").write_text(text)
+    assert [p for _, p in workspace_patterns(str(tmp_path))] == patterns
+
+
+@pytest.mark.parametrize("text", ["packages: *anchor\n", "packages:\n  [a,\n   b]\n"])
+def test_a_pnpm_workspace_packages_shape_it_cannot_read_is_refused(tmp_path, text):
+    (tmp_path / "pnpm-workspace.yaml").write_text(text)
+    with pytest.raises(Unresolvable, match="not a list the gate can read"):
+        workspace_patterns(str(tmp_path))
+
+
+@pytest.mark.parametrize("pattern", ["../sib", "packages/../../x", "/abs/*", "~/x", "!../x", "C:/x"])
+def test_a_workspace_pattern_outside_the_root_is_refused(tmp_path, pattern):
+    (tmp_path / "package.json").write_text(json.dumps({"workspaces": {"packages": [pattern]}}))
+    with pytest.raises(Unresolvable, match="reaches outside"):
+        workspace_root(str(tmp_path))
+
+
+def test_the_workspace_root_is_the_outermost_folder_declaring_one(tmp_path):
+    (tmp_path / "pnpm-workspace.yaml").write_text("packages: ['packages/*']\n")
+    inner = tmp_path / "packages" / "a"
+    inner.mkdir(parents=True)
+    (inner / "package.json").write_text('{"workspaces": ["x"]}')
+    sibling = tmp_path / "packages" / "b"
+    sibling.mkdir()
+    (sibling / "package.json").write_text('{"dependencies": {"beta": "file:../x"}}')
+    assert workspace_root(str(inner)) == str(tmp_path)
+    assert str(sibling / "package.json") in manifests(str(inner))

@@ -18,6 +18,7 @@ import urllib.parse
 
 import pytest
 
+from tests.support.fixture_server import FileHost
 from tests.support.gate import Gate, sandbox_env
 from tests.support.index_fixtures import set_policy
 from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url: SQLite only
@@ -258,6 +259,77 @@ def test_a_pnpm_lockfile_that_installs_a_denied_package_from_beside_the_registry
     assert "pnpm-lock.yaml line" in done.stderr and "not from the package index" in done.stderr
 
 
+@pytest.fixture
+def elsewhere(upstream):
+    """A web host off the index holding beta's tarball: a URL dependency's."""
+    host = FileHost({"/beta-1.0.0.tgz": upstream.tarballs["/beta/-/beta-1.0.0.tgz"]})
+    yield host
+    host.close()
+
+
+def workspace(tmp_path, client: str, patterns: list[str], **fields):
+    """A workspace root listing `patterns`, as the client reads them."""
+    root = project(tmp_path, client, {}, **({} if client == "pnpm" else {"workspaces": patterns}), **fields)
+    if client == "pnpm":
+        listed = "".join(f"  - '{p}'\n" for p in patterns)
+        (root / "pnpm-workspace.yaml").write_text(f"packages:\n{listed}sharedWorkspaceLockfile: false\n")
+    return root
+
+
+def member(root, where: str, dependencies: dict):
+    path = root / where
+    path.mkdir(parents=True)
+    manifest = {"name": path.name, "version": "1.0.0", "dependencies": dependencies}
+    (path / "package.json").write_text(json.dumps(manifest))
+    return path
+
+
+@pytest.mark.parametrize("client", ["npm", "pnpm", "yarn1", "yarn4", "bun"])
+def test_a_workspace_whose_packages_reach_outside_its_root_is_refused(live, app, env, tmp_path, client, elsewhere):
+    """The gate reads every package of a workspace before the client installs it; one listed
+    outside the root (`../sib`) was installed with its URL dependency and never read."""
+    set_policy(app, "denylist", node=["beta"])
+    root = workspace(tmp_path, client, ["../sib"])
+    member(tmp_path, "sib", {"beta": f"{elsewhere.url}/beta-1.0.0.tgz"})
+    done = gated(tmp_path, client, env, root)
+    assert done.returncode == 4 and elsewhere.requests == [], done.stdout + done.stderr
+    assert "the workspace package pattern '../sib' reaches outside" in done.stderr
+
+
+@pytest.mark.parametrize("client", ["npm", "pnpm", "yarn1"])
+def test_another_workspace_packages_url_dependency_is_judged_from_any_member(
+    live, app, env, tmp_path, client, elsewhere
+):
+    """Run in one member, the client installs the whole workspace: a sibling's URL dependency
+    is asked about too, before the client fetches it."""
+    set_policy(app, "denylist", node=["beta"])
+    root = workspace(tmp_path, client, ["packages/*"])
+    here = member(root, "packages/here", {"alpha": "^1.0.0"})
+    member(root, "packages/sibling", {"beta": f"{elsewhere.url}/beta-1.0.0.tgz"})
+    done = gated(tmp_path, client, env, here)
+    assert done.returncode == 3 and elsewhere.requests == [], done.stdout + done.stderr
+    assert "installs from a url source" in done.stderr and "not running" in done.stderr
+
+
+def test_a_pnpm_projects_own_lockfile_from_beside_the_registry_is_refused(live, app, env, tmp_path, elsewhere):
+    """With `sharedWorkspaceLockfile: false` each project has its own pnpm-lock.yaml, which pnpm
+    installs as it is; one below the working directory is checked like the root's."""
+    set_policy(app, "denylist", node=["beta"])
+    root = workspace(tmp_path, "pnpm", ["packages/*"])
+    sub = member(root, "packages/sub", {"alpha": "^1.0.0"})
+    (sub / "pnpm-lock.yaml").write_text(
+        "lockfileVersion: '9.0'\n\npackages:\n\n  beta@1.0.0:\n"
+        f"    resolution: {{tarball: {elsewhere.url}/beta-1.0.0.tgz}}\n"
+    )
+    done = gated(tmp_path, "pnpm", env, root, "pnpm", "install", "--frozen-lockfile")
+    assert done.returncode == 4 and elsewhere.requests == [], done.stdout + done.stderr
+    assert f"{sub / 'pnpm-lock.yaml'} line 6 fetches {elsewhere.url}/" in done.stderr
+    (sub / "pnpm-lock.yaml").unlink()
+    (root / "pnpm-workspace.yaml").write_text("packages: ['packages/*']\nlockfileDir: ../elsewhere\n")
+    done = gated(tmp_path, "pnpm", env, root)
+    assert done.returncode == 4 and "pnpm's lockfileDir is set ('../elsewhere')" in done.stderr, done.stderr
+
+
 TRICKS = {
     "escaped scope": '"\\u0040evil:registry"={url}/\n',
     "byte-order mark": "\ufeff@evil:registry={url}/\n",
@@ -318,8 +390,9 @@ def test_a_pnpm_run_asks_nothing_about_pnpm_itself(live, app, env, tmp_path):
         {"dependencies": {"alpha": "^1.0.0"}, "overrides": {"beta": "github:evil/beta"}},
         {"dependencies": {"alpha": "^1.0.0"}, "resolutions": {"**/beta": "file:../beta"}},
         {"dependencies": {"alpha": "^1.0.0"}, "pnpm": {"overrides": {"alpha>beta": "git+https://127.0.0.1:9/b.git"}}},
+        {"dependencies": {"gamma": ".."}},  # a path without `file:`, which npm and yarn 1 install as one
     ],
-    ids=["url dependency", "npm override", "yarn resolution", "pnpm override"],
+    ids=["url dependency", "npm override", "yarn resolution", "pnpm override", "implicit path"],
 )
 def test_a_non_registry_spec_in_package_json_is_refused_before_the_client_runs(live, app, env, tmp_path, client, field):
     set_policy(app, "allowlist", node=["alpha", "beta", "gamma"])

@@ -5,13 +5,16 @@ A project install (`npm ci`, `pnpm install`, `yarn install`, `bun install`) name
 command line; the index judges every registry package the client fetches. What the index never
 sees is judged here before the client runs:
 
-- every dependency, override or resolution in a package.json (the project's and each one below
-  it, outside node_modules) whose spec is not a registry range or tag (a URL, git, `file:`,
-  `github:`, `link:`, an alias...) goes to /evaluate as `name@spec`, so a denied or unknown
-  one is refused with the service's reason before anything runs;
+- every dependency, override or resolution in a package.json (the project's, each one above it,
+  and each one below its workspace's root, outside node_modules) whose spec is not a registry
+  range or tag (a URL, git, a path, `file:`, `github:`, `link:`, an alias...) goes to /evaluate
+  as `name@spec`, so a denied or unknown one is refused with the service's reason before
+  anything runs;
 - a lockfile that would fetch from anywhere but the run's registry, or install a local tarball or
   directory or a git repository, is refused, with what to run instead (npm's is rerouted instead:
-  see `npm`).
+  see `npm`);
+- a workspace whose package patterns reach outside its root folder is refused: the client would
+  install packages whose manifests the gate never read.
 
 Standard library only, like the whole gate.
 """
@@ -38,6 +41,13 @@ TARBALL_ENDINGS = (".tgz", ".tar.gz", ".tar")
 LOCAL_PROTOCOLS = ("workspace:",)
 SKIPPED_DIRECTORIES = ("node_modules", ".git")
 MAX_MANIFESTS = 2000  # package.json files read below the project: a bound on a hostile tree
+MAX_FOLDERS = 20_000  # folders walked below it (outside node_modules)
+# A spec npm reads as a path, not a registry range: npm-package-arg's `isFilespec` (`..`, `.git`,
+# `~/x`, `/x`, `C:x`).
+PATH_SPEC = re.compile(r"^(?:\.|~/|[/\\]|[A-Za-z]:)")
+# Where a workspace lists its packages: package.json `workspaces` (npm, yarn, bun; a list, or
+# yarn's `{"packages": [...]}`) and pnpm-workspace.yaml `packages`.
+WORKSPACE_FILE = "pnpm-workspace.yaml"
 # Anything a lockfile could fetch: a scheme and an authority. A backslash could hide one behind
 # an escape (JSON, YAML and yarn's format all unescape), so a lockfile with one is refused.
 URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"',}\]]*")
@@ -61,7 +71,12 @@ LOCKFILE_HELP = (
 
 def is_registry_spec(spec: str) -> bool:
     spec = spec.strip()
-    return ":" not in spec and "/" not in spec and not spec.lower().endswith(TARBALL_ENDINGS)
+    return (
+        ":" not in spec
+        and "/" not in spec
+        and not spec.lower().endswith(TARBALL_ENDINGS)
+        and PATH_SPEC.match(spec) is None
+    )
 
 
 def declared_specs(cwd: str, kept: tuple = LOCAL_PROTOCOLS) -> list[str]:
@@ -78,19 +93,103 @@ def declared_specs(cwd: str, kept: tuple = LOCAL_PROTOCOLS) -> list[str]:
 
 
 def manifests(cwd: str) -> dict[str, dict]:
-    """{path: document} of the package.json of the project, of every folder below it but
-    node_modules, and of every folder above it (a workspace root installs its whole workspace
-    from any of its folders)."""
+    """{path: document} of the package.json of every folder above the project, and of every
+    folder below its workspace's root (`workspace_root`) but node_modules: a workspace's client
+    installs every package of it, from any of its folders."""
     above = (os.path.join(d, "package.json") for d in ancestors(cwd)[1:] if _is_file(d, "package.json"))
     found = {path: _manifest(path) for path in above}
-    for directory, folders, files in os.walk(cwd):
-        folders[:] = sorted(f for f in folders if f not in SKIPPED_DIRECTORIES)
+    for directory, files in project_folders(cwd):
         if "package.json" in files:
             path = os.path.join(directory, "package.json")
             found[path] = _manifest(path)
         if len(found) > MAX_MANIFESTS:
-            raise Unresolvable(f"more than {MAX_MANIFESTS} package.json files below {cwd}")
+            raise Unresolvable(f"more than {MAX_MANIFESTS} package.json files below {workspace_root(cwd)}")
     return found
+
+
+def project_folders(cwd: str):
+    """(folder, its file names) for every folder below the workspace's root but node_modules and
+    .git, at most MAX_FOLDERS of them."""
+    root = workspace_root(cwd)
+    for count, (directory, folders, files) in enumerate(os.walk(root)):
+        if count >= MAX_FOLDERS:
+            raise Unresolvable(f"more than {MAX_FOLDERS} folders below {root}")
+        folders[:] = sorted(f for f in folders if f not in SKIPPED_DIRECTORIES)
+        yield directory, files
+
+
+def workspace_root(cwd: str) -> str:
+    """The outermost folder, from the working directory up, that declares a workspace, else the
+    working directory. A workspace whose package patterns reach outside it is refused."""
+    root = os.path.abspath(cwd)
+    for directory in ancestors(cwd):
+        patterns = workspace_patterns(directory)
+        if patterns is None:
+            continue
+        root = directory
+        for where, pattern in patterns:
+            path = pattern.lstrip("!").replace("\\", "/")
+            if ".." in path.split("/") or re.match(r"^(?:/|~|[A-Za-z]:)", path):
+                raise Unresolvable(
+                    f"{where}: the workspace package pattern {pattern!r} reaches outside {directory}; the gate "
+                    "reads every package of a workspace before the client installs it, so they must lie inside its root"
+                )
+    return root
+
+
+def workspace_patterns(directory: str) -> list[tuple[str, str]] | None:
+    """(file, pattern) for each package pattern a folder's workspace declares; None when it
+    declares no workspace."""
+    found, declared = [], False
+    if _is_file(directory, "package.json"):
+        path = os.path.join(directory, "package.json")
+        value = _manifest(path).get("workspaces")
+        if value is not None:
+            declared = True
+            listed = value.get("packages") if isinstance(value, dict) else value
+            if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
+                raise Unresolvable(f"{path}: `workspaces` is not a list of package patterns")
+            found += [(path, pattern) for pattern in listed]
+    if _is_file(directory, WORKSPACE_FILE):
+        path = os.path.join(directory, WORKSPACE_FILE)
+        declared = True
+        found += [(path, pattern) for pattern in _pnpm_packages(path)]
+    return found if declared else None
+
+
+def _pnpm_packages(path: str) -> list[str]:
+    """The `packages:` of a pnpm-workspace.yaml: a block list (`- 'packages/*'`) or a flow one on
+    its line (`packages: [a, b]`); another shape of it is refused, as it cannot be read here."""
+    try:
+        lines = read_regular(path).decode("utf-8-sig").split("\n")
+    except (OSError, ValueError) as error:
+        raise Unresolvable(f"cannot read {path}: {error}") from None
+    found, inside = [], False
+    for number, line in enumerate(lines, 1):
+        text = re.sub(r"(^|\s)#.*", "", line).rstrip()
+        if not text:
+            continue
+        key = re.match(r"^packages\s*:\s*(.*)$", text)
+        if key is not None:
+            rest, inside = key.group(1).strip(), True
+            if rest.startswith("[") and rest.endswith("]"):
+                found += [_unquoted(item) for item in rest[1:-1].split(",") if item.strip()]
+                inside = False
+            elif rest:
+                raise Unresolvable(f"{path} line {number}: `packages` is not a list the gate can read")
+        elif inside and text[0] in " \t-":
+            item = re.match(r"^\s*-\s*(.+)$", text)
+            if item is None:
+                raise Unresolvable(f"{path} line {number}: `packages` is not a list the gate can read")
+            found.append(_unquoted(item.group(1)))
+        else:
+            inside = False
+    return found
+
+
+def _unquoted(text: str) -> str:
+    text = text.strip()
+    return text[1:-1] if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"" else text
 
 
 def ancestors(cwd: str) -> list[str]:
@@ -170,10 +269,12 @@ def checked_flags(client: str, flags: list[str], allowed: frozenset) -> None:
             )
 
 
-def check_lockfiles(cwd: str, lockfiles: tuple, registry: str, client: str) -> None:
-    """Refuse a lockfile, in the working directory or above it (a workspace root's), that would
-    fetch anything from outside the run's registry."""
-    for directory in ancestors(cwd):
+def check_lockfiles(cwd: str, lockfiles: tuple, registry: str, client: str, below: bool = False) -> None:
+    """Refuse a lockfile, in the working directory or above it (a workspace root's), or, `below`,
+    in any folder of the workspace (pnpm's per-project lockfiles), that would fetch anything from
+    outside the run's registry."""
+    folders = ancestors(cwd) + ([directory for directory, _ in project_folders(cwd)] if below else [])
+    for directory in dict.fromkeys(folders):
         for lockfile in lockfiles:
             _check_lockfile(os.path.join(directory, lockfile), registry, client)
 
