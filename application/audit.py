@@ -22,7 +22,7 @@ from application.store.access_reads import AccessReads
 from application.store.reads import NameRows, ReadModel
 from domain.decision import DECISION_KINDS, DECISION_REASONS
 from domain.errors import FieldError, InvalidInputError, NotFoundError
-from domain.limits import MAX_FILTER, MAX_PAGE
+from domain.limits import MAX_FILTER, MAX_PAGE, MAX_TEXT
 from domain.policy import LANGUAGES
 from domain.rules import rules_for
 from domain.specs import check_language, registry_name
@@ -141,9 +141,9 @@ def decision_filters(filters: dict | None) -> dict:
             raise InvalidInputError(
                 f"unknown {field} {filters[field]!r}", [FieldError(field, f"must be one of {', '.join(allowed)}")]
             )
-    for field in ("name", "source", "sandbox"):
-        if field in filters:
-            check_text(filters[field], field, MAX_FILTER)
+    for field, most in (("name", MAX_TEXT), ("source", MAX_FILTER), ("sandbox", MAX_FILTER)):
+        if field in filters:  # a name as long as a list entry may be: its package page lists its decisions
+            check_text(filters[field], field, most)
     if "name" in filters:
         languages = [filters["language"]] if "language" in filters else LANGUAGES
         spellings = [registry_name(language, filters["name"]) for language in languages]

@@ -18,7 +18,7 @@ import tomllib
 
 from domain.errors import FieldError, InvalidInputError
 from domain.limits import MAX_IMPORT_NAMES
-from domain.specs import parse
+from domain.specs import check_language, parse
 
 FORMATS = {
     "python": ("requirements.txt", "pylock.toml", "uv.lock", "poetry.lock"),
@@ -50,6 +50,7 @@ def expand_imports(commands: list[dict]) -> list[dict]:
 def imported_names(language: str, fmt: str, content: str, where: str = "") -> list[str]:
     """The canonical names `content` (a file of format `fmt`) lists, de-duplicated, in order.
     `where` prefixes the fields errors name (`changes[2].`)."""
+    check_language(language, field=f"{where}language")
     if fmt not in FORMATS.get(language, ()):
         raise InvalidInputError(
             f"{fmt!r} is not a {language} format",

@@ -82,8 +82,8 @@ def plan_grant(state: dict[str, Any], language: str, name: str, grant: dict[str,
         raise _pattern_conflict(language, [(name, patterns)])
     if named and not lift_deny:
         raise ConflictError(
-            f"{name} is on the {language} deny list, which wins over exceptions; "
-            "send lift_deny: true to lift the deny entry for the exception's window",
+            f"{name} is on the {language} deny list, which wins over exceptions: an exception for it must "
+            "lift its deny entry for the exception's window",
             [FieldError("lift_deny", "must be true to grant an exception for a deny-listed name")],
         )
     # `grant`: exception_id, expires_at (RFC 3339 or None), request_id (or None).
@@ -132,8 +132,8 @@ def plan_closure_grants(
         raise _pattern_conflict(rules.language, patterned)
     if denied and not lift_deny:
         raise ConflictError(
-            f"the closure holds deny-listed names ({', '.join(denied)}), and the deny list wins over exceptions; "
-            "send lift_deny: true to lift their deny entries for the exceptions' window",
+            f"the closure holds deny-listed names ({', '.join(denied)}), and the deny list wins over exceptions: "
+            "exceptions for them must lift their deny entries for the exceptions' window",
             [FieldError("lift_deny", f"must be true to grant deny-listed {n}") for n in denied],
         )
     changes: list[Change] = []

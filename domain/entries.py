@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 
 from domain.errors import FieldError
-from domain.limits import MAX_ERRORS, MAX_LIST_ENTRIES
+from domain.limits import MAX_ERRORS, MAX_LIST_ENTRIES, MAX_TEXT
 from domain.patterns import is_pattern, parse_pattern
 from domain.specs import parse
 
@@ -107,6 +107,8 @@ def _judge(language: str, entry: object) -> tuple[str | None, str | None]:
     """(canonical name, None) for a registry entry, else (None, a message naming the rule)."""
     if not isinstance(entry, str):
         return None, f"{entry!r} is not a string but {type(entry).__name__}; {_RULE}"
+    if len(entry) > MAX_TEXT:  # the longest spec /evaluate and the index judge: no name past it is ever asked
+        return None, f"{entry[:40]!r}… has {len(entry)} characters; a list entry may have at most {MAX_TEXT}"
     spec = parse(language, entry)
     if spec.kind == "registry" and spec.name is not None:  # its version may hold '*': `numpy==1.*`
         return spec.name, None

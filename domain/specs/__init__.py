@@ -48,10 +48,14 @@ def _node(text: str) -> Parsed:
 _PARSERS = {"python": _python, "node": _node}
 
 
-def check_language(language: object, refusal: Callable[[str, list[FieldError]], Exception] = InvalidInputError) -> str:
+def check_language(
+    language: object,
+    refusal: Callable[[str, list[FieldError]], Exception] = InvalidInputError,
+    field: str = "language",
+) -> str:
     if language not in LANGUAGES:
         said = "no language given" if language is None else f"unknown language {language!r}"
-        raise refusal(said, [FieldError("language", "must be python or node")])
+        raise refusal(said, [FieldError(field, "must be python or node")])
     return str(language)
 
 

@@ -240,7 +240,7 @@ class PageQuery(Query):
 
 class DecisionsQuery(PageQuery):
     language: Language | None = None
-    name: Annotated[str, Field(max_length=MAX_FILTER)] | None = None
+    name: Text | None = None
     allowed: bool | None = None
     reason: Annotated[str, Field(max_length=100)] | None = None
     source: Annotated[str, Field(max_length=MAX_LABEL)] | None = None

@@ -27,7 +27,7 @@ from interface.console import (  # noqa: F401 - importing a page module register
     packages,
     time_travel,
 )
-from interface.console.forms import RULE_WORDS, TITLES, field_label, heading
+from interface.console.forms import RULE_WORDS, TITLES, field_label, heading, refusal_text
 from interface.console.session import blueprint
 from interface.problems import HTTPProblem, status_of
 from interface.services import services
@@ -121,7 +121,7 @@ def _http_refused(error: HTTPException):
 def _refused(error: GovernanceError):
     if isinstance(error, HTTPProblem):
         return _error_page(error.status, error.title, error.detail)
-    message = error.detail + "".join(f" {field_label(e.field)}: {e.message}." for e in error.errors)
+    message = refusal_text(error)
     if request.method != "POST":  # pages show their own refusals; this is the safety net
         return _error_page(status_of(error), error.title, message)
     flash(message, "error")

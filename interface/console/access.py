@@ -6,12 +6,13 @@ from __future__ import annotations
 from flask import flash, redirect, render_template, request, url_for
 
 from domain.access import STATUS_FILTERS
-from domain.errors import FieldError, InvalidInputError
+from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.specs import check_language
 from interface.console import packages as policy_page
-from interface.console.forms import desired_state, policy_form
+from interface.console.forms import desired_state, policy_form, refusal_text
 from interface.console.session import blueprint, caller, governance, require
 from interface.index.closure import request_closure
+from interface.problems import HTTPProblem, status_of
 
 # What the approve buttons offer (value -> ISO 8601 duration; "permanent": none).
 DURATIONS = {"P1D": "1 day", "P7D": "7 days", "P30D": "30 days", "permanent": "permanently"}
@@ -23,7 +24,8 @@ def _workspace() -> str:
 
 
 @blueprint.get("/requests")
-def requests_page():
+def requests_page(kept: dict | None = None):
+    """`kept`: what an admin typed into one request's form that was refused, shown again."""
     status = request.args.get("status", "open")
     if status not in STATUS_FILTERS:  # said, not read as another filter (the list would not be what was asked)
         rule = f"must be one of {', '.join(STATUS_FILTERS)}"
@@ -36,6 +38,7 @@ def requests_page():
         statuses=STATUS_FILTERS,
         durations=DURATIONS,
         can_edit=policy_page.can_edit(),
+        kept=kept or {},
     )
 
 
@@ -57,16 +60,25 @@ def approve(request_id: str):
     with_dependencies = request.form.get("with_dependencies") == "yes"
     closure = request_closure(governance(), _workspace(), request_id) if with_dependencies else None
     dependencies = [n["name"] for n in closure["names"]] if closure else None
-    decided = governance().access.approve_request(
-        _workspace(),
-        request_id,
-        by=caller()["name"],
-        duration=None if choice == "permanent" else choice,
-        note=request.form.get("note", ""),
-        lift_deny=request.form.get("lift_deny") == "yes",
-        dependencies=dependencies,
-        by_token=caller()["id"],
-    )
+    note, lift_deny = request.form.get("note", ""), request.form.get("lift_deny") == "yes"
+    try:
+        decided = governance().access.approve_request(
+            _workspace(),
+            request_id,
+            by=caller()["name"],
+            duration=None if choice == "permanent" else choice,
+            note=note,
+            lift_deny=lift_deny,
+            dependencies=dependencies,
+            by_token=caller()["id"],
+        )
+    except GovernanceError as error:
+        if isinstance(error, HTTPProblem):
+            raise
+        # Refused as typed: the page again with the note and the box as they were, not emptied.
+        flash(refusal_text(error), "error")
+        kept = {"id": request_id, "note": note, "lift_deny": lift_deny}
+        return requests_page(kept), status_of(error)
     others = len(decided["granted"]) - 1
     also = f" and {others} dependenc{'y' if others == 1 else 'ies'} not allowed before" if with_dependencies else ""
     unread = len(closure["unresolved"]) if closure else 0

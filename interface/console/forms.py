@@ -208,6 +208,12 @@ def _command(text: str) -> list[str] | None:
         ) from None
 
 
+def refusal_text(error) -> str:
+    """A refusal in the console's words: its detail, then each field it names by its label."""
+    detail = error.detail.rstrip(".") + "."
+    return detail + "".join(f" {field_label(e.field)}: {e.message}." for e in error.errors)
+
+
 def field_label(field: str) -> str:
     """`python.allow[2]` -> `Python allow list, entry 3` (people count from one)."""
     found = _FIELD.fullmatch(field)

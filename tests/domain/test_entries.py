@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from domain.entries import parse_entries
+from domain.limits import MAX_TEXT
 
 
 def names(language, value):
@@ -125,3 +126,13 @@ def test_empty_input_gives_no_names_and_no_errors():
     assert parse_entries("node", "", "f") == ([], [])
     assert parse_entries("node", [], "f") == ([], [])
     assert parse_entries("python", "\n\n# only a comment\n", "f") == ([], [])
+
+
+def test_an_entry_longer_than_any_spec_judged_is_refused_naming_it():
+    """/evaluate and the index judge specs of at most MAX_TEXT characters: a longer entry could
+    never be asked about, and the console's package page could not show it."""
+    longest = "a" * MAX_TEXT
+    found, errors = parse_entries("python", [longest, longest + "a"], "python.deny")
+    assert found == [longest]
+    assert [e.field for e in errors] == ["python.deny[1]"]
+    assert f"has {MAX_TEXT + 1} characters; a list entry may have at most {MAX_TEXT}" in errors[0].message

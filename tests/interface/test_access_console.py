@@ -40,6 +40,33 @@ def test_approving_a_deny_listed_package_says_its_deny_entry_is_lifted_for_the_w
     assert "Approved beta (1 day). Its deny entry is lifted until the exception ends." in done.plain, done.plain
 
 
+def test_an_approval_refused_keeps_the_note_and_says_what_to_tick_in_words(live):
+    api(live, "PUT", "/policy", {"python": {"mode": "denylist", "deny": ["beta"]}})
+    request = ask(live, "beta")
+    console = signed_in(live)
+    form = console.get("/console/requests").form(f"/console/requests/{request['id']}/approve")
+    typed = [(n, "for the Q3 migration, OPS-1234" if n == "note" else v) for n, v in form.fields]
+    refused = console.post(form.action, [*typed, ("duration", "P7D")])
+    assert refused.status == 409 and "lift_deny" not in refused.plain, refused.plain
+    assert (
+        "an exception for it must lift its deny entry for the exception's window. "
+        "Lift its deny entry while the exception lasts: must be true" in refused.plain
+    )
+    again = refused.form(f"/console/requests/{request['id']}/approve")
+    assert ("note", "for the Q3 migration, OPS-1234") in again.fields  # kept, not typed again
+    done = console.follow(console.post(again.action, [*again.fields, ("lift_deny", "yes"), ("duration", "P7D")]))
+    assert "Approved beta (7 days)." in done.plain
+    assert api(live, "GET", f"/requests/{request['id']}")["note"] == "for the Q3 migration, OPS-1234"
+
+
+def test_an_agents_text_is_isolated_so_its_direction_controls_stay_inside_it(live):
+    """A justification with a right-to-left override (U+202E) reordered the text after it on the
+    page: each agent's or admin's free text is its own bidi isolate."""
+    ask(live, "beta", why="security review: \u202eDEVORPPA")
+    page = signed_in(live).get("/console/requests")
+    assert "“<bdi>security review: \u202eDEVORPPA</bdi>”" in page.text
+
+
 def test_rejecting_with_a_note(live):
     request = ask(live, "gamma")
     console = signed_in(live)

@@ -202,6 +202,17 @@ def test_the_console_names_the_bad_line_of_a_pasted_file(live, app):
     assert refused.status == 422 and "line 2: 'nope' is not a yarn.lock entry header" in refused.plain
 
 
+def test_the_console_names_the_language_field_of_an_unknown_language(live, app):
+    from tests.interface.test_console import P as PAGE
+    from tests.interface.test_console import signed_in
+
+    console = signed_in(live)
+    fields = [(n, v) for n, v in console.get(PAGE).form().fields if not n.startswith("import-")]
+    fields += [("import-language", "ruby"), ("import-format", "requirements.txt"), ("import-content", "rails\n")]
+    refused = console.post(PAGE + "/import", fields)
+    assert refused.status == 422 and "Language of the file: must be python or node" in refused.plain, refused.plain
+
+
 @pytest.mark.parametrize(
     "fmt, content",
     [

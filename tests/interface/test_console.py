@@ -91,7 +91,7 @@ class Page:
     @property
     def plain(self) -> str:
         """The visible text, tags dropped and whitespace squeezed."""
-        inline = re.sub(r"</?(?:a|code|strong|span|time|em)\b[^>]*>", "", self.text)
+        inline = re.sub(r"</?(?:a|bdi|code|strong|span|time|em)\b[^>]*>", "", self.text)
         return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", inline))).strip()
 
     def form(self, key: str = "policy-form") -> Form:
