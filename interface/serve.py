@@ -44,6 +44,7 @@ from contextlib import contextmanager
 
 import click
 
+from application.clock import clock_skew
 from domain.errors import ConflictError
 from interface import audit
 from interface.settings import SEALING_VAR, THREADS_VAR, Settings, open_governance
@@ -52,6 +53,8 @@ DEFAULT_WORKSPACE = "default"
 APP_FACTORY = "interface.serve:worker_app"
 LISTENER_WAIT_SECONDS = 60  # how long a worker looks for the listener granian builds after the app
 NATIVE_THREADS_SECONDS = 10  # how long a stopping worker waits for granian's threads to end
+MAX_CLOCK_SKEW = 1.0  # seconds between this machine's clock and PostgreSQL's (NTP keeps them within ms)
+PARENT_WATCH_SECONDS = 0.5  # how often a worker looks whether its parent still lives
 # Group commit needs several requests in flight per process; past ~8 threads a 2-core machine
 # only adds GIL contention (README "Performance").
 DEFAULT_THREADS = 8
@@ -120,11 +123,22 @@ def worker_app():
     # workers after their requests in flight. A worker that took the same SIGINT itself could
     # miss the parent's stop and hold the port until the parent's 30 s kill timeout.
     os.setpgrp()
+    threading.Thread(target=exit_with_parent, args=(os.getppid(),), daemon=True, name="parent-watch").start()
     app = create_app()
     seconds = services(app).settings.stalled_client_seconds
     threading.Thread(target=cut_stalled_clients, args=(seconds,), daemon=True, name="stalled-clients").start()
     atexit.register(outlive_native_threads)
     return app
+
+
+def exit_with_parent(parent: int, every: float = PARENT_WATCH_SECONDS) -> None:
+    """Out of the parent's process group, a worker would outlive a parent killed outright (`kill
+    -9`, out of memory): it would go on answering with nothing sealing what it records, and hold
+    the port against a restart. Once its parent is gone (it is then another process's child), it
+    exits. Its answered decisions are durable already; requests in flight get no answer."""
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(1)
 
 
 def outlive_native_threads(seconds: float = NATIVE_THREADS_SECONDS) -> None:
@@ -196,10 +210,29 @@ def check_port_free(host: str, port: int) -> None:
             ) from None
 
 
+def check_clock(governance) -> None:
+    """Refuse to start on a clock that disagrees with PostgreSQL's by more than MAX_CLOCK_SKEW: an
+    instance stamps what it records, and judges exceptions' expiry, by its own clock, so a skewed
+    one would record an allow by a Save as made before that Save, or grant past an expiry."""
+    skew = clock_skew(governance.recorder)
+    if skew is not None and abs(skew) > MAX_CLOCK_SKEW:
+        way = "ahead of" if skew > 0 else "behind"
+        raise click.ClickException(
+            f"this machine's clock is {abs(skew):.1f} s {way} PostgreSQL's; every instance stamps what it "
+            f"records by its own clock, so they must agree within {MAX_CLOCK_SKEW:g} s: synchronise it "
+            "(NTP) and start again"
+        )
+
+
 def prepare_store(settings: Settings):
     """Open the store with table creation on (unless the operator turned it off:
     RUNCODE_POLICY_CREATE_TABLES=n, the schema is managed elsewhere)."""
     governance = open_governance(settings)
+    try:
+        check_clock(governance)  # before anything is recorded by this clock
+    except BaseException:
+        governance.close()
+        raise
     if not governance.readmodel.has_workspaces():
         try:
             announce_first_token(governance.create_workspace(DEFAULT_WORKSPACE, by="runcode-policy serve"))
@@ -235,6 +268,7 @@ def run_server(factory: str, host: str, port: int, workers: int, threads: int) -
         blocking_threads=threads,
         log_level="error",
         workers_kill_timeout=30,
+        respawn_failed_workers=True,  # a worker killed (out of memory, a crash) is replaced, not the end of all
     )
     shown = f"[{address}]" if ":" in address else address
     announce = f"runcode-policy listening on http://{shown}:{bound}  (Ctrl-C to stop)"

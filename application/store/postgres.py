@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -89,6 +90,12 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
                 super().create_table()
             finally:
                 conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", key)
+
+    def database_now(self) -> datetime:
+        """PostgreSQL's own clock, now (not the transaction's start)."""
+        with self.datastore.get_connection() as conn:
+            row = conn.execute("SELECT clock_timestamp() AS now").fetchone()
+        return row["now"]
 
     def subscribe(self, gt=None, topics=()):
         """The library's subscriptions wait for a NOTIFY this recorder does not send (above):

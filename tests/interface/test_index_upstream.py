@@ -22,7 +22,7 @@ import trustme
 from tests.support.clients import pip_install
 from tests.support.gate import Gate
 from tests.support.pypi_upstream import Dist, PyPIUpstream
-from tests.support.service import served
+from tests.support.service import owner_token, served
 from tests.support.target_env import TargetEnv
 from tests.support.upstream_network import BIG_FILE_BYTES, ForwardProxy, SlowUpstream, TLSFront
 
@@ -50,10 +50,6 @@ def tls_upstream(ca):
 def service_env(database_url: str, pypi: str, **settings: str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RUNCODE_POLICY_")}
     return {**env, "RUNCODE_POLICY_DATABASE_URL": database_url, "RUNCODE_POLICY_PYPI_UPSTREAM": pypi, **settings}
-
-
-def owner_token(said: list[str]) -> str:
-    return next(line for line in said if line.startswith("owner token for workspace")).rsplit(" ", 1)[1]
 
 
 def fetch(url: str, token: str, accept: str = JSON, timeout: float = 30, method: str = "GET", body=None):

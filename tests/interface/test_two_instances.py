@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -142,3 +143,32 @@ def test_concurrent_evaluates_through_both_are_each_recorded_once_in_one_chain_t
     assert sorted(seqs) == list(range(1, verdict["checked"] + 1))  # one chain: 1..n, no gap, no fork
     assert verdict["checked"] >= len(answered)
     assert call(one.port, "GET", W + "/audit/verify", auditor)[1]["checked"] == verdict["checked"]
+
+
+@pytest.mark.parametrize("offset", ["-10s", "+3s"])
+def test_an_instance_whose_clock_disagrees_with_postgresql_refuses_to_start_recording_nothing(
+    postgres_schema_url, tmp_path, offset
+):
+    """An instance stamps what it records, and judges expiries, by its own clock: one 10 s behind
+    recorded an allow by a Save as made before that Save, and allowed past an exception's end."""
+    faketime = shutil.which("faketime")
+    if faketime is None:
+        message = "faketime is not installed (make test-deps installs it)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}; CI must run the clock test", pytrace=False)
+        pytest.skip(f"SKIPPING THE CLOCK TEST: {message}")
+    env = {**os.environ, "RUNCODE_POLICY_DATABASE_URL": postgres_schema_url, "RUNCODE_POLICY_DATA_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [faketime, "-f", offset, sys.executable, "-m", "interface.cli", "serve", "--port", "0"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    way = "behind" if offset.startswith("-") else "ahead of"
+    assert done.returncode == 1 and f"s {way} PostgreSQL's" in done.stderr, done.stderr
+    assert "synchronise it (NTP)" in done.stderr and "owner token" not in done.stdout
+    right = Instance(postgres_schema_url, tmp_path / "right")  # nothing was recorded by the skewed one:
+    right.stop()  # a start on the right clock finds an empty store and makes the workspace itself
+    assert any(line.startswith('owner token for workspace "default"') for line in right.said), right.said

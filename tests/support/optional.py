@@ -52,6 +52,7 @@ PARTS = (
         lambda: (PY_BIN / "poetry").exists(),
     ),
     ("network namespaces", "the locked-down sandbox (root, unshare --net)", _namespaces),
+    ("faketime", "an instance whose clock disagrees with PostgreSQL's", lambda: shutil.which("faketime") is not None),
     (
         "the shared corpus",
         "the comparison of tests/corpus with the corpus its cases came from (not installed: CI keeps a copy "

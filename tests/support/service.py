@@ -19,9 +19,10 @@ ROOT = Path(__file__).resolve().parents[2]
 class served:
     """`python -m interface.cli serve --port 0` as a process; yields its URL and stdout lines."""
 
-    def __init__(self, env: dict, cwd: Path | None = None):  # None: the test's own directory (conftest)
+    def __init__(self, env: dict, cwd: Path | None = None, workers: int | None = None):
+        more = ["--workers", str(workers)] if workers else []  # cwd None: the test's own directory (conftest)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "interface.cli", "serve", "--port", "0", "--threads", "2"],
+            [sys.executable, "-m", "interface.cli", "serve", "--port", "0", "--threads", "2", *more],
             cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,
@@ -56,6 +57,11 @@ class served:
         finally:
             self.process.stdout.close()
             self.process.stderr.close()
+
+
+def owner_token(said: list[str]) -> str:
+    """The owner token a first start on an empty store printed."""
+    return next(line for line in said if line.startswith("owner token for workspace")).rsplit(" ", 1)[1]
 
 
 def wait_until_healthy(url: str) -> None:
