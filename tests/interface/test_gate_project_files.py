@@ -68,20 +68,35 @@ def test_a_uv_lock_naming_this_index_but_fetching_elsewhere_is_refused(tmp_path,
         settings.check_sources("uv-project", INDEX, str(tmp_path))
 
 
-def test_a_uv_lock_of_this_index_or_of_another_one_passes(tmp_path):
-    files = INDEX.rsplit("/", 2)[0] + "/files/beta/beta-1.0-py3-none-any.whl"
-    lock = (
-        f'version = 1\n[[package]]\nname = "beta"\nversion = "1.0"\nsource = {{ registry = "{INDEX}" }}\n'
-        f'wheels = [{{ url = "{files}", hash = "sha256:00" }}]\n'
-        '[[package]]\nname = "gamma"\nversion = "1.0"\nsource = { registry = "https://pypi.org/simple" }\n'
-        'wheels = [{ url = "https://files.pythonhosted.org/g.whl", hash = "sha256:00" }]\n'  # uv resolves it again
-        '[[package]]\nname = "app"\nversion = "0"\nsource = { editable = "." }\n'
-        '[[package]]\nname = "lib"\nversion = "0"\nsource = { editable = "packages/lib" }\n'
-        '[[package]]\nname = "docs"\nversion = "0"\nsource = { virtual = "packages/docs" }\n'
-    )
-    (tmp_path / "uv.lock").write_text(lock)
+FILES = INDEX.rsplit("/", 2)[0] + "/files/beta/beta-1.0-py3-none-any.whl"
+OF_THIS_INDEX = (
+    f'[[package]]\nname = "beta"\nversion = "1.0"\nsource = {{ registry = "{INDEX}" }}\n'
+    f'wheels = [{{ url = "{FILES}", hash = "sha256:00" }}]\n'
+)
+OF_ANOTHER_INDEX = (
+    '[[package]]\nname = "gamma"\nversion = "1.0"\nsource = { registry = "https://pypi.org/simple" }\n'
+    'wheels = [{ url = "https://files.pythonhosted.org/g.whl", hash = "sha256:00" }]\n'
+)
+OWN = (
+    '[[package]]\nname = "app"\nversion = "0"\nsource = { editable = "." }\n'
+    '[[package]]\nname = "lib"\nversion = "0"\nsource = { editable = "packages/lib" }\n'
+    '[[package]]\nname = "docs"\nversion = "0"\nsource = { virtual = "packages/docs" }\n'
+)
+
+
+@pytest.mark.parametrize("packages", [OF_THIS_INDEX, OF_ANOTHER_INDEX], ids=["this index", "wholly another"])
+def test_a_uv_lock_of_this_index_or_wholly_of_another_one_passes(tmp_path, packages):
+    """Locked wholly against another index, uv resolves it again through this one."""
+    (tmp_path / "uv.lock").write_text("version = 1\n" + packages + OWN)
     (tmp_path / "pyproject.toml").write_text(PROJECT + '[tool.uv.workspace]\nmembers = ["packages/*"]\n')
     settings.check_sources("uv-project", INDEX, str(tmp_path))
+
+
+def test_a_uv_lock_of_this_index_with_a_package_of_another_is_refused(tmp_path):
+    """Taken as it is (it has this index), its package of another index is fetched from there."""
+    (tmp_path / "uv.lock").write_text("version = 1\n" + OF_THIS_INDEX + OF_ANOTHER_INDEX)
+    with pytest.raises(Unresolvable, match=r"installs gamma from a another index's \(https://pypi.org/simple\)"):
+        settings.check_sources("uv-project", INDEX, str(tmp_path))
 
 
 LOCKS = {

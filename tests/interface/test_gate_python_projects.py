@@ -9,6 +9,7 @@ The tree: alpha depends on beta.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import subprocess
@@ -148,7 +149,8 @@ def test_a_requirement_file_that_pip_and_uv_read_differently_is_refused_naming_t
 ):
     set_policy(app, "allowlist", python=["alpha"])
     text, said = DISAGREEING_FILES[trick]
-    wheel = public.file_url(public.file("beta-1.0-py3-none-any.whl"))
+    file = public.file("beta-1.0-py3-none-any.whl")
+    wheel, digest = public.file_url(file), hashlib.sha256(file.data).hexdigest()
     (project / "requirements.txt").write_text(text.format(url=public.url, wheel=wheel), encoding="utf-8")
     done = gate("--", *client, "requirements.txt", env=env, cwd=project)
     assert done.returncode == 4, done.stdout + done.stderr
@@ -345,6 +347,28 @@ def test_uv_sync_re_resolves_a_lock_made_against_another_index_through_the_index
     assert {"alpha", "beta"} <= installed_by_uv(project)
     assert {("alpha", True), ("beta", True)} <= index_decisions(app)
     assert public.url not in (project / "uv.lock").read_text()
+
+
+def test_a_uv_lock_with_a_package_from_another_index_beside_this_one_is_refused(gate, env, app, project, public):
+    """uv checks only the project's own requirements against the index it is given: a lock made
+    through the index, with one transitive package moved to another index, installed it from
+    there, unjudged."""
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "pyproject.toml").write_text(PYPROJECT.format(deps='["alpha"]'))
+    assert gate("--", "uv", "lock", env=env, cwd=project).returncode == 0
+    set_policy(app, "allowlist", python=["alpha"])
+    blocks = (project / "uv.lock").read_text().split("[[package]]")
+    moved = next(i for i, b in enumerate(blocks) if b.lstrip().startswith('name = "beta"'))
+    file = public.file("beta-1.0-py3-none-any.whl")
+    wheel, digest = public.file_url(file), hashlib.sha256(file.data).hexdigest()
+    lines = blocks[moved].split("\n")
+    lines = [f'source = {{ registry = "{public.url}/simple/" }}' if x.startswith("source =") else x for x in lines]
+    lines = [f'    {{ url = "{wheel}", hash = "sha256:{digest}" }},' if "beta-1.0-py3" in x else x for x in lines]
+    blocks[moved] = "\n".join(lines)
+    (project / "uv.lock").write_text("[[package]]".join(blocks))
+    done = gate("--", "uv", "sync", env=env, cwd=project)
+    assert done.returncode == 4 and public.requests == [], done.stderr
+    assert f"uv.lock installs beta from a another index's ({public.url}/simple/) source" in done.stderr
 
 
 def test_uv_sync_with_a_denied_dependency_fails_with_the_denial_printed(gate, env, app, project, public, uv_bin):

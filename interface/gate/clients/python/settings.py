@@ -190,16 +190,23 @@ def off_index_files(urls: list[str], index: str) -> list[str]:
 def _check_uv_lock(index: str, cwd: str) -> None:
     workspace = projects.toml(os.path.join(cwd, "pyproject.toml")).get("tool", {}).get("uv", {}).get("workspace", {})
     members = [str(m) for m in workspace.get("members", ())] if isinstance(workspace, dict) else []
-    for package in projects.toml(os.path.join(cwd, "uv.lock")).get("package", ()):
+    packages = [p for p in projects.toml(os.path.join(cwd, "uv.lock")).get("package", ()) if isinstance(p, dict)]
+    ours = [projects.same_index(str(p.get("source", {}).get("registry", index)), index) for p in packages]
+    # Locked wholly against another index, uv resolves it again through this one; a lock that has
+    # this index too is taken as it is (uv checks only the project's own requirements against the
+    # index it is given), and its packages from another index are fetched from where it says.
+    registries = {o for p, o in zip(packages, ours, strict=True) if "registry" in p.get("source", {})}
+    mixed = len(registries) == 2
+    for package, of_index in zip(packages, ours, strict=True):
         name, source = package.get("name", "?"), package.get("source", {})
         kinds = set(source) - {"registry", *UV_LOCAL_SOURCES}
         # a local project that is neither this one nor a member of its workspace: a path dependency
         kinds |= {k for k in UV_LOCAL_SOURCES if k in source and not _own(str(source[k]), members)}
         files = [package.get("sdist", {}), *package.get("wheels", ())]
         urls = [str(f["url"]) for f in files if isinstance(f, dict) and f.get("url")]
-        if not projects.same_index(str(source.get("registry", index)), index):
-            urls = []  # locked against another index: uv resolves it again through this one
-        outside = off_index_files(urls, index)
+        if mixed and not of_index:
+            kinds.add(f"another index's ({source.get('registry')})")
+        outside = off_index_files(urls, index) if of_index else []
         if kinds or outside:
             found = f"{sorted(kinds)[0]} source" if kinds else f"file {outside[0]!r}"
             raise Unresolvable(
