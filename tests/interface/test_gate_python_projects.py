@@ -149,8 +149,7 @@ def test_a_requirement_file_that_pip_and_uv_read_differently_is_refused_naming_t
 ):
     set_policy(app, "allowlist", python=["alpha"])
     text, said = DISAGREEING_FILES[trick]
-    file = public.file("beta-1.0-py3-none-any.whl")
-    wheel, digest = public.file_url(file), hashlib.sha256(file.data).hexdigest()
+    wheel = public.file_url(public.file("beta-1.0-py3-none-any.whl"))
     (project / "requirements.txt").write_text(text.format(url=public.url, wheel=wheel), encoding="utf-8")
     done = gate("--", *client, "requirements.txt", env=env, cwd=project)
     assert done.returncode == 4, done.stdout + done.stderr
