@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from domain.decision import DecisionRecord, Verdict, judge
 from domain.limits import MAX_TEXT
@@ -29,10 +29,21 @@ NPM_FIELDS = ("dependencies", "optionalDependencies", "peerDependencies")
 # tarball could not be read): installed without a fetch, so judged here by name, as `/evaluate`
 # judges a name. Only a refused one is recorded: an allowed one is part of the allowed tarball.
 IN_TARBALL = "its tarball's node_modules"
-BUNDLED_FIELDS = ("bundleDependencies", "bundledDependencies", IN_TARBALL)
+# The projects a wheel installs besides its own (another project's `.dist-info` where installed
+# projects live): pip and uv install them from the wheel, so each is judged by name too.
+IN_WHEEL = "its wheel's .dist-info"
+BUNDLED_FIELDS = ("bundleDependencies", "bundledDependencies", IN_TARBALL, IN_WHEEL)
 TARBALL_UNREAD = "is in a tarball the index could not read (no digest, not a gzipped tar, or past its bounds)"
 PYTHON_FIELD = "Requires-Dist"
 FETCHED_THROUGH_THE_INDEX = ("registry", "alias")
+
+
+class Requires(NamedTuple):
+    """What a Python version declares (its Requires-Dist strings) and the other projects its
+    wheel was found to carry (`IN_WHEEL`)."""
+
+    requires: list[str]
+    carried: tuple[str, ...] | list[str] = ()
 
 
 @dataclass(frozen=True)
@@ -50,7 +61,10 @@ def declared_specs(language: str, metadata: Any) -> list[tuple[str, Spec]]:
     markers are not evaluated: the index knows neither the installer's Python and platform nor
     the extras asked for, so a dependency is judged whatever its marker says."""
     if language == "python":
-        return [(PYTHON_FIELD, _spec("python", text)) for text in metadata]
+        requires, carried = metadata if isinstance(metadata, Requires) else (metadata, ())
+        return [(PYTHON_FIELD, _spec("python", text)) for text in requires] + [
+            (IN_WHEEL, _spec("python", name)) for name in carried
+        ]
     found = []
     for field in NPM_FIELDS:
         dependencies = metadata.get(field) if isinstance(metadata, dict) else None

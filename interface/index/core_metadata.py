@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
+import posixpath
 import zipfile
 import zlib
 
 import httpx
+from packaging.utils import canonicalize_name
 
 from interface.index.upstream import Upstream, bad_gateway, refused_by_upstream, unavailable
 from interface.problems import HTTPProblem
@@ -49,19 +51,26 @@ def fetch(upstream: Upstream, url: str) -> bytes:
         response.close()
 
 
-def wheel_metadata(file, filename: str) -> bytes:
-    """The METADATA of a wheel's one `.dist-info` directory; a wheel that has none, several, or
-    is no zip is refused (502): what cannot be read cannot be judged."""
+def wheel_metadata(file, filename: str) -> tuple[bytes, list[str]]:
+    """The METADATA of a wheel's one `.dist-info` directory, and the projects it carries (`carried`);
+    a wheel that has none, several, or is no zip is refused (502): what cannot be read cannot be
+    judged."""
     file.seek(0)
     try:
         with zipfile.ZipFile(file) as archive:
-            found = [n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+            names = archive.namelist()
+            own = canonicalize_name(filename.split("-", 1)[0])  # another project's is carried, judged below
+            found = [
+                n
+                for n in names
+                if n.count("/") == 1 and n.endswith(".dist-info/METADATA") and _project(n.split("/")[0]) == own
+            ]
             if len(found) != 1:
                 raise bad_gateway(f"{filename} has {len(found)} .dist-info/METADATA files, so it cannot be judged")
             info = archive.getinfo(found[0])
             if info.file_size > MAX_METADATA_BYTES:
                 raise bad_gateway(f"the METADATA of {filename} is larger than {MAX_METADATA_BYTES} bytes")
-            return archive.read(info)
+            return archive.read(info), carried(names, found[0].split("/", 1)[0])
     except (
         zipfile.BadZipFile,
         zipfile.LargeZipFile,
@@ -72,6 +81,40 @@ def wheel_metadata(file, filename: str) -> bytes:
         zlib.error,
     ) as error:
         raise bad_gateway(f"{filename} is not a readable wheel ({error}), so it cannot be judged") from None
+
+
+def carried(names: list[str], own: str) -> list[str]:
+    """The projects a wheel installs besides itself: each `.dist-info` directory but its own
+    (`own`) that lands where installed projects live, as pip and uv install it (`./` and `x/../`
+    resolved): at the wheel's root, at the root of its `.data/purelib` or `.data/platlib`, or in
+    a `site-packages` or `dist-packages` folder under its `.data/data`. pip and importlib then
+    count each as installed; one vendored deeper (`pkg/_vendor/x.dist-info`) is only code of its
+    wheel's project."""
+    projects = []
+    for name in names:
+        parts = posixpath.normpath(name.replace("\\", "/")).split("/")
+        for at, part in enumerate(parts[:-1]):
+            if not part.endswith(".dist-info") or part == own:
+                continue
+            parents = parts[:at]
+            installed = (
+                not parents
+                or (len(parents) == 2 and parents[0].endswith(".data") and parents[1] in ("purelib", "platlib"))
+                or (
+                    len(parents) >= 2
+                    and parents[0].endswith(".data")
+                    and parents[1] == "data"
+                    and parents[-1] in ("site-packages", "dist-packages")
+                )
+            )
+            if installed:
+                projects.append(_project(part))
+    return list(dict.fromkeys(projects))
+
+
+def _project(dist_info: str) -> str:
+    """The project a `name-version.dist-info` folder is of."""
+    return canonicalize_name(dist_info.removesuffix(".dist-info").split("-", 1)[0])
 
 
 def too_large(limit: int) -> HTTPProblem:

@@ -19,6 +19,8 @@ from tests.support.npm_upstream import NpmUpstream, Release, build_tarball
 from tests.support.pypi_upstream import Dist, PyPIUpstream, build_wheel
 
 BETA_TGZ = "/beta-1.0.0.tgz"
+# Where a wheel can carry another project so that pip and uv install it as one.
+CARRIED_AT = {"root": "beta", "purelib": ".data/purelib/beta", "platlib": ".data/platlib/beta"}
 BETA_WHEEL = "/beta-1.0-py3-none-any.whl"
 
 
@@ -53,7 +55,10 @@ def npm_upstream(url_host):
 @pytest.fixture
 def pypi_upstream(url_host):
     dists = [Dist("alpha", "1.0"), Dist("alpha", "1.1", requires=(f"beta @ {url_host.url}{BETA_WHEEL}",))]
-    upstream = PyPIUpstream([*dists, Dist("beta", "1.0")])
+    carriers = [Dist(f"carrier{i}", "1.0", files=("wheel",), carried=(p,)) for i, p in enumerate(CARRIED_AT.values())]
+    upstream = PyPIUpstream(
+        [*dists, Dist("beta", "1.0"), *carriers, Dist("vendor", "1.0", carried=("vendor/_vendor/beta",))]
+    )
     yield upstream
     upstream.close()
 
@@ -190,6 +195,36 @@ def test_hidden_versions_are_in_the_workspace_decisions_and_no_denial_of_the_pro
 
 
 PYTHON_CLIENTS = {"pip": clients.pip_install, "uv": clients.uv_install}
+
+
+@pytest.mark.parametrize("installer", PYTHON_CLIENTS)
+@pytest.mark.parametrize("place", CARRIED_AT)
+def test_a_wheel_carrying_a_denied_project_is_refused_and_recorded(live, app, tmp_path, url_host, installer, place):
+    """A wheel installs whatever `.dist-info` it holds where installed projects live: an allowed
+    wheel carrying a denied project, dist-info and all, installed it unrecorded."""
+    set_policy(app, "denylist", python=["beta"])
+    run = start_run(live)
+    carrier = f"carrier{list(CARRIED_AT).index(place)}"
+    outcome = PYTHON_CLIENTS[installer](tmp_path, run["pypi"], run["token"], carrier)
+    assert not outcome.ok and "403" in " ".join(outcome.output.split()), outcome.output
+    assert not list((tmp_path / "site").glob("beta*")), outcome.output
+    found = hiding(run_decisions(live, run))[f"{carrier}==1.0"]
+    assert (found["spec"], found["reason"], found["allowed"], found["request"]) == (
+        "beta",
+        "matches-the-deny-list",
+        False,
+        "download",
+    )
+    assert "declares beta in its wheel's .dist-info" in found["detail"]
+
+
+def test_a_project_vendored_inside_a_packages_own_folder_is_its_code_not_a_project_carried(live, app, url_host):
+    """`pkg/_vendor/x.dist-info` (as setuptools ships) is not installed as a project of its own."""
+    set_policy(app, "denylist", python=["beta"])
+    run = start_run(live)
+    wheel = "vendor-1.0-py3-none-any.whl"
+    assert live.call("GET", f"/pypi/acme/files/vendor/{wheel}", run["token"]).status == 200
+    assert hiding(run_decisions(live, run)) == {}
 
 
 @pytest.mark.parametrize("installer", PYTHON_CLIENTS)

@@ -42,6 +42,9 @@ class Dist:
     upload_time: str = "2026-01-02T03:04:05.000000Z"
     sdist_name: str | None = None  # the sdist under a name no standard reads (`legacy-1.0.tar.bz2`)
     hashed: bool = True  # its page gives its files' sha256 (else the index relays them unverified)
+    # other projects its wheel installs, dist-info and all, at these places (`beta` at the root,
+    # `.data/purelib/beta` under its .data folder, `./beta` spelled so): the index is not told
+    carried: tuple[str, ...] = ()
 
 
 @dataclass
@@ -84,6 +87,13 @@ def build_wheel(dist: Dist) -> tuple[str, bytes, bytes]:
         f"{info}/METADATA": metadata,
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
+    for place in dist.carried:
+        where, _, name = place.rpartition("/")
+        prefix = f"{module}-{dist.version}{where}/" if where.startswith(".data") else f"{where}/" if where else ""
+        carried = f"{prefix}{name}-1.0.dist-info"
+        members[f"{prefix}{name}/__init__.py"] = b"CARRIED = True\n"
+        members[f"{carried}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n".encode()
+        members[f"{carried}/RECORD"] = b""
     record = "".join(f"{path},sha256={_urlsafe_digest(data)},{len(data)}\n" for path, data in members.items())
     members[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
     buffer = io.BytesIO()
