@@ -55,6 +55,7 @@ LISTENER_WAIT_SECONDS = 60  # how long a worker looks for the listener granian b
 NATIVE_THREADS_SECONDS = 10  # how long a stopping worker waits for granian's threads to end
 MAX_CLOCK_SKEW = 1.0  # seconds between this machine's clock and PostgreSQL's (NTP keeps them within ms)
 PARENT_WATCH_SECONDS = 0.5  # how often a worker looks whether its parent still lives
+PARENT_VAR = "RUNCODE_POLICY_SERVE_PID"  # what serve tells its workers its process id is
 # Group commit needs several requests in flight per process; past ~8 threads a 2-core machine
 # only adds GIL contention (README "Performance").
 DEFAULT_THREADS = 8
@@ -108,6 +109,7 @@ def serve(settings: Settings, host: str, port: int, workers: int, threads: int) 
         os.environ["RUNCODE_POLICY_CREATE_TABLES"] = "n"  # what the workers read: the tables exist now
         os.environ[SEALING_VAR] = "n"  # the workers: this process seals what they record
         os.environ[THREADS_VAR] = str(threads)  # the workers bound index requests by it
+        os.environ[PARENT_VAR] = str(os.getpid())  # the workers exit once it is gone
         run_server(APP_FACTORY, host, port, workers, threads)
     finally:
         governance.close()  # its sealer stops after the workers' last recordings
@@ -123,7 +125,8 @@ def worker_app():
     # workers after their requests in flight. A worker that took the same SIGINT itself could
     # miss the parent's stop and hold the port until the parent's 30 s kill timeout.
     os.setpgrp()
-    threading.Thread(target=exit_with_parent, args=(os.getppid(),), daemon=True, name="parent-watch").start()
+    parent = int(os.environ.get(PARENT_VAR) or os.getppid())  # serve's, even if it died while this one started
+    threading.Thread(target=exit_with_parent, args=(parent,), daemon=True, name="parent-watch").start()
     app = create_app()
     seconds = services(app).settings.stalled_client_seconds
     threading.Thread(target=cut_stalled_clients, args=(seconds,), daemon=True, name="stalled-clients").start()

@@ -85,7 +85,7 @@ def test_granting_for_a_deny_listed_name_lifts_every_spelling_or_is_refused():
     with pytest.raises(ConflictError) as refused:
         plan_grant(state, "node", "left-pad", grant, lift_deny=False)
     assert refused.value.errors[0].field == "lift_deny"
-    assert "lift the deny entry for the exception's window" in str(refused.value)
+    assert "must lift its deny entry for the exception's window" in str(refused.value)
     changes = plan_grant(state, "node", "left-pad", grant, lift_deny=True)
     # No entry is removed: the grant lifts them, for its window only.
     assert [(c.type, c.name, c.exception) for c in changes] == [

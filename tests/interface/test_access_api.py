@@ -138,7 +138,7 @@ def test_lift_deny_lifts_the_deny_entry_for_the_exceptions_window_only(live, clo
     request = ask(live).json
     refused = live.call("POST", f"{P}/requests/{request['id']}/approve", live.tokens["admin"], {"duration": "PT1M"})
     assert refused.status == 409 and refused.json["errors"][0]["field"] == "lift_deny"
-    assert "lift the deny entry for the exception's window" in refused.json["detail"]
+    assert "must lift its deny entry for the exception's window" in refused.json["detail"]
     before = call(live, "GET", "/policy", "auditor")["version"]
     body = {"duration": "PT1M", "lift_deny": True}
     approved = call(live, "POST", f"/requests/{request['id']}/approve", "admin", body, expect=200)

@@ -13,7 +13,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests.support.service import owner_token, served
+from tests.support.service import owner_token, served, wait_until_healthy
 from tests.support.sockets import children
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,6 +71,7 @@ def test_a_worker_killed_outright_is_replaced_and_the_service_goes_on(tmp_path):
         os.kill(victim, signal.SIGKILL)
         replaced = until(lambda: both_workers(server.process.pid, victim), "a worker in the killed one's place")
         assert server.process.poll() is None and replaced - first  # the same serve, a new worker
+        wait_until_healthy(url)  # a connection the killed worker had accepted is lost with it
         assert all(evaluate(url, token) == 200 for _ in range(10))
 
 
