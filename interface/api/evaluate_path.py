@@ -31,6 +31,7 @@ from domain.errors import GovernanceError
 from interface import metrics
 from interface.api.auth import authorize, bearer_caller
 from interface.api.blueprint import W, api
+from interface.api.routing import encoded
 from interface.api.views import post_evaluate
 from interface.problems import governance_problem, problem
 from interface.services import services
@@ -73,7 +74,7 @@ class EvaluatePath:
         mimetype = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
         if mimetype != "application/json" and not mimetype.endswith("+json"):
             return None
-        if environ.get("HTTP_TRANSFER_ENCODING"):
+        if environ.get("HTTP_TRANSFER_ENCODING") or encoded(environ):
             return None
         try:
             size = int(environ.get("CONTENT_LENGTH") or "")

@@ -84,6 +84,11 @@ class Api:
         return decorate
 
 
+def encoded(environ) -> bool:
+    """Whether a body comes compressed (a Content-Encoding other than identity), which is refused."""
+    return environ.get("HTTP_CONTENT_ENCODING", "identity").strip().lower() != "identity"
+
+
 def query_args() -> dict[str, str]:
     """The query's parameters, each given once: as with a JSON key named twice, readers differ
     on which value counts (a proxy or a log may have read the other)."""
@@ -97,6 +102,13 @@ def query_args() -> dict[str, str]:
 def json_body():
     if request.mimetype != "application/json" and not request.mimetype.endswith("+json"):
         raise HTTPProblem(415, "Unsupported media type", "send the body as application/json")
+    if encoded(request.environ):
+        coding = request.headers["Content-Encoding"]
+        raise HTTPProblem(
+            415,
+            "Unsupported media type",
+            f"the body's Content-Encoding {coding!r} is not accepted: send it uncompressed",
+        )
     raw = request.get_data(cache=True)  # over MAX_CONTENT_LENGTH: werkzeug raises 413
     try:
         return strict_json(raw)  # a proxy or a log reading a key's first value saw another request

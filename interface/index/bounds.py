@@ -1,11 +1,13 @@
-"""What one worker process spends on the package index, bounded (docs/index-upstream.md).
+"""What one worker process spends on the package index and on streamed answers, bounded
+(docs/index-upstream.md).
 
 Under granian (WSGI, a fixed pool of blocking request threads) a request holds its thread until
 its body is sent: a client that stops reading, or an upstream that trickles, holds it for as long
 as that lasts. So, per worker process:
 
-- index requests hold at most `slots` threads at once (the pool minus RESERVED_THREADS, which
-  stay free for `/healthz`, `/evaluate` and the console); past that, 503 with Retry-After. A
+- index requests, and reads whose answers stream (exports), hold at most `slots` threads at once
+  (the pool minus RESERVED_THREADS, which stay free for `/healthz`, `/evaluate` and the
+  console); past that, 503 with Retry-After. A
   busy worker is not a stuck one, though: when every slot is taken but one of them was taken
   less than QUEUE_SECONDS ago (a page answered from the cache takes milliseconds), a request
   waits up to QUEUE_SECONDS for a slot before it is refused; slots all held longer than that
@@ -116,6 +118,8 @@ class IndexBounds:
                     refusal = self._spend(buckets, environ, what)
                     return (refusal or self.app)(environ, start_response)
         if not path.startswith(_INDEX):
+            if method in ("GET", "HEAD"):  # an export streams: it takes a slot too, once it is known to
+                return self._streamed_in_a_slot(environ, start_response)
             return self.app(environ, start_response)
         refusal = self._spend(self._fetches, environ, "index requests")
         key = _key(environ)
@@ -137,6 +141,25 @@ class IndexBounds:
         finally:
             releasing.close()
 
+    def _streamed_in_a_slot(self, environ, start_response):
+        """A read outside the index whose answer streams (an export: its rows are read as they are
+        sent) holds its thread as the index's streamed bodies do, so it takes a slot the same way
+        before its first byte; one whose body is whole in memory (all the others) takes none."""
+        said = []
+        body = self.app(environ, lambda *started: said.append(started))
+        if environ.get(IN_MEMORY) or not said:
+            if said:
+                start_response(*said[-1])
+            return body
+        key = _key(environ)
+        taken = self._take_slot(key, "requests whose answers stream (exports)")
+        if not isinstance(taken, float):
+            if hasattr(body, "close"):
+                body.close()  # nothing of it was read: the export's rows are read as they are sent
+            return taken(environ, start_response)
+        start_response(*said[-1])
+        return _Releasing(body, lambda: self._release(key, taken))
+
     def _spend(self, buckets: Buckets, environ, what: str):
         with self._lock:
             wait = buckets.take(_key(environ), time.monotonic())
@@ -148,12 +171,12 @@ class IndexBounds:
         )
         return _refusal(429, "Too Many Requests", detail, seconds)
 
-    def _take_slot(self, key: str):
+    def _take_slot(self, key: str, what: str = "index requests"):
         """When the slot was taken (time.monotonic()), or the refusal."""
         with self._lock:
             if self._held.get(key, 0) >= self.per_token:
                 detail = (
-                    f"this token already has {self.per_token} index requests in progress on this worker "
+                    f"this token already has {self.per_token} {what} in progress on this worker "
                     "(the most one token may hold); retry when one has finished"
                 )
                 return _refusal(429, "Too Many Requests", detail, 1)
@@ -162,8 +185,8 @@ class IndexBounds:
                 now = time.monotonic()
                 if now >= until or now - self._taken[-1] >= QUEUE_SECONDS:  # all held long: stuck, not busy
                     detail = (
-                        f"all {self.slots} index request slots of this worker are busy (slow upstreams or clients "
-                        "that stopped reading); retry shortly"
+                        f"all {self.slots} slots of this worker for index requests and exports are busy (slow "
+                        "upstreams or clients that stopped reading); retry shortly"
                     )
                     return _refusal(503, "Index busy", detail, 1)
                 self._released.wait(until - now)

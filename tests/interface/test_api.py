@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import http.client
 import json
 from urllib.parse import urlsplit
@@ -88,6 +89,10 @@ def test_malformed_huge_and_mistyped_bodies_are_refused_clearly(live):
     huge = b'{"language": "python", "specs": ["' + b"a" * (1024 * 1024) + b'"]}'
     reply = live.call("POST", P + "/evaluate", token, raw=huge)
     assert reply.status == 413 and reply.media == "application/problem+json"
+    plain = b'{"language": "python", "specs": ["six"]}'
+    for body in (gzip.compress(plain), plain):  # compressed, or only said to be: refused alike, unread
+        reply = live.call("POST", P + "/evaluate", token, raw=body, headers={"Content-Encoding": "gzip"})
+        assert reply.status == 415 and "Content-Encoding 'gzip' is not accepted" in reply.json["detail"], reply.body
 
 
 def chunked(live, method: str, path: str, token: str, body: bytes) -> tuple[int, dict]:

@@ -359,6 +359,50 @@ def test_one_token_holds_its_share_of_the_slots_however_its_credential_is_spelle
         server.close()
 
 
+def test_exports_read_slowly_hold_a_tokens_share_of_the_slots_not_every_thread(open_app, tmp_path):
+    """An export streams its rows as they are sent, so a client that reads slowly holds a thread:
+    twenty by one auditor token held them all, and another sandbox's /evaluate waited a minute.
+    They take the index's slots: the token's share, then 429, and /evaluate still answers."""
+    from application.index import registry_spec
+    from domain.decision import Decision, DecisionRecord, Verdict
+    from tests.support.http_client import LiveServer
+
+    app = open_app()
+    app.create_workspace("acme", by="founder")
+    auditor = app.issue_token("acme", "audit", "auditor", by="founder")["token"]
+    sandbox = app.issue_token("acme", "sbx", "sandbox", by="founder")["token"]
+    verdict = Verdict(True, "not-on-the-deny-list")
+    record = DecisionRecord.for_spec(registry_spec("python", "x" * 2000), verdict, 0, {}).to_dict()
+    for _ in range(6):  # a CSV of over 20 MB: far more than the socket buffers hold unread
+        app.writer.record(*(Decision(workspace="acme", record=record) for _ in range(1000)))
+    env = {"RUNCODE_POLICY_DATA_DIR": str(tmp_path), "RUNCODE_POLICY_REQUEST_THREADS": "5"}  # 3 slots, 2 a token
+    server = LiveServer(create_app_for(env, app))
+    port = int(server.url.rsplit(":", 1)[1])
+    path = "/api/v1/workspaces/acme/decisions?format=csv"
+    held = []
+    try:
+        for _ in range(2):
+            held.append(_stall(port, auditor, path))
+            assert _status_line(held[-1]) == 200
+        refused = _stall(port, auditor, path)
+        try:
+            assert _status_line(refused) == 429
+        finally:
+            refused.close()
+        body = {"language": "python", "specs": ["six"]}
+        assert server.call("POST", "/api/v1/workspaces/acme/evaluate", sandbox, body).status == 200
+    finally:
+        for connection in held:
+            connection.close()
+        server.close()
+
+
+def create_app_for(env: dict, governance):
+    from interface import create_app
+
+    return create_app(env=env, governance=governance)
+
+
 def _asking(port: int, authorization: str, path: str) -> socket.socket:
     """A request sent, its answer left unread."""
     connection = socket.create_connection(("127.0.0.1", port))
