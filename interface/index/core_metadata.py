@@ -19,6 +19,8 @@ from packaging.utils import canonicalize_name
 from interface.index.upstream import Upstream, bad_gateway, refused_by_upstream, unavailable
 from interface.problems import HTTPProblem
 
+# What importlib.metadata reads as an installed project, as a folder (or, an egg's, a file).
+METADATA_FOLDERS = (".dist-info", ".egg-info")
 MAX_METADATA_BYTES = 16 * 1024 * 1024  # a METADATA file with a long description is a few MiB at most
 # The largest wheel the index reads before relaying it (the biggest on PyPI, CUDA builds, are
 # around 2 GiB); one in flight holds this much temporary disk at most.
@@ -84,17 +86,17 @@ def wheel_metadata(file, filename: str) -> tuple[bytes, list[str]]:
 
 
 def carried(names: list[str], own: str) -> list[str]:
-    """The projects a wheel installs besides itself: each `.dist-info` directory but its own
-    (`own`) that lands where installed projects live, as pip and uv install it (`./` and `x/../`
-    resolved): at the wheel's root, at the root of its `.data/purelib` or `.data/platlib`, or in
-    a `site-packages` or `dist-packages` folder under its `.data/data`. pip and importlib then
-    count each as installed; one vendored deeper (`pkg/_vendor/x.dist-info`) is only code of its
-    wheel's project."""
+    """The projects a wheel installs besides itself: each `.dist-info` folder but its own (`own`),
+    and each `.egg-info` folder or file, that lands where installed projects live, as pip and uv
+    install it (`./` and `x/../` resolved): at the wheel's root, at the root of its
+    `.data/purelib` or `.data/platlib`, or in a `site-packages` or `dist-packages` folder under
+    its `.data/data`. pip and importlib.metadata then count each as installed; one vendored
+    deeper (`pkg/_vendor/x.dist-info`) is only code of its wheel's project."""
     projects = []
     for name in names:
         parts = posixpath.normpath(name.replace("\\", "/")).split("/")
-        for at, part in enumerate(parts[:-1]):
-            if not part.endswith(".dist-info") or part == own:
+        for at, part in enumerate(parts):
+            if not part.lower().endswith(METADATA_FOLDERS) or part == own:
                 continue
             parents = parts[:at]
             installed = (
@@ -112,9 +114,10 @@ def carried(names: list[str], own: str) -> list[str]:
     return list(dict.fromkeys(projects))
 
 
-def _project(dist_info: str) -> str:
-    """The project a `name-version.dist-info` folder is of."""
-    return canonicalize_name(dist_info.removesuffix(".dist-info").split("-", 1)[0])
+def _project(folder: str) -> str:
+    """The project a `name-version.dist-info` (or `.egg-info`) folder is of."""
+    stem = folder[: folder.rfind(".")]
+    return canonicalize_name(stem.split("-", 1)[0])
 
 
 def too_large(limit: int) -> HTTPProblem:

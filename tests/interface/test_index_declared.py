@@ -285,3 +285,23 @@ def test_a_wheel_larger_than_the_bound_is_refused_clearly(live, app, url_host, m
     set_policy(app, "denylist")
     reply = live.call("GET", "/pypi/acme/files/alpha/alpha-1.0-py3-none-any.whl", live.tokens["sandbox"])
     assert reply.status == 403 and "the wheel is larger than 100 bytes" in reply.json["detail"]
+
+
+@pytest.mark.parametrize(
+    ("names", "found"),
+    [
+        (["carrier-1.0.dist-info/METADATA", "carrier/__init__.py"], []),
+        (["beta-1.0.dist-info/METADATA"], ["beta"]),
+        (["./beta-1.0.dist-info/RECORD", "x/../Beta_Two-2.dist-info/METADATA"], ["beta", "beta-two"]),
+        (["carrier-1.0.data/purelib/beta-1.0.dist-info/METADATA"], ["beta"]),
+        (["carrier-1.0.data/platlib/beta.egg-info/PKG-INFO", "beta-1.0.egg-info"], ["beta"]),
+        (["carrier-1.0.data/data/lib/python3.11/site-packages/beta-1.0.dist-info/METADATA"], ["beta"]),
+        (["carrier-1.0.data/data/share/beta-1.0.dist-info/METADATA"], []),  # not where projects live
+        (["carrier/_vendor/beta-1.0.dist-info/METADATA", "carrier-1.0.data/scripts/beta.egg-info"], []),
+        (["gamma-1.0.DIST-INFO/METADATA"], ["gamma"]),
+    ],
+)
+def test_the_projects_a_wheel_carries_are_read_where_pip_installs_them(names, found):
+    from interface.index.core_metadata import carried
+
+    assert carried(names, "carrier-1.0.dist-info") == found
