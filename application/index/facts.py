@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO
@@ -72,32 +73,49 @@ class Tarball:
 
 
 def tarball_contents(file: IO[bytes]) -> Tarball | None:
-    """What an npm tarball holds; None when it cannot be read as a gzipped tar or passes a bound
-    (bytes unpacked, members, a header's size): what it would install is then not known.
+    """What an npm tarball holds; None when it cannot be read as a gzipped tar, holds what npm's
+    tar would read otherwise than this reader (a header whose checksum is wrong, a malformed pax
+    record, a global pax header that renames or resizes), or passes a bound (bytes unpacked,
+    members, a header's size): what it would install is then not known.
 
     Read by hand, block by block: `tarfile` holds a long name's or a pax header's text whole in
-    memory, whatever size it claims, and keeps every member it has seen."""
+    memory, whatever size it claims, and keeps every member it has seen. It reads as node-tar
+    (npm's) does where that decides what lands on disk: a pax `path` or `size` overrides the
+    header's, a GNU long name names the next member, the ustar prefix counts only in a POSIX
+    header, and one block of zeros does not end the archive (two do)."""
     try:
         return _scan(_Unpacked(gzip.GzipFile(fileobj=file, mode="rb")))
-    except (OSError, EOFError, ValueError, UnicodeError):  # gzip's, a bound passed, a name not UTF-8
+    except (OSError, EOFError, ValueError, UnicodeError, zlib.error):  # gzip's, a bound, a name not UTF-8
         return None
 
 
 def _scan(tar: _Unpacked) -> Tarball | None:
     scripts: bool | None = False
-    manifests, named, bundled = 0, None, set()
+    manifests, extended, bundled = 0, {}, set()
     for _ in range(MAX_MEMBERS):
         header = tar.header()
-        if header in (b"", bytes(BLOCK)):  # the end-of-archive block, or the stream's end
-            return Tarball(scripts if manifests else None, tuple(sorted(bundled)))
-        size, kind = int(header[124:136].strip(b"\0 ") or b"0", 8), header[156:157]
-        name, named = named or _ustar_name(header), None
-        if kind in (b"L", b"x", b"g"):  # a long name, or pax records, for the next member
+        if header in (b"", bytes(BLOCK)):
+            if header == b"" or tar.header() in (b"", bytes(BLOCK)):  # the end: two zero blocks, or none left
+                return Tarball(scripts if manifests else None, tuple(sorted(bundled)))
+            raise ValueError("a zero block inside the archive")  # node-tar reads on past one: not read alike
+        _check_sum(header)
+        kind = header[156:157]
+        size = _octal(header[124:136])
+        if kind in (b"L", b"x", b"g", b"K"):  # a long name or link, or pax records, for the next member
             if size > MAX_HEADER_BYTES:
                 raise ValueError("a header past its bound")
             text = tar.read(_blocks(size))[:size]
-            named = text.split(b"\0", 1)[0].decode() if kind == b"L" else _pax_path(text) if kind == b"x" else None
+            if kind == b"g" and {"path", "size"} & set(_pax(text)):
+                raise ValueError("a global pax header that renames or resizes members")
+            said = {"path": text.split(b"\0", 1)[0].decode()} if kind == b"L" else _pax(text) if kind == b"x" else {}
+            if any(extended.get(key, value) != value for key, value in said.items()):
+                raise ValueError("two headers that name the next member otherwise")  # which wins is npm's to say
+            extended = {**extended, **said}
             continue
+        size = int(extended.get("size") or size)  # a pax size overrides the header's, as node-tar reads it
+        if size and kind in (b"1", b"2", b"3", b"4", b"5", b"6"):
+            raise ValueError("a link, device or folder with a body")  # readers differ on whether to skip it
+        name, extended = extended.get("path") or _ustar_name(header), {}
         parts = [p for p in name.split("/") if p not in ("", ".")][1:]
         bundled.update(_bundled_names(parts, kind))
         if len(parts) == 1 and parts[0] in ("package.json", "binding.gyp") and scripts is not None:
@@ -113,6 +131,19 @@ def _scan(tar: _Unpacked) -> Tarball | None:
     return None  # more members than any package holds
 
 
+def _check_sum(header: bytes) -> None:
+    """A header's checksum, as tar defines it (its own field counted as spaces, bytes unsigned or
+    signed); node-tar skips a header that fails it and reads the next block as one."""
+    stored = _octal(header[148:156])
+    blanked = header[:148] + b" " * 8 + header[156:]
+    if stored not in (sum(blanked), sum(b - 256 if b > 127 else b for b in blanked)):
+        raise ValueError("a header whose checksum is wrong")
+
+
+def _octal(field: bytes) -> int:
+    return int(field.strip(b"\0 ") or b"0", 8)  # base-256 sizes (past 8 GiB) raise: not read
+
+
 def _manifest_scripts(text: bytes, found: bool) -> bool | None:
     try:
         return runs_install_scripts(json.loads(text)) or found
@@ -122,14 +153,15 @@ def _manifest_scripts(text: bytes, found: bool) -> bool | None:
 
 def _bundled_names(parts: list[str], kind: bytes) -> list[str]:
     """The package names a member's path puts under `node_modules` (`node_modules/a/…`,
-    `node_modules/@s/b/…`, nested ones too); a folder's own entry counts, a loose file there
-    (`node_modules/.package-lock.json`) and dot-folders (`.bin`) do not."""
+    `node_modules/@s/b/…`, nested ones too); a folder's own entry counts, and so does a link in a
+    package's place; a loose file there (`node_modules/.package-lock.json`) and dot-folders
+    (`.bin`) do not."""
     names = []
     for at, part in enumerate(parts[:-1]):
         if part != "node_modules" or parts[at + 1].startswith("."):
             continue
         end = at + (3 if parts[at + 1].startswith("@") else 2)  # past the name's parts
-        if len(parts) > end or (len(parts) == end and kind == b"5"):
+        if len(parts) > end or (len(parts) == end and kind in (b"5", b"1", b"2")):
             names.append("/".join(parts[at + 1 : end]))
     return names
 
@@ -140,17 +172,24 @@ def _blocks(size: int) -> int:
 
 def _ustar_name(header: bytes) -> str:
     name = header[0:100].split(b"\0", 1)[0]
-    prefix = header[345:500].split(b"\0", 1)[0] if header[257:262] == b"ustar" else b""
+    prefix = header[345:500].split(b"\0", 1)[0] if header[257:265] == b"ustar\x0000" else b""
     return (prefix + b"/" + name if prefix else name).decode()
 
 
-def _pax_path(records: bytes) -> str | None:
-    """The `path` of pax extended-header records (`<length> <key>=<value>\\n` each), if given."""
-    found = None
-    for line in records.split(b"\n"):
-        key, _, value = line.partition(b" ")[2].partition(b"=")
-        if key == b"path":
-            found = value.decode()
+def _pax(records: bytes) -> dict[str, str]:
+    """pax extended-header records (`<length> <key>=<value>\\n` each, the length counting the
+    whole record), each value cut at a NUL; a record that breaks that form is refused."""
+    found, at = {}, 0
+    while at < len(records):
+        length, space, _ = records[at : at + 24].partition(b" ")
+        if not space or not length.isdigit() or int(length) <= len(length) + 1:
+            raise ValueError("a malformed pax record")
+        record = records[at : at + int(length)]
+        key, equals, value = record[len(length) + 1 :].partition(b"=")
+        if len(record) != int(length) or not record.endswith(b"\n") or not equals:
+            raise ValueError("a malformed pax record")
+        found[key.decode()] = value[:-1].split(b"\0", 1)[0].decode()
+        at += int(length)
     return found
 
 

@@ -242,7 +242,7 @@ class IndexGate:
 
     def checks_install_scripts(self, principal: Principal, name: str) -> bool:
         """Whether the head policy's install_scripts rule judges this npm package's versions: its
-        tarballs' own manifests are then read too (`facts.tarball_install_scripts`)."""
+        tarballs' own manifests are then read too (`facts.tarball_contents`)."""
         _, rules = self._policies.current(principal.workspace, head=principal.head)
         return checks_install_scripts(rules["node"].version_rules, "node", name)
 

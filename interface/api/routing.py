@@ -86,7 +86,7 @@ class Api:
 
 def encoded(environ) -> bool:
     """Whether a body comes compressed (a Content-Encoding other than identity), which is refused."""
-    return environ.get("HTTP_CONTENT_ENCODING", "identity").strip().lower() != "identity"
+    return environ.get("HTTP_CONTENT_ENCODING", "").strip().lower() not in ("", "identity")
 
 
 def query_args() -> dict[str, str]:

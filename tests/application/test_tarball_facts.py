@@ -151,3 +151,76 @@ def test_a_folder_entry_under_node_modules_is_a_package_carried():
 def test_a_tarball_past_a_bound_or_not_a_gzipped_tar_is_not_known():
     assert facts.tarball_contents(io.BytesIO(b"not a tarball")) is None
     assert facts.tarball_contents(tarball({"package/node_modules/beta/x": b""}, mode="w")) is None
+
+
+def _raw(name: bytes, size: int = 0, kind: bytes = b"0", magic: bytes = b"ustar\x0000", prefix: bytes = b"") -> bytes:
+    """One tar header block, checksummed, written by hand (tarfile would not write what npm's tar reads)."""
+    header = bytearray(512)
+    header[0 : len(name)] = name
+    header[124:136] = b"%011o\0" % size
+    header[156:157] = kind
+    header[257:265] = magic
+    header[345 : 345 + len(prefix)] = prefix
+    header[148:156] = b" " * 8
+    header[148:156] = b"%06o\0 " % sum(header)
+    return bytes(header)
+
+
+def _member(name: bytes, data: bytes = b"", **header) -> bytes:
+    return _raw(name, len(data), **header) + data + bytes(-len(data) % 512)
+
+
+def _gzipped(*members: bytes) -> io.BytesIO:
+    return io.BytesIO(gzip.compress(b"".join(members) + bytes(1024)))
+
+
+MANIFEST = _member(b"package/package.json", manifest())
+BAD_SUM = _raw(b"package/x", 512)[:148] + b"0000000\0" + _raw(b"package/x", 512)[156:]
+
+
+@pytest.mark.parametrize(
+    "hiding",
+    [
+        # a header whose checksum is wrong: npm's tar skips it and reads its "body" as the next header
+        _raw(b"package/x", 512)[:148]
+        + b"0000000\0"
+        + _raw(b"package/x", 512)[156:]
+        + _raw(b"package/node_modules/evil/a"),
+        # a pax record whose length is wrong: npm's tar ignores it, the right one before it names the member
+        _member(b"pax", b"43 path=package/node_modules/evil/package.json\n5 path=package/safe.json\n", kind=b"x")
+        + _member(b"package/safe.json"),
+        # one zero block in the middle: npm's tar reads on past it
+        bytes(512) + _member(b"package/node_modules/evil/index.js"),
+        # a folder with a body: readers differ on skipping it
+        _member(b"package/lib/", b"x" * 10, kind=b"5") + _member(b"package/node_modules/evil/index.js"),
+        # a long name and a pax path that disagree on the next member's name
+        _member(b"././@LongLink", b"package/a.js\0", kind=b"L")
+        + _member(b"pax", b"48 path=package/node_modules/evil/package.json\n", kind=b"x")
+        + _member(b"package/b.js"),
+    ],
+    ids=["bad checksum", "malformed pax record", "zero block inside", "folder with a body", "names that disagree"],
+)
+def test_what_npms_tar_would_read_otherwise_is_not_known(hiding):
+    assert facts.tarball_contents(_gzipped(MANIFEST, hiding)) is None
+
+
+def test_the_prefix_counts_only_in_a_posix_header_and_a_pax_size_is_the_members():
+    gnu = _member(b"package/package.json", manifest(postinstall="x"), magic=b"ustar  \0", prefix=b"x")
+    assert facts.tarball_contents(_gzipped(MANIFEST, gnu)).install_scripts is True  # GNU: no prefix, at the root
+    posix = _member(b"package.json", manifest(postinstall="x"), prefix=b"package/lib")
+    assert facts.tarball_contents(_gzipped(MANIFEST, posix)).install_scripts is False  # package/lib/package.json
+    data = b"y" * 600  # the header says 0 bytes; the pax size, which npm's tar reads, says 600
+    sized = _member(b"pax", b"12 size=600\n", kind=b"x") + _raw(b"package/data.bin") + data + bytes(-600 % 512)
+    carried = _member(b"package/node_modules/evil/index.js")
+    assert facts.tarball_contents(_gzipped(MANIFEST, sized, carried)).bundled == ("evil",)
+
+
+def test_a_link_in_a_packages_place_under_node_modules_is_carried():
+    link = _raw(b"package/node_modules/evil", kind=b"2")
+    assert facts.tarball_contents(_gzipped(MANIFEST, link)).bundled == ("evil",)
+
+
+def test_a_corrupt_gzip_stream_is_not_known():
+    whole = bytearray(gzip.compress(MANIFEST + _member(b"package/index.js", b"x" * 5000) + bytes(1024)))
+    whole[20:30] = b"\xff" * 10
+    assert facts.tarball_contents(io.BytesIO(bytes(whole))) is None
