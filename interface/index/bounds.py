@@ -5,7 +5,7 @@ Under granian (WSGI, a fixed pool of blocking request threads) a request holds i
 its body is sent: a client that stops reading, or an upstream that trickles, holds it for as long
 as that lasts. So, per worker process:
 
-- index requests, and reads whose answers stream (exports), hold at most `slots` threads at once
+- index requests, and exports (their answers stream), hold at most `slots` threads at once
   (the pool minus RESERVED_THREADS, which stay free for `/healthz`, `/evaluate` and the
   console); past that, 503 with Retry-After. A
   busy worker is not a stuck one, though: when every slot is taken but one of them was taken
@@ -45,6 +45,7 @@ from collections import OrderedDict
 from flask import request
 
 from domain.limits import INDEX_FETCHES_PER_MINUTE, REQUESTS_FILED_PER_MINUTE, RUN_STARTS_PER_MINUTE
+from interface.exports import STREAMING
 from interface.index.access import credentials
 from interface.problems import problem
 
@@ -118,8 +119,8 @@ class IndexBounds:
                     refusal = self._spend(buckets, environ, what)
                     return (refusal or self.app)(environ, start_response)
         if not path.startswith(_INDEX):
-            if method in ("GET", "HEAD"):  # an export streams: it takes a slot too, once it is known to
-                return self._streamed_in_a_slot(environ, start_response)
+            if method == "GET":  # an export streams: it takes a slot too, once it is known to be one
+                return self._export_in_a_slot(environ, start_response)
             return self.app(environ, start_response)
         refusal = self._spend(self._fetches, environ, "index requests")
         key = _key(environ)
@@ -141,21 +142,22 @@ class IndexBounds:
         finally:
             releasing.close()
 
-    def _streamed_in_a_slot(self, environ, start_response):
-        """A read outside the index whose answer streams (an export: its rows are read as they are
-        sent) holds its thread as the index's streamed bodies do, so it takes a slot the same way
-        before its first byte; one whose body is whole in memory (all the others) takes none."""
+    def _export_in_a_slot(self, environ, start_response):
+        """An export (decisions as CSV or JSONL, through the API or the console) streams its rows
+        as they are read, so a client that reads slowly holds its thread as the index's streamed
+        bodies do: it takes a slot the same way before its first byte is sent, keyed by its token
+        (the console's, by its session cookie). Every other answer takes none."""
         said = []
         body = self.app(environ, lambda *started: said.append(started))
-        if environ.get(IN_MEMORY) or not said:
+        if not environ.get(STREAMING) or not said:
             if said:
                 start_response(*said[-1])
             return body
-        key = _key(environ)
-        taken = self._take_slot(key, "requests whose answers stream (exports)")
+        key = _key(environ) if environ.get("HTTP_AUTHORIZATION") else _digest(environ.get("HTTP_COOKIE", ""))
+        taken = self._take_slot(key, "exports")
         if not isinstance(taken, float):
             if hasattr(body, "close"):
-                body.close()  # nothing of it was read: the export's rows are read as they are sent
+                body.close()  # no more of it is read: the export's rows are read as they are sent
             return taken(environ, start_response)
         start_response(*said[-1])
         return _Releasing(body, lambda: self._release(key, taken))
@@ -216,7 +218,10 @@ def mark_in_memory(response, environ: dict | None = None):
 
 def _key(environ) -> str:
     header = environ.get("HTTP_AUTHORIZATION", "")
-    credential = credentials(header) or header  # a header that carries no token is its own key
+    return _digest(credentials(header) or header)  # a header that carries no token is its own key
+
+
+def _digest(credential: str) -> str:
     return hashlib.sha256(credential.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 

@@ -359,15 +359,17 @@ def test_one_token_holds_its_share_of_the_slots_however_its_credential_is_spelle
         server.close()
 
 
-def test_exports_read_slowly_hold_a_tokens_share_of_the_slots_not_every_thread(open_app, tmp_path):
+def test_exports_read_slowly_hold_a_tokens_share_of_the_slots_not_every_thread(tmp_path):
     """An export streams its rows as they are sent, so a client that reads slowly holds a thread:
     twenty by one auditor token held them all, and another sandbox's /evaluate waited a minute.
     They take the index's slots: the token's share, then 429, and /evaluate still answers."""
+    from application.governance import Governance
     from application.index import registry_spec
+    from application.store import store_env
     from domain.decision import Decision, DecisionRecord, Verdict
-    from tests.support.http_client import LiveServer
 
-    app = open_app()
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    app = Governance(env=store_env(url))
     app.create_workspace("acme", by="founder")
     auditor = app.issue_token("acme", "audit", "auditor", by="founder")["token"]
     sandbox = app.issue_token("acme", "sbx", "sandbox", by="founder")["token"]
@@ -375,32 +377,21 @@ def test_exports_read_slowly_hold_a_tokens_share_of_the_slots_not_every_thread(o
     record = DecisionRecord.for_spec(registry_spec("python", "x" * 2000), verdict, 0, {}).to_dict()
     for _ in range(6):  # a CSV of over 20 MB: far more than the socket buffers hold unread
         app.writer.record(*(Decision(workspace="acme", record=record) for _ in range(1000)))
-    env = {"RUNCODE_POLICY_DATA_DIR": str(tmp_path), "RUNCODE_POLICY_REQUEST_THREADS": "5"}  # 3 slots, 2 a token
-    server = LiveServer(create_app_for(env, app))
-    port = int(server.url.rsplit(":", 1)[1])
-    path = "/api/v1/workspaces/acme/decisions?format=csv"
-    held = []
-    try:
-        for _ in range(2):
-            held.append(_stall(port, auditor, path))
-            assert _status_line(held[-1]) == 200
-        refused = _stall(port, auditor, path)
+    app.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNCODE_POLICY_")}
+    server = served({**env, "RUNCODE_POLICY_DATABASE_URL": url}, workers=1, threads=5)  # 3 slots, 2 a token
+    with server as (base, _):
+        port = int(base.rsplit(":", 1)[1])
+        path = "/api/v1/workspaces/acme/decisions?format=csv"
+        held = [_stall(port, auditor, path) for _ in range(5)]  # all five threads, unbounded
         try:
-            assert _status_line(refused) == 429
+            assert sorted(_status_line(c) for c in held) == [200, 200, 429, 429, 429]
+            body = json.dumps({"language": "python", "specs": ["six"]}).encode()
+            asked = fetch(f"{base}/api/v1/workspaces/acme/evaluate", sandbox, timeout=15, method="POST", body=body)
+            assert asked[0] == 200
         finally:
-            refused.close()
-        body = {"language": "python", "specs": ["six"]}
-        assert server.call("POST", "/api/v1/workspaces/acme/evaluate", sandbox, body).status == 200
-    finally:
-        for connection in held:
-            connection.close()
-        server.close()
-
-
-def create_app_for(env: dict, governance):
-    from interface import create_app
-
-    return create_app(env=env, governance=governance)
+            for connection in held:
+                connection.close()
 
 
 def _asking(port: int, authorization: str, path: str) -> socket.socket:
