@@ -101,13 +101,13 @@ def _scan(tar: _Unpacked) -> Tarball | None:
         _check_sum(header)
         kind = header[156:157]
         size = _octal(header[124:136])
-        if kind in (b"L", b"x", b"g", b"K"):  # a long name or link, or pax records, for the next member
+        if kind in (b"L", b"x", b"X", b"g", b"K"):  # a long name or link, or pax records, for the next member
             if size > MAX_HEADER_BYTES:
                 raise ValueError("a header past its bound")
             text = tar.read(_blocks(size))[:size]
             if kind == b"g" and {"path", "size"} & set(_pax(text)):
                 raise ValueError("a global pax header that renames or resizes members")
-            said = {"path": text.split(b"\0", 1)[0].decode()} if kind == b"L" else _pax(text) if kind == b"x" else {}
+            said = {"path": text.split(b"\0", 1)[0].decode()} if kind == b"L" else _pax(text) if kind in b"xX" else {}
             if any(extended.get(key, value) != value for key, value in said.items()):
                 raise ValueError("two headers that name the next member otherwise")  # which wins is npm's to say
             extended = {**extended, **said}
@@ -115,8 +115,10 @@ def _scan(tar: _Unpacked) -> Tarball | None:
         size = int(extended.get("size") or size)  # a pax size overrides the header's, as node-tar reads it
         if size and kind in (b"1", b"2", b"3", b"4", b"5", b"6"):
             raise ValueError("a link, device or folder with a body")  # readers differ on whether to skip it
+        if kind not in (b"1", b"2") and header[157:257].strip(b"\0"):
+            raise ValueError("a link name on what is not a link")  # node-tar skips such a header
         name, extended = extended.get("path") or _ustar_name(header), {}
-        parts = [p for p in name.split("/") if p not in ("", ".")][1:]
+        parts = _relative(name, kind)
         bundled.update(_bundled_names(parts, kind))
         if len(parts) == 1 and parts[0] in ("package.json", "binding.gyp") and scripts is not None:
             if kind not in (b"0", b"\0", b"7") or size > MAX_MANIFEST_BYTES:
@@ -141,7 +143,21 @@ def _check_sum(header: bytes) -> None:
 
 
 def _octal(field: bytes) -> int:
-    return int(field.strip(b"\0 ") or b"0", 8)  # base-256 sizes (past 8 GiB) raise: not read
+    digits = field.strip(b"\0 ")
+    if not all(48 <= d <= 55 for d in digits):  # octal digits only (int() would take `0o`, `_`, signs)
+        raise ValueError("a number field that is not octal")  # base-256 sizes (past 8 GiB) too: not read
+    return int(digits or b"0", 8)
+
+
+def _relative(name: str, kind: bytes) -> list[str]:
+    """A member's path below the tarball's root folder, which npm strips whatever it is called.
+    Only a clean path is read (`root/a/b`, a folder's with a trailing `/`): one with an empty,
+    `.` or `..` part, or a backslash, lands where readers differ (npm strips the first part as
+    written: `./node_modules/x` is `node_modules/x`), so the tarball is not read."""
+    parts = name.removesuffix("/").split("/") if kind == b"5" else name.split("/")
+    if "\\" in name or any(part in ("", ".", "..") for part in parts):
+        raise ValueError("a member path that is not a clean relative path")
+    return parts[1:]
 
 
 def _manifest_scripts(text: bytes, found: bool) -> bool | None:

@@ -42,11 +42,10 @@ def manifest(**scripts: str) -> bytes:
         ({"package/package.json": manifest(postinstall="node evil.js")}, True),
         ({"package/package.json": manifest(preinstall="x")}, True),
         ({"anything/package.json": manifest(install="x")}, True),  # npm strips whatever the root is called
-        ({"./package/package.json": manifest(install="x")}, True),
+        ({"./package/package.json": manifest(install="x")}, None),  # not a clean path: readers differ, not read
         ({"package/package.json": manifest(), "package/binding.gyp": b"{}"}, True),  # node-gyp rebuild
         ({"package/package.json": manifest(), "package/lib/package.json": manifest(install="x")}, False),
-        # two manifests at the root: extracted in order, the later one is what npm reads
-        ({"package/package.json": manifest(), "package//package.json": manifest(postinstall="x")}, True),
+        ({"package/package.json": manifest(), "package//package.json": manifest(postinstall="x")}, None),
         ({"package/index.js": b"1"}, None),  # no manifest: not known
         ({"package/package.json": b"not json"}, None),
         ({"package/package.json": b"[" * 200_000 + b"]" * 200_000}, None),  # past the parser's depth
@@ -153,11 +152,20 @@ def test_a_tarball_past_a_bound_or_not_a_gzipped_tar_is_not_known():
     assert facts.tarball_contents(tarball({"package/node_modules/beta/x": b""}, mode="w")) is None
 
 
-def _raw(name: bytes, size: int = 0, kind: bytes = b"0", magic: bytes = b"ustar\x0000", prefix: bytes = b"") -> bytes:
+def _raw(
+    name: bytes,
+    size: int = 0,
+    kind: bytes = b"0",
+    magic: bytes = b"ustar\x0000",
+    prefix: bytes = b"",
+    size_field: bytes | None = None,
+    link: bytes = b"",
+) -> bytes:
     """One tar header block, checksummed, written by hand (tarfile would not write what npm's tar reads)."""
     header = bytearray(512)
     header[0 : len(name)] = name
-    header[124:136] = b"%011o\0" % size
+    header[124:136] = size_field if size_field is not None else b"%011o\0" % size
+    header[157 : 157 + len(link)] = link
     header[156:157] = kind
     header[257:265] = magic
     header[345 : 345 + len(prefix)] = prefix
@@ -187,7 +195,7 @@ BAD_SUM = _raw(b"package/x", 512)[:148] + b"0000000\0" + _raw(b"package/x", 512)
         + _raw(b"package/x", 512)[156:]
         + _raw(b"package/node_modules/evil/a"),
         # a pax record whose length is wrong: npm's tar ignores it, the right one before it names the member
-        _member(b"pax", b"43 path=package/node_modules/evil/package.json\n5 path=package/safe.json\n", kind=b"x")
+        _member(b"pax", b"47 path=package/node_modules/evil/package.json\n5 path=package/safe.json\n", kind=b"x")
         + _member(b"package/safe.json"),
         # one zero block in the middle: npm's tar reads on past it
         bytes(512) + _member(b"package/node_modules/evil/index.js"),
@@ -195,7 +203,7 @@ BAD_SUM = _raw(b"package/x", 512)[:148] + b"0000000\0" + _raw(b"package/x", 512)
         _member(b"package/lib/", b"x" * 10, kind=b"5") + _member(b"package/node_modules/evil/index.js"),
         # a long name and a pax path that disagree on the next member's name
         _member(b"././@LongLink", b"package/a.js\0", kind=b"L")
-        + _member(b"pax", b"48 path=package/node_modules/evil/package.json\n", kind=b"x")
+        + _member(b"pax", b"47 path=package/node_modules/evil/package.json\n", kind=b"x")
         + _member(b"package/b.js"),
     ],
     ids=["bad checksum", "malformed pax record", "zero block inside", "folder with a body", "names that disagree"],
@@ -224,3 +232,29 @@ def test_a_corrupt_gzip_stream_is_not_known():
     whole = bytearray(gzip.compress(MANIFEST + _member(b"package/index.js", b"x" * 5000) + bytes(1024)))
     whole[20:30] = b"\xff" * 10
     assert facts.tarball_contents(io.BytesIO(bytes(whole))) is None
+
+
+def test_of_two_manifests_at_the_root_the_later_is_what_npm_reads():
+    later = _member(b"package/package.json", manifest(postinstall="x"))
+    assert facts.tarball_contents(_gzipped(MANIFEST, later)).install_scripts is True
+
+
+@pytest.mark.parametrize(
+    "hiding",
+    [
+        _member(b"./node_modules/evil/index.js"),  # npm strips `.`: node_modules/evil
+        _member(b"//node_modules/evil/index.js"),
+        _member(b"package/../node_modules/evil/index.js"),
+        _member(b"package\\node_modules\\evil\\index.js"),
+        _raw(b"package/x.js", size_field=b"0o4000\0\0\0\0\0\0"),  # int(..., 8) reads `0o`; npm's tar, 0
+        _raw(b"package/x.js", link=b"elsewhere"),  # npm's tar skips a file with a link name
+    ],
+    ids=["dot root", "empty parts", "dot-dot", "backslashes", "0o size", "file with a link name"],
+)
+def test_a_member_npms_tar_places_otherwise_is_not_read(hiding):
+    assert facts.tarball_contents(_gzipped(MANIFEST, hiding)) is None
+
+
+def test_an_old_solaris_pax_header_names_the_next_member_too():
+    old = _member(b"old", b"47 path=package/node_modules/evil/package.json\n", kind=b"X")
+    assert facts.tarball_contents(_gzipped(MANIFEST, old, _member(b"package/safe.json"))).bundled == ("evil",)
