@@ -33,6 +33,7 @@ IN_TARBALL = "its tarball's node_modules"
 # projects live): pip and uv install them from the wheel, so each is judged by name too.
 IN_WHEEL = "its wheel's .dist-info"
 BUNDLED_FIELDS = ("bundleDependencies", "bundledDependencies", IN_TARBALL, IN_WHEEL)
+WHEEL_UNREAD = "puts on sys.path what the index cannot read (a folder, zip or egg that may hold any project)"
 TARBALL_UNREAD = "is in a tarball the index could not read (no digest, not a gzipped tar, or past its bounds)"
 PYTHON_FIELD = "Requires-Dist"
 FETCHED_THROUGH_THE_INDEX = ("registry", "alias")
@@ -44,6 +45,7 @@ class Requires(NamedTuple):
 
     requires: list[str]
     carried: tuple[str, ...] | list[str] = ()
+    unjudged: tuple[str, ...] | list[str] = ()  # what the wheel adds to sys.path, unread: refused
 
 
 @dataclass(frozen=True)
@@ -61,10 +63,12 @@ def declared_specs(language: str, metadata: Any) -> list[tuple[str, Spec]]:
     markers are not evaluated: the index knows neither the installer's Python and platform nor
     the extras asked for, so a dependency is judged whatever its marker says."""
     if language == "python":
-        requires, carried = metadata if isinstance(metadata, Requires) else (metadata, ())
-        return [(PYTHON_FIELD, _spec("python", text)) for text in requires] + [
-            (IN_WHEEL, _spec("python", name)) for name in carried
-        ]
+        requires, carried, unjudged = metadata if isinstance(metadata, Requires) else (metadata, (), ())
+        return (
+            [(PYTHON_FIELD, _spec("python", text)) for text in requires]
+            + [(IN_WHEEL, _spec("python", name)) for name in carried]
+            + [(IN_WHEEL, _unreadable("python", why, WHEEL_UNREAD)) for why in unjudged]
+        )
     found = []
     for field in NPM_FIELDS:
         dependencies = metadata.get(field) if isinstance(metadata, dict) else None
@@ -142,7 +146,8 @@ def declared_record(
     `package_version` its number. A refused one hides that version, which is not a denial of
     the project."""
     made = DecisionRecord.for_spec(found.spec, found.verdict, policy_version, context)
-    detail = f"{label} declares {found.spec.text} in {found.field} ({found.spec.kind}): {found.spec.detail}"
+    said = f": {found.spec.detail}" if found.spec.detail else ""
+    detail = f"{label} declares {found.spec.text} in {found.field} ({found.spec.kind}){said}"
     params = None
     if not found.verdict.allowed:  # the dependency's own refusal is rendered in the version's message
         params = {**(found.verdict.params or {}), "field": found.field}

@@ -12,6 +12,7 @@ import email.policy
 import posixpath
 import zipfile
 import zlib
+from typing import NamedTuple
 
 import httpx
 from packaging.utils import canonicalize_name
@@ -22,6 +23,8 @@ from interface.problems import HTTPProblem
 # What importlib.metadata reads as an installed project, as a folder (or, an egg's, a file).
 METADATA_FOLDERS = (".dist-info", ".egg-info")
 MAX_METADATA_BYTES = 16 * 1024 * 1024  # a METADATA file with a long description is a few MiB at most
+MAX_HEAD_BYTES = 64 * 1024  # read of a carried project's metadata (its Name:) or of a .pth file
+MAX_WHEEL_MEMBERS = 100_000  # files of a wheel read for what it carries (past that: not judged)
 # The largest wheel the index reads before relaying it (the biggest on PyPI, CUDA builds, are
 # around 2 GiB); one in flight holds this much temporary disk at most.
 MAX_WHEEL_BYTES = 4 * 1024 * 1024 * 1024
@@ -53,8 +56,17 @@ def fetch(upstream: Upstream, url: str) -> bytes:
         response.close()
 
 
-def wheel_metadata(file, filename: str) -> tuple[bytes, list[str]]:
-    """The METADATA of a wheel's one `.dist-info` directory, and the projects it carries (`carried`);
+class Wheel(NamedTuple):
+    """What the index reads of a wheel: its own METADATA, the other projects it installs
+    (`carried`), and why what it adds to `sys.path` cannot be judged (`unjudged`)."""
+
+    metadata: bytes
+    carried: list[str]
+    unjudged: list[str]
+
+
+def wheel_metadata(file, filename: str) -> Wheel:
+    """The METADATA of a wheel's one `.dist-info` directory, and what else it installs (`carried`);
     a wheel that has none, several, or is no zip is refused (502): what cannot be read cannot be
     judged."""
     file.seek(0)
@@ -72,7 +84,7 @@ def wheel_metadata(file, filename: str) -> tuple[bytes, list[str]]:
             info = archive.getinfo(found[0])
             if info.file_size > MAX_METADATA_BYTES:
                 raise bad_gateway(f"the METADATA of {filename} is larger than {MAX_METADATA_BYTES} bytes")
-            return archive.read(info), carried(names, found[0].split("/", 1)[0])
+            return Wheel(archive.read(info), *carried(archive, found[0].split("/", 1)[0]))
     except (
         zipfile.BadZipFile,
         zipfile.LargeZipFile,
@@ -85,33 +97,65 @@ def wheel_metadata(file, filename: str) -> tuple[bytes, list[str]]:
         raise bad_gateway(f"{filename} is not a readable wheel ({error}), so it cannot be judged") from None
 
 
-def carried(names: list[str], own: str) -> list[str]:
-    """The projects a wheel installs besides itself: each `.dist-info` folder but its own (`own`),
-    and each `.egg-info` folder or file, that lands where installed projects live, as pip and uv
-    install it (`./` and `x/../` resolved): at the wheel's root, at the root of its
-    `.data/purelib` or `.data/platlib`, or in a `site-packages` or `dist-packages` folder under
-    its `.data/data`. pip and importlib.metadata then count each as installed; one vendored
-    deeper (`pkg/_vendor/x.dist-info`) is only code of its wheel's project."""
-    projects = []
-    for name in names:
+def carried(archive: zipfile.ZipFile, own: str) -> tuple[list[str], list[str]]:
+    """The projects a wheel installs besides itself, and what it adds to `sys.path` that cannot be
+    judged. Read where installed projects live, as pip and uv install it (`./` and `x/../`
+    resolved): the wheel's root, the root of its `.data/purelib` or `.data/platlib`, a
+    `site-packages` or `dist-packages` folder under its `.data/data`.
+
+    - A project is each `.dist-info` folder there but its own (`own`), and each `.egg-info`
+      folder or file: pip and importlib.metadata count each as installed, by its folder's name
+      and by the `Name:` its metadata says (both are judged). One vendored deeper
+      (`pkg/_vendor/x.dist-info`) is only code of its wheel's project.
+    - A `.pth` file there puts each of its path lines on `sys.path`, where whatever it names
+      (a folder of the wheel's, a zip, an egg) counts as installed too, unread by the index:
+      such a line cannot be judged. Its `import` lines are code the wheel runs, like any other."""
+    projects, unjudged = [], []
+    for name in archive.namelist()[:MAX_WHEEL_MEMBERS]:
         parts = posixpath.normpath(name.replace("\\", "/")).split("/")
         for at, part in enumerate(parts):
-            if not part.lower().endswith(METADATA_FOLDERS) or part == own:
+            if not _installed_at(parts[:at]):
                 continue
-            parents = parts[:at]
-            installed = (
-                not parents
-                or (len(parents) == 2 and parents[0].endswith(".data") and parents[1] in ("purelib", "platlib"))
-                or (
-                    len(parents) >= 2
-                    and parents[0].endswith(".data")
-                    and parents[1] == "data"
-                    and parents[-1] in ("site-packages", "dist-packages")
-                )
-            )
-            if installed:
+            if part.lower().endswith(METADATA_FOLDERS) and part != own:
                 projects.append(_project(part))
-    return list(dict.fromkeys(projects))
+                if at == len(parts) - 1 or parts[at + 1] in ("METADATA", "PKG-INFO"):
+                    projects += _names_said(archive, name)
+            elif at == len(parts) - 1 and part.lower().endswith(".pth"):
+                unjudged += [f"{name} adds {line!r} to sys.path" for line in _path_lines(archive, name)]
+    if len(archive.namelist()) > MAX_WHEEL_MEMBERS:
+        unjudged.append(f"it holds more than {MAX_WHEEL_MEMBERS} files")
+    return list(dict.fromkeys(projects)), unjudged
+
+
+def _installed_at(parents: list[str]) -> bool:
+    return (
+        not parents
+        or (len(parents) == 2 and parents[0].endswith(".data") and parents[1] in ("purelib", "platlib"))
+        or (
+            len(parents) >= 2
+            and parents[0].endswith(".data")
+            and parents[1] == "data"
+            and parents[-1] in ("site-packages", "dist-packages")
+        )
+    )
+
+
+def _head(archive: zipfile.ZipFile, name: str) -> bytes:
+    with archive.open(name) as member:
+        return member.read(MAX_HEAD_BYTES)
+
+
+def _names_said(archive: zipfile.ZipFile, name: str) -> list[str]:
+    """The `Name:` a carried project's metadata file says, canonical (none when it says none)."""
+    parsed = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(_head(archive, name), headersonly=True)
+    said = parsed.get("Name")
+    return [canonicalize_name(str(said))] if said else []
+
+
+def _path_lines(archive: zipfile.ZipFile, name: str) -> list[str]:
+    """A `.pth` file's path lines: every line but blank ones, comments and `import` lines."""
+    lines = _head(archive, name).decode("utf-8", "replace").splitlines()
+    return [x.strip() for x in lines if x.strip() and not x.startswith(("#", "import ", "import\t"))]
 
 
 def _project(folder: str) -> str:

@@ -286,11 +286,11 @@ def _no_such_file(project: str, filename: str) -> HTTPProblem:
 def _metadata(principal, project: str, dist: str, url: str, digests) -> Response:
     if digests is None:  # nothing to verify it against: fetched each time, never kept
         metadata = core_metadata.fetch(upstream(), url)
-        _judge_declared(principal, project, dist, metadata, None, "metadata")
+        _judge_declared(principal, project, dist, core_metadata.Wheel(metadata, [], []), "metadata")
         return _served(metadata)
     verified = files.obtain(upstream(), cache(), url, digests, core_metadata.MAX_METADATA_BYTES)
     try:
-        _judge_declared(principal, project, dist, verified.file.read(), None, "metadata")
+        _judge_declared(principal, project, dist, core_metadata.Wheel(verified.file.read(), [], []), "metadata")
     except BaseException:
         verified.close()
         raise
@@ -307,7 +307,7 @@ def _distribution(principal, project: str, dist: str, url: str, digests, deliver
     verified = files.obtain(upstream(), cache(), url, digests, limit, refuse)
     if wheel:
         try:
-            _judge_declared(principal, project, dist, *core_metadata.wheel_metadata(verified.file, dist), "download")
+            _judge_declared(principal, project, dist, core_metadata.wheel_metadata(verified.file, dist), "download")
         except BaseException:
             verified.close()
             raise
@@ -318,7 +318,7 @@ def _unverified(principal, project: str, dist: str, url: str, delivered) -> Resp
     if dist.endswith(".whl") and request.method != "HEAD":
         spooled = spool(upstream(), url, core_metadata.MAX_WHEEL_BYTES, core_metadata.too_large)
         try:
-            _judge_declared(principal, project, dist, *core_metadata.wheel_metadata(spooled.file, dist), "download")
+            _judge_declared(principal, project, dist, core_metadata.wheel_metadata(spooled.file, dist), "download")
         except BaseException:
             spooled.file.close()
             raise
@@ -331,13 +331,12 @@ def cache():
     return current_app.extensions["index_cache"]
 
 
-def _judge_declared(
-    principal, project: str, dist: str, metadata: bytes, carried: list[str] | None, request_kind: str
-) -> None:
+def _judge_declared(principal, project: str, dist: str, read: core_metadata.Wheel, request_kind: str) -> None:
     """403 when the version declares a refused `name @ URL` (or other non-registry) requirement,
-    or its wheel carries a refused project (`carried`: read from the wheel; None, a metadata file)."""
+    or its wheel carries a refused project or adds to sys.path what cannot be judged (read from
+    the wheel; a metadata file alone says only what it declares)."""
     version = simple.version_of(dist) or dist
-    declarations = {version: Requires(core_metadata.requires_dist(metadata), carried or ())}
+    declarations = {version: Requires(core_metadata.requires_dist(read.metadata), read.carried, read.unjudged)}
     hidden = package_index().gate.hidden_versions(principal, "python", project, declarations, request_kind, dist)
     if hidden:
         raise HTTPProblem(403, "Forbidden", hidden[version])

@@ -19,6 +19,17 @@ from tests.support.npm_upstream import NpmUpstream, Release, build_tarball
 from tests.support.pypi_upstream import Dist, PyPIUpstream, build_wheel
 
 BETA_TGZ = "/beta-1.0.0.tgz"
+PTH_IMPORT = (("vendor-precedence.pth", b"import os; os.environ.get('X')\n"),)  # as setuptools ships one
+# Other ways a wheel makes a refused project installed: (files it holds, what the refusal names).
+WHEEL_TRICKS = {
+    "a .pth onto its vendored folder": (
+        ("trick-vendor.pth", b"# comment\ntrick0/_vendor\n"),
+        ("trick0/_vendor/beta-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: beta\nVersion: 1.0\n"),
+    ),
+    "a folder named otherwise than its Name": (
+        ("trick1-1.0.data/purelib/gamma-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: beta\nVersion: 1\n"),
+    ),
+}
 # Where a wheel can carry another project so that pip and uv install it as one.
 CARRIED_AT = {"root": "beta", "purelib": ".data/purelib/beta", "platlib": ".data/platlib/beta"}
 BETA_WHEEL = "/beta-1.0-py3-none-any.whl"
@@ -56,9 +67,9 @@ def npm_upstream(url_host):
 def pypi_upstream(url_host):
     dists = [Dist("alpha", "1.0"), Dist("alpha", "1.1", requires=(f"beta @ {url_host.url}{BETA_WHEEL}",))]
     carriers = [Dist(f"carrier{i}", "1.0", files=("wheel",), carried=(p,)) for i, p in enumerate(CARRIED_AT.values())]
-    upstream = PyPIUpstream(
-        [*dists, Dist("beta", "1.0"), *carriers, Dist("vendor", "1.0", carried=("vendor/_vendor/beta",))]
-    )
+    vendored = Dist("vendor", "1.0", carried=("vendor/_vendor/beta",), more=PTH_IMPORT)
+    tricks = [Dist(f"trick{i}", "1.0", files=("wheel",), more=more) for i, more in enumerate(WHEEL_TRICKS.values())]
+    upstream = PyPIUpstream([*dists, Dist("beta", "1.0"), *carriers, vendored, *tricks])
     yield upstream
     upstream.close()
 
@@ -218,8 +229,27 @@ def test_a_wheel_carrying_a_denied_project_is_refused_and_recorded(live, app, tm
     assert "declares beta in its wheel's .dist-info" in found["detail"]
 
 
+@pytest.mark.parametrize("trick", WHEEL_TRICKS)
+def test_a_wheel_that_makes_a_refused_project_installed_otherwise_is_refused(live, app, url_host, trick):
+    """pip then lists beta as installed: through a `.pth` line that puts the wheel's own vendored
+    folder on sys.path (what such a line names is not read: refused whatever it holds), or a
+    dist-info folder whose METADATA says `Name: beta`."""
+    set_policy(app, "denylist", python=["beta"])
+    run = start_run(live)
+    wheel = f"trick{list(WHEEL_TRICKS).index(trick)}-1.0-py3-none-any.whl"
+    reply = live.call("GET", f"/pypi/acme/files/{wheel.split('-')[0]}/{wheel}", run["token"])
+    assert reply.status == 403, reply.body
+    (found,) = hiding(run_decisions(live, run)).values()
+    assert found["allowed"] is False and "its wheel's .dist-info" in found["detail"]
+    if ".pth" in trick:
+        assert "trick-vendor.pth adds 'trick0/_vendor' to sys.path" in found["detail"]
+    else:
+        assert (found["spec"], found["reason"]) == ("beta", "matches-the-deny-list")
+
+
 def test_a_project_vendored_inside_a_packages_own_folder_is_its_code_not_a_project_carried(live, app, url_host):
-    """`pkg/_vendor/x.dist-info` (as setuptools ships) is not installed as a project of its own."""
+    """`pkg/_vendor/x.dist-info` (as setuptools ships) is not installed as a project of its own,
+    and a `.pth` of `import` lines only (setuptools' distutils-precedence.pth) adds no path."""
     set_policy(app, "denylist", python=["beta"])
     run = start_run(live)
     wheel = "vendor-1.0-py3-none-any.whl"
@@ -302,6 +332,14 @@ def test_a_wheel_larger_than_the_bound_is_refused_clearly(live, app, url_host, m
     ],
 )
 def test_the_projects_a_wheel_carries_are_read_where_pip_installs_them(names, found):
+    import io
+    import zipfile
+
     from interface.index.core_metadata import carried
 
-    assert carried(names, "carrier-1.0.dist-info") == found
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name in names:
+            archive.writestr(name, b"Metadata-Version: 2.1\n")  # says no Name: the folder's is judged
+    with zipfile.ZipFile(buffer) as archive:
+        assert carried(archive, "carrier-1.0.dist-info") == (found, [])

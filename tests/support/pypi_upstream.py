@@ -45,6 +45,7 @@ class Dist:
     # other projects its wheel installs, dist-info and all, at these places (`beta` at the root,
     # `.data/purelib/beta` under its .data folder, `./beta` spelled so): the index is not told
     carried: tuple[str, ...] = ()
+    more: tuple[tuple[str, bytes], ...] = ()  # other files its wheel holds, as (path, bytes)
 
 
 @dataclass
@@ -94,6 +95,7 @@ def build_wheel(dist: Dist) -> tuple[str, bytes, bytes]:
         members[f"{prefix}{name}/__init__.py"] = b"CARRIED = True\n"
         members[f"{carried}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n".encode()
         members[f"{carried}/RECORD"] = b""
+    members.update(dict(dist.more))
     record = "".join(f"{path},sha256={_urlsafe_digest(data)},{len(data)}\n" for path, data in members.items())
     members[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
     buffer = io.BytesIO()
