@@ -88,6 +88,7 @@ def test_ranges_and_tags_are_registry_specs(spec):
         ("packages:\n  - 'a/*'\n  - \"b\"  # comment\n  - c\ncatalog:\n  x: ^1\n", ["a/*", "b", "c"]),
         ("packages: [a, 'b/*']\n", ["a", "b/*"]),
         ("# packages: [../x]\nonlyBuiltDependencies: [x]\n", []),
+        ('"packages":\n  - "../x"\n', ["../x"]),  # a quoted key is the same key
     ],
 )
 def test_pnpm_workspace_packages_are_read_in_both_list_shapes(tmp_path, text, patterns):
@@ -95,18 +96,40 @@ def test_pnpm_workspace_packages_are_read_in_both_list_shapes(tmp_path, text, pa
     assert [p for _, p in workspace_patterns(str(tmp_path))] == patterns
 
 
-@pytest.mark.parametrize("text", ["packages: *anchor\n", "packages:\n  [a,\n   b]\n"])
+@pytest.mark.parametrize(
+    "text",
+    ["packages: *anchor\n", "packages:\n  [a,\n   b]\n", "{packages: [../x]}\n", "packages: ['{../x,a}']\n"],
+)
 def test_a_pnpm_workspace_packages_shape_it_cannot_read_is_refused(tmp_path, text):
     (tmp_path / "pnpm-workspace.yaml").write_text(text)
-    with pytest.raises(Unresolvable, match="not a list the gate can read"):
+    with pytest.raises(Unresolvable, match="the gate can read"):
         workspace_patterns(str(tmp_path))
 
 
-@pytest.mark.parametrize("pattern", ["../sib", "packages/../../x", "/abs/*", "~/x", "!../x", "C:/x"])
-def test_a_workspace_pattern_outside_the_root_is_refused(tmp_path, pattern):
+@pytest.mark.parametrize(
+    "pattern",
+    ["../sib", "packages/../../x", "/abs/*", "~/x", "!../x", "C:/x", "{../x,packages/*}", "[.][.]/x", "@(..)/x"]
+    + [".hidden/*", "packages/?", "a\\..\\..\\x"],
+)
+def test_a_workspace_pattern_the_gate_cannot_follow_inside_the_root_is_refused(tmp_path, pattern):
     (tmp_path / "package.json").write_text(json.dumps({"workspaces": {"packages": [pattern]}}))
-    with pytest.raises(Unresolvable, match="reaches outside"):
+    with pytest.raises(Unresolvable, match="is not one the gate follows inside"):
         workspace_root(str(tmp_path))
+
+
+@pytest.mark.parametrize("pattern", ["packages/*", "./packages/*", "packages/**", "apps/*-web", "!packages/old", "a/"])
+def test_plain_workspace_patterns_are_followed(tmp_path, pattern):
+    (tmp_path / "package.json").write_text(json.dumps({"workspaces": [pattern]}))
+    assert workspace_root(str(tmp_path)) == str(tmp_path)
+
+
+def test_a_folder_linked_outside_the_workspace_is_refused(tmp_path):
+    (tmp_path / "root" / "packages").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "root" / "package.json").write_text(json.dumps({"workspaces": ["packages/*"]}))
+    (tmp_path / "root" / "packages" / "link").symlink_to(tmp_path / "outside")
+    with pytest.raises(Unresolvable, match="links to .*outside, outside the workspace"):
+        manifests(str(tmp_path / "root"))
 
 
 def test_the_workspace_root_is_the_outermost_folder_declaring_one(tmp_path):

@@ -39,9 +39,13 @@ OVERRIDE_FIELDS = (("overrides",), ("resolutions",), ("pnpm", "overrides"))
 # that reads catalogs (pnpm) keeps `catalog:` too, and judges what it resolves to (`settings`).
 TARBALL_ENDINGS = (".tgz", ".tar.gz", ".tar")
 LOCAL_PROTOCOLS = ("workspace:",)
-SKIPPED_DIRECTORIES = ("node_modules", ".git")
+SKIPPED_DIRECTORIES = ("node_modules", "__pycache__")  # and every dot-folder: workspace globs skip them
 MAX_MANIFESTS = 2000  # package.json files read below the project: a bound on a hostile tree
-MAX_FOLDERS = 20_000  # folders walked below it (outside node_modules)
+MAX_FOLDERS = 50_000  # folders walked below it (outside node_modules and dot-folders)
+# A workspace package pattern the gate can follow: plain path parts, `*` and `**` (which npm's and
+# pnpm's globs never match to a dot-folder or `..`), `!` in front to exclude. Braces, classes and
+# extglobs (`{../x,a}`, `[.][.]`, `@(..)`) could name what the walk does not read.
+PATTERN_PART = re.compile(r"^(?:\*\*|[A-Za-z0-9_@+=,%~-][A-Za-z0-9_@+=,%~.*-]*|\*[A-Za-z0-9_@+=,%~.*-]*|\.)$")
 # A spec npm reads as a path, not a registry range: npm-package-arg's `isFilespec` (`..`, `.git`,
 # `~/x`, `/x`, `C:x`).
 PATH_SPEC = re.compile(r"^(?:\.|~/|[/\\]|[A-Za-z]:)")
@@ -109,18 +113,25 @@ def manifests(cwd: str) -> dict[str, dict]:
 
 def project_folders(cwd: str):
     """(folder, its file names) for every folder below the workspace's root but node_modules and
-    .git, at most MAX_FOLDERS of them."""
+    dot-folders, at most MAX_FOLDERS of them; a folder linked to outside the root is refused
+    (npm's glob follows links, which the walk does not)."""
     root = workspace_root(cwd)
+    inside = os.path.realpath(root) + os.sep
     for count, (directory, folders, files) in enumerate(os.walk(root)):
         if count >= MAX_FOLDERS:
             raise Unresolvable(f"more than {MAX_FOLDERS} folders below {root}")
-        folders[:] = sorted(f for f in folders if f not in SKIPPED_DIRECTORIES)
+        for folder in folders:
+            path = os.path.join(directory, folder)
+            if os.path.islink(path) and not (os.path.realpath(path) + os.sep).startswith(inside):
+                raise Unresolvable(f"{path} links to {os.path.realpath(path)}, outside the workspace {root}")
+        folders[:] = sorted(f for f in folders if f not in SKIPPED_DIRECTORIES and not f.startswith("."))
         yield directory, files
 
 
 def workspace_root(cwd: str) -> str:
     """The outermost folder, from the working directory up, that declares a workspace, else the
-    working directory. A workspace whose package patterns reach outside it is refused."""
+    working directory. A workspace whose package patterns the gate cannot follow inside it (one
+    reaching outside, or naming a dot-folder, or a brace, class or extglob) is refused."""
     root = os.path.abspath(cwd)
     for directory in ancestors(cwd):
         patterns = workspace_patterns(directory)
@@ -128,11 +139,12 @@ def workspace_root(cwd: str) -> str:
             continue
         root = directory
         for where, pattern in patterns:
-            path = pattern.lstrip("!").replace("\\", "/")
-            if ".." in path.split("/") or re.match(r"^(?:/|~|[A-Za-z]:)", path):
+            parts = pattern.removeprefix("!").replace("\\", "/").removesuffix("/").split("/")
+            if not all(PATTERN_PART.match(part) for part in parts) or parts[0].startswith("~"):
                 raise Unresolvable(
-                    f"{where}: the workspace package pattern {pattern!r} reaches outside {directory}; the gate "
-                    "reads every package of a workspace before the client installs it, so they must lie inside its root"
+                    f"{where}: the workspace package pattern {pattern!r} is not one the gate follows inside "
+                    f"{directory} (plain folder names, * and ** only); the gate reads every package of a "
+                    "workspace before the client installs it"
                 )
     return root
 
@@ -159,7 +171,8 @@ def workspace_patterns(directory: str) -> list[tuple[str, str]] | None:
 
 def _pnpm_packages(path: str) -> list[str]:
     """The `packages:` of a pnpm-workspace.yaml: a block list (`- 'packages/*'`) or a flow one on
-    its line (`packages: [a, b]`); another shape of it is refused, as it cannot be read here."""
+    its line (`packages: [a, b]`), its key quoted or not; another shape of it, or a document the
+    gate cannot read line by line (a flow mapping), is refused."""
     try:
         lines = read_regular(path).decode("utf-8-sig").split("\n")
     except (OSError, ValueError) as error:
@@ -169,10 +182,12 @@ def _pnpm_packages(path: str) -> list[str]:
         text = re.sub(r"(^|\s)#.*", "", line).rstrip()
         if not text:
             continue
-        key = re.match(r"^packages\s*:\s*(.*)$", text)
+        if text[0] in "{[&*!|>%":
+            raise Unresolvable(f"{path} line {number}: not a document the gate can read line by line")
+        key = re.match(r"^(['\"]?)packages\1\s*:\s*(.*)$", text)
         if key is not None:
-            rest, inside = key.group(1).strip(), True
-            if rest.startswith("[") and rest.endswith("]"):
+            rest, inside = key.group(2).strip(), True
+            if rest.startswith("[") and rest.endswith("]") and "{" not in rest:
                 found += [_unquoted(item) for item in rest[1:-1].split(",") if item.strip()]
                 inside = False
             elif rest:
