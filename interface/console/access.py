@@ -43,12 +43,13 @@ def requests_page(kept: dict | None = None):
 
 
 @blueprint.get("/requests/<request_id>/closure")
-def closure_preview(request_id: str):
-    """What "Approve with its dependencies" would grant, shown before anything is granted."""
+def closure_preview(request_id: str, kept: dict | None = None):
+    """What "Approve with its dependencies" would grant, shown before anything is granted
+    (`kept`: what an admin typed into it that was refused, shown again)."""
     require("admin")
     asked = governance().access.request(_workspace(), request_id)
     found = request_closure(governance(), _workspace(), request_id)
-    return render_template("console/closure.html", r=asked, closure=found, durations=DURATIONS)
+    return render_template("console/closure.html", r=asked, closure=found, durations=DURATIONS, kept=kept or {})
 
 
 @blueprint.post("/requests/<request_id>/approve")
@@ -78,7 +79,8 @@ def approve(request_id: str):
         # Refused as typed: the page again with the note and the box as they were, not emptied.
         flash(refusal_text(error), "error")
         kept = {"id": request_id, "note": note, "lift_deny": lift_deny}
-        return requests_page(kept), status_of(error)
+        page = closure_preview(request_id, kept) if with_dependencies else requests_page(kept)
+        return page, status_of(error)
     others = len(decided["granted"]) - 1
     also = f" and {others} dependenc{'y' if others == 1 else 'ies'} not allowed before" if with_dependencies else ""
     unread = len(closure["unresolved"]) if closure else 0

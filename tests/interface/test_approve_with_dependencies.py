@@ -112,6 +112,24 @@ def test_the_console_shows_the_closure_first_then_approves_it_in_one_click(live,
     assert granted == TREE - {"urlkit"}
 
 
+def test_a_closure_approval_refused_shows_the_closure_again_with_what_was_typed(live, app, asked):
+    """Refused (a deny-listed name in the closure, its entry not lifted), the closure page comes
+    back with the note and the box: the Requests list's form would grant the request alone."""
+    from tests.interface.test_console import signed_in
+
+    app.save_policy("acme", {"python": {"deny": ["evil-thing"]}}, by="founder")
+    console = signed_in(live)
+    form = console.get(f"/console/requests/{asked}/closure").form(f"/console/requests/{asked}/approve")
+    typed = [(n, "the webkit tree, OPS-7" if n == "note" else v) for n, v in form.fields]
+    refused = console.post(form.action, [*typed, ("duration", "P7D")])
+    assert refused.status == 409 and "deny-listed names (evil-thing)" in refused.plain, refused.plain
+    again = refused.form(f"/console/requests/{asked}/approve")
+    assert ("with_dependencies", "yes") in again.fields and ("note", "the webkit tree, OPS-7") in again.fields
+    done = console.follow(console.post(again.action, [*again.fields, ("lift_deny", "yes"), ("duration", "P7D")]))
+    assert "Approved webkit and 5 dependencies not allowed before (7 days)." in done.plain, done.plain
+    assert "evil-thing" in {e["name"] for e in app.access.exceptions("acme")["exceptions"]}
+
+
 def test_the_console_says_when_a_requirement_could_not_be_followed_rather_than_counting_none(live, app, asked):
     from tests.interface.test_console import signed_in
 
