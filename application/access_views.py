@@ -19,11 +19,15 @@ def request_status(row: dict, now: datetime) -> str:
 
 def request_view(row: dict, askers: list[dict], now: datetime, denied_recently: int, viewer: str | None = None) -> dict:
     """With `viewer` (a sandbox token's id), only what that token asked is shown: its own
-    justification and context, never another asker's (who may have written secrets there)."""
+    justification and context, its own first asking as the filing, never another asker's (who
+    may have written secrets there, and whose name and time say who else is at work)."""
     requesters = len(askers)
     if viewer is not None:
         askers = [a for a in askers if a["token_id"] == viewer]
-        row = {**row, **{k: askers[0][k] for k in ("justification", "context")}} if askers else row
+        own = askers[0] if askers else None
+        if own is not None:
+            row = {**row, "justification": own["justification"], "context": own["context"]}
+            row = {**row, "filed_by": own["by_actor"], "filed_at": own["first_at"]}
     exception = None
     if row["exception_id"]:
         exception = {

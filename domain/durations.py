@@ -12,14 +12,17 @@ from datetime import timedelta
 from domain.errors import FieldError, InvalidInputError
 
 MAX_DURATION = timedelta(days=3660)
-_CALENDAR = re.compile(r"P(?=\d+[YM])(?:\d+Y)?(?:\d+M)?(?:\d+W)?(?:\d+D)?(?:T[\d.HMS]*)?")
-_DURATION = re.compile(r"P(?!$)(?:(\d+)W)?(?:(\d+)D)?(?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d{1,6})?)S)?)?")
+# ASCII digits only (`\d` would take any script's); a fraction only on seconds, as one is written.
+_CALENDAR = re.compile(r"P(?=[0-9]+[YM])(?:[0-9]+Y)?(?:[0-9]+M)?(?:[0-9]+W)?(?:[0-9]+D)?(?:T[0-9.HMS]*)?")
+_DURATION = re.compile(
+    r"P(?!$)(?:([0-9]+)W)?(?:([0-9]+)D)?(?:T(?=[0-9])(?:([0-9]+)H)?(?:([0-9]+)M)?(?:([0-9]+(?:\.[0-9]{1,6})?)S)?)?"
+)
 
 
 def parse_duration(text: object, field: str = "duration") -> timedelta:
     """`P7D`, `PT12H`, `P1W`, `P1DT6H`: weeks, days, hours, minutes, seconds."""
-    found = _DURATION.fullmatch(text.strip().upper()) if isinstance(text, str) and len(text) <= 64 else None
-    if found is None and isinstance(text, str) and _CALENDAR.fullmatch(text.strip().upper()):
+    found = _DURATION.fullmatch(text.upper()) if isinstance(text, str) and len(text) <= 64 else None
+    if found is None and isinstance(text, str) and _CALENDAR.fullmatch(text.upper()):
         raise InvalidInputError(
             f"{field}: {text!r}: months and years are not accepted, use days (such as P30D or P365D)",
             [FieldError(field, "months and years are not accepted (their length varies): use days, such as P30D")],
@@ -30,7 +33,8 @@ def parse_duration(text: object, field: str = "duration") -> timedelta:
             [
                 FieldError(
                     field,
-                    "must be an ISO 8601 duration in weeks, days, hours, minutes or seconds, such as P7D or PT12H",
+                    "must be an ISO 8601 duration in whole weeks, days, hours and minutes, and seconds "
+                    "(which may have a fraction), such as P7D or PT12H",
                 )
             ],
         )
