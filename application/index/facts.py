@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,6 +35,11 @@ MAX_UNPACKED_BYTES = 1024**3
 MAX_MEMBERS = 100_000
 MAX_HEADER_BYTES = 64 * 1024  # a long name's or a pax header's text
 BLOCK = 512
+# Member kinds read here: files, folders, links (judged by name), and the headers that extend the
+# next member (GNU long name and link, pax); any other (GNU `N`, Solaris `X`, devices...) is not
+# read as npm's tar reads it, so the tarball is not read.
+READ_KINDS = (b"0", b"\0", b"7", b"5", b"1", b"2", b"L", b"K", b"x", b"g")
+DRIVE = re.compile(r"^[A-Za-z]:")
 
 
 def python_file(entry: dict, version: str | None) -> VersionFacts:
@@ -100,14 +106,16 @@ def _scan(tar: _Unpacked) -> Tarball | None:
             raise ValueError("a zero block inside the archive")  # node-tar reads on past one: not read alike
         _check_sum(header)
         kind = header[156:157]
+        if kind not in READ_KINDS:
+            raise ValueError("a member of a kind this reader does not read as npm's tar does")
         size = _octal(header[124:136])
-        if kind in (b"L", b"x", b"X", b"g", b"K"):  # a long name or link, or pax records, for the next member
+        if kind in (b"L", b"x", b"g", b"K"):  # a long name or link, or pax records, for the next member
             if size > MAX_HEADER_BYTES:
                 raise ValueError("a header past its bound")
             text = tar.read(_blocks(size))[:size]
             if kind == b"g" and {"path", "size"} & set(_pax(text)):
                 raise ValueError("a global pax header that renames or resizes members")
-            said = {"path": text.split(b"\0", 1)[0].decode()} if kind == b"L" else _pax(text) if kind in b"xX" else {}
+            said = {"path": _text(text)} if kind == b"L" else _pax(text) if kind == b"x" else {}
             if any(extended.get(key, value) != value for key, value in said.items()):
                 raise ValueError("two headers that name the next member otherwise")  # which wins is npm's to say
             extended = {**extended, **said}
@@ -134,19 +142,27 @@ def _scan(tar: _Unpacked) -> Tarball | None:
 
 
 def _check_sum(header: bytes) -> None:
-    """A header's checksum, as tar defines it (its own field counted as spaces, bytes unsigned or
-    signed); node-tar skips a header that fails it and reads the next block as one."""
-    stored = _octal(header[148:156])
-    blanked = header[:148] + b" " * 8 + header[156:]
-    if stored not in (sum(blanked), sum(b - 256 if b > 127 else b for b in blanked)):
+    """A header's checksum, as node-tar checks it (its own field counted as spaces, the bytes
+    summed unsigned); node-tar skips a header that fails it and reads the next block as one."""
+    if _octal(header[148:156]) != sum(header[:148] + b" " * 8 + header[156:]):
         raise ValueError("a header whose checksum is wrong")
 
 
 def _octal(field: bytes) -> int:
-    digits = field.strip(b"\0 ")
+    """A number field as node-tar reads one: up to its first NUL, blanks trimmed, empty is 0."""
+    digits = field.split(b"\0", 1)[0].strip(b" ")
     if not all(48 <= d <= 55 for d in digits):  # octal digits only (int() would take `0o`, `_`, signs)
         raise ValueError("a number field that is not octal")  # base-256 sizes (past 8 GiB) too: not read
     return int(digits or b"0", 8)
+
+
+def _text(field: bytes) -> str:
+    """A name field: its text, then only NULs. node-tar cuts a name at a NUL only up to a newline
+    (`x\\0\\n/node_modules/y` is a path to it), so anything after the first NUL is not read alike."""
+    text, _, rest = field.partition(b"\0")
+    if rest.strip(b"\0") or b"\n" in text or b"\r" in text:
+        raise ValueError("a name with bytes after its end, or a line break")
+    return text.decode()
 
 
 def _relative(name: str, kind: bytes) -> list[str]:
@@ -155,8 +171,8 @@ def _relative(name: str, kind: bytes) -> list[str]:
     `.` or `..` part, or a backslash, lands where readers differ (npm strips the first part as
     written: `./node_modules/x` is `node_modules/x`), so the tarball is not read."""
     parts = name.removesuffix("/").split("/") if kind == b"5" else name.split("/")
-    if "\\" in name or any(part in ("", ".", "..") for part in parts):
-        raise ValueError("a member path that is not a clean relative path")
+    if "\\" in name or any(part in ("", ".", "..") or DRIVE.match(part) for part in parts):
+        raise ValueError("a member path that is not a clean relative path")  # npm's tar strips `c:`, as win32
     return parts[1:]
 
 
@@ -187,9 +203,9 @@ def _blocks(size: int) -> int:
 
 
 def _ustar_name(header: bytes) -> str:
-    name = header[0:100].split(b"\0", 1)[0]
-    prefix = header[345:500].split(b"\0", 1)[0] if header[257:265] == b"ustar\x0000" else b""
-    return (prefix + b"/" + name if prefix else name).decode()
+    name = _text(header[0:100])
+    prefix = _text(header[345:500]) if header[257:265] == b"ustar\x0000" else ""
+    return prefix + "/" + name if prefix else name
 
 
 def _pax(records: bytes) -> dict[str, str]:
@@ -204,7 +220,7 @@ def _pax(records: bytes) -> dict[str, str]:
         key, equals, value = record[len(length) + 1 :].partition(b"=")
         if len(record) != int(length) or not record.endswith(b"\n") or not equals:
             raise ValueError("a malformed pax record")
-        found[key.decode()] = value[:-1].split(b"\0", 1)[0].decode()
+        found[key.decode()] = _text(value[:-1])
         at += int(length)
     return found
 

@@ -23,7 +23,7 @@ from interface.problems import HTTPProblem
 # What importlib.metadata reads as an installed project, as a folder (or, an egg's, a file).
 METADATA_FOLDERS = (".dist-info", ".egg-info")
 MAX_METADATA_BYTES = 16 * 1024 * 1024  # a METADATA file with a long description is a few MiB at most
-MAX_HEAD_BYTES = 64 * 1024  # read of a carried project's metadata (its Name:) or of a .pth file
+MAX_READ_BYTES = 1024 * 1024  # a carried project's metadata (its Name:) or a .pth file, read whole
 MAX_WHEEL_MEMBERS = 100_000  # files of a wheel read for what it carries (past that: not judged)
 # The largest wheel the index reads before relaying it (the biggest on PyPI, CUDA builds, are
 # around 2 GiB); one in flight holds this much temporary disk at most.
@@ -116,11 +116,16 @@ def carried(archive: zipfile.ZipFile, own: str) -> tuple[list[str], list[str]]:
         for at, part in enumerate(parts):
             if not _installed_at(parts[:at]):
                 continue
-            if part.lower().endswith(METADATA_FOLDERS) and part != own:
+            last = at == len(parts) - 1
+            carried_here = part.lower().endswith(METADATA_FOLDERS) and part != own
+            pth = last and part.lower().endswith(".pth")
+            read = pth or (carried_here and (last or parts[at + 1] in ("METADATA", "PKG-INFO")))
+            if read and archive.getinfo(name).file_size > MAX_READ_BYTES:
+                unjudged.append(f"{name} is larger than {MAX_READ_BYTES} bytes, the most read of it")
+            elif carried_here:
                 projects.append(_project(part))
-                if at == len(parts) - 1 or parts[at + 1] in ("METADATA", "PKG-INFO"):
-                    projects += _names_said(archive, name)
-            elif at == len(parts) - 1 and part.lower().endswith(".pth"):
+                projects += _names_said(archive, name) if read else []
+            elif pth:
                 unjudged += [f"{name} adds {line!r} to sys.path" for line in _path_lines(archive, name)]
     if len(archive.namelist()) > MAX_WHEEL_MEMBERS:
         unjudged.append(f"it holds more than {MAX_WHEEL_MEMBERS} files")
@@ -140,21 +145,21 @@ def _installed_at(parents: list[str]) -> bool:
     )
 
 
-def _head(archive: zipfile.ZipFile, name: str) -> bytes:
+def _whole(archive: zipfile.ZipFile, name: str) -> bytes:
     with archive.open(name) as member:
-        return member.read(MAX_HEAD_BYTES)
+        return member.read(MAX_READ_BYTES + 1)[:MAX_READ_BYTES]
 
 
 def _names_said(archive: zipfile.ZipFile, name: str) -> list[str]:
     """The `Name:` a carried project's metadata file says, canonical (none when it says none)."""
-    parsed = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(_head(archive, name), headersonly=True)
+    parsed = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(_whole(archive, name), headersonly=True)
     said = parsed.get("Name")
     return [canonicalize_name(str(said))] if said else []
 
 
 def _path_lines(archive: zipfile.ZipFile, name: str) -> list[str]:
     """A `.pth` file's path lines: every line but blank ones, comments and `import` lines."""
-    lines = _head(archive, name).decode("utf-8", "replace").splitlines()
+    lines = _whole(archive, name).decode("utf-8", "replace").splitlines()
     return [x.strip() for x in lines if x.strip() and not x.startswith(("#", "import ", "import\t"))]
 
 

@@ -255,6 +255,29 @@ def test_a_member_npms_tar_places_otherwise_is_not_read(hiding):
     assert facts.tarball_contents(_gzipped(MANIFEST, hiding)) is None
 
 
-def test_an_old_solaris_pax_header_names_the_next_member_too():
-    old = _member(b"old", b"47 path=package/node_modules/evil/package.json\n", kind=b"X")
-    assert facts.tarball_contents(_gzipped(MANIFEST, old, _member(b"package/safe.json"))).bundled == ("evil",)
+@pytest.mark.parametrize(
+    "hiding",
+    [
+        _member(b"old", b"47 path=package/node_modules/evil/package.json\n", kind=b"X"),  # old Solaris pax
+        _member(b"package/n", b"package/node_modules/evil/package.json", kind=b"N"),  # old GNU long name
+        _member(b"././@LongLink", b"x\0\n/node_modules/evil/package.json", kind=b"L"),  # npm's tar reads on past NUL
+        _member(b"package/c:node_modules/evil/index.js"),  # npm's tar strips `c:` as a win32 drive
+    ],
+    ids=["X pax", "N long name", "NUL then newline", "drive letter"],
+)
+def test_a_header_npms_tar_reads_another_way_is_not_read(hiding):
+    assert facts.tarball_contents(_gzipped(MANIFEST, hiding, _member(b"package/safe.txt"))) is None
+
+
+def test_a_checksum_summed_signed_is_refused_as_npms_tar_refuses_it():
+    header = bytearray(_raw("package/café.txt".encode()))
+    header[148:156] = b" " * 8
+    header[148:156] = b"%06o\0 " % sum(b - 256 if b > 127 else b for b in header)
+    assert facts.tarball_contents(_gzipped(MANIFEST, bytes(header))) is None
+
+
+def test_a_size_field_that_starts_with_a_nul_is_zero_as_npms_tar_reads_it():
+    """Its "body" is then read as members, as npm's tar reads it: what it carries is seen."""
+    carried = _member(b"package/node_modules/evil/index.js")
+    empty = _raw(b"package/x.txt", size_field=b"\0\0\0\0" + b"%07o\0" % len(carried))
+    assert facts.tarball_contents(_gzipped(MANIFEST, empty, carried)).bundled == ("evil",)

@@ -26,6 +26,10 @@ WHEEL_TRICKS = {
         ("trick-vendor.pth", b"# comment\ntrick0/_vendor\n"),
         ("trick0/_vendor/beta-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: beta\nVersion: 1.0\n"),
     ),
+    "a .pth line past its first 64 KiB": (
+        ("trick-late.pth", b"#\n" * 40_000 + b"trick1/_vendor\n"),
+        ("trick1/_vendor/beta-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: beta\nVersion: 1.0\n"),
+    ),
     "a folder named otherwise than its Name": (
         ("trick1-1.0.data/purelib/gamma-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: beta\nVersion: 1\n"),
     ),
@@ -242,7 +246,7 @@ def test_a_wheel_that_makes_a_refused_project_installed_otherwise_is_refused(liv
     (found,) = hiding(run_decisions(live, run)).values()
     assert found["allowed"] is False and "its wheel's .dist-info" in found["detail"]
     if ".pth" in trick:
-        assert "trick-vendor.pth adds 'trick0/_vendor' to sys.path" in found["detail"]
+        assert "adds 'trick0/_vendor' to sys.path" in found["detail"] or "'trick1/_vendor'" in found["detail"]
     else:
         assert (found["spec"], found["reason"]) == ("beta", "matches-the-deny-list")
 
@@ -343,3 +347,20 @@ def test_the_projects_a_wheel_carries_are_read_where_pip_installs_them(names, fo
             archive.writestr(name, b"Metadata-Version: 2.1\n")  # says no Name: the folder's is judged
     with zipfile.ZipFile(buffer) as archive:
         assert carried(archive, "carrier-1.0.dist-info") == (found, [])
+
+
+def test_only_metadata_and_pth_files_are_read_whole_a_large_module_is_not_judged():
+    import io
+    import zipfile
+
+    from interface.index.core_metadata import MAX_READ_BYTES, carried
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("big.py", b"#" * (MAX_READ_BYTES + 1))
+        archive.writestr("huge.pth", b"#" * (MAX_READ_BYTES + 1))
+    with zipfile.ZipFile(buffer) as archive:
+        assert carried(archive, "carrier-1.0.dist-info") == (
+            [],
+            [f"huge.pth is larger than {MAX_READ_BYTES} bytes, the most read of it"],
+        )
