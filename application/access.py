@@ -22,7 +22,15 @@ from application.impact import Impact
 from application.policies import Policies
 from application.races import ATTEMPTS, LOST_RACE, pause, saved, too_fast
 from application.store.access_reads import AccessReads
-from domain.access import STATUS_FILTERS, AccessRequest, expiry, plan_closure_grants, plan_grant, requested_package
+from domain.access import (
+    STATUS_FILTERS,
+    AccessRequest,
+    check_requestable,
+    expiry,
+    plan_closure_grants,
+    plan_grant,
+    requested_package,
+)
 from domain.egress.workspace import EGRESS
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
 from domain.policy import Change, bind_rules, exception_end
@@ -62,6 +70,7 @@ class Access:
         `only_own`: the answer shows only this token's own asking (a sandbox's view)."""
         self.require_workspace(workspace)
         language, name = requested_package(language, name)
+        check_requestable(self.load_policy(workspace).state, language, name)
         asked = {
             "by": by,
             "token_id": token_id,

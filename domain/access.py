@@ -100,6 +100,18 @@ def _denied_by(state: dict[str, Any], language: str, name: str) -> tuple[list[st
     return [n for n in deny if deny_key(language, n) == key], [n for n in deny if deny_key(language, n) in pattern_keys]
 
 
+def check_requestable(state: dict[str, Any], language: str, name: str) -> None:
+    """A name a deny pattern denies can never be approved (`lift_deny` lifts no pattern), so a
+    request for it is refused when it is filed, not left open to be refused at every approval."""
+    _, patterns = _denied_by(state, language, name)
+    if patterns:
+        raise ConflictError(
+            f"{name} is denied by the {language} deny pattern {', '.join(patterns)}, which wins over exceptions: "
+            "no request for it can be approved; an admin must remove or narrow the pattern first",
+            [FieldError("name", f"{name} is denied by the deny pattern {', '.join(patterns)}")],
+        )
+
+
 def _pattern_conflict(language: str, denied: list[tuple[str, list[str]]]) -> ConflictError:
     """A deny pattern also denies names nobody asked for, so `lift_deny` never lifts one; and
     an exception under it would be granted and decide nothing, as the deny list wins."""

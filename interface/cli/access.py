@@ -74,7 +74,7 @@ def requests_approve(workspace: str, request_id: str, duration, until, lift_deny
         request_id,
         by=actor(),
         duration=duration,
-        expires_at=optional_instant(until, "until"),
+        expires_at=optional_instant(until, "expires_at"),
         note=note,
         lift_deny=lift_deny,
     )
@@ -141,7 +141,7 @@ def exceptions_grant(workspace: str, language: str, name: str, duration, until, 
         name,
         by=actor(),
         duration=duration,
-        expires_at=optional_instant(until, "until"),
+        expires_at=optional_instant(until, "expires_at"),
         note=note,
         lift_deny=lift_deny,
     )

@@ -36,7 +36,9 @@ def test_durations_of_fixed_length(text, length):
 
 
 @pytest.mark.parametrize(
-    "text", ["P1M", "P1Y", "P", "PT", "7D", "P0D", "P99999D", "", "P1DT", "P9999999999D", "PT99999999999999999999S"]
+    "text",
+    ["P1M", "P1Y", "P", "PT", "7D", "P0D", "P99999D", "", "P1DT", "P9999999999D", "PT99999999999999999999S"]
+    + ["P\u0661D", " PT1H", "PT1H ", "PT1.5H", "P0.5D"],  # another script's digit, blanks, a fraction not of seconds
 )
 def test_durations_without_a_fixed_length_or_out_of_range_are_refused(text):
     with pytest.raises(InvalidInputError) as refused:

@@ -189,6 +189,7 @@ def test_a_name_a_deny_pattern_denies_is_409_naming_the_pattern_which_lift_deny_
     """The deny list wins over exceptions, so one under a deny pattern would decide nothing; and
     the pattern denies other names too, so lifting it for one name is not the admin's to ask."""
     live = locked
+    request = ask(live, "omega-y").json  # filed before the pattern: it can never be approved after
     denied = [
         {"action": "add", "language": "python", "list": "deny", "entries": ["omega-*"]},
         {"action": "add", "language": "node", "list": "deny", "entries": ["@Bad/*"]},
@@ -202,7 +203,9 @@ def test_a_name_a_deny_pattern_denies_is_409_naming_the_pattern_which_lift_deny_
             assert refused.status == 409, refused.body
             assert f"deny pattern {pattern}" in refused.json["detail"]
             assert refused.json["errors"][0]["field"] == "name"
-    request = ask(live, "omega-y").json
+    filed = ask(live, "omega-z")  # filed after it: refused at once, naming the pattern
+    assert filed.status == 409 and "no request for it can be approved" in filed.json["detail"], filed.body
+    assert filed.json["errors"] == [{"field": "name", "message": "omega-z is denied by the deny pattern omega-*"}]
     for body in ({"duration": "P7D"}, {"duration": "P7D", "lift_deny": True}):
         refused = live.call("POST", f"{P}/requests/{request['id']}/approve", live.tokens["admin"], body)
         assert refused.status == 409, refused.body

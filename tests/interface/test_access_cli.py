@@ -46,6 +46,8 @@ def test_exceptions_grant_list_and_revoke(cli, acme):  # noqa: F811
     assert refused.exit_code == 1 and "  lift_deny (--lift-deny): must be true" in refused.output
     far = cli("exceptions", "grant", "-w", "acme", "python", "beta", "--lift-deny", "--until", "2999-01-01T00:00:00Z")
     assert far.exit_code == 1 and "at most 3660 days ahead" in far.output  # as long as a duration may say
+    unread = cli("exceptions", "grant", "-w", "acme", "python", "beta", "--lift-deny", "--until", "tomorrow")
+    assert unread.exit_code == 1 and "expires_at (--until): " in unread.output, unread.output
     until = (datetime.now(UTC) + timedelta(days=30)).replace(microsecond=0)
     granted = cli("exceptions", "grant", "-w", "acme", "python", "Beta", "--lift-deny", "--until", until.isoformat())
     assert granted.exit_code == 0, granted.output
