@@ -169,13 +169,31 @@ def cut_stalled_clients(seconds: int) -> None:
         return
     deadline = time.monotonic() + LISTENER_WAIT_SECONDS
     while time.monotonic() < deadline:
-        if _set_on_listeners(option, seconds * 1000):
+        ports = _set_on_listeners(option, seconds * 1000)
+        if ports:
+            # Connections accepted before the listener had it (this thread may run late on a busy
+            # machine) did not inherit it: they get it now. Those accepted later inherit it.
+            _set_on_sockets(option, seconds * 1000, lambda sock, found=ports: sock.getsockname()[1] in found)
             return
         time.sleep(0.05)
 
 
-def _set_on_listeners(option: int, milliseconds: int) -> bool:
-    found = False
+def _set_on_listeners(option: int, milliseconds: int) -> set[int]:
+    """Set it on this process's listening TCP sockets; the ports they listen on."""
+    ports: set[int] = set()
+
+    def listening(sock) -> bool:
+        if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+            ports.add(sock.getsockname()[1])
+            return True
+        return False
+
+    _set_on_sockets(option, milliseconds, listening)
+    return ports
+
+
+def _set_on_sockets(option: int, milliseconds: int, chosen) -> None:
+    """Set the option on every TCP socket of this process that `chosen(sock)` picks."""
     for name in os.listdir("/proc/self/fd"):
         try:
             if not os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
@@ -183,13 +201,10 @@ def _set_on_listeners(option: int, milliseconds: int) -> bool:
             with socket.socket(fileno=os.dup(int(name))) as sock:  # the same socket, another descriptor
                 if sock.type != socket.SOCK_STREAM or sock.family not in (socket.AF_INET, socket.AF_INET6):
                     continue
-                if not sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
-                    continue
-                sock.setsockopt(socket.IPPROTO_TCP, option, milliseconds)
-                found = True
+                if chosen(sock):
+                    sock.setsockopt(socket.IPPROTO_TCP, option, milliseconds)
         except OSError:
             continue
-    return found
 
 
 def check_port_free(host: str, port: int) -> None:

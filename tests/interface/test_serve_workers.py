@@ -95,3 +95,23 @@ def test_workers_exit_when_serve_is_killed_outright_so_a_restart_gets_the_port(t
         timeout=GENEROUS,
     )
     assert restarted.returncode == 0, restarted.stderr
+
+
+def test_a_connection_accepted_before_the_listener_got_the_stalled_client_cut_gets_it_too():
+    """The cut is set on a worker's listener by a thread that can run late on a busy machine: a
+    connection accepted before then did not inherit it, and a client that stopped reading held
+    its thread (and the index's slot) for as long as it stayed."""
+    import socket
+
+    from interface.serve import cut_stalled_clients
+
+    option = socket.TCP_USER_TIMEOUT
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname())
+        accepted, _ = listener.accept()
+        with client, accepted:
+            assert accepted.getsockopt(socket.IPPROTO_TCP, option) == 0
+            cut_stalled_clients(7)
+            assert listener.getsockopt(socket.IPPROTO_TCP, option) == 7000
+            assert accepted.getsockopt(socket.IPPROTO_TCP, option) == 7000
+            assert client.getsockopt(socket.IPPROTO_TCP, option) == 0  # not this server's side
