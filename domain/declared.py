@@ -34,7 +34,10 @@ IN_TARBALL = "its tarball's node_modules"
 IN_WHEEL = "its wheel's .dist-info"
 BUNDLED_FIELDS = ("bundleDependencies", "bundledDependencies", IN_TARBALL, IN_WHEEL)
 WHEEL_UNREAD = "puts on sys.path what the index cannot read (a folder, zip or egg that may hold any project)"
-TARBALL_UNREAD = "is in a tarball the index could not read (no digest, not a gzipped tar, or past its bounds)"
+TARBALL_UNREAD = (
+    "is in a tarball the index could not read: no digest, not a gzipped tar, past its bounds, or "
+    "written so that npm's tar would read it otherwise"
+)
 PYTHON_FIELD = "Requires-Dist"
 FETCHED_THROUGH_THE_INDEX = ("registry", "alias")
 

@@ -171,7 +171,7 @@ def _relative(name: str, kind: bytes) -> list[str]:
     `.` or `..` part, or a backslash, lands where readers differ (npm strips the first part as
     written: `./node_modules/x` is `node_modules/x`), so the tarball is not read."""
     parts = name.removesuffix("/").split("/") if kind == b"5" else name.split("/")
-    if "\\" in name or any(part in ("", ".", "..") or DRIVE.match(part) for part in parts):
+    if "\\" in name or any(part in ("", ".", "..") for part in parts) or DRIVE.match("/".join(parts[1:])):
         raise ValueError("a member path that is not a clean relative path")  # npm's tar strips `c:`, as win32
     return parts[1:]
 
@@ -203,8 +203,12 @@ def _blocks(size: int) -> int:
 
 
 def _ustar_name(header: bytes) -> str:
+    """A header's path as node-tar reads it: the prefix only in a POSIX header, of 155 bytes
+    when its last byte is set, else of 130 (node-tar's own writer keeps times after it)."""
     name = _text(header[0:100])
-    prefix = _text(header[345:500]) if header[257:265] == b"ustar\x0000" else ""
+    prefix = ""
+    if header[257:265] == b"ustar\x0000":
+        prefix = _text(header[345:500] if header[475] else header[345:475])
     return prefix + "/" + name if prefix else name
 
 
@@ -220,7 +224,8 @@ def _pax(records: bytes) -> dict[str, str]:
         key, equals, value = record[len(length) + 1 :].partition(b"=")
         if len(record) != int(length) or not record.endswith(b"\n") or not equals:
             raise ValueError("a malformed pax record")
-        found[key.decode()] = _text(value[:-1])
+        if key in (b"path", b"size", b"linkpath"):  # what decides a member's place; others may be binary
+            found[key.decode()] = _text(value[:-1])
         at += int(length)
     return found
 

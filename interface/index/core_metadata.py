@@ -101,48 +101,63 @@ def carried(archive: zipfile.ZipFile, own: str) -> tuple[list[str], list[str]]:
     """The projects a wheel installs besides itself, and what it adds to `sys.path` that cannot be
     judged. Read where installed projects live, as pip and uv install it (`./` and `x/../`
     resolved): the wheel's root, the root of its `.data/purelib` or `.data/platlib`, a
-    `site-packages` or `dist-packages` folder under its `.data/data`.
+    `site-packages` or `dist-packages` folder under its `.data/data` (all one folder, the site).
 
     - A project is each `.dist-info` folder there but its own (`own`), and each `.egg-info`
       folder or file: pip and importlib.metadata count each as installed, by its folder's name
       and by the `Name:` its metadata says (both are judged). One vendored deeper
       (`pkg/_vendor/x.dist-info`) is only code of its wheel's project.
-    - A `.pth` file there puts each of its path lines on `sys.path`, where whatever it names
-      (a folder of the wheel's, a zip, an egg) counts as installed too, unread by the index:
-      such a line cannot be judged. Its `import` lines are code the wheel runs, like any other."""
-    projects, unjudged = [], []
-    for name in archive.namelist()[:MAX_WHEEL_MEMBERS]:
-        parts = posixpath.normpath(name.replace("\\", "/")).split("/")
-        for at, part in enumerate(parts):
-            if not _installed_at(parts[:at]):
-                continue
-            last = at == len(parts) - 1
-            carried_here = part.lower().endswith(METADATA_FOLDERS) and part != own
-            pth = last and part.lower().endswith(".pth")
-            read = pth or (carried_here and (last or parts[at + 1] in ("METADATA", "PKG-INFO")))
-            if read and archive.getinfo(name).file_size > MAX_READ_BYTES:
+    - A `.pth` file there puts each of its path lines on `sys.path`. A line naming a folder the
+      wheel installs (pywin32's `win32`) is read like the site: the projects in it are judged. A
+      line naming anything else (a zip or an egg, a folder the wheel does not hold, a path outside
+      the site) cannot be judged. Its `import` lines are code the wheel runs, like any other."""
+    names = archive.namelist()
+    site = {name: placed for name in names[:MAX_WHEEL_MEMBERS] if (placed := _in_site(name)) is not None}
+    projects, unjudged, added = [], [], [()]
+    for name, placed in site.items():
+        if len(placed) == 1 and placed[0].lower().endswith(".pth"):
+            if archive.getinfo(name).file_size > MAX_READ_BYTES:
                 unjudged.append(f"{name} is larger than {MAX_READ_BYTES} bytes, the most read of it")
-            elif carried_here:
-                projects.append(_project(part))
-                projects += _names_said(archive, name) if read else []
-            elif pth:
-                unjudged += [f"{name} adds {line!r} to sys.path" for line in _path_lines(archive, name)]
-    if len(archive.namelist()) > MAX_WHEEL_MEMBERS:
+                continue
+            for line in _path_lines(archive, name):
+                folder = posixpath.normpath(line.replace("\\", "/"))
+                held = tuple(folder.split("/"))
+                if folder.startswith(("/", "../")) or folder == ".." or not _holds(site.values(), held):
+                    unjudged.append(f"{name} adds {line!r} to sys.path")
+                else:
+                    added.append(held)
+    for name, placed in site.items():
+        for folder in added:
+            if placed[: len(folder)] != folder or len(placed) <= len(folder):
+                continue
+            part = placed[len(folder)]
+            if not part.lower().endswith(METADATA_FOLDERS) or (part == own and not folder):
+                continue
+            projects.append(_project(part))
+            if len(placed) == len(folder) + 1 or placed[len(folder) + 1] in ("METADATA", "PKG-INFO"):
+                if archive.getinfo(name).file_size > MAX_READ_BYTES:
+                    unjudged.append(f"{name} is larger than {MAX_READ_BYTES} bytes, the most read of it")
+                else:
+                    projects += _names_said(archive, name)
+    if len(names) > MAX_WHEEL_MEMBERS:
         unjudged.append(f"it holds more than {MAX_WHEEL_MEMBERS} files")
-    return list(dict.fromkeys(projects)), unjudged
+    return list(dict.fromkeys(projects)), list(dict.fromkeys(unjudged))
 
 
-def _installed_at(parents: list[str]) -> bool:
-    return (
-        not parents
-        or (len(parents) == 2 and parents[0].endswith(".data") and parents[1] in ("purelib", "platlib"))
-        or (
-            len(parents) >= 2
-            and parents[0].endswith(".data")
-            and parents[1] == "data"
-            and parents[-1] in ("site-packages", "dist-packages")
-        )
-    )
+def _in_site(name: str) -> tuple[str, ...] | None:
+    """Where a member lands below the site folder, or None when it lands elsewhere."""
+    parts = posixpath.normpath(name.replace("\\", "/")).split("/")
+    if len(parts) > 2 and parts[0].endswith(".data") and parts[1] in ("purelib", "platlib"):
+        return tuple(parts[2:])
+    if len(parts) > 2 and parts[0].endswith(".data"):
+        sites = [at for at, part in enumerate(parts) if part in ("site-packages", "dist-packages")]
+        return tuple(parts[sites[0] + 1 :]) if parts[1] == "data" and sites else None
+    return tuple(parts)
+
+
+def _holds(placed, folder: tuple[str, ...]) -> bool:
+    """Whether the wheel installs a folder there (a member below it, not a file by that name)."""
+    return any(len(p) > len(folder) and p[: len(folder)] == folder for p in placed)
 
 
 def _whole(archive: zipfile.ZipFile, name: str) -> bytes:

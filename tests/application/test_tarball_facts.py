@@ -281,3 +281,28 @@ def test_a_size_field_that_starts_with_a_nul_is_zero_as_npms_tar_reads_it():
     carried = _member(b"package/node_modules/evil/index.js")
     empty = _raw(b"package/x.txt", size_field=b"\0\0\0\0" + b"%07o\0" % len(carried))
     assert facts.tarball_contents(_gzipped(MANIFEST, empty, carried)).bundled == ("evil",)
+
+
+def test_a_prefix_of_130_bytes_with_times_after_it_reads_as_node_tar_writes_it():
+    """node-tar's own writer (DefinitelyTyped's @types packages) keeps atime and ctime in the
+    prefix field's last 24 bytes when its byte 475 is zero: the prefix is the first 130."""
+    header = bytearray(_raw(b"package.json", len(manifest()), prefix=b"package"))
+    header[476:500] = b"\x0015301700473\x0015301700473\x00"[:24]
+    header[148:156] = b" " * 8
+    header[148:156] = b"%06o\0 " % sum(header)
+    data = manifest(postinstall="x")
+    member = bytes(header[:124]) + b"%011o\0" % len(data) + bytes(header[136:])
+    member = bytearray(member)
+    member[148:156] = b" " * 8
+    member[148:156] = b"%06o\0 " % sum(member)
+    typed = bytes(member) + data + bytes(-len(data) % 512)
+    assert facts.tarball_contents(_gzipped(MANIFEST, typed)).install_scripts is True  # package/package.json, later
+
+
+def test_a_colon_deeper_in_a_path_and_a_binary_pax_value_are_read():
+    deeper = _member(b"package/lib/c:foo.js")  # npm's tar strips a drive only at the path's root
+    xattr = b"\xff\x00\x01"
+    record = b" SCHILY.xattr.user.x=" + xattr + b"\n"
+    length = len(record) + len(str(len(record) + 2))
+    pax = _member(b"pax", str(length).encode() + record, kind=b"x") + _member(b"package/x.js")
+    assert facts.tarball_contents(_gzipped(MANIFEST, deeper, pax)) == facts.Tarball(False, ())

@@ -19,7 +19,11 @@ from tests.support.npm_upstream import NpmUpstream, Release, build_tarball
 from tests.support.pypi_upstream import Dist, PyPIUpstream, build_wheel
 
 BETA_TGZ = "/beta-1.0.0.tgz"
-PTH_IMPORT = (("vendor-precedence.pth", b"import os; os.environ.get('X')\n"),)  # as setuptools ships one
+PTH_IMPORT = (  # as setuptools and pywin32 ship theirs
+    ("vendor-precedence.pth", b"import os; os.environ.get('X')\n"),
+    ("vendor-win.pth", b"# folders\nvendor_win32\nvendor_win32\\lib\n"),
+    ("vendor_win32/lib/x.py", b""),
+)
 # Other ways a wheel makes a refused project installed: (files it holds, what the refusal names).
 WHEEL_TRICKS = {
     "a .pth onto its vendored folder": (
@@ -31,9 +35,13 @@ WHEEL_TRICKS = {
         ("trick1/_vendor/beta-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: beta\nVersion: 1.0\n"),
     ),
     "a folder named otherwise than its Name": (
-        ("trick1-1.0.data/purelib/gamma-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: beta\nVersion: 1\n"),
+        ("trick2-1.0.data/purelib/gamma-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: beta\nVersion: 1\n"),
     ),
+    "a .pth onto a zip": (("trick-zip.pth", b"trick3/_b.zip\n"), ("trick3/_b.zip", b"PK\x05\x06" + bytes(18))),
+    "a .pth onto a folder it does not hold": (("trick-elsewhere.pth", b"hidden\n"),),
+    "a .pth outside the site": (("trick-up.pth", b"../../../share/hide\n"),),
 }
+PTH_UNREAD = {"a .pth onto a zip", "a .pth onto a folder it does not hold", "a .pth outside the site"}
 # Where a wheel can carry another project so that pip and uv install it as one.
 CARRIED_AT = {"root": "beta", "purelib": ".data/purelib/beta", "platlib": ".data/platlib/beta"}
 BETA_WHEEL = "/beta-1.0-py3-none-any.whl"
@@ -245,15 +253,16 @@ def test_a_wheel_that_makes_a_refused_project_installed_otherwise_is_refused(liv
     assert reply.status == 403, reply.body
     (found,) = hiding(run_decisions(live, run)).values()
     assert found["allowed"] is False and "its wheel's .dist-info" in found["detail"]
-    if ".pth" in trick:
-        assert "adds 'trick0/_vendor' to sys.path" in found["detail"] or "'trick1/_vendor'" in found["detail"]
-    else:
+    if trick in PTH_UNREAD:  # what the line names is not read: refused whatever it holds
+        assert "to sys.path" in found["detail"] and found["reason"] == "invalid-spec", found
+    else:  # read like the site: the project it carries is judged by name
         assert (found["spec"], found["reason"]) == ("beta", "matches-the-deny-list")
 
 
 def test_a_project_vendored_inside_a_packages_own_folder_is_its_code_not_a_project_carried(live, app, url_host):
-    """`pkg/_vendor/x.dist-info` (as setuptools ships) is not installed as a project of its own,
-    and a `.pth` of `import` lines only (setuptools' distutils-precedence.pth) adds no path."""
+    """`pkg/_vendor/x.dist-info` (as setuptools ships) is not installed as a project of its own;
+    a `.pth` of `import` lines only (setuptools' distutils-precedence.pth) adds no path, and one
+    naming folders the wheel installs with no project in them (pywin32's `win32`) is served."""
     set_policy(app, "denylist", python=["beta"])
     run = start_run(live)
     wheel = "vendor-1.0-py3-none-any.whl"
