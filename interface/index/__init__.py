@@ -37,5 +37,5 @@ def install(app: Flask) -> None:
     app.register_blueprint(npm.blueprint)
     page_path.install(app)  # the cached project page in front of Flask
     # Outermost: a request refused here costs no thread beyond its own, and no store access.
-    app.wsgi_app = IndexBounds(app.wsgi_app, settings.request_threads)
+    app.wsgi_app = IndexBounds(app.wsgi_app, settings.request_threads, app.config["SESSION_COOKIE_NAME"])
     app.after_request(mark_in_memory)

@@ -41,6 +41,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
+from http.cookies import CookieError, SimpleCookie
 
 from flask import request
 
@@ -100,8 +101,9 @@ class IndexBounds:
     """WSGI middleware around the whole app: index requests take a slot for as long as their
     body is being sent; index fetches, run starts and filed requests spend their token's bucket."""
 
-    def __init__(self, app, threads: int | None):
+    def __init__(self, app, threads: int | None, session_cookie: str = "session"):
         self.app = app
+        self.session_cookie = session_cookie  # the console's: its exports are keyed by its session
         self.slots = slots_for(threads)
         self.per_token = max(2, self.slots - 1)
         self._held: dict[str, int] = {}
@@ -153,7 +155,7 @@ class IndexBounds:
             if said:
                 start_response(*said[-1])
             return body
-        key = _key(environ) if environ.get("HTTP_AUTHORIZATION") else _digest(environ.get("HTTP_COOKIE", ""))
+        key = _key(environ) if environ.get("HTTP_AUTHORIZATION") else _digest(self._session(environ))
         taken = self._take_slot(key, "exports")
         if not isinstance(taken, float):
             if hasattr(body, "close"):
@@ -161,6 +163,16 @@ class IndexBounds:
             return taken(environ, start_response)
         start_response(*said[-1])
         return _Releasing(body, lambda: self._release(key, taken))
+
+    def _session(self, environ) -> str:
+        """The console session's cookie value alone (other cookies would make a key per request)."""
+        jar = SimpleCookie()
+        try:
+            jar.load(environ.get("HTTP_COOKIE", ""))
+        except CookieError:
+            return environ.get("HTTP_COOKIE", "")
+        found = jar.get(self.session_cookie)
+        return found.value if found is not None else ""
 
     def _spend(self, buckets: Buckets, environ, what: str):
         with self._lock:

@@ -89,6 +89,7 @@ def test_ranges_and_tags_are_registry_specs(spec):
         ("packages: [a, 'b/*']\n", ["a", "b/*"]),
         ("# packages: [../x]\nonlyBuiltDependencies: [x]\n", []),
         ('"packages":\n  - "../x"\n', ["../x"]),  # a quoted key is the same key
+        ("%YAML 1.2\n---\npackages: [a]\n", ["a"]),
     ],
 )
 def test_pnpm_workspace_packages_are_read_in_both_list_shapes(tmp_path, text, patterns):
@@ -117,7 +118,10 @@ def test_a_workspace_pattern_the_gate_cannot_follow_inside_the_root_is_refused(t
         workspace_root(str(tmp_path))
 
 
-@pytest.mark.parametrize("pattern", ["packages/*", "./packages/*", "packages/**", "apps/*-web", "!packages/old", "a/"])
+@pytest.mark.parametrize(
+    "pattern",
+    ["packages/*", "./packages/*", "packages/**", "apps/*-web", "!packages/old", "a/", "packages/ä", "my pkgs/*"],
+)
 def test_plain_workspace_patterns_are_followed(tmp_path, pattern):
     (tmp_path / "package.json").write_text(json.dumps({"workspaces": [pattern]}))
     assert workspace_root(str(tmp_path)) == str(tmp_path)
@@ -130,6 +134,19 @@ def test_a_folder_linked_outside_the_workspace_is_refused(tmp_path):
     (tmp_path / "root" / "packages" / "link").symlink_to(tmp_path / "outside")
     with pytest.raises(Unresolvable, match="links to .*outside, outside the workspace"):
         manifests(str(tmp_path / "root"))
+
+
+def test_links_the_walk_would_not_enter_or_without_a_workspace_are_left_alone(tmp_path):
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "package.json").write_text(json.dumps({"workspaces": ["packages/*"]}))
+    for skipped in ("node_modules", ".venv"):  # a cache volume, a virtualenv: never a member
+        (tmp_path / "ws" / skipped).symlink_to(tmp_path / "outside")
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "package.json").write_text("{}")
+    (tmp_path / "plain" / "data").symlink_to(tmp_path / "outside")  # no workspace: no folder installed
+    assert str(tmp_path / "ws" / "package.json") in manifests(str(tmp_path / "ws"))
+    assert str(tmp_path / "plain" / "package.json") in manifests(str(tmp_path / "plain"))
 
 
 def test_the_workspace_root_is_the_outermost_folder_declaring_one(tmp_path):

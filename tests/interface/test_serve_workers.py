@@ -115,3 +115,14 @@ def test_a_connection_accepted_before_the_listener_got_the_stalled_client_cut_ge
             assert listener.getsockopt(socket.IPPROTO_TCP, option) == 7000
             assert accepted.getsockopt(socket.IPPROTO_TCP, option) == 7000
             assert client.getsockopt(socket.IPPROTO_TCP, option) == 0  # not this server's side
+
+
+def test_a_console_exports_share_is_keyed_by_its_session_alone():
+    """Keyed by the whole Cookie header, another cookie added to each request made a new key."""
+    from interface.index.bounds import IndexBounds
+
+    bounds = IndexBounds(None, 5, "runcode_console")
+    one = bounds._session({"HTTP_COOKIE": "runcode_console=abc; x=1"})
+    other = bounds._session({"HTTP_COOKIE": "x=2; runcode_console=abc; theme=dark"})
+    assert one == other == "abc"
+    assert bounds._session({"HTTP_COOKIE": "x=1"}) == bounds._session({}) == ""

@@ -42,10 +42,12 @@ LOCAL_PROTOCOLS = ("workspace:",)
 SKIPPED_DIRECTORIES = ("node_modules", "__pycache__")  # and every dot-folder: workspace globs skip them
 MAX_MANIFESTS = 2000  # package.json files read below the project: a bound on a hostile tree
 MAX_FOLDERS = 50_000  # folders walked below it (outside node_modules and dot-folders)
-# A workspace package pattern the gate can follow: plain path parts, `*` and `**` (which npm's and
-# pnpm's globs never match to a dot-folder or `..`), `!` in front to exclude. Braces, classes and
-# extglobs (`{../x,a}`, `[.][.]`, `@(..)`) could name what the walk does not read.
-PATTERN_PART = re.compile(r"^(?:\*\*|[A-Za-z0-9_@+=,%~-][A-Za-z0-9_@+=,%~.*-]*|\*[A-Za-z0-9_@+=,%~.*-]*|\.)$")
+# A workspace package pattern the gate can follow: plain path parts (any characters but a glob's
+# braces, classes, extglob parentheses, `?`, `!`, a colon or a backslash, and not starting with a
+# dot or `~`), `*` and `**` (which npm's and pnpm's globs never match to a dot-folder or `..`),
+# `!` in front to exclude. Those others could name what the walk does not read (`{../x,a}`,
+# `[.][.]`, `@(..)`, `C:/x`).
+PATTERN_PART = re.compile(r"^(?:\*\*|\.|[^{}\[\]()?!:\\/.~][^{}\[\]()?!:\\/]*)$")
 # A spec npm reads as a path, not a registry range: npm-package-arg's `isFilespec` (`..`, `.git`,
 # `~/x`, `/x`, `C:x`).
 PATH_SPEC = re.compile(r"^(?:\.|~/|[/\\]|[A-Za-z]:)")
@@ -117,14 +119,15 @@ def project_folders(cwd: str):
     (npm's glob follows links, which the walk does not)."""
     root = workspace_root(cwd)
     inside = os.path.realpath(root) + os.sep
+    declared = workspace_patterns(root) is not None  # without a workspace, the client installs no folder
     for count, (directory, folders, files) in enumerate(os.walk(root)):
         if count >= MAX_FOLDERS:
             raise Unresolvable(f"more than {MAX_FOLDERS} folders below {root}")
-        for folder in folders:
+        folders[:] = sorted(f for f in folders if f not in SKIPPED_DIRECTORIES and not f.startswith("."))
+        for folder in folders if declared else ():
             path = os.path.join(directory, folder)
             if os.path.islink(path) and not (os.path.realpath(path) + os.sep).startswith(inside):
                 raise Unresolvable(f"{path} links to {os.path.realpath(path)}, outside the workspace {root}")
-        folders[:] = sorted(f for f in folders if f not in SKIPPED_DIRECTORIES and not f.startswith("."))
         yield directory, files
 
 
@@ -182,6 +185,8 @@ def _pnpm_packages(path: str) -> list[str]:
         text = re.sub(r"(^|\s)#.*", "", line).rstrip()
         if not text:
             continue
+        if text.startswith("%YAML"):
+            continue  # the version directive says nothing of the packages
         if text[0] in "{[&*!|>%":
             raise Unresolvable(f"{path} line {number}: not a document the gate can read line by line")
         key = re.match(r"^(['\"]?)packages\1\s*:\s*(.*)$", text)
