@@ -119,8 +119,8 @@ def _pattern_conflict(language: str, denied: list[tuple[str, list[str]]]) -> Con
     patterns = list(dict.fromkeys(p for _, found in denied for p in found))
     return ConflictError(
         f"{' and '.join(names)} {'is' if len(names) == 1 else 'are'} denied by the {language} deny pattern "
-        f"{', '.join(patterns)}, which wins over exceptions; lift_deny lifts only deny entries naming a package, "
-        "never a pattern that denies other names too: remove or narrow the pattern first",
+        f"{', '.join(patterns)}, which wins over exceptions; lifting deny entries lifts only those naming a "
+        "package, never a pattern that denies other names too: remove or narrow the pattern first",
         [FieldError("name", f"{name} is denied by the deny pattern {', '.join(found)}") for name, found in denied],
     )
 

@@ -21,11 +21,16 @@ _DURATION = re.compile(
 
 def parse_duration(text: object, field: str = "duration") -> timedelta:
     """`P7D`, `PT12H`, `P1W`, `P1DT6H`: weeks, days, hours, minutes, seconds."""
-    found = _DURATION.fullmatch(text.upper()) if isinstance(text, str) and len(text) <= 64 else None
+    # ASCII before upper-casing: `ſ` (long s) upper-cases to `S`
+    found = _DURATION.fullmatch(text.upper()) if isinstance(text, str) and len(text) <= 64 and text.isascii() else None
     if found is None and isinstance(text, str) and _CALENDAR.fullmatch(text.upper()):
         raise InvalidInputError(
             f"{field}: {text!r}: months and years are not accepted, use days (such as P30D or P365D)",
             [FieldError(field, "months and years are not accepted (their length varies): use days, such as P30D")],
+        )
+    if found is None and isinstance(text, str) and text != text.strip():
+        raise InvalidInputError(
+            f"{field}: {text!r} has blanks around it", [FieldError(field, "must be written without blanks around it")]
         )
     if found is None:
         raise InvalidInputError(

@@ -52,16 +52,19 @@ class AccessReads(ReadModel):
         )
 
     def requests(self, workspace: str, status: str, now: datetime, token_id: str | None, limit: int) -> list[dict]:
-        """Open ones first, then newest first; a token id limits them to what it asked for."""
+        """Open ones first, then newest first; a token id limits them to what it asked for, newest
+        by its own first asking (what it is shown as the filing: `request_view`)."""
         where, params = [_STATUS_WHERE[status]], [self._ts(now)] if "%s" in _STATUS_WHERE[status] else []
+        filed, by = "filed_at", []
         if token_id is not None:
             where.append("id IN (SELECT request_id FROM {request_askers} WHERE workspace = %s AND token_id = %s)")
             params += [workspace, token_id]
+            filed, by = "(SELECT first_at FROM {request_askers} WHERE request_id = id AND token_id = %s)", [token_id]
         return self._rows(
             f"SELECT {REQUEST_COLUMNS} FROM {{requests}} WHERE workspace = %s AND "
             f"{' AND '.join(where)} ORDER BY CASE WHEN status = 'open' THEN 0 ELSE 1 END, "
-            "filed_at DESC, id LIMIT %s",
-            [workspace, *params, limit],
+            f"{filed} DESC, id LIMIT %s",
+            [workspace, *params, *by, limit],
         )
 
     def askers(self, request_ids: list[str]) -> list[dict]:

@@ -38,12 +38,18 @@ def test_durations_of_fixed_length(text, length):
 @pytest.mark.parametrize(
     "text",
     ["P1M", "P1Y", "P", "PT", "7D", "P0D", "P99999D", "", "P1DT", "P9999999999D", "PT99999999999999999999S"]
-    + ["P\u0661D", " PT1H", "PT1H ", "PT1.5H", "P0.5D"],  # another script's digit, blanks, a fraction not of seconds
+    + ["P\u0661D", " PT1H", "PT1H ", "PT1.5H", "P0.5D", "PT5\u017f"],  # other scripts, blanks, fractions
 )
 def test_durations_without_a_fixed_length_or_out_of_range_are_refused(text):
     with pytest.raises(InvalidInputError) as refused:
         parse_duration(text)
     assert refused.value.errors[0].field == "duration"
+
+
+def test_a_duration_with_blanks_around_it_is_told_so():
+    with pytest.raises(InvalidInputError) as refused:
+        parse_duration(" P7D")
+    assert refused.value.errors[0].message == "must be written without blanks around it"
 
 
 @pytest.mark.parametrize("text", ["P1M", "p2m", "P1Y", "P1Y2M3D", "P1MT2H"])

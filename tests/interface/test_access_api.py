@@ -346,9 +346,19 @@ def test_a_joining_sandbox_sees_only_its_own_justification_and_context(live):
         assert len(listed[0]["askers"]) == 1 and "payroll" not in str(listed)
     seen = live.call("GET", P + "/requests/" + first["id"], other).json
     assert (seen["justification"], seen["context"]["sandbox"]) == ("ci needs it", "sbx-2")
+    # its own asking is the filing it sees: not who asked first (another token's name), nor when
+    assert (seen["filed_by"], seen["filed_at"]) == ("sandbox-two", seen["askers"][0]["first_at"])
+    assert seen["filed_at"] > first["filed_at"]
     for role in ("admin", "auditor"):  # who decides still reads every asker
         full = call(live, "GET", f"/requests/{first['id']}", role, expect=200)
         assert full["justification"] == "SECRET: the payroll migration" and len(full["askers"]) == 3
+        assert (full["filed_by"], full["filed_at"]) == (first["filed_by"], first["filed_at"])
+    older = ask(live, "epsilon", role="admin").json  # filed first by another; joined last by this one
+    own = live.call("POST", P + "/requests", other, {"language": "python", "name": "zeta"}).json
+    live.call("POST", P + "/requests", other, {"language": "python", "name": "epsilon"})
+    listed = live.call("GET", P + "/requests", other).json["requests"]  # newest first, by what it is shown
+    assert [r["filed_at"] for r in listed] == sorted((r["filed_at"] for r in listed), reverse=True)
+    assert [r["id"] for r in listed][:2] == [older["id"], own["id"]]
 
 
 def test_filing_requests_past_the_per_token_rate_is_429_with_retry_after(live):
