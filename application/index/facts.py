@@ -80,15 +80,17 @@ class Tarball:
 
 def tarball_contents(file: IO[bytes]) -> Tarball | None:
     """What an npm tarball holds; None when it cannot be read as a gzipped tar, holds what npm's
-    tar would read otherwise than this reader (a header whose checksum is wrong, a malformed pax
-    record, a global pax header that renames or resizes), or passes a bound (bytes unpacked,
+    tar (node-tar) would read otherwise than this reader, or passes a bound (bytes unpacked,
     members, a header's size): what it would install is then not known.
 
     Read by hand, block by block: `tarfile` holds a long name's or a pax header's text whole in
     memory, whatever size it claims, and keeps every member it has seen. It reads as node-tar
-    (npm's) does where that decides what lands on disk: a pax `path` or `size` overrides the
-    header's, a GNU long name names the next member, the ustar prefix counts only in a POSIX
-    header, and one block of zeros does not end the archive (two do)."""
+    does where that decides what lands on disk (a pax `path` or `size` overrides the header's, a
+    GNU long name names the next member, the ustar prefix counts only in a POSIX header, number
+    fields end at their first NUL), and refuses what node-tar would read another way: a header
+    whose checksum it fails, a malformed pax record, a zero block inside the archive (node-tar
+    reads on past one), a member path that is not clean, a name with bytes after its end, a member
+    kind outside READ_KINDS, a file with a link name, names that disagree."""
     try:
         return _scan(_Unpacked(gzip.GzipFile(fileobj=file, mode="rb")))
     except (OSError, EOFError, ValueError, UnicodeError, zlib.error):  # gzip's, a bound, a name not UTF-8
@@ -213,8 +215,9 @@ def _ustar_name(header: bytes) -> str:
 
 
 def _pax(records: bytes) -> dict[str, str]:
-    """pax extended-header records (`<length> <key>=<value>\\n` each, the length counting the
-    whole record), each value cut at a NUL; a record that breaks that form is refused."""
+    """The pax extended-header records that place a member (`path`, `size`, `linkpath`; each
+    record `<length> <key>=<value>\\n`, the length counting the whole record); a record that breaks
+    that form, or one of those values with bytes after a NUL, is refused."""
     found, at = {}, 0
     while at < len(records):
         length, space, _ = records[at : at + 24].partition(b" ")

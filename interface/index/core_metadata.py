@@ -116,10 +116,7 @@ def carried(archive: zipfile.ZipFile, own: str) -> tuple[list[str], list[str]]:
     projects, unjudged, added = [], [], [()]
     for name, placed in site.items():
         if len(placed) == 1 and placed[0].lower().endswith(".pth"):
-            if archive.getinfo(name).file_size > MAX_READ_BYTES:
-                unjudged.append(f"{name} is larger than {MAX_READ_BYTES} bytes, the most read of it")
-                continue
-            for line in _path_lines(archive, name):
+            for line in _path_lines(_whole(archive, name, unjudged)):
                 folder = posixpath.normpath(line.replace("\\", "/"))
                 held = tuple(folder.split("/"))
                 if folder.startswith(("/", "../")) or folder == ".." or not _holds(site.values(), held):
@@ -135,10 +132,7 @@ def carried(archive: zipfile.ZipFile, own: str) -> tuple[list[str], list[str]]:
                 continue
             projects.append(_project(part))
             if len(placed) == len(folder) + 1 or placed[len(folder) + 1] in ("METADATA", "PKG-INFO"):
-                if archive.getinfo(name).file_size > MAX_READ_BYTES:
-                    unjudged.append(f"{name} is larger than {MAX_READ_BYTES} bytes, the most read of it")
-                else:
-                    projects += _names_said(archive, name)
+                projects += _names_said(_whole(archive, name, unjudged))
     if len(names) > MAX_WHEEL_MEMBERS:
         unjudged.append(f"it holds more than {MAX_WHEEL_MEMBERS} files")
     return list(dict.fromkeys(projects)), list(dict.fromkeys(unjudged))
@@ -160,21 +154,26 @@ def _holds(placed, folder: tuple[str, ...]) -> bool:
     return any(len(p) > len(folder) and p[: len(folder)] == folder for p in placed)
 
 
-def _whole(archive: zipfile.ZipFile, name: str) -> bytes:
+def _whole(archive: zipfile.ZipFile, name: str, unjudged: list[str]) -> bytes:
+    """A member read whole; one larger than MAX_READ_BYTES is not read (empty), and said so in
+    `unjudged`."""
+    if archive.getinfo(name).file_size > MAX_READ_BYTES:
+        unjudged.append(f"{name} is larger than {MAX_READ_BYTES} bytes, the most read of it")
+        return b""
     with archive.open(name) as member:
-        return member.read(MAX_READ_BYTES + 1)[:MAX_READ_BYTES]
+        return member.read(MAX_READ_BYTES)
 
 
-def _names_said(archive: zipfile.ZipFile, name: str) -> list[str]:
-    """The `Name:` a carried project's metadata file says, canonical (none when it says none)."""
-    parsed = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(_whole(archive, name), headersonly=True)
+def _names_said(metadata: bytes) -> list[str]:
+    """The `Name:` a carried project's metadata says, canonical (none when it says none)."""
+    parsed = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(metadata, headersonly=True)
     said = parsed.get("Name")
     return [canonicalize_name(str(said))] if said else []
 
 
-def _path_lines(archive: zipfile.ZipFile, name: str) -> list[str]:
+def _path_lines(pth: bytes) -> list[str]:
     """A `.pth` file's path lines: every line but blank ones, comments and `import` lines."""
-    lines = _whole(archive, name).decode("utf-8", "replace").splitlines()
+    lines = pth.decode("utf-8", "replace").splitlines()
     return [x.strip() for x in lines if x.strip() and not x.startswith(("#", "import ", "import\t"))]
 
 

@@ -20,7 +20,9 @@ from flask import request
 
 from application.index.deliveries import Delivered
 from domain.delivery import FAILED, NOTHING_SENT, SERVED
-from interface.index.access import package_index
+from interface import metrics
+from interface.index.access import package_index, refuse_a_failed_run, upstream_failure_recorded
+from interface.problems import HTTPProblem
 
 
 class _Metered:
@@ -71,6 +73,19 @@ def file_request(metadata_file: bool) -> str:
     """The request kind of a fetch of a file URL: `metadata` for a PEP 658 `.metadata` file and
     for a HEAD probe (headers only: a size, never a byte of the file), else `download`."""
     return "metadata" if metadata_file or request.method == "HEAD" else "download"
+
+
+def judged_file(principal, language: str, name: str, request_kind: str, file: str, version, facts):
+    """Judge and record one fetch of a file (`facts`: read only for an allowed project, from
+    upstream, its failure recorded as the run's); refuse a failed run or a denial (403); the hook
+    an allowed download's transfer reports to (None for every other fetch)."""
+    with upstream_failure_recorded(principal, language, name, request_kind):
+        verdict = package_index().gate.judge(principal, language, name, request_kind, file, version, facts)
+    metrics.count_index(verdict, language, request_kind)
+    refuse_a_failed_run(verdict)
+    if not verdict["allowed"]:
+        raise HTTPProblem(403, "Forbidden", verdict["message"])
+    return delivery_hook(principal, verdict, request_kind)
 
 
 def delivery_hook(principal, verdict: dict, request_kind: str) -> Delivered | None:

@@ -37,7 +37,7 @@ from interface.index.access import (
     within_limits,
 )
 from interface.index.answers import judged
-from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
+from interface.index.delivery import file_request, judged_file, undelivered_on_error
 from interface.index.pages import Fetched, Pages
 from interface.index.streaming import relay
 from interface.index.upstream import Upstream, bad_gateway, logged, refused_by_upstream
@@ -241,14 +241,7 @@ def tarball(principal, name: str, filename: str) -> Response:
         return said
 
     try:
-        with upstream_failure_recorded(principal, "node", name, request_kind):  # the facts come from upstream
-            gate = package_index().gate
-            verdict = gate.judge(principal, "node", name, request_kind, filename, number or None, judged_facts)
-        metrics.count_index(verdict, "node", request_kind)
-        refuse_a_failed_run(verdict)
-        if not verdict["allowed"]:
-            raise HTTPProblem(403, "Forbidden", verdict["message"])
-        delivered = delivery_hook(principal, verdict, request_kind)
+        delivered = judged_file(principal, "node", name, request_kind, filename, number or None, judged_facts)
         with upstream_failure_recorded(principal, "node", name, request_kind), undelivered_on_error(delivered):
             return _tarball_answer(principal, name, filename, delivered, found)
     finally:

@@ -38,7 +38,7 @@ from interface.index.access import (
     within_limits,
 )
 from interface.index.answers import Rendered, judged
-from interface.index.delivery import delivery_hook, file_request, undelivered_on_error
+from interface.index.delivery import file_request, judged_file, undelivered_on_error
 from interface.index.pages import Fetched, Pages
 from interface.index.streaming import relay, spool
 from interface.index.upstream import Upstream, bad_gateway, logged, refused_by_upstream
@@ -258,13 +258,7 @@ def file(ws, project, filename):
             raise _no_such_file(project, filename)
         return facts.python_file(entry, version)
 
-    with upstream_failure_recorded(principal, "python", project, request_kind):  # the facts come from upstream
-        verdict = package_index().gate.judge(principal, "python", project, request_kind, dist, version, judged_facts)
-    metrics.count_index(verdict, "python", request_kind)
-    refuse_a_failed_run(verdict)
-    if not verdict["allowed"]:
-        raise HTTPProblem(403, "Forbidden", verdict["message"])
-    delivered = delivery_hook(principal, verdict, request_kind)
+    delivered = judged_file(principal, "python", project, request_kind, dist, version, judged_facts)
     with upstream_failure_recorded(principal, "python", project, request_kind), undelivered_on_error(delivered):
         entry = found["entry"] if "entry" in found else _file_entry(project, dist)
         return _file_answer(principal, project, dist, filename, is_metadata, delivered, entry)

@@ -91,6 +91,17 @@ def hiding(decisions: list[dict]) -> dict[str, dict]:
     return {d["declared_by"]: d for d in decisions if d.get("declared_by")}
 
 
+def refused_as_carried(found: dict, field: str) -> None:
+    """The record of beta, denied, carried inside a download: refused there, named where it was."""
+    assert (found["spec"], found["reason"], found["allowed"], found["request"]) == (
+        "beta",
+        "matches-the-deny-list",
+        False,
+        "download",
+    )
+    assert f"declares beta in {field}" in found["detail"]
+
+
 def installed_node(tmp_path) -> dict[str, str]:
     import json
 
@@ -153,14 +164,7 @@ def test_a_tarball_carrying_a_denied_package_it_does_not_declare_is_refused(live
     outcome = command(tmp_path, run["npm"], run["token"], verb, "carrier@1.1.0")
     assert not outcome.ok and "403" in outcome.output  # npm prints the reason, pnpm only the status
     assert "carrier" not in installed_node(tmp_path)
-    carried = hiding(run_decisions(live, run))["carrier@1.1.0"]
-    assert (carried["spec"], carried["reason"], carried["allowed"], carried["request"]) == (
-        "beta",
-        "matches-the-deny-list",
-        False,
-        "download",
-    )
-    assert "declares beta in its tarball's node_modules" in carried["detail"]
+    refused_as_carried(hiding(run_decisions(live, run))["carrier@1.1.0"], "its tarball's node_modules")
     allowed = start_run(live)  # what it carries is allowed: served, and nothing more is recorded
     assert live.call("GET", "/npm/acme/carrier/-/carrier-1.2.0.tgz", allowed["token"]).status == 200
     assert hiding(run_decisions(live, allowed)) == {}
@@ -231,14 +235,7 @@ def test_a_wheel_carrying_a_denied_project_is_refused_and_recorded(live, app, tm
     outcome = PYTHON_CLIENTS[installer](tmp_path, run["pypi"], run["token"], carrier)
     assert not outcome.ok and "403" in " ".join(outcome.output.split()), outcome.output
     assert not list((tmp_path / "site").glob("beta*")), outcome.output
-    found = hiding(run_decisions(live, run))[f"{carrier}==1.0"]
-    assert (found["spec"], found["reason"], found["allowed"], found["request"]) == (
-        "beta",
-        "matches-the-deny-list",
-        False,
-        "download",
-    )
-    assert "declares beta in its wheel's .dist-info" in found["detail"]
+    refused_as_carried(hiding(run_decisions(live, run))[f"{carrier}==1.0"], "its wheel's .dist-info")
 
 
 @pytest.mark.parametrize("trick", WHEEL_TRICKS)

@@ -143,7 +143,7 @@ def workspace_root(cwd: str) -> str:
         root = directory
         for where, pattern in patterns:
             parts = pattern.removeprefix("!").replace("\\", "/").removesuffix("/").split("/")
-            if not all(PATTERN_PART.match(part) for part in parts) or parts[0].startswith("~"):
+            if not all(PATTERN_PART.match(part) for part in parts):
                 raise Unresolvable(
                     f"{where}: the workspace package pattern {pattern!r} is not one the gate follows inside "
                     f"{directory} (plain folder names, * and ** only); the gate reads every package of a "
