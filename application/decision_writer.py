@@ -120,7 +120,7 @@ class DecisionWriter:
             raise AlreadyRecorded(str(pending.error)) from pending.error
         if isinstance(pending.error, StoreUnavailableError):
             # refused while the store was down (the commit that found it logged why), or the writer stopped
-            raise StoreUnavailableError(pending.error.detail) from None
+            raise type(pending.error)(pending.error.detail) from None
         if pending.error is not None:
             log.error("decisions not recorded: %r", pending.error)
             raise StoreUnavailableError("the decisions could not be recorded") from pending.error
@@ -170,7 +170,8 @@ class DecisionWriter:
                 return
             error = self._try(live) if live else None
             self._down_until = monotonic() + COOL_OFF_SECONDS if did_not_answer(error) else 0.0
-            if error is None or len(live) == 1 or isinstance(error, STORE_DOWN):
+            # Refused whole (the store down, or this instance's clock out of step): so would each one be.
+            if error is None or len(live) == 1 or isinstance(error, (*STORE_DOWN, StoreUnavailableError)):
                 self._finish(live, error)
                 return
             # One bad request (or one out-of-date guard) must not fail its neighbours: one by one.

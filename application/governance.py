@@ -27,7 +27,7 @@ from application.chain.alarms import IntegrityAlarms
 from application.chain.checked import CheckedReads
 from application.chain.sealer import state_reader
 from application.chain.snapshots import SealedRepository, SnapshotCheck, take_sealed
-from application.clock import Clock, system_clock
+from application.clock import Clock, ClockWatch, system_clock
 from application.closure import Closures
 from application.decision_writer import DecisionWriter
 from application.egress import EgressConfig, EgressJudge
@@ -72,6 +72,7 @@ class Governance(Application):
 
     def __init__(self, env: dict | None = None, egress: EgressConfig | None = None, clock: Clock = system_clock):
         super().__init__(env)
+        self.clock_watch = ClockWatch(self.recorder)  # nothing recorded by a clock out of step with the store's
         if self.factory.env_create_table():  # the tables are this code's, so must their rows be
             snapshots = self.repository.snapshot_store
             upgrade_read_models(self.recorder, self.mapper, snapshots and snapshots.recorder.events_table_name)
@@ -171,6 +172,7 @@ class Governance(Application):
         return recordings
 
     def _record(self, processing_event):
+        self.clock_watch.check()
         # Hand the recorder the domain events and their workspaces, so it writes the read
         # models in the same transaction as the events.
         if processing_event.aggregates:  # a Save (the decision writer's batches have none)

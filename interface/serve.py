@@ -44,7 +44,7 @@ from contextlib import contextmanager
 
 import click
 
-from application.clock import clock_skew
+from application.clock import clock_skew, skew_refusal
 from domain.errors import ConflictError
 from interface import audit
 from interface.settings import SEALING_VAR, THREADS_VAR, Settings, open_governance
@@ -53,7 +53,6 @@ DEFAULT_WORKSPACE = "default"
 APP_FACTORY = "interface.serve:worker_app"
 LISTENER_WAIT_SECONDS = 60  # how long a worker looks for the listener granian builds after the app
 NATIVE_THREADS_SECONDS = 10  # how long a stopping worker waits for granian's threads to end
-MAX_CLOCK_SKEW = 1.0  # seconds between this machine's clock and PostgreSQL's (NTP keeps them within ms)
 PARENT_WATCH_SECONDS = 0.5  # how often a worker looks whether its parent still lives
 PARENT_VAR = "RUNCODE_POLICY_SERVE_PID"  # what serve tells its workers its process id is
 # Group commit needs several requests in flight per process; past ~8 threads a 2-core machine
@@ -232,14 +231,9 @@ def check_clock(governance) -> None:
     """Refuse to start on a clock that disagrees with PostgreSQL's by more than MAX_CLOCK_SKEW: an
     instance stamps what it records, and judges exceptions' expiry, by its own clock, so a skewed
     one would record an allow by a Save as made before that Save, or grant past an expiry."""
-    skew = clock_skew(governance.recorder)
-    if skew is not None and abs(skew) > MAX_CLOCK_SKEW:
-        way = "ahead of" if skew > 0 else "behind"
-        raise click.ClickException(
-            f"this machine's clock is {abs(skew):.1f} s {way} PostgreSQL's; every instance stamps what it "
-            f"records by its own clock, so they must agree within {MAX_CLOCK_SKEW:g} s: synchronise it "
-            "(NTP) and start again"
-        )
+    refusal = skew_refusal(clock_skew(governance.recorder))
+    if refusal is not None:
+        raise click.ClickException(f"{refusal}: synchronise it (NTP) and start again")
 
 
 def prepare_store(settings: Settings):

@@ -27,12 +27,22 @@ _SQL = {
     "revoked": "UPDATE {exceptions} SET revoked_version = %s, revoked_at = %s, revoked_by = %s WHERE id = %s",
     "request_revoked": "UPDATE {requests} SET revoked_at = %s WHERE exception_id = %s",
 }
+_ACCESS_EVENTS = (
+    AccessRequest.Filed,
+    AccessRequest.Joined,
+    AccessRequest.Approved,
+    AccessRequest.Rejected,
+    Policy.ExceptionGranted,
+    Policy.ExceptionRevoked,
+)
 
 
 def access_statements(dialect, events, workspaces: dict) -> list[tuple[str, tuple]]:
     """Rows for request and exception events."""
     rows = []
     for e in events:
+        if not isinstance(e, _ACCESS_EVENTS):  # most saves are decisions: no stamp rendered for them
+            continue
         at = dialect.ts(e.timestamp)
         if isinstance(e, AccessRequest.Filed):
             rows += _filed(e, at)

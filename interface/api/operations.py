@@ -9,6 +9,7 @@ from flask import Blueprint, Response, jsonify
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 
+from application.clock import ClockSkewed
 from interface import metrics
 from interface.api.openapi import openapi_document
 from interface.api.routing import Api
@@ -40,6 +41,10 @@ def readyz(gov):
     except Exception:  # any store failure means "not ready"; details go to the log, not the caller
         log.exception("readiness check failed")
         return problem(503, "Store unavailable", "the store is not reachable")
+    try:
+        gov.clock_watch.check()
+    except ClockSkewed as error:  # it records nothing: a balancer should send its traffic elsewhere
+        return problem(503, error.title, error.detail)
     found = gov.integrity.first
     return {"status": "ready"} | ({"integrity": found} if found else {})
 

@@ -39,8 +39,13 @@ def call(port: int, method: str, path: str, token: str, body=None) -> tuple[int,
 class Instance:
     """One `serve` in its own session and data directory; what it printed while starting."""
 
-    def __init__(self, database_url: str, data_dir: Path):
-        env = {**os.environ, "RUNCODE_POLICY_DATABASE_URL": database_url, "RUNCODE_POLICY_DATA_DIR": str(data_dir)}
+    def __init__(self, database_url: str, data_dir: Path, **more_env: str):
+        env = {
+            **os.environ,
+            "RUNCODE_POLICY_DATABASE_URL": database_url,
+            "RUNCODE_POLICY_DATA_DIR": str(data_dir),
+            **more_env,
+        }
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "interface.cli", "serve", "--port", "0", "--workers", "2", "--threads", "4"],
@@ -145,18 +150,23 @@ def test_concurrent_evaluates_through_both_are_each_recorded_once_in_one_chain_t
     assert call(one.port, "GET", W + "/audit/verify", auditor)[1]["checked"] == verdict["checked"]
 
 
+def required_faketime() -> str:
+    faketime = shutil.which("faketime")
+    if faketime is None:
+        message = "faketime is not installed (make test-deps installs it)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}; CI must run the clock tests", pytrace=False)
+        pytest.skip(f"SKIPPING THE CLOCK TESTS: {message}")
+    return faketime
+
+
 @pytest.mark.parametrize("offset", ["-10s", "+3s"])
 def test_an_instance_whose_clock_disagrees_with_postgresql_refuses_to_start_recording_nothing(
     postgres_schema_url, tmp_path, offset
 ):
     """An instance stamps what it records, and judges expiries, by its own clock: one 10 s behind
     recorded an allow by a Save as made before that Save, and allowed past an exception's end."""
-    faketime = shutil.which("faketime")
-    if faketime is None:
-        message = "faketime is not installed (make test-deps installs it)"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message}; CI must run the clock test", pytrace=False)
-        pytest.skip(f"SKIPPING THE CLOCK TEST: {message}")
+    faketime = required_faketime()
     env = {**os.environ, "RUNCODE_POLICY_DATABASE_URL": postgres_schema_url, "RUNCODE_POLICY_DATA_DIR": str(tmp_path)}
     done = subprocess.run(
         [faketime, "-f", offset, sys.executable, "-m", "interface.cli", "serve", "--port", "0"],
@@ -172,3 +182,44 @@ def test_an_instance_whose_clock_disagrees_with_postgresql_refuses_to_start_reco
     right = Instance(postgres_schema_url, tmp_path / "right")  # nothing was recorded by the skewed one:
     right.stop()  # a start on the right clock finds an empty store and makes the workspace itself
     assert any(line.startswith('owner token for workspace "default"') for line in right.said), right.said
+
+
+def test_an_instance_whose_clock_drifts_while_it_runs_records_nothing_and_says_it_is_not_ready(
+    postgres_schema_url, tmp_path
+):
+    """Checked at start only, a clock that drifted later (NTP stopped, a VM resumed) stamped
+    records out of order with the other instances' and judged expiries by the wrong instant."""
+    said = subprocess.run([required_faketime(), "-f", "+0s", "env"], capture_output=True, text=True, check=True)
+    preload = next(line.split("=", 1)[1] for line in said.stdout.splitlines() if line.startswith("LD_PRELOAD="))
+    offset = tmp_path / "offset"
+    offset.write_text("+0s\n")  # libfaketime reads it again every second
+    drifting = Instance(
+        postgres_schema_url,
+        tmp_path / "one",
+        LD_PRELOAD=preload,
+        FAKETIME_TIMESTAMP_FILE=str(offset),
+        FAKETIME_CACHE_DURATION="1",
+    )
+    try:
+        owner = next(s for s in drifting.said if s.startswith("owner token")).rsplit(" ", 1)[1]
+        sandbox = issue(drifting, owner, "sandbox")
+        ask = {"language": "python", "specs": ["pandas"]}
+        assert call(drifting.port, "POST", W + "/evaluate", sandbox, ask)[0] == 200
+        offset.write_text("+10s\n")
+        deadline = time.monotonic() + 60  # its clock jumps 10 s: the next check is due at once
+        while (answer := call(drifting.port, "POST", W + "/evaluate", sandbox, ask))[0] == 200:
+            assert time.monotonic() < deadline, "the drifted clock was never noticed"
+            time.sleep(0.2)
+        url, schema = postgres_schema_url.split("?schema=")
+        with psycopg.connect(url) as conn:
+            recorded = conn.execute(f'SELECT COUNT(*) FROM "{schema}".rcp_decisions').fetchone()[0]
+        for _ in range(5):  # every worker refuses, and records nothing
+            status, answer = call(drifting.port, "POST", W + "/evaluate", sandbox, ask)
+            assert status == 503 and answer["title"] == "Clock out of step with the store", answer
+            assert "s ahead of PostgreSQL's" in answer["detail"] and "nothing was recorded" in answer["detail"]
+        status, ready = call(drifting.port, "GET", "/readyz", "")
+        assert status == 503 and "ahead of PostgreSQL's" in ready["detail"], ready
+        with psycopg.connect(url) as conn:
+            assert conn.execute(f'SELECT COUNT(*) FROM "{schema}".rcp_decisions').fetchone()[0] == recorded
+    finally:
+        drifting.stop()
