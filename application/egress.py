@@ -18,7 +18,8 @@ from application.callers import Guard
 from application.decision_writer import DecisionWriter
 from application.policies import Policies
 from domain.decision import Decision, DecisionRecord
-from domain.egress import EgressVerdict, evaluate_egress, normalize_allowlist, parse_deny_ranges, without_userinfo
+from domain.egress import EgressVerdict, evaluate_egress, normalize_allowlist, parse_deny_ranges, shown_target
+from domain.egress.target import DEFAULT_SCHEMES, parse_ports, parse_schemes
 from domain.egress.workspace import EgressRules, narrowing_detail
 from domain.errors import EgressConfigError, FieldError, InvalidInputError
 from domain.limits import MAX_RESOLVED
@@ -34,19 +35,22 @@ class EgressConfig:
     """What a deployment adds to the fixed rules. Validated and normalised on construction.
 
     `hostname_allowlist`: None = open egress, () = deny every name, else entries.
-    `deny_ranges`: extra CIDRs, always denied. `allow_addresses`: a TEST-ONLY hatch that lets an
-    enforcing proxy's tests reach a loopback upstream; nothing reads it from the environment.
+    `deny_ranges`: extra CIDRs, always denied. `ports`: None = any port, else the only ports
+    egress may use. `schemes`: the URL schemes a target may name (http and https unless set).
+    `allow_addresses`: a TEST-ONLY hatch that lets an enforcing proxy's tests reach a loopback
+    upstream; nothing reads it from the environment.
     """
 
     hostname_allowlist: tuple[str, ...] | None = None
     deny_ranges: tuple[IPv4Network | IPv6Network, ...] = ()
     allow_addresses: tuple[IPv4Address | IPv6Address, ...] = ()
+    ports: tuple[int, ...] | None = None
+    schemes: tuple[str, ...] = DEFAULT_SCHEMES
 
     def __post_init__(self):
-        allowlist, ranges, addresses = checked_config(self.hostname_allowlist, self.deny_ranges, self.allow_addresses)
-        object.__setattr__(self, "hostname_allowlist", allowlist)
-        object.__setattr__(self, "deny_ranges", ranges)
-        object.__setattr__(self, "allow_addresses", addresses)
+        settings = {name: getattr(self, name) for name in CONFIG_FIELDS}
+        for name, value in checked_config(settings).items():
+            object.__setattr__(self, name, value)
 
     def describe(self) -> str:
         """One line for a startup log: what this deployment lets through."""
@@ -55,46 +59,55 @@ class EgressConfig:
             if self.hostname_allowlist is None
             else f"{len(self.hostname_allowlist)} allowlisted name(s)"
         )
+        ports = "any port" if self.ports is None else f"ports {', '.join(map(str, self.ports))}"
         extra = f"; test-only allowed addresses {list(map(str, self.allow_addresses))}" if self.allow_addresses else ""
-        return f"egress {names}; {len(self.deny_ranges)} extra deny range(s){extra}"
+        return (
+            f"egress {names}; {len(self.deny_ranges)} extra deny range(s); {ports}; "
+            f"schemes {', '.join(self.schemes)}{extra}"
+        )
 
 
-def checked_config(
-    allowlist,
-    deny_ranges,
-    allow_addresses=(),
-    *,
-    fields=("hostname_allowlist", "deny_ranges", "allow_addresses"),
-    label="invalid egress configuration",
-):
-    """Normalise all three settings at once; one EgressConfigError names every bad entry of all."""
-    errors: list[FieldError] = []
-    allowlist = _collect(errors, allowlist, fields[0], normalize_allowlist)
-    ranges = _collect(
-        errors,
-        deny_ranges,
-        fields[1],
+# Each setting: its parser (values, field) -> normalised, and its value when unset.
+_PARSERS = {
+    "hostname_allowlist": (normalize_allowlist, None),
+    "deny_ranges": (
         lambda values, field: parse_deny_ranges([v if isinstance(v, str) else str(v) for v in values], field),
-    )
-    addresses = _collect(errors, allow_addresses, fields[2], _addresses)
+        (),
+    ),
+    "allow_addresses": (lambda values, field: _addresses(values, field), ()),
+    "ports": (parse_ports, None),
+    "schemes": (parse_schemes, DEFAULT_SCHEMES),
+}
+CONFIG_FIELDS = tuple(_PARSERS)
+
+
+def checked_config(settings: dict, fields: dict | None = None, label: str = "invalid egress configuration") -> dict:
+    """Every setting given (by CONFIG_FIELDS name; None: unset), normalised at once; one
+    EgressConfigError names every bad entry of all, each under `fields[name]` (the operator's
+    name for it: a variable, a file's key) or its own name."""
+    errors: list[FieldError] = []
+    checked = {}
+    for name, value in settings.items():
+        parse, unset = _PARSERS[name]
+        found = _collect(errors, value, (fields or {}).get(name, name), parse)
+        checked[name] = unset if found is None else found
     if errors:
         listed = "; ".join(f"{e.field}: {e.message}" for e in errors)
         raise EgressConfigError(f"{label}: {listed}", errors)
-    return allowlist, ranges or (), addresses or ()
+    return checked
 
 
 def checked_allowlist(entries: Sequence[str] | None, field: str = "hostname_allowlist"):
     """An allowlist given with a request: normalised, or 422 naming every bad entry."""
-    return checked_config(
-        entries, (), fields=(field, "deny_ranges", "allow_addresses"), label=f"invalid {field} entries"
-    )[0]
+    checked = checked_config({"hostname_allowlist": entries}, {"hostname_allowlist": field}, f"invalid {field} entries")
+    return checked["hostname_allowlist"]
 
 
 def _collect(errors: list[FieldError], value, field: str, parse):
     """Run one parser; on refusal keep its errors, each quoting the bad entry, and go on."""
     if value is None:
         return None
-    if isinstance(value, str):  # iterating a string would make one entry per character
+    if isinstance(value, str) or not isinstance(value, Iterable):  # a string: one entry per character
         errors.append(FieldError(field, "must be a list"))
         return None
     entries = list(value)
@@ -157,7 +170,7 @@ class EgressJudge:
         )
         if unresolved is not None and verdict.allowed:
             verdict = replace(verdict, allowed=False, reason=INVALID_TARGET, detail=unresolved)
-        shown = without_userinfo(target)  # a password in a URL is not kept in the audit log
+        shown = shown_target(target)  # a password in a URL is not kept in the audit log
         record = DecisionRecord.for_egress(shown, verdict, resolved, check_context(context), version).to_dict()
         decision = Decision.recorded(workspace, record)
         guard = Guard(token, workspace, version) if token is not None and version is not None else None
@@ -212,13 +225,16 @@ class EgressJudge:
     def _egress_verdict(
         self, target: str, resolved: Sequence[str], allowlist, *, refuse_registries: bool = True
     ) -> EgressVerdict:
-        config = self.egress_config
+        config, sandbox = self.egress_config, refuse_registries
         return evaluate_egress(
             target,
             resolved,
             allowlist,
             deny_ranges=config.deny_ranges,
             allow_addresses=config.allow_addresses,
+            # the port and scheme policy speak of the sandbox's egress, not the operator's upstream
+            schemes=config.schemes if sandbox else DEFAULT_SCHEMES,
+            ports=config.ports if sandbox else None,
             refuse_registries=refuse_registries,
         )
 

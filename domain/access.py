@@ -16,6 +16,8 @@ from eventsourcing.domain import Aggregate, event
 
 from domain.decision import judge
 from domain.durations import MAX_DURATION, parse_duration
+from domain.egress.addresses import name_finding
+from domain.egress.registries import registry_finding
 from domain.egress.workspace import EGRESS, requested_host
 from domain.errors import ConflictError, FieldError, InvalidInputError
 from domain.patterns import is_pattern, patterns_for
@@ -50,11 +52,18 @@ def requested_package(language: str, text: str) -> tuple[str, str]:
     if language == EGRESS:
         check_text(text, "name", 500)
         try:
-            return language, requested_host(text)
+            host = requested_host(text)
         except ValueError as error:
             raise InvalidInputError(
                 f"{text!r} does not name one host", [FieldError("name", f"must be one hostname: {error}")]
             ) from None
+        # Denied whatever any list says: an exception for it would be granted and decide nothing.
+        if always := name_finding(host) or registry_finding(host):
+            raise InvalidInputError(
+                f"{host} is always refused ({always[0]}): no exception or request lets it through",
+                [FieldError("name", f"must be a host the fixed egress rules do not refuse: {always[1]}")],
+            )
+        return language, host
     check_language(language, lambda title, errors: InvalidInputError(title, [_LANGUAGE_RULE]))
     check_text(text, "name", 500)
     spec = parse(language, text)

@@ -304,17 +304,24 @@ def open_governance(settings: Settings) -> Governance:
 #   `[]` denies all names). We fail closed on purpose: a variable that was meant to carry a list but
 #   came through empty must not silently open egress; to have open egress, unset it.
 # - `RUNCODE_POLICY_EGRESS_DENY_RANGES`: extra CIDRs, same separators; empty = none.
-# - `RUNCODE_POLICY_EGRESS_CONFIG`: path of a JSON file
-#   `{"hostname_allowlist": [...] | null, "deny_ranges": [...]}` (a missing key = null / none;
-#   any other key is refused, so a typo cannot quietly mean "open"). It cannot be combined with
-#   the two variables above: two sources for one allowlist invite surprises.
+# - `RUNCODE_POLICY_EGRESS_PORTS`: unset = any port; set = the only ports egress may use.
+# - `RUNCODE_POLICY_EGRESS_SCHEMES`: unset = http, https; set = the URL schemes a target may name.
+# - `RUNCODE_POLICY_EGRESS_CONFIG`: path of a JSON file with the keys of FILE_KEYS (a missing key
+#   = unset; any other key is refused, so a typo cannot quietly mean "open"). It cannot be
+#   combined with the variables above: two sources for one allowlist invite surprises.
 #
 # Every bad entry of every setting is named in one EgressConfigError, so the service refuses to
 # start with the whole list to fix. The test-only `allow_addresses` is never read from here.
 ALLOWLIST_VAR = "RUNCODE_POLICY_EGRESS_ALLOWLIST"
 DENY_RANGES_VAR = "RUNCODE_POLICY_EGRESS_DENY_RANGES"
 CONFIG_VAR = "RUNCODE_POLICY_EGRESS_CONFIG"
-FILE_KEYS = ("hostname_allowlist", "deny_ranges")
+SETTING_VARS = {  # setting -> its variable
+    "hostname_allowlist": ALLOWLIST_VAR,
+    "deny_ranges": DENY_RANGES_VAR,
+    "ports": "RUNCODE_POLICY_EGRESS_PORTS",
+    "schemes": "RUNCODE_POLICY_EGRESS_SCHEMES",
+}
+FILE_KEYS = tuple(SETTING_VARS)
 _SEPARATORS = re.compile(r"[,\n]")
 
 
@@ -322,13 +329,12 @@ def egress_config_from_env(env: Mapping[str, str]) -> EgressConfig:
     """The deployment's EgressConfig; EgressConfigError (naming every bad entry) when invalid."""
     path = env.get(CONFIG_VAR)
     if path:
-        mixed = [name for name in (ALLOWLIST_VAR, DENY_RANGES_VAR) if name in env]
+        mixed = [name for name in SETTING_VARS.values() if name in env]
         if mixed:
             raise _refusal(CONFIG_VAR, f"cannot be combined with {', '.join(mixed)}; use one source")
         return _from_file(Path(path))
-    allowlist = split_entries(env[ALLOWLIST_VAR]) if ALLOWLIST_VAR in env else None
-    ranges = split_entries(env.get(DENY_RANGES_VAR, ""))
-    return _config(allowlist, ranges, (ALLOWLIST_VAR, DENY_RANGES_VAR))
+    settings = {name: split_entries(env[var]) if var in env else None for name, var in SETTING_VARS.items()}
+    return _config(settings, SETTING_VARS)
 
 
 def split_entries(text: str) -> list[str]:
@@ -348,14 +354,12 @@ def _from_file(path: Path) -> EgressConfig:
         raise _refusal(
             CONFIG_VAR, f"{path} has unknown key(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(FILE_KEYS)}"
         )
-    fields = (f"{path}: hostname_allowlist", f"{path}: deny_ranges")
-    return _config(data.get("hostname_allowlist"), data.get("deny_ranges") or [], fields)
+    return _config({key: data.get(key) for key in FILE_KEYS}, {key: f"{path}: {key}" for key in FILE_KEYS})
 
 
-def _config(allowlist, ranges, fields: tuple[str, str]) -> EgressConfig:
-    # Validate under the operator's names (the variable or the file), then build.
-    allowlist, ranges, _ = checked_config(allowlist, ranges, fields=(*fields, "allow_addresses"))
-    return EgressConfig(hostname_allowlist=allowlist, deny_ranges=ranges)
+def _config(settings: dict, fields: dict) -> EgressConfig:
+    # Validate under the operator's names (the variable or the file's key), then build.
+    return EgressConfig(**checked_config(settings, fields))
 
 
 def _refusal(field: str, message: str) -> EgressConfigError:

@@ -1,7 +1,8 @@
 """Egress evaluation facade (docs/egress.md): one target in, one verdict with one reason out.
 
 Order: syntax, scheme, host parse; then denial reasons from the name rules, the literal IP and
-every resolved address, the most severe winning; then the hostname allowlist; else allowed. The
+every resolved address, the most severe winning; then the port policy, if the deployment sets
+one; then the hostname allowlist; else allowed. The
 always-deny reasons therefore win over the allowlist, and allowlisting a metadata name (or a
 public package registry) unlocks nothing. The parsing, address tables, allowlist and registry
 names live in the modules beside this one.
@@ -26,11 +27,11 @@ from domain.egress.addresses import (
 )
 from domain.egress.allowlist import host_matches, normalize_allowlist
 from domain.egress.registries import REGISTRY_HOSTS, registry_finding
-from domain.egress.target import Target, TargetError, parse_target, without_userinfo
+from domain.egress.target import DEFAULT_SCHEMES, Target, TargetError, parse_target, shown_target
 
 __all__ = [
     "REASONS",
-    "without_userinfo",
+    "shown_target",
     "SEVERITY",
     "EgressVerdict",
     "evaluate_egress",
@@ -54,6 +55,7 @@ REASONS = (
     "ipv6-transition",
     "not-on-hostname-allowlist",
     "package-registry",
+    "port-not-allowed",
 )
 # Most severe first: when several reasons apply, the first of these is the one reported.
 SEVERITY = (
@@ -85,6 +87,7 @@ class _Rules:
     deny_ranges: tuple[IPv4Network | IPv6Network, ...]
     allow_addresses: frozenset[IPv4Address | IPv6Address]
     schemes: tuple[str, ...]
+    ports: frozenset[int] | None
     refuse_registries: bool
 
 
@@ -95,7 +98,8 @@ def evaluate_egress(
     *,
     deny_ranges: Sequence[IPv4Network | IPv6Network] = (),
     allow_addresses: Sequence[IPv4Address | IPv6Address] = (),
-    schemes: Sequence[str] = ("http", "https"),
+    schemes: Sequence[str] = DEFAULT_SCHEMES,
+    ports: Sequence[int] | None = None,
     refuse_registries: bool = True,
 ) -> EgressVerdict:
     """Judge one egress target; never raises.
@@ -105,6 +109,8 @@ def evaluate_egress(
     means; the detail names the operator range. `allow_addresses` is a test-only hatch for an
     enforcing proxy's own tests: an exact listed address skips the built-in address tables, but
     never the metadata rules, the name rules or the operator's deny ranges.
+    `ports`: the deployment's port policy (None: any port); a target on another port, or naming
+    none (`host` alone), is `port-not-allowed`, ranked below every address and name reason.
     `refuse_registries` (on: the sandbox's egress) denies public package registries by name
     (`package-registry`): sandboxes install through the service's index. Only the service's own
     upstream fetching, which is not sandbox egress, turns it off.
@@ -114,6 +120,7 @@ def evaluate_egress(
             deny_ranges=tuple(ip_network(r) if isinstance(r, str) else r for r in deny_ranges),
             allow_addresses=frozenset(filter(None, map(parse_address, allow_addresses))),
             schemes=tuple(schemes),
+            ports=None if ports is None else frozenset(ports),
             refuse_registries=refuse_registries,
         )
         return _evaluate(target, resolved, hostname_allowlist, rules)
@@ -139,6 +146,10 @@ def _evaluate(
     if findings:
         reason, detail = min(findings, key=lambda finding: SEVERITY.index(finding[0]))
         return _deny(parsed, reason, detail)
+    if rules.ports is not None and parsed.port not in rules.ports:
+        listed = ", ".join(map(str, sorted(rules.ports)))
+        what = f"port {parsed.port} is" if parsed.port is not None else "a target without a port is"
+        return _deny(parsed, "port-not-allowed", f"{what} not allowed: egress goes through ports {listed} only")
     if allowlist is not None and not _on_allowlist(parsed, allowlist):
         what = f"IP literal {parsed.host} never matches" if parsed.ip else f"{parsed.host} is not on"
         return _deny(parsed, "not-on-hostname-allowlist", f"{what} the hostname allowlist")

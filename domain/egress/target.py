@@ -16,9 +16,12 @@ from typing import cast
 
 import idna
 
-from domain.errors import InvalidInputError
+from domain.errors import EgressConfigError, FieldError, InvalidInputError
+from domain.limits import MAX_TEXT
 
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+SCHEMES = tuple(DEFAULT_PORTS)  # what a deployment may let through (`schemes`)
+DEFAULT_SCHEMES = ("http", "https")  # ws and wss off unless the deployment lets them through
 
 _FORBIDDEN = re.compile(r"[\x00-\x20\x7f\\]")  # C0 controls, ASCII whitespace, DEL, backslash
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
@@ -53,6 +56,8 @@ def parse_target(target: object, schemes: Iterable[str] = ("http", "https")) -> 
     """Parse a URL or `host[:port]`; raises TargetError with the verdict reason on refusal."""
     if not isinstance(target, str) or not target:
         raise _invalid("the target is empty or not text")
+    if len(target) > MAX_TEXT:  # the API's own bound; no host or URL worth judging is longer
+        raise _invalid(f"the target is {len(target):,} characters long; at most {MAX_TEXT} are judged")
     if _FORBIDDEN.search(target):
         raise _invalid("the target contains whitespace, a control character or a backslash")
     scheme, authority = _split_scheme(target, schemes)
@@ -61,14 +66,16 @@ def parse_target(target: object, schemes: Iterable[str] = ("http", "https")) -> 
     return Target(scheme, host, port if port is not None else DEFAULT_PORTS.get(scheme or ""), ip)
 
 
-def without_userinfo(target: str) -> str:
-    """The target as it may be recorded and logged: a userinfo part (often a password) is `***`.
-    Such a target is refused (invalid-target), but the refusal is recorded, and the record stays."""
+def shown_target(target: str) -> str:
+    """The target as it may be recorded and logged: a userinfo part (often a password) is `***`,
+    and what is past MAX_TEXT characters is cut (the proxy reads targets of up to its head's size;
+    such a target is refused, and the refusal is recorded). Cut after the userinfo is hidden: a
+    cut inside it would keep the password."""
     scheme, sep, rest = target.partition("://") if "://" in target else ("", "", target)
     authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    if "@" not in authority:
-        return target
-    return f"{scheme}{sep}***@{authority.rpartition('@')[2]}{rest[len(authority) :]}"
+    if "@" in authority:
+        target = f"{scheme}{sep}***@{authority.rpartition('@')[2]}{rest[len(authority) :]}"
+    return target[:MAX_TEXT]
 
 
 def _split_scheme(target: str, schemes: Iterable[str]) -> tuple[str | None, str]:
@@ -221,3 +228,36 @@ def _ascii_label(label: str) -> str:
 
 def _invalid(detail: str) -> TargetError:
     return TargetError("invalid-target", detail)
+
+
+def parse_schemes(entries: Iterable[object], field: str = "schemes") -> tuple[str, ...]:
+    """A deployment's URL schemes: some of SCHEMES (any case), at least one."""
+    found, errors = [], []
+    for index, entry in enumerate(entries):
+        if isinstance(entry, str) and entry.strip().lower() in SCHEMES:
+            found.append(entry.strip().lower())
+        else:
+            errors.append(FieldError(f"{field}[{index}]", f"must be one of {', '.join(SCHEMES)}"))
+    if not found and not errors:
+        errors.append(FieldError(field, f"must name at least one of {', '.join(SCHEMES)} (unset it for http, https)"))
+    if errors:
+        raise EgressConfigError(f"{len(errors)} invalid {field} entries", errors)
+    return tuple(dict.fromkeys(found))
+
+
+def parse_ports(entries: Iterable[object], field: str = "ports") -> tuple[int, ...]:
+    """A deployment's egress ports: decimal numbers 1-65535, at least one."""
+    found, errors = [], []
+    for index, entry in enumerate(entries):
+        text = entry.strip() if isinstance(entry, str) else entry
+        if isinstance(text, str) and text.isascii() and text.isdecimal():
+            text = int(text)
+        if isinstance(text, int) and not isinstance(text, bool) and 1 <= text <= 65535:
+            found.append(text)
+        else:
+            errors.append(FieldError(f"{field}[{index}]", "must be a port number from 1 to 65535"))
+    if not found and not errors:
+        errors.append(FieldError(field, "must name at least one port (unset it for any port)"))
+    if errors:
+        raise EgressConfigError(f"{len(errors)} invalid {field} entries", errors)
+    return tuple(sorted(set(found)))

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ipaddress import ip_address
 
 from application import StoreUnavailableError
-from domain.egress import without_userinfo
+from domain.egress import shown_target
 from domain.limits import MAX_RESOLVED
 from interface.egress_proxy.wire import (  # the wire pieces stay importable from here, as before the split
     ClientGone,
@@ -271,10 +271,10 @@ class _Exchange:
                 self.proxy.workspace, target, resolved, self.context, unresolved
             )
         except StoreUnavailableError as error:
-            log.warning("decision=unrecorded target=%r error=%s", without_userinfo(target), error.detail)
+            log.warning("decision=unrecorded target=%r error=%s", shown_target(target), error.detail)
             raise Refusal(503, "the decision could not be recorded, so it is refused") from None
         except Exception:  # noqa: BLE001 - whatever broke, an unrecorded allow must not happen
-            log.exception("decision=failed target=%r", without_userinfo(target))
+            log.exception("decision=failed target=%r", shown_target(target))
             raise Refusal(503, "the decision could not be made, so it is refused") from None
         _log_decision(self.proxy.workspace, self.context, target, resolved, answer)
         if not answer["allowed"]:
@@ -311,7 +311,7 @@ class _Exchange:
 
 def _denied(target: str, answer: dict, status: int) -> Refusal:
     why = f"{answer['reason']} ({answer['detail']})" if answer["detail"] else answer["reason"]
-    return Refusal(status, f"refused {without_userinfo(target)}: {why}", answer["reason"], answer["id"])
+    return Refusal(status, f"refused {shown_target(target)}: {why}", answer["reason"], answer["id"])
 
 
 def _log_decision(workspace: str, context: dict, target: str, resolved, answer: dict) -> None:
@@ -322,7 +322,7 @@ def _log_decision(workspace: str, context: dict, target: str, resolved, answer: 
         workspace,
         context["client"],
         context.get("method"),
-        without_userinfo(target),
+        shown_target(target),
         answer["host"],
         answer["port"],
         ",".join(resolved) or "-",

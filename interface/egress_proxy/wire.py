@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 
 from domain.errors import GovernanceError
+from domain.limits import MAX_LABEL
 
 CHUNK = 64 * 1024
 LINGER_SECONDS = 1.0
@@ -103,6 +104,8 @@ def _request_line(line: str) -> tuple[str, str, str]:
         or not re.fullmatch(r"[\x21-\x7e]+", parts[1])
     ):
         raise Refusal(400, "malformed request line")
+    if len(parts[0]) > MAX_LABEL:  # recorded in each decision's context, where values are bounded
+        raise Refusal(400, f"the request method is longer than {MAX_LABEL} characters")
     return parts[0], parts[1], parts[2]
 
 

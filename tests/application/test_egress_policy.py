@@ -127,3 +127,17 @@ def test_an_egress_decision_a_save_elsewhere_overtook_is_not_recorded_after_it(a
     assert list(app.audit.export_decisions(workspace)) == []
     again = app.egress.evaluate_egress(workspace, "https://api.github.com/", PUBLIC, token=token)
     assert (again["allowed"], len(list(app.audit.export_decisions(workspace)))) == (False, 1)
+
+
+@pytest.mark.parametrize(
+    ("host", "reason"),
+    [("metadata.google.internal", "cloud-metadata"), ("LocalHost.", "loopback"), ("pypi.org", "package-registry")],
+)
+def test_a_host_the_fixed_rules_always_refuse_gets_no_exception_and_no_request(app, workspace, host, reason):
+    """Granted, such an exception was recorded policy that said something untrue: nothing lets it through."""
+    with pytest.raises(InvalidInputError, match=rf"always refused \({reason}\)") as refused:
+        app.access.grant_exception(workspace, "egress", host, duration="PT1H", lift_deny=True, by="admin")
+    assert [e.field for e in refused.value.errors] == ["name"]
+    with pytest.raises(InvalidInputError, match=reason):
+        app.access.file_request(workspace, "egress", host, "needed", None, "agent", "t1")
+    assert app.policy(workspace)["version"] == 0 and not app.access.requests(workspace)["requests"]

@@ -179,6 +179,46 @@ def test_the_deployment_allowlist_and_deny_ranges_govern_evaluate(deployed):
     assert test.json["allowed"] is True
 
 
+@pytest.fixture
+def ported(database_url):
+    """The service with a port policy and wss let through (EGRESS.md: optional settings)."""
+    env = {
+        "RUNCODE_POLICY_DATABASE_URL": database_url,
+        "RUNCODE_POLICY_EGRESS_PORTS": "443, 8443",
+        "RUNCODE_POLICY_EGRESS_SCHEMES": "https, WSS",
+    }
+    flask_app = create_app(env=env)
+    governance: Governance = services(flask_app).governance
+    governance.create_workspace("acme", by="founder")
+    server = LiveServer(flask_app)
+    server.tokens = {"sandbox": governance.issue_token("acme", "s", "sandbox", by="x")["token"]}
+    yield server
+    server.close()
+    governance.close()
+
+
+def test_a_deployment_port_policy_and_its_schemes_govern_evaluate(ported):
+    def judge(target, resolved=("140.82.121.4",)):
+        body = {"target": target, "resolved": list(resolved)}
+        reply = ported.call("POST", P + "/egress/evaluate", ported.tokens["sandbox"], body)
+        assert reply.status == 200, reply.body
+        return reply.json["allowed"], reply.json["reason"], reply.json["detail"]
+
+    assert judge("https://github.com/")[:2] == (True, "allowed")
+    assert judge("wss://github.com:8443/feed")[:2] == (True, "allowed")
+    assert judge("github.com:22") == (
+        False,
+        "port-not-allowed",
+        "port 22 is not allowed: egress goes through ports 443, 8443 only",
+    )
+    assert judge("github.com")[1:] == (
+        "port-not-allowed",
+        "a target without a port is not allowed: egress goes through ports 443, 8443 only",
+    )
+    assert judge("http://github.com/")[:2] == (False, "unsupported-scheme")  # http was left out
+    assert judge("https://169.254.169.254:22/", ())[1] == "cloud-metadata"  # the address outranks the port
+
+
 # -- deployment configuration (no store needed) -------------------------------------------------
 def test_egress_is_open_unless_an_allowlist_is_configured():
     assert Settings.from_env({}).egress == EgressConfig()
@@ -237,6 +277,11 @@ def test_the_egress_config_file_is_read_and_checked(tmp_path):
         ("{not json", {}, "cannot read"),
         ('{"hostname_allowlist": "pypi.org"}', {}, "must be a list"),
         ('{"hostname_allowlist": ["*"]}', {}, "hostname_allowlist[0]"),
+        ('{"ports": 443}', {}, "ports: must be a list"),
+        ('{"ports": [443, 0, "x", true]}', {}, "ports[1]: 0: must be a port number from 1 to 65535"),
+        ('{"schemes": ["ftp"]}', {}, "schemes[0]: 'ftp': must be one of http, https, ws, wss"),
+        ('{"schemes": []}', {}, "schemes: must name at least one"),
+        ("{}", {"RUNCODE_POLICY_EGRESS_PORTS": "443"}, "cannot be combined"),
         ("{}", {"RUNCODE_POLICY_EGRESS_ALLOWLIST": "pypi.org"}, "cannot be combined"),
     ],
 )

@@ -21,6 +21,7 @@ from click.testing import CliRunner
 
 from application.egress import EgressConfig
 from application.governance import Governance
+from domain.limits import MAX_LABEL, MAX_TEXT
 from interface.cli.egress_proxy import egress_proxy_command, parse_listen
 from interface.egress_proxy import EgressProxy, ProxyLimits
 from tests.support.background import serve_in_background
@@ -237,6 +238,22 @@ def test_a_name_off_the_allowlist_is_refused_without_being_resolved(open_governa
     assert [d["reason"] for d in _decisions(governance)] == ["not-on-hostname-allowlist"]
 
 
+def test_a_port_off_the_deployments_port_policy_is_refused_before_any_lookup(
+    open_governance, start_proxy, resolver, upstream
+):
+    port = upstream.server_address[1]
+    governance = open_governance(EgressConfig(ports=(443, port), allow_addresses=("127.0.0.1",)))
+    governance.create_workspace("acme", by="founder")
+    proxy = start_proxy(governance)
+    refused, head = _connect(proxy, "upstream.test:22")
+    body = _read_until_closed(refused).decode()
+    refused.close()
+    assert head.startswith("HTTP/1.1 403 ") and "port 22 is not allowed" in body
+    assert resolver.calls == [] and upstream.seen == []
+    assert _get(proxy, f"http://upstream.test:{port}/on-a-listed-port").status == 200
+    assert [d["reason"] for d in _decisions(governance)] == ["port-not-allowed", "allowed"]
+
+
 @pytest.mark.parametrize("authority", ["registry.npmjs.org:443", "files.pythonhosted.org:443", "PyPI.org.:443"])
 def test_a_public_package_registry_is_refused_by_name_pointing_at_the_index(proxy, governance, resolver, authority):
     sock, head = _connect(proxy, authority)
@@ -322,6 +339,31 @@ def test_a_password_in_a_target_is_not_kept_in_the_record_nor_the_log(proxy, gov
     assert specs == [f"http://***@upstream.test:{port}/", f"***@upstream.test:{port}"]
     assert all(d["reason"] == "invalid-target" for d in _decisions(governance)) and upstream.seen == []
     assert "S3cret" not in caplog.text and "Pa55" not in caplog.text
+
+
+def test_a_target_past_the_apis_bound_is_refused_and_recorded_cut_to_it(proxy, governance, caplog):
+    """The proxy read targets as long as its head allows (64 KiB) and recorded each whole, twice
+    per decision (spec and detail): 195 KB a refusal, from a caller with no token."""
+    caplog.set_level(logging.INFO, logger="runcode_policy.egress_proxy")
+    long_host = "a" * 30_000 + ".test"  # twice in a CONNECT's head (its Host too), within 64 KiB
+    for send in (lambda: _connect(proxy, f"{long_host}:443")[0].close(), lambda: _get(proxy, f"http://{long_host}/")):
+        send()
+    decisions = _decisions(governance)
+    assert [(d["allowed"], d["reason"]) for d in decisions] == [(False, "invalid-target")] * 2
+    assert all(len(d["spec"]) == MAX_TEXT and len(d["detail"]) < 200 for d in decisions)
+    assert "the target is 30,009 characters long; at most 4096 are judged" in decisions[0]["detail"]
+    assert long_host not in caplog.text
+
+
+def test_a_request_method_too_long_to_record_is_refused_before_any_judgement(proxy, governance, upstream):
+    """Over the bound of a decision's context values it was refused 503 with nothing recorded:
+    a probe of any target that left no record."""
+    with socket.create_connection(proxy.server_address[:2], timeout=WAIT) as sock:
+        sock.sendall(b"X" * (MAX_LABEL + 1) + b" http://169.254.169.254/latest/meta-data/ HTTP/1.1\r\n\r\n")
+        answer = _read_until_closed(sock)
+    assert answer.startswith(b"HTTP/1.1 400 ") and b"method is longer than 200 characters" in answer
+    _get(proxy, "http://169.254.169.254/latest/meta-data/")  # a method of any other length: judged, recorded
+    assert [d["reason"] for d in _decisions(governance)] == ["cloud-metadata"]
 
 
 def test_every_decision_is_recorded_and_logged_once(proxy, governance, upstream, caplog):
