@@ -43,13 +43,16 @@ _INSERT = {
 def read_model_statements(dialect: Dialect, saved_events, workspaces: dict) -> list:
     """Everything to run in the events' own transaction, worked out before anything is sent.
 
-    Every refusal must be the database's (a constraint, the owner guard): a Python exception here
+    Every refusal must be the database's (a constraint, the owner and stamp guards): a Python exception here
     would only stop the save before anything is sent."""
     statements = rows_for_events(saved_events, workspaces, dialect)
     statements += access_statements(dialect, saved_events, workspaces)
     for e in saved_events:
         if isinstance(e, Token.Revoked):
             statements += [(dialect.sql(s), (str(e.originator_id),)) for s in _OWNER_GUARD]
+    for workspace, stamped in _first_change_stamps(saved_events, workspaces).items():
+        check, clear = (dialect.sql(s) for s in _STAMP_GUARD)
+        statements += [(check, (workspace, workspace, dialect.ts(stamped))), (clear, (workspace,))]
     return statements
 
 
@@ -63,6 +66,30 @@ _OWNER_GUARD = (
     "FROM {tokens} t WHERE t.id = %s",
     "DELETE FROM {owner_guard} WHERE workspace = (SELECT workspace FROM {tokens} WHERE id = %s)",
 )
+
+
+# A Save's events are stamped before its transaction takes the events' lock, and a decision
+# judged by the version before it may commit in between with a later stamp: "the policy at T"
+# (the version stamped last before T) would then contradict what was answered at T. So, under the
+# lock, a Save finds no decision of its workspace stamped at or after its first change (a CHECK
+# makes a count above 0 the database's IntegrityError: the Save lost a race and is planned
+# again, freshly stamped; application.races). A decision stamped before it and recorded after
+# it is refused by its own guard, the head having moved (application.store.guards).
+_STAMP_GUARD = (
+    "INSERT INTO {stamp_guard} (workspace, overtaken) SELECT %s, COUNT(*) FROM {decisions} "
+    "WHERE workspace = %s AND at >= %s",
+    "DELETE FROM {stamp_guard} WHERE workspace = %s",
+)
+
+
+def _first_change_stamps(events, workspaces: dict) -> dict:
+    """Each workspace whose policy these events change, and the first change's stamp."""
+    first: dict = {}
+    for e in events:
+        if isinstance(e, POLICY_CHANGES):
+            workspace = workspaces[e.originator_id]
+            first[workspace] = min(first.get(workspace, e.timestamp), e.timestamp)
+    return first
 
 
 POLICY_CHANGES = (

@@ -17,6 +17,7 @@ TABLES = (
     "decisions",
     "tokens",
     "owner_guard",
+    "stamp_guard",
     "runs",
     "run_decisions",
     "console_sessions",
@@ -65,6 +66,8 @@ DDL = (
     "revoked_at {ts}, revoked_by TEXT, secret_digest TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS rcp_tokens_by_workspace ON {tokens} (workspace, issued_at)",
     "CREATE TABLE IF NOT EXISTS {owner_guard} (workspace TEXT NOT NULL, owners INTEGER NOT NULL CHECK (owners > 0))",
+    "CREATE TABLE IF NOT EXISTS {stamp_guard} (workspace TEXT NOT NULL, overtaken INTEGER NOT NULL "
+    "CHECK (overtaken = 0))",
     # Package-index runs (application.index): the run's token, and which decisions it made (an API
     # token's index reads without a run are grouped the same way, under domain.run.reader_key).
     "CREATE TABLE IF NOT EXISTS {runs} (id TEXT PRIMARY KEY, workspace TEXT NOT NULL, started_at {ts} NOT NULL, "

@@ -221,3 +221,30 @@ def test_because_names_the_pattern_entry_that_decided_the_answer(app, workspace)
         "@Evil/*",
         "carol",
     )
+
+
+def test_a_decision_stamped_after_a_saves_change_but_recorded_before_it_makes_the_save_plan_again(
+    app, workspace, monkeypatch
+):
+    """A Save stamps its events before its transaction takes the lock; a decision judged by the
+    version before it, stamped later, recorded first, was then at an instant "the policy at T"
+    gave to the Save: the record contradicted what was answered (the reviewer's race, made here
+    in order)."""
+    deny = [{"action": "add", "language": "python", "list": "deny", "entries": ["numpy"]}]
+    real_save, answered = app.save, []
+
+    def racing_save(*aggregates, **options):
+        if not answered:  # the Save's events are stamped: a decision overtakes them
+            answered.append(app.evaluation.evaluate(workspace, "python", ["numpy"])["decisions"][0])
+        return real_save(*aggregates, **options)
+
+    monkeypatch.setattr(app, "save", racing_save)
+    app.change_policy(workspace, deny, by="alice")
+    [decision] = answered
+    assert (decision["allowed"], decision["policy_version"]) == (True, 0)
+    [change] = app.audit.history(workspace)["changes"]
+    assert change["at"] > decision["at"]  # planned again, freshly stamped
+    at = datetime.fromisoformat(decision["at"].replace("Z", "+00:00"))
+    then = app.audit.package_at(workspace, "python", "numpy", at)
+    assert (then["allowed"], then["policy_version"]) == (True, 0)
+    assert replay_until(app, workspace, at).policy_version == 0
