@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+from application.chain.proofs import NotAsSealed
 from application.evaluation import decision_view
 from application.formats import (
     cursor_refusal,
@@ -20,7 +21,7 @@ from application.pointintime import describe_change, package_at, timeline
 from application.policies import Policies, no_workspace
 from application.store.access_reads import AccessReads
 from application.store.reads import NameRows, ReadModel
-from domain.decision import DECISION_KINDS, DECISION_REASONS
+from domain.decision import COLUMNS, DECISION_KINDS, DECISION_REASONS, DecisionRecord
 from domain.errors import FieldError, InvalidInputError, NotFoundError
 from domain.limits import MAX_FILTER, MAX_PAGE, MAX_TEXT
 from domain.policy import LANGUAGES
@@ -181,4 +182,16 @@ def _decision_cursor(cursor: str):
 
 
 def _row_view(row: dict, workspace: str) -> dict:
-    return decision_view(row["id"], json.loads(row["record"]), row["at"], workspace)
+    """A decision's answer, from its record; refused (503) when the columns it was selected by
+    no longer say what the record does: an "every denied install" answer must not hold an
+    allowed one whose `allowed` column was edited (`audit verify` names the row)."""
+    record = json.loads(row["record"])
+    said = DecisionRecord.columns(record)
+    kept = tuple(bool(row[c]) if c == "allowed" else row[c] for c in COLUMNS)
+    if kept != said:
+        differs = ", ".join(c for c, a, b in zip(COLUMNS, kept, said, strict=True) if a != b)
+        raise NotAsSealed(
+            f"decision {row['id']}: its row in the decisions table no longer says what its record does "
+            f"({differs}): the store's copy was altered (`audit verify` names what)"
+        )
+    return decision_view(row["id"], record, row["at"], workspace)

@@ -123,6 +123,10 @@ def upstream_failed(why: str) -> Verdict:
     return Verdict(False, UPSTREAM_FAILED, {"why": why})
 
 
+# What the decisions table keeps in columns of their own beside the record (filters, counts).
+COLUMNS = ("language", "name", "kind", "allowed", "reason", "source", "sandbox")
+
+
 @dataclass(frozen=True)
 class DecisionRecord:
     """One decision as it is recorded and answered: the one definition of its shape.
@@ -215,8 +219,8 @@ class DecisionRecord:
 
     @staticmethod
     def columns(record: dict[str, Any]) -> tuple[Any, ...]:
-        """(language, name, kind, allowed, reason, source, sandbox) of a record in its `to_dict`
-        form, read from the dict: the group-commit writer asks this of every decision it records,
+        """The values of COLUMNS (the read model's own columns of a decision) of a record in its
+        `to_dict` form, read from the dict: the group-commit writer asks this of every decision it records,
         and building the whole record again for seven fields was a tenth of its time."""
         context = record.get("context") or {}
         head = (record.get("language"), record.get("name"), record["kind"], bool(record["allowed"]), record["reason"])

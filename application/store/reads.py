@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 
-from domain.decision import NOT_FOUND_UPSTREAM
+from domain.decision import COLUMNS, NOT_FOUND_UPSTREAM
 from domain.patterns import patterns_for
 from domain.specs import deny_key
 
@@ -17,7 +17,10 @@ _BY_TOKEN = (
     "(SELECT token_id FROM {change_tokens} a WHERE a.workspace = {changes}.workspace "
     "AND a.version = {changes}.version) AS by_token"
 )
-DECISION_FILTERS = ("language", "name", "allowed", "reason", "source", "sandbox", "kind")
+DECISION_FILTERS = COLUMNS
+# A decision as answers read it: its record, and the columns filters select it by, which an
+# answer holds against the record (application.audit).
+_DECISION = f"SELECT id, at, record, {', '.join(COLUMNS)} FROM {{decisions}}"
 # The reasons whose decisions have a partial index (`schema`), written into its queries as is.
 PARTIAL_REASONS = (NOT_FOUND_UPSTREAM,)
 
@@ -260,7 +263,7 @@ class ReadModel:
             where.append("(at, id) < (%s, %s)")
             params += [self._ts(before[0]), before[1]]
         return self._rows(
-            f"SELECT id, at, record FROM {{decisions}} WHERE {' AND '.join(where)} ORDER BY at DESC, id DESC LIMIT %s",
+            f"{_DECISION} WHERE {' AND '.join(where)} ORDER BY at DESC, id DESC LIMIT %s",
             params + [limit],
         )
 
@@ -298,7 +301,7 @@ class ReadModel:
 
     def decision(self, workspace: str, decision_id: str) -> dict | None:
         return self._first(
-            "SELECT id, at, record FROM {decisions} WHERE workspace = %s AND id = %s", (workspace, decision_id)
+            f"{_DECISION} WHERE workspace = %s AND id = %s", (workspace, decision_id)
         )
 
     def decision_counts(

@@ -170,6 +170,23 @@ def test_an_export_with_chain_links_refuses_a_decision_row_edited_to_say_allowed
     assert export.status == 503 and denied["id"] in export.json["detail"], export.body
 
 
+def test_a_row_whose_filter_column_alone_was_edited_is_refused_not_listed_as_it_says(live, database_url):
+    """Only `allowed` edited, the record left alone: the really allowed decision was selected by
+    `allowed=false` and exported, verifying, as one more denied install (the reviewer's case)."""
+    allowed = live.call("POST", f"{ACME}/evaluate", live.tokens["sandbox"], {"language": "python", "specs": ["six"]})
+    [decision] = allowed.json["decisions"]
+    sealed(live, live.tokens["admin"])
+    tamper = Tamperer(database_url)
+    tamper.sql("UPDATE rcp_decisions SET allowed = %s WHERE id = %s", (False, decision["id"]))
+    tamper.close()
+    auditor = live.tokens["auditor"]
+    for path in ("?allowed=false&format=jsonl&chain=true", "?allowed=false", f"/{decision['id']}"):
+        answer = live.call("GET", f"{ACME}/decisions{path}", auditor)
+        assert answer.status == 503, (path, answer.body)
+        assert f"decision {decision['id']}: its row in the decisions table no longer says" in answer.json["detail"]
+        assert "(allowed)" in answer.json["detail"]
+
+
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_an_export_that_fails_after_it_began_is_cut_short_never_ended_as_if_whole(live, database_url, monkeypatch):
     monkeypatch.setattr(slices, "PAGE", 1)  # the older decision's page is made after the answer began
