@@ -183,3 +183,13 @@ def test_refusals_name_what_the_page_shows_and_the_note_limit_is_the_servers(liv
         "exception_id": "The exception",
         "import-content": "File content",
     }
+
+
+def test_a_request_shows_why_it_was_filed_and_why_each_asker_asked_last(live):
+    """The first justification was shown nowhere once its asker asked again (the CLI showed only
+    it): an admin in the console and one at the CLI read different reasons."""
+    ask(live, "beta", "the quarterly report needs beta's solver")
+    ask(live, "beta", "again")
+    page = signed_in(live).get("/console/requests")
+    assert "saying “the quarterly report needs beta's solver”" in page.plain
+    assert "asked 2 times, most recently: “again”" in page.plain
