@@ -6,6 +6,7 @@ from __future__ import annotations
 from flask import Response
 
 from application.formats import optional_instant
+from domain.limits import REQUESTS_FILED_PER_MINUTE
 from domain.token import ANY_ROLE
 from interface.api.access_models import (
     ApproveBody,
@@ -21,8 +22,10 @@ from interface.api.access_models import (
 )
 from interface.api.answers import ExceptionView
 from interface.api.blueprint import W, api
+from interface.api.routing import Rate
 from interface.api.schemas import AtQuery
 from interface.index.closure import request_closure
+from interface.index.upstream import FETCH_FAILURES
 
 R = W + "/requests"
 
@@ -41,6 +44,7 @@ def _own(caller: dict) -> str | None:
     response=RequestView,
     status=201,
     also=(200,),
+    rate=Rate("requests filed", REQUESTS_FILED_PER_MINUTE),
 )
 def post_request(gov, ws, caller, body):
     context = body.context.model_dump() if body.context else {}
@@ -84,7 +88,7 @@ def get_request(gov, ws, caller, request_id):
     role="admin",
     body=ApproveBody,
     response=RequestView,
-    errors=(409, 502, 503),
+    errors=(409, *FETCH_FAILURES),  # with_dependencies reads the closure from upstream
 )
 def approve_request(gov, ws, caller, request_id, body):
     return gov.access.approve_request(

@@ -84,6 +84,8 @@ class VerifyAnswer(BaseModel):
     "The Ed25519 public key that verifies checkpoints (no authentication)",
     role=None,
     response=PublicKeyAnswer,
+    errors=(404,),  # no signing key configured
+    store=False,  # the key comes from its file, never the store
 )
 def get_public_key(gov):
     return gov.chain.public_keys()

@@ -11,6 +11,7 @@ from domain.limits import MAX_CLOSURE_FETCHES, MAX_CLOSURE_NAMES, MAX_SPECS
 from interface.api.blueprint import W, api
 from interface.api.schemas import Body, Language, Text
 from interface.index.closure import fetchers
+from interface.index.upstream import FETCH_FAILURES
 
 STATUSES = ("allowed", "denied", "refused", "unlisted")
 
@@ -55,7 +56,7 @@ class ClosureAnswer(BaseModel):
     role="admin",
     body=ClosureBody,
     response=ClosureAnswer,
-    errors=(502, 503),
+    errors=FETCH_FAILURES,
 )
 def post_closure(gov, ws, caller, body):
     return gov.closures.closure(ws, body.language, body.specs, fetchers())

@@ -81,6 +81,10 @@ def _responses(e: Endpoint) -> dict:
         ok["content"] = content
     responses = {str(code): ok for code in (e.status, *e.also)}
     codes = set(e.errors) | ({401, 403, 404} if e.role else set())
+    if e.store:
+        codes.add(503)
+    if e.rate is not None:
+        codes.add(429)
     if e.body is not None:
         codes |= {400, 413, 415, 422}
     if e.query is not None:

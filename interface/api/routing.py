@@ -18,6 +18,14 @@ from interface.problems import HTTPProblem
 from interface.services import services
 
 
+@dataclass(frozen=True)
+class Rate:
+    """A route's own rate per token and worker, named for its refusal ("runs started")."""
+
+    what: str
+    per_minute: int
+
+
 @dataclass
 class Endpoint:
     method: str
@@ -34,12 +42,17 @@ class Endpoint:
     # The caller may come from the process's memory: the view's one effect is a recording that
     # checks it again (application.callers); when it no longer holds, the view runs once more.
     remembered: bool = False
+    # The view reads or writes the store (and a token is checked against it): a store that cannot
+    # answer in time, or a clock out of step with it, is 503 (interface.problems).
+    store: bool = True
+    rate: Rate | None = None  # a bucket of its own per token (interface.index.bounds): past it, 429
 
 
 class Api:
-    def __init__(self, blueprint: Blueprint, prefix: str):
+    def __init__(self, blueprint: Blueprint, prefix: str, store: bool = True):
         self.blueprint = blueprint
         self.prefix = prefix
+        self.store = store  # whether its routes read the store, unless a route says otherwise
         self.endpoints: list[Endpoint] = []
 
     def route(
@@ -57,8 +70,13 @@ class Api:
         errors=(),
         also=(),
         remembered=False,
+        store=None,
+        rate=None,
     ):
-        endpoint = Endpoint(method, rule, summary, role, body, query, response, status, media, errors, also, remembered)
+        store = self.store if store is None else store
+        endpoint = Endpoint(
+            method, rule, summary, role, body, query, response, status, media, errors, also, remembered, store, rate
+        )
         self.endpoints.append(endpoint)
 
         def decorate(view):

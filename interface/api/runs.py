@@ -14,9 +14,11 @@ from flask import Response, url_for
 from pydantic import BaseModel, Field
 
 from application.index import DEFAULT_RUN_SECONDS, MAX_RUN_SECONDS
+from domain.limits import RUN_STARTS_PER_MINUTE
 from domain.token import ANY_ROLE
 from interface.api.answers import DecisionView
 from interface.api.blueprint import W, api
+from interface.api.routing import Rate
 from interface.api.schemas import Body, Context, Instant
 
 
@@ -57,6 +59,7 @@ class RunDecisions(BaseModel):
     body=RunBody,
     response=RunStarted,
     status=201,
+    rate=Rate("runs started", RUN_STARTS_PER_MINUTE),
 )
 def post_run(gov, ws, caller, body):
     context = body.context.model_dump(exclude_none=True) if body.context else {}

@@ -104,7 +104,7 @@ def get_history(gov, ws, caller, query):
     role="sandbox",
     body=EvaluateBody,
     response=EvaluateAnswer,
-    errors=(409, 503),
+    errors=(409,),
     remembered=True,
 )
 def post_evaluate(gov, ws, caller, body):
@@ -144,6 +144,7 @@ def post_test(gov, ws, caller, body):
     query=DecisionsQuery,
     response=DecisionsPage,
     media=("text/csv", "application/x-ndjson"),
+    errors=(429,),  # an export holds a slot while it streams, a token at most its share (interface.index.bounds)
 )
 def get_decisions(gov, ws, caller, query):
     filters = {k: getattr(query, k) for k in ("language", "name", "allowed", "reason", "source", "sandbox", "kind")}
@@ -238,7 +239,6 @@ def delete_token(gov, ws, caller, token_id):
     role="sandbox",
     body=EgressBody,
     response=EgressAnswer,
-    errors=(503,),
 )
 def post_egress_evaluate(gov, ws, caller, body):
     context = body.context.model_dump() if body.context else {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from flask import Flask
 
 from application.cache import DiskCache
+from interface.api.blueprint import api
 from interface.index import npm, page_path, pypi
 from interface.index.answers import Rendered
 from interface.index.bounds import IndexBounds, mark_in_memory
@@ -37,5 +38,6 @@ def install(app: Flask) -> None:
     app.register_blueprint(npm.blueprint)
     page_path.install(app)  # the cached project page in front of Flask
     # Outermost: a request refused here costs no thread beyond its own, and no store access.
-    app.wsgi_app = IndexBounds(app.wsgi_app, settings.request_threads, app.config["SESSION_COOKIE_NAME"])
+    rated = (api,)  # the API routes with a rate of their own
+    app.wsgi_app = IndexBounds(app.wsgi_app, settings.request_threads, app.config["SESSION_COOKIE_NAME"], rated)
     app.after_request(mark_in_memory)

@@ -16,9 +16,9 @@ as that lasts. So, per worker process:
   tokens, and a client's next request never finds its previous one still counted while its
   response closes (pip fetches one file after another, and retries a 503 but not a 429);
   past that, 429 with Retry-After;
-- each token has a token bucket for index fetches, one for starting runs (POST /runs) and one
-  for filing requests (POST /requests: each is a sealed event); an empty bucket is 429 with
-  Retry-After (the seconds until the next request fits).
+- each token has a token bucket for index fetches, and one for each API route declared with a
+  rate of its own (`rate=` in interface.api.routing: starting runs, filing requests); an empty
+  bucket is 429 with Retry-After (the seconds until the next request fits).
 
 A body the app holds whole in memory (a judged page, a refusal) is handed to the server as one
 buffer, its slot released at once: granian sends a list in one write, while it pulls an iterator
@@ -42,23 +42,22 @@ import threading
 import time
 from collections import OrderedDict
 from http.cookies import CookieError, SimpleCookie
+from typing import TYPE_CHECKING
 
 from flask import request
 
-from domain.limits import INDEX_FETCHES_PER_MINUTE, REQUESTS_FILED_PER_MINUTE, RUN_STARTS_PER_MINUTE
+from domain.limits import INDEX_FETCHES_PER_MINUTE
 from interface.exports import STREAMING
 from interface.index.access import credentials
 from interface.problems import problem
+
+if TYPE_CHECKING:
+    from interface.api.routing import Api
 
 RESERVED_THREADS = 2  # request threads index requests never take
 QUEUE_SECONDS = 0.5  # the longest a request waits for a slot that quick requests hold
 UNBOUNDED_SLOTS = 64  # when the server's thread count is unknown (the development server)
 MAX_KEYS = 10_000  # tokens whose buckets a worker remembers (least recently seen forgotten)
-# API writes with a rate of their own: what they are, the path, their bucket's rate.
-_RATED = (
-    ("runs started", re.compile(r"^/api/v1/workspaces/[^/]+/runs/?$"), RUN_STARTS_PER_MINUTE),
-    ("requests filed", re.compile(r"^/api/v1/workspaces/[^/]+/requests/?$"), REQUESTS_FILED_PER_MINUTE),
-)
 _INDEX = ("/pypi/", "/npm/")
 IN_MEMORY = "runcode_policy.body_in_memory"  # environ: the app's response has its whole body in memory
 
@@ -101,7 +100,7 @@ class IndexBounds:
     """WSGI middleware around the whole app: index requests take a slot for as long as their
     body is being sent; index fetches, run starts and filed requests spend their token's bucket."""
 
-    def __init__(self, app, threads: int | None, session_cookie: str = "session"):
+    def __init__(self, app, threads: int | None, session_cookie: str = "session", rated: tuple[Api, ...] = ()):
         self.app = app
         self.session_cookie = session_cookie  # the console's: its exports are keyed by its session
         self.slots = slots_for(threads)
@@ -111,15 +110,19 @@ class IndexBounds:
         self._lock = threading.Lock()
         self._released = threading.Condition(self._lock)
         self._fetches = Buckets(INDEX_FETCHES_PER_MINUTE)
-        self._rated = [(what, path, Buckets(per_minute)) for what, path, per_minute in _RATED]
+        self._rated = [
+            (e.method, _path(api.prefix + e.rule), e.rate.what, Buckets(e.rate.per_minute))
+            for api in rated
+            for e in api.endpoints
+            if e.rate is not None
+        ]
 
     def __call__(self, environ, start_response):
         path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "")
-        if method == "POST":
-            for what, pattern, buckets in self._rated:
-                if pattern.match(path):
-                    refusal = self._spend(buckets, environ, what)
-                    return (refusal or self.app)(environ, start_response)
+        for rated_method, pattern, what, buckets in self._rated:
+            if method == rated_method and pattern.match(path):
+                refusal = self._spend(buckets, environ, what)
+                return (refusal or self.app)(environ, start_response)
         if not path.startswith(_INDEX):
             if method == "GET":  # an export streams: it takes a slot too, once it is known to be one
                 return self._export_in_a_slot(environ, start_response)
@@ -226,6 +229,12 @@ def mark_in_memory(response, environ: dict | None = None):
     if not response.is_streamed:
         (request.environ if environ is None else environ)[IN_MEMORY] = True
     return response
+
+
+def _path(rule: str) -> re.Pattern:
+    """A route's rule (`/workspaces/<ws>/runs`) as a pattern of the paths it answers, a trailing
+    slash or not (Flask redirects one: it is spent too)."""
+    return re.compile("^" + re.sub(r"<[^>]+>", "[^/]+", re.escape(rule)) + "/?$")
 
 
 def _key(environ) -> str:

@@ -51,6 +51,10 @@ _REDIRECTS = (301, 302, 303, 307, 308)
 log = logging.getLogger(__name__)
 
 
+# What a failed upstream fetch answers: a bad answer, an outage, too slow (the functions below).
+FETCH_FAILURES = (502, 503, 504)
+
+
 class UpstreamProblem(HTTPProblem):
     """The upstream failed a fetch (not a refusal of the index's own): the index records it for
     the run with its detail (interface.index.access), so the gate can print why."""

@@ -69,3 +69,30 @@ def test_the_live_service_conforms_to_its_document(live):
 
         conforms()
     assert len(set(calls)) == len(operations) and len(calls) > 5 * len(operations)
+
+
+def test_every_refusal_a_route_answers_is_in_its_declared_responses(live):
+    """schemathesis answers with a well-formed owner token and a reachable store; these refusals
+    come otherwise: each must still be a status the operation declares."""
+    with urllib.request.urlopen(live.url + "/api/v1/openapi.json") as reply:
+        document = json.load(reply)
+    # A token is checked against the store: an authenticated operation may answer 503 (a locked
+    # or unreachable store, a clock out of step with it).
+    authenticated = [
+        (method, path, operation)
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+        if operation["security"]
+    ]
+    assert len(authenticated) > 30
+    undeclared = [
+        f"{method} {path}" for method, path, operation in authenticated if "503" not in operation["responses"]
+    ]
+    assert undeclared == [], "authenticated operations that do not declare 503"
+    # A rated route's bucket is spent before the token is read: a bad token empties its own.
+    for path in ("/api/v1/workspaces/{ws}/runs", "/api/v1/workspaces/{ws}/requests"):
+        url = path.replace("{ws}", "acme")
+        while (answer := live.call("POST", url, "not-a-token", {})).status == 401:
+            pass
+        assert answer.status == 429
+        assert "429" in document["paths"][path]["post"]["responses"], path
