@@ -21,6 +21,11 @@ from domain.policy import LanguageRules
 from domain.rules import REASONS as RULE_REASONS
 from domain.specs import KINDS, Spec
 
+# The service's own labels (`context.source`) of the decisions it records itself, which a caller's
+# context may never carry (interface.api.schemas): the package index's, the egress proxy's.
+INDEX_SOURCE = "index"
+EGRESS_PROXY_SOURCE = "egress-proxy"
+SERVICE_SOURCES = (INDEX_SOURCE, EGRESS_PROXY_SOURCE)
 # The package index refuses everything to a run after its first project denial (see `run_failed`).
 RUN_FAILED = "run-failed"
 # The index refuses a version an imported known-malware advisory affects (hidden from pages,

@@ -51,6 +51,7 @@ from application.messages import render_message, unknown_version_message
 from application.policies import Policies
 from application.store.reads import Denials, ReadModel
 from domain.decision import (
+    INDEX_SOURCE,
     KNOWN_MALWARE,
     NOT_FOUND_UPSTREAM,
     RUN_FAILED,
@@ -447,7 +448,7 @@ def registry_spec(language: str, name: str) -> Spec:
 
 
 def _context(principal: Principal) -> dict:
-    context = {"source": "index", "sandbox": principal.sandbox, "actor": principal.name}
+    context = {"source": INDEX_SOURCE, "sandbox": principal.sandbox, "actor": principal.name}
     return {k: v for k, v in context.items() if v is not None}
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 
-from domain.decision import COLUMNS, NOT_FOUND_UPSTREAM
+from domain.decision import COLUMNS, INDEX_SOURCE, NOT_FOUND_UPSTREAM
 from domain.patterns import patterns_for
 from domain.specs import deny_key
 
@@ -296,7 +296,7 @@ class ReadModel:
         return self._first(
             "SELECT allowed, reason FROM {decisions} WHERE workspace = %s AND language = %s AND name = %s "
             "AND source = %s ORDER BY at DESC, id DESC LIMIT 1",
-            (workspace, language, name, "index"),
+            (workspace, language, name, INDEX_SOURCE),
         )
 
     def decision(self, workspace: str, decision_id: str) -> dict | None:

@@ -11,7 +11,7 @@ from domain.access import STATUS_FILTERS, STATUSES
 from domain.decision import KNOWN_MALWARE
 from domain.rules import REASONS
 from interface.api.answers import AskLanguage, ExceptionView, Shadowed
-from interface.api.schemas import Body, Draft, Instant, Language, Query
+from interface.api.schemas import Body, Draft, Instant, Language, Query, Source
 
 Note = Annotated[str, Field(max_length=2000)]
 ContextText = Annotated[str, Field(max_length=200)]
@@ -21,7 +21,7 @@ class RequestContext(Body):
     sandbox: ContextText | None = None
     actor: ContextText | None = None
     run: ContextText | None = None
-    source: ContextText | None = None
+    source: Source | None = None
     skill: ContextText | None = None
 
 

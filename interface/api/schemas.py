@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from application.imports import FORMATS as IMPORT_FORMATS
-from domain.decision import DECISION_KINDS, REASONS
+from domain.decision import DECISION_KINDS, REASONS, SERVICE_SOURCES
 from domain.egress.workspace import EGRESS_MODES
 from domain.limits import (
     MAX_ALLOWLIST,
@@ -53,9 +54,26 @@ class Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+_RESERVED = f"must not be {' or '.join(SERVICE_SOURCES)}, the labels of the service's own recordings"
+
+
+def _callers_source(value: str) -> str:
+    """A caller's source label, never one the service records its own decisions under (however
+    it is cased or spaced: an auditor reading the record would take it for the service's)."""
+    if value.strip().casefold() in SERVICE_SOURCES:
+        raise PydanticCustomError("reserved_source", _RESERVED)
+    return value
+
+
+# What a caller says its request came from: `context.source`, in every context a caller sends.
+Source = Annotated[
+    str, Field(max_length=MAX_LABEL, description=f"free text; {_RESERVED}"), AfterValidator(_callers_source)
+]
+
+
 class Context(Body):
     sandbox: Annotated[str, Field(max_length=MAX_LABEL)] | None = None
-    source: Annotated[str, Field(max_length=MAX_LABEL)] | None = None
+    source: Source | None = None
     skill: Annotated[str, Field(max_length=MAX_LABEL)] | None = None
     actor: Annotated[str, Field(max_length=MAX_LABEL)] | None = None
 

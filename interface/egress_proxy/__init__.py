@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from ipaddress import ip_address
 
 from application import StoreUnavailableError
+from domain.decision import EGRESS_PROXY_SOURCE
 from domain.egress import shown_target
 from domain.limits import MAX_RESOLVED
 from interface.egress_proxy.wire import (  # the wire pieces stay importable from here, as before the split
@@ -195,7 +196,7 @@ class _Exchange:
 
     def __init__(self, proxy: EgressProxy, client: socket.socket, peer):
         self.proxy, self.client, self.limits = proxy, client, proxy.limits
-        self.context = {"source": "egress-proxy", "sandbox": proxy.sandbox, "client": f"{peer[0]}:{peer[1]}"}
+        self.context = {"source": EGRESS_PROXY_SOURCE, "sandbox": proxy.sandbox, "client": f"{peer[0]}:{peer[1]}"}
 
     def run(self) -> None:
         try:

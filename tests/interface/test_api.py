@@ -331,3 +331,33 @@ def test_a_timeline_claims_no_policy_before_the_workspace_existed(live):
     since = live.call("GET", P + "/packages/python/pandas?from=2020-01-01&to=2099-01-01", token).json
     first = since["intervals"][0]
     assert first["from"] > "2026" and first["reason"] == "not-on-the-deny-list", (since, created)
+
+
+# Every route that takes a caller's context, with a body it would otherwise accept.
+CONTEXT_ROUTES = [
+    ("/evaluate", "sandbox", {"language": "python", "specs": ["a"]}),
+    ("/test", "auditor", {"language": "python", "specs": ["a"]}),
+    ("/egress/evaluate", "sandbox", {"target": "example.com"}),
+    ("/egress/test", "admin", {"target": "example.com", "hostname_allowlist": None}),
+    ("/runs", "sandbox", {}),
+    ("/requests", "sandbox", {"language": "python", "name": "a"}),
+]
+
+
+@pytest.mark.parametrize("path,role,body", CONTEXT_ROUTES, ids=[p for p, _, _ in CONTEXT_ROUTES])
+def test_a_caller_never_labels_its_context_with_a_source_the_service_records_under(live, path, role, body):
+    """`index` and `egress-proxy` mark the decisions the package index and the egress proxy record
+    themselves: a caller's decision labelled so would pass for one of theirs."""
+    from domain.decision import SERVICE_SOURCES
+
+    recorded = live.call("GET", P + "/decisions?limit=500", live.tokens["auditor"]).json["decisions"]
+    for source in (*SERVICE_SOURCES, " Index "):
+        reply = live.call("POST", P + path, live.tokens[role], {**body, "context": {"source": source}})
+        assert reply.status == 422 and reply.media == "application/problem+json", reply.body
+        assert reply.json["errors"] == [
+            {"field": "context.source", "message": "must not be index or egress-proxy, the labels of the "
+             "service's own recordings"}
+        ]  # fmt: skip
+    assert live.call("GET", P + "/decisions?limit=500", live.tokens["auditor"]).json["decisions"] == recorded
+    labelled = live.call("POST", P + path, live.tokens[role], {**body, "context": {"source": "indexer"}})
+    assert labelled.status in (200, 201), labelled.body
