@@ -300,9 +300,7 @@ class ReadModel:
         )
 
     def decision(self, workspace: str, decision_id: str) -> dict | None:
-        return self._first(
-            f"{_DECISION} WHERE workspace = %s AND id = %s", (workspace, decision_id)
-        )
+        return self._first(f"{_DECISION} WHERE workspace = %s AND id = %s", (workspace, decision_id))
 
     def decision_counts(
         self, workspace: str, language: str, name: str, start: datetime, end: datetime
