@@ -181,7 +181,7 @@ def test_the_deployment_allowlist_and_deny_ranges_govern_evaluate(deployed):
 
 @pytest.fixture
 def ported(database_url):
-    """The service with a port policy and wss let through (EGRESS.md: optional settings)."""
+    """The service with a port policy and wss let through (optional deployment settings)."""
     env = {
         "RUNCODE_POLICY_DATABASE_URL": database_url,
         "RUNCODE_POLICY_EGRESS_PORTS": "443, 8443",
