@@ -8,8 +8,8 @@ judge (`domain.rules.VersionFacts`), read where each registry says them.
 - Install-time code (npm): a manifest's `preinstall`, `install` or `postinstall` script, or the
   registry's `hasInstallScript` (all the abbreviated packument says). npm installs what the
   tarball's own `package.json` says, which a registry does not hold to the packument's word
-  ("manifest confusion"): where the install_scripts rule judges a package, a tarball is read
-  before it is served (`tarball_contents`).
+  ("manifest confusion"): every tarball a GET fetches is read before it is served
+  (`tarball_contents`), and its word is the one judged and recorded.
 - Bundled packages (npm): every tarball is read before it is served, for the names it carries
   under `node_modules`, which every client installs from it whatever the manifests declare.
 - Source distribution (python): a file that is not a wheel. Python facts are per file: one

@@ -242,8 +242,9 @@ class IndexGate:
         return hidden
 
     def checks_install_scripts(self, principal: Principal, name: str) -> bool:
-        """Whether the head policy's install_scripts rule judges this npm package's versions: its
-        tarballs' own manifests are then read too (`facts.tarball_contents`)."""
+        """Whether the head policy's install_scripts rule judges this npm package's versions: the
+        word of its tarballs' own manifests (`facts.tarball_contents`) is then needed to judge a
+        download, and an upstream that fails to give one fails the fetch."""
         _, rules = self._policies.current(principal.workspace, head=principal.head)
         return checks_install_scripts(rules["node"].version_rules, "node", name)
 

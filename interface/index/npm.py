@@ -40,7 +40,7 @@ from interface.index.answers import judged
 from interface.index.delivery import file_request, judged_file, undelivered_on_error
 from interface.index.pages import Fetched, Pages
 from interface.index.streaming import relay
-from interface.index.upstream import Upstream, bad_gateway, logged, refused_by_upstream
+from interface.index.upstream import Upstream, UpstreamProblem, bad_gateway, logged, refused_by_upstream
 from interface.problems import HTTPProblem, problem, status_of
 
 blueprint = Blueprint("npm_index", __name__)
@@ -231,14 +231,17 @@ def tarball(principal, name: str, filename: str) -> Response:
     def judged_facts():  # read only for an allowed project; its source is then used to answer
         found["source"] = version, manifest, url = tarball_source(name, filename)
         said = facts.npm_version(version, manifest, upload_times(name))
-        if (
-            said.install_scripts is False
-            and request.method != "HEAD"  # a HEAD delivers no byte: it is not worth the tarball's read
-            and package_index().gate.checks_install_scripts(principal, name)
-        ):
-            held = _tarball_holds(manifest, url, found)  # npm runs what the tarball says
-            return replace(said, install_scripts=held.install_scripts if held is not None else None)
-        return said
+        if said.install_scripts is not False or request.method == "HEAD":  # a HEAD delivers no byte
+            return said
+        # npm runs what the tarball says: its word is judged and recorded, rules or not (a rule
+        # drafted later is previewed on it), read once, as the answer reads it for bundled names
+        try:
+            held = _tarball_holds(manifest, url, found)
+        except UpstreamProblem as error:
+            if package_index().gate.checks_install_scripts(principal, name):
+                raise  # the rule needs its word: the upstream's failure is the fetch's
+            found["failed"], held = error, None  # the download's, once recorded: its delivery failed
+        return replace(said, install_scripts=held.install_scripts if held is not None else None)
 
     try:
         delivered = judged_file(principal, "node", name, request_kind, filename, number or None, judged_facts)
@@ -256,6 +259,8 @@ def _tarball_answer(principal, name: str, filename: str, delivered, found: dict)
     # tarball carries a refused name under its node_modules (a HEAD delivers none of it).
     declared = manifest
     if request.method != "HEAD":
+        if "failed" in found:  # the upstream failed it while it was judged
+            raise found.pop("failed")
         held = _tarball_holds(manifest, url, found)
         declared = {**manifest, IN_TARBALL: list(held.bundled) if held is not None else None}
     hidden = package_index().gate.hidden_versions(principal, "node", name, {version: declared}, "download", filename)

@@ -296,6 +296,28 @@ def test_downloads_record_the_facts_so_a_drafted_cooldown_shows_what_it_would_ha
     assert hidden == {("python", "cool", "2.0", "too-new"), ("node", "cool", "2.0.0", "too-new")}
 
 
+def would_hide(live, draft: dict) -> set[tuple]:
+    """POST /impact of `draft`: (language, name, version, reason, installs) of each download it would hide."""
+    reply = live.call("POST", W + "/impact", live.tokens["admin"], {"draft": draft, "days": 30})
+    assert reply.status == 200, reply.body
+    return {(h["language"], h["name"], h["version"], h["reason"], h["installs"]) for h in reply.json["would_hide"]}
+
+
+def test_a_download_records_what_the_tarball_says_of_install_scripts_so_the_preview_agrees_with_the_save(
+    live, tmp_path
+):
+    """The packument of `confused` says no script; its tarball's own package.json runs one."""
+    run = start_run(live)  # no rules: served, and recorded with the tarball's word
+    assert clients.npm(fresh(tmp_path, "npm"), run["npm"], run["token"], "install", "confused@1.0.0").ok
+    [download] = [d for d in run_decisions(live, run) if d["request"] == "download"]
+    assert download["allowed"] and download["context"]["install_scripts"] is True, download
+    rules = {"install_scripts": {"allow": [], "action": "enforce"}}
+    assert would_hide(live, {"node": {"rules": rules}}) == {("node", "confused", "1.0.0", "install-scripts", 1)}
+    set_rules(live, node=rules)  # saved, the index refuses what the preview listed
+    reply = live.call("GET", "/npm/acme/confused/-/confused-1.0.0.tgz", start_run(live)["token"])
+    assert reply.status == 403 and "runs code at install time" in reply.json["error"], reply.body
+
+
 def closure(live, language: str, *specs: str) -> tuple[dict, list[dict]]:
     """POST /allowlist/closure: {name: (versions, status, reason)}, and what was not followed."""
     body = {"language": language, "specs": list(specs)}
