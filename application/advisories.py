@@ -160,7 +160,7 @@ class Advisories:
         found: dict[str, dict] = {}
         judged: dict[tuple[str, str, str], list[str]] = {}  # a version's rows are many (days, sandboxes)
         for row in fetched:
-            if not row["allowed"]:
+            if not row["allowed"] or row["version"] is None:  # a file whose name says no version
                 continue
             key = (row["language"], row["name"], row["version"])
             if key not in judged:

@@ -8,7 +8,8 @@ model holds one row per package and day and one per package and sandbox, so the 
 number of packages in use, not the number of decisions recorded. When either side has rules
 beyond names, or the draft changes the word on known malware, the downloads of the period are
 judged again per version too (`would_hide`, `would_show`), from one row per version, day and
-sandbox, as the index judges them (`application.index.versions`: known malware first).
+sandbox, as the index judges them (`application.index.versions`: known malware first; a file
+whose name says no version is hidden whenever anything judges its project's versions).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from functools import lru_cache
 
 from application.advisories import Advisories
 from application.clock import Clock, system_clock
-from application.index.versions import judge_facts
+from application.index.versions import judge_facts, judge_unknown
 from application.policies import Policies
 from application.store.counts import CountReads
 from domain.decision import judge
@@ -122,7 +123,7 @@ class Impact:
         return {
             side: [
                 {"language": k[0], "name": k[1], "version": k[2], "reason": k[3], "installs": n, "sandboxes": len(s)}
-                for k, (n, s) in sorted(found.items(), key=lambda item: (-item[1][0], item[0]))
+                for k, (n, s) in sorted(found.items(), key=_most_first)
             ]
             for side, found in moved.items()
         }
@@ -216,7 +217,7 @@ class _Judged:
             facts = _facts(row)
             known = self._facts[key] = (
                 facts,
-                self.advisories.affecting(language, name, facts.version),
+                self.advisories.affecting(language, name, facts.version) if facts.version is not None else [],
                 ripens_at(self.saved[language].version_rules, language, name, facts),
                 ripens_at(self.drafted[language].version_rules, language, name, facts),
             )
@@ -226,7 +227,7 @@ class _Judged:
         if side not in self._moves:
             at = at or datetime.fromisoformat(row["first_at"])
             sides = (self.saved[language], self.drafted[language])
-            before, after = (_hiding(rules, affecting, name, facts, at) for rules in sides)
+            before, after = (_hiding(rules, self.advisories, affecting, name, facts, at) for rules in sides)
             self._moves[side] = (
                 None
                 if bool(before) == bool(after)
@@ -237,17 +238,29 @@ class _Judged:
         return self._moves[side]
 
 
+def _most_first(item: tuple) -> tuple:
+    """Most installs first, then by language, name, version (None, unknown, first) and reason."""
+    (language, name, version, reason), (installs, _) = item
+    return -installs, language, name, version or "", reason
+
+
 def _facts(row: dict) -> VersionFacts:
     uploaded = datetime.fromisoformat(row["uploaded_at"].replace("Z", "+00:00")) if row["uploaded_at"] else None
     scripts = {"true": True, "false": False}.get(row["install_scripts"])
     return VersionFacts(row["version"], uploaded, scripts, bool(row["sdist"]))
 
 
-def _hiding(rules: LanguageRules, affecting: list[str], name: str, facts: VersionFacts, at: datetime) -> list[str]:
+def _hiding(
+    rules: LanguageRules, advisories: Advisories, affecting: list[str], name: str, facts: VersionFacts, at: datetime
+) -> list[str]:
     """The reasons one side's rules hide a version for, as the index judges it (monitored
-    findings hide nothing)."""
-    monitored = rules.known_malware == MONITOR
-    judged = judge_facts(rules.version_rules, affecting, rules.language, name, facts, at, monitored)
+    findings hide nothing; a file whose name says no version is hidden whenever anything judges
+    the project's versions)."""
+    if facts.version is None:
+        judged = judge_unknown(rules, advisories, name, facts, "")
+    else:
+        monitored = rules.known_malware == MONITOR
+        judged = judge_facts(rules.version_rules, affecting, rules.language, name, facts, at, monitored)
     return [f.reason for f in judged.hiding]
 
 

@@ -53,16 +53,17 @@ def render_message(record: DecisionRecord, workspace: str) -> str | None:
         return str(params.get("why", ""))
     if reason == NOT_FOUND_UPSTREAM:
         return f"the {LANGUAGE_TITLES[record.language or 'python']} upstream has no package {record.name!r}."
-    if reason == VERSION_UNKNOWN:
-        return unknown_version_message(str(params.get("name")), str(params.get("file")))
-    if reason == KNOWN_MALWARE or reason in _RULES:
+    if reason in (KNOWN_MALWARE, VERSION_UNKNOWN) or reason in _RULES:
         return finding_message(reason, params, record.language or "python")
     return _denial(record, params, workspace)
 
 
 def finding_message(reason: str, params: Mapping[str, Any], language: str) -> str:
-    """Why a version is hidden: known malware, or a rule beyond names (`domain.rules`)."""
+    """Why a version (or a file) is hidden: known malware, a rule beyond names (`domain.rules`),
+    or a name that does not say its version."""
     name, version = params.get("name"), params.get("version")
+    if reason == VERSION_UNKNOWN:
+        return unknown_version_message(str(name), str(params.get("file")))
     if reason == KNOWN_MALWARE:
         label = version_label(language, str(name), str(version))
         return (

@@ -45,7 +45,7 @@ from application.callers import Guard
 from application.decision_writer import AlreadyRecorded, DecisionWriter
 from application.index.listing import Listing, Listings, ListingSource
 from application.index.memory import DEFAULT_MEMORY, IndexMemory
-from application.index.versions import Hidden, Judgements, hidden, judge_all, judge_facts, judges
+from application.index.versions import Hidden, Judgements, hidden, judge_all, judge_facts, judge_unknown, judges
 from application.lru import SizedLru, weigh
 from application.messages import render_message, unknown_version_message
 from application.policies import Policies
@@ -319,17 +319,14 @@ class IndexGate:
         refusal, else None; the facts judged (and what monitor rules found) go into `context`.
         `version`: what the file's name says (None: it does not say); the facts' own version,
         when they have one, is the one judged. A file whose version nobody can tell is refused
-        whenever its project's versions are judged (fail closed: no rule can be applied to it)."""
+        whenever its project's versions are judged (fail closed: no rule can be applied to it);
+        its facts are recorded either way (`version` null), for a draft's preview."""
         known = facts() if facts is not None else None
         if known is not None and known.version is not None:
             version = known.version  # the page's or packument's word, not what the file's name says
-        if version is None:  # nothing says which version this file is: judged only if nothing needs it
-            if known is None or not judges(rules, self._advisories, language, name):
-                return None
-            return Verdict(False, VERSION_UNKNOWN, {"name": name, "file": file})
-        advisories = self._advisories.affecting(language, name, version)
         monitored = rules.known_malware == MONITOR
         if known is None:  # no such file upstream (the client gets a 404): malware is still refused
+            advisories = self._advisories.affecting(language, name, version) if version is not None else []
             if advisories:
                 context["advisories"] = advisories
                 if monitored:
@@ -337,8 +334,12 @@ class IndexGate:
                     return None
                 return known_malware(name, version, advisories)
             return None
-        at = rules.at or self._policies.clock()
-        found = judge_facts(rules.version_rules, advisories, language, name, known, at, monitored)
+        if version is None:  # nothing says which version this file is: refused if anything judges it
+            found = judge_unknown(rules, self._advisories, name, known, file)
+        else:
+            advisories = self._advisories.affecting(language, name, version)
+            at = rules.at or self._policies.clock()
+            found = judge_facts(rules.version_rules, advisories, language, name, known, at, monitored)
         context.update(found.context())
         return Verdict(False, found.hiding[0].reason, dict(found.hiding[0].params)) if found.hiding else None
 

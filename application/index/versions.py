@@ -12,7 +12,9 @@ nothing and is recorded as what the rule would have done (`monitor: [reason, ...
 a denial of the project: a resolver may pick another version.
 
 What was judged goes into the decision's context (`version`, `uploaded_at`, `install_scripts`,
-`advisories`), so an answer can be replayed with the facts as they were known then.
+`advisories`), so an answer can be replayed with the facts as they were known then; a file whose
+name says no version records `version: null`, and is refused while the project's versions are
+judged (`judge_unknown`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from application.advisories import Advisories
 from application.formats import iso
 from application.lru import SizedLru, weigh
 from application.messages import message_of
-from domain.decision import KNOWN_MALWARE, known_malware
+from domain.decision import KNOWN_MALWARE, VERSION_UNKNOWN, known_malware
 from domain.policy import LanguageRules
 from domain.rules import MONITOR, TOO_NEW, Finding, VersionFacts, VersionRules, judge_version
 
@@ -90,6 +92,15 @@ def judges(rules: LanguageRules, advisories: Advisories, language: str, name: st
     has rules beyond names. Neither (most projects under most policies): its versions need not
     be read."""
     return bool(advisories.names(language, name)) or bool(rules.version_rules)
+
+
+def judge_unknown(rules: LanguageRules, advisories: Advisories, name: str, facts: VersionFacts, file: str) -> Judged:
+    """A file whose name says no version (`facts.version` None): no rule can judge it, so it is
+    refused (`version-unknown`, whatever a rule's action: fail closed) whenever its project's
+    versions are judged (`judges`); its other facts are recorded all the same."""
+    refused = judges(rules, advisories, rules.language, name)
+    findings = (Finding(VERSION_UNKNOWN, {"name": name, "file": file}, False),) if refused else ()
+    return Judged(facts, (), findings, rules.language)
 
 
 def judge_all(

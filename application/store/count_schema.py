@@ -47,9 +47,10 @@ COUNT_DDL = (
     "allowed {bool} NOT NULL, installs INTEGER NOT NULL, PRIMARY KEY (workspace, day, allowed)){norowid}",
     # What the rules beyond names judge (`domain.rules`), for impact previews of drafted rules:
     # downloads through the package index per day, version (python: wheel or sdist), sandbox and
-    # outcome, with the facts the index judged at the day's first fetch (`uploaded_at` '' : none
-    # given; `install_scripts` 'true', 'false' or '' : not known) and that fetch's instant. The
-    # overview's malware exposures read its allowed rows (what was delivered).
+    # outcome, with the facts the index judged at the day's first fetch (`version` '' : the file's
+    # name says none; `uploaded_at` '' : none given; `install_scripts` 'true', 'false' or '' : not
+    # known) and that fetch's instant. The overview's malware exposures read its allowed rows (what
+    # was delivered).
     "CREATE TABLE IF NOT EXISTS {impact_versions} (workspace TEXT NOT NULL, day TEXT NOT NULL, "
     "language TEXT NOT NULL, name TEXT NOT NULL, version TEXT NOT NULL, sdist {bool} NOT NULL, "
     "sandbox TEXT NOT NULL, allowed {bool} NOT NULL, uploaded_at TEXT NOT NULL, install_scripts TEXT NOT NULL, "

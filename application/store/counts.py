@@ -26,6 +26,10 @@ from domain.decision import Decision
 from domain.rules import sdist_file
 from domain.specs import LANGUAGES
 
+# The rollup's version of a download whose file's name says none (its decision's `version` null):
+# all such files of a project share a row, which a draft judges alike (`index.versions.judge_unknown`).
+UNKNOWN_VERSION = ""
+
 _UPSERT = {
     "count": "INSERT INTO {decision_counts} AS c VALUES (%s, %s, %s, %s, %s, %s, %s) "
     "ON CONFLICT (workspace, day, language, name, allowed, sandbox) "
@@ -151,14 +155,17 @@ def _last_two(days: set[str]) -> tuple[str, str]:
 
 
 def _version_rows(decisions) -> list[tuple]:
-    """Downloads whose decision recorded the facts judged (`context.version`), allowed or refused,
-    summed per key, each key with the facts and instant of its first fetch among these."""
+    """Downloads whose decision recorded the facts judged (`context.version`; null, a file whose
+    name says none, is kept as ''), allowed or refused, summed per key, each key with the facts and
+    instant of its first fetch among these."""
     found: dict[tuple, list] = {}
     for e in decisions:
         r, context = e.record, e.record.get("context") or {}
-        version = context.get("version")
+        version = context.get("version", False)  # absent: no facts were judged
         if r.get("request") != "download" or r.get("language") not in LANGUAGES or not r.get("name"):
             continue
+        if version is None:
+            version = UNKNOWN_VERSION
         if not isinstance(version, str):
             continue
         at = e.timestamp.astimezone(UTC)
@@ -280,9 +287,9 @@ class CountReads(ReadModel):
         languages: list[str] | None = None,
         names: list[tuple[str, str]] | None = None,
     ) -> list[dict]:
-        """Downloads over [start_day, end_day] per day, version, sandbox and outcome, with the facts
-        judged; only of these `languages`, and only of these (language, name) `names` (a range of
-        rcp_impact_versions_by_name each), when given."""
+        """Downloads over [start_day, end_day] per day, version (None: the file's name says none),
+        sandbox and outcome, with the facts judged; only of these `languages`, and only of these
+        (language, name) `names` (a range of rcp_impact_versions_by_name each), when given."""
         if (names is not None and not names) or (languages is not None and not languages):
             return []
         of = "" if names is None else " AND (" + " OR ".join(["(language = %s AND name = %s)"] * len(names)) + ")"
@@ -293,7 +300,13 @@ class CountReads(ReadModel):
             (workspace, start_day, end_day, *[v for pair in names or () for v in pair], *(languages or ())),
         )
         return [
-            {**row, "sdist": bool(row["sdist"]), "allowed": bool(row["allowed"]), "installs": int(row["installs"])}
+            {
+                **row,
+                "version": row["version"] or None,  # UNKNOWN_VERSION: the file's name says none
+                "sdist": bool(row["sdist"]),
+                "allowed": bool(row["allowed"]),
+                "installs": int(row["installs"]),
+            }
             for row in rows
         ]
 

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from domain.access import STATUS_FILTERS, STATUSES
-from domain.decision import KNOWN_MALWARE
+from domain.decision import KNOWN_MALWARE, VERSION_UNKNOWN
 from domain.rules import REASONS
 from interface.api.answers import AskLanguage, ExceptionView, Shadowed
 from interface.api.schemas import Body, Draft, Instant, Language, Query, Source
@@ -129,8 +129,8 @@ class ImpactPackage(BaseModel):
 class ImpactVersion(BaseModel):
     language: Language
     name: str
-    version: str
-    reason: Literal[(KNOWN_MALWARE, *REASONS)] = Field(
+    version: str | None = Field(description="null: a file whose name says no version")
+    reason: Literal[(KNOWN_MALWARE, VERSION_UNKNOWN, *REASONS)] = Field(
         description="the first reason it is hidden (on the side that hides it): known malware, then the rules"
     )
     installs: int

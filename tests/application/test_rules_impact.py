@@ -111,3 +111,36 @@ def test_the_downloads_of_one_version_move_as_they_fell_before_or_after_it_was_o
     assert [(h["version"], h["reason"], h["installs"], h["sandboxes"]) for h in answer["would_hide"]] == [
         ("19.0.0", "too-new", 3, 2)
     ]
+
+
+def test_a_download_whose_file_name_says_no_version_is_hidden_by_any_drafted_rule_as_the_index_refuses_it(
+    app, workspace
+):
+    old = iso(datetime.now(UTC) - timedelta(days=40))
+    download(app, workspace, "python", "leg", None, "leg-1.0.tar.bz2", "sbx-1", old)
+    download(app, workspace, "python", "leg", "2.0", "leg-2.0.tar.gz", "sbx-2", old)
+    hidden = [
+        {
+            "language": "python",
+            "name": "leg",
+            "version": None,
+            "reason": "version-unknown",
+            "installs": 1,
+            "sandboxes": 1,
+        }
+    ]
+    # a monitored rule hides no version it judges, but the index refuses a file no rule can judge
+    monitored = {"python": {"rules": {"sdists": {"allow": [], "action": "monitor"}}}}
+    assert app.impacts.impact(workspace, monitored, 30)["would_hide"] == hidden
+    enforced = {"python": {"rules": {"sdists": {"allow": []}}}}
+    assert app.impacts.impact(workspace, enforced, 30)["would_hide"] == [
+        *hidden,
+        {
+            "language": "python",
+            "name": "leg",
+            "version": "2.0",
+            "reason": "sdist-refused",
+            "installs": 1,
+            "sandboxes": 1,
+        },
+    ]

@@ -318,6 +318,40 @@ def test_a_download_records_what_the_tarball_says_of_install_scripts_so_the_prev
     assert reply.status == 403 and "runs code at install time" in reply.json["error"], reply.body
 
 
+def test_a_file_whose_name_does_not_say_its_version_records_its_facts_and_a_draft_judging_it_previews_it(live):
+    legacy = "/pypi/acme/files/legacy/legacy-1.0.tar.bz2"
+    run = start_run(live)  # no rules: served, its facts recorded all the same
+    assert live.call("GET", legacy, run["token"]).status == 200
+    [download] = [d for d in run_decisions(live, run) if d["request"] == "download"]
+    assert download["allowed"] and download.get("package_version") is None
+    assert download["context"] | {"sandbox": None, "actor": None} == {
+        "source": "index",
+        "sandbox": None,
+        "actor": None,
+        "version": None,
+        "uploaded_at": OLD,
+        "advisories": [],
+    }
+    drafts = (
+        {"versions_deny": {"entries": ["legacy<2"], "action": "enforce"}},
+        {"sdists": {"allow": [], "action": "enforce"}},
+        {"min_release_age": {"age": "P1D", "exempt": [], "action": "enforce"}},
+    )
+    for rules in drafts:  # any rule needs the version: the index refuses the file, so it is counted
+        assert would_hide(live, {"python": {"rules": rules}}) == {("python", "legacy", None, "version-unknown", 1)}
+    for rules in drafts:
+        set_rules(live, python=rules)
+        other = start_run(live)
+        reply = live.call("GET", legacy, other["token"])
+        assert reply.status == 403 and "does not say which version" in reply.json["detail"], reply.body
+        [refused] = [d for d in run_decisions(live, other) if d["request"] == "download"]
+        assert refused["reason"] == "version-unknown" and refused["context"]["version"] is None
+    # saved, the rules hid it: a draft without them shows every download of it, the refused ones too
+    reply = live.call("POST", W + "/impact", live.tokens["admin"], {"draft": {"python": {"rules": {}}}, "days": 30})
+    shown = [(s["name"], s["version"], s["reason"], s["installs"]) for s in reply.json["would_show"]]
+    assert shown == [("legacy", None, "version-unknown", 4)], reply.body
+
+
 def closure(live, language: str, *specs: str) -> tuple[dict, list[dict]]:
     """POST /allowlist/closure: {name: (versions, status, reason)}, and what was not followed."""
     body = {"language": language, "specs": list(specs)}
