@@ -171,7 +171,7 @@ def _node_deny(text: str) -> tuple[VersionDeny | None, str]:
         return None, f"{name!r} is not a valid npm package name"
     if not versions:
         return None, f"{text!r} names no versions (to deny every version, put the name on the deny list)"
-    sets = comparator_sets(versions)
+    sets = comparator_sets(versions, loose=False)  # as node-semver reads a range: every word counts
     if sets is None:
         return None, f"{versions!r} is not a node-semver range"
     if any(s == [""] for s in sets):

@@ -1,11 +1,13 @@
-"""node-semver 7.8's loose `valid` / `validRange`, ported: whether an npm spec is a version or range,
-and the comparators a range stands for (`domain.specs.node_ranges` matches versions against them)."""
+"""node-semver 7.8's `valid` / `validRange`, ported: whether an npm spec is a version or range
+(loose, as npm reads a spec), whether an admin's range is one (strict, as node-semver reads a range
+by default), and the comparators a range stands for (`domain.specs.node_ranges` matches versions
+against them)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from domain.specs.npm_hosts import JS_BLANK_CHARS
 
@@ -27,14 +29,37 @@ _X_STRICT = (
     rf"{_V}({_STRICT_NUM}|x|X|\*)(?:\.({_STRICT_NUM}|x|X|\*)(?:\.({_STRICT_NUM}|x|X|\*)"
     rf"(?:{_STRICT_PRE})?{_BUILD}?)?)?"
 )
+_FULL_PLAIN = rf"v?({_STRICT_NUM})\.({_STRICT_NUM})\.({_STRICT_NUM}){_STRICT_PRE}?{_BUILD}?"
 _GTLT = r"((?:<|>)?=?)"
-_LOOSE = re.compile(_LOOSE_PLAIN)
-_COMPARATOR = re.compile(rf"{_GTLT}{_WS}?({_LOOSE_PLAIN})|")
-_HYPHEN = re.compile(rf"{_WS}?({_X_LOOSE}){_WS}-{_WS}({_X_LOOSE}){_WS}?")
 _TRIM_COMPARATOR = re.compile(rf"({_WS}?){_GTLT}{_WS}?({_LOOSE_PLAIN}|{_X_STRICT})")
 _TRIM_TILDE, _TRIM_CARET = re.compile(rf"({_WS}?)~>?{_WS}"), re.compile(rf"({_WS}?)\^{_WS}")
-_CARET, _TILDE = re.compile(rf"\^{_X_LOOSE}"), re.compile(rf"~>?{_X_LOOSE}")
-_XRANGE = re.compile(rf"{_GTLT}{_WS}?{_X_LOOSE}")
+
+
+class _Grammar(NamedTuple):
+    """The patterns node-semver picks by its `loose` option; the rest of its grammar is shared."""
+
+    loose: bool
+    version: re.Pattern[str]  # SemVer's LOOSE / FULL
+    comparator: re.Pattern[str]  # COMPARATORLOOSE / COMPARATOR
+    hyphen: re.Pattern[str]
+    caret: re.Pattern[str]
+    tilde: re.Pattern[str]
+    xrange: re.Pattern[str]
+
+
+def _grammar(loose: bool, version: str, xrange: str) -> _Grammar:
+    return _Grammar(
+        loose,
+        re.compile(version),
+        re.compile(rf"{_GTLT}{_WS}?({version})|"),
+        re.compile(rf"{_WS}?({xrange}){_WS}-{_WS}({xrange}){_WS}?"),
+        re.compile(rf"\^{xrange}"),
+        re.compile(rf"~>?{xrange}"),
+        re.compile(rf"{_GTLT}{_WS}?{xrange}"),
+    )
+
+
+_LOOSE, _STRICT = _grammar(True, _LOOSE_PLAIN, _X_LOOSE), _grammar(False, _FULL_PLAIN, _X_STRICT)
 _STAR = re.compile(rf"(<|>)?=?{_WS}?\*")
 _GTE0 = re.compile(rf"{_WS}?>={_WS}?0\.0\.0{_WS}?")
 _BUILD_ANYWHERE = re.compile(r"\+[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)*")
@@ -52,39 +77,41 @@ class _Invalid(Exception):
 def valid_version(text: str) -> bool:
     """semver.valid(text, loose=True): `new SemVer(text)` does not throw."""
     try:
-        _semver(text)
+        _semver(text, _LOOSE)
         return True
     except _Invalid:
         return False
 
 
-def valid_range(text: str) -> bool:
-    """semver.validRange(text, loose=True) is truthy: no `||` part throws and one keeps a
-    comparator after the loose filter."""
-    return comparator_sets(text) is not None
+def valid_range(text: str, loose: bool = True) -> bool:
+    """semver.validRange(text, {loose}) is truthy: no `||` part throws and one keeps a
+    comparator (loose: after the filter that drops what is not one; strict: every word of a part
+    must desugar to a comparator, so `1.0.0 foo` or `>1 <` is no range)."""
+    return comparator_sets(text, loose) is not None
 
 
-def comparator_sets(text: str) -> list[list[str]] | None:
+def comparator_sets(text: str, loose: bool = True) -> list[list[str]] | None:
     """The desugared comparators of each `||` part (`^1.2` -> `>=1.2.0 <2.0.0-0`; `""` is any
     version), as node-semver's Range builds them; None when `valid_range` would say no."""
+    grammar = _LOOSE if loose else _STRICT
     raw = _BLANKS.sub(" ", text.strip(JS_BLANK_CHARS))
     try:  # a list, not a generator: npm parses every part, and a later one may still throw
-        sets = [_parse_range(part.strip(JS_BLANK_CHARS)) for part in raw.split("||")]
+        sets = [_parse_range(part.strip(JS_BLANK_CHARS), grammar) for part in raw.split("||")]
     except _Invalid:
         return None
     kept = [s for s in sets if s]
     return kept or None
 
 
-def _semver(version: str) -> None:
-    match = _LOOSE.fullmatch(version.strip(JS_BLANK_CHARS)) if len(version) <= 256 else None
+def _semver(version: str, grammar: _Grammar) -> None:
+    match = grammar.version.fullmatch(version.strip(JS_BLANK_CHARS)) if len(version) <= 256 else None
     if match is None or any(int(n) > _MAX_SAFE for n in match.groups()[:3]):
         raise _Invalid(version)
 
 
-def _parse_range(part: str) -> list[str]:
+def _parse_range(part: str, grammar: _Grammar) -> list[str]:
     part = _BUILD_ANYWHERE.sub("", part)
-    hyphen = _HYPHEN.fullmatch(part)
+    hyphen = grammar.hyphen.fullmatch(part)
     part = _hyphen_replace(hyphen.groups()) if hyphen else part
     part = _trim_comparators(part)
     # callables, not r"\1~" templates: Python 3.11 re-parses a template on every call
@@ -92,14 +119,18 @@ def _parse_range(part: str) -> list[str]:
         part = _TRIM_TILDE.sub(lambda m: m.group(1) + "~", part)
     if "^" in part:
         part = _TRIM_CARET.sub(lambda m: m.group(1) + "^", part)
-    part = " ".join(_parse_comparator(comp) for comp in part.split(" "))
+    part = " ".join(_parse_comparator(comp, grammar) for comp in part.split(" "))
     comps = [_gte0(comp.strip(JS_BLANK_CHARS)) for comp in _BLANKS.split(part)]
     kept = []
-    for comp in comps:  # the loose filter, then new Comparator(): its version must construct
-        if match := _COMPARATOR.fullmatch(comp):
-            kept.append(comp)
-            if version := match.group(2):
-                _semver(version)
+    for comp in comps:  # loose: drop what is no comparator; then new Comparator() must not throw
+        match = grammar.comparator.fullmatch(comp)
+        if match is None and grammar.loose:
+            continue
+        if match is None:
+            raise _Invalid(comp)
+        kept.append(comp)
+        if version := match.group(2):
+            _semver(version, grammar)
     return kept
 
 
@@ -132,16 +163,18 @@ def _gte0(comp: str) -> str:
     return "" if _GTE0.fullmatch(comp) else comp
 
 
-def _parse_comparator(comp: str) -> str:
+def _parse_comparator(comp: str, grammar: _Grammar) -> str:
     comp = _FIRST_BUILD.sub("", comp, count=1)
     pieces = _BLANKS.split(comp.strip(JS_BLANK_CHARS))
     # the caret and tilde passes split, replace and join; without their operator they would give
     # back the same pieces, so they are skipped
     if "^" in comp:
-        pieces = _BLANKS.split(" ".join(map(_caret, pieces)).strip(JS_BLANK_CHARS))
+        pieces = _BLANKS.split(
+            " ".join(_partial(grammar.caret, c, _caret_bounds) for c in pieces).strip(JS_BLANK_CHARS)
+        )
     if "~" in comp:
-        pieces = _BLANKS.split(" ".join(map(_tilde, pieces)))
-    comp = " ".join(_xrange(c.strip(JS_BLANK_CHARS)) for c in pieces)
+        pieces = _BLANKS.split(" ".join(_partial(grammar.tilde, c, _tilde_bounds) for c in pieces))
+    comp = " ".join(_xrange(c.strip(JS_BLANK_CHARS), grammar) for c in pieces)
     return _STAR.sub("", comp.strip(JS_BLANK_CHARS), count=1)
 
 
@@ -188,14 +221,6 @@ def _partial(pattern: re.Pattern[str], comp: str, bounds: Callable[[str, str, st
     return bounds(major, minor, patch, pre)
 
 
-def _caret(comp: str) -> str:
-    return _partial(_CARET, comp, _caret_bounds)
-
-
-def _tilde(comp: str) -> str:
-    return _partial(_TILDE, comp, _tilde_bounds)
-
-
 def _caret_bounds(major: str, minor: str, patch: str, pre: str | None) -> str:
     if _is_x(patch):
         upper = f"{major}.{_inc(minor)}.0-0" if major == "0" else f"{_inc(major)}.0.0-0"
@@ -212,8 +237,8 @@ def _tilde_bounds(major: str, minor: str, patch: str, pre: str | None) -> str:
     return f">={low}{'-' + pre if pre and not _is_x(patch) else ''} <{major}.{_inc(minor)}.0-0"
 
 
-def _xrange(comp: str) -> str:
-    match = _XRANGE.fullmatch(comp)
+def _xrange(comp: str, grammar: _Grammar) -> str:
+    match = grammar.xrange.fullmatch(comp)
     if match is None:
         return comp
     gtlt, major, minor, patch = match.groups()[:4]

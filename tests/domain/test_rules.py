@@ -117,6 +117,32 @@ def test_node_deny_entries_need_a_name_and_a_range_that_is_not_everything():
     }
 
 
+# What node-semver 7.8.5's validRange(range) (strict, its default) says of each, checked with node:
+# accepted ranges desugar to the comparators shown there; refused ones give null. npm's loose
+# reading keeps the words it can read of the refused ones (`1.0.0 foo` is `1.0.0`), so saving them
+# would deny something other than what was written, or nothing (`1.0.0 - 2.0.0 - 3.0.0`).
+NODE_SEMVER_VALID = ["<1.3", ">=1 <2", "=1.2.3", "v1.2.3", "~> 1.2", "^ 1.2", "> 1.2.3", "1.2.3 - 2",
+                     "1.2.3+build", "1.0.0 - 2.0.0", ">=1.0.0 <2.0.0 || 3.x", "1.2.3-rc.1"]  # fmt: skip
+NODE_SEMVER_INVALID = ["1.0.0 - 2.0.0 - 3.0.0", "1.0.0 -", "- 1.0.0", "1.0.0 foo", ">=1.0.0 <2.0.0 bogus",
+                       ">1 <", "1.0.0 <", "<=1.0.0 >", ">=1.0.0 <=", ">=1.0.0 || <", "^", "~", "<", ">=a",
+                       "1.2.3.4", "!1.0.0", "vv1.2.3", "01.2.3", "1.2.3beta", "1.2.3-01"]  # fmt: skip
+
+
+@pytest.mark.parametrize("versions", NODE_SEMVER_VALID)
+def test_a_node_deny_range_node_semver_accepts_is_saved(versions):
+    saved = read_rules("node", {"versions_deny": {"entries": [f"nv@{versions}"]}}, "node.rules")
+    assert saved.to_json()["versions_deny"]["entries"] == [f"nv@{versions}"]
+
+
+@pytest.mark.parametrize("versions", NODE_SEMVER_INVALID)
+def test_a_node_deny_range_node_semver_refuses_is_refused_naming_the_entry_and_the_rule(versions):
+    errors = refused("node", {"versions_deny": {"entries": ["ok@1.0.0", f"nv@{versions}"]}})
+    assert errors == {
+        "node.rules.versions_deny.entries[1]": f"{versions!r} is not a node-semver range; "
+        "a version deny entry is a package name, '@' and a node-semver range, such as 'left-pad@<1.3'"
+    }
+
+
 def test_shapes_and_sizes_are_bounded():
     assert set(refused("node", [])) == {"node.rules"}
     assert set(refused("node", {"min_release_age": "P3D"})) == {"node.rules.min_release_age"}

@@ -147,3 +147,16 @@ def test_bad_rules_are_refused_naming_each_field_and_nothing_is_saved(live):
     assert live.call("GET", P + "/policy", live.tokens["auditor"]).json["version"] == 0
     auditor_save = live.call("PUT", P + "/policy", live.tokens["auditor"], {"node": {"rules": NODE_RULES}})
     assert auditor_save.status == 403
+
+
+def test_a_node_range_node_semver_refuses_is_refused_not_saved(live):
+    admin = live.tokens["admin"]
+    for versions in ("1.0.0 - 2.0.0 - 3.0.0", "1.0.0 foo", ">1 <", ">=1.0.0 || <"):
+        body = {"node": {"rules": {"versions_deny": {"entries": [f"nv@{versions}"]}}}}
+        reply = live.call("PUT", P + "/policy", admin, body)
+        assert reply.status == 422 and reply.media == "application/problem+json", reply.body
+        [error] = reply.json["errors"]
+        assert error["field"] == "node.rules.versions_deny.entries[0]" and "not a node-semver range" in error["message"]
+    assert live.call("GET", P + "/policy", live.tokens["auditor"]).json["version"] == 0
+    saved = save(live, {"node": {"rules": {"versions_deny": {"entries": ["nv@1.0.0 - 2.0.0"]}}}})
+    assert saved["node"]["rules"]["versions_deny"]["entries"] == ["nv@1.0.0 - 2.0.0"]
