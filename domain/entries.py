@@ -10,6 +10,7 @@ from domain.errors import FieldError
 from domain.limits import MAX_ERRORS, MAX_LIST_ENTRIES, MAX_TEXT
 from domain.patterns import is_pattern, parse_pattern
 from domain.specs import parse
+from domain.specs.pip import NAME_RE
 
 _LINES = re.compile(r"\r\n|\r|\n")
 _TRAILING_COMMENT = re.compile(r"\s+#.*$")  # pip's rule: '#' starts a comment after a blank
@@ -22,12 +23,14 @@ _WHAT = {
     "alias": "an npm alias (it installs another package)",
 }
 _RULE = "a list entry must be the plain name of a registry package (or a pattern: python 'name-*', node '@scope/*')"
+_NAMES_ONLY = "a rule's exempt and allow lists take names or patterns only, each standing for every version"
 
 
 def parse_entries(
     language: str,
     value: str | list[str],
     field: str,
+    names_only: bool = False,
 ) -> tuple[list[str], list[FieldError]]:
     """Canonical names (de-duplicated, first-seen order) and one error per bad entry.
 
@@ -35,7 +38,9 @@ def parse_entries(
     newlines and/or commas. Blank lines and lines starting with '#' are skipped; for python a
     trailing ` # comment` is dropped as pip does. A comma fragment that starts with a version
     operator continues the entry before it (`pandas>=1,<2`), and commas inside [...], (...) or
-    quotes never split. Versions, extras and markers are stripped through `specs.parse`.
+    quotes never split. Versions, extras and markers are stripped through `specs.parse`; with
+    `names_only` (a rule's exempt or allow names) they are refused, as dropping them would widen
+    what the entry says to every version.
 
     Error fields are `f"{field}[{i}]"` where i counts the non-blank, non-comment entries from 0
     across the whole input: for a list holding one entry per element that is the list index;
@@ -48,7 +53,7 @@ def parse_entries(
         if index == MAX_LIST_ENTRIES:  # as many as a list may hold, however they are pasted: judge no more
             errors.append(FieldError(field, f"a list may hold at most {MAX_LIST_ENTRIES} entries; this one holds more"))
             break
-        name, problem = _judge(language, entry)
+        name, problem = _judge(language, entry, names_only)
         if problem is not None:
             errors.append(FieldError(field=f"{field}[{index}]", message=problem))
             if len(errors) > MAX_ERRORS:  # a refusal names no more (domain.errors.named): judge no more
@@ -103,7 +108,7 @@ def _join_specifiers(fragments: list[str]) -> list[str]:
     return entries
 
 
-def _judge(language: str, entry: object) -> tuple[str | None, str | None]:
+def _judge(language: str, entry: object, names_only: bool) -> tuple[str | None, str | None]:
     """(canonical name, None) for a registry entry, else (None, a message naming the rule)."""
     if not isinstance(entry, str):
         return None, f"{entry!r} is not a string but {type(entry).__name__}; {_RULE}"
@@ -111,9 +116,16 @@ def _judge(language: str, entry: object) -> tuple[str | None, str | None]:
         return None, f"{entry[:40]!r}… has {len(entry)} characters; a list entry may have at most {MAX_TEXT}"
     spec = parse(language, entry)
     if spec.kind == "registry" and spec.name is not None:  # its version may hold '*': `numpy==1.*`
+        if names_only and not _bare(language, entry):
+            return None, f"{entry!r} is more than a name; {_NAMES_ONLY}"
         return spec.name, None
     if is_pattern(entry):
         return parse_pattern(language, entry)
     if spec.kind in _WHAT:
         return None, f"{entry!r} is {_WHAT[spec.kind]}, not a package name; {_RULE}"
     return None, f"{entry!r} is not a valid package name ({spec.detail}); {_RULE}"
+
+
+def _bare(language: str, entry: str) -> bool:
+    """Whether a registry entry is its name alone (node: no `@` but a scope's)."""
+    return NAME_RE.fullmatch(entry) is not None if language == "python" else entry.find("@", 1) < 0

@@ -93,8 +93,8 @@ def _action(body: dict[str, object], field: str, errors: list[FieldError]) -> st
 
 
 def _names(language: str, value: object, field: str, errors: list[FieldError]) -> tuple[str, ...]:
-    """Names or patterns, canonical and sorted, as list entries are read."""
-    names, bad = parse_entries(language, value if isinstance(value, (str, list)) else [str(value)], field)
+    """Names or patterns, canonical and sorted, as list entries are read; a version is refused."""
+    names, bad = parse_entries(language, value if isinstance(value, (str, list)) else [str(value)], field, True)
     errors += bad
     if len(names) > MAX_LIST_ENTRIES:
         errors.append(FieldError(field, f"may hold at most {MAX_LIST_ENTRIES} names; it holds {len(names)}"))

@@ -28,7 +28,9 @@ def test_a_pasted_list_past_the_limit_is_judged_no_further_than_the_limit(monkey
     """A 1 MiB body of 200,000 names in one string took seconds to judge before its refusal."""
     judged = []
     real = entries._judge
-    monkeypatch.setattr(entries, "_judge", lambda language, entry: judged.append(entry) or real(language, entry))
+    monkeypatch.setattr(
+        entries, "_judge", lambda language, entry, *how: judged.append(entry) or real(language, entry, *how)
+    )
     with pytest.raises(InvalidInputError) as refused:
         plan_desired_state(default_state(), {"python": {"deny": ",".join(names(200_000))}})
     assert len(judged) == MAX_LIST_ENTRIES and "this one holds more" in refused.value.errors[0].message

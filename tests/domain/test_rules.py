@@ -143,6 +143,23 @@ def test_a_node_deny_range_node_semver_refuses_is_refused_naming_the_entry_and_t
     }
 
 
+def test_a_rules_exempt_or_allow_name_with_a_version_is_refused_not_widened_to_every_version():
+    errors = refused("python", {"min_release_age": {"age": "P1D", "exempt": ["ok", "app==2.0", "b[x]", "Django_*"]}})
+    assert set(errors) == {"python.rules.min_release_age.exempt[1]", "python.rules.min_release_age.exempt[2]"}
+    assert errors["python.rules.min_release_age.exempt[1]"].startswith("'app==2.0' is more than a name; ")
+    assert "names or patterns only" in errors["python.rules.min_release_age.exempt[1]"]
+    assert set(refused("python", {"sdists": {"allow": "pyyaml, lxml>=5"}})) == {"python.rules.sdists.allow[1]"}
+    node = {"min_release_age": {"age": "P1D", "exempt": ["napp@2", "@acme/*", "@acme/x@^1", "Lodash", "x@latest"]}}
+    assert set(refused("node", node)) == {f"node.rules.min_release_age.exempt[{i}]" for i in (0, 2, 4)}
+    assert set(refused("node", {"install_scripts": {"allow": ["esbuild@0.25"]}})) == {
+        "node.rules.install_scripts.allow[0]"
+    }
+    names = {"min_release_age": {"age": "P1D", "exempt": ["App_X", "django-*"]}}
+    assert read_rules("python", names, "r").to_json()["min_release_age"]["exempt"] == ["app-x", "django-*"]
+    names = {"min_release_age": {"age": "P1D", "exempt": ["@acme/x", "Lodash"]}}
+    assert read_rules("node", names, "r").to_json()["min_release_age"]["exempt"] == ["@acme/x", "Lodash"]
+
+
 def test_shapes_and_sizes_are_bounded():
     assert set(refused("node", [])) == {"node.rules"}
     assert set(refused("node", {"min_release_age": "P3D"})) == {"node.rules.min_release_age"}

@@ -160,3 +160,19 @@ def test_a_node_range_node_semver_refuses_is_refused_not_saved(live):
     assert live.call("GET", P + "/policy", live.tokens["auditor"]).json["version"] == 0
     saved = save(live, {"node": {"rules": {"versions_deny": {"entries": ["nv@1.0.0 - 2.0.0"]}}}})
     assert saved["node"]["rules"]["versions_deny"]["entries"] == ["nv@1.0.0 - 2.0.0"]
+
+
+def test_a_rule_name_with_a_version_is_refused_not_widened_to_every_version(live):
+    body = {
+        "python": {"rules": {"min_release_age": {"age": "P3D", "exempt": ["app==2.0"]}}},
+        "node": {"rules": {"min_release_age": {"age": "P3D", "exempt": ["napp@2"]}}},
+    }
+    reply = live.call("PUT", P + "/policy", live.tokens["admin"], body)
+    assert reply.status == 422, reply.body
+    assert {e["field"]: e["message"].split(";")[0] for e in reply.json["errors"]} == {
+        "python.rules.min_release_age.exempt[0]": "'app==2.0' is more than a name",
+        "node.rules.min_release_age.exempt[0]": "'napp@2' is more than a name",
+    }
+    assert live.call("GET", P + "/policy", live.tokens["auditor"]).json["version"] == 0
+    saved = save(live, {"python": {"rules": {"min_release_age": {"age": "P3D", "exempt": ["App_X"]}}}})
+    assert saved["python"]["rules"]["min_release_age"]["exempt"] == ["app-x"]
