@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from functools import lru_cache
 
-from packaging.specifiers import SpecifierSet
+from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from domain.patterns import patterns_for
@@ -92,18 +92,25 @@ def _denied(rule: VersionsDeny, language: str, name: str, version: str) -> list[
 
 
 def _in_range(language: str, version: str, versions: str) -> bool:
-    """Prereleases count, and a version the range cannot order is in it: a deny fails closed."""
+    """Prereleases count, and a version the range cannot order is in it: a deny fails closed.
+    Python: PEP 440 matching, but `<V` takes what orders below V, its own pre- and dev releases
+    too (`<2` takes 2.0rc1 and 2.0.dev3, which PEP 440's `<` leaves out), as node's `<` does."""
     if language == "node":
         return satisfies(version, versions, include_prerelease=True) or parse_version(version) is None
     try:
-        return _specifiers(versions).contains(Version(version), prereleases=True)
+        candidate = Version(version)
     except InvalidVersion:
         return True
+    return all(
+        candidate < below if below is not None else spec.contains(candidate, prereleases=True)
+        for spec, below in _specifiers(versions)
+    )
 
 
 @lru_cache(maxsize=4096)
-def _specifiers(text: str) -> SpecifierSet:
-    return SpecifierSet(text)
+def _specifiers(text: str) -> tuple[tuple[Specifier, Version | None], ...]:
+    """Each specifier, with its bound when it is a `<` (ordering alone judges those)."""
+    return tuple((spec, Version(spec.version) if spec.operator == "<" else None) for spec in SpecifierSet(text))
 
 
 def ripens_at(rules: VersionRules, language: str, name: str, facts: VersionFacts) -> datetime | None:

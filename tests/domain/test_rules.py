@@ -207,6 +207,35 @@ def test_version_denies_match_ranges_prereleases_and_fail_closed_on_unordered_ve
     assert message_of(finding, "python") == "urllib3 1.26.5 matches the version deny entry 'urllib3==1.26.5'"
 
 
+@pytest.mark.parametrize(
+    ("versions", "denied", "shown"),
+    [
+        # `<V` takes V's own pre- and dev releases, as they order (PEP 440's `<` would not)
+        ("<2", ["2.0.dev3", "2.0rc1", "2.0a1.dev1", "1.9", "1.9+local", "0!1.0"], ["2.0", "2.0+local", "2.0.post1"]),
+        ("<1.1", ["1.1rc1", "1.1.0b2", "1.0.post1"], ["1.1", "1.1.0", "1!1.0"]),
+        (">=1,<2", ["2.0a1", "1.0"], ["0.9", "1.0rc1", "2.0"]),
+        ("<2.0rc1", ["2.0b1", "2.0rc1.dev0"], ["2.0rc1", "2.0rc2"]),
+        # every other specifier as PEP 440 says: epochs, local versions, prefixes, arbitrary equality
+        ("<1!2", ["1.5", "1!1.9"], ["1!2.0", "2!0.1"]),
+        (">1.0", ["1.1", "1.1a1"], ["1.0.post1", "1.0+local", "1.0"]),
+        ("==1.*", ["1.0", "1.5rc1", "1.9+local"], ["2.0", "0.9"]),
+        ("===1.0", ["1.0"], ["1.0.0", "1.0+local"]),
+        ("<=2", ["2.0rc1", "2.0", "2.0+local"], ["2.0.post1"]),
+    ],
+)
+def test_a_python_version_deny_counts_the_pre_releases_of_its_upper_bound_below_it(versions, denied, shown):
+    rules = read_rules("python", {"versions_deny": {"entries": [f"vers{versions}"]}}, "python.rules")
+    judged = {v: reasons(rules, "python", "vers", facts(v, 30)) for v in denied + shown}
+    assert judged == {v: [(VERSION_DENIED, False)] if v in denied else [] for v in denied + shown}
+
+
+def test_node_and_python_deny_ranges_take_the_pre_releases_of_their_bound_alike():
+    node = read_rules("node", {"versions_deny": {"entries": ["nv@<1.1.0"]}}, "node.rules")
+    python = read_rules("python", {"versions_deny": {"entries": ["vers<1.1"]}}, "python.rules")
+    assert reasons(node, "node", "nv", facts("1.1.0-beta.1", 30, install_scripts=False)) == [(VERSION_DENIED, False)]
+    assert reasons(python, "python", "vers", facts("1.1b1", 30)) == [(VERSION_DENIED, False)]
+
+
 def test_install_scripts_are_refused_unless_allowed_and_unknown_scripts_fail_closed():
     rules = read_rules("node", NODE, "node.rules")
     assert reasons(rules, "node", "sharp", facts("1.0.0", 9, install_scripts=True)) == [(INSTALL_SCRIPTS, False)]

@@ -46,6 +46,7 @@ def pypi_upstream():
             # a file whose name no standard reads a version from: no rule can judge it
             Dist("legacy", "1.0", files=("sdist",), upload_time=OLD, sdist_name="legacy-1.0.tar.bz2"),
             Dist("legacy", "2.0", files=("wheel",), upload_time=OLD),
+            *(Dist("vers", v, files=("wheel",), upload_time=OLD) for v in ("1.0", "2.0.dev3", "2.0rc1", "2.0")),
         ]
     )
     yield upstream
@@ -179,6 +180,16 @@ def test_a_versions_deny_hides_the_version_and_its_direct_url_is_403(live, tmp_p
     reply = live.call("GET", "/pypi/acme/files/cool/cool-2.0.tar.gz", run["token"])
     assert reply.status == 403
     assert {d["request"] for d in hidden(run_decisions(live, run), "version-denied")} == {"page", "download"}
+
+
+def test_a_python_versions_deny_below_a_release_hides_that_releases_pre_and_dev_releases(live):
+    set_rules(live, python={"versions_deny": {"entries": ["vers<2"], "action": "enforce"}})
+    run = start_run(live)
+    page = live.call("GET", "/pypi/acme/simple/vers/", run["token"], headers=JSON_PAGE)
+    assert [f["filename"] for f in page.json["files"]] == ["vers-2.0-py3-none-any.whl"]
+    for version in ("2.0.dev3", "2.0rc1"):
+        reply = live.call("GET", f"/pypi/acme/files/vers/vers-{version}-py3-none-any.whl", run["token"])
+        assert reply.status == 403 and "vers<2" in reply.json["detail"], reply.body
 
 
 def test_a_file_whose_name_does_not_say_its_version_is_refused_while_versions_are_judged(live, tmp_path):
