@@ -93,24 +93,30 @@ def _denied(rule: VersionsDeny, language: str, name: str, version: str) -> list[
 
 def _in_range(language: str, version: str, versions: str) -> bool:
     """Prereleases count, and a version the range cannot order is in it: a deny fails closed.
-    Python: PEP 440 matching, but `<V` takes what orders below V, its own pre- and dev releases
-    too (`<2` takes 2.0rc1 and 2.0.dev3, which PEP 440's `<` leaves out), as node's `<` does."""
+    Python: PEP 440 matching, but `<V` and `>V` by ordering alone, as node's do: `<2` takes 2.0rc1
+    and 2.0.dev3, and `>1.0` takes 1.0.post1, which PEP 440's exclusive comparisons leave out
+    (a local build of V itself, 1.0+local, is V, as node ignores build metadata)."""
     if language == "node":
         return satisfies(version, versions, include_prerelease=True) or parse_version(version) is None
     try:
         candidate = Version(version)
     except InvalidVersion:
         return True
-    return all(
-        candidate < below if below is not None else spec.contains(candidate, prereleases=True)
-        for spec, below in _specifiers(versions)
-    )
+    return all(_matches(spec, bound, candidate) for spec, bound in _specifiers(versions))
+
+
+def _matches(spec: Specifier, bound: Version | None, candidate: Version) -> bool:
+    if bound is None:
+        return spec.contains(candidate, prereleases=True)
+    if Version(candidate.public) == bound:
+        return False
+    return candidate < bound if spec.operator == "<" else candidate > bound
 
 
 @lru_cache(maxsize=4096)
 def _specifiers(text: str) -> tuple[tuple[Specifier, Version | None], ...]:
-    """Each specifier, with its bound when it is a `<` (ordering alone judges those)."""
-    return tuple((spec, Version(spec.version) if spec.operator == "<" else None) for spec in SpecifierSet(text))
+    """Each specifier, with its bound when it is `<` or `>` (ordering alone judges those)."""
+    return tuple((s, Version(s.version) if s.operator in ("<", ">") else None) for s in SpecifierSet(text))
 
 
 def ripens_at(rules: VersionRules, language: str, name: str, facts: VersionFacts) -> datetime | None:

@@ -217,13 +217,14 @@ def test_version_denies_match_ranges_prereleases_and_fail_closed_on_unordered_ve
         ("<2.0rc1", ["2.0b1", "2.0rc1.dev0"], ["2.0rc1", "2.0rc2"]),
         # every other specifier as PEP 440 says: epochs, local versions, prefixes, arbitrary equality
         ("<1!2", ["1.5", "1!1.9"], ["1!2.0", "2!0.1"]),
-        (">1.0", ["1.1", "1.1a1"], ["1.0.post1", "1.0+local", "1.0"]),
+        # `>V` likewise takes V's post-releases (PEP 440's `>` would not), not a local build of V
+        (">1.0", ["1.1", "1.1a1", "1.0.post1", "1.0.post1+local"], ["1.0+local", "1.0"]),
         ("==1.*", ["1.0", "1.5rc1", "1.9+local"], ["2.0", "0.9"]),
         ("===1.0", ["1.0"], ["1.0.0", "1.0+local"]),
         ("<=2", ["2.0rc1", "2.0", "2.0+local"], ["2.0.post1"]),
     ],
 )
-def test_a_python_version_deny_counts_the_pre_releases_of_its_upper_bound_below_it(versions, denied, shown):
+def test_a_python_version_deny_orders_its_exclusive_bounds_as_versions_order(versions, denied, shown):
     rules = read_rules("python", {"versions_deny": {"entries": [f"vers{versions}"]}}, "python.rules")
     judged = {v: reasons(rules, "python", "vers", facts(v, 30)) for v in denied + shown}
     assert judged == {v: [(VERSION_DENIED, False)] if v in denied else [] for v in denied + shown}
