@@ -47,7 +47,7 @@ import click
 from application.clock import clock_skew, skew_refusal
 from domain.errors import ConflictError
 from interface import audit
-from interface.settings import SEALING_VAR, THREADS_VAR, Settings, open_governance
+from interface.settings import CREATE_TABLES_VAR, SEALING_VAR, THREADS_VAR, Settings, open_governance
 
 DEFAULT_WORKSPACE = "default"
 APP_FACTORY = "interface.serve:worker_app"
@@ -105,7 +105,7 @@ def serve(settings: Settings, host: str, port: int, workers: int, threads: int) 
     try:
         if settings.audit_sealing:  # here, for every worker: off their request threads' GIL
             audit.install(governance, settings)
-        os.environ["RUNCODE_POLICY_CREATE_TABLES"] = "n"  # what the workers read: the tables exist now
+        os.environ[CREATE_TABLES_VAR] = "n"  # what the workers read: the tables exist now
         os.environ[SEALING_VAR] = "n"  # the workers: this process seals what they record
         os.environ[THREADS_VAR] = str(threads)  # the workers bound index requests by it
         os.environ[PARENT_VAR] = str(os.getpid())  # the workers exit once it is gone

@@ -35,6 +35,7 @@ FILE_DEADLINE_VAR = "RUNCODE_POLICY_UPSTREAM_FILE_DEADLINE"
 STALLED_CLIENT_VAR = "RUNCODE_POLICY_STALLED_CLIENT_SECONDS"
 THREADS_VAR = "RUNCODE_POLICY_REQUEST_THREADS"
 SEALING_VAR = "RUNCODE_POLICY_AUDIT_SEALING"
+CREATE_TABLES_VAR = "RUNCODE_POLICY_CREATE_TABLES"
 DEFAULT_PAGE_DEADLINE = 60  # seconds for a whole page or packument, however slowly it arrives
 DEFAULT_FILE_DEADLINE = 600  # seconds for a whole file: a 100 MB wheel at 200 kB/s fits
 DEFAULT_STALLED_CLIENT = 60  # seconds a client may leave sent bytes unread before it is cut
@@ -118,7 +119,7 @@ class Settings:
         return cls(
             database_url=env.get("RUNCODE_POLICY_DATABASE_URL") or default_database_url(data_dir),
             data_dir=data_dir,
-            create_tables=env.get("RUNCODE_POLICY_CREATE_TABLES", "y").lower() in ("y", "yes", "1", "true"),
+            create_tables=yes_no(env, CREATE_TABLES_VAR, default=True),
             egress=egress_config_from_env(env),  # EgressConfigError names every bad entry
             secret_key=env.get("RUNCODE_POLICY_SECRET_KEY") or None,
             proxy_hops=proxy_hops(env.get("RUNCODE_POLICY_TRUSTED_PROXY_HOPS", "0")),
@@ -129,7 +130,7 @@ class Settings:
             request_threads=int(env[THREADS_VAR]) if env.get(THREADS_VAR, "").isdecimal() else None,
             audit_key_file=env.get("RUNCODE_POLICY_AUDIT_KEY_FILE") or None,
             audit_previous_keys=tuple(split_entries(env.get("RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS", ""))),
-            audit_sealing=env.get(SEALING_VAR, "y").lower() in ("y", "yes", "1", "true"),
+            audit_sealing=yes_no(env, SEALING_VAR, default=True),
             cache=CacheSettings.from_env(env, data_dir),
             audit_checkpoint_seconds=checkpoint_seconds(env.get("RUNCODE_POLICY_AUDIT_CHECKPOINT_SECONDS", "60")),
             audit_origin=audit_origin(env.get("RUNCODE_POLICY_AUDIT_ORIGIN") or None),
@@ -176,6 +177,23 @@ def _publish_once(path: str, key: str) -> None:
         pass
     finally:
         os.unlink(temporary)
+
+
+# The words a yes/no setting takes, in any case: anything else refuses the start, so a typo or an
+# `on` cannot quietly mean "no" (RUNCODE_POLICY_AUDIT_SEALING=on turned the sealer off).
+YES_WORDS = ("y", "yes", "true", "1")
+NO_WORDS = ("n", "no", "false", "0")
+
+
+def yes_no(env: Mapping[str, str], name: str, default: bool) -> bool:
+    """A yes/no setting: one of YES_WORDS or NO_WORDS; unset or blank, `default`."""
+    text = env.get(name, "").strip().lower()
+    if not text:
+        return default
+    if text in YES_WORDS or text in NO_WORDS:
+        return text in YES_WORDS
+    accepted = f"{'/'.join(YES_WORDS)} or {'/'.join(NO_WORDS)}"
+    raise InvalidInputError(f"{name} must be {accepted} (any case), not {env[name]!r}")
 
 
 def proxy_hops(text: str) -> int:
