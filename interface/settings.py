@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from application import EgressConfig, Governance, checked_config, default_database_url, store_env
+from application.store import store_name
 from application.store.files import tighten_dir
 from domain.egress.allowlist import normalize_entry
 from domain.errors import EgressConfigError, FieldError, InvalidInputError
@@ -308,11 +309,33 @@ def seconds_setting(env: Mapping[str, str], name: str, default: int, errors: lis
     return default
 
 
-def open_governance(settings: Settings) -> Governance:
-    """The Governance application on the configured store, with the deployment's egress rules."""
+def open_governance(settings: Settings, *, as_found: bool = False) -> Governance:
+    """The Governance application on the configured store, with the deployment's egress rules.
+    `as_found`: no tables made and no read models rebuilt (what verifies the store must not
+    rewrite it). A store whose tables are not made here and are not there is refused in words:
+    every query of it would fail with `no such table`, which reads as a store out of reach."""
     if settings.database_url == default_database_url(settings.data_dir):
         tighten_dir(settings.data_dir)  # the store lives in the service's own data directory
-    return Governance(env=store_env(settings.database_url, create_table=settings.create_tables), egress=settings.egress)
+    create = settings.create_tables and not as_found
+    governance = Governance(env=store_env(settings.database_url, create_table=create), egress=settings.egress)
+    if not create and not governance.readmodel.has_tables():
+        governance.close()
+        raise MissingTables(_missing_tables(settings))
+    return governance
+
+
+class MissingTables(InvalidInputError):
+    title = "The store has no tables"
+
+
+def _missing_tables(settings: Settings) -> str:
+    where = f"the store ({store_name(settings.database_url)}) is reachable but has no runcode-policy tables"
+    if settings.create_tables:  # opened as found, to be verified
+        return f"{where}: nothing was ever recorded there; point at the store to check"
+    return (
+        f"{where}: they are not created because {CREATE_TABLES_VAR}=n; create them "
+        "(start the service once without it) or unset it"
+    )
 
 
 # The deployment's egress configuration, read from the environment (or a JSON file it names).

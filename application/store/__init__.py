@@ -30,6 +30,21 @@ def sqlite_path(database_url: str) -> Path | None:
     return None if path == ":memory:" else Path(path)
 
 
+def store_name(database_url: str) -> str:
+    """The store a URL names, in words for a message: its file, or its database and schema."""
+    path = sqlite_path(database_url)
+    if path is not None:
+        return str(path.resolve())
+    parts = urlsplit(database_url)
+    if parts.scheme not in ("postgresql", "postgres"):
+        return "the in-memory store"
+    env = _postgres_env(parts)
+    return (
+        f"PostgreSQL database {env['POSTGRES_DBNAME']} at {env['POSTGRES_HOST']}:{env['POSTGRES_PORT']}, "
+        f"schema {env['POSTGRES_SCHEMA']}"
+    )
+
+
 def store_env(database_url: str, *, create_table: bool = True) -> dict[str, str]:
     """Library settings for `sqlite:///path` (or `sqlite:///:memory:`) and `postgresql://...`."""
     parts = urlsplit(database_url)

@@ -141,6 +141,18 @@ class ReadModel:
     def workspace(self, workspace: str) -> dict | None:
         return self._first("SELECT * FROM {workspaces} WHERE workspace = %s", (workspace,))
 
+    def has_tables(self) -> bool:
+        """Whether the store's tables were made (by this code, or by whoever manages the schema):
+        asked of the catalog, as a query of a missing table fails differently on each store."""
+        if self.dialect.schema:
+            template, name = "SELECT to_regclass(%s) IS NOT NULL AS found", self.dialect.table("workspaces")
+        else:
+            template, name = (
+                "SELECT count(*) > 0 AS found FROM sqlite_master WHERE type = 'table' AND name = %s",
+                (self.dialect.table("workspaces")),
+            )
+        return bool(self._rows(template, (name,))[0]["found"])
+
     def has_workspaces(self) -> bool:
         return bool(self._rows("SELECT 1 AS one FROM {workspaces} LIMIT 1"))
 

@@ -7,7 +7,6 @@ import errno
 import getpass
 import sqlite3
 import urllib.error
-from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -77,9 +76,7 @@ def governance(create: bool = False, as_found: bool = False) -> Governance:
         settings = Settings.from_env()
         if not create:
             require_store(settings)
-        if as_found:
-            settings = replace(settings, create_tables=False)
-        state["governance"] = open_governance(settings)
+        state["governance"] = open_governance(settings, as_found=as_found)
         root.call_on_close(state["governance"].close)
     return state["governance"]
 

@@ -144,3 +144,14 @@ def test_a_postgres_database_that_does_not_exist_is_named_as_such(tmp_path, post
     done = run(tmp_path, "serve", "--port", "0", env={"RUNCODE_POLICY_DATABASE_URL": missing})
     assert done.returncode == 1
     assert 'database "runcode_policy_no_such_database" does not exist' in done.stderr, done.stderr
+
+
+@pytest.mark.postgres
+def test_verifying_a_postgres_store_without_tables_says_so_in_one_line(tmp_path, postgres_schema_url):
+    """It opens the store as found (no tables made): the relation missing was a traceback."""
+    done = run(tmp_path, "audit", "verify", "-w", "acme", env={"RUNCODE_POLICY_DATABASE_URL": postgres_schema_url})
+    assert done.returncode == 1
+    [said] = done.stderr.splitlines()
+    assert said.startswith("Error: the store (PostgreSQL database ") and said.endswith(
+        ") is reachable but has no runcode-policy tables: nothing was ever recorded there; point at the store to check"
+    ), said

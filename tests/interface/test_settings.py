@@ -1,5 +1,5 @@
 """The deployment's settings as `serve` reads them: yes/no settings take a documented set of words
-and refuse anything else at start."""
+and refuse anything else at start; a store whose tables are not made here is named as such."""
 
 from __future__ import annotations
 
@@ -43,3 +43,16 @@ def test_a_yes_no_setting_the_code_does_not_know_refuses_the_start_in_one_line(t
     done = serve(tmp_path, **{name: word})
     assert done.returncode == 1
     assert done.stderr.splitlines() == [f"Error: {name} must be y/yes/true/1 or n/no/false/0 (any case), not {word!r}"]
+
+
+@pytest.mark.parametrize("store", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def test_a_store_without_tables_under_create_tables_n_is_named_so_not_unreachable(tmp_path, request, store):
+    url = f"sqlite:///{tmp_path}/empty.sqlite" if store == "sqlite" else request.getfixturevalue("postgres_schema_url")
+    done = serve(tmp_path, RUNCODE_POLICY_DATABASE_URL=url, RUNCODE_POLICY_CREATE_TABLES="n")
+    assert done.returncode == 1, done.stderr
+    [said] = done.stderr.splitlines()
+    assert said.startswith("Error: the store (") and "not reachable" not in said, said
+    assert said.endswith(
+        ") is reachable but has no runcode-policy tables: they are not created because "
+        "RUNCODE_POLICY_CREATE_TABLES=n; create them (start the service once without it) or unset it"
+    ), said
