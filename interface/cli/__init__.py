@@ -21,7 +21,7 @@ from interface import exports
 from interface.cli.access import exceptions_group, requests_group
 from interface.cli.advisories import advisories_group
 from interface.cli.audit import audit as audit_command
-from interface.cli.common import GovernanceGroup, actor, governance, note_option, workspace_option
+from interface.cli.common import FilePath, GovernanceGroup, actor, governance, note_option, workspace_option
 from interface.cli.egress_proxy import egress_proxy_command
 from interface.exports import Tally, progress, show_json, table, written
 from interface.serve import server_options
@@ -189,7 +189,7 @@ def decisions() -> None:
     "--output",
     "-o",
     default="-",
-    type=click.Path(dir_okay=False, allow_dash=True),
+    type=FilePath(allow_dash=True),
     help="File to write (default: stdout); it appears only once complete.",
 )
 @click.option(

@@ -17,7 +17,7 @@ from application.formats import strict_json
 from domain.errors import FieldError, InvalidInputError
 from interface.audit import KEY_VAR, configure
 from interface.cli.audit_offline import verify_proof, verify_receipt_command, witness
-from interface.cli.common import governance, read_text
+from interface.cli.common import FilePath, governance, read_text
 from interface.exports import written
 from interface.settings import Settings
 
@@ -40,7 +40,7 @@ def _files_option(flag: str, dest: str, help: str):
         dest,
         multiple=True,
         metavar="FILE",
-        type=click.Path(exists=True, dir_okay=False),
+        type=FilePath(exists=True),
         help=help + "; repeatable.",
     )
 
@@ -98,7 +98,7 @@ def verify(workspace: str, checkpoint_files: tuple[str, ...], key_files: tuple[s
     "--output",
     "-o",
     default="-",
-    type=click.Path(dir_okay=False, allow_dash=True),
+    type=FilePath(allow_dash=True),
     help="Write here, not stdout; the file appears only once complete.",
 )
 def checkpoints(workspace: str, output: str) -> None:
@@ -132,7 +132,7 @@ def public_key() -> None:
 
 
 @audit.command("verify-export")
-@click.argument("export", type=click.Path(exists=True, dir_okay=False))
+@click.argument("export", type=FilePath(exists=True))
 @checkpoints_option
 @public_key_option
 def verify_export(export: str, checkpoint_files: tuple[str, ...], key_files: tuple[str, ...]) -> None:

@@ -20,13 +20,13 @@ from application.chain.merkle import consistent, inclusion_root, leaf_hash
 from application.chain.receipts import ReceiptError, verify_receipt
 from application.chain.witness import Refused, Witness, request_body
 from interface.audit.push import file_size
-from interface.cli.common import read_text
+from interface.cli.common import FilePath, read_text
 
 key_option = click.option(
     "--key",
     "key_file",
     required=True,
-    type=click.Path(exists=True, dir_okay=False),
+    type=FilePath(exists=True),
     help="The service's public key (PEM, base64, or the public-key document).",
 )
 
@@ -46,13 +46,13 @@ def _json(path: str) -> dict:
 
 
 @click.command("verify-proof")
-@click.argument("proof", type=click.Path(exists=True, dir_okay=False))
+@click.argument("proof", type=FilePath(exists=True))
 @key_option
 @click.option(
     "--checkpoint",
     "checkpoint_files",
     multiple=True,
-    type=click.Path(exists=True, dir_okay=False),
+    type=FilePath(exists=True),
     help="A signed checkpoint you hold, instead of the one in the answer (twice for a consistency proof: old, new).",
 )
 def verify_proof(proof: str, key_file: str, checkpoint_files: tuple[str, ...]) -> None:
@@ -117,7 +117,7 @@ def _consistency(answer: dict, public, held: list[str]) -> str:
 
 
 @click.command("verify-receipt")
-@click.argument("receipt", type=click.Path(exists=True, dir_okay=False))
+@click.argument("receipt", type=FilePath(exists=True))
 @key_option
 def verify_receipt_command(receipt: str, key_file: str) -> None:
     """Check a run receipt offline with the public key only; exit 1 naming any mismatch."""
@@ -135,7 +135,7 @@ def verify_receipt_command(receipt: str, key_file: str) -> None:
     "--key",
     "key_file",
     required=True,
-    type=click.Path(dir_okay=False),
+    type=FilePath(),
     help="The witness's own Ed25519 key (PEM); made if absent.",
 )
 @click.option(
@@ -143,7 +143,7 @@ def verify_receipt_command(receipt: str, key_file: str) -> None:
     "log_keys",
     multiple=True,
     required=True,
-    type=click.Path(exists=True, dir_okay=False),
+    type=FilePath(exists=True),
     help="A public key of the service whose checkpoints it witnesses; repeatable.",
 )
 @click.option("--name", default="runcode-policy/witness", show_default=True, help="The witness's key name.")

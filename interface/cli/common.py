@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import getpass
+import os
 import sqlite3
 import urllib.error
 from pathlib import Path
@@ -55,6 +56,20 @@ def read_text(path: str) -> str:
         return Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise click.ClickException(f"{path} is not UTF-8 text") from None
+
+
+class FilePath(click.Path):
+    """A file the user names (`dir_okay=False`): a directory in its place is a failure a person
+    can cause, so it is one line naming the option, exit 1, not click's usage block (exit 2)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(dir_okay=False, **kwargs)
+
+    def convert(self, value, param, ctx):
+        if value != "-" and os.path.isdir(value):
+            name = param.opts[0] if isinstance(param, click.Option) else param.human_readable_name
+            raise click.ClickException(f"{name}: {value} is a directory, not a file")
+        return super().convert(value, param, ctx)
 
 
 # The options that carry an API field, for a refusal naming the field (the commands register theirs).

@@ -142,3 +142,22 @@ def test_an_empty_data_dir_and_a_nan_timeout_are_usage_errors(tmp_path):
     env = {"RUNCODE_POLICY_DATABASE_URL": f"sqlite:///{tmp_path}/s.sqlite"}
     done = runner.invoke(main, ["egress-proxy", "-w", "acme", "--head-timeout", "nan"], env=env)
     assert done.exit_code == 2 and "'nan' is not a number of seconds" in done.output
+
+
+def test_a_directory_in_a_files_place_is_one_line_naming_the_option(cli, acme, tmp_path):
+    """As a damaged store is: exit 1, not click's three-line usage block (exit 2)."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    key = tmp_path / "key.json"
+    key.write_text(cli("audit", "public-key").stdout)
+    for command, option in [
+        (("decisions", "export", "-w", "acme", "-o", str(folder)), "--output"),
+        (("audit", "checkpoints", "-w", "acme", "-o", str(folder)), "--output"),
+        (("audit", "verify", "-w", "acme", "--checkpoints", str(folder)), "--checkpoints"),
+        (("audit", "verify-export", str(key), "--checkpoints", str(folder), "--public-key", str(key)), "--checkpoints"),
+        (("audit", "verify-export", str(folder), "--public-key", str(key)), "EXPORT"),
+    ]:
+        done = cli(*command)
+        assert done.exit_code == 1, (command, done.output)
+        assert done.output.splitlines() == [f"Error: {option}: {folder} is a directory, not a file"], done.output
+        _no_traceback(done)
