@@ -14,7 +14,6 @@ from application.chain import parse_public_keys
 from application.chain.signing import key_id
 from application.chain.slices import verify_slice
 from application.formats import strict_json
-from domain.errors import FieldError, InvalidInputError
 from interface.audit import KEY_VAR, configure
 from interface.cli.audit_offline import verify_proof, verify_receipt_command, witness
 from interface.cli.common import FilePath, governance, read_text
@@ -205,6 +204,8 @@ def read_checkpoints(path: str) -> list[dict]:
     found = data.get("checkpoints") if isinstance(data, dict) else data
     if not isinstance(found, list) or not all(_is_checkpoint(c) for c in found):
         raise _bad_file(path, f"must hold checkpoints with {', '.join(CHECKPOINT_FIELDS)}")
+    if not found:  # checked against nothing, a rolled-back or cut store would pass unseen
+        raise _bad_file(path, "holds no checkpoints: it cannot check anything (copy them out with audit checkpoints)")
     return found
 
 
@@ -214,8 +215,8 @@ def _is_checkpoint(value) -> bool:
     )
 
 
-def _bad_file(path: str, message: str) -> InvalidInputError:
-    return InvalidInputError(f"{path} {message}", [FieldError("--checkpoints", message)])
+def _bad_file(path: str, message: str) -> click.ClickException:
+    return click.ClickException(f"--checkpoints {path} {message}")
 
 
 for offline in (verify_proof, verify_receipt_command, witness):  # checks made away from the service

@@ -69,6 +69,31 @@ def test_checkpoints_copied_out_catch_a_truncation_the_store_no_longer_shows(cli
     assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "truncated"
 
 
+def test_a_copy_holding_no_checkpoints_is_refused_not_passed_over(cli, acme, database_url, tmp_path):
+    """Checked against nothing, a truncation went unseen and verify said ok: true."""
+    export, key = tmp_path / "decisions.jsonl", tmp_path / "key.json"
+    assert cli("decisions", "export", "-w", "acme", "--format", "jsonl", "--chain", "-o", str(export)).exit_code == 0
+    key.write_text(cli("audit", "public-key").stdout)
+    tamper = Tamperer(database_url)
+    tamper.truncate_chain("acme", keep=3)
+    tamper.sql("DELETE FROM rcp_checkpoints")
+    tamper.close()
+    for name, text in [("empty.json", "[]"), ("none.json", '{"workspace": "acme", "checkpoints": []}')]:
+        empty = tmp_path / name
+        empty.write_text(text)
+        said = (
+            f"Error: --checkpoints {empty} holds no checkpoints: it cannot check anything "
+            "(copy them out with audit checkpoints)"
+        )
+        for command in (
+            ("audit", "verify", "-w", "acme", "--checkpoints", str(empty)),
+            ("audit", "verify-export", str(export), "--checkpoints", str(empty), "--public-key", str(key)),
+        ):
+            done = cli(*command)
+            assert done.exit_code == 1 and done.stdout == "", done.output
+            assert done.stderr.splitlines() == [said]
+
+
 def test_a_copied_checkpoint_with_a_forged_signature_is_refused(cli, acme, tmp_path):
     document = json.loads(cli("audit", "checkpoints", "-w", "acme").stdout)
     document["checkpoints"][0]["seq"] += 1
