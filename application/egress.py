@@ -23,7 +23,7 @@ from domain.egress.target import DEFAULT_SCHEMES, parse_ports, parse_schemes
 from domain.egress.workspace import EgressRules, narrowing_detail
 from domain.errors import EgressConfigError, FieldError, InvalidInputError
 from domain.limits import MAX_RESOLVED
-from domain.text import check_context
+from domain.text import check_context, noun_for
 
 _INDEX = re.compile(r"\[(\d+)\]$")
 NOT_ON_ALLOWLIST = "not-on-hostname-allowlist"
@@ -133,7 +133,7 @@ def _addresses(values: Iterable, field: str) -> tuple[IPv4Address | IPv6Address,
         except ValueError:
             errors.append(FieldError(f"{field}[{index}]", "must be one IP address"))
     if errors:
-        raise EgressConfigError(f"{len(errors)} invalid {field} entries", errors)
+        raise EgressConfigError(f"{len(errors)} invalid {field} {noun_for(len(errors), 'entry', 'entries')}", errors)
     return tuple(found)
 
 

@@ -17,6 +17,12 @@ IDENTITY_KEYS = ("actor", "sandbox")  # context values that name someone, like a
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, LF and CR are fine in notes
 
 
+def noun_for(count: int, singular: str, plural: str | None = None) -> str:
+    """The noun for `count` of it, as a sentence says it: `1 checkpoint`, `2 checkpoints` (`plural`
+    when it is not the singular and an s: dependency, dependencies)."""
+    return singular if count == 1 else plural or singular + "s"
+
+
 def check_text(value: object, field: str, max_length: int = MAX_NOTE) -> str:
     if not isinstance(value, str):
         raise _refuse(field, "must be a string")

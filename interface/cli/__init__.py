@@ -16,6 +16,7 @@ import click
 from application import optional_bound
 from application.store import DEFAULT_DATA_DIR
 from domain.policy import LANGUAGES, LISTS, MODES
+from domain.text import noun_for
 from domain.token import ROLES
 from interface import exports
 from interface.cli.access import exceptions_group, requests_group
@@ -208,7 +209,8 @@ def decisions_export(workspace: str, start: str | None, end: str | None, fmt: st
     with written(output) as out, progress(rows, output) as shown:
         for line in exports.lines(governance().chain.with_links(workspace, shown) if chain else shown, fmt):
             out.write(line)
-    click.echo(f"exported {rows.count} decisions" + (f" to {output}" if output != "-" else ""), err=True)
+    where = f" to {output}" if output != "-" else ""
+    click.echo(f"exported {rows.count} {noun_for(rows.count, 'decision')}{where}", err=True)
 
 
 main.add_command(egress_proxy_command)

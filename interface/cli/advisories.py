@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from domain.text import noun_for
 from interface.cli.common import actor, governance
 
 MAX_FEED_BYTES = 256 * 1024 * 1024
@@ -46,7 +47,8 @@ def advisories_import(source: str, revision: str | None) -> None:
         revision = "sha256:" + digest.hexdigest()
     imported = governance().advisories.import_records(records, by=actor(), revision=revision)
     click.echo(
-        f"imported {imported['records']} advisories ({imported['packages']} PyPI and npm packages), "
+        f"imported {imported['records']} {noun_for(imported['records'], 'advisory', 'advisories')} "
+        f"({imported['packages']} PyPI and npm {noun_for(imported['packages'], 'package')}), "
         f"revision {imported['revision']}",
         err=True,
     )

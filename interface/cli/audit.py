@@ -14,6 +14,7 @@ from application.chain import parse_public_keys
 from application.chain.signing import key_id
 from application.chain.slices import verify_slice
 from application.formats import strict_json
+from domain.text import noun_for
 from interface.audit import KEY_VAR, configure
 from interface.cli.audit_offline import verify_proof, verify_receipt_command, witness
 from interface.cli.common import FilePath, governance, read_text
@@ -85,8 +86,10 @@ def verify(workspace: str, checkpoint_files: tuple[str, ...], key_files: tuple[s
         raise click.ClickException(f"audit verification FAILED: {result['detail']}")
     pending = result.get("unsealed")
     waiting = f"; {pending} recorded since are not sealed yet (audit checkpoint seals them)" if pending else ""
+    checked, against = result["checked"], result["checkpoints"]
     click.echo(
-        f"verified {result['checked']} records of {workspace} against {result['checkpoints']} checkpoints{waiting}",
+        f"verified {checked} {noun_for(checked, 'record')} of {workspace} "
+        f"against {against} {noun_for(against, 'checkpoint')}{waiting}",
         err=True,
     )
 
@@ -108,7 +111,8 @@ def checkpoints(workspace: str, output: str) -> None:
         document["public_key"] = gov.chain.public_keys()
     with written(output) as out:  # an auditor's earlier copy is kept if this one cannot be written whole
         out.write(json.dumps(document, indent=2) + "\n")
-    click.echo(f"{len(document['checkpoints'])} checkpoints of {workspace} copied out", err=True)
+    copied = len(document["checkpoints"])
+    click.echo(f"{copied} {noun_for(copied, 'checkpoint')} of {workspace} copied out", err=True)
 
 
 @audit.command("checkpoint")

@@ -17,6 +17,7 @@ from werkzeug.exceptions import HTTPException, NotFound
 
 from domain.errors import GovernanceError
 from domain.limits import MAX_NOTE
+from domain.text import noun_for
 from interface.console import (  # noqa: F401 - importing a page module registers its routes
     access,
     audit,
@@ -27,7 +28,7 @@ from interface.console import (  # noqa: F401 - importing a page module register
     packages,
     time_travel,
 )
-from interface.console.forms import RULE_WORDS, TITLES, field_label, heading, refusal_text
+from interface.console.forms import LIFT_BOXES, RULE_WORDS, TITLES, field_label, heading, refusal_text
 from interface.console.session import blueprint
 from interface.problems import HTTPProblem, status_of
 from interface.services import services
@@ -75,9 +76,9 @@ def install(app: Flask) -> None:
     )
     app.session_interface = ConsoleSessions()
     CSRFProtect(app)
-    app.jinja_env.filters.update(when=when, field_label=field_label, heading=heading)
+    app.jinja_env.filters.update(when=when, field_label=field_label, heading=heading, noun_for=noun_for)
     # The note's limit is the server's own, so the form never allows less or more than a save takes.
-    app.jinja_env.globals.update(titles=TITLES, rule_words=RULE_WORDS, max_note=MAX_NOTE)
+    app.jinja_env.globals.update(titles=TITLES, rule_words=RULE_WORDS, max_note=MAX_NOTE, lift_boxes=LIFT_BOXES)
     app.register_blueprint(blueprint)
     # A person opening the service's address lands in the console (its sign-in when signed out).
     app.add_url_rule("/", "root", lambda: redirect(url_for("console.home")))

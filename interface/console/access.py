@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from flask import flash, redirect, render_template, request, url_for
 
+from application.messages import LANGUAGE_TITLES
 from domain.access import STATUS_FILTERS
 from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.specs import check_language
+from domain.text import noun_for
 from interface.console import packages as policy_page
-from interface.console.forms import desired_state, policy_form, refusal_text
+from interface.console.forms import LIFT_BOXES, desired_state, policy_form, refusal_text
 from interface.console.session import blueprint, caller, governance, require
 from interface.index.closure import request_closure
 from interface.problems import HTTPProblem, status_of
@@ -77,20 +79,45 @@ def approve(request_id: str):
         if isinstance(error, HTTPProblem):
             raise
         # Refused as typed: the page again with the note and the box as they were, not emptied.
-        flash(refusal_text(error), "error")
+        flash(_approval_refusal(error, request_id, closure), "error")
         kept = {"id": request_id, "note": note, "lift_deny": lift_deny}
         page = closure_preview(request_id, kept) if with_dependencies else requests_page(kept)
         return page, status_of(error)
     others = len(decided["granted"]) - 1
-    also = f" and {others} dependenc{'y' if others == 1 else 'ies'} not allowed before" if with_dependencies else ""
+    also = (
+        f" and {others} {noun_for(others, 'dependency', 'dependencies')} not allowed before"
+        if with_dependencies
+        else ""
+    )
     unread = len(closure["unresolved"]) if closure else 0
     if unread:  # what those need is unknown: the count above is not of all the dependencies
-        also += f"; {unread} requirement(s) could not be followed, so what they need was not granted"
+        also += f"; {unread} {noun_for(unread, 'requirement')} could not be followed, so what they need was not granted"
     standing = governance().access.exceptions(_workspace())["exceptions"]
     lifts = any(e["lifts_deny"] and e["request_id"] == request_id for e in standing)
     lifted = " Its deny entry is lifted until the exception ends." if lifts else ""
     flash(f"Approved {decided['name']}{also} ({DURATIONS[choice]}).{lifted}", "ok")
     return redirect(url_for("console.requests_page"))
+
+
+def _approval_refusal(error: GovernanceError, request_id: str, closure: dict | None) -> str:
+    """A refusal for want of the lifting box said as the page shows it: tick that box (the API
+    names its field, `lift_deny: must be true`); any other in the console's usual words."""
+    if not any(e.field == "lift_deny" for e in error.errors):
+        return refusal_text(error)
+    asked = governance().access.request(_workspace(), request_id)
+    title = LANGUAGE_TITLES[asked["language"]]
+    if closure is not None:
+        denied = ", ".join(n["name"] for n in closure["names"] if n["status"] == "denied")
+        return (
+            f"What {asked['name']} needs includes {denied}, on the {title} deny list, which wins over exceptions: "
+            f"to approve, tick “{LIFT_BOXES['closure']}”. The entries stay on the list and deny again when "
+            "the exceptions end or are revoked."
+        )
+    return (
+        f"{asked['name']} is on the {title} deny list, which wins over exceptions: to approve it, tick "
+        f"“{LIFT_BOXES['one']}”. The entry stays on the list and denies it again when the exception ends "
+        "or is revoked."
+    )
 
 
 @blueprint.post("/requests/<request_id>/reject")
@@ -150,7 +177,8 @@ def synthesise_draft():
         else ""
     )
     flash(
-        f"Draft: {language} switched to Allowlist with the {len(found['allow'])} packages that would have "
+        f"Draft: {LANGUAGE_TITLES[language]} switched to Allowlist with the {len(found['allow'])} "
+        f"{noun_for(len(found['allow']), 'package')} that would have "
         f"allowed {found['coverage']:.1%} of the last {IMPACT_DAYS} days' allowed installs.{denied} "
         "Nothing is saved until you press Save.",
         "ok",

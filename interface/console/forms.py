@@ -46,11 +46,15 @@ LABELS = {
     "note": "Note",
     "request_id": "The request",
     "exception_id": "The exception",
-    "lift_deny": "Lift its deny entry while the exception lasts",
+    "lift_deny": "Lift its deny entry while the exception lasts",  # the box of a request's approval
     "import-content": "File content",
     "import-format": "File format",
     "import-language": "Language of the file",
 }
+
+
+# The box that lifts deny entries for an approval's window: a request's own, and its closure's.
+LIFT_BOXES = {"one": LABELS["lift_deny"], "closure": "Lift their deny entries while the exceptions last"}
 
 
 # The rule that refuses install-time code, per language (`domain.rules`); inputs of the rules are

@@ -54,6 +54,11 @@ def request_outcome(answer: dict, options) -> str:
     if answer.get("joined"):
         return (
             f"joined the open request {answer['id']} for {what} "
-            f"({answer.get('requesters')} requesters); an admin will decide it"
+            f"({_requesters(answer.get('requesters'))}); an admin will decide it"
         )
     return f"filed request {answer['id']} for {what}; an admin will decide it"
+
+
+def _requesters(count) -> str:
+    # The gate runs in the sandbox on its own, without the service's helpers (domain.text.noun_for).
+    return f"{count} requester{'' if count == 1 else 's'}"

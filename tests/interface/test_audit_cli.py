@@ -42,7 +42,9 @@ def test_an_untouched_store_verifies_and_the_command_says_so(cli, acme):
     done = cli("audit", "verify", "-w", "acme")
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["ok"] is True
-    assert "verified 4 records of acme against 1 checkpoints" in done.stderr
+    assert "verified 4 records of acme against 1 checkpoint" in done.stderr.splitlines()
+    copied = cli("audit", "checkpoints", "-w", "acme", "-o", "checkpoints.json")
+    assert copied.stderr.splitlines() == ["1 checkpoint of acme copied out"]
 
 
 def test_verify_exits_non_zero_and_names_the_altered_decision(cli, acme, database_url):

@@ -22,6 +22,7 @@ def test_a_denied_agent_files_a_request_in_one_command(gate, sandbox_env, app): 
     assert request["context"] == {"sandbox": "sbx-7", "actor": "agent-7", "source": "gate", "run": None, "skill": None}
     again = gate("request", "python", "beta", "--why", "still", env={**sandbox_env, "RUNCODE_POLICY_SANDBOX": "sbx-8"})
     assert again.returncode == 0 and again.stdout.startswith(f"joined the open request {request['id']}")
+    assert "(1 requester);" in again.stdout, again.stdout  # one token asked twice: one requester
 
 
 def test_a_request_that_cannot_be_filed_says_why_and_fails(gate, sandbox_env):  # noqa: F811

@@ -17,7 +17,7 @@ def test_synthesis_fills_a_previewed_draft_and_saves_nothing_until_save(live):
     form = dict(page.form().fields) | {"synthesis-language": "python", "synthesis-coverage": "75"}
     shown = console.post(button["formaction"], list(form.items()))
     assert shown.status == 200
-    assert "Draft: python switched to Allowlist with the 1 packages that would have allowed 75.0%" in shown.plain
+    assert "Draft: Python switched to Allowlist with the 1 package that would have allowed 75.0%" in shown.plain
     assert "It would have denied 1 of 4 installs in the last 30 days: scipy ×1" in shown.plain
     drafted = shown.form()
     assert (drafted.get("python-mode"), drafted.get("python-allow")) == ("allowlist", "pandas")
