@@ -9,7 +9,8 @@ makes two of them the same, and the characters they may not hold.
 - **Names compare by skeleton**, in the spirit of UTS #39's confusable detection: NFKC (fullwidth,
   ligature and mathematical forms become plain letters), then capitals of other scripts that look
   like Latin capitals become those capitals, then case folding, then small letters of other
-  scripts that look like Latin small letters (and the digits 0 and 1) become those letters. Two
+  scripts that look like Latin small letters (and the digits 0 and 1) become those letters, and
+  every dash the hyphen-minus. Two
   names with one skeleton look the same, so the second is refused. The table is a compact one,
   not Unicode's whole confusables.txt: the Cyrillic and Greek letters that look like Latin ones
   in common fonts, which is how a look-alike name is usually made. Latin letters that resemble
@@ -55,8 +56,9 @@ _CAPITALS = str.maketrans(
 # Small letters (Cyrillic, Greek, Latin extensions) drawn like Latin small letters, and the
 # digits UTS #39 counts as letters; after case folding.
 _SMALL = str.maketrans(
-    "аеорсухѕіјԁһԛԝӏɡαοιρνυκɑɩ01",
-    "aeopcyxsijdhqwlgaoipvukaiol",
+    "аеорсухѕіјԁһԛԝӏɡαοιρνυκɑɩı01",
+    "aeopcyxsijdhqwlgaoipvukaiiol",
+    "\u0307",  # the dot case folding leaves on an i (İ folds to i and this dot): an i still
 )
 
 
@@ -78,5 +80,10 @@ def check_visible(value: str, field: str) -> str:
 
 def skeleton(name: str) -> str:
     """What a name looks like: two names with one skeleton are confusable (see the module)."""
-    visible = "".join(c for c in unicodedata.normalize("NFKC", name) if not is_ignorable(c))
+    visible = "".join(_dash(c) for c in unicodedata.normalize("NFKC", name) if not is_ignorable(c))
     return visible.translate(_CAPITALS).casefold().translate(_SMALL).strip()
+
+
+def _dash(char: str) -> str:
+    """Every dash (U+2010 and its kin, which NFKC keeps) is drawn as the hyphen-minus."""
+    return "-" if unicodedata.category(char) == "Pd" else char

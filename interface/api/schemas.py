@@ -27,6 +27,7 @@ from domain.limits import (
     MAX_VERSION_DENIES,
     MAX_VERSION_DENY_TEXT,
 )
+from domain.names import skeleton
 from domain.policy import LANGUAGES, LISTS, MODES
 from domain.rules import ACTIONS as RULE_ACTIONS
 from domain.token import ROLES
@@ -57,10 +58,14 @@ class Body(BaseModel):
 _RESERVED = f"must not be {' or '.join(SERVICE_SOURCES)}, the labels of the service's own recordings"
 
 
+_RESERVED_LOOKS = frozenset(skeleton(s) for s in SERVICE_SOURCES)
+
+
 def _callers_source(value: str) -> str:
-    """A caller's source label, never one the service records its own decisions under (however
-    it is cased or spaced: an auditor reading the record would take it for the service's)."""
-    if value.strip().casefold() in SERVICE_SOURCES:
+    """A caller's source label, never one the service records its own decisions under, nor one
+    that looks like it (however cased, spaced or spelled with look-alikes: domain.names), as an
+    auditor reading the record would take it for the service's."""
+    if skeleton(value) in _RESERVED_LOOKS:
         raise PydanticCustomError("reserved_source", _RESERVED)
     return value
 

@@ -347,11 +347,14 @@ CONTEXT_ROUTES = [
 @pytest.mark.parametrize("path,role,body", CONTEXT_ROUTES, ids=[p for p, _, _ in CONTEXT_ROUTES])
 def test_a_caller_never_labels_its_context_with_a_source_the_service_records_under(live, path, role, body):
     """`index` and `egress-proxy` mark the decisions the package index and the egress proxy record
-    themselves: a caller's decision labelled so would pass for one of theirs."""
+    themselves: a caller's decision labelled so, or so as to look so, would pass for one of theirs."""
     from domain.decision import SERVICE_SOURCES
 
     recorded = live.call("GET", P + "/decisions?limit=500", live.tokens["auditor"]).json["decisions"]
-    for source in (*SERVICE_SOURCES, " Index "):
+    # spelled as the service does, or so as to look it: cased, spaced, fullwidth, Cyrillic, an
+    # invisible character, a dotless or dotted i, another dash
+    looks = (" Index ", "ｉｎｄｅｘ", "іndex", "index\u200b", "ındex", "İndex", "egress\u2011proxy", "egress-proxу")
+    for source in (*SERVICE_SOURCES, *looks):
         reply = live.call("POST", P + path, live.tokens[role], {**body, "context": {"source": source}})
         assert reply.status == 422 and reply.media == "application/problem+json", reply.body
         assert reply.json["errors"] == [
