@@ -89,7 +89,14 @@ class Governance(Application):
         self.policies = Policies(self.repository, self.readmodel, clock)
         # seals every stored event, and counts the decisions among them
         rollup = rollups(self.recorder.dialect, self.mapper.to_domain_event)
-        self.chain = AuditChain(self.recorder, self.mapper, self.policies.require_workspace, rollup, self.integrity)
+        self.chain = AuditChain(
+            self.recorder,
+            self.mapper,
+            self.policies.require_workspace,
+            rollup,
+            self.integrity,
+            clock_check=lambda: self.clock_watch.check(),  # the watch a test may swap
+        )
         self.evaluation = Evaluation(self.policies, self.writer)
         # deployment egress rules (open by default)
         self.egress = EgressJudge(egress or EgressConfig(), self.writer, self.policies)

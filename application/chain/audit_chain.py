@@ -6,6 +6,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from eventsourcing.persistence import IntegrityError
@@ -48,7 +49,14 @@ class AuditChain:
     """A collaborator of the Governance application (`governance.chain`)."""
 
     def __init__(
-        self, recorder, mapper, require_workspace, rollup: Rollup, alarms: IntegrityAlarms, key: AuditKey | None = None
+        self,
+        recorder,
+        mapper,
+        require_workspace,
+        rollup: Rollup,
+        alarms: IntegrityAlarms,
+        key: AuditKey | None = None,
+        clock_check: Callable[[], None] = lambda: None,
     ):
         self.store = ChainStore(recorder)
         self.alarms = alarms
@@ -58,6 +66,7 @@ class AuditChain:
         self.read_state = state_reader(mapper)
         self.to_domain_event = mapper.to_domain_event
         self.require_workspace = require_workspace  # a workspace's chain: the workspace must exist
+        self.clock_check = clock_check  # a checkpoint is dated by this clock: refused while it is out of step
         # workspace -> its policy's stored snapshots (the library's records), set by the application
         self.stored_snapshots = lambda workspace: []
         self._key, self._key_source = key, None
@@ -162,6 +171,7 @@ class AuditChain:
     def _sign(self, head: dict) -> dict:
         if self.key is None:
             raise NoSigningKeyError("this process has no audit signing key configured")
+        self.clock_check()
         at = iso(datetime.now(UTC))
         message = checkpoint_message(head["workspace"], head["seq"], head["link"], at)
         self.store.add_checkpoint(

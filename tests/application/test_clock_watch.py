@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from application.chain import AuditKey
 from application.clock import ClockSkewed, ClockWatch
 
 pytestmark = pytest.mark.postgres
@@ -30,9 +31,13 @@ def test_recording_stops_while_the_clock_is_out_of_step_and_resumes_once_it_agre
         app.evaluation.evaluate(workspace, "python", ["numpy"])
     with pytest.raises(ClockSkewed):  # a Save too: every recording
         app.save_policy(workspace, {"python": {"mode": "allowlist"}}, by="admin")
+    app.chain.use_key(AuditKey.generate())
+    with pytest.raises(ClockSkewed):  # and a checkpoint, which this clock would date
+        app.chain.checkpoint(workspace)
     assert app.audit.decisions(workspace)["decisions"] == recorded
     assert app.policy(workspace)["python"]["mode"] == "denylist"
 
     offset = timedelta(seconds=0.2)  # within a second: in step
     assert app.evaluation.evaluate(workspace, "python", ["numpy"])["allowed"]
     assert len(app.audit.decisions(workspace)["decisions"]) == len(recorded) + 1
+    assert app.chain.checkpoint(workspace)["seq"] >= 1
