@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from datetime import datetime
 
 from application.chain.proofs import NotAsSealed
 from application.evaluation import decision_view
@@ -20,6 +22,7 @@ from application.index.deliveries import with_deliveries
 from application.pointintime import describe_change, package_at, timeline
 from application.policies import Policies, no_workspace
 from application.store.access_reads import AccessReads
+from application.store.chain import ChainStore
 from application.store.reads import NameRows, ReadModel
 from domain.decision import COLUMNS, DECISION_KINDS, DECISION_REASONS, DecisionRecord
 from domain.errors import FieldError, InvalidInputError, NotFoundError
@@ -35,8 +38,9 @@ EXPORT_PAGE = 1000
 class Audit:
     """The auditor's reads, over the read models (never a replay of history)."""
 
-    def __init__(self, readmodel: ReadModel, policies: Policies, exceptions: AccessReads):
+    def __init__(self, readmodel: ReadModel, policies: Policies, exceptions: AccessReads, events: ChainStore):
         self.readmodel = readmodel
+        self.events = events  # each answered decision's instant is its event's
         self.exceptions = exceptions  # what decided an answer may be an exception
         self.policies = policies
         self.require_workspace = policies.require_workspace
@@ -95,7 +99,8 @@ class Audit:
         return self._views([row], workspace)[0]
 
     def _views(self, rows: list[dict], workspace: str) -> list[dict]:
-        return with_deliveries(self.readmodel, [_row_view(r, workspace) for r in rows])
+        stamps = self.events.first_states([r["id"] for r in rows]) if rows else {}
+        return with_deliveries(self.readmodel, [_row_view(r, workspace, stamps.get(r["id"])) for r in rows])
 
     def package_at(self, workspace: str, language: str, name: str, at) -> dict:
         name = self._package_name(workspace, language, name)
@@ -181,17 +186,37 @@ def _decision_cursor(cursor: str):
     return parse_instant(value[0], "cursor"), value[1]
 
 
-def _row_view(row: dict, workspace: str) -> dict:
+def _row_view(row: dict, workspace: str, state: bytes | str | None) -> dict:
     """A decision's answer, from its record; refused (503) when the columns it was selected by
-    no longer say what the record does: an "every denied install" answer must not hold an
-    allowed one whose `allowed` column was edited (`audit verify` names the row)."""
+    no longer say what the record does, or its instant what its event does (`state`, its stored
+    event's): an "every denied install last week" answer must not hold an allowed one whose
+    `allowed` column was edited, nor one moved into the week (`audit verify` names the row)."""
     record = json.loads(row["record"])
-    said = DecisionRecord.columns(record)
-    kept = tuple(bool(row[c]) if c == "allowed" else row[c] for c in COLUMNS)
+    said = (*DecisionRecord.columns(record), _stamp(state))
+    kept = (*(bool(row[c]) if c == "allowed" else row[c] for c in COLUMNS), row["at"])
     if kept != said:
-        differs = ", ".join(c for c, a, b in zip(COLUMNS, kept, said, strict=True) if a != b)
+        differs = ", ".join(c for c, a, b in zip((*COLUMNS, "at"), kept, said, strict=True) if a != b)
         raise NotAsSealed(
-            f"decision {row['id']}: its row in the decisions table no longer says what its record does "
-            f"({differs}): the store's copy was altered (`audit verify` names what)"
+            f"decision {row['id']}: its row in the decisions table no longer says what its "
+            f"{'event' if state is not None else 'event, which is gone,'} does ({differs}): the store's copy "
+            "was altered (`audit verify` names what)"
         )
     return decision_view(row["id"], record, row["at"], workspace)
+
+
+_STAMP = re.compile(rb'^\{"timestamp":\{"_type_":"datetime_iso","_data_":"([^"]+)"\}')
+
+
+def _stamp(state: bytes | str | None) -> datetime | None:
+    """A decision event's instant, from its stored state (as its mapper wrote it; else decoded
+    whole). A state stored as text still says its instant: what else is wrong with it, the
+    chain's checks name."""
+    if state is None:
+        return None
+    state = state.encode() if isinstance(state, str) else bytes(state)
+    found = _STAMP.match(state)
+    try:
+        text = found.group(1).decode() if found else json.loads(state)["timestamp"]["_data_"]
+        return datetime.fromisoformat(text)
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return None

@@ -297,6 +297,18 @@ class ChainStore:
             list(originator_ids),
         )
 
+    def first_states(self, originator_ids: list) -> dict[str, bytes | str]:
+        """The stored state of each of these aggregates' first event (a decision's one event),
+        sealed yet or not, by the id as text (as stored: bytes, or text where it was altered so)."""
+        if not originator_ids:
+            return {}
+        marks = ", ".join(["%s"] * len(originator_ids))
+        rows = self._rows(
+            f"SELECT originator_id, state FROM {{events}} WHERE originator_id IN ({marks}) AND originator_version = 1",
+            [self.oid(UUID(i)) for i in originator_ids],
+        )
+        return {str(UUID(str(r["originator_id"]))): r["state"] for r in rows}
+
     # -- reads for the checks of read models with one row per event (decisions, deliveries) ------
     def decision_rows(self, workspace: str, after: str, limit: int) -> list[dict]:
         return self._rows(

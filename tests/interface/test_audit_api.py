@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from application import audit
 from application.chain import slices
 from application.chain.signing import key_id, parse_public_key
 from application.chain.slices import verify_slice
@@ -187,9 +188,38 @@ def test_a_row_whose_filter_column_alone_was_edited_is_refused_not_listed_as_it_
         assert "(allowed)" in answer.json["detail"]
 
 
+def test_a_row_moved_in_time_or_left_without_its_event_is_refused_not_listed_where_it_says(live, database_url):
+    """`at` is a column a period selects by too: a decision moved to 2020 was listed, single and
+    exported as a 2020 decision, years before its policy existed (a reviewer's case)."""
+    ask = {"language": "python", "specs": ["six", "tox"]}
+    moved, forged = (
+        d["id"] for d in live.call("POST", f"{ACME}/evaluate", live.tokens["sandbox"], ask).json["decisions"]
+    )
+    tamper = Tamperer(database_url)
+    tamper.sql("UPDATE rcp_decisions SET at = %s WHERE id = %s", ("2020-01-01T00:00:00+00:00", moved))
+    tamper.sql("DELETE FROM stored_events WHERE originator_id = %s", (tamper.oid(forged),))
+    tamper.close()
+    auditor = live.tokens["auditor"]
+    for path, words in (
+        (
+            "?to=2021-01-01T00:00:00Z",
+            f"decision {moved}: its row in the decisions table no longer says what its event does (at)",
+        ),
+        ("?to=2021-01-01T00:00:00Z&format=jsonl", "(at)"),
+        (f"/{moved}", "(at)"),
+        (
+            f"/{forged}",
+            f"decision {forged}: its row in the decisions table no longer says what its event, which is gone,",
+        ),
+    ):
+        answer = live.call("GET", f"{ACME}/decisions{path}", auditor)
+        assert answer.status == 503 and words in answer.json["detail"], (path, answer.body)
+
+
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_an_export_that_fails_after_it_began_is_cut_short_never_ended_as_if_whole(live, database_url, monkeypatch):
     monkeypatch.setattr(slices, "PAGE", 1)  # the older decision's page is made after the answer began
+    monkeypatch.setattr(audit, "EXPORT_PAGE", 1)
     evaluate = {"language": "python", "specs": ["pandas", "left-pad"]}
     older = live.call("POST", f"{ACME}/evaluate", live.tokens["sandbox"], evaluate).json["decisions"][0]["id"]
     sealed(live, live.tokens["admin"])
