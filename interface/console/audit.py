@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from flask import redirect, render_template, request, url_for
 
-from domain.decision import DECISION_KINDS, DECISION_REASONS
+from domain.decision import DECISION_KINDS, EGRESS_REASONS, REASONS
 from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES
 from interface import exports
@@ -62,7 +62,7 @@ def _audit_page(typed, cursor, page, refusal):
         refusal=refusal,
         problems=error_items(refusal) if refusal else [],
         languages=LANGUAGES,
-        reasons=DECISION_REASONS,
+        reasons={"Packages": REASONS, "Egress": EGRESS_REASONS},  # egress's `allowed` apart from the packages'
         kinds=DECISION_KINDS,
     )
 

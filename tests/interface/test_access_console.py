@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tests.interface.test_console import P, api, signed_in
 
 
@@ -194,3 +196,15 @@ def test_a_request_shows_why_it_was_filed_and_why_each_asker_asked_last(live):
     page = signed_in(live).get("/console/requests")
     assert "saying “the quarterly report needs beta's solver”" in page.plain
     assert "asked 2 times, most recently: “again”" in page.plain
+
+
+def test_the_audit_logs_reason_filter_keeps_egress_reasons_apart_and_the_header_names_the_token(live):
+    """A newcomer found an option `allowed` (an egress reason) among the package reasons, and a
+    header reading `owner (owner)`."""
+    page = signed_in(live).get("/console/audit")
+    packages, egress = re.search(
+        r'<optgroup label="Packages">(.*?)</optgroup><optgroup label="Egress">(.*?)</optgroup>', page.text, re.S
+    ).groups()
+    assert '"not-on-the-deny-list"' in packages and '"allowed"' not in packages
+    assert '"allowed"' in egress and '"not-on-hostname-allowlist"' in egress
+    assert re.search(r"token [\w-]+ \((owner|admin|auditor)\)", page.plain)
