@@ -20,6 +20,7 @@ def test_an_admin_approves_a_request_for_a_week_and_revokes_its_exception(live):
     page = console.get("/console/requests")
     assert page.status == 200
     assert "Python beta open" in page.plain and "“for the report”" in page.plain
+    assert "stays denied unless you also tick “Lift its deny entry while the exception lasts”" in page.plain
     assert "Denied 1 time in the last 30 days" in page.plain and "sandbox sbx-9" in page.plain
     form = page.form(f"/console/requests/{request['id']}/approve")
     done = console.follow(console.post(form.action, form.fields + [("duration", "P7D")]))
