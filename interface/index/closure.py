@@ -13,6 +13,7 @@ import functools
 from flask import current_app
 from packaging.markers import default_environment
 from packaging.tags import sys_tags
+from packaging.utils import canonicalize_name
 
 from application.closure import Fetchers, Target
 from interface.index import core_metadata, packument, simple
@@ -40,7 +41,7 @@ def fetchers() -> Fetchers:
         except simple.PageError as error:
             raise bad_gateway(str(error)) from None
         for entry in page["files"]:
-            entry["version"] = simple.file_version(entry)
+            entry["version"] = simple.file_version(entry, canonicalize_name(name))
         return page
 
     def pypi_requires(url: str) -> list[str]:

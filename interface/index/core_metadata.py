@@ -10,6 +10,7 @@ from __future__ import annotations
 import email.parser
 import email.policy
 import posixpath
+import re
 import zipfile
 import zlib
 from typing import NamedTuple
@@ -106,7 +107,8 @@ def carried(archive: zipfile.ZipFile, own: str) -> tuple[list[str], list[str]]:
     - A project is each `.dist-info` folder there but its own (`own`), and each `.egg-info`
       folder or file: pip and importlib.metadata count each as installed, by its folder's name
       and by the `Name:` its metadata says (both are judged). One vendored deeper
-      (`pkg/_vendor/x.dist-info`) is only code of its wheel's project.
+      (`pkg/_vendor/x.dist-info`) is only code of its wheel's project. One at any depth of the
+      wheel's other `.data` folders (`_elsewhere`) is a project too.
     - A `.pth` file there puts each of its path lines on `sys.path`. A line naming a folder the
       wheel installs (pywin32's `win32`) is read like the site: the projects in it are judged. A
       line naming anything else (a zip or an egg, a folder the wheel does not hold, a path outside
@@ -114,6 +116,11 @@ def carried(archive: zipfile.ZipFile, own: str) -> tuple[list[str], list[str]]:
     names = archive.namelist()
     site = {name: placed for name in names[:MAX_WHEEL_MEMBERS] if (placed := _in_site(name)) is not None}
     projects, unjudged, added = [], [], [()]
+    for name in names[:MAX_WHEEL_MEMBERS]:  # installed elsewhere, yet found as installed there
+        if name not in site and (found := _elsewhere(name)) is not None:
+            folder, said = found
+            projects.append(_project(folder))
+            projects += _names_said(_whole(archive, name, unjudged)) if said else []
     for name, placed in site.items():
         if len(placed) == 1 and placed[0].lower().endswith(".pth"):
             for line in _path_lines(_whole(archive, name, unjudged)):
@@ -149,6 +156,20 @@ def _in_site(name: str) -> tuple[str, ...] | None:
     return tuple(parts)
 
 
+def _elsewhere(name: str) -> tuple[str, bool] | None:
+    """A project's folder a member of `.data/data`, `.data/scripts` or `.data/headers` lies in,
+    at any depth, outside the site: such folders land on `sys.path` too (`lib/python3.11/` of a
+    Python without a venv, a venv's `bin/`, which is `sys.path[0]` for its scripts), where pip
+    and importlib.metadata count them as installed. With whether the member is its metadata."""
+    parts = posixpath.normpath(name.replace("\\", "/")).split("/")
+    if len(parts) < 3 or not parts[0].endswith(".data") or parts[1] in ("purelib", "platlib"):
+        return None
+    at = next((i for i, part in enumerate(parts[2:], 2) if part.lower().endswith(METADATA_FOLDERS)), None)
+    if at is None:
+        return None
+    return parts[at], len(parts) == at + 1 or parts[at + 1] in ("METADATA", "PKG-INFO")
+
+
 def _holds(placed, folder: tuple[str, ...]) -> bool:
     """Whether the wheel installs a folder there (a member below it, not a file by that name)."""
     return any(len(p) > len(folder) and p[: len(folder)] == folder for p in placed)
@@ -172,9 +193,11 @@ def _names_said(metadata: bytes) -> list[str]:
 
 
 def _path_lines(pth: bytes) -> list[str]:
-    """A `.pth` file's path lines: every line but blank ones, comments and `import` lines."""
-    lines = pth.decode("utf-8", "replace").splitlines()
-    return [x.strip() for x in lines if x.strip() and not x.startswith(("#", "import ", "import\t"))]
+    """A `.pth` file's path lines, as `site` reads them: lines split as a text file splits them,
+    every one but blank ones, comments and `import` lines, its trailing blanks dropped and its
+    leading ones kept (`  hidden` is a folder of its own, which a strip had judged as `hidden`)."""
+    lines = re.split(r"\r\n|\r|\n", pth.decode("utf-8", "replace"))
+    return [x.rstrip() for x in lines if x.strip() and not x.startswith(("#", "import ", "import\t"))]
 
 
 def _project(folder: str) -> str:

@@ -176,7 +176,7 @@ def _hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
 
     def judged() -> dict:  # read only when this revision of the page was not judged before
         files = _read(name, fetched)["files"]  # a file whose name says no version: its version None
-        return {entry["filename"]: facts.python_file(entry, simple.file_version(entry)) for entry in files}
+        return {entry["filename"]: facts.python_file(entry, simple.file_version(entry, name)) for entry in files}
 
     hidden = package_index().gate.versions_hidden(principal, "python", name, judged, "page", fetched.revision)
     return frozenset(hidden)
@@ -205,7 +205,7 @@ def _allowed_page(ws: str, name: str, page: dict, hidden: frozenset[str] = froze
                 {**entry, "url": url_for(".file", ws=ws, project=name, filename=entry["filename"], _external=True)}
             )
     if hidden and "versions" in page:
-        gone = {simple.version_of(f) for f in hidden} - set(map(simple.file_version, files))
+        gone = {simple.version_of(f, name) for f in hidden} - {simple.file_version(f, name) for f in files}
         page = {**page, "versions": [v for v in page["versions"] if v not in gone]}
     return simple.finish({**page, "files": files}, name)
 
@@ -250,7 +250,7 @@ def file(ws, project, filename):
     is_metadata = filename.endswith(".metadata")
     dist = filename.removesuffix(".metadata")
     request_kind = file_request(is_metadata)
-    version, found = simple.version_of(dist), {}
+    version, found = simple.version_of(dist, project), {}
 
     def judged_facts():  # read only for an allowed project; its entry is then used to answer
         found["entry"] = entry = _file_entry(project, dist)
@@ -329,7 +329,7 @@ def _judge_declared(principal, project: str, dist: str, read: core_metadata.Whee
     """403 when the version declares a refused `name @ URL` (or other non-registry) requirement,
     or its wheel carries a refused project or adds to sys.path what cannot be judged (read from
     the wheel; a metadata file alone says only what it declares)."""
-    version = simple.version_of(dist) or dist
+    version = simple.version_of(dist, project) or dist
     declarations = {version: Requires(core_metadata.requires_dist(read.metadata), read.carried, read.unjudged)}
     hidden = package_index().gate.hidden_versions(principal, "python", project, declarations, request_kind, dist)
     if hidden:

@@ -17,7 +17,8 @@ from html import escape
 from html.parser import HTMLParser
 from urllib.parse import urldefrag
 
-from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
 
 from interface.index.upstream import resolved
 
@@ -232,27 +233,42 @@ def finish(page: dict, name: str) -> dict:
     """What every answered page carries: the normalized name, and `versions` (PEP 700)."""
     page["name"] = name
     if "versions" not in page:
-        page["versions"] = sorted({v for v in map(file_version, page["files"]) if v is not None}, key=_order)
+        found = {file_version(entry, name) for entry in page["files"]}
+        page["versions"] = sorted(found - {None}, key=_order)
     return page
 
 
-def file_version(entry: dict) -> str | None:
-    return version_of(entry.get("filename", ""))
+def file_version(entry: dict, project: str) -> str | None:
+    return version_of(entry.get("filename", ""), project)
 
 
-def version_of(filename: str) -> str | None:
-    """A distribution file's version, from its name (None when the name does not say)."""
-    try:
-        if filename.endswith(".whl"):
-            return str(parse_wheel_filename(filename)[1])
-        return str(parse_sdist_filename(filename)[1])
-    except (InvalidWheelFilename, InvalidSdistFilename):
-        return None
+SDIST_SUFFIXES = (".tar.gz", ".zip")  # the sdist names a version can be read from (PEP 625)
+
+
+def version_of(filename: str, project: str) -> str | None:
+    """A file's version of `project` (normalized), read from its name as installers read it;
+    None when the name says no version of it. An sdist's name is split at the first dash whose
+    prefix names the project, as pip and uv split it: `vb-2.0-1.tar.gz` is 2.0.post1 to them
+    (packaging's own reader splits at the last dash: project `vb-2.0`, version 1, and a
+    `vb>=2` rule let it through)."""
+    if filename.endswith(".whl"):
+        try:
+            name, version, *_ = parse_wheel_filename(filename)
+        except InvalidWheelFilename:
+            return None
+        return str(version) if canonicalize_name(name) == project else None
+    suffix = next((s for s in SDIST_SUFFIXES if filename.endswith(s)), None)
+    stem = filename[: -len(suffix)] if suffix else ""
+    for at, char in enumerate(stem):
+        if char == "-" and canonicalize_name(stem[:at]) == project:
+            try:
+                return str(Version(stem[at + 1 :]))
+            except InvalidVersion:
+                return None
+    return None
 
 
 def _order(text: str):
-    from packaging.version import InvalidVersion, Version
-
     try:
         return (0, Version(text), text)
     except InvalidVersion:

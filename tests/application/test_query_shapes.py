@@ -84,8 +84,9 @@ def test_one_packages_decisions_page_on_their_index_with_the_keyset_as_an_index_
     pg_app.audit.decisions(
         "acme", {"language": "python", "name": "p1"}, None, None, limit=1, cursor=first["next_cursor"]
     )
-    plan = spy.plans()[-1]
-    assert "rcp_decisions_by_package" in plan and "ROW(at, id) <" in plan and "Seq Scan" not in plan
+    page, events = spy.plans()[-2:]  # the page, then its decisions' events (each row's instant is held to its event's)
+    assert "rcp_decisions_by_package" in page and "ROW(at, id) <" in page and "Seq Scan" not in page
+    assert "governance_events_pkey" in events and "Seq Scan" not in events
 
 
 def test_history_from_an_instant_pages_on_version_after_one_seek_of_the_time_index(pg_app):

@@ -40,6 +40,19 @@ WHEEL_TRICKS = {
     "a .pth onto a zip": (("trick-zip.pth", b"trick3/_b.zip\n"), ("trick3/_b.zip", b"PK\x05\x06" + bytes(18))),
     "a .pth onto a folder it does not hold": (("trick-elsewhere.pth", b"hidden\n"),),
     "a .pth outside the site": (("trick-up.pth", b"../../../share/hide\n"),),
+    # a reviewer's: site keeps a line's leading blanks, so `  trick6` is a folder of its own
+    "a .pth line with leading blanks": (
+        ("trick-blank.pth", b"  trick6\n"),
+        ("trick6/README.txt", b""),
+        ("  trick6/beta-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: beta\nVersion: 1.0\n"),
+    ),
+    # the other .data folders are on sys.path too (a Python's own lib/, a venv's bin/)
+    "a dist-info in a stdlib folder": (
+        ("trick7-1.0.data/data/lib/python3.11/beta-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: beta\n"),
+    ),
+    "a dist-info among the scripts": (
+        ("trick8-1.0.data/scripts/beta-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: beta\n"),
+    ),
 }
 PTH_UNREAD = {"a .pth onto a zip", "a .pth onto a folder it does not hold", "a .pth outside the site"}
 # Where a wheel can carry another project so that pip and uv install it as one.
@@ -336,8 +349,15 @@ def test_a_wheel_larger_than_the_bound_is_refused_clearly(live, app, url_host, m
         (["carrier-1.0.data/purelib/beta-1.0.dist-info/METADATA"], ["beta"]),
         (["carrier-1.0.data/platlib/beta.egg-info/PKG-INFO", "beta-1.0.egg-info"], ["beta"]),
         (["carrier-1.0.data/data/lib/python3.11/site-packages/beta-1.0.dist-info/METADATA"], ["beta"]),
-        (["carrier-1.0.data/data/share/beta-1.0.dist-info/METADATA"], []),  # not where projects live
-        (["carrier/_vendor/beta-1.0.dist-info/METADATA", "carrier-1.0.data/scripts/beta.egg-info"], []),
+        (["carrier/_vendor/beta-1.0.dist-info/METADATA"], []),  # its own code
+        # the other .data folders land on sys.path too: a stdlib folder, a venv's bin/ (a reviewer's)
+        (["carrier-1.0.data/data/lib/python3.11/beta-1.0.dist-info/METADATA"], ["beta"]),
+        (
+            ["carrier-1.0.data/scripts/beta-1.0.dist-info/METADATA", "carrier-1.0.data/scripts/beta/__init__.py"],
+            ["beta"],
+        ),
+        (["carrier-1.0.data/scripts/beta.egg-info"], ["beta"]),
+        (["carrier-1.0.data/data/share/hid/beta-1.0.dist-info/METADATA"], ["beta"]),
         (["gamma-1.0.DIST-INFO/METADATA"], ["gamma"]),
     ],
 )

@@ -47,6 +47,10 @@ def pypi_upstream():
             Dist("legacy", "1.0", files=("sdist",), upload_time=OLD, sdist_name="legacy-1.0.tar.bz2"),
             Dist("legacy", "2.0", files=("wheel",), upload_time=OLD),
             *(Dist("vers", v, files=("wheel",), upload_time=OLD) for v in ("1.0", "2.0.dev3", "2.0rc1", "2.0")),
+            # sdists whose names pip and uv split after the project's name: 2.0.post1, 2.post0
+            Dist("vb", "1.0", files=("sdist",), upload_time=OLD),
+            Dist("vb", "2.0.post1", files=("sdist",), upload_time=OLD, sdist_name="vb-2.0-1.tar.gz"),
+            Dist("vb", "2.post0", files=("sdist",), upload_time=OLD, sdist_name="vb-2-0.tar.gz"),
         ]
     )
     yield upstream
@@ -190,6 +194,23 @@ def test_a_python_versions_deny_below_a_release_hides_that_releases_pre_and_dev_
     for version in ("2.0.dev3", "2.0rc1"):
         reply = live.call("GET", f"/pypi/acme/files/vers/vers-{version}-py3-none-any.whl", run["token"])
         assert reply.status == 403 and "vers<2" in reply.json["detail"], reply.body
+
+
+def test_an_sdists_version_is_read_after_the_projects_name_as_installers_read_it(live):
+    """`vb-2.0-1.tar.gz` is vb 2.0.post1 to pip and uv; read at its last dash (project `vb-2.0`,
+    version 1), it got past `vb>=2` and pip installed 2.0.post1 through the gate (a reviewer's)."""
+    set_rules(live, python={"versions_deny": {"entries": ["vb>=2"], "action": "enforce"}})
+    run = start_run(live)
+    page = live.call("GET", "/pypi/acme/simple/vb/", run["token"], headers=JSON_PAGE)
+    assert [f["filename"] for f in page.json["files"]] == ["vb-1.0.tar.gz"] and page.json["versions"] == ["1.0"]
+    for filename, version in (("vb-2.0-1.tar.gz", "2.0.post1"), ("vb-2-0.tar.gz", "2.post0")):
+        reply = live.call("GET", f"/pypi/acme/files/vb/{filename}", run["token"])
+        assert reply.status == 403 and f"vb {version} matches the version deny entry 'vb>=2'" in reply.json["detail"]
+    refused = hidden(run_decisions(live, run), "version-denied")
+    assert {(d["file"], d.get("package_version")) for d in refused if d["request"] == "download"} == {
+        ("vb-2.0-1.tar.gz", "2.0.post1"),
+        ("vb-2-0.tar.gz", "2.post0"),
+    }
 
 
 def test_a_file_whose_name_does_not_say_its_version_is_refused_while_versions_are_judged(live, tmp_path):
