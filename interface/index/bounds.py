@@ -134,12 +134,18 @@ class IndexBounds:
         taken = self._take_slot(key)
         if not isinstance(taken, float):
             return taken(environ, start_response)
+        said: list = []
+
+        def starting(status, headers, *rest):
+            said.append(next((int(v) for k, v in headers if k.lower() == "content-length" and v.isdigit()), None))
+            return start_response(status, headers, *rest)
+
         try:
-            body = self.app(environ, start_response)
+            body = self.app(environ, starting)
         except BaseException:
             self._release(key, taken)
             raise
-        releasing = _Releasing(body, lambda: self._release(key, taken))
+        releasing = _Releasing(body, lambda: self._release(key, taken), said[-1] if said else None)
         if not environ.get(IN_MEMORY):
             return releasing
         try:
@@ -255,19 +261,32 @@ def _refusal(status: int, title: str, detail: str, retry_after: int):
 
 class _Releasing:
     """The app's body, releasing the slot once it is sent, broken off or dropped (whichever
-    comes first; the server may not call close(), but it drops the body)."""
+    comes first; the server may not call close(), but it drops the body). With the body's
+    `length` known, the slot is released as its last bytes are handed over: granian may ask past
+    them only when it drops the body, seconds later, and a client's next request (pip's, npm's,
+    one file after another) then found its previous one still counted (429)."""
 
-    def __init__(self, body, release):
-        self._body, self._release, self._done = body, release, False
+    def __init__(self, body, release, length: int | None = None):
+        self._body, self._release, self._length, self._sent = body, release, length, 0
+        self._done = self._freed = False
 
     def __iter__(self):
         try:
-            yield from self._body
+            for chunk in self._body:
+                self._sent += len(chunk)
+                if self._length is not None and self._sent >= self._length:
+                    self._free()
+                yield chunk
         finally:
             self.close()
 
     def __del__(self):
         self.close()
+
+    def _free(self) -> None:
+        if not self._freed:
+            self._freed = True
+            self._release()
 
     def close(self) -> None:
         if self._done:
@@ -277,4 +296,4 @@ class _Releasing:
             if hasattr(self._body, "close"):
                 self._body.close()
         finally:
-            self._release()
+            self._free()
