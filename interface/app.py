@@ -9,7 +9,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from application import Governance
 from interface import api, audit, console, index, metrics, problems, services
-from interface.bodies import BoundedBodies
+from interface.bodies import ArrivingBodies, BoundedBodies
 from interface.settings import MAX_BODY_BYTES, Settings, open_governance
 
 
@@ -28,6 +28,7 @@ def create_app(env: Mapping[str, str] | None = None, governance: Governance | No
     app.register_blueprint(api.operations.blueprint)
     api.evaluate_path.install(app)  # the hot path in front of Flask
     app.wsgi_app = BoundedBodies(app.wsgi_app, MAX_BODY_BYTES)  # in front of all that reads a body
+    app.wsgi_app = ArrivingBodies(app.wsgi_app, settings.request_threads)  # slow bodies hold no thread they need
     index.install(app)  # the package index: /pypi/{ws}/simple/ and /npm/{ws}/
     if settings.proxy_hops:  # behind TLS-terminating proxies: HTTPS as the client saw it (Secure cookies)
         n = settings.proxy_hops

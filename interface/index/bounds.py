@@ -192,7 +192,7 @@ class IndexBounds:
         detail = (
             f"too many {what} with this token: at most {buckets.per_minute} a minute per worker; retry in {seconds} s"
         )
-        return _refusal(429, "Too Many Requests", detail, seconds)
+        return refusal(429, "Too Many Requests", detail, seconds)
 
     def _take_slot(self, key: str, what: str = "index requests"):
         """When the slot was taken (time.monotonic()), or the refusal."""
@@ -202,7 +202,7 @@ class IndexBounds:
                     f"this token already has {self.per_token} {what} in progress on this worker "
                     "(the most one token may hold); retry when one has finished"
                 )
-                return _refusal(429, "Too Many Requests", detail, 1)
+                return refusal(429, "Too Many Requests", detail, 1)
             until = time.monotonic() + QUEUE_SECONDS
             while len(self._taken) >= self.slots:
                 now = time.monotonic()
@@ -211,7 +211,7 @@ class IndexBounds:
                         f"all {self.slots} slots of this worker for index requests and exports are busy (slow "
                         "upstreams or clients that stopped reading); retry shortly"
                     )
-                    return _refusal(503, "Index busy", detail, 1)
+                    return refusal(503, "Index busy", detail, 1)
                 self._released.wait(until - now)
             self._held[key] = self._held.get(key, 0) + 1
             taken = time.monotonic()
@@ -252,7 +252,7 @@ def _digest(credential: str) -> str:
     return hashlib.sha256(credential.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-def _refusal(status: int, title: str, detail: str, retry_after: int):
+def refusal(status: int, title: str, detail: str, retry_after: int):
     """problem+json, the reason in the status line too (pip, uv) and in `error` (npm prints it)."""
     answer = problem(status, title, detail, headers={"Retry-After": str(retry_after)}, phrase=detail)
     answer.set_data(json.dumps({**json.loads(answer.get_data()), "error": detail}))
