@@ -7,9 +7,9 @@ judge (`domain.rules.VersionFacts`), read where each registry says them.
   upstream does not give is None, which a release-age rule treats as too new (fail closed).
 - Install-time code (npm): a manifest's `preinstall`, `install` or `postinstall` script, or the
   registry's `hasInstallScript` (all the abbreviated packument says). npm installs what the
-  tarball's own `package.json` says, which a registry does not hold to the packument's word
-  ("manifest confusion"): every tarball a GET fetches is read before it is served
-  (`tarball_contents`), and its word is the one judged and recorded.
+  tarball's own `package.json` says, and its bundled packages' too, which a registry does not
+  hold to the packument's word ("manifest confusion"): every tarball a GET fetches is read before
+  it is served (`tarball_contents`), and its word is the one judged and recorded.
 - Bundled packages (npm): every tarball is read before it is served, for the names it carries
   under `node_modules`, which every client installs from it whatever the manifests declare.
 - Source distribution (python): a file that is not a wheel. Python facts are per file: one
@@ -66,9 +66,11 @@ def runs_install_scripts(manifest: object) -> bool:
 class Tarball:
     """What an npm tarball holds, read as npm unpacks it (the first path component stripped).
 
-    - `install_scripts`: whether its root `package.json` names an install script (of several,
-      extracted in order, a later one wins on disk) or it has a root `binding.gyp` (npm then runs
-      `node-gyp rebuild`); None when no readable manifest is at its root, which counts as
+    - `install_scripts`: whether a `package.json` at its root or in a package's folder under
+      `node_modules` (a bundled package, whose scripts npm runs too) names an install script (of
+      several at one place, extracted in order, a later one wins on disk, so any counts), or a
+      `binding.gyp` sits in one of those folders (npm then runs `node-gyp rebuild`); None when
+      no readable manifest is at its root or one of those is not readable, which counts as
       running code.
     - `bundled`: every package name under a `node_modules` folder, at any depth. npm, pnpm and
       yarn install those from the tarball itself, whatever its manifest or the packument
@@ -130,13 +132,13 @@ def _scan(tar: _Unpacked) -> Tarball | None:
         name, extended = extended.get("path") or _ustar_name(header), {}
         parts = _relative(name, kind)
         bundled.update(_bundled_names(parts, kind))
-        if len(parts) == 1 and parts[0] in ("package.json", "binding.gyp") and scripts is not None:
+        if parts[-1] in ("package.json", "binding.gyp") and _in_package_folder(parts) and scripts is not None:
             if kind not in (b"0", b"\0", b"7") or size > MAX_MANIFEST_BYTES:
                 scripts = None  # a link or a directory in a manifest's place, or a huge one: not known
-            elif parts[0] == "binding.gyp":
+            elif parts[-1] == "binding.gyp":
                 scripts = True
             else:
-                manifests += 1
+                manifests += len(parts) == 1  # the root's: without one, what the package runs is not known
                 scripts = _manifest_scripts(tar.read(_blocks(size))[:size], scripts)
                 continue
         tar.skip(_blocks(size))
@@ -183,6 +185,17 @@ def _manifest_scripts(text: bytes, found: bool) -> bool | None:
         return runs_install_scripts(json.loads(text)) or found
     except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return None
+
+
+def _in_package_folder(parts: list[str]) -> bool:
+    """Whether a member sits in a package's own folder: the tarball's root, or a package's under
+    `node_modules` at any depth (`node_modules/a/x`, `node_modules/@s/b/x`). npm runs a bundled
+    package's install scripts as its own; one carried but not declared bundled it does not, but
+    the index counts every one (a client may, and what is carried is the publisher's to say)."""
+    folder = parts[:-1]
+    scoped = len(folder) >= 3 and folder[-3] == "node_modules" and folder[-2].startswith("@")
+    plain = len(folder) >= 2 and folder[-2] == "node_modules" and not folder[-1].startswith((".", "@"))
+    return not folder or scoped or plain
 
 
 def _bundled_names(parts: list[str], kind: bytes) -> list[str]:

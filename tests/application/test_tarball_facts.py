@@ -46,6 +46,19 @@ def manifest(**scripts: str) -> bytes:
         ({"package/package.json": manifest(), "package/binding.gyp": b"{}"}, True),  # node-gyp rebuild
         ({"package/package.json": manifest(), "package/lib/package.json": manifest(install="x")}, False),
         ({"package/package.json": manifest(), "package//package.json": manifest(postinstall="x")}, None),
+        # a bundled package's scripts and binding.gyp run too (npm runs a declared bundled one's;
+        # any package under node_modules counts, at any depth, scoped or not)
+        ({"package/package.json": manifest(), "package/node_modules/h/package.json": manifest(install="x")}, True),
+        (
+            {"package/package.json": manifest(), "package/node_modules/@s/h/package.json": manifest(preinstall="x")},
+            True,
+        ),
+        ({"package/package.json": manifest(), "package/node_modules/a/node_modules/h/binding.gyp": b"{}"}, True),
+        ({"package/node_modules/h/package.json": manifest(postinstall="x"), "package/package.json": manifest()}, True),
+        ({"package/package.json": manifest(), "package/node_modules/h/package.json": manifest(test="x")}, False),
+        ({"package/package.json": manifest(), "package/node_modules/h/lib/package.json": manifest(install="x")}, False),
+        ({"package/package.json": manifest(), "package/node_modules/h/package.json": b"not json"}, None),
+        ({"package/node_modules/h/package.json": manifest()}, None),  # no root manifest: not known
         ({"package/index.js": b"1"}, None),  # no manifest: not known
         ({"package/package.json": b"not json"}, None),
         ({"package/package.json": b"[" * 200_000 + b"]" * 200_000}, None),  # past the parser's depth

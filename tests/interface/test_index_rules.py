@@ -25,6 +25,8 @@ from tests.support.target_env import TargetEnv
 W = "/api/v1/workspaces/acme"
 OLD = "2025-01-02T03:04:05.000000Z"
 JSON_PAGE = {"Accept": "application/vnd.pypi.simple.v1+json"}
+BUNDLES_HELPER = {"dependencies": {"helper": "^1.0.0"}, "bundled": ("helper",), "carried": ("helper",)}
+RAN = "node -e \"require('fs').writeFileSync('ran', '')\""  # in the package's folder, when npm runs it
 COOLDOWN = {"min_release_age": {"age": "P3D", "exempt": [], "action": "enforce"}}
 
 
@@ -69,6 +71,9 @@ def npm_upstream():
             # its tarball's name does not say its version: the packument's word is judged
             Release("scripty", "1.0.0", scripts={"postinstall": "node -e 0"}, published=old, tarball_name="dl.tgz"),
             Release("confused", "1.0.0", unsaid_scripts={"postinstall": "node -e 0"}, published=old),
+            # no script of its own; the helper it bundles runs one, or has node-gyp build it
+            Release("c-bundlescript", "1.0.0", published=old, **BUNDLES_HELPER, carried_scripts={"postinstall": RAN}),
+            Release("c-bundlegyp", "1.0.0", published=old, **BUNDLES_HELPER, carried_files={"binding.gyp": b"{}"}),
         ]
     )
     yield upstream
@@ -302,6 +307,30 @@ def test_a_tarball_whose_own_manifest_runs_scripts_the_packument_does_not_say_is
     assert live.call("GET", "/npm/acme/scripted/-/scripted-1.0.0.tgz", start_run(live)["token"]).status == 200
     set_rules(live, node={"install_scripts": {"allow": ["confused"], "action": "enforce"}})
     assert live.call("GET", "/npm/acme/confused/-/confused-1.0.0.tgz", start_run(live)["token"]).status == 200
+
+
+def test_a_bundled_packages_install_scripts_and_binding_gyp_count_as_the_tarballs_own(live, tmp_path):
+    """npm runs a bundled package's postinstall, and builds its binding.gyp, as its carrier's."""
+    run = start_run(live)  # no rules: npm runs the bundled helper's script, and the record says so
+    assert clients.npm(fresh(tmp_path, "npm"), run["npm"], run["token"], "install", "c-bundlescript").ok
+    assert (
+        tmp_path / "npm" / "project" / "node_modules" / "c-bundlescript" / "node_modules" / "helper" / "ran"
+    ).exists()
+    [download] = [d for d in run_decisions(live, run) if d["request"] == "download"]
+    assert download["allowed"] and download["context"]["install_scripts"] is True, download
+
+    set_rules(live, node={"install_scripts": {"allow": [], "action": "enforce"}})
+    run = start_run(live)
+    outcome = clients.npm(fresh(tmp_path, "ruled"), run["npm"], run["token"], "install", "c-bundlescript")
+    assert not outcome.ok and "E403" in outcome.output, outcome.output
+    assert not (tmp_path / "ruled" / "project" / "node_modules" / "c-bundlescript").exists()
+    reply = live.call("GET", "/npm/acme/c-bundlegyp/-/c-bundlegyp-1.0.0.tgz", run["token"])
+    assert reply.status == 403 and "runs code at install time" in reply.json["error"], reply.body
+    refused = hidden(run_decisions(live, run), "install-scripts")
+    assert {(d["name"], d["request"], d["context"]["install_scripts"]) for d in refused} == {
+        ("c-bundlescript", "download", True),
+        ("c-bundlegyp", "download", True),
+    }
 
 
 def test_known_malware_under_a_monitor_policy_is_served_and_the_download_records_it(live, tmp_path):

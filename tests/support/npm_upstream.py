@@ -55,6 +55,8 @@ class Release:
     # packages its tarball carries under node_modules that neither its manifest nor the packument
     # declares: every client installs them from the tarball
     carried: tuple = ()
+    carried_scripts: dict = field(default_factory=dict)  # each carried package's manifest's scripts
+    carried_files: dict = field(default_factory=dict)  # files each carried package holds besides those
 
     def declared(self) -> dict:
         """The dependency fields of its manifest, those it declares only."""
@@ -85,8 +87,11 @@ def build_tarball(release: Release) -> bytes:
         "package/index.js": f"module.exports = {json.dumps(release.version)};\n".encode(),
     }
     for name in release.carried:
-        members[f"package/node_modules/{name}/package.json"] = json.dumps({"name": name, "version": "9.9.9"}).encode()
+        carried = {"name": name, "version": "9.9.9", "scripts": release.carried_scripts}
+        members[f"package/node_modules/{name}/package.json"] = json.dumps(carried).encode()
         members[f"package/node_modules/{name}/index.js"] = b"module.exports = 'carried';\n"
+        for path, data in release.carried_files.items():
+            members[f"package/node_modules/{name}/{path}"] = data
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         for path, data in members.items():
