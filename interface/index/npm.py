@@ -303,9 +303,18 @@ def cache():
 
 def tarball_source(name: str, filename: str) -> tuple[str, dict, str]:
     """The version, its manifest and where upstream keeps this file: the packument's word (it
-    may be another host), not a guess. A kept packument will do; a fresh one when it lacks the file."""
-    for read in (kept_packument, lambda n: fetch_packument(n, packument.ABBREVIATED)):
-        for version, manifest in packument.manifests(read(name) or {}).items():
+    may be another host), not a guess; read as a packument request reads it (kept while fresh,
+    then revalidated), never an older copy, so a tarball upstream replaced is known by its new
+    digests, fetched and read anew. The full packument first: every download reads it anyway
+    (`upload_times`); the abbreviated one when the full one fails."""
+    for media in (FULL, packument.ABBREVIATED):
+        try:
+            document = fetch_packument(name, media)
+        except HTTPProblem:
+            if media == FULL:
+                continue
+            raise
+        for version, manifest in packument.manifests(document).items():
             dist = manifest.get("dist")
             url = dist.get("tarball") if isinstance(dist, dict) else None
             if isinstance(url, str) and packument.tarball_name(url) == filename:

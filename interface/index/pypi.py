@@ -210,14 +210,8 @@ def _allowed_page(ws: str, name: str, page: dict, hidden: frozenset[str] = froze
     return simple.finish({**page, "files": files}, name)
 
 
-def _upstream_page(name: str, kept: bool = False) -> dict:
-    """Upstream's page for a project; `kept`: any copy kept before will do (a file's lookup)."""
-    return _read(name, _fetched(name, kept))
-
-
-def _fetched(name: str, kept: bool = False) -> Fetched:
-    url = upstream().url(f"{name}/")
-    return (pages().kept(url, simple.UPSTREAM_ACCEPT) if kept else None) or pages().get(url, simple.UPSTREAM_ACCEPT)
+def _fetched(name: str) -> Fetched:
+    return pages().get(upstream().url(f"{name}/"), simple.UPSTREAM_ACCEPT)
 
 
 def _read(name: str, found: Fetched) -> dict:
@@ -232,12 +226,11 @@ def _read(name: str, found: Fetched) -> dict:
 
 
 def _file_entry(project: str, dist: str) -> dict | None:
-    """The page's entry for a file: from the copy kept, else from a fresh page (a new release)."""
-    for kept in (True, False):
-        entry = next((f for f in _upstream_page(project, kept)["files"] if f.get("filename") == dist), None)
-        if entry is not None:
-            return entry
-    return None
+    """The page's entry for a file, from the page as a page view reads it (kept while fresh, then
+    revalidated; kept if upstream fails), never an older copy: a file upstream replaced has a new
+    digest there, so its new bytes are fetched and read, not the ones kept under the old digest
+    (a wheel that could not be read stayed refused, its file name still giving the old digest)."""
+    return next((f for f in _read(project, _fetched(project))["files"] if f.get("filename") == dist), None)
 
 
 @blueprint.route("/pypi/<ws>/files/<project>/<filename>", methods=READ)

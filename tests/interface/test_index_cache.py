@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from tests.interface.test_index_delivery import settled_downloads
 from tests.support import clients
 from tests.support.index_fixtures import index_env, run_decisions, set_policy, start_run
 from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url
+from tests.support.npm_upstream import build_tarball
 from tests.support.pypi_upstream import Dist, PyPIUpstream
 
 WHEEL = "beta-1.1-py3-none-any.whl"
@@ -116,6 +118,31 @@ def test_a_kept_file_altered_on_disk_is_never_served(live, app, tmp_path, pypi_u
     refused = get(live, path)  # nothing true to serve: refused, never the altered bytes
     assert refused.status == 503, refused.body
     assert not kept.exists()
+
+
+def test_a_wheel_upstream_replaced_is_read_anew_by_its_new_digest(live, app, pypi_upstream):
+    """A wheel that could not be read, then fixed upstream (its page gives a new sha256), is
+    fetched and read anew, also when its page is not asked first (a lock file, another worker)."""
+    path = f"/pypi/acme/files/beta/{WHEEL}"
+    wheel = pypi_upstream.file(WHEEL)
+    good, wheel.data = wheel.data, b"not a zip"
+    assert get(live, "/pypi/acme/simple/beta/").status == 200  # kept, with the broken file's digest
+    broken = get(live, path)
+    assert broken.status == 502 and "is not a readable wheel" in broken.json["detail"], broken.body
+    wheel.data = good
+    fixed = get(live, path)
+    assert fixed.status == 200 and fixed.body == good, fixed.body
+    assert pypi_upstream.hits(f"/{WHEEL}") == 2
+
+
+def test_a_tarball_upstream_replaced_is_known_by_its_new_digests(live, app, npm_upstream):
+    path, upstream_path = "/npm/acme/beta/-/beta-1.0.0.tgz", "/beta/-/beta-1.0.0.tgz"
+    assert get(live, "/npm/acme/beta").status == 200  # kept, with the first tarball's digests
+    assert get(live, path).body == npm_upstream.tarballs[upstream_path]
+    replaced = build_tarball(replace(npm_upstream.releases["beta"]["1.0.0"], carried=("helper",)))
+    npm_upstream.tarballs[upstream_path] = replaced  # its packument's integrity and shasum follow
+    again = get(live, path)
+    assert again.status == 200 and again.body == replaced
 
 
 def flip(path: Path) -> None:
