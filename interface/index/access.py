@@ -46,6 +46,9 @@ def package_index() -> PackageIndex:
     return services().index
 
 
+SLOT = "runcode_policy.index_slot"  # environ: the index request's slot (interface.index.bounds)
+
+
 def credentials(authorization: str | None = None) -> str | None:
     """The token an `Authorization` header (default: this request's) carries, if any."""
     if authorization is None:
@@ -75,6 +78,10 @@ def reader(workspace: str, unauthenticated_status: int) -> Principal:
     refused = refusal(principal, workspace, unauthenticated_status)
     if refused is not None:
         raise refused
+    slot = request.environ.get(SLOT)
+    busy = slot.rekey(principal.token) if slot is not None else None  # a run's slot is its starter's
+    if busy is not None:
+        raise HTTPProblem(429, "Too Many Requests", busy, headers={"Retry-After": "1"}, phrase=busy)
     return principal
 
 

@@ -48,7 +48,7 @@ from flask import request
 
 from domain.limits import INDEX_FETCHES_PER_MINUTE
 from interface.exports import STREAMING
-from interface.index.access import credentials
+from interface.index.access import SLOT, credentials
 from interface.problems import problem
 
 if TYPE_CHECKING:
@@ -134,6 +134,7 @@ class IndexBounds:
         taken = self._take_slot(key)
         if not isinstance(taken, float):
             return taken(environ, start_response)
+        holder = environ[SLOT] = _Slot(self, key, taken)  # the index re-keys it once it knows who asks
         said: list = []
 
         def starting(status, headers, *rest):
@@ -143,9 +144,9 @@ class IndexBounds:
         try:
             body = self.app(environ, starting)
         except BaseException:
-            self._release(key, taken)
+            holder.release()
             raise
-        releasing = _Releasing(body, lambda: self._release(key, taken), said[-1] if said else None)
+        releasing = _Releasing(body, holder.release, said[-1] if said else None)
         if not environ.get(IN_MEMORY):
             return releasing
         try:
@@ -218,13 +219,31 @@ class IndexBounds:
             self._taken.append(taken)
         return taken
 
+    def _rekey(self, slot: _Slot, key: str) -> str | None:
+        """Count `slot` as `key`'s; why not when that key holds its share already (it keeps its own)."""
+        with self._lock:
+            if key == slot.key:
+                return None
+            if self._held.get(key, 0) >= self.per_token:
+                return (
+                    f"this sandbox already has {self.per_token} index requests in progress on this worker, "
+                    "its runs' together (the most one token may hold); retry when one has finished"
+                )
+            self._drop(slot.key)
+            self._held[key] = self._held.get(key, 0) + 1
+            slot.key = key
+        return None
+
+    def _drop(self, key: str) -> None:
+        left = self._held.get(key, 0) - 1
+        if left > 0:
+            self._held[key] = left
+        else:
+            self._held.pop(key, None)
+
     def _release(self, key: str, taken: float) -> None:
         with self._lock:
-            left = self._held.get(key, 0) - 1
-            if left > 0:
-                self._held[key] = left
-            else:
-                self._held.pop(key, None)
+            self._drop(key)
             self._taken.remove(taken)
             self._released.notify()
 
@@ -257,6 +276,24 @@ def refusal(status: int, title: str, detail: str, retry_after: int):
     answer = problem(status, title, detail, headers={"Retry-After": str(retry_after)}, phrase=detail)
     answer.set_data(json.dumps({**json.loads(answer.get_data()), "error": detail}))
     return answer
+
+
+class _Slot:
+    """One index request's slot: whose it counts as, and its release (once)."""
+
+    def __init__(self, bounds: IndexBounds, key: str, taken: float):
+        self._bounds, self.key, self._taken, self._released = bounds, key, taken, False
+
+    def rekey(self, key: str) -> str | None:
+        """Count it as `key`'s (the API token a run's token was started by, so that one sandbox's
+        runs together hold one token's share: 120 runs a minute each took a share of their own,
+        and one sandbox held every slot); why not, when that key holds its share."""
+        return self._bounds._rekey(self, _digest("token:" + key))
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._bounds._release(self.key, self._taken)
 
 
 class _Releasing:

@@ -363,6 +363,47 @@ def test_one_token_holds_its_share_of_the_slots_however_its_credential_is_spelle
         server.close()
 
 
+def test_one_sandboxs_runs_together_hold_one_tokens_share_of_the_slots(open_app, tmp_path, slow_upstream):
+    """A sandbox may start 120 runs a minute: each run's token held a share of its own, and one
+    sandbox held every index slot of a worker (a reviewer's). Three slots, two a token may hold:
+    two runs of one sandbox hold its share, its third run is refused, another sandbox still served."""
+    from interface import create_app
+    from tests.support.http_client import LiveServer
+
+    env = {
+        "RUNCODE_POLICY_DATA_DIR": str(tmp_path),
+        "RUNCODE_POLICY_PYPI_UPSTREAM": slow_upstream.url + "/simple/",
+        "RUNCODE_POLICY_REQUEST_THREADS": "5",  # 3 index slots, 2 per token
+        "RUNCODE_POLICY_UPSTREAM_FILE_DEADLINE": "20",  # the trickles end soon after the test
+    }
+    app = open_app()
+    app.create_workspace("acme", by="founder")
+    sandbox = app.issue_token("acme", "sbx", "sandbox", by="founder")["token"]
+    other = app.issue_token("acme", "other", "sandbox", by="founder")["token"]
+    server = LiveServer(create_app(env=env, governance=app))
+    port = int(server.url.rsplit(":", 1)[1])
+    path = "/pypi/acme/files/drip/drip-1.0.tar.gz"
+
+    def run_token() -> str:
+        return server.call("POST", "/api/v1/workspaces/acme/runs", sandbox, {}).json["token"]
+
+    held = []
+    try:
+        for _ in range(2):
+            held.append(_asking(port, f"Bearer {run_token()}", path))
+            time.sleep(0.5)  # past the page fetch: the download holds its slot while the file trickles
+        asked = _asking(port, f"Bearer {run_token()}", path)
+        try:
+            assert _status_line(asked) == 429
+        finally:
+            asked.close()
+        assert server.call("GET", "/pypi/acme/simple/other/", other).status == 200
+    finally:
+        for connection in held:
+            connection.close()
+        server.close()
+
+
 def test_exports_read_slowly_hold_a_tokens_share_of_the_slots_not_every_thread(tmp_path):
     """An export streams its rows as they are sent, so a client that reads slowly holds a thread:
     twenty by one auditor token held them all, and another sandbox's /evaluate waited a minute.
