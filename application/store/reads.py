@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 
+from application.store.schema import Dialect
 from domain.decision import COLUMNS, INDEX_SOURCE, NOT_FOUND_UPSTREAM
 from domain.patterns import patterns_for
 from domain.specs import deny_key
@@ -31,35 +32,35 @@ VERSION_AT = "SELECT version FROM {changes} WHERE workspace = %s AND at <= %s OR
 # One name's rules at the version at T, as one statement of index seeks (both stores): the
 # version (no row: no such workspace) with whether the name ever had an exception, then the
 # language's last mode switch, its last rule change (`domain.rules`: with one, the policy then is
-# read for its rules), the last allow-list change of the name and of each pattern that
-# matches it (`domain.patterns`), and the last deny-list change of each spelling under their deny
-# keys (Node deny lists ignore case). Each arm binds all the leading columns of its index, one
-# key per arm (an IN list leaves the key to a filter over the whole language's changes), and
-# reads it backwards from the version, so its cost follows the answer and not the history.
+# read for its rules), and the last change of each allow- and deny-list entry under the name's
+# deny key or the key of a pattern that matches it (`domain.patterns`; Node deny lists ignore
+# case, so every spelling under a key is read, and an allow entry of another spelling decides
+# nothing: `pointintime.NameState.apply`). Each arm binds all the leading columns of its index
+# and reads it backwards from the version, so its cost follows the answer and not the history.
+# The keys are one parameter (`Dialect.each_key`), one seek each: the statement is the same for every
+# name, and a Python name's one key per dash (at most 2,048 for a name of 4,096 characters) costs
+# that many seeks, never as many arms to parse and plan.
 _UNTIL = "version <= (SELECT version FROM v)"
 
 
-def _arm(part: str, where: str, n: int = 0) -> str:
+def _arm(part: str, where: str) -> str:
     return (
         f" UNION ALL SELECT * FROM (SELECT '{part}', {CHANGE_COLUMNS}, FALSE AS grants FROM {{changes}} c "
-        f"WHERE workspace = %s AND language = %s AND {where}) AS {part}_rows{n}"
+        f"WHERE workspace = %s AND language = %s AND {where}) AS {part}_rows"
     )
 
 
-# The last change of one allow-list entry (it matches exactly); the last change of each deny-list
-# spelling under one deny key.
-_LAST_ALLOWED = f"name_key = %s AND list = 'allow' AND name = %s AND {_UNTIL} ORDER BY version DESC LIMIT 1"
-_LAST_DENIED = (
-    f"name_key = %s AND list = 'deny' AND {_UNTIL} AND version = (SELECT d.version FROM {{changes}} d "
-    "WHERE d.workspace = c.workspace AND d.language = c.language AND d.name_key = c.name_key "
-    f"AND d.list = 'deny' AND d.name = c.name AND d.{_UNTIL} ORDER BY d.version DESC LIMIT 1)"
+# The last change of each entry (list and spelling) under a key, up to the version.
+_LAST_LISTED = (
+    f"c.workspace = %s AND c.language = %s AND c.name_key = k.key AND c.list IN ('allow', 'deny') AND c.{_UNTIL} "
+    "AND c.version = (SELECT d.version FROM {changes} d WHERE d.workspace = c.workspace "
+    "AND d.language = c.language AND d.name_key = c.name_key AND d.list = c.list AND d.name = c.name "
+    f"AND d.{_UNTIL} ORDER BY d.version DESC LIMIT 1)"
 )
 
 
 @lru_cache(maxsize=64)
-def name_at_sql(entries: int, keys: int) -> str:
-    """The statement for a name with `entries` candidate entries (itself and its patterns) under
-    `keys` distinct deny keys."""
+def name_at_sql(dialect: Dialect) -> str:
     return (
         f"WITH v AS (SELECT COALESCE(({VERSION_AT}), 0) AS version, EXISTS (SELECT 1 FROM {{exceptions}} "
         "WHERE workspace = %s AND language = %s AND name = %s) AS grants FROM {workspaces} WHERE workspace = %s) "
@@ -67,9 +68,14 @@ def name_at_sql(entries: int, keys: int) -> str:
         "NULL AS language, NULL AS list, NULL AS name, NULL AS mode, grants FROM v"
         + _arm("mode", f"type = 'mode-switched' AND {_UNTIL} ORDER BY version DESC LIMIT 1")
         + _arm("rules", f"type = 'rule-changed' AND {_UNTIL} ORDER BY version DESC LIMIT 1")
-        + "".join(_arm("allow", _LAST_ALLOWED, n) for n in range(entries))
-        + "".join(_arm("deny", _LAST_DENIED, n) for n in range(keys))
+        + f" UNION ALL SELECT 'entries', {CHANGE_COLUMNS}, FALSE AS grants {dialect.each_key(_LAST_LISTED)}"
     )
+
+
+def name_keys(language: str, name: str) -> tuple[str, ...]:
+    """The deny keys of a name and of the patterns that match it: every key whose entries can
+    decide it."""
+    return tuple(dict.fromkeys(deny_key(language, e) for e in (name, *patterns_for(language, name))))
 
 
 @dataclass(frozen=True)
@@ -178,16 +184,13 @@ class ReadModel:
     def name_at(self, workspace: str, language: str, name: str, at: datetime) -> NameRows | None:
         """Everything that can decide `name` at instant `at`, in one round trip of index seeks (see
         `name_at_sql`); None when there is no such workspace."""
-        entries, ws_lang = (name, *patterns_for(language, name)), (workspace, language)
-        keys = tuple(deny_key(language, e) for e in entries)
-        deny_keys = tuple(dict.fromkeys(keys))
+        ws_lang = (workspace, language)
         rows = self._rows(
-            name_at_sql(len(entries), len(deny_keys)),
+            name_at_sql(self.dialect),
             (workspace, self._ts(at), workspace, language, name, workspace)
             + ws_lang
             + ws_lang
-            + tuple(p for key, entry in zip(keys, entries, strict=True) for p in (*ws_lang, key, entry))
-            + tuple(p for key in deny_keys for p in (*ws_lang, key)),
+            + (self.dialect.keys(name_keys(language, name)), *ws_lang),
             generic=True,  # on PostgreSQL, planning it costs more than running it (so for chain.POLICY_AT)
         )
         head = next((r for r in rows if r["part"] == "version"), None)
@@ -201,11 +204,12 @@ class ReadModel:
         """Mode switches and entry changes of this name's keys (its own, its patterns'), after a
         version, before an instant."""
         params = (workspace, language, after, self._ts(until))
-        keys = tuple(deny_key(language, e) for e in (name, *patterns_for(language, name)))
         entries = self._rows(
-            f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE workspace = %s AND language = %s "
-            f"AND name_key IN ({', '.join(['%s'] * len(keys))}) AND version > %s AND at < %s",
-            (workspace, language, *keys, after, self._ts(until)),
+            f"SELECT {CHANGE_COLUMNS} "
+            + self.dialect.each_key(
+                "c.workspace = %s AND c.language = %s AND c.name_key = k.key AND c.version > %s AND c.at < %s"
+            ),
+            (self.dialect.keys(name_keys(language, name)), workspace, language, after, self._ts(until)),
         )
         modes = self._rows(
             f"SELECT {CHANGE_COLUMNS} FROM {{changes}} WHERE workspace = %s AND language = %s "

@@ -3,6 +3,7 @@ table names and column types to SQLite or PostgreSQL."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -125,6 +126,24 @@ class Dialect:
         if self.schema:
             return moment
         return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "+00:00"
+
+    def each_key(self, where: str) -> str:
+        """FROM and WHERE over `{changes} c` for each of any number of keys (one parameter,
+        `keys`; `where` names the one at hand `k.key`), the keys driving: one index seek per key
+        on both stores, and one statement for every count (no compound SELECT or variable limit
+        to run into). PostgreSQL's planner, given an IN list, `= ANY` or a plain join, may filter
+        the whole language's changes instead; a LATERAL subquery it cannot flatten (OFFSET 0) it
+        runs once per key. SQLite runs the left side of a CROSS JOIN as the outer loop."""
+        if self.schema:
+            return (
+                "FROM unnest(CAST(%s AS text[])) AS k (key) CROSS JOIN LATERAL "
+                f"(SELECT * FROM {{changes}} c WHERE {where} OFFSET 0) AS c"
+            )
+        return f"FROM (SELECT value AS key FROM json_each(%s)) AS k CROSS JOIN {{changes}} c WHERE {where}"
+
+    def keys(self, values) -> list | str:
+        """Values as the parameter of `each_key`: an array on PostgreSQL, JSON text on SQLite."""
+        return list(values) if self.schema else json.dumps(list(values))
 
     def from_ts(self, value) -> datetime:
         if isinstance(value, str):

@@ -248,3 +248,43 @@ def test_a_decision_stamped_after_a_saves_change_but_recorded_before_it_makes_th
     then = app.audit.package_at(workspace, "python", "numpy", at)
     assert (then["allowed"], then["policy_version"]) == (True, 0)
     assert replay_until(app, workspace, at).policy_version == 0
+
+
+def test_a_name_of_four_thousand_characters_and_two_thousand_dashes_is_answered_in_as_many_statements(app, workspace):
+    """Each dash of a Python name makes a pattern that could match it (`a-*`, `a-b-*`, ...): their
+    keys are one parameter of one statement, never an arm each (2,000 arms broke SQLite's limit on
+    a compound SELECT, and took PostgreSQL a minute to plan)."""
+    name, deep = "a" + "-b" * 2000, "a" + "-b" * 1500 + "-*"
+    app.save_policy(workspace, {"python": {"mode": "allowlist", "allow": ["a-*"]}}, by="alice", note="the a family")
+    middle = datetime.now(UTC)
+    app.change_policy(
+        workspace, [{"action": "add", "language": "python", "list": "deny", "entries": [deep]}], by="bob", note="deep"
+    )
+    statements, fetch = [], app.recorder.fetch
+
+    def counting(*args, **kwargs):
+        statements.append(args[0])
+        return fetch(*args, **kwargs)
+
+    app.recorder.fetch = counting
+    try:
+        before = app.audit.package_at(workspace, "python", name, middle)
+        short = len(statements)
+        now = app.audit.package_at(workspace, "python", name, datetime.now(UTC))
+        assert len(statements) == 2 * short
+        app.audit.package_at(workspace, "python", "a-b", datetime.now(UTC))
+        assert statements[-short:] == statements[:short]  # the same statements as for a short name
+        line = app.audit.package_timeline(workspace, "python", name, middle - timedelta(hours=1), datetime.now(UTC))
+    finally:
+        app.recorder.fetch = fetch
+    assert (before["allowed"], before["because"]["name"]) == (True, "a-*")
+    assert (now["allowed"], now["reason"], now["because"]["name"]) == (False, "matches-the-deny-list", deep)
+    assert [(i["allowed"], i["reason"]) for i in line["intervals"]][-2:] == [
+        (True, "matches-the-allow-list"),
+        (False, "matches-the-deny-list"),
+    ]
+    for answer, at in ((before, middle), (now, datetime.now(UTC))):
+        expected = judge(
+            rules_from_state(replay_until(app, workspace, at).state)["python"], parse("python", name), workspace
+        )
+        assert (answer["allowed"], answer["reason"]) == (expected.allowed, expected.reason)

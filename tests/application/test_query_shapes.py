@@ -103,7 +103,11 @@ def test_history_from_an_instant_pages_on_version_after_one_seek_of_the_time_ind
 # after them) for its scan to follow the answer: an index scan filtering the rest walks history.
 LEADING = {  # each index's leading columns, as bound (either way where a read binds it two ways)
     "rcp_changes_by_instant": [("workspace =", "at <=")],
-    "rcp_changes_by_name": [("workspace =", "language =", "name_key =", "list =", "version <=")],
+    "rcp_changes_by_name": [
+        ("workspace =", "language =", "name_key =", "list =", "version <="),
+        # one key's entries of both lists (name_key = k.key: one seek per key, `Dialect.each_key`)
+        ("workspace =", "language =", "name_key = k.key", "version <="),
+    ],
     "rcp_changes_mode_switches": [("workspace =", "language =", "version <=")],
     "rcp_changes_rule_changes": [("workspace =", "language =", "version <=")],
     "governance_snapshots_pkey": [("originator_id =", "originator_version <=")],
