@@ -50,9 +50,25 @@ def parse_pattern(language: str, entry: str) -> tuple[str | None, str | None]:
     return scope + NODE_SUFFIX, None
 
 
-@lru_cache(maxsize=65536)
+# Remembered for names up to this long: a Python name has a pattern per dash, so a long one's
+# are large (2,048 prefixes, 4 MB, for a 4,096-character name), and 65,536 such names remembered
+# would have been gigabytes; at this length and count, at most about 32 MB.
+CACHED_NAME_CHARS = 128
+
+
 def patterns_for(language: str, name: str) -> tuple[str, ...]:
     """Every pattern that matches `name` (a canonical registry name), as stored."""
+    if len(name) <= CACHED_NAME_CHARS:
+        return _remembered_patterns(language, name)
+    return _patterns(language, name)
+
+
+@lru_cache(maxsize=8192)
+def _remembered_patterns(language: str, name: str) -> tuple[str, ...]:
+    return _patterns(language, name)
+
+
+def _patterns(language: str, name: str) -> tuple[str, ...]:
     if language == "node":
         scope, slash, rest = name.partition("/")
         return (scope + NODE_SUFFIX,) if name.startswith("@") and slash and rest else ()
