@@ -66,7 +66,7 @@ def test_bodies_trickling_in_leave_healthz_and_another_clients_evaluate_answerin
             assert call(url + evaluate, token, {"language": "python", "specs": ["six"]}) == 200
         answers = []
         for conn in slow[1:]:  # the first holds its address's share; the others were refused
-            conn.settimeout(5)
+            conn.settimeout(20)  # refused at once, or after the half second of a wait: however loaded the machine
             answers.append(conn.recv(200).split(b" ", 2)[1])
         assert set(answers) == {b"429"}, answers
     finally:
