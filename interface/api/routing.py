@@ -113,7 +113,8 @@ def query_args() -> dict[str, str]:
     repeated = [key for key, values in request.args.lists() if len(values) > 1]
     if repeated:
         errors = [FieldError(key, "must be given once") for key in repeated]
-        raise InvalidInputError(f"{', '.join(repeated)} given more than once", errors)
+        said = repeated[0] if len(repeated) == 1 else f"{len(repeated)} query parameters"  # bounded, as errors are
+        raise InvalidInputError(f"{said} given more than once", errors)
     return request.args.to_dict(flat=True)
 
 

@@ -10,6 +10,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from domain.limits import MAX_ERRORS
+
 P = "/api/v1/workspaces/acme"
 SAVE = {
     "expected_version": 0,
@@ -93,6 +95,26 @@ def test_malformed_huge_and_mistyped_bodies_are_refused_clearly(live):
     for body in (gzip.compress(plain), plain):  # compressed, or only said to be: refused alike, unread
         reply = live.call("POST", P + "/evaluate", token, raw=body, headers={"Content-Encoding": "gzip"})
         assert reply.status == 415 and "Content-Encoding 'gzip' is not accepted" in reply.json["detail"], reply.body
+
+
+def test_a_refusal_of_countless_unknown_keys_names_the_first_hundred_and_no_more(live):
+    context = {f"k{i}": "v" for i in range(50_000)}  # a 739 KB body: within the size bound
+    for path, body in (
+        ("/evaluate", {"language": "python", "specs": ["six"], "context": context}),
+        ("/egress/evaluate", {"target": "example.com", "context": context}),
+    ):
+        reply = live.call("POST", P + path, live.tokens["sandbox"], body)
+        errors = reply.json["errors"]
+        assert reply.status == 422 and len(errors) == MAX_ERRORS + 1 and len(reply.body) < 20_000, path
+        assert errors[0] == {"field": "context.k0", "message": "Extra inputs are not permitted"}
+        assert f"only the first {MAX_ERRORS} errors are named" in errors[-1]["message"]
+    query = "&".join(f"name{i}=x" for i in range(3000))
+    reply = live.call("GET", f"{P}/decisions?{query}", live.tokens["auditor"])
+    assert reply.status == 422 and len(reply.json["errors"]) == MAX_ERRORS + 1
+    twice = "&".join(f"name{i}=x&name{i}=y" for i in range(1000))
+    reply = live.call("GET", f"{P}/decisions?{twice}", live.tokens["auditor"])
+    assert reply.status == 422 and len(reply.json["errors"]) == MAX_ERRORS + 1
+    assert reply.json["detail"] == "1000 query parameters given more than once"
 
 
 def chunked(live, method: str, path: str, token: str, body: bytes) -> tuple[int, dict]:
