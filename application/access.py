@@ -17,7 +17,7 @@ from eventsourcing.application import AggregateNotFoundError
 
 from application.access_views import exception_views, request_view
 from application.clock import Clock, system_clock
-from application.formats import iso, parse_uuid
+from application.formats import check_limit, cursor_refusal, decode_cursor, iso, paged, parse_instant, parse_uuid
 from application.impact import Impact
 from application.policies import Policies
 from application.races import ATTEMPTS, LOST_RACE, pause, saved, too_fast
@@ -102,20 +102,31 @@ class Access:
             raise NotFoundError(f"no request {request_id!r} in this workspace")
         return request_view(row, asked, self.clock(), self._denials(row), viewer=token_id)
 
-    def requests(self, workspace: str, status: str = "open", token_id: str | None = None, limit: int = 100) -> dict:
+    def requests(
+        self,
+        workspace: str,
+        status: str = "open",
+        token_id: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> dict:
+        """A page of requests, open first then newest first; `next_cursor` reaches the older ones."""
         self.require_workspace(workspace)
         if status not in STATUS_FILTERS:
             raise InvalidInputError(
                 f"unknown status {status!r}", [FieldError("status", f"must be one of {', '.join(STATUS_FILTERS)}")]
             )
+        after = _request_cursor(cursor) if cursor else None
         now = self.clock()
-        rows = self.access_reads.requests(workspace, status, now, token_id, limit)
-        askers = self.access_reads.askers([r["id"] for r in rows])
+        rows = self.access_reads.requests(workspace, status, now, token_id, check_limit(limit) + 1, after)
+        page, next_cursor = paged(rows, limit, lambda last: [last["opened"], iso(last["listed_at"]), last["id"]])
+        askers = self.access_reads.askers([r["id"] for r in page])
         return {
             "requests": [
                 request_view(r, [a for a in askers if a["request_id"] == r["id"]], now, self._denials(r), token_id)
-                for r in rows
-            ]
+                for r in page
+            ],
+            "next_cursor": next_cursor,
         }
 
     def approve_request(
@@ -246,3 +257,12 @@ def _grant(exception_id: str, until: datetime | None, request_id: str | None) ->
 
 def _dependency_grant(name: str, until: datetime | None, request_id: str) -> dict:
     return _grant(str(uuid4()), until, request_id)  # one exception per name of the closure
+
+
+def _request_cursor(cursor: str) -> tuple[int, datetime, str]:
+    """The (open?, listed at, id) a page of requests ended on, as `requests` issued it."""
+    value = decode_cursor(cursor, list)
+    opened, *rest = value if len(value) == 3 else (None,)
+    if opened not in (0, 1) or isinstance(opened, bool) or not all(isinstance(v, str) for v in rest):
+        raise cursor_refusal()
+    return opened, parse_instant(rest[0], "cursor"), rest[1]

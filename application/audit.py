@@ -10,10 +10,11 @@ from datetime import datetime
 from application.chain.proofs import NotAsSealed
 from application.evaluation import decision_view
 from application.formats import (
+    check_limit,
     cursor_refusal,
     decode_cursor,
-    encode_cursor,
     iso,
+    paged,
     parse_instant,
     parse_uuid,
     require_period,
@@ -26,7 +27,7 @@ from application.store.chain import ChainStore
 from application.store.reads import NameRows, ReadModel
 from domain.decision import COLUMNS, DECISION_KINDS, DECISION_REASONS, DecisionRecord
 from domain.errors import FieldError, InvalidInputError, NotFoundError
-from domain.limits import MAX_FILTER, MAX_PAGE, MAX_TEXT
+from domain.limits import MAX_FILTER, MAX_TEXT
 from domain.policy import LANGUAGES
 from domain.rules import rules_for
 from domain.specs import check_language, registry_name
@@ -165,18 +166,6 @@ def package_name(language: str, text: str) -> str:
             f"{text!r} is not a {language} package name", [FieldError("name", "must be a registry package name")]
         )
     return name
-
-
-def paged(rows: list[dict], limit: int, position) -> tuple[list[dict], str | None]:
-    """One page of rows fetched with limit + 1, and the cursor after it when there is more."""
-    page = rows[:limit]
-    return page, encode_cursor(position(page[-1])) if len(rows) > limit else None
-
-
-def check_limit(limit: int) -> int:
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_PAGE:
-        raise InvalidInputError("limit out of range", [FieldError("limit", f"must be 1 to {MAX_PAGE}")])
-    return limit
 
 
 def _decision_cursor(cursor: str):

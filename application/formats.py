@@ -11,6 +11,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from uuid import UUID
 
 from domain.errors import FieldError, InvalidInputError
+from domain.limits import MAX_PAGE
 
 # RFC 3339 date-time (section 5.6): seconds and an offset are required; `T` may be a space; a
 # fraction has any number of digits (kept to the microsecond). ASCII digits only.
@@ -102,6 +103,18 @@ def cursor_refusal(field: str = "cursor") -> InvalidInputError:
         "the cursor is not one this service issued",
         [FieldError(field, "must be a next_cursor value from a previous page")],
     )
+
+
+def paged(rows: list[dict], limit: int, position) -> tuple[list[dict], str | None]:
+    """One page of rows fetched with limit + 1, and the cursor after it when there is more."""
+    page = rows[:limit]
+    return page, encode_cursor(position(page[-1])) if len(rows) > limit else None
+
+
+def check_limit(limit: int) -> int:
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_PAGE:
+        raise InvalidInputError("limit out of range", [FieldError("limit", f"must be 1 to {MAX_PAGE}")])
+    return limit
 
 
 def strict_json(text: str | bytes):

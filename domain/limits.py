@@ -14,7 +14,7 @@ MAX_ERRORS = 100  # field errors one refusal names (the rest counted in one more
 # It bounds what one Save writes and what every evaluate's cache refresh loads.
 MAX_LIST_ENTRIES = 10_000
 MAX_TEXT = 4096  # one spec, entry or egress target
-MAX_PAGE = 1000  # rows in one page of history or decisions
+MAX_PAGE = 1000  # rows in one page of history, decisions or requests
 MAX_CHANGES = 1000  # incremental changes in one request
 MAX_RESOLVED = 64  # resolved addresses judged with one egress target
 MAX_ALLOWLIST = 10_000  # hostnames in an egress allowlist under test

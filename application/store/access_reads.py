@@ -6,7 +6,17 @@ from datetime import datetime
 
 from application.store.reads import ReadModel
 
-_TIMES = ("filed_at", "last_asked_at", "decided_at", "expires_at", "revoked_at", "granted_at", "first_at", "last_at")
+_TIMES = (
+    "filed_at",
+    "listed_at",
+    "last_asked_at",
+    "decided_at",
+    "expires_at",
+    "revoked_at",
+    "granted_at",
+    "first_at",
+    "last_at",
+)
 REQUEST_COLUMNS = (
     "id, workspace, language, name, status, filed_at, filed_by, justification, context, "
     "last_asked_at, decided_at, decided_by, note, exception_id, expires_at, lift_deny, "
@@ -51,20 +61,34 @@ class AccessReads(ReadModel):
             f"SELECT {REQUEST_COLUMNS} FROM {{requests}} WHERE workspace = %s AND id = %s", (workspace, request_id)
         )
 
-    def requests(self, workspace: str, status: str, now: datetime, token_id: str | None, limit: int) -> list[dict]:
+    def requests(
+        self,
+        workspace: str,
+        status: str,
+        now: datetime,
+        token_id: str | None,
+        limit: int,
+        after: tuple[int, datetime, str] | None = None,
+    ) -> list[dict]:
         """Open ones first, then newest first; a token id limits them to what it asked for, newest
-        by its own first asking (what it is shown as the filing: `request_view`)."""
+        by its own first asking (what it is shown as the filing: `request_view`). Keyset-paged on
+        (`opened`, `listed_at`, id), the order's own terms, each row carrying them: `after` is the
+        last row of the page before."""
         where, params = [_STATUS_WHERE[status]], [self._ts(now)] if "%s" in _STATUS_WHERE[status] else []
         filed, by = "filed_at", []
         if token_id is not None:
             where.append("id IN (SELECT request_id FROM {request_askers} WHERE workspace = %s AND token_id = %s)")
             params += [workspace, token_id]
             filed, by = "(SELECT first_at FROM {request_askers} WHERE request_id = id AND token_id = %s)", [token_id]
+        opened = "CASE WHEN status = 'open' THEN 0 ELSE 1 END"
+        if after is not None:
+            where.append(f"({opened} > %s OR ({opened} = %s AND ({filed} < %s OR ({filed} = %s AND id > %s))))")
+            at = self._ts(after[1])
+            params += [after[0], after[0], *by, at, *by, at, after[2]]
         return self._rows(
-            f"SELECT {REQUEST_COLUMNS} FROM {{requests}} WHERE workspace = %s AND "
-            f"{' AND '.join(where)} ORDER BY CASE WHEN status = 'open' THEN 0 ELSE 1 END, "
-            f"{filed} DESC, id LIMIT %s",
-            [workspace, *params, *by, limit],
+            f"SELECT {REQUEST_COLUMNS}, {opened} AS opened, {filed} AS listed_at FROM {{requests}} "
+            f"WHERE workspace = %s AND {' AND '.join(where)} ORDER BY opened, listed_at DESC, id LIMIT %s",
+            [*by, workspace, *params, limit],
         )
 
     def askers(self, request_ids: list[str]) -> list[dict]:

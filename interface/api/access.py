@@ -70,7 +70,7 @@ def post_request(gov, ws, caller, body):
     response=RequestList,
 )
 def get_requests(gov, ws, caller, query):
-    return gov.access.requests(ws, query.status, token_id=_own(caller), limit=query.limit)
+    return gov.access.requests(ws, query.status, token_id=_own(caller), limit=query.limit, cursor=query.cursor)
 
 
 @api.route(

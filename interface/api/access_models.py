@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from domain.access import STATUS_FILTERS, STATUSES
 from domain.decision import KNOWN_MALWARE, VERSION_UNKNOWN
+from domain.limits import MAX_FILTER, MAX_PAGE
 from domain.rules import REASONS
 from interface.api.answers import AskLanguage, ExceptionView, Shadowed
 from interface.api.schemas import Body, Draft, Instant, Language, Query, Source
@@ -72,7 +73,10 @@ class ImpactBody(Body):
 
 class RequestsQuery(Query):
     status: Literal[STATUS_FILTERS] = "open"
-    limit: Annotated[int, Field(ge=1, le=1000)] = 100
+    limit: Annotated[int, Field(ge=1, le=MAX_PAGE)] = 100
+    cursor: Annotated[str, Field(max_length=MAX_FILTER)] | None = Field(
+        None, description="the next_cursor of the page before: the requests after it, in the same order"
+    )
 
 
 class Asker(BaseModel):
@@ -113,6 +117,7 @@ class RequestView(BaseModel):
 
 class RequestList(BaseModel):
     requests: list[RequestView]
+    next_cursor: str | None = Field(description="more requests follow: pass it as cursor for the next page")
 
 
 class ExceptionList(BaseModel):

@@ -19,6 +19,7 @@ from interface.problems import HTTPProblem, status_of
 # What the approve buttons offer (value -> ISO 8601 duration; "permanent": none).
 DURATIONS = {"P1D": "1 day", "P7D": "7 days", "P30D": "30 days", "permanent": "permanently"}
 IMPACT_DAYS = 30
+PAGE_SIZE = 100  # requests a page shows; the older ones are a "Next page" away
 
 
 def _workspace() -> str:
@@ -32,10 +33,13 @@ def requests_page(kept: dict | None = None):
     if status not in STATUS_FILTERS:  # said, not read as another filter (the list would not be what was asked)
         rule = f"must be one of {', '.join(STATUS_FILTERS)}"
         raise InvalidInputError(f"there is no request status {status!r} to show", [FieldError("status", rule)])
-    found = governance().access.requests(_workspace(), status)["requests"]
+    cursor = request.args.get("cursor") or None
+    page = governance().access.requests(_workspace(), status, limit=PAGE_SIZE, cursor=cursor)
     return render_template(
         "console/requests.html",
-        requests=found,
+        requests=page["requests"],
+        next_cursor=page["next_cursor"],
+        cursor=cursor,
         status=status,
         statuses=STATUS_FILTERS,
         durations=DURATIONS,

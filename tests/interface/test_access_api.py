@@ -330,6 +330,35 @@ def test_a_sandbox_reads_only_the_requests_it_asked_for(live):
     )
 
 
+def _pages(live, query: str, role: str) -> list[list[str]]:
+    """The ids of each page of GET /requests, following next_cursor to the end."""
+    pages, cursor = [], None
+    while True:
+        answer = call(live, "GET", f"/requests?{query}" + (f"&cursor={cursor}" if cursor else ""), role, expect=200)
+        pages.append([r["id"] for r in answer["requests"]])
+        if (cursor := answer["next_cursor"]) is None:
+            return pages
+
+
+def test_the_requests_list_is_paged_in_its_own_order_so_the_longest_waiting_are_reached(live):
+    filed = [ask(live, f"pkg-{i}").json["id"] for i in range(7)]
+    call(live, "POST", f"/requests/{filed[3]}/reject", "admin", {"note": "no"}, expect=200)
+    call(live, "POST", f"/requests/{filed[5]}/approve", "admin", {"duration": "P7D"}, expect=200)
+    for query, role in (("status=all", "auditor"), ("status=open", "admin"), ("status=all", "sandbox")):
+        whole = call(live, "GET", f"/requests?{query}", role)
+        assert whole["next_cursor"] is None and len(whole["requests"]) in (5, 7)
+        pages = _pages(live, query + "&limit=2", role)
+        assert [len(p) for p in pages[:-1]] == [2] * (len(pages) - 1), pages
+        assert sum(pages, []) == [r["id"] for r in whole["requests"]], query  # the same order, none twice
+    open_first = sum(_pages(live, "status=all&limit=3", "auditor"), [])
+    assert open_first == [*reversed([f for f in filed if f not in (filed[3], filed[5])]), filed[5], filed[3]]
+    assert sum(_pages(live, "status=open&limit=1", "admin"), [])[-1] == filed[0]  # waiting longest: last, reached
+    for cursor in ("abc", "WzEsICJ4IiwgInkiXQ", "W3RydWUsICIyMDI2LTAxLTAxVDAwOjAwOjAwWiIsICJ4Il0"):
+        refused = live.call("GET", f"{P}/requests?cursor={cursor}", live.tokens["admin"])
+        assert refused.status == 422 and refused.json["errors"][0]["field"] == "cursor", cursor
+    assert live.call("GET", f"{P}/requests?limit=1001", live.tokens["admin"]).status == 422
+
+
 def test_a_joining_sandbox_sees_only_its_own_justification_and_context(live):
     first = ask(live, "beta", role="admin", why="SECRET: the payroll migration").json
     other = call(live, "POST", "/tokens", "owner", {"name": "sandbox-two", "role": "sandbox"}, expect=201)["token"]

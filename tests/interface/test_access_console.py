@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from html import unescape
 
 from tests.interface.test_console import P, api, signed_in
 
@@ -61,6 +62,25 @@ def test_an_approval_refused_keeps_the_note_and_says_what_to_tick_in_words(live)
     done = console.follow(console.post(again.action, [*again.fields, ("lift_deny", "yes"), ("duration", "P7D")]))
     assert "Approved beta (7 days)." in done.plain
     assert api(live, "GET", f"/requests/{request['id']}")["note"] == "for the Q3 migration, OPS-1234"
+
+
+def test_the_requests_page_pages_on_to_the_requests_waiting_longest(live, monkeypatch):
+    monkeypatch.setattr("interface.console.access.PAGE_SIZE", 2)
+    for i in range(5):
+        ask(live, f"pkg-{i}")
+    console = signed_in(live)
+    shown, page = [], console.get("/console/requests", status="all")
+    while True:
+        on_page = re.findall(r"Python (pkg-\d) open", page.plain)
+        assert 1 <= len(on_page) <= 2
+        shown += on_page
+        older = re.search(r'href="(/console/requests\?[^"]*cursor=[^"]+)" rel="next">Next page', page.text)
+        if older is None:
+            break
+        assert "status=all" in older.group(1)  # the filter kept from page to page
+        page = console.get(unescape(older.group(1)))
+        assert page.status == 200 and "First page" in page.plain
+    assert shown == [f"pkg-{i}" for i in (4, 3, 2, 1, 0)]  # newest first, the oldest reached last
 
 
 def test_an_agents_text_is_isolated_so_its_direction_controls_stay_inside_it(live):
