@@ -17,7 +17,7 @@ import re
 import tomllib
 
 from domain.errors import FieldError, InvalidInputError
-from domain.limits import MAX_IMPORT_NAMES
+from domain.limits import MAX_ERRORS, MAX_IMPORT_NAMES
 from domain.specs import check_language, parse
 
 FORMATS = {
@@ -63,21 +63,34 @@ def imported_names(language: str, fmt: str, content: str, where: str = "") -> li
         raw = _READERS[fmt](content, field)
     except RecursionError:  # the JSON, TOML or YAML parser's (or a v1 lock's dependency tree's) depth
         raise _bad(field, None, "nested too deeply") from None
-    names = []
+    names, wrong = [], []
     for name in dict.fromkeys(raw):
         spec = parse(language, name)
         if spec.kind != "registry" or spec.name is None:
-            raise _bad(field, None, f"{name!r} is not a {language} package name")
-        names.append(spec.name)
+            wrong.append((None, f"{name!r} is not a {language} package name"))
+            if len(wrong) > MAX_ERRORS:  # a refusal names no more (domain.errors.named): judge no more
+                break
+        else:
+            names.append(spec.name)
+    if wrong:
+        raise _refused(field, wrong)
     if len(names) > MAX_IMPORT_NAMES:
         raise _bad(field, None, f"it lists {len(names)} packages; an import may list at most {MAX_IMPORT_NAMES}")
     return list(dict.fromkeys(names))
 
 
 def _bad(field: str, line: int | None, why: str) -> ImportRefusedError:
-    where = f"line {line}: " if line else ""
-    # The detail says what failed; the field error names where, so each reader labels it its way.
-    return ImportRefusedError(f"the file cannot be imported: {where}{why}", [FieldError(field, f"{where}{why}")])
+    return _refused(field, [(line, why)])
+
+
+def _refused(field: str, problems: list[tuple[int | None, str]]) -> ImportRefusedError:
+    """Every problem found (`(line, why)`), each a field error (a refusal names the first
+    MAX_ERRORS, `domain.errors.named`, and the readers stop there); the detail says the first."""
+    said = [f"line {line}: {why}" if line else why for line, why in problems]
+    others = f"{len(said) - 1} more" if len(said) <= MAX_ERRORS else "more"  # reading stopped past them
+    more = f" (and {others}, named in errors)" if len(said) > 1 else ""
+    # The detail says what failed; the field errors name where, so each reader labels it its way.
+    return ImportRefusedError(f"the file cannot be imported: {said[0]}{more}", [FieldError(field, s) for s in said])
 
 
 _SHAPES = {dict: "an object (a mapping)", list: "a list", str: "a string"}
@@ -95,7 +108,8 @@ def _shaped(value, shape: type, field: str, what: str, optional: bool = True):
 
 # -- python ---------------------------------------------------------------------------------
 def _requirements(content: str, field: str) -> list[str]:
-    names, joined, start = [], "", 0
+    """The names it requires; a line that requires no registry package is refused, each one."""
+    names, wrong, joined, start = [], [], "", 0
     for number, line in enumerate(content.splitlines(), 1):
         joined, start = (joined + line, start or number) if joined else (line, number)
         if joined.endswith("\\"):  # pip joins a line ending in a backslash with the next
@@ -109,8 +123,13 @@ def _requirements(content: str, field: str) -> list[str]:
         if kind == "option" and not re.match(r"-(r|c|e)\b|--(requirement|constraint|editable)\b", text):
             continue  # index and build options name no package
         if kind != "registry" or name is None:
-            raise _bad(field, start, f"{text!r} is not a registry requirement ({detail or kind})")
-        names.append(name)
+            wrong.append((start, f"{text!r} is not a registry requirement ({detail or kind})"))
+            if len(wrong) > MAX_ERRORS:  # as above: read no further
+                break
+        else:
+            names.append(name)
+    if wrong:
+        raise _refused(field, wrong)
     return names
 
 

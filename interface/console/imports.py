@@ -21,14 +21,16 @@ def import_file():
     saved = governance().policy(workspace)
     form = policy_form(request.form)
     language, fmt = request.form.get("import-language", ""), request.form.get("import-format", "")
+    content = request.form.get("import-content", "")
     try:
-        names = imported_names(language, fmt, request.form.get("import-content", ""), "import-")
+        names = imported_names(language, fmt, content, "import-")
         typed = form[language]["allow"]
         have = set(typed.replace(",", "\n").split())
         added = [n for n in names if n not in have]
         form[language]["allow"] = "\n".join(filter(None, [typed.rstrip(), *added]))
         impact = governance().impacts.impact(workspace, desired_state(form), IMPACT_DAYS)
-    except InvalidInputError as error:
-        return policy_page._page(saved, form, refusal=error, status=422)
+    except InvalidInputError as error:  # the file as pasted and chosen, to correct rather than paste again
+        kept = {"language": language, "format": fmt, "content": content}
+        return policy_page._page(saved, form, refusal=error, import_kept=kept, status=422)
     imported = {"format": fmt, "language": language, "listed": len(names), "added": added}
     return policy_page._page(saved, form, impact=impact_summary(impact), imported=imported)

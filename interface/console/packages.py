@@ -167,6 +167,7 @@ def _page(
     since: list | None = None,
     impact: dict | None = None,
     imported: dict | None = None,
+    import_kept: dict | None = None,
     notice: str | None = None,
     status: int = 200,
 ):
@@ -184,6 +185,7 @@ def _page(
         against=against,
         impact=impact,
         imported=imported,
+        import_kept=import_kept or {},
         notice=notice,
         import_formats=IMPORT_FORMATS,
         refusal=refusal,

@@ -202,6 +202,46 @@ def test_the_console_names_the_bad_line_of_a_pasted_file(live, app):
     assert refused.status == 422 and "line 2: 'nope' is not a yarn.lock entry header" in refused.plain
 
 
+def test_a_refused_import_keeps_the_pasted_file_and_what_was_chosen(live, app):
+    from tests.interface.test_console import P as PAGE
+    from tests.interface.test_console import signed_in
+
+    console = signed_in(live)
+    pasted = '{"dependencies":{"left-pad":"^1","Bad Name":"1","react":"^18"}}'
+    requirements = "webkit\n./vendor/thing\nurlkit\n-e nope\n"
+    for language, fmt, content, said in (
+        ("node", "package.json", pasted, "'Bad Name' is not a node package name"),
+        ("python", "requirements.txt", requirements, "line 4: '-e nope' is not a registry requirement"),
+    ):
+        fields = [(n, v) for n, v in console.get(PAGE).form().fields if not n.startswith("import-")]
+        fields += [("import-language", language), ("import-format", fmt), ("import-content", content)]
+        refused = console.post(PAGE + "/import", fields)
+        assert refused.status == 422 and "File content:" in refused.plain and said in refused.plain, refused.plain
+        again = refused.form()  # as typed and chosen, to correct rather than paste and choose again
+        assert [again.get(f"import-{k}") for k in ("language", "format", "content")] == [language, fmt, content]
+    assert "line 2: './vendor/thing' is not a registry requirement" in refused.plain  # every bad line named
+
+
+def test_every_bad_line_of_a_requirements_file_is_named_up_to_the_cap(live, app):
+    from domain.limits import MAX_ERRORS
+
+    reply = import_file(live, "python", "requirements.txt", "webkit\n./a\nurlkit\n-e b\n./c\n")
+    assert reply.status == 422 and [e["message"].split(":")[0] for e in reply.json["errors"]] == [
+        "line 2",
+        "line 4",
+        "line 5",
+    ]
+    assert "(and 2 more, named in errors)" in reply.json["detail"]
+    reply = import_file(live, "python", "requirements.txt", "./x\n" * 5000)
+    errors = reply.json["errors"]
+    assert (
+        reply.status == 422
+        and len(errors) == MAX_ERRORS + 1
+        and errors[MAX_ERRORS - 1]["message"].startswith(f"line {MAX_ERRORS}:")
+    )
+    assert f"only the first {MAX_ERRORS} errors are named" in errors[-1]["message"]
+
+
 def test_the_console_names_the_language_field_of_an_unknown_language(live, app):
     from tests.interface.test_console import P as PAGE
     from tests.interface.test_console import signed_in
