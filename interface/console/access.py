@@ -11,7 +11,7 @@ from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.specs import check_language
 from domain.text import noun_for
 from interface.console import packages as policy_page
-from interface.console.forms import LIFT_BOXES, desired_state, policy_form, refusal_text
+from interface.console.forms import LIFT_BOXES, TITLES, desired_state, policy_form, refusal_text
 from interface.console.session import blueprint, caller, governance, require
 from interface.index.closure import request_closure
 from interface.problems import HTTPProblem, status_of
@@ -97,10 +97,20 @@ def approve(request_id: str):
     if unread:  # what those need is unknown: the count above is not of all the dependencies
         also += f"; {unread} {noun_for(unread, 'requirement')} could not be followed, so what they need was not granted"
     standing = governance().access.exceptions(_workspace())["exceptions"]
-    lifts = any(e["lifts_deny"] and e["request_id"] == request_id for e in standing)
-    lifted = " Its deny entry is lifted until the exception ends." if lifts else ""
-    flash(f"Approved {decided['name']}{also} ({DURATIONS[choice]}).{lifted}", "ok")
+    lifting = sorted(e["name"] for e in standing if e["lifts_deny"] and e["request_id"] == request_id)
+    flash(f"Approved {decided['name']}{also} ({DURATIONS[choice]}).{_lifted(lifting, decided['name'])}", "ok")
     return redirect(url_for("console.requests_page"))
+
+
+def _lifted(names: list[str], asked: str) -> str:
+    """Whose deny entries the approval lifted: a dependency's, not the package's, may be the one."""
+    if not names:
+        return ""
+    if names == [asked]:
+        return " Its deny entry is lifted until the exception ends."
+    if len(names) == 1:
+        return f" The deny entry of {names[0]} is lifted until its exception ends."
+    return f" The deny entries of {', '.join(names)} are lifted until their exceptions end."
 
 
 def _approval_refusal(error: GovernanceError, request_id: str, closure: dict | None) -> str:
@@ -140,7 +150,7 @@ def revoke_exception(exception_id: str):
     ended = governance().access.revoke_exception(
         _workspace(), exception_id, by=caller()["name"], by_token=caller()["id"]
     )
-    flash(f"Exception for {ended['name']} ({ended['language']}) revoked: it no longer allows it.", "ok")
+    flash(f"Exception for {ended['name']} ({TITLES[ended['language']]}) revoked: it no longer allows it.", "ok")
     return redirect(url_for("console.packages"))
 
 

@@ -174,7 +174,8 @@ def _page(
     items = error_items(refusal) if refusal else []
     opened = version_number(form.get("expected_version", ""))
     # A conflict says it itself; a Test against the saved policy did not use the form.
-    if since is None and against != "saved" and opened is not None and opened != saved["version"]:
+    # (A version past the saved one was never read from it: refused, not said to have moved on.)
+    if since is None and against != "saved" and opened is not None and opened < saved["version"]:
         notice = " ".join(filter(None, (moved_notice(opened, saved["version"]), notice)))
     return render_template(
         "console/packages.html",

@@ -31,7 +31,7 @@ def test_an_admin_approves_a_request_for_a_week_and_revokes_its_exception(live):
     assert "Exceptions in force" in packages.plain and "beta" in packages.plain
     revoke = next(f for key, f in _forms(packages) if "/revoke" in key)
     after = console.follow(console.post(revoke.action, revoke.fields))
-    assert "Exception for beta (python) revoked: it no longer allows it." in after.plain
+    assert "Exception for beta (Python) revoked: it no longer allows it." in after.plain
     assert api(live, "GET", "/exceptions")["exceptions"] == []
 
 

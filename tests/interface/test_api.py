@@ -53,6 +53,19 @@ def test_a_stale_save_is_409_and_saves_nothing(live):
     again = live.call("PUT", P + "/policy", live.tokens["admin"], {**SAVE, "python": {"allow": []}})
     assert again.status == 409 and again.json["errors"][0]["field"] == "expected_version"
     assert live.call("GET", P + "/policy", live.tokens["auditor"]).json["version"] == 5
+    future = live.call("PUT", P + "/policy", live.tokens["admin"], {**SAVE, "expected_version": 3082})
+    assert future.status == 422 and "is not a version this policy has had (it is at version 5)" in future.json["detail"]
+    assert future.json["errors"] == [
+        {
+            "field": "expected_version",
+            "message": "must be the current version, 5: the policy has never been at version 3082",
+        }
+    ]
+    changes = {
+        "expected_version": 6,
+        "changes": [{"action": "add", "language": "python", "list": "deny", "entries": ["x"]}],
+    }
+    assert live.call("POST", P + "/policy/changes", live.tokens["admin"], changes).status == 422
 
 
 def test_bad_entries_are_422_naming_every_one(live):

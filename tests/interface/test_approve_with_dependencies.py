@@ -131,7 +131,10 @@ def test_a_closure_approval_refused_shows_the_closure_again_with_what_was_typed(
     again = refused.form(f"/console/requests/{asked}/approve")
     assert ("with_dependencies", "yes") in again.fields and ("note", "the webkit tree, OPS-7") in again.fields
     done = console.follow(console.post(again.action, [*again.fields, ("lift_deny", "yes"), ("duration", "P7D")]))
-    assert "Approved webkit and 5 dependencies not allowed before (7 days)." in done.plain, done.plain
+    assert (
+        "Approved webkit and 5 dependencies not allowed before (7 days). "
+        "The deny entry of evil-thing is lifted until its exception ends." in done.plain
+    ), done.plain  # a dependency's entry was lifted, not webkit's, which no entry names
     assert "evil-thing" in {e["name"] for e in app.access.exceptions("acme")["exceptions"]}
 
 

@@ -292,6 +292,20 @@ def test_a_stale_form_shows_the_conflict_and_saves_nothing(live):
     assert api(live, "GET", "/policy")["python"] == {"mode": "allowlist", "allow": ["pandas"], "deny": []}
 
 
+def test_a_form_version_the_policy_never_had_is_refused_not_called_stale(live):
+    api(live, "PUT", "/policy", {"note": "one", "python": {"mode": "denylist", "deny": "requests"}})
+    console = signed_in(live)
+    form = console.get(P).form()
+    forged = {"expected_version": "3082", "python-deny": "requests\nevil"}
+    page = console.post(form.action, [(n, forged.get(n, v)) for n, v in form.fields])
+    assert page.status == 422, page.plain
+    assert "The form's version: must be the current version, 1: the policy has never been at version 3082" in (
+        page.plain
+    )
+    assert "you started from version" not in page.plain and "moved on" not in page.plain
+    assert api(live, "GET", "/policy")["python"]["deny"] == ["requests"]
+
+
 def test_an_auditor_sees_the_policy_read_only_and_cannot_save(live):
     api(live, "PUT", "/policy", {"python": {"mode": "allowlist", "allow": "pandas"}})
     console = signed_in(live, "auditor")
