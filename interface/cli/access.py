@@ -9,6 +9,7 @@ import click
 
 from application.formats import optional_bound, optional_instant
 from domain.access import STATUS_FILTERS
+from domain.limits import MAX_PAGE
 from domain.policy import LANGUAGES
 from interface.cli.common import FLAGS, actor, governance, note_option, workspace_option
 from interface.exports import show_json, table
@@ -43,8 +44,13 @@ def requests_group() -> None:
 @click.option("--status", type=click.Choice(STATUS_FILTERS), default="open", show_default=True)
 @json_option
 def requests_list(workspace: str, status: str, as_json: bool) -> None:
-    """List requests, open ones first."""
-    found = governance().access.requests(workspace, status)["requests"]
+    """List every request of the status, open ones first (page after page of the store's)."""
+    access, found, cursor = governance().access, [], None
+    while True:
+        page = access.requests(workspace, status, limit=MAX_PAGE, cursor=cursor)
+        found += page["requests"]
+        if (cursor := page["next_cursor"]) is None:
+            break
     if as_json:
         return show_json(found)
     rows = [

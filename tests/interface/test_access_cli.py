@@ -40,6 +40,23 @@ def test_requests_list_approve_and_reject(cli, acme, database_url):  # noqa: F81
     assert cli("requests", "list", "-w", "acme").stdout.strip().splitlines()[1:] == []
 
 
+def test_requests_list_shows_every_request_past_the_first_page(cli, acme, database_url):  # noqa: F811
+    """It showed the first 100, the open requests waiting longest never among them."""
+    app = Governance(env=store_env(database_url))
+    try:
+        caller = app.authenticate(app.issue_token("acme", "sbx", "sandbox", by="x")["token"])
+        filed = {
+            app.access.file_request(
+                "acme", "python", f"pkg{i}", "needed", None, by=caller["name"], token_id=caller["id"]
+            )["id"]
+            for i in range(101)
+        }
+    finally:
+        app.close()
+    listed = json.loads(cli("requests", "list", "-w", "acme", "--json").stdout)
+    assert {r["id"] for r in listed} == filed and len(listed) == 101
+
+
 def test_exceptions_grant_list_and_revoke(cli, acme):  # noqa: F811
     cli("policy", "add", "-w", "acme", "python", "deny", "beta")
     refused = cli("exceptions", "grant", "-w", "acme", "python", "Beta")
