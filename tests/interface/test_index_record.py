@@ -175,10 +175,11 @@ def test_a_fetch_a_save_elsewhere_overtook_is_judged_again_and_recorded_by_the_n
     assert fetch(live, "/pypi/acme/simple/beta/", run["token"]).status == 200  # this worker caches the version
     gate = type(app.index.gate)
     record = gate._record
+    elsewhere = open_app()  # opened now: its start (tables made in one transaction) raced this app's sealer
 
     def overtaken(self, *args, **kwargs):  # another worker's Save commits between judging and recording
         monkeypatch.setattr(gate, "_record", record)
-        set_policy(open_app(), "allowlist", python=["beta"])
+        set_policy(elsewhere, "allowlist", python=["beta"])
         return record(self, *args, **kwargs)
 
     monkeypatch.setattr(gate, "_record", overtaken)
