@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from datetime import datetime
 
 from application.chain.proofs import NotAsSealed
+from application.chain.readmodels.decisions import row_columns
+from application.chain.readmodels.rows import event_time
 from application.evaluation import decision_view
 from application.formats import (
     check_limit,
@@ -39,9 +40,12 @@ EXPORT_PAGE = 1000
 class Audit:
     """The auditor's reads, over the read models (never a replay of history)."""
 
-    def __init__(self, readmodel: ReadModel, policies: Policies, exceptions: AccessReads, events: ChainStore):
+    def __init__(
+        self, readmodel: ReadModel, policies: Policies, exceptions: AccessReads, events: ChainStore, read_state
+    ):
         self.readmodel = readmodel
-        self.events = events  # each answered decision's instant is its event's
+        # each answered decision's instant is its stored event's, read as the chain reads states
+        self.events, self.read_state = events, read_state
         self.exceptions = exceptions  # what decided an answer may be an exception
         self.policies = policies
         self.require_workspace = policies.require_workspace
@@ -100,8 +104,11 @@ class Audit:
         return self._views([row], workspace)[0]
 
     def _views(self, rows: list[dict], workspace: str) -> list[dict]:
-        stamps = self.events.first_states([r["id"] for r in rows]) if rows else {}
-        return with_deliveries(self.readmodel, [_row_view(r, workspace, stamps.get(r["id"])) for r in rows])
+        states = self.events.first_states([r["id"] for r in rows]) if rows else {}
+        read = {i: self.read_state(s.encode() if isinstance(s, str) else bytes(s)) for i, s in states.items()}
+        return with_deliveries(
+            self.readmodel, [_row_view(r, workspace, read.get(r["id"]), r["id"] in read) for r in rows]
+        )
 
     def package_at(self, workspace: str, language: str, name: str, at) -> dict:
         name = self._package_name(workspace, language, name)
@@ -175,37 +182,27 @@ def _decision_cursor(cursor: str):
     return parse_instant(value[0], "cursor"), value[1]
 
 
-def _row_view(row: dict, workspace: str, state: bytes | str | None) -> dict:
+def _row_view(row: dict, workspace: str, state: dict | None, stored: bool) -> dict:
     """A decision's answer, from its record; refused (503) when the columns it was selected by
     no longer say what the record does, or its instant what its event does (`state`, its stored
-    event's): an "every denied install last week" answer must not hold an allowed one whose
-    `allowed` column was edited, nor one moved into the week (`audit verify` names the row)."""
+    event's, read; `stored`: there is one): an "every denied install last week" answer must not
+    hold an allowed one whose `allowed` column was edited, nor one moved into the week (`audit
+    verify` names the row)."""
     record = json.loads(row["record"])
-    said = (*DecisionRecord.columns(record), _stamp(state))
-    kept = (*(bool(row[c]) if c == "allowed" else row[c] for c in COLUMNS), row["at"])
-    if kept != said:
+    said = (*DecisionRecord.columns(record), _event_time(state))
+    kept = (*row_columns(row), row["at"])
+    if kept != said or not stored:
         differs = ", ".join(c for c, a, b in zip((*COLUMNS, "at"), kept, said, strict=True) if a != b)
         raise NotAsSealed(
             f"decision {row['id']}: its row in the decisions table no longer says what its "
-            f"{'event' if state is not None else 'event, which is gone,'} does ({differs}): the store's copy "
+            f"{'event' if stored else 'event, which is gone,'} does ({differs}): the store's copy "
             "was altered (`audit verify` names what)"
         )
     return decision_view(row["id"], record, row["at"], workspace)
 
 
-_STAMP = re.compile(rb'^\{"timestamp":\{"_type_":"datetime_iso","_data_":"([^"]+)"\}')
-
-
-def _stamp(state: bytes | str | None) -> datetime | None:
-    """A decision event's instant, from its stored state (as its mapper wrote it; else decoded
-    whole). A state stored as text still says its instant: what else is wrong with it, the
-    chain's checks name."""
-    if state is None:
-        return None
-    state = state.encode() if isinstance(state, str) else bytes(state)
-    found = _STAMP.match(state)
+def _event_time(state: dict | None) -> datetime | None:
     try:
-        text = found.group(1).decode() if found else json.loads(state)["timestamp"]["_data_"]
-        return datetime.fromisoformat(text)
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return event_time(state)
+    except (KeyError, TypeError, ValueError):  # no state, or one that says no instant: agrees with no row
         return None

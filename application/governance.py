@@ -101,7 +101,7 @@ class Governance(Application):
         # deployment egress rules (open by default)
         self.egress = EgressJudge(egress or EgressConfig(), self.writer, self.policies)
         access_reads = AccessReads(self.recorder)
-        self.audit = Audit(self.readmodel, self.policies, access_reads, self.chain.store)
+        self.audit = Audit(self.readmodel, self.policies, access_reads, self.chain.store, self.chain.read_state)
         # one reader of the counts, which seals what is committed before it reads them
         counts = OverviewReads(self.recorder, self.chain.seal)
         # known-malware advisories, deployment-wide: `gov.advisories.import_records(...)`

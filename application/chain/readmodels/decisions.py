@@ -12,16 +12,19 @@ import json
 
 from application.chain.readmodels.rows import OneRowPerEvent, check_rows, event_time
 from application.store.chain import ChainStore
-from domain.decision import Decision, DecisionRecord, stored_record
+from domain.decision import COLUMNS, Decision, DecisionRecord, stored_record
 
-COLUMNS = ("language", "name", "kind", "allowed", "reason", "source", "sandbox")  # DecisionRecord.columns's order
+
+def row_columns(row: dict) -> tuple:
+    """A decisions row's own COLUMNS, as `DecisionRecord.columns` gives them (SQLite keeps 0/1)."""
+    return tuple(bool(row[c]) if c == "allowed" else row[c] for c in COLUMNS)
 
 
 def _same(store: ChainStore, row: dict, state: dict) -> bool:
     """Every column: the ones `/decisions` filters on (name, kind, reason, sandbox...) as well as
     the record, or an edit there would hide a denial from the auditor's own questions."""
     record = stored_record(state)  # the row was written from the event as replay reads it: upcast
-    columns = tuple(bool(row[c]) if c == "allowed" else row[c] for c in COLUMNS)  # SQLite keeps 0/1
+    columns = row_columns(row)
     return (
         json.loads(row["record"]) == record
         and row["workspace"] == state.get("workspace")
