@@ -131,10 +131,10 @@ class IndexBounds:
         key = _key(environ)
         if refusal is not None:
             return refusal(environ, start_response)
-        taken = self._take_slot(key)
-        if not isinstance(taken, float):
-            return taken(environ, start_response)
-        holder = environ[SLOT] = _Slot(self, key, taken)  # the index re-keys it once it knows who asks
+        holder = self._take_slot(key)
+        if not isinstance(holder, _Slot):
+            return holder(environ, start_response)
+        environ[SLOT] = holder  # the index re-keys it once it knows who asks
         said: list = []
 
         def starting(status, headers, *rest):
@@ -166,13 +166,13 @@ class IndexBounds:
                 start_response(*said[-1])
             return body
         key = _key(environ) if environ.get("HTTP_AUTHORIZATION") else _digest(self._session(environ))
-        taken = self._take_slot(key, "exports")
-        if not isinstance(taken, float):
+        holder = self._take_slot(key, "exports")
+        if not isinstance(holder, _Slot):
             if hasattr(body, "close"):
                 body.close()  # no more of it is read: the export's rows are read as they are sent
-            return taken(environ, start_response)
+            return holder(environ, start_response)
         start_response(*said[-1])
-        return _Releasing(body, lambda: self._release(key, taken))
+        return _Releasing(body, holder.release)
 
     def _session(self, environ) -> str:
         """The console session's cookie value alone (other cookies would make a key per request)."""
@@ -196,7 +196,7 @@ class IndexBounds:
         return refusal(429, "Too Many Requests", detail, seconds)
 
     def _take_slot(self, key: str, what: str = "index requests"):
-        """When the slot was taken (time.monotonic()), or the refusal."""
+        """The slot taken, or the refusal."""
         with self._lock:
             if self._held.get(key, 0) >= self.per_token:
                 detail = (
@@ -217,7 +217,7 @@ class IndexBounds:
             self._held[key] = self._held.get(key, 0) + 1
             taken = time.monotonic()
             self._taken.append(taken)
-        return taken
+        return _Slot(self, key, taken)
 
     def _rekey(self, slot: _Slot, key: str) -> str | None:
         """Count `slot` as `key`'s; why not when that key holds its share already (it keeps its own)."""
