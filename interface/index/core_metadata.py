@@ -124,9 +124,8 @@ def carried(archive: zipfile.ZipFile, own: str) -> tuple[list[str], list[str]]:
     for name, placed in site.items():
         if len(placed) == 1 and placed[0].lower().endswith(".pth"):
             for line in _path_lines(_whole(archive, name, unjudged)):
-                folder = posixpath.normpath(line.replace("\\", "/"))
-                held = tuple(folder.split("/"))
-                if folder.startswith(("/", "../")) or folder == ".." or not _holds(site.values(), held):
+                held = tuple(_parts(line))
+                if held[0] in ("", "..") or not _holds(site.values(), held):  # absolute, or above the site
                     unjudged.append(f"{name} adds {line!r} to sys.path")
                 else:
                     added.append(held)
@@ -147,7 +146,7 @@ def carried(archive: zipfile.ZipFile, own: str) -> tuple[list[str], list[str]]:
 
 def _in_site(name: str) -> tuple[str, ...] | None:
     """Where a member lands below the site folder, or None when it lands elsewhere."""
-    parts = posixpath.normpath(name.replace("\\", "/")).split("/")
+    parts = _parts(name)
     if len(parts) > 2 and parts[0].endswith(".data") and parts[1] in ("purelib", "platlib"):
         return tuple(parts[2:])
     if len(parts) > 2 and parts[0].endswith(".data"):
@@ -161,13 +160,18 @@ def _elsewhere(name: str) -> tuple[str, bool] | None:
     at any depth, outside the site: such folders land on `sys.path` too (`lib/python3.11/` of a
     Python without a venv, a venv's `bin/`, which is `sys.path[0]` for its scripts), where pip
     and importlib.metadata count them as installed. With whether the member is its metadata."""
-    parts = posixpath.normpath(name.replace("\\", "/")).split("/")
+    parts = _parts(name)
     if len(parts) < 3 or not parts[0].endswith(".data") or parts[1] in ("purelib", "platlib"):
         return None
     at = next((i for i, part in enumerate(parts[2:], 2) if part.lower().endswith(METADATA_FOLDERS)), None)
     if at is None:
         return None
     return parts[at], len(parts) == at + 1 or parts[at + 1] in ("METADATA", "PKG-INFO")
+
+
+def _parts(name: str) -> list[str]:
+    """A member's path as pip and uv extract it (`./` and `x/../` resolved, backslashes as slashes)."""
+    return posixpath.normpath(name.replace("\\", "/")).split("/")
 
 
 def _holds(placed, folder: tuple[str, ...]) -> bool:
