@@ -19,11 +19,11 @@ from application.decision_writer import DecisionWriter
 from application.policies import Policies
 from domain.decision import Decision, DecisionRecord
 from domain.egress import EgressVerdict, evaluate_egress, normalize_allowlist, parse_deny_ranges, shown_target
-from domain.egress.target import DEFAULT_SCHEMES, parse_ports, parse_schemes
+from domain.egress.target import DEFAULT_SCHEMES, parse_each, parse_ports, parse_schemes
 from domain.egress.workspace import EgressRules, narrowing_detail
 from domain.errors import EgressConfigError, FieldError, InvalidInputError
 from domain.limits import MAX_RESOLVED
-from domain.text import check_context, noun_for
+from domain.text import check_context
 
 _INDEX = re.compile(r"\[(\d+)\]$")
 NOT_ON_ALLOWLIST = "not-on-hostname-allowlist"
@@ -126,15 +126,16 @@ def _quoted(error: FieldError, entries: list) -> FieldError:
 
 
 def _addresses(values: Iterable, field: str) -> tuple[IPv4Address | IPv6Address, ...]:
-    found, errors = [], []
-    for index, value in enumerate(values):
-        try:
-            found.append(value if isinstance(value, IPv4Address | IPv6Address) else ip_address(value))
-        except ValueError:
-            errors.append(FieldError(f"{field}[{index}]", "must be one IP address"))
-    if errors:
-        raise EgressConfigError(f"{len(errors)} invalid {field} {noun_for(len(errors), 'entry', 'entries')}", errors)
-    return tuple(found)
+    return tuple(parse_each(values, field, _address, "must be one IP address"))
+
+
+def _address(value) -> IPv4Address | IPv6Address | None:
+    if isinstance(value, IPv4Address | IPv6Address):
+        return value
+    try:
+        return ip_address(value)
+    except ValueError:
+        return None
 
 
 class EgressJudge:

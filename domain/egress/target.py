@@ -9,15 +9,16 @@ so a host never slips past as "not an IP, must be a name".
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
-from typing import cast
+from typing import Any, cast
 
 import idna
 
 from domain.errors import EgressConfigError, FieldError, InvalidInputError
 from domain.limits import MAX_TEXT
+from domain.text import noun_for
 
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 SCHEMES = tuple(DEFAULT_PORTS)  # what a deployment may let through (`schemes`)
@@ -230,34 +231,53 @@ def _invalid(detail: str) -> TargetError:
     return TargetError("invalid-target", detail)
 
 
-def parse_schemes(entries: Iterable[object], field: str = "schemes") -> tuple[str, ...]:
-    """A deployment's URL schemes: some of SCHEMES (any case), at least one."""
+def parse_each(
+    entries: Iterable[object], field: str, read: Callable[[object], Any], rule: str, at_least: str | None = None
+) -> list[Any]:
+    """Each entry of a deployment setting as `read` makes it (None: not one), or an
+    EgressConfigError naming every bad entry (`field[i]`: `rule`), and the setting itself with
+    `at_least` when it names none."""
     found, errors = [], []
     for index, entry in enumerate(entries):
-        if isinstance(entry, str) and entry.strip().lower() in SCHEMES:
-            found.append(entry.strip().lower())
+        value = read(entry)
+        if value is None:
+            errors.append(FieldError(f"{field}[{index}]", rule))
         else:
-            errors.append(FieldError(f"{field}[{index}]", f"must be one of {', '.join(SCHEMES)}"))
-    if not found and not errors:
-        errors.append(FieldError(field, f"must name at least one of {', '.join(SCHEMES)} (unset it for http, https)"))
+            found.append(value)
+    if at_least is not None and not found and not errors:
+        errors.append(FieldError(field, at_least))
     if errors:
-        raise EgressConfigError(f"{len(errors)} invalid {field} entries", errors)
+        raise EgressConfigError(f"{len(errors)} invalid {field} {noun_for(len(errors), 'entry', 'entries')}", errors)
+    return found
+
+
+def parse_schemes(entries: Iterable[object], field: str = "schemes") -> tuple[str, ...]:
+    """A deployment's URL schemes: some of SCHEMES (any case), at least one."""
+    listed = ", ".join(SCHEMES)
+    found = parse_each(
+        entries,
+        field,
+        lambda entry: entry.strip().lower() if isinstance(entry, str) and entry.strip().lower() in SCHEMES else None,
+        f"must be one of {listed}",
+        f"must name at least one of {listed} (unset it for http, https)",
+    )
     return tuple(dict.fromkeys(found))
 
 
 def parse_ports(entries: Iterable[object], field: str = "ports") -> tuple[int, ...]:
     """A deployment's egress ports: decimal numbers 1-65535, at least one."""
-    found, errors = [], []
-    for index, entry in enumerate(entries):
-        text = entry.strip() if isinstance(entry, str) else entry
-        if isinstance(text, str) and text.isascii() and text.isdecimal():
-            text = int(text)
-        if isinstance(text, int) and not isinstance(text, bool) and 1 <= text <= 65535:
-            found.append(text)
-        else:
-            errors.append(FieldError(f"{field}[{index}]", "must be a port number from 1 to 65535"))
-    if not found and not errors:
-        errors.append(FieldError(field, "must name at least one port (unset it for any port)"))
-    if errors:
-        raise EgressConfigError(f"{len(errors)} invalid {field} entries", errors)
+    found = parse_each(
+        entries,
+        field,
+        _port_number,
+        "must be a port number from 1 to 65535",
+        "must name at least one port (unset it for any port)",
+    )
     return tuple(sorted(set(found)))
+
+
+def _port_number(entry: object) -> int | None:
+    text = entry.strip() if isinstance(entry, str) else entry
+    if isinstance(text, str) and _PORT.fullmatch(text):  # written as a target's port is
+        text = int(text)
+    return text if isinstance(text, int) and not isinstance(text, bool) and 1 <= text <= 65535 else None
