@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from flask import flash, redirect, render_template, request, url_for
 
-from application.messages import LANGUAGE_TITLES
 from domain.access import STATUS_FILTERS
 from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.specs import check_language
@@ -119,7 +118,7 @@ def _approval_refusal(error: GovernanceError, request_id: str, closure: dict | N
     if not any(e.field == "lift_deny" for e in error.errors):
         return refusal_text(error)
     asked = governance().access.request(_workspace(), request_id)
-    title = LANGUAGE_TITLES[asked["language"]]
+    title = TITLES[asked["language"]]
     if closure is not None:
         denied = ", ".join(n["name"] for n in closure["names"] if n["status"] == "denied")
         return (
@@ -191,7 +190,7 @@ def synthesise_draft():
         else ""
     )
     flash(
-        f"Draft: {LANGUAGE_TITLES[language]} switched to Allowlist with the {len(found['allow'])} "
+        f"Draft: {TITLES[language]} switched to Allowlist with the {len(found['allow'])} "
         f"{noun_for(len(found['allow']), 'package')} that would have "
         f"allowed {found['coverage']:.1%} of the last {IMPACT_DAYS} days' allowed installs.{denied} "
         "Nothing is saved until you press Save.",
