@@ -44,22 +44,32 @@ def test_approving_a_deny_listed_package_says_its_deny_entry_is_lifted_for_the_w
     assert "Approved beta (1 day). Its deny entry is lifted until the exception ends." in done.plain, done.plain
 
 
+def approved_once_the_box_is_ticked(console, page: str, request_id: str, note: str, words: str):
+    """Approve from `page` with a note and the lifting box left unticked: refused (409) in the
+    console's words (`words`, never the API's field and rule), the form back with the note kept,
+    not typed again; then approved with the box ticked. (The refusal, the page approved.)"""
+    form = console.get(page).form(f"/console/requests/{request_id}/approve")
+    typed = [(n, note if n == "note" else v) for n, v in form.fields]
+    refused = console.post(form.action, [*typed, ("duration", "P7D")])
+    assert refused.status == 409 and words in refused.plain, refused.plain
+    assert "lift_deny" not in refused.plain and "must be true" not in refused.plain
+    again = refused.form(f"/console/requests/{request_id}/approve")
+    assert ("note", note) in again.fields
+    done = console.follow(console.post(again.action, [*again.fields, ("lift_deny", "yes"), ("duration", "P7D")]))
+    return refused, again, done
+
+
 def test_an_approval_refused_keeps_the_note_and_says_what_to_tick_in_words(live):
     api(live, "PUT", "/policy", {"python": {"mode": "denylist", "deny": ["beta"]}})
     request = ask(live, "beta")
-    console = signed_in(live)
-    form = console.get("/console/requests").form(f"/console/requests/{request['id']}/approve")
-    typed = [(n, "for the Q3 migration, OPS-1234" if n == "note" else v) for n, v in form.fields]
-    refused = console.post(form.action, [*typed, ("duration", "P7D")])
-    assert refused.status == 409 and "lift_deny" not in refused.plain, refused.plain
-    assert (
+    words = (
         "beta is on the Python deny list, which wins over exceptions: to approve it, tick "
-        "“Lift its deny entry while the exception lasts”. The entry stays on the list" in refused.plain
-    ), refused.plain
-    assert "must be true" not in refused.plain and "python deny list" not in refused.plain
-    again = refused.form(f"/console/requests/{request['id']}/approve")
-    assert ("note", "for the Q3 migration, OPS-1234") in again.fields  # kept, not typed again
-    done = console.follow(console.post(again.action, [*again.fields, ("lift_deny", "yes"), ("duration", "P7D")]))
+        "“Lift its deny entry while the exception lasts”. The entry stays on the list"
+    )
+    refused, _, done = approved_once_the_box_is_ticked(
+        signed_in(live), "/console/requests", request["id"], "for the Q3 migration, OPS-1234", words
+    )
+    assert "python deny list" not in refused.plain
     assert "Approved beta (7 days)." in done.plain
     assert api(live, "GET", f"/requests/{request['id']}")["note"] == "for the Q3 migration, OPS-1234"
 

@@ -115,22 +115,17 @@ def test_the_console_shows_the_closure_first_then_approves_it_in_one_click(live,
 def test_a_closure_approval_refused_shows_the_closure_again_with_what_was_typed(live, app, asked):
     """Refused (a deny-listed name in the closure, its entry not lifted), the closure page comes
     back with the note and the box: the Requests list's form would grant the request alone."""
+    from tests.interface.test_access_console import approved_once_the_box_is_ticked
     from tests.interface.test_console import signed_in
 
     app.save_policy("acme", {"python": {"deny": ["evil-thing"]}}, by="founder")
-    console = signed_in(live)
-    form = console.get(f"/console/requests/{asked}/closure").form(f"/console/requests/{asked}/approve")
-    typed = [(n, "the webkit tree, OPS-7" if n == "note" else v) for n, v in form.fields]
-    refused = console.post(form.action, [*typed, ("duration", "P7D")])
-    assert refused.status == 409, refused.plain
-    assert (
+    words = (
         "What webkit needs includes evil-thing, on the Python deny list, which wins over exceptions: to approve, "
-        "tick “Lift their deny entries while the exceptions last”." in refused.plain
-    ), refused.plain
-    assert "lift_deny" not in refused.plain and "must be true" not in refused.plain
-    again = refused.form(f"/console/requests/{asked}/approve")
-    assert ("with_dependencies", "yes") in again.fields and ("note", "the webkit tree, OPS-7") in again.fields
-    done = console.follow(console.post(again.action, [*again.fields, ("lift_deny", "yes"), ("duration", "P7D")]))
+        "tick “Lift their deny entries while the exceptions last”."
+    )
+    closure = f"/console/requests/{asked}/closure"
+    _, again, done = approved_once_the_box_is_ticked(signed_in(live), closure, asked, "the webkit tree, OPS-7", words)
+    assert ("with_dependencies", "yes") in again.fields
     assert (
         "Approved webkit and 5 dependencies not allowed before (7 days). "
         "The deny entry of evil-thing is lifted until its exception ends." in done.plain

@@ -136,15 +136,9 @@ def test_both_egress_endpoints_are_in_the_openapi_document(live):
     assert {"200", "403", "422", "503"} <= set(evaluate["responses"])
 
 
-@pytest.fixture
-def deployed(database_url):
-    """The service built from settings, with a deployment allowlist and an extra deny range."""
-    env = {
-        "RUNCODE_POLICY_DATABASE_URL": database_url,
-        "RUNCODE_POLICY_EGRESS_ALLOWLIST": "docs.python.org,\n*.readthedocs.io",
-        "RUNCODE_POLICY_EGRESS_DENY_RANGES": "151.101.64.0/18",
-    }
-    flask_app = create_app(env=env)
+def _served_with(database_url: str, **egress_env: str):
+    """The service built from settings with these egress settings; its owner and a sandbox token."""
+    flask_app = create_app(env={"RUNCODE_POLICY_DATABASE_URL": database_url, **egress_env})
     governance: Governance = services(flask_app).governance
     owner = governance.create_workspace("acme", by="founder")["token"]
     server = LiveServer(flask_app)
@@ -153,6 +147,16 @@ def deployed(database_url):
     yield server
     server.close()
     governance.close()
+
+
+@pytest.fixture
+def deployed(database_url):
+    """The service with a deployment allowlist and an extra deny range."""
+    yield from _served_with(
+        database_url,
+        RUNCODE_POLICY_EGRESS_ALLOWLIST="docs.python.org,\n*.readthedocs.io",
+        RUNCODE_POLICY_EGRESS_DENY_RANGES="151.101.64.0/18",
+    )
 
 
 def test_the_deployment_allowlist_and_deny_ranges_govern_evaluate(deployed):
@@ -182,19 +186,9 @@ def test_the_deployment_allowlist_and_deny_ranges_govern_evaluate(deployed):
 @pytest.fixture
 def ported(database_url):
     """The service with a port policy and wss let through (optional deployment settings)."""
-    env = {
-        "RUNCODE_POLICY_DATABASE_URL": database_url,
-        "RUNCODE_POLICY_EGRESS_PORTS": "443, 8443",
-        "RUNCODE_POLICY_EGRESS_SCHEMES": "https, WSS",
-    }
-    flask_app = create_app(env=env)
-    governance: Governance = services(flask_app).governance
-    governance.create_workspace("acme", by="founder")
-    server = LiveServer(flask_app)
-    server.tokens = {"sandbox": governance.issue_token("acme", "s", "sandbox", by="x")["token"]}
-    yield server
-    server.close()
-    governance.close()
+    yield from _served_with(
+        database_url, RUNCODE_POLICY_EGRESS_PORTS="443, 8443", RUNCODE_POLICY_EGRESS_SCHEMES="https, WSS"
+    )
 
 
 def test_a_deployment_port_policy_and_its_schemes_govern_evaluate(ported):

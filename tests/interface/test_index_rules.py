@@ -191,26 +191,31 @@ def test_a_versions_deny_hides_the_version_and_its_direct_url_is_403(live, tmp_p
     assert {d["request"] for d in hidden(run_decisions(live, run), "version-denied")} == {"page", "download"}
 
 
-def test_a_python_versions_deny_below_a_release_hides_that_releases_pre_and_dev_releases(live):
-    set_rules(live, python={"versions_deny": {"entries": ["vers<2"], "action": "enforce"}})
+def under_a_versions_deny(live, entry: str, project: str, shown: list[str], refused: dict[str, str]):
+    """With `entry` denying versions, a run's page of `project` lists only the files `shown`, and
+    each file of `refused` is 403 saying its words; (the run, the page)."""
+    set_rules(live, python={"versions_deny": {"entries": [entry], "action": "enforce"}})
     run = start_run(live)
-    page = live.call("GET", "/pypi/acme/simple/vers/", run["token"], headers=JSON_PAGE)
-    assert [f["filename"] for f in page.json["files"]] == ["vers-2.0-py3-none-any.whl"]
-    for version in ("2.0.dev3", "2.0rc1"):
-        reply = live.call("GET", f"/pypi/acme/files/vers/vers-{version}-py3-none-any.whl", run["token"])
-        assert reply.status == 403 and "vers<2" in reply.json["detail"], reply.body
+    page = live.call("GET", f"/pypi/acme/simple/{project}/", run["token"], headers=JSON_PAGE)
+    assert [f["filename"] for f in page.json["files"]] == shown
+    for filename, words in refused.items():
+        reply = live.call("GET", f"/pypi/acme/files/{project}/{filename}", run["token"])
+        assert reply.status == 403 and words in reply.json["detail"], reply.body
+    return run, page
+
+
+def test_a_python_versions_deny_below_a_release_hides_that_releases_pre_and_dev_releases(live):
+    refused = {f"vers-{version}-py3-none-any.whl": "vers<2" for version in ("2.0.dev3", "2.0rc1")}
+    under_a_versions_deny(live, "vers<2", "vers", ["vers-2.0-py3-none-any.whl"], refused)
 
 
 def test_an_sdists_version_is_read_after_the_projects_name_as_installers_read_it(live):
     """`vb-2.0-1.tar.gz` is vb 2.0.post1 to pip and uv; read at its last dash (project `vb-2.0`,
     version 1), it got past `vb>=2` and pip installed 2.0.post1 through the gate (a reviewer's)."""
-    set_rules(live, python={"versions_deny": {"entries": ["vb>=2"], "action": "enforce"}})
-    run = start_run(live)
-    page = live.call("GET", "/pypi/acme/simple/vb/", run["token"], headers=JSON_PAGE)
-    assert [f["filename"] for f in page.json["files"]] == ["vb-1.0.tar.gz"] and page.json["versions"] == ["1.0"]
-    for filename, version in (("vb-2.0-1.tar.gz", "2.0.post1"), ("vb-2-0.tar.gz", "2.post0")):
-        reply = live.call("GET", f"/pypi/acme/files/vb/{filename}", run["token"])
-        assert reply.status == 403 and f"vb {version} matches the version deny entry 'vb>=2'" in reply.json["detail"]
+    read = {"vb-2.0-1.tar.gz": "2.0.post1", "vb-2-0.tar.gz": "2.post0"}
+    words = {filename: f"vb {version} matches the version deny entry 'vb>=2'" for filename, version in read.items()}
+    run, page = under_a_versions_deny(live, "vb>=2", "vb", ["vb-1.0.tar.gz"], words)
+    assert page.json["versions"] == ["1.0"]
     refused = hidden(run_decisions(live, run), "version-denied")
     assert {(d["file"], d.get("package_version")) for d in refused if d["request"] == "download"} == {
         ("vb-2.0-1.tar.gz", "2.0.post1"),
@@ -224,13 +229,8 @@ def test_a_file_whose_name_does_not_say_its_version_is_refused_while_versions_ar
     assert "legacy-1.0.tar.bz2" in [f["filename"] for f in page.json["files"]]
     assert live.call("GET", "/pypi/acme/files/legacy/legacy-1.0.tar.bz2", run["token"]).status == 200
 
-    set_rules(live, python={"versions_deny": {"entries": ["legacy==1.0"], "action": "enforce"}})
-    run = start_run(live)
-    page = live.call("GET", "/pypi/acme/simple/legacy/", run["token"], headers=JSON_PAGE)
-    assert [f["filename"] for f in page.json["files"]] == ["legacy-2.0-py3-none-any.whl"]
-    for path in ("legacy-1.0.tar.bz2", "legacy-1.0.tar.bz2.metadata"):
-        reply = live.call("GET", f"/pypi/acme/files/legacy/{path}", run["token"])
-        assert reply.status == 403 and "does not say which version" in reply.json["detail"], reply.body
+    unknown = {path: "does not say which version" for path in ("legacy-1.0.tar.bz2", "legacy-1.0.tar.bz2.metadata")}
+    run, _ = under_a_versions_deny(live, "legacy==1.0", "legacy", ["legacy-2.0-py3-none-any.whl"], unknown)
     assert clients.pip_install(fresh(tmp_path, "pip"), run["pypi"], run["token"], "legacy").ok
     assert installed(tmp_path / "pip" / "site", "legacy") == "2.0"
     refused = hidden(run_decisions(live, run), "version-unknown")  # the run went on: no project denial

@@ -326,82 +326,80 @@ def test_stalled_downloads_and_a_trickling_upstream_leave_healthz_and_evaluate_a
                 connection.close()
 
 
-def test_one_token_holds_its_share_of_the_slots_however_its_credential_is_spelled(open_app, tmp_path, slow_upstream):
+DRIP = "/pypi/acme/files/drip/drip-1.0.tar.gz"  # a file the slow upstream trickles
+
+
+@pytest.fixture
+def three_slots(open_app, tmp_path, slow_upstream):
+    """(app, server, its port, the owner token, another sandbox's token): a worker of three index
+    slots, two a token may hold, over the trickling upstream."""
+    from interface import create_app
+    from tests.support.http_client import LiveServer
+
+    env = {
+        "RUNCODE_POLICY_DATA_DIR": str(tmp_path),
+        "RUNCODE_POLICY_PYPI_UPSTREAM": slow_upstream.url + "/simple/",
+        "RUNCODE_POLICY_REQUEST_THREADS": "5",  # 3 index slots, 2 per token
+        "RUNCODE_POLICY_UPSTREAM_FILE_DEADLINE": "20",  # the trickles end soon after the test
+    }
+    app = open_app()
+    owner = app.create_workspace("acme", by="founder")["token"]
+    other = app.issue_token("acme", "other", "sandbox", by="founder")["token"]
+    server = LiveServer(create_app(env=env, governance=app))
+    yield app, server, int(server.url.rsplit(":", 1)[1]), owner, other
+    server.close()
+
+
+def _holding(port: int, credentials: list[str]) -> list:
+    """Downloads of the trickling file that each hold a slot (past the page fetch: the download
+    holds its slot while the file trickles)."""
+    held = []
+    for spelled in credentials:
+        held.append(_asking(port, spelled, DRIP))
+        time.sleep(0.5)
+    return held
+
+
+def _refused_as_over_its_share(port: int, spelled: str) -> None:
+    asked = _asking(port, spelled, DRIP)
+    try:
+        assert _status_line(asked) == 429, spelled
+    finally:
+        asked.close()
+
+
+def test_one_token_holds_its_share_of_the_slots_however_its_credential_is_spelled(three_slots):
     """Three slots, two a token may hold: two trickling downloads hold this token's share, and the
     same token spelled otherwise (the scheme's case, spaces, Basic's user name) is refused, not
     given the last slot, which another token still gets."""
-    from interface import create_app
-    from tests.support.http_client import LiveServer
-
-    env = {
-        "RUNCODE_POLICY_DATA_DIR": str(tmp_path),
-        "RUNCODE_POLICY_PYPI_UPSTREAM": slow_upstream.url + "/simple/",
-        "RUNCODE_POLICY_REQUEST_THREADS": "5",  # 3 index slots, 2 per token
-        "RUNCODE_POLICY_UPSTREAM_FILE_DEADLINE": "20",  # the trickles end soon after the test
-    }
-    app = open_app()
-    token = app.create_workspace("acme", by="founder")["token"]
-    other = app.issue_token("acme", "other", "sandbox", by="founder")["token"]
-    server = LiveServer(create_app(env=env, governance=app))
-    port = int(server.url.rsplit(":", 1)[1])
-    path = "/pypi/acme/files/drip/drip-1.0.tar.gz"
-    held = []
+    _, server, port, token, other = three_slots
+    held = _holding(port, [f"Bearer {token}", spellings(token)[-1]])
     try:
-        for spelled in (f"Bearer {token}", spellings(token)[-1]):
-            held.append(_asking(port, spelled, path))
-            time.sleep(0.5)  # past the page fetch: the download holds its slot while the file trickles
         for spelled in spellings(token)[:-1]:
-            asked = _asking(port, spelled, path)
-            try:
-                assert _status_line(asked) == 429, spelled
-            finally:
-                asked.close()
+            _refused_as_over_its_share(port, spelled)
         assert server.call("GET", "/pypi/acme/simple/other/", other).status == 200
     finally:
         for connection in held:
             connection.close()
-        server.close()
 
 
-def test_one_sandboxs_runs_together_hold_one_tokens_share_of_the_slots(open_app, tmp_path, slow_upstream):
+def test_one_sandboxs_runs_together_hold_one_tokens_share_of_the_slots(three_slots):
     """A sandbox may start 120 runs a minute: each run's token held a share of its own, and one
     sandbox held every index slot of a worker (a reviewer's). Three slots, two a token may hold:
     two runs of one sandbox hold its share, its third run is refused, another sandbox still served."""
-    from interface import create_app
-    from tests.support.http_client import LiveServer
-
-    env = {
-        "RUNCODE_POLICY_DATA_DIR": str(tmp_path),
-        "RUNCODE_POLICY_PYPI_UPSTREAM": slow_upstream.url + "/simple/",
-        "RUNCODE_POLICY_REQUEST_THREADS": "5",  # 3 index slots, 2 per token
-        "RUNCODE_POLICY_UPSTREAM_FILE_DEADLINE": "20",  # the trickles end soon after the test
-    }
-    app = open_app()
-    app.create_workspace("acme", by="founder")
+    app, server, port, _, other = three_slots
     sandbox = app.issue_token("acme", "sbx", "sandbox", by="founder")["token"]
-    other = app.issue_token("acme", "other", "sandbox", by="founder")["token"]
-    server = LiveServer(create_app(env=env, governance=app))
-    port = int(server.url.rsplit(":", 1)[1])
-    path = "/pypi/acme/files/drip/drip-1.0.tar.gz"
 
     def run_token() -> str:
-        return server.call("POST", "/api/v1/workspaces/acme/runs", sandbox, {}).json["token"]
+        return "Bearer " + server.call("POST", "/api/v1/workspaces/acme/runs", sandbox, {}).json["token"]
 
-    held = []
+    held = _holding(port, [run_token(), run_token()])
     try:
-        for _ in range(2):
-            held.append(_asking(port, f"Bearer {run_token()}", path))
-            time.sleep(0.5)  # past the page fetch: the download holds its slot while the file trickles
-        asked = _asking(port, f"Bearer {run_token()}", path)
-        try:
-            assert _status_line(asked) == 429
-        finally:
-            asked.close()
+        _refused_as_over_its_share(port, run_token())
         assert server.call("GET", "/pypi/acme/simple/other/", other).status == 200
     finally:
         for connection in held:
             connection.close()
-        server.close()
 
 
 def test_exports_read_slowly_hold_a_tokens_share_of_the_slots_not_every_thread(tmp_path):
