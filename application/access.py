@@ -75,7 +75,7 @@ class Access:
             "by": by,
             "token_id": token_id,
             "context": check_context(context),
-            "justification": check_text(justification or "", "justification", 2000),
+            "justification": check_text(justification or "", "justification"),
         }
         for _ in range(ATTEMPTS):
             row = self.access_reads.open_request(workspace, language, name)

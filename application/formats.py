@@ -1,5 +1,6 @@
 """What crosses the boundary as text: instants (RFC 3339 in, with any offset or a bare date for day
-ranges; UTC `Z` out), opaque pagination cursors, ids, and JSON whose objects name each key once."""
+ranges; UTC `Z` out, written by `domain.instants.iso`), opaque pagination cursors, ids, and JSON
+whose objects name each key once."""
 
 from __future__ import annotations
 
@@ -11,21 +12,13 @@ from datetime import UTC, date, datetime, time, timedelta
 from uuid import UUID
 
 from domain.errors import FieldError, InvalidInputError
+from domain.instants import iso  # noqa: F401 - written here for the layers above, as every instant
 from domain.limits import MAX_PAGE
 
 # RFC 3339 date-time (section 5.6): seconds and an offset are required; `T` may be a space; a
 # fraction has any number of digits (kept to the microsecond). ASCII digits only.
 RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII)
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
-
-
-def iso(moment: datetime | None) -> str | None:
-    """UTC with a `Z` and microseconds; isoformat pads years below 1000 (strftime does not)."""
-    if moment is None:
-        return None
-    if moment.tzinfo is not UTC:  # the store's and the library's instants are UTC already: no conversion
-        moment = moment.astimezone(UTC)
-    return moment.isoformat(timespec="microseconds")[:-6] + "Z"  # without its "+00:00"
 
 
 def parse_instant(text: str, field: str) -> datetime:

@@ -50,10 +50,9 @@ from application.store.upgrade import upgrade_read_models
 from application.synthesis import Synthesis
 from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, GovernanceError, InvalidInputError, NotFoundError
-from domain.limits import MAX_LABEL
 from domain.names import check_visible, skeleton
 from domain.policy import Policy, policy_id
-from domain.text import check_text
+from domain.text import check_label, check_text
 from domain.token import (
     RESERVED_NAME_PREFIXES,
     ROLES,
@@ -211,7 +210,7 @@ class Governance(Application):
             )
         if not isinstance(name, str) or not name.strip():
             raise InvalidInputError("a token needs a name", [FieldError("name", "must be 1 to 200 characters")])
-        check_visible(check_text(name, "name", MAX_LABEL), "name")
+        check_visible(check_label(name, "name"), "name")
         check_token_name(name, self.readmodel.tokens(workspace))
         token, secret = self._new_token(workspace, name.strip(), role, by)
         try:

@@ -20,6 +20,7 @@ from domain.egress.addresses import name_finding
 from domain.egress.registries import registry_finding
 from domain.egress.workspace import EGRESS, requested_host
 from domain.errors import ConflictError, FieldError, InvalidInputError
+from domain.limits import MAX_TEXT
 from domain.patterns import is_pattern, patterns_for
 from domain.policy import Change, LanguageRules
 from domain.specs import check_language, deny_key, parse
@@ -50,7 +51,7 @@ def requested_package(language: str, text: str) -> tuple[str, str]:
     """The canonical registry name a request or grant is about: any spelling, or a spec; for
     language `egress`, the one host (normalised as hosts are judged)."""
     if language == EGRESS:
-        check_text(text, "name", 500)
+        check_text(text, "name", MAX_TEXT)
         try:
             host = requested_host(text)
         except ValueError as error:
@@ -65,7 +66,7 @@ def requested_package(language: str, text: str) -> tuple[str, str]:
             )
         return language, host
     check_language(language, lambda title, errors: InvalidInputError(title, [_LANGUAGE_RULE]))
-    check_text(text, "name", 500)
+    check_text(text, "name", MAX_TEXT)
     spec = parse(language, text)
     if spec.kind not in ("registry", "alias") or not spec.name:
         if is_pattern(text):  # read as a spec first: `numpy==1.*` names numpy

@@ -83,11 +83,16 @@ class LanguageRules:
     # `enforce` denies affected versions, `monitor` serves them and records it.
     known_malware: str = ENFORCE
     deny_keys: frozenset[str] = field(init=False, repr=False)
+    # Each deny pattern's key -> the entry as listed: a decision names the entry, not the asked
+    # name's spelling of it (`@EVIL/*` for `@evil/*`).
+    deny_patterns: dict[str, str] = field(init=False, repr=False, compare=False)
     # Whether either list holds a pattern: without one, judging never works out a name's patterns.
     patterned: tuple[bool, bool] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "deny_keys", frozenset(deny_key(self.language, n) for n in self.deny))
+        listed = {deny_key(self.language, n): n for n in sorted(self.deny) if is_pattern(n)}
+        object.__setattr__(self, "deny_patterns", listed)
         object.__setattr__(self, "patterned", (any(map(is_pattern, self.allow)), any(map(is_pattern, self.deny))))
 
     def denies(self, name: str) -> bool:
@@ -100,8 +105,9 @@ class LanguageRules:
         """The deny pattern matching `name`, if one does: no exception can let the name in then."""
         if not self.patterned[1]:
             return None
-        keys = self.deny_keys
-        return next((p for p in patterns_for(self.language, name) if deny_key(self.language, p) in keys), None)
+        listed = self.deny_patterns
+        keys = (deny_key(self.language, p) for p in patterns_for(self.language, name))
+        return next((listed[k] for k in keys if k in listed), None)
 
     def lifts(self, name: str) -> bool:
         """A deny entry naming exactly this name is on the list, and a lifting exception for the

@@ -15,6 +15,9 @@ from domain.names import check_visible
 
 IDENTITY_KEYS = ("actor", "sandbox")  # context values that name someone, like a token's name
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, LF and CR are fine in notes
+# A label (a token's name, a context value) is one line wherever it is shown: no control
+# character at all, C1 (NEL, U+0085) included.
+_LABEL_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def noun_for(count: int, singular: str, plural: str | None = None) -> str:
@@ -33,13 +36,21 @@ def check_text(value: object, field: str, max_length: int = MAX_NOTE) -> str:
     return value
 
 
+def check_label(value: object, field: str) -> str:
+    """A token's name or a context value: bounded, printable and on one line."""
+    check_text(value, field, MAX_LABEL)
+    if _LABEL_CONTROL.search(value):  # type: ignore[arg-type]  # a str: check_text saw to it
+        raise _refuse(field, "must be one line without control characters (no tab, line break or NUL)")
+    return value  # type: ignore[return-value]
+
+
 def check_context(context: dict[str, Any] | None) -> dict[str, Any]:
     """The request context recorded with a decision: string (or null) values only; the ones that
     name who asked hold no invisible characters (domain.names)."""
     context = dict(context or {})
     for key, value in context.items():
         if value is not None:
-            check_text(value, f"context.{key}", MAX_LABEL)
+            check_label(value, f"context.{key}")
             if key in IDENTITY_KEYS:
                 check_visible(value, f"context.{key}")
     return context

@@ -37,6 +37,9 @@ class HTTPProblem(GovernanceError):
         self.phrase = phrase  # the status line's reason phrase, for clients that print only that
 
 
+RETRY_STORE = {"Retry-After": "1"}  # a 503 of the store (or of the clock): a second is a fair wait
+
+
 def problem(status: int, title: str, detail: str, errors=(), headers=None, phrase: str | None = None) -> Response:
     body = {
         "type": PROBLEM_TYPE + title.lower().replace(" ", "-"),
@@ -78,8 +81,10 @@ def field_errors(error: ValidationError) -> tuple[FieldError, ...]:
 
 
 def governance_problem(error: GovernanceError) -> Response:
-    headers, phrase = getattr(error, "headers", None), getattr(error, "phrase", None)
-    return problem(status_of(error), error.title, error.detail, error.errors, headers, phrase)
+    headers, phrase, status = getattr(error, "headers", None), getattr(error, "phrase", None), status_of(error)
+    if status == 503 and not headers:  # the store or the clock: worth asking again in a moment
+        headers = RETRY_STORE
+    return problem(status, error.title, error.detail, error.errors, headers, phrase)
 
 
 def install(app: Flask) -> None:
@@ -102,4 +107,4 @@ def install(app: Flask) -> None:
         # The store cannot be reached: say so (and fail closed), rather than a bare 500. Its
         # message names hosts and users: it goes to the log, not to the caller.
         logging.getLogger(__name__).error("store unavailable: %s", error)
-        return problem(503, "Store unavailable", "the store is not reachable", headers={"Retry-After": "1"})
+        return problem(503, "Store unavailable", "the store is not reachable", headers=RETRY_STORE)

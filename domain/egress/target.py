@@ -26,7 +26,7 @@ DEFAULT_SCHEMES = ("http", "https")  # ws and wss off unless the deployment lets
 
 _FORBIDDEN = re.compile(r"[\x00-\x20\x7f\\]")  # C0 controls, ASCII whitespace, DEL, backslash
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
-_PORT = re.compile(r"[0-9]{1,5}")
+_PORT = re.compile(r"0*[0-9]{1,5}")  # decimal: leading zeros change nothing (`0443` is 443)
 _LABEL = re.compile(r"[a-z0-9_-]{1,63}")
 _NUMBER_LABEL = re.compile(r"[0-9]+|0[xX][0-9a-fA-F]*")
 _DIGITS = {10: re.compile(r"[0-9]+"), 8: re.compile(r"[0-7]+"), 16: re.compile(r"[0-9a-fA-F]+")}

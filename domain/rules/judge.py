@@ -13,6 +13,7 @@ from functools import lru_cache
 from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from domain.instants import iso
 from domain.patterns import patterns_for
 from domain.rules.model import (
     INSTALL_SCRIPTS,
@@ -137,9 +138,10 @@ def _too_new(rule: MinReleaseAge, name: str, facts: VersionFacts, at: datetime) 
     uploaded = facts.uploaded_at
     if uploaded is not None and at - uploaded >= rule.age:
         return []
-    when = None if uploaded is None else uploaded.isoformat()
     return [
-        _finding(TOO_NEW, rule, name, facts, uploaded_at=when, judged_at=at.isoformat(), min_release_age=rule.age_text)
+        _finding(
+            TOO_NEW, rule, name, facts, uploaded_at=iso(uploaded), judged_at=iso(at), min_release_age=rule.age_text
+        )
     ]
 
 

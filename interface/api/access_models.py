@@ -9,13 +9,13 @@ from pydantic import BaseModel, Field
 
 from domain.access import STATUS_FILTERS, STATUSES
 from domain.decision import KNOWN_MALWARE, VERSION_UNKNOWN
-from domain.limits import MAX_FILTER, MAX_PAGE
+from domain.limits import MAX_FILTER, MAX_LABEL, MAX_NOTE, MAX_PAGE, MAX_TEXT
 from domain.rules import REASONS
 from interface.api.answers import AskLanguage, ExceptionView, Shadowed
 from interface.api.schemas import Body, Draft, Instant, Language, Query, Source
 
-Note = Annotated[str, Field(max_length=2000)]
-ContextText = Annotated[str, Field(max_length=200)]
+Note = Annotated[str, Field(max_length=MAX_NOTE)]
+ContextText = Annotated[str, Field(max_length=MAX_LABEL)]
 
 
 class RequestContext(Body):
@@ -30,7 +30,9 @@ class RequestBody(Body):
     language: AskLanguage
     name: Annotated[
         str,
-        Field(min_length=1, max_length=500, description="Any spelling of the name, or a registry spec (pandas==2.1)"),
+        Field(
+            min_length=1, max_length=MAX_TEXT, description="Any spelling of the name, or a registry spec (pandas==2.1)"
+        ),
     ]
     justification: Note = ""
     context: RequestContext | None = None
@@ -63,7 +65,7 @@ class RejectBody(Body):
 
 class ExceptionBody(Expiry):
     language: AskLanguage
-    name: Annotated[str, Field(min_length=1, max_length=500)]
+    name: Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
 
 
 class ImpactBody(Body):

@@ -150,7 +150,7 @@ def test_zone_ids_ipv4_in_brackets_and_broken_brackets_are_invalid(target):
     assert evaluate_egress(target).reason == "invalid-target"
 
 
-@pytest.mark.parametrize("port", ["0", "65536", "99999", "", "-1", "+80", "8o", "٨٠"])
+@pytest.mark.parametrize("port", ["0", "00000", "65536", "0065536", "99999", "", "-1", "+80", "8o", "٨٠"])
 def test_ports_outside_1_to_65535_or_not_decimal_are_invalid(port):
     assert evaluate_egress(f"http://example.com:{port}/").reason == "invalid-target"
     assert evaluate_egress(f"example.com:{port}").reason == "invalid-target"
@@ -164,6 +164,10 @@ def test_ports_outside_1_to_65535_or_not_decimal_are_invalid(port):
         ("HTTPS://example.com:1/", 1),
         ("example.com", None),
         ("example.com:65535", 65535),
+        # decimal, so leading zeros change nothing, however many
+        ("http://example.com:021400/", 21400),
+        ("example.com:000443", 443),
+        ("example.com:" + "0" * 3000 + "8080", 8080),
     ],
 )
 def test_the_port_is_explicit_else_the_scheme_default_else_none(target, port):

@@ -157,6 +157,13 @@ def test_node_deny_lists_match_any_case_but_allow_lists_match_exactly():
     assert verdict(rules("allowlist", allow=["express"]), "node", "express@4") == (True, "matches-the-allow-list")
 
 
+def test_a_node_deny_pattern_decision_names_the_pattern_as_listed_whatever_the_asked_case():
+    denying = replace(rules(deny=["@evil/*"]), language="node")
+    for asked in ("@EVIL/x", "@Evil/Pkg", "@evil/pkg"):
+        v = judge(denying, parse("node", asked), "acme")
+        assert (v.allowed, v.reason, v.params["pattern"]) == (False, "matches-the-deny-list", "@evil/*")
+
+
 def test_an_npm_alias_is_judged_on_its_target():
     assert verdict(rules(deny=["evil"]), "node", "lodash@npm:evil@1") == (False, "matches-the-deny-list")
 

@@ -184,6 +184,11 @@ def test_a_release_younger_than_the_minimum_age_is_too_new_and_a_missing_time_fa
     [finding] = judge_version(rules, "node", "react", facts("19.0.0", 1.5, install_scripts=False), NOW)
     message = message_of(finding, "node")
     assert message.startswith("react 19.0.0 was uploaded 1 day 12 hours ago") and "P3D" in message
+    # the instants a decision carries are written as every instant the service writes: UTC, `Z`
+    assert (finding.params["uploaded_at"], finding.params["judged_at"]) == (
+        "2026-03-09T00:00:00.000000Z",
+        "2026-03-10T12:00:00.000000Z",
+    )
 
 
 def test_a_monitored_rule_finds_but_does_not_hide():

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from application.formats import iso
+from domain.limits import MAX_TEXT
 from domain.token import digest, token_id
 
 P = "/api/v1/workspaces/acme"
@@ -411,3 +412,21 @@ def test_the_openapi_document_says_a_request_may_be_joined_filed_or_refused(live
     document = live.call("GET", "/api/v1/openapi.json").json
     filed = document["paths"]["/api/v1/workspaces/{ws}/requests"]["post"]["responses"]
     assert {"200", "201", "403"} <= set(filed)  # joined: 200; filed: 201; auditors: 403
+
+
+def test_a_name_as_long_as_a_list_entry_may_be_can_be_requested_and_excepted(locked):
+    """Lists and /evaluate take names up to MAX_TEXT, and every denial of a name that could be
+    approved tells the agent to request it: requests and exceptions take the same names."""
+    live = locked
+    name = "a" * (MAX_TEXT - 1)
+    denied = call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": [name]})["decisions"][0]
+    assert not denied["allowed"] and f"runcode-policy-gate request python {name}" in denied["message"]
+    filed = ask(live, name)
+    assert filed.status == 201, filed.body
+    call(live, "POST", f"/requests/{filed.json['id']}/approve", "admin", {"duration": "P1D"}, expect=200)
+    allowed = call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": [name]})["decisions"][0]
+    assert (allowed["allowed"], allowed["reason"]) == (True, "matches-an-exception")
+    granted = {"language": "python", "name": "b" * MAX_TEXT, "duration": "P1D"}
+    assert call(live, "POST", "/exceptions", "admin", granted, expect=201)["name"] == "b" * MAX_TEXT
+    too_long = live.call("POST", P + "/exceptions", live.tokens["admin"], granted | {"name": "b" * (MAX_TEXT + 1)})
+    assert too_long.status == 422 and too_long.json["errors"][0]["field"] == "name"

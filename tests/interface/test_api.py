@@ -265,6 +265,7 @@ def test_when_the_store_goes_away_answers_are_503_and_the_sandbox_fails_closed(p
         assert server.call("GET", "/readyz").status == 503
         reply = server.call("POST", P + "/evaluate", sandbox["token"], EVALUATE)
         assert reply.status == 503 and reply.media == "application/problem+json"
+        assert reply.headers["retry-after"] == "1"  # the sandbox's client knows when to ask again
     finally:
         server.close()
         governance.close()
@@ -304,6 +305,11 @@ def test_hostile_bodies_and_instants_are_4xx_never_500(live):
         ("POST", "/tokens", {"name": "a\u0000b", "role": "sandbox"}, "name"),
         ("PUT", "/policy", {"note": "a\u0000b"}, "note"),
         ("POST", "/evaluate", {**EVALUATE, "context": {"sandbox": "a\u0000b"}}, "context.sandbox"),
+        # a label is one line wherever it is shown: no tab, line break or C1 control either
+        ("POST", "/tokens", {"name": "ci\nsandbox", "role": "sandbox"}, "name"),
+        ("POST", "/evaluate", {**EVALUATE, "context": {"sandbox": "a\tb"}}, "context.sandbox"),
+        ("POST", "/evaluate", {**EVALUATE, "context": {"actor": "agent\r7"}}, "context.actor"),
+        ("POST", "/evaluate", {**EVALUATE, "context": {"run": "r\u00851"}}, "context.run"),
         ("GET", "/decisions?sandbox=a%00b", None, "sandbox"),
         ("GET", "/decisions?reason=bogus", None, "reason"),
         # a change's action is the union's tag: the path names the change, not the tag
