@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 
 from eventsourcing.application import AggregateNotFoundError
 
-from application.formats import iso, require_period
+from application.formats import iso, parse_instant, require_period
 from application.races import ATTEMPTS, saved, too_fast
 from application.store.chain import ChainStore
 from application.store.reads import ReadModel
@@ -64,7 +64,7 @@ class Advisories:
                 "revision must be a non-empty string", [FieldError("revision", f"1 to {MAX_REVISION} characters")]
             )
         affected = read_records(records)
-        ids = list(dict.fromkeys(r["id"] for r in records))
+        ids = _once_each(records)
         revision = revision or "sha256:" + hashlib.sha256(json.dumps(records, sort_keys=True).encode()).hexdigest()
         for _ in range(ATTEMPTS):
             try:
@@ -212,6 +212,20 @@ class Advisories:
         with self._lock:
             if feed.version >= self._version:
                 self._version, self._by_package, self._by_id = feed.version, by_package, by_id
+
+
+def _once_each(records: list[dict]) -> list[str]:
+    """The records' ids: an import names each record once. Their `modified`, which OSV requires
+    and the service does not read, may be left out, but when given it is an instant."""
+    ids: dict[str, int] = {}
+    for i, record in enumerate(records):
+        first = ids.setdefault(record["id"], i)
+        if first != i:
+            rule = f"must name each record once an import (records[{first}] has this id)"
+            raise InvalidInputError(f"records[{i}].id {rule}", [FieldError(f"records[{i}].id", rule)])
+        if record.get("modified") is not None:
+            parse_instant(record["modified"], f"records[{i}].modified")
+    return list(ids)
 
 
 def _exposure(row: dict, record: dict) -> dict:

@@ -23,6 +23,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from domain.errors import FieldError, InvalidInputError
+from domain.specs import registry_name
 
 # OSV ecosystem -> the policy's language. Other ecosystems are kept out of an import, not refused.
 ECOSYSTEMS = {"PyPI": "python", "npm": "node"}
@@ -114,6 +115,8 @@ def _read_affected(advisory: str, entry: Any, at: str) -> Affected | None:
     language = ECOSYSTEMS.get(package.get("ecosystem"))  # type: ignore[arg-type]
     if language is None:
         return None
+    if registry_name(language, package["name"]) != package_name(language, package["name"]):
+        raise _bad(f"{at}.package.name", f"must be a package name of {package['ecosystem']}, nothing more")
     versions = entry.get("versions", [])
     if not isinstance(versions, list) or not all(_is_version_text(v) for v in versions):
         raise _bad(f"{at}.versions", f"must be a list of versions (strings of at most {MAX_VERSION} characters)")

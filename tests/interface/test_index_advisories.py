@@ -192,6 +192,17 @@ def test_exposure_of_an_advisory_never_imported_is_404_and_a_bad_record_is_422_n
     for hidden in ("MAL-\u0007\u202e", "MAL-\u0000", "MAL 1"):  # had been stored and echoed back
         bad = import_advisories(live, {"id": hidden, "affected": []})
         assert bad.status == 422 and bad.json["errors"][0]["field"] == "records[0].id", bad.body
+    # what OSV would not call a record: a name with more than a name, a modified that is no
+    # instant, one record twice (it had been counted once, its packages twice)
+    for name in ("_bad name", "https://x.example/e.tgz", "evil==1.0", "evil@1"):
+        affected = [{"package": {"ecosystem": "PyPI" if "=" in name else "npm", "name": name}, "versions": ["1"]}]
+        bad = import_advisories(live, {"id": "MAL-2", "affected": affected})
+        assert bad.status == 422 and bad.json["errors"][0]["field"] == "records[0].affected[0].package.name", name
+    bad = import_advisories(live, {"id": "MAL-3", "modified": "yesterday", "affected": []})
+    assert bad.status == 422 and bad.json["errors"][0]["field"] == "records[0].modified", bad.body
+    record = {"id": "MAL-4", "modified": "2026-12-01T00:00:00Z", "affected": []}
+    bad = import_advisories(live, [record, {**record, "modified": "2026-12-02T00:00:00Z"}])
+    assert bad.status == 422 and bad.json["errors"][0]["field"] == "records[1].id", bad.body
 
 
 def test_names_the_upstream_lacks_are_listed_with_counts_and_sandboxes_and_fail_no_run(live, app, tmp_path):
