@@ -111,7 +111,7 @@ def packument_answer(principal, ws: str, name: str) -> Response:
     if not verdict["allowed"]:
         return _restricted(name, verdict["message"], media, verdict["policy_version"])
     try:
-        page = pages().get(packument_url(name), ACCEPTS[media])
+        page = pages().get(packument_url(name), ACCEPTS[media], _readable(name))
         document = _document(name, page)
     except HTTPProblem as error:
         if error.status == 404:  # a name the upstream lacks: recorded, answered 404
@@ -156,7 +156,7 @@ def packument_url(name: str) -> str:
 
 def fetch_packument(name: str, media: str) -> dict:
     """Upstream's packument in the shape asked for (kept, revalidated, or stale if upstream fails)."""
-    return _document(name, pages().get(packument_url(name), ACCEPTS[media]))
+    return _document(name, pages().get(packument_url(name), ACCEPTS[media], _readable(name)))
 
 
 def kept_packument(name: str) -> dict | None:
@@ -190,7 +190,7 @@ def upload_times(name: str) -> dict | None:
 
 def _full_page(name: str) -> Fetched | None:
     try:
-        page = pages().get(packument_url(name), ACCEPTS[FULL])
+        page = pages().get(packument_url(name), ACCEPTS[FULL], _readable(name))
     except HTTPProblem as error:
         log.warning("no upload times for %s: %s", name, error.detail)
         return None
@@ -212,8 +212,25 @@ def _document(name: str, page) -> dict:
         raise refused_by_upstream(page.status, repr(name))
     try:
         return packument.read(page.body)
-    except packument.PackumentError as error:
-        raise logged(bad_gateway(f"the upstream registry's answer for {name!r} {error}")) from None
+    except packument.PackumentError as error:  # a copy kept before this check, read again
+        raise logged(bad_gateway(_unreadable(name, error))) from None
+
+
+def _readable(name: str):
+    """What upstream's 200 for `name` is, if not a packument (`pages.Readable`)."""
+
+    def wrong(body: bytes, content_type: str) -> str | None:
+        try:
+            packument.read(body)
+        except packument.PackumentError as error:
+            return _unreadable(name, error)
+        return None
+
+    return wrong
+
+
+def _unreadable(name: str, error: packument.PackumentError) -> str:
+    return f"the upstream registry's answer for {name!r} {error}"
 
 
 def _json(document: dict, media: str, policy_version) -> Response:

@@ -32,7 +32,7 @@ class PackumentError(ValueError):
 
 
 def read(body: bytes) -> dict:
-    """An upstream packument: an object whose `versions` and `time` are objects, whose
+    """An upstream packument: an object naming its package, whose `versions` and `time` are objects, whose
     `dist-tags` name versions by strings, and whose tarball URLs the index can read."""
     try:
         document = json.loads(body)
@@ -43,6 +43,8 @@ def read(body: bytes) -> dict:
     for key in ("versions", "dist-tags", "time"):
         if not isinstance(document.get(key, {}), dict):
             raise PackumentError(f"is not a packument: its {key} is not an object")
+    if not isinstance(document.get("name"), str) or "versions" not in document:
+        raise PackumentError("is not a packument: it names no package or holds no versions")
     if not all(isinstance(v, str) for v in document.get("dist-tags", {}).values()):
         raise PackumentError("is not a packument: a dist-tag names no version")
     for number, manifest in manifests(document).items():

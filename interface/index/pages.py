@@ -27,12 +27,18 @@ from dataclasses import dataclass, replace
 
 from application.cache import DiskCache, StoredPage
 from application.lru import SizedLru, weigh
-from interface.index.upstream import Page, Upstream
+from interface.index.upstream import Page, Upstream, bad_gateway, logged
 from interface.problems import HTTPProblem
 
 log = logging.getLogger(__name__)
 # What Upstream raises when it fails: a bad or untrusted answer (502), unreachable (503), too slow (504).
 UPSTREAM_FAILED = (502, 503, 504)
+# What upstream may answer when it fails rather than when the page is gone: refusing us, or asking
+# us to slow down. A 404 or 410 says the project is gone: passed on, never served stale.
+FAILING = (401, 403, 429)
+# What a page's reader says of a 200 (body, content type): None when it is a page of its kind,
+# else what is wrong. Nonsense is a failure: never kept, the copy kept before served instead.
+Readable = Callable[[bytes, str], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -65,35 +71,36 @@ class Pages:
         self.upstream, self.cache, self.seconds = upstream, cache, seconds
         self.memory = memory
 
-    def get(self, url: str, accept: str) -> Fetched:
-        """The page, kept if fresh, else from upstream (revalidated), else kept if upstream fails."""
+    def get(self, url: str, accept: str, readable: Readable) -> Fetched:
+        """The page, kept if fresh, else from upstream (revalidated), else kept if upstream fails
+        or answers what `readable` finds is not a page of its kind."""
         key = _key(url, accept)
         remembered = self.memory.get(key)
         if remembered is not None and time.monotonic() < remembered[0]:
             return remembered[1]
-        found = self._get(key, url, accept)
+        found = self._get(key, url, accept, readable)
         if found.stored is not None:
-            found = replace(found, again=self._again(key))
+            found = replace(found, again=self._again(key, readable))
             left = self.seconds - (time.time() - found.stored.meta["validated"])
             if left > 0:
                 self._remember(key, time.monotonic() + left, replace(found, fetched=None))
         return found
 
-    def _again(self, key: str) -> Callable[[], Fetched]:
+    def _again(self, key: str, readable: Readable) -> Callable[[], Fetched]:
         """The page fetched whole from upstream: its kept copy went (evicted, or rewritten by
         another worker's revalidation) between reading its header and its body."""
 
         def again() -> Fetched:
             self.memory.pop(key)
             url, accept = _parts(key)
-            return self._get(key, url, accept, kept=False)
+            return self._get(key, url, accept, readable, kept=False)
 
         return again
 
     def _remember(self, key: str, until: float, page: Fetched) -> None:
         self.memory.put(key, (until, page))
 
-    def _get(self, key: str, url: str, accept: str, kept: bool = True) -> Fetched:
+    def _get(self, key: str, url: str, accept: str, readable: Readable, kept: bool = True) -> Fetched:
         stored = self.cache.page(key) if kept else None
         if stored is not None and time.time() - stored.meta["validated"] < self.seconds:
             return _kept(stored)
@@ -108,11 +115,15 @@ class Pages:
             try:
                 body = stored.body()
             except FileNotFoundError:  # rewritten by another worker meanwhile (or evicted)
-                return self._get(key, url, accept, kept=False)
+                return self._get(key, url, accept, readable, kept=False)
             return self._keep(key, page, stored.meta, body)
-        if page.status >= 500 and stored is not None:
-            log.warning("upstream answered %s: serving the copy of %s kept before", page.status, url)
+        wrong = readable(page.body, page.content_type) if page.status == 200 else None
+        if (page.status >= 500 or page.status in FAILING or wrong) and stored is not None:
+            said = f"{page.status}: {wrong}" if wrong else page.status
+            log.warning("upstream answered %s: serving the copy of %s kept before", said, url)
             return _kept(stored)
+        if wrong:
+            raise logged(bad_gateway(wrong))
         if page.status == 200:
             return self._keep(key, page, {}, page.body)
         return Fetched(page.url, page.status, page.content_type, _revision(page.body), fetched=page.body)

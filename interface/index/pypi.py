@@ -97,7 +97,7 @@ class _UpstreamNames:
         self._page: Fetched | None = None
 
     def revision(self) -> str:
-        self._page = pages().get(upstream().base, simple.UPSTREAM_ACCEPT)
+        self._page = pages().get(upstream().base, simple.UPSTREAM_ACCEPT, simple.unreadable(simple.read_names))
         if self._page.status != 200:
             raise refused_by_upstream(self._page.status, "its project list")
         return self._page.revision
@@ -211,7 +211,10 @@ def _allowed_page(ws: str, name: str, page: dict, hidden: frozenset[str] = froze
 
 
 def _fetched(name: str) -> Fetched:
-    return pages().get(upstream().url(f"{name}/"), simple.UPSTREAM_ACCEPT)
+    url = upstream().url(f"{name}/")
+    return pages().get(
+        url, simple.UPSTREAM_ACCEPT, simple.unreadable(lambda body, media: simple.read_page(body, media, url))
+    )
 
 
 def _read(name: str, found: Fetched) -> dict:

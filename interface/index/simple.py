@@ -13,6 +13,7 @@ core metadata (PEP 658, named per PEP 714: `core-metadata` in JSON, never `dist-
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from html import escape
 from html.parser import HTMLParser
 from urllib.parse import urldefrag
@@ -35,6 +36,7 @@ OFFERS = (
 ANSWERED_AS = {"application/vnd.pypi.simple.latest+html": HTML_V1, "application/vnd.pypi.simple.latest+json": JSON_V1}
 # What the proxy asks its upstream for: JSON preferred (it carries PEP 700 fields), HTML accepted.
 UPSTREAM_ACCEPT = f"{JSON_V1}, {HTML_V1};q=0.2, text/html;q=0.01"
+HTML_TYPES = (HTML_V1, "text/html")  # what a page that is not PEP 691 JSON may be sent as
 STATUS_API_VERSION = "1.4"  # PEP 792 project-status needs api-version 1.4
 VERSIONS_API_VERSION = "1.1"  # PEP 700
 
@@ -51,6 +53,7 @@ def read_page(body: bytes, content_type: str, page_url: str) -> dict:
     """One project page, whichever shape upstream used; file URLs made absolute."""
     if is_json(content_type):
         return _read_json(body, page_url)
+    _check_html(content_type)
     return _read_html(body.decode("utf-8", "replace"), page_url)
 
 
@@ -61,10 +64,32 @@ def read_names(body: bytes, content_type: str) -> list[str]:
             return [p["name"] for p in json.loads(body)["projects"] if isinstance(p.get("name"), str)]
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise PageError(f"not a PEP 691 project list: {error}") from None
+    _check_html(content_type)
     parser = _Anchors()
     parser.feed(body.decode("utf-8", "replace"))
     parser.close()
     return [text for _, text in parser.anchors if text]
+
+
+def _check_html(content_type: str) -> None:
+    """A page that is not PEP 691 JSON is HTML: anything else (a JSON page sent as text/plain, an
+    image) would read as a project without files, and be kept as one."""
+    media = content_type.split(";")[0].strip().lower()
+    if media not in HTML_TYPES:
+        raise PageError(f"not a simple-index page: its content type is {_shown(media or 'none')}")
+
+
+def unreadable(read: Callable[[bytes, str], object]) -> Callable[[bytes, str], str | None]:
+    """What upstream's 200 is, if `read` cannot read it as a page (`pages.Readable`)."""
+
+    def wrong(body: bytes, content_type: str) -> str | None:
+        try:
+            read(body, content_type)
+        except PageError as error:
+            return str(error)
+        return None
+
+    return wrong
 
 
 def _read_json(body: bytes, page_url: str) -> dict:

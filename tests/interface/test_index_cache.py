@@ -7,6 +7,7 @@ revalidated on every request (`RUNCODE_POLICY_CACHE_PAGE_SECONDS=0`) so that an 
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -101,6 +102,57 @@ def test_during_an_outage_what_was_never_fetched_is_503_with_retry_after(live, a
     for path in ("/pypi/acme/simple/beta/", f"/pypi/acme/files/beta/{WHEEL}", "/npm/acme/beta"):
         refused = get(live, path)
         assert refused.status == 503 and refused.headers["retry-after"] == "5", (path, refused.body)
+
+
+def answering(upstream, part: str, answer: tuple[int, str, bytes]) -> None:
+    """From now on upstream answers `answer` (status, content type, body) for paths holding `part`."""
+    respond = upstream.respond
+    upstream.respond = lambda path, accept: answer if part in path else respond(path, accept)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        (200, "text/plain", b"__PAGE__"),  # the page itself, sent as no page is
+        (200, "image/png", b"\x89PNG"),
+        (200, JSON_ACCEPT, b"<html>not json"),
+        (429, "text/plain", b"slow down"),
+        (401, "text/plain", b"who are you"),
+    ],
+    ids=["json-as-text", "an-image", "garbled-json", "429", "401"],
+)
+def test_a_page_upstream_answers_with_nonsense_or_a_refusal_is_served_as_kept_and_not_replaced(
+    live, app, pypi_upstream, answer
+):
+    kept = get(live, "/pypi/acme/simple/beta/", Accept=JSON_ACCEPT)
+    assert kept.status == 200 and kept.json["files"], kept.body
+    page = json.dumps(kept.json).encode()
+    answering(pypi_upstream, "/simple/beta", (answer[0], answer[1], answer[2].replace(b"__PAGE__", page)))
+    for _ in range(2):  # served as kept, and still kept: nonsense never replaced it
+        again = get(live, "/pypi/acme/simple/beta/", Accept=JSON_ACCEPT)
+        assert again.status == 200 and [f["filename"] for f in again.json["files"]] == [
+            f["filename"] for f in kept.json["files"]
+        ]
+    stop(pypi_upstream)
+    assert get(live, "/pypi/acme/simple/beta/", Accept=JSON_ACCEPT).json["files"], "the outage finds nonsense kept"
+
+
+def test_a_packument_upstream_answers_with_nonsense_is_served_as_kept_and_never_kept_itself(live, app, npm_upstream):
+    kept = get(live, "/npm/acme/beta")
+    assert kept.status == 200 and kept.json["versions"], kept.body
+    answering(npm_upstream, "/beta", (200, "application/json", b'{"files": 5}'))
+    assert get(live, "/npm/acme/beta").json["versions"].keys() == kept.json["versions"].keys()
+    stop(npm_upstream)
+    assert get(live, "/npm/acme/beta").json["versions"].keys() == kept.json["versions"].keys()
+
+
+def test_nonsense_from_upstream_with_nothing_kept_is_502_naming_what_is_wrong(live, app, pypi_upstream, npm_upstream):
+    answering(pypi_upstream, "/simple/beta", (200, "text/plain", b'{"files": []}'))
+    answering(npm_upstream, "/beta", (200, "application/json", b'{"files": 5}'))
+    page = get(live, "/pypi/acme/simple/beta/", Accept=JSON_ACCEPT)
+    assert page.status == 502 and 'its content type is "text/plain"' in page.json["detail"], page.body
+    packument = get(live, "/npm/acme/beta")
+    assert packument.status == 502 and "names no package or holds no versions" in packument.json["detail"]
 
 
 def test_a_kept_file_altered_on_disk_is_never_served(live, app, tmp_path, pypi_upstream):

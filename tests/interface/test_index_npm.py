@@ -198,6 +198,7 @@ MISSHAPEN = [
     pytest.param(lambda d: d["dist-tags"].update(latest=1), "a dist-tag names no version", id="tag-a-number"),
     pytest.param(lambda d: d.update(versions=["1.0.0"]), "its versions is not an object", id="versions-a-list"),
     pytest.param(lambda d: d.update(time="2026"), "its time is not an object", id="time-a-string"),
+    pytest.param(lambda d: d.clear() or d.update(files=5), "it names no package or holds no versions", id="no-name"),
     pytest.param(
         lambda d: d["versions"]["1.0.0"]["dist"].update(tarball="http://127.0.0.1:99999/beta/-/beta-1.0.0.tgz"),
         "the tarball URL of 1.0.0 is no URL",
