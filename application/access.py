@@ -263,6 +263,6 @@ def _request_cursor(cursor: str) -> tuple[int, datetime, str]:
     """The (open?, listed at, id) a page of requests ended on, as `requests` issued it."""
     value = decode_cursor(cursor, list)
     opened, *rest = value if len(value) == 3 else (None,)
-    if opened not in (0, 1) or isinstance(opened, bool) or not all(isinstance(v, str) for v in rest):
+    if opened not in (0, 1) or not all(isinstance(v, str) for v in rest):  # True or 0.0: refused by decode_cursor
         raise cursor_refusal()
     return opened, parse_instant(rest[0], "cursor"), rest[1]

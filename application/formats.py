@@ -13,7 +13,7 @@ from uuid import UUID
 
 from domain.errors import FieldError, InvalidInputError
 from domain.instants import iso  # noqa: F401 - written here for the layers above, as every instant
-from domain.limits import MAX_PAGE
+from domain.limits import MAX_INTEGER, MAX_PAGE
 
 # RFC 3339 date-time (section 5.6): seconds and an offset are required; `T` may be a space; a
 # fraction has any number of digits (kept to the microsecond). ASCII digits only.
@@ -80,14 +80,23 @@ def encode_cursor(value: list | int) -> str:
 
 
 def decode_cursor(cursor: str, shape: type, field: str = "cursor"):
-    """The value of a cursor we issued, or a 422 naming the field (never a 500)."""
+    """The value of a cursor we issued, or a 422 naming the field (never a 500): its JSON as
+    `encode_cursor` writes it (not `" 5"` or `5.0`), each number in it an integer the stores hold,
+    0 to MAX_INTEGER (SQLite had refused a larger one with a 500), and no NUL (PostgreSQL's text
+    refuses it): none is in a cursor we issue."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         value = json.loads(raw)
-    except (ValueError, binascii.Error, UnicodeDecodeError, TypeError):
-        value = None
-    if not isinstance(value, shape) or isinstance(value, bool) or "\\u0000" in raw.decode("ascii", "replace"):
-        raise cursor_refusal(field)  # a NUL, which PostgreSQL's text refuses, is in no cursor we issue
+    except (ValueError, binascii.Error, UnicodeDecodeError, TypeError, RecursionError):
+        raise cursor_refusal(field) from None
+    parts = value if isinstance(value, list) else [value]
+    if (
+        not isinstance(value, shape)
+        or raw != json.dumps(value).encode()
+        or any(isinstance(p, bool | float) or isinstance(p, int) and not 0 <= p <= MAX_INTEGER for p in parts)
+        or b"\\u0000" in raw
+    ):
+        raise cursor_refusal(field)
     return value
 
 

@@ -21,6 +21,9 @@ MAX_ALLOWLIST = 10_000  # hostnames in an egress allowlist under test
 MAX_NOTE = 2000  # a change's note
 MAX_LABEL = 200  # a token's name, each value of a decision's context
 MAX_FILTER = 500  # a filter value or cursor in a query
+# The widest integer both stores hold (SQLite's INTEGER, PostgreSQL's BIGINT): a version, sequence
+# number or tree size a caller names past it is refused, never sent to the store (SQLite: 500).
+MAX_INTEGER = 2**63 - 1
 # Per token and per worker process (interface.index.bounds): a token bucket of this many a
 # minute, as many at once. Far above what one install asks for; a runaway loop is refused.
 RUN_STARTS_PER_MINUTE = 120  # POST /runs

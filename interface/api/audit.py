@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from application.chain.receipts import receipt
 from application.chain.sealer import UNATTRIBUTED
 from application.chain.verify import PROBLEMS
+from domain.limits import MAX_INTEGER
 from domain.token import ANY_ROLE
 from interface.api.blueprint import W, api
 from interface.api.schemas import Instant, Query
@@ -50,7 +51,7 @@ class CheckpointsPage(BaseModel):
 
 
 class CheckpointsQuery(Query):
-    after: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0  # a BIGINT, like seq
+    after: Annotated[int, Field(ge=0, le=MAX_INTEGER)] = 0  # as seq is
     limit: Annotated[int, Field(ge=1, le=1000)] = 1000
 
 
@@ -153,7 +154,7 @@ def get_deployment_verify(gov, caller):
     return gov.chain.verify(UNATTRIBUTED)
 
 
-Size = Annotated[int, Field(ge=1, le=2**63 - 1)]
+Size = Annotated[int, Field(ge=1, le=MAX_INTEGER)]
 Base64Hash = Annotated[str, Field(description="a SHA-256 hash, base64")]
 SignedNote = Annotated[str | None, Field(description="the C2SP checkpoint signed at that size, if one was")]
 

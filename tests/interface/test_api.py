@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from domain.limits import MAX_ERRORS
+from domain.limits import MAX_ERRORS, MAX_INTEGER
 
 P = "/api/v1/workspaces/acme"
 SAVE = {
@@ -171,6 +171,29 @@ def test_bad_cursors_and_limits_are_422(live):
     assert live.call("GET", P + f"/decisions?cursor={nul}", token).status == 422
     for path in ("/runs/x%00/decisions", "/runs/x%00/receipt"):
         assert live.call("GET", P + path, token).status == 404
+
+
+def cursor_of(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def test_a_cursor_is_only_one_a_page_issues_never_a_number_past_the_stores(live):
+    """A history cursor past the stores' integers had been a 500 on SQLite (the console's too); a
+    negative one, one with a space, and a requests cursor with 0.0 had been taken."""
+    from tests.interface.test_console import signed_in
+
+    token = live.tokens["auditor"]
+    for text in (str(MAX_INTEGER + 1), "-5", " 5", "5.0", "05", "true"):
+        reply = live.call("GET", P + "/history?cursor=" + cursor_of(text), token)
+        assert reply.status == 422 and reply.json["errors"][0]["field"] == "cursor", text
+    last = live.call("GET", P + "/history?cursor=" + cursor_of(str(MAX_INTEGER)), token)
+    assert last.status == 200 and last.json == {"changes": [], "next_cursor": None}
+    for text in ('[0.0, "2026-01-01T00:00:00Z", "x"]', '[0,"2026-01-01T00:00:00Z","x"]'):
+        reply = live.call("GET", P + "/requests?cursor=" + cursor_of(text), token)
+        assert reply.status == 422 and reply.json["errors"][0]["field"] == "cursor", text
+    taken = live.call("GET", P + "/requests?cursor=" + cursor_of('[0, "2026-01-01T00:00:00Z", "x"]'), token)
+    assert taken.status == 200, taken.body
+    assert signed_in(live, "auditor").get("/console/history", cursor=cursor_of(str(MAX_INTEGER + 1))).status == 422
 
 
 def test_the_auditors_question_was_pandas_allowed_then(live):
