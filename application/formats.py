@@ -16,15 +16,29 @@ from domain.instants import iso  # noqa: F401 - written here for the layers abov
 from domain.limits import MAX_INTEGER, MAX_PAGE
 
 # RFC 3339 date-time (section 5.6): seconds and an offset are required; `T` may be a space; a
-# fraction has any number of digits (kept to the microsecond). ASCII digits only.
-RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII)
+# fraction has any number of digits (kept to the microsecond). ASCII digits only. The ranges of
+# the offset's hours and minutes are checked apart (`parse_instant`): fromisoformat reads +00:99
+# as 99 minutes.
+RFC3339 = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:(?P<second>\d{2})(\.\d+)?(?:[Zz]|[+-](?P<hours>\d{2}):(?P<minutes>\d{2}))",
+    re.ASCII,
+)
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
 
 
-def parse_instant(text: str, field: str) -> datetime:
-    """RFC 3339 with an explicit offset (`Z` or `+hh:mm`); anything else is refused, not guessed."""
-    if not isinstance(text, str) or not RFC3339.fullmatch(text.strip()):
-        raise _bad(field, text, "must be an RFC 3339 timestamp with an offset, such as 2026-03-03T14:05:00Z")
+def parse_instant(text: str, field: str, *, or_day: bool = False) -> datetime:
+    """RFC 3339 with an explicit offset (`Z` or `+hh:mm`); anything else is refused, not guessed.
+    A leap second (second 60) is refused too: no record is stamped with one (the clocks that
+    stamp them never show it), and reading it as another instant would be a guess. `or_day`:
+    a bare date is taken too (`parse_bound`), and the refusal says so."""
+    found = RFC3339.fullmatch(text.strip()) if isinstance(text, str) else None
+    if found is None:
+        also = ", or a date such as 2026-03-03" if or_day else ""
+        raise _bad(field, text, f"must be an RFC 3339 timestamp with an offset, such as 2026-03-03T14:05:00Z{also}")
+    if found["second"] == "60":
+        raise _bad(field, text, "names a leap second (second 60), which no record is stamped with: give second 59")
+    if found["hours"] is not None and (int(found["hours"]) > 23 or int(found["minutes"]) > 59):
+        raise _bad(field, text, "has an offset RFC 3339 does not allow: hours 00 to 23, minutes 00 to 59")
     cleaned = re.sub(r"(\.\d{6})\d+", r"\1", text.strip().upper().replace(" ", "T"))  # ns -> µs
     try:
         return datetime.fromisoformat(cleaned).astimezone(UTC)
@@ -49,7 +63,7 @@ def parse_bound(text: str, field: str, *, end: bool = False) -> datetime:
     its first instant, `to` (exclusive) the first instant of the next day."""
     if isinstance(text, str) and DAY.fullmatch(text.strip()):
         return parse_day(text, field)[1 if end else 0]
-    return parse_instant(text, field)
+    return parse_instant(text, field, or_day=True)
 
 
 def optional_instant(text: str | None, field: str) -> datetime | None:

@@ -6,7 +6,7 @@ import base64
 import gzip
 import http.client
 import json
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import pytest
 
@@ -159,6 +159,23 @@ def test_a_chunked_body_past_the_bound_is_refused_whole_not_cut_and_acted_on(liv
 def test_bad_timestamps_are_422(live, query, field):
     reply = live.call("GET", f"{P}/policy?{query}", live.tokens["auditor"])
     assert reply.status == 422 and reply.json["errors"][0]["field"] == field
+
+
+def test_an_offset_past_rfc_3339s_or_a_leap_second_is_refused_never_read_as_another_instant(live):
+    """`+00:99` had been read as 99 minutes, `+12:75` and `+00:60` alike, wherever an instant is taken."""
+    token = live.tokens["auditor"]
+    where = {"/policy?at=": "at", "/packages/python/x?at=": "at", "/decisions?from=": "from", "/history?to=": "to"}
+    for offset in ("+00:99", "+12:75", "+00:60", "-24:00"):
+        for path, field in where.items():
+            reply = live.call("GET", P + path + quote("2026-12-07T06:56:35.842563" + offset), token)
+            rule = "has an offset RFC 3339 does not allow: hours 00 to 23, minutes 00 to 59"
+            assert reply.status == 422 and reply.json["errors"] == [{"field": field, "message": rule}], (path, offset)
+    keyset = live.call("GET", P + "/decisions?cursor=" + cursor_of('["2026-12-07T06:56:35+00:99", "x"]'), token)
+    assert keyset.status == 422 and keyset.json["errors"][0]["field"] == "cursor"
+    leap = live.call("GET", P + "/decisions?to=2016-12-31T23:59:60Z", token)
+    assert leap.status == 422 and "leap second" in leap.json["errors"][0]["message"]
+    furthest = live.call("GET", P + "/policy?at=" + quote("2020-01-01T00:00:00+23:59"), token)
+    assert furthest.status == 200 and furthest.json["at"] == "2019-12-31T00:01:00.000000Z"
 
 
 def test_bad_cursors_and_limits_are_422(live):

@@ -149,6 +149,8 @@ def test_a_bad_language_mode_or_instant_is_refused(cli, acme):
     assert cli("policy", "switch-mode", "-w", "acme", "python", "maybe").exit_code == 2
     late = cli("policy", "show", "-w", "acme", "--at", "yesterday")
     assert late.exit_code == 1 and "at: 'yesterday'" in late.stderr
+    guessed = cli("policy", "show", "-w", "acme", "--at", "2020-12-07T06:56:35+00:99")  # had been read as 05:17Z
+    assert guessed.exit_code == 1 and "has an offset RFC 3339 does not allow" in guessed.stderr
 
 
 # -- decisions ---------------------------------------------------------------------------------
