@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from application.decision_writer import StoreUnavailableError
 from application.egress import EgressConfig, checked_config
-from application.formats import optional_bound, optional_instant, parse_bound, parse_day, parse_instant
+from application.formats import (
+    not_future,
+    optional_bound,
+    optional_instant,
+    parse_bound,
+    parse_day,
+    parse_instant,
+    until_now,
+)
 from application.governance import Governance
 from application.store import default_database_url, store_env
 from application.store.guards import StaleCaller
@@ -20,10 +28,12 @@ __all__ = [
     "StoreUnavailableError",
     "checked_config",
     "default_database_url",
+    "not_future",
     "optional_bound",
     "optional_instant",
     "parse_bound",
     "parse_day",
     "parse_instant",
     "store_env",
+    "until_now",
 ]

@@ -84,6 +84,25 @@ def require_period(start: datetime | None, end: datetime | None) -> None:
         )
 
 
+def not_future(moment: datetime | None, now: datetime, field: str = "at") -> datetime | None:
+    """The instant a point-in-time question asks about, refused when later than `now`, the moment
+    it is asked: the record holds what was decided up to the present, and an answer for a later
+    instant would be a guess that a Save or a revocation made before it changes."""
+    if moment is not None and moment > now:
+        raise InvalidInputError(
+            f"{field}: {iso(moment)} is later than now ({iso(now)}); the record answers for the past and the present",
+            [FieldError(field, "must not be in the future")],
+        )
+    return moment
+
+
+def until_now(start: datetime, end: datetime, now: datetime, field: str) -> tuple[datetime, datetime]:
+    """A timeline's period cut at `now` (a timeline of today ends at the present, not at midnight),
+    for the reason `not_future` gives; one that begins later is refused, naming `field`."""
+    not_future(start, now, field)
+    return start, min(end, now)
+
+
 def _bad(field: str, text, rule: str) -> InvalidInputError:
     return InvalidInputError(f"{field}: {text!r} {rule}", [FieldError(field, rule)])
 

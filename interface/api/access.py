@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flask import Response
 
-from application.formats import optional_instant
+from application.formats import not_future, optional_instant
 from domain.limits import REQUESTS_FILED_PER_MINUTE
 from domain.token import ANY_ROLE
 from interface.api.access_models import (
@@ -130,7 +130,7 @@ def reject_request(gov, ws, caller, request_id, body):
     response=ExceptionList,
 )
 def get_exceptions(gov, ws, caller, query):
-    return gov.access.exceptions(ws, optional_instant(query.at, "at"))
+    return gov.access.exceptions(ws, not_future(optional_instant(query.at, "at"), gov.clock()))
 
 
 @api.route(

@@ -48,6 +48,8 @@ Entries = Annotated[
 ]
 Reason = Literal[REASONS]
 Instant = Annotated[str, Field(json_schema_extra={"format": "date-time"})]  # RFC 3339, UTC, `Z`
+# What a point-in-time question's `at` may be (`application.formats.not_future`).
+ASKED_AT = "RFC 3339 instant, not later than the request (a later one is 422: its answer is not known yet)"
 Kind = Literal[DECISION_KINDS]
 
 
@@ -206,7 +208,7 @@ class EvaluateBody(Body):
 
 class TestBody(EvaluateBody):
     draft: Draft | None = None
-    at: Annotated[str, Field(description="RFC 3339 instant: test against the policy as it was")] | None = None
+    at: Annotated[str, Field(description=f"{ASKED_AT}; test against the policy as it was then")] | None = None
 
 
 class EgressBody(Body):
@@ -224,7 +226,7 @@ class EgressTestBody(EgressBody):
     )
     at: Instant | None = Field(
         None,
-        description="RFC 3339 instant: was the target reachable then, under the deployment's rules and the "
+        description=f"{ASKED_AT}; was the target reachable then, under the deployment's rules and the "
         "workspace's egress allowlist as recorded at that instant (without hostname_allowlist)",
     )
 
@@ -247,7 +249,7 @@ class Query(BaseModel):
 
 
 class AtQuery(Query):
-    at: str | None = None
+    at: str | None = Field(None, description=f"{ASKED_AT}; default now")
 
 
 class PolicyQuery(AtQuery):
@@ -278,7 +280,7 @@ class DecisionsQuery(PageQuery):
 
 
 class PackageQuery(Query):
-    at: str | None = None
-    on: str | None = None
+    at: str | None = Field(None, description=f"{ASKED_AT}; default now")
+    on: str | None = Field(None, description="a date: the timeline of that day (UTC), up to now if it is today")
     from_: str | None = Field(None, alias="from")
     to: str | None = None

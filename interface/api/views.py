@@ -6,7 +6,7 @@ from datetime import datetime
 
 from flask import Response
 
-from application import optional_bound, optional_instant, parse_day
+from application import not_future, optional_bound, optional_instant, parse_bound, parse_day, until_now
 from domain.errors import FieldError, InvalidInputError
 from domain.token import role_allows
 from interface import exports, metrics
@@ -52,7 +52,7 @@ def get_policy(gov, ws, caller, query):
         if query.at is not None:
             raise InvalidInputError("give at or version, not both", [FieldError("version", "must not come with at")])
         return gov.policy_version(ws, query.version)
-    return gov.policy(ws, optional_instant(query.at, "at"))
+    return gov.policy(ws, not_future(optional_instant(query.at, "at"), gov.clock()))
 
 
 @api.route(
@@ -132,7 +132,7 @@ def post_test(gov, ws, caller, body):
         raise HTTPProblem(403, "Forbidden", "testing a draft needs the admin role or above")
     context = body.context.model_dump() if body.context else {}
     draft = body.draft.model_dump(exclude_none=True) if body.draft else None
-    at = optional_instant(body.at, "at")
+    at = not_future(optional_instant(body.at, "at"), gov.clock())
     return gov.evaluation.test(ws, body.language, body.specs, body.command, context, draft=draft, at=at)
 
 
@@ -173,26 +173,27 @@ def get_decision(gov, ws, caller, decision_id):
     response=(PackageAnswer, Timeline),
 )
 def get_package(gov, ws, caller, language, name, query):
-    period = _period(query)
+    now = gov.clock()
+    period = _period(query, now)
     if period is None:
-        at = optional_instant(query.at, "at") or gov.clock()
-        return gov.audit.package_at(ws, language, name, at)
+        return gov.audit.package_at(ws, language, name, not_future(optional_instant(query.at, "at"), now) or now)
     return Timeline.model_validate(gov.audit.package_timeline(ws, language, name, *period)).model_dump(by_alias=True)
 
 
-def _period(query) -> tuple[datetime, datetime] | None:
+def _period(query, now: datetime) -> tuple[datetime, datetime] | None:
+    """The timeline's period, if one is asked for, up to `now` (`until_now`)."""
     if query.on is None and query.from_ is None and query.to is None:
         return None
     if query.at is not None or (query.on is not None and (query.from_ or query.to)):
         raise InvalidInputError("give at, on, or from and to", [FieldError("at", "use one of at, on, from/to")])
     if query.on is not None:
-        return parse_day(query.on, "on")
+        return until_now(*parse_day(query.on, "on"), now, "on")
     if query.from_ is None or query.to is None:
         missing = "from" if query.from_ is None else "to"
         raise InvalidInputError(
             f"{missing} is required for a period", [FieldError(missing, "is required with from/to")]
         )
-    return optional_bound(query.from_, "from"), optional_bound(query.to, "to")
+    return until_now(parse_bound(query.from_, "from"), parse_bound(query.to, "to", end=True), now, "from")
 
 
 @api.route(
@@ -257,7 +258,7 @@ def post_egress_evaluate(gov, ws, caller, body):
     response=EgressAnswer,
 )
 def post_egress_test(gov, ws, caller, body):
-    at = optional_instant(body.at, "at")
+    at = not_future(optional_instant(body.at, "at"), gov.clock())
     given = "hostname_allowlist" in body.model_fields_set
     if (at is None) != given:
         raise InvalidInputError(

@@ -13,7 +13,7 @@ import os
 
 import click
 
-from application import optional_bound
+from application import not_future, optional_bound
 from application.store import DEFAULT_DATA_DIR
 from domain.policy import LANGUAGES, LISTS, MODES
 from domain.text import noun_for
@@ -130,7 +130,8 @@ def policy() -> None:
 )
 def policy_show(workspace: str, at: str | None) -> None:
     """Print the policy as JSON (now, or at an instant)."""
-    show_json(governance().policy(workspace, optional_bound(at, "at")))
+    gov = governance()
+    show_json(gov.policy(workspace, not_future(optional_bound(at, "at"), gov.clock())))
 
 
 @policy.command("switch-mode")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from application.formats import optional_bound, optional_instant
+from application.formats import not_future, optional_bound, optional_instant
 from domain.access import STATUS_FILTERS
 from domain.limits import MAX_PAGE
 from domain.policy import LANGUAGES
@@ -115,7 +115,8 @@ def exceptions_group() -> None:
 @json_option
 def exceptions_list(workspace: str, at: str | None, as_json: bool) -> None:
     """List the exceptions in force, soonest expiry first."""
-    found = governance().access.exceptions(workspace, optional_bound(at, "at"))["exceptions"]
+    gov = governance()
+    found = gov.access.exceptions(workspace, not_future(optional_bound(at, "at"), gov.clock()))["exceptions"]
     if as_json:
         return show_json(found)
     rows = [

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from application.formats import DAY, parse_day, parse_instant
+from application.formats import DAY, not_future, parse_day, parse_instant, until_now
 from domain.errors import FieldError, InvalidInputError
 from interface.console.forms import field_label
 
@@ -22,13 +22,16 @@ RULE = (
 )
 
 
-def instant(text: str | None, field: str, *, day_start: bool = False, end: bool = False) -> datetime | None:
+def instant(
+    text: str | None, field: str, *, day_start: bool = False, end: bool = False, now: datetime | None = None
+) -> datetime | None:
     """The instant typed into `field`, or None when it is blank. A date alone is its first
     instant; with `day_start` and `end` (a period's "To") it includes that whole day. A time as the
     console prints it (whole seconds or minutes, which its events' microseconds fall within) is,
     with `end`, the whole of that second or minute: a time travel's instant is its last
     microsecond, a period's "To" (exclusive) the next second or minute. What the console shows
-    happening at 14:05:00 was in force at 14:05:00."""
+    happening at 14:05:00 was in force at 14:05:00. With `now` (a point-in-time question), one
+    typed after it is refused (`not_future`), and the second or minute that holds it ends there."""
     text = (text or "").strip()
     if not text:
         return None
@@ -44,14 +47,38 @@ def instant(text: str | None, field: str, *, day_start: bool = False, end: bool 
                 whole -= timedelta(microseconds=1)
     try:
         if DAY.fullmatch(text):
-            return parse_day(text, field)[1 if day_start and end else 0]
-        moment = parse_instant(text, field)
-        return moment + whole if whole is not None else moment
+            moment = parse_day(text, field)[1 if day_start and end else 0]
+        else:
+            moment = parse_instant(text, field)
     except InvalidInputError:
         raise InvalidInputError(
             f"{field_label(field)}: “{typed}” is not a date or time this console can read",
             [FieldError(field, RULE)],
         ) from None
+    through = moment + whole if whole is not None else moment
+    if now is None:
+        return through
+    try:
+        not_future(moment, now, field)
+    except InvalidInputError as error:
+        raise later_than_now(error, field, typed) from None
+    return min(through, now)
+
+
+def later_than_now(error: InvalidInputError, field: str, typed: str) -> InvalidInputError:
+    """`not_future`'s refusal in the console's words."""
+    detail = f"{field_label(field)}: “{typed}” is later than now, and the record answers only up to now"
+    return InvalidInputError(detail, error.errors)
+
+
+def timeline_period(typed: Mapping[str, str], now: datetime) -> tuple[datetime, datetime]:
+    """A timeline's typed period (From and To both given: `package_page.period_typed`), up to
+    `now` (`until_now`)."""
+    start, end = period(typed)
+    try:
+        return until_now(start, end, now, "from")
+    except InvalidInputError as error:
+        raise later_than_now(error, "from", typed["from"]) from None
 
 
 def period(typed: Mapping[str, str]) -> tuple[datetime | None, datetime | None]:

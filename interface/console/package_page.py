@@ -16,7 +16,7 @@ from domain.errors import GovernanceError
 from domain.rules import REASONS as RULE_REASONS
 from interface.console.charts import band
 from interface.console.forms import error_items
-from interface.console.instants import period
+from interface.console.instants import timeline_period
 from interface.console.session import blueprint, caller, governance
 
 RECENT = 10
@@ -31,7 +31,7 @@ def package(language: str, name: str):
     now = governance().audit.package_at(workspace, language, name, instant_now)  # 404/422 for a bad name
     typed = period_typed(request.args, today)
     try:
-        start, end = period(typed)
+        start, end = timeline_period(typed, instant_now)
         timeline = governance().audit.package_timeline(workspace, language, now["name"], start, end)
     except GovernanceError as error:
         return _page(now, typed, None, error, today), 422

@@ -41,7 +41,7 @@ def _answers(typed: dict) -> tuple[dict | None, dict | None, dict | None, list]:
         policy, diff = _version(workspace, typed["version"])
         moment = parse_instant(policy["at"], "at") if policy["at"] else datetime.min.replace(tzinfo=UTC)
     else:
-        moment = instant(typed["at"], "at", end=True)
+        moment = instant(typed["at"], "at", end=True, now=gov.clock())
         if moment is None:
             if typed["name"]:
                 rule = "type a UTC date or time, such as 2026-03-03 14:05"

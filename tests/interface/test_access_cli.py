@@ -72,6 +72,8 @@ def test_exceptions_grant_list_and_revoke(cli, acme):  # noqa: F811
     assert (exception["name"], exception["expires_at"]) == ("beta", iso(until))
     shown = json.loads(cli("exceptions", "list", "-w", "acme", "--json").stdout)
     assert [e["id"] for e in shown] == [exception["id"]]
+    ahead = cli("exceptions", "list", "-w", "acme", "--at", (until - timedelta(days=1)).isoformat())
+    assert ahead.exit_code == 1 and "must not be in the future" in ahead.output  # had listed it, as if known
     assert exception["lifts_deny"] is True
     listed = cli("exceptions", "list", "-w", "acme").stdout.splitlines()
     assert "DENY ENTRY" in listed[0] and "lifts deny" in listed[1]

@@ -6,13 +6,16 @@ import base64
 import gzip
 import http.client
 import json
+from datetime import timedelta
 from urllib.parse import quote, urlsplit
 
 import pytest
 
+from application.formats import iso
 from domain.limits import MAX_ERRORS, MAX_INTEGER
 
 P = "/api/v1/workspaces/acme"
+FUTURE = "must not be in the future"
 SAVE = {
     "expected_version": 0,
     "note": "approve pandas for the data team",
@@ -225,6 +228,31 @@ def test_the_auditors_question_was_pandas_allowed_then(live):
     assert [i["allowed"] for i in day["intervals"]][-1] is True and "decisions" in day
 
 
+def test_a_point_in_time_question_about_the_future_is_refused_and_todays_timeline_ends_now(live, clock):
+    """An answer for a later instant had been given as fact (`allowed`, version 0) and changed once
+    a Save came before that instant; a timeline of today had been drawn to midnight."""
+    later = iso(clock() + timedelta(minutes=10))
+    asked = {
+        ("GET", "/packages/python/httpx?at=" + quote(later)): None,
+        ("GET", "/policy?at=2099-01-01T00:00:00Z"): None,
+        ("GET", "/exceptions?at=" + quote(later)): None,
+        ("POST", "/test"): {"language": "python", "specs": ["httpx"], "at": later},
+        ("POST", "/egress/test"): {"target": "example.com", "at": later},
+    }
+    for (method, path), body in asked.items():
+        reply = live.call(method, P + path, live.tokens["admin"], body)
+        assert reply.status == 422 and reply.json["errors"] == [{"field": "at", "message": FUTURE}], path
+    auditor = live.tokens["auditor"]
+    assert live.call("GET", P + "/decisions?to=2099-01-01", auditor).status == 200  # a range's end may lie ahead
+    before = iso(clock())
+    today = live.call("GET", f"{P}/packages/python/httpx?on={before[:10]}", auditor).json
+    assert before <= today["to"] <= iso(clock()) and today["intervals"][-1]["to"] == today["to"]
+    ahead = live.call("GET", f"{P}/packages/python/httpx?from={later}&to=2099-01-01", auditor)
+    assert ahead.status == 422 and ahead.json["errors"] == [{"field": "from", "message": FUTURE}]
+    clock.step(timedelta(minutes=11))  # the same instant, once it is past, is answered
+    assert live.call("GET", P + "/packages/python/httpx?at=" + quote(later), auditor).json["at"] == later
+
+
 def test_because_is_the_mode_switch_not_a_deny_list_removal_for_a_name_off_the_allow_list(live):
     """Added to the deny list and removed again in allowlist mode: the removal had been `because`."""
     admin, auditor = live.tokens["admin"], live.tokens["auditor"]
@@ -324,8 +352,12 @@ def test_hostile_bodies_and_instants_are_4xx_never_500(live):
     assert live.call("GET", P + "/packages/python/pandas?on=2026-W48", live.tokens["auditor"]).status == 422
     early = live.call("GET", P + "/packages/python/pandas?at=0001-01-01T00:00:00Z", live.tokens["auditor"])
     assert early.json["at"] == "0001-01-01T00:00:00.000000Z"
-    # The last day there is can end a range: it ends at the last instant there is.
-    last = ("/decisions?to=9999-12-31", "/history?from=0001-01-01&to=9999-12-31", "/packages/python/x?on=9999-12-31")
+    # The last day there is can end a range: it ends at the last instant there is (a timeline, now).
+    last = (
+        "/decisions?to=9999-12-31",
+        "/history?from=0001-01-01&to=9999-12-31",
+        "/packages/python/x?from=2020-01-01&to=9999-12-31",
+    )
     for path in last:
         assert live.call("GET", P + path, live.tokens["auditor"]).status == 200, path
     # A parameter given twice is refused, as a JSON key named twice is: readers differ on which counts.

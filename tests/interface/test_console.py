@@ -15,6 +15,7 @@ import urllib.parse
 import urllib.request
 import zlib
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from html import unescape
 from html.parser import HTMLParser
 from http.cookiejar import CookieJar
@@ -177,6 +178,11 @@ def api(live, method: str, path: str, body=None, role: str = "owner"):
     reply = live.call(method, API + path, live.tokens[role], body)
     assert reply.status < 400, reply.body
     return reply.json if reply.body else None
+
+
+def now_typed() -> str:
+    """Now as the console prints it: the whole second that holds the present (time travel's latest)."""
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def decision_count(live) -> int:
@@ -454,7 +460,7 @@ def test_time_travel_shows_the_policy_as_it_stood_then(live):
     assert "Python: allowlist Allow list pandas Deny list (empty)" in then.plain
     assert "Allowed: matches-the-allow-list (allowlist mode, policy version 2)" in then.plain
     assert "added pandas to the allow list (note: “first”)" in then.plain
-    now = console.get("/console/time-travel", at="2999-01-01 00:00", name="pandas")
+    now = console.get("/console/time-travel", at=now_typed(), name="pandas")
     assert "Python: allowlist Allow list numpy Deny list" in now.plain
     assert "Denied: not-on-the-allow-list" in now.plain and "removed pandas" in now.plain
     before = console.get("/console/time-travel", at="2000-01-01")
@@ -477,13 +483,13 @@ def test_time_travel_lists_the_exceptions_in_force_then_without_revoke_buttons(l
     saved = api(live, "PUT", "/policy", {"note": "first", "python": {"mode": "allowlist"}})
     granted = api(live, "POST", "/exceptions", {"language": "python", "name": "pandas", "note": "for the demo"})
     console = signed_in(live)  # an owner: the packages page offers Revoke, time travel never does
-    after = console.get("/console/time-travel", at="2999-01-01 00:00")
+    after = console.get("/console/time-travel", at=now_typed())
     assert "Exceptions in force then" in after.plain and "pandas" in after.plain and "for the demo" in after.plain
     assert "Revoke" not in after.plain and "Revoke" in console.get(P).plain
     version = console.get("/console/time-travel", version=saved["version"])
     assert "Exceptions in force then None." in version.plain  # the version Saved before the grant
     api(live, "DELETE", f"/exceptions/{granted['id']}")
-    assert "Exceptions in force then None." in console.get("/console/time-travel", at="2999-01-01 00:00").plain
+    assert "Exceptions in force then None." in console.get("/console/time-travel", at=now_typed()).plain
 
 
 def test_a_bad_instant_is_explained_not_a_server_error(live):
@@ -492,6 +498,23 @@ def test_a_bad_instant_is_explained_not_a_server_error(live):
     assert page.status == 422 and "Instant (UTC): “yesterday” is not a date or time" in page.plain
     assert "type a UTC date such as 2026-03-03" in page.plain and "RFC 3339 timestamp" not in page.plain
     assert page.form("/console/time-travel").get("at") == "yesterday"
+
+
+def test_the_future_is_refused_and_the_second_that_holds_now_is_answered_up_to_now(live):
+    """Time travel to a later instant had answered as if it were known; a package's timeline ran on
+    to the end of its last day."""
+    console = signed_in(live, "auditor")
+    later = console.get("/console/time-travel", at="2099-01-01 00:00", name="pandas")
+    assert later.status == 422 and "Instant (UTC): “2099-01-01 00:00” is later than now" in later.plain
+    assert "Instant (UTC): must not be in the future" in later.plain
+    now = console.get("/console/time-travel", at=now_typed(), name="pandas")
+    assert now.status == 200 and "Allowed: not-on-the-deny-list" in now.plain
+    ahead = console.get("/console/packages/python/pandas", **{"from": "2099-01-01"})
+    assert ahead.status == 422 and "From (UTC): “2099-01-01” is later than now" in ahead.plain
+    assert "From (UTC): must not be in the future" in ahead.plain
+    day = now_typed()[:10]
+    today = console.get("/console/packages/python/pandas", **{"from": day})
+    assert today.status == 200 and f"From {day} 00:00:00 UTC to {day} " in today.plain  # not the next day's 00:00
 
 
 def test_console_pages_can_not_be_framed_cached_or_run_scripts(live):

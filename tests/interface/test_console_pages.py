@@ -7,7 +7,7 @@ import re
 import urllib.parse
 from html import unescape
 
-from tests.interface.test_console import API, Console, api, signed_in
+from tests.interface.test_console import API, Console, api, now_typed, signed_in
 
 
 def _decide(live) -> str:
@@ -167,7 +167,7 @@ def test_time_travel_shows_the_rules_in_force_then_in_the_packages_page_words(li
     )
     assert "Python: denylist Allow list (empty) Deny list (empty) Rules beyond names (none)" in then
     assert "Denied versions" not in then and "Wheels only" not in then
-    now = console.get("/console/time-travel", at="2999-01-01 00:00").plain
+    now = console.get("/console/time-travel", at=now_typed()).plain
     assert "Denied versions: requests<2.20. Monitor: serve it, record what the rule would do." in now
     assert "Wheels only: refuse source distributions. Enforce: hide the version." in now
 
