@@ -22,11 +22,14 @@ from interface import exports
 from interface.cli.access import exceptions_group, requests_group
 from interface.cli.advisories import advisories_group
 from interface.cli.audit import audit as audit_command
-from interface.cli.common import FilePath, GovernanceGroup, actor, governance, note_option, workspace_option
+from interface.cli.common import FLAGS, FilePath, GovernanceGroup, actor, governance, note_option, workspace_option
 from interface.cli.egress_proxy import egress_proxy_command
 from interface.exports import Tally, progress, show_json, table, written
 from interface.serve import server_options
 from interface.settings import Settings
+
+# The instants' options (policy show and exceptions list take --at, decisions export the others).
+FLAGS.update({"at": "--at", "from": "--from", "to": "--to"})
 
 
 @click.group(cls=GovernanceGroup, context_settings={"help_option_names": ["-h", "--help"]})

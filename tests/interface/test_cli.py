@@ -148,7 +148,11 @@ def test_a_bad_language_mode_or_instant_is_refused(cli, acme):
     assert cli("policy", "switch-mode", "-w", "acme", "ruby", "allowlist").exit_code == 2
     assert cli("policy", "switch-mode", "-w", "acme", "python", "maybe").exit_code == 2
     late = cli("policy", "show", "-w", "acme", "--at", "yesterday")
-    assert late.exit_code == 1 and "at: 'yesterday'" in late.stderr
+    either = "must be an RFC 3339 timestamp with an offset, such as 2026-03-03T14:05:00Z, or a date such as 2026-03-03"
+    assert late.exit_code == 1 and f"  at (--at): {either}" in late.stderr  # the option, and a date is taken too
+    for option in ("--from", "--to"):
+        bad = cli("decisions", "export", "-w", "acme", option, "last week")
+        assert bad.exit_code == 1 and f"  {option[2:]} ({option}): {either}" in bad.stderr, bad.stderr
     guessed = cli("policy", "show", "-w", "acme", "--at", "2020-12-07T06:56:35+00:99")  # had been read as 05:17Z
     assert guessed.exit_code == 1 and "has an offset RFC 3339 does not allow" in guessed.stderr
 
