@@ -34,7 +34,7 @@ from domain.access import (
 from domain.egress.workspace import EGRESS
 from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
 from domain.policy import Change, bind_rules, exception_end
-from domain.text import check_context, check_text
+from domain.text import check_context, check_text, quoted
 
 DENIALS_WINDOW_DAYS = 30
 
@@ -99,7 +99,7 @@ class Access:
         row = self.access_reads.request(workspace, request_id) if parse_uuid(request_id) else None
         asked = self.access_reads.askers([request_id]) if row else []
         if row is None or (token_id is not None and token_id not in {a["token_id"] for a in asked}):
-            raise NotFoundError(f"no request {request_id!r} in this workspace")
+            raise NotFoundError(f"no request {quoted(request_id)} in this workspace")
         return request_view(row, asked, self.clock(), self._denials(row), viewer=token_id)
 
     def requests(
@@ -114,7 +114,8 @@ class Access:
         self.require_workspace(workspace)
         if status not in STATUS_FILTERS:
             raise InvalidInputError(
-                f"unknown status {status!r}", [FieldError("status", f"must be one of {', '.join(STATUS_FILTERS)}")]
+                f"unknown status {quoted(status)}",
+                [FieldError("status", f"must be one of {', '.join(STATUS_FILTERS)}")],
             )
         after = _request_cursor(cursor) if cursor else None
         now = self.clock()
@@ -184,7 +185,7 @@ class Access:
         except AggregateNotFoundError:
             request = None
         if not isinstance(request, AccessRequest) or request.workspace != workspace:
-            raise NotFoundError(f"no request {request_id!r} in this workspace")
+            raise NotFoundError(f"no request {quoted(request_id)} in this workspace")
         return request
 
     def _denials(self, row: dict) -> int:
@@ -230,7 +231,7 @@ class Access:
                         f"exception {exception_id} was already revoked",
                         [FieldError("exception_id", "must be a standing exception")],
                     )
-                raise NotFoundError(f"no exception {exception_id!r} in this workspace")
+                raise NotFoundError(f"no exception {quoted(exception_id)} in this workspace")
             ended = exception_end(grant)
             if ended is not None and ended <= self.clock():  # nothing left to revoke: record nothing
                 raise ConflictError(

@@ -26,6 +26,7 @@ from application.store.reads import ReadModel
 from domain.advisories import FEED_ID, AdvisoryFeed, Affected, package_name, read_records
 from domain.decision import NOT_FOUND_UPSTREAM
 from domain.errors import FieldError, InvalidInputError, NotFoundError
+from domain.text import quoted
 
 REFRESH_SECONDS = 2.0
 MAX_RECORDS = 50_000  # records in one import
@@ -108,7 +109,7 @@ class Advisories:
             affected = list(self._by_id.get(advisory, ()))
         if not affected:
             raise NotFoundError(  # imported or not: either way no fetch of the index can be exposed to it
-                f"no imported advisory {advisory!r} affects a PyPI or npm package (none imported by that id, "
+                f"no imported advisory {quoted(advisory)} affects a PyPI or npm package (none imported by that id, "
                 "or one naming only other ecosystems)"
             )
         exposures, truncated = [], False

@@ -32,7 +32,7 @@ from domain.limits import MAX_FILTER, MAX_TEXT
 from domain.policy import LANGUAGES
 from domain.rules import rules_for
 from domain.specs import check_language, registry_name
-from domain.text import check_text
+from domain.text import check_text, quoted
 
 EXPORT_PAGE = 1000
 
@@ -100,7 +100,7 @@ class Audit:
     def decision(self, workspace: str, decision_id: str) -> dict:
         row = self.readmodel.decision(workspace, decision_id) if parse_uuid(decision_id) else None
         if row is None:
-            raise NotFoundError(f"no decision {decision_id!r} in this workspace")
+            raise NotFoundError(f"no decision {quoted(decision_id)} in this workspace")
         return self._views([row], workspace)[0]
 
     def _views(self, rows: list[dict], workspace: str) -> list[dict]:
@@ -153,7 +153,7 @@ def decision_filters(filters: dict | None) -> dict:
     for field, allowed in (("language", LANGUAGES), ("kind", DECISION_KINDS), ("reason", DECISION_REASONS)):
         if field in filters and filters[field] not in allowed:
             raise InvalidInputError(
-                f"unknown {field} {filters[field]!r}", [FieldError(field, f"must be one of {', '.join(allowed)}")]
+                f"unknown {field} {quoted(filters[field])}", [FieldError(field, f"must be one of {', '.join(allowed)}")]
             )
     for field, most in (("name", MAX_TEXT), ("source", MAX_FILTER), ("sandbox", MAX_FILTER)):
         if field in filters:  # a name as long as a list entry may be: its package page lists its decisions
@@ -170,7 +170,7 @@ def package_name(language: str, text: str) -> str:
     name = registry_name(language, text)
     if name is None:
         raise InvalidInputError(
-            f"{text!r} is not a {language} package name", [FieldError("name", "must be a registry package name")]
+            f"{quoted(text)} is not a {language} package name", [FieldError("name", "must be a registry package name")]
         )
     return name
 

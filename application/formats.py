@@ -14,6 +14,7 @@ from uuid import UUID
 from domain.errors import FieldError, InvalidInputError
 from domain.instants import iso  # noqa: F401 - written here for the layers above, as every instant
 from domain.limits import MAX_INTEGER, MAX_PAGE
+from domain.text import quoted
 
 # RFC 3339 date-time (section 5.6): seconds and an offset are required; `T` may be a space; a
 # fraction has any number of digits (kept to the microsecond). ASCII digits only. The ranges of
@@ -104,7 +105,7 @@ def until_now(start: datetime, end: datetime, now: datetime, field: str) -> tupl
 
 
 def _bad(field: str, text, rule: str) -> InvalidInputError:
-    return InvalidInputError(f"{field}: {text!r} {rule}", [FieldError(field, rule)])
+    return InvalidInputError(f"{field}: {quoted(text)} {rule}", [FieldError(field, rule)])
 
 
 # Opaque pagination cursors: base64url JSON, validated on the way back in.

@@ -52,7 +52,7 @@ from domain.edits import plan_desired_state, plan_incremental
 from domain.errors import ConflictError, FieldError, GovernanceError, InvalidInputError, NotFoundError
 from domain.names import check_visible, skeleton
 from domain.policy import Policy, policy_id
-from domain.text import check_label, check_text
+from domain.text import check_label, check_text, quoted
 from domain.token import (
     RESERVED_NAME_PREFIXES,
     ROLES,
@@ -269,7 +269,7 @@ class Governance(Application):
     def revoke_token(self, workspace: str, token: str, by: str) -> None:
         found = self._get_token(token)
         if found is None or found.workspace != workspace:
-            raise NotFoundError(f"no token {token!r} in this workspace")
+            raise NotFoundError(f"no token {quoted(token)} in this workspace")
         found.revoke(by)
         try:
             self.save(found)  # the store refuses to leave a workspace without an active owner token
@@ -438,5 +438,6 @@ def stale(expected: int, current: int) -> GovernanceError:
 def check_workspace_slug(workspace: str) -> None:
     if not isinstance(workspace, str) or not WORKSPACE_PATTERN.fullmatch(workspace):
         raise InvalidInputError(
-            f"invalid workspace slug {workspace!r}", [FieldError("workspace", "must match [a-z0-9][a-z0-9-]{0,62}")]
+            f"invalid workspace slug {quoted(workspace)}",
+            [FieldError("workspace", "must match [a-z0-9][a-z0-9-]{0,62}")],
         )

@@ -21,6 +21,7 @@ from domain.edits import plan_desired_state
 from domain.egress.workspace import EgressRules
 from domain.errors import RULES_NAMED, FieldError, InvalidInputError, NotFoundError
 from domain.policy import LanguageRules, Policy, bind_rules, policy_id
+from domain.text import quoted
 
 
 class Policies:
@@ -124,4 +125,4 @@ class Policies:
 
 
 def no_workspace(workspace: str) -> NotFoundError:
-    return NotFoundError(f"no workspace {workspace!r}")
+    return NotFoundError(f"no workspace {quoted(workspace)}")

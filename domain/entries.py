@@ -11,6 +11,7 @@ from domain.limits import MAX_ERRORS, MAX_LIST_ENTRIES, MAX_TEXT
 from domain.patterns import is_pattern, parse_pattern
 from domain.specs import parse
 from domain.specs.pip import NAME_RE
+from domain.text import quoted
 
 _LINES = re.compile(r"\r\n|\r|\n")
 _TRAILING_COMMENT = re.compile(r"\s+#.*$")  # pip's rule: '#' starts a comment after a blank
@@ -113,7 +114,7 @@ def _judge(language: str, entry: object, names_only: bool) -> tuple[str | None, 
     if not isinstance(entry, str):
         return None, f"{entry!r} is not a string but {type(entry).__name__}; {_RULE}"
     if len(entry) > MAX_TEXT:  # the longest spec /evaluate and the index judge: no name past it is ever asked
-        return None, f"{entry[:40]!r}… has {len(entry)} characters; a list entry may have at most {MAX_TEXT}"
+        return None, f"{quoted(entry)} has {len(entry)} characters; a list entry may have at most {MAX_TEXT}"
     spec = parse(language, entry)
     if spec.kind == "registry" and spec.name is not None:  # its version may hold '*': `numpy==1.*`
         if names_only and not _bare(language, entry):

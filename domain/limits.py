@@ -21,6 +21,7 @@ MAX_ALLOWLIST = 10_000  # hostnames in an egress allowlist under test
 MAX_NOTE = 2000  # a change's note
 MAX_LABEL = 200  # a token's name, each value of a decision's context
 MAX_FILTER = 500  # a filter value or cursor in a query
+MAX_QUOTED = 100  # characters of a caller's text a refusal quotes back (`domain.text.quoted`)
 # The widest integer both stores hold (SQLite's INTEGER, PostgreSQL's BIGINT): a version, sequence
 # number or tree size a caller names past it is refused, never sent to the store (SQLite: 500).
 MAX_INTEGER = 2**63 - 1

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from domain.errors import FieldError, InvalidInputError
-from domain.limits import MAX_LABEL, MAX_NOTE
+from domain.limits import MAX_LABEL, MAX_NOTE, MAX_QUOTED
 from domain.names import check_visible
 
 IDENTITY_KEYS = ("actor", "sandbox")  # context values that name someone, like a token's name
@@ -24,6 +24,14 @@ def noun_for(count: int, singular: str, plural: str | None = None) -> str:
     """The noun for `count` of it, as a sentence says it: `1 checkpoint`, `2 checkpoints` (`plural`
     when it is not the singular and an s: dependency, dependencies)."""
     return singular if count == 1 else plural or singular + "s"
+
+
+def quoted(value: object) -> str:
+    """A caller's value as a refusal quotes it back: its repr, text past MAX_QUOTED characters cut
+    with an ellipsis (a 404 had echoed an id of 5,000 characters whole)."""
+    if isinstance(value, str) and len(value) > MAX_QUOTED:
+        return f"{value[:MAX_QUOTED]!r}…"
+    return repr(value)
 
 
 def check_text(value: object, field: str, max_length: int = MAX_NOTE) -> str:

@@ -75,7 +75,7 @@ from domain.rules import REASONS as RULE_REASONS
 from domain.run import reader_key
 from domain.specs import Spec, parse
 from domain.specs.pip import NAME_RE
-from domain.text import check_text
+from domain.text import check_text, quoted
 
 REQUESTS = ("page", "metadata", "download")
 TOKEN_WINDOW_SECONDS = 15 * 60
@@ -445,7 +445,7 @@ def registry_spec(language: str, name: str) -> Spec:
     spec = parse(language, name)
     bare = NAME_RE.fullmatch(name) if language == "python" else spec.name == name
     if spec.kind != "registry" or spec.name is None or not bare:
-        raise NotFoundError(f"{name!r} is not a {language} package name")
+        raise NotFoundError(f"{quoted(name)} is not a {language} package name")
     return spec
 
 

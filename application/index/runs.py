@@ -19,7 +19,7 @@ from application.index.gate import Principal
 from application.store.reads import Denials, ReadModel
 from domain.errors import FieldError, InvalidInputError, NotFoundError
 from domain.run import RUN_SECRET_PREFIX, Run, new_run_secret, run_id
-from domain.text import check_context
+from domain.text import check_context, quoted
 from domain.token import digest, role_allows
 
 DEFAULT_RUN_SECONDS = 30 * 60
@@ -87,9 +87,9 @@ class Runs:
         run_uuid = parse_uuid(run)
         row = self._checked.run(str(run_uuid)) if run_uuid else None
         if row is None or row["workspace"] != workspace:
-            raise NotFoundError(f"no run {run!r} in this workspace")
+            raise NotFoundError(f"no run {quoted(run)} in this workspace")
         if row["started_by"] != caller["id"] and not role_allows(caller["role"], "admin"):
-            raise NotFoundError(f"no run {run!r} in this workspace")  # a sandbox sees only its own runs
+            raise NotFoundError(f"no run {quoted(run)} in this workspace")  # a sandbox sees only its own runs
         if row["ended"]:
             return
         found = self._get(run_uuid)
@@ -109,7 +109,7 @@ class Runs:
             or row["workspace"] != workspace
             or (caller["role"] == "sandbox" and row["started_by"] != caller["id"])
         ):
-            raise NotFoundError(f"no run {run!r} in this workspace")
+            raise NotFoundError(f"no run {quoted(run)} in this workspace")
         rows = self._readmodel.run_decisions(str(run_uuid))
         decisions = with_deliveries(
             self._readmodel, [decision_view(r["id"], json.loads(r["record"]), r["at"], workspace) for r in rows]

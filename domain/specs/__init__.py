@@ -15,6 +15,7 @@ from functools import lru_cache
 from domain.errors import FieldError, InvalidInputError
 from domain.specs import fast, npm, pip
 from domain.specs.types import KINDS, LANGUAGES, UNSAFE_CHARS, Parsed, Spec, make_spec
+from domain.text import quoted
 
 __all__ = [
     "KINDS",
@@ -54,7 +55,7 @@ def check_language(
     field: str = "language",
 ) -> str:
     if language not in LANGUAGES:
-        said = "no language given" if language is None else f"unknown language {language!r}"
+        said = "no language given" if language is None else f"unknown language {quoted(language)}"
         raise refusal(said, [FieldError(field, "must be python or node")])
     return str(language)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from flask import request
 
+from domain.text import quoted
 from domain.token import READ_ONLY_ROLES, RECORDING_RIGHT, role_allows
 from interface.problems import HTTPProblem
 
@@ -34,7 +35,7 @@ def authenticate(governance, remembered: bool = False) -> dict:
 
 def authorize(caller: dict, workspace: str, role: str) -> None:
     if caller["workspace"] != workspace:
-        raise HTTPProblem(404, "Not Found", f"no workspace {workspace!r}")
+        raise HTTPProblem(404, "Not Found", f"no workspace {quoted(workspace)}")
     if not role_allows(caller["role"], role):
         raise HTTPProblem(403, "Forbidden", refusal(role, caller["role"]))
 

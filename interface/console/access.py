@@ -8,7 +8,7 @@ from flask import flash, redirect, render_template, request, url_for
 from domain.access import STATUS_FILTERS
 from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.specs import check_language
-from domain.text import noun_for
+from domain.text import noun_for, quoted
 from interface.console import packages as policy_page
 from interface.console.forms import LIFT_BOXES, TITLES, desired_state, policy_form, refusal_text
 from interface.console.session import blueprint, caller, governance, require
@@ -31,7 +31,7 @@ def requests_page(kept: dict | None = None):
     status = request.args.get("status", "open")
     if status not in STATUS_FILTERS:  # said, not read as another filter (the list would not be what was asked)
         rule = f"must be one of {', '.join(STATUS_FILTERS)}"
-        raise InvalidInputError(f"there is no request status {status!r} to show", [FieldError("status", rule)])
+        raise InvalidInputError(f"there is no request status {quoted(status)} to show", [FieldError("status", rule)])
     cursor = request.args.get("cursor") or None
     page = governance().access.requests(_workspace(), status, limit=PAGE_SIZE, cursor=cursor)
     return render_template(

@@ -25,6 +25,7 @@ from application.races import once_more_if_stale
 from domain.decision import RUN_FAILED
 from domain.errors import FieldError
 from domain.limits import MAX_TEXT
+from domain.text import quoted
 from interface.index.upstream import UpstreamProblem
 from interface.problems import HTTPProblem
 from interface.services import services
@@ -93,7 +94,7 @@ def refusal(principal: Principal | None, workspace: str, unauthenticated_status:
         title = "Unauthorized" if unauthenticated_status == 401 else "Forbidden"
         return HTTPProblem(unauthenticated_status, title, detail, headers=headers)
     if principal.workspace != workspace:
-        return HTTPProblem(404, "Not Found", f"no workspace {workspace!r}")
+        return HTTPProblem(404, "Not Found", f"no workspace {quoted(workspace)}")
     if not may_read(principal):
         return HTTPProblem(403, "Forbidden", "an auditor's token never adds to the record, so it cannot read the index")
     return None
