@@ -14,6 +14,7 @@ from application.formats import strict_json
 from application.races import once_more_if_stale
 from domain.errors import FieldError, InvalidInputError
 from interface.api.auth import authenticate, authorize
+from interface.api.schemas import Query
 from interface.problems import HTTPProblem
 from interface.services import services
 
@@ -87,8 +88,11 @@ class Api:
                     authorize(params["caller"], params.get("ws", params["caller"]["workspace"]), role)
                 if body is not None:
                     params["body"] = body.model_validate(json_body())
+                # A route without a query schema takes no parameter: one it would ignore is refused
+                # as a schema refuses one it lacks (`/audit/verify?foo=1` had been 200).
+                checked = (query or Query).model_validate(query_args())
                 if query is not None:
-                    params["query"] = query.model_validate(query_args())
+                    params["query"] = checked
                 return view(governance, **params)
 
             @wraps(view)

@@ -6,13 +6,14 @@ import base64
 import gzip
 import http.client
 import json
+import re
 from datetime import timedelta
 from urllib.parse import quote, urlsplit
 
 import pytest
 
 from application.formats import iso
-from domain.limits import MAX_ERRORS, MAX_INTEGER
+from domain.limits import MAX_ERRORS, MAX_INTEGER, MAX_QUOTED
 
 P = "/api/v1/workspaces/acme"
 FUTURE = "must not be in the future"
@@ -214,6 +215,41 @@ def test_a_cursor_is_only_one_a_page_issues_never_a_number_past_the_stores(live)
     taken = live.call("GET", P + "/requests?cursor=" + cursor_of('[0, "2026-01-01T00:00:00Z", "x"]'), token)
     assert taken.status == 200, taken.body
     assert signed_in(live, "auditor").get("/console/history", cursor=cursor_of(str(MAX_INTEGER + 1))).status == 422
+
+
+def test_no_refusal_quotes_back_more_than_max_quoted_characters_of_what_it_was_sent(live):
+    """A 404 had echoed a decision id of 5,000 characters whole (an advisory's, a run's, a
+    request's, an instant's too): every path segment and query string, 5,000 characters long."""
+    sent = "x" * 5000
+    asked = []
+    for method, path, operation in operations(live):
+        params = operation.get("parameters", [])
+        filled = path.replace("{workspace}", "acme").replace("{ws}", "acme")
+        for name in (p["name"] for p in params if p["in"] == "path" and p["name"] not in ("workspace", "ws")):
+            asked.append((method, re.sub(r"\{\w+\}", "x", filled.replace("{" + name + "}", sent))))
+        asked += [(method, f"{filled}?{p['name']}={sent}") for p in params if p["in"] == "query" and "{" not in filled]
+    asked.append(("get", f"/api/v1/workspaces/{sent}/policy"))
+    for method, path in asked:
+        reply = live.call(method.upper(), path, live.tokens["owner"], {} if method in ("post", "put") else None)
+        if reply.status >= 400:
+            assert "x" * (MAX_QUOTED + 1) not in reply.body.decode(), (method, path[:80], reply.body[:200])
+
+
+def operations(live) -> list[tuple[str, str, dict]]:
+    """(method, path, operation) of every route the service's OpenAPI document describes."""
+    paths = live.call("GET", "/api/v1/openapi.json").json["paths"]
+    return [(method, path, operation) for path, ops in paths.items() for method, operation in ops.items()]
+
+
+def test_a_query_parameter_a_route_does_not_take_is_refused_on_every_get_route(live):
+    """`/audit/verify?foo=1` had been answered (200) where `/decisions?foo=1` is 422: a route
+    without a query schema ignored what it was sent."""
+    for method, path, _ in operations(live):
+        if method == "get":
+            filled = re.sub(r"\{(\w+)\}", lambda m: "acme" if m[1] in ("workspace", "ws") else "x", path)
+            reply = live.call("GET", filled + "?foo=1", live.tokens["owner"])
+            unknown = {"field": "foo", "message": "Extra inputs are not permitted"}
+            assert reply.status == 422 and unknown in reply.json["errors"], (path, reply.status)
 
 
 def test_the_auditors_question_was_pandas_allowed_then(live):
