@@ -39,6 +39,7 @@ LABELS = {
     "sandbox": "Sandbox",
     "source": "Source",
     "version": "Version",
+    "cursor": "Page link",  # Older, Later changes, Next page: what a person knows a cursor as
     "specs": "Specs or command line",
     "command": "Specs or command line",
     "expected_version": "The form's version",
@@ -51,6 +52,10 @@ LABELS = {
     "import-format": "File format",
     "import-language": "Language of the file",
 }
+
+
+# Rules whose API words name what a person never sees, as the console says them.
+CONSOLE_RULES = {"cursor": "must be an Older, Later changes or Next page link as the page gave it"}
 
 
 # The box that lifts deny entries for an approval's window: a request's own, and its closure's.
@@ -215,7 +220,12 @@ def _command(text: str) -> list[str] | None:
 def refusal_text(error) -> str:
     """A refusal in the console's words: its detail, then each field it names by its label."""
     detail = error.detail.rstrip(".") + "."
-    return detail + "".join(f" {field_label(e.field)}: {e.message}." for e in error.errors)
+    return detail + "".join(f" {field_label(e.field)}: {rule_of(e)}." for e in error.errors)
+
+
+def rule_of(error: FieldError) -> str:
+    """A field error's rule in the console's words (`CONSOLE_RULES`), else the API's."""
+    return CONSOLE_RULES.get(error.field, error.message)
 
 
 def field_label(field: str) -> str:
@@ -250,7 +260,7 @@ def heading(error: GovernanceError) -> str:
 def error_items(error: GovernanceError) -> list[dict]:
     """Every named field of a refusal, labelled for people and keyed for the form's inputs (the
     form is the draft, so a draft's `draft.` prefix names the same inputs)."""
-    fields = [(e.field.removeprefix("draft."), e.message) for e in error.errors]
+    fields = [(e.field.removeprefix("draft."), rule_of(e)) for e in error.errors]
     return [{"field": f, "label": field_label(f), "message": m, "input": input_of(f)} for f, m in fields]
 
 

@@ -56,8 +56,8 @@ def _version(workspace: str, text: str) -> tuple[dict, dict]:
     """Version N's policy, and what it changed from version N - 1 (with the change itself)."""
     version = version_number(text)
     if version is None:
-        rule = "must be a whole number, such as 3"
-        raise InvalidInputError("That version is not a number", [FieldError("version", rule)])
+        rule = "must be a whole number from 0 up, such as 3"
+        raise InvalidInputError("That is not a version number", [FieldError("version", rule)])
     gov = governance()
     policy = gov.policy_version(workspace, version)
     if version == 0:

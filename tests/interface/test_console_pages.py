@@ -88,13 +88,34 @@ def test_a_version_shows_its_own_state_and_the_difference_from_the_one_before(li
     assert "Python: mode denylist → allowlist" in first.plain
     assert "The default policy, before any change." in console.get("/console/time-travel", version="0").plain
     assert console.get("/console/time-travel", version="9").status == 404
-    assert "That version is not a number" in console.get("/console/time-travel", version="x").plain
+    for typed in ("x", "-1"):
+        plain = console.get("/console/time-travel", version=typed).plain
+        assert "That is not a version number Version: must be a whole number from 0 up, such as 3" in plain, typed
     # '²' is a digit to str.isdigit() and not a number to int()
     superscript = console.get("/console/time-travel", version="2²")
-    assert superscript.status == 422 and "That version is not a number" in superscript.plain
+    assert superscript.status == 422 and "That is not a version number" in superscript.plain
     # past what int() reads (4,300 digits), and past any version
     huge = console.get("/console/time-travel", version="9" * 5000)
-    assert huge.status == 422 and "That version is not a number" in huge.plain
+    assert huge.status == 422 and "That is not a version number" in huge.plain
+
+
+def test_a_crafted_address_is_refused_naming_its_field_by_a_plain_label(live):
+    """A language the console never offers, a name that is none, a changed page link and a
+    negative version: each refusal names the field as a person knows it (a page link had been
+    `cursor` and its rule spoke of next_cursor; -1 had been "not a number")."""
+    link = "Page link: must be an Older, Later changes or Next page link as the page gave it"
+    said = {
+        "/console/time-travel?at=2020-01-01&language=ruby&name=pandas": "Language: must be python or node",
+        "/console/time-travel?at=2020-01-01&name=--": "Package name: must be a registry package name",
+        "/console/time-travel?version=-1": "Version: must be a whole number from 0 up, such as 3",
+        "/console/audit?cursor=garbage": link,
+        "/console/history?cursor=garbage": link,
+        "/console/requests?cursor=garbage": link,
+    }
+    console = signed_in(live)
+    for path, words in said.items():
+        page = console.get(path)
+        assert page.status in (404, 422) and words in page.plain, (path, page.plain[:600])
 
 
 def test_the_policy_api_answers_at_a_version(live):
