@@ -129,7 +129,9 @@ def policy() -> None:
 @policy.command("show")
 @workspace_option
 @click.option(
-    "--at", metavar="T", help="The policy as it stood at this instant: RFC 3339, or a date (its first instant, UTC)."
+    "--at",
+    metavar="T",
+    help="The policy as it stood at this instant, not later than now: RFC 3339, or a date (its first instant, UTC).",
 )
 def policy_show(workspace: str, at: str | None) -> None:
     """Print the policy as JSON (now, or at an instant)."""

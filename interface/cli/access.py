@@ -110,7 +110,8 @@ def exceptions_group() -> None:
 @click.option(
     "--at",
     metavar="T",
-    help="Those in force at this instant: RFC 3339, or a date (its first instant, UTC); default now.",
+    help="Those in force at this instant, not later than now: RFC 3339, or a date (its first instant, UTC); "
+    "default now.",
 )
 @json_option
 def exceptions_list(workspace: str, at: str | None, as_json: bool) -> None:
