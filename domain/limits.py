@@ -30,6 +30,10 @@ MAX_INTEGER = 2**63 - 1
 RUN_STARTS_PER_MINUTE = 120  # POST /runs
 REQUESTS_FILED_PER_MINUTE = 60  # POST /requests (filing or joining): each is a sealed event
 INDEX_FETCHES_PER_MINUTE = 6000  # pages, packuments and files of the package index
+# GET .../audit/verify: a linear pass over a chain and its read models (seconds on a large store,
+# all CPU), so at most this many run at once per worker process, each in one of its index slots.
+VERIFIES_PER_MINUTE = 6
+VERIFIES_AT_ONCE = 1
 # A dependency closure (POST /allowlist/closure, approval with dependencies): names it may hold
 # and upstream fetches (project pages, packuments, metadata files) one call may make.
 MAX_CLOSURE_NAMES = 500

@@ -9,10 +9,15 @@ from pydantic import BaseModel, Field
 from application.chain.receipts import receipt
 from application.chain.sealer import UNATTRIBUTED
 from application.chain.verify import PROBLEMS
-from domain.limits import MAX_INTEGER
+from domain.limits import MAX_INTEGER, VERIFIES_AT_ONCE, VERIFIES_PER_MINUTE
 from domain.token import ANY_ROLE
 from interface.api.blueprint import W, api
+from interface.api.routing import Rate
 from interface.api.schemas import Instant, Query
+
+# A verification is a linear pass over a chain and its read models: a rate of its own, and few at once,
+# each in one of the worker's slots (interface.index.bounds); the workspace's and the deployment's share them.
+VERIFICATIONS = Rate("verifications", VERIFIES_PER_MINUTE, at_once=VERIFIES_AT_ONCE)
 
 Hash = Annotated[str, Field(pattern="^[0-9a-f]{64}$", description="SHA-256, lowercase hex")]
 
@@ -122,6 +127,7 @@ def post_checkpoint(gov, ws, caller):
     "Recompute the chain from the store and check every checkpoint",
     role="auditor",
     response=VerifyAnswer,
+    rate=VERIFICATIONS,
 )
 def get_verify(gov, ws, caller):
     return gov.chain.verify(ws)
@@ -149,6 +155,7 @@ def get_deployment_checkpoints(gov, caller, query):
     "token of any workspace",
     role="auditor",
     response=VerifyAnswer,
+    rate=VERIFICATIONS,
 )
 def get_deployment_verify(gov, caller):
     return gov.chain.verify(UNATTRIBUTED)

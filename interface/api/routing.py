@@ -21,10 +21,13 @@ from interface.services import services
 
 @dataclass(frozen=True)
 class Rate:
-    """A route's own rate per token and worker, named for its refusal ("runs started")."""
+    """A route's own rate per token and worker, named for its refusal ("runs started"); routes
+    declaring one Rate share its buckets. `at_once`: a route whose answer is a long pass over the
+    store runs in one of the worker's index slots, at most this many at once (interface.index.bounds)."""
 
     what: str
     per_minute: int
+    at_once: int | None = None
 
 
 @dataclass

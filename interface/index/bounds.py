@@ -5,7 +5,7 @@ Under granian (WSGI, a fixed pool of blocking request threads) a request holds i
 its body is sent: a client that stops reading, or an upstream that trickles, holds it for as long
 as that lasts. So, per worker process:
 
-- index requests, and exports (their answers stream), hold at most `slots` threads at once
+- index requests, exports (their answers stream) and verifications hold at most `slots` threads at once
   (the pool minus RESERVED_THREADS, which stay free for `/healthz`, `/evaluate` and the
   console); past that, 503 with Retry-After. A
   busy worker is not a stuck one, though: when every slot is taken but one of them was taken
@@ -17,8 +17,14 @@ as that lasts. So, per worker process:
   response closes (pip fetches one file after another, and retries a 503 but not a 429);
   past that, 429 with Retry-After;
 - each token has a token bucket for index fetches, and one for each API route declared with a
-  rate of its own (`rate=` in interface.api.routing: starting runs, filing requests); an empty
-  bucket is 429 with Retry-After (the seconds until the next request fits).
+  rate of its own (`rate=` in interface.api.routing: starting runs, filing requests,
+  verifications); an empty bucket is 429 with Retry-After (the seconds until the next request fits);
+- a route whose answer is a long pass over the store (a verification: seconds of CPU on a large
+  chain, its answer only ready at the end) holds one of those slots while it runs, and at most its
+  Rate's `at_once` of them run at once on a worker, whoever asks; past that, 429 at once, its
+  bucket unspent. (Ten verifications by one auditor token held every thread of two workers, and
+  `/healthz` and `/evaluate` waited up to a minute behind them: the gate, denying after 10 s,
+  denied every sandbox meanwhile.)
 
 A body the app holds whole in memory (a judged page, a refusal) is handed to the server as one
 buffer, its slot released at once: granian sends a list in one write, while it pulls an iterator
@@ -52,7 +58,7 @@ from interface.index.access import SLOT, credentials
 from interface.problems import problem
 
 if TYPE_CHECKING:
-    from interface.api.routing import Api
+    from interface.api.routing import Api, Rate
 
 RESERVED_THREADS = 2  # request threads index requests never take
 QUEUE_SECONDS = 0.5  # the longest a request waits for a slot that quick requests hold
@@ -97,32 +103,31 @@ class Buckets:
 
 
 class IndexBounds:
-    """WSGI middleware around the whole app: index requests take a slot for as long as their
-    body is being sent; index fetches, run starts and filed requests spend their token's bucket."""
+    """WSGI middleware around the whole app: index requests and exports take a slot for as long
+    as their body is being sent, verifications while they run; index fetches and the routes with
+    a rate of their own (run starts, filed requests, verifications) spend their token's bucket."""
 
     def __init__(self, app, threads: int | None, session_cookie: str = "session", rated: tuple[Api, ...] = ()):
         self.app = app
         self.session_cookie = session_cookie  # the console's: its exports are keyed by its session
         self.slots = slots_for(threads)
         self.per_token = max(2, self.slots - 1)
-        self._held: dict[str, int] = {}
+        self._held: dict[str, int] = {}  # slots held per token
+        self._running: dict[str, int] = {}  # slots held per kind of request ("exports", "verifications")
         self._taken: list[float] = []  # when each held slot was taken (monotonic), oldest first
         self._lock = threading.Lock()
         self._released = threading.Condition(self._lock)
         self._fetches = Buckets(INDEX_FETCHES_PER_MINUTE)
         self._rated = [
-            (e.method, _path(api.prefix + e.rule), e.rate.what, Buckets(e.rate.per_minute))
-            for api in rated
-            for e in api.endpoints
-            if e.rate is not None
+            (e.method, _path(api.prefix + e.rule), e.rate) for api in rated for e in api.endpoints if e.rate is not None
         ]
+        self._buckets = {rate: Buckets(rate.per_minute) for _, _, rate in self._rated}  # one per Rate
 
     def __call__(self, environ, start_response):
         path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "")
-        for rated_method, pattern, what, buckets in self._rated:
+        for rated_method, pattern, rate in self._rated:
             if method == rated_method and pattern.match(path):
-                refusal = self._spend(buckets, environ, what)
-                return (refusal or self.app)(environ, start_response)
+                return self._rated_call(rate, environ, start_response)
         if not path.startswith(_INDEX):
             if method == "GET":  # an export streams: it takes a slot too, once it is known to be one
                 return self._export_in_a_slot(environ, start_response)
@@ -135,6 +140,28 @@ class IndexBounds:
         if not isinstance(holder, _Slot):
             return holder(environ, start_response)
         environ[SLOT] = holder  # the index re-keys it once it knows who asks
+        return self._answer_holding(holder, environ, start_response)
+
+    def _rated_call(self, rate: Rate, environ, start_response):
+        """A route with a rate of its own. One that runs long (`at_once`) takes its slot first: a
+        request refused for want of one spends nothing of its token's bucket."""
+        holder = None
+        if rate.at_once is not None:
+            holder = self._take_slot(_key(environ), rate.what, rate.at_once)
+            if not isinstance(holder, _Slot):
+                return holder(environ, start_response)
+        refused = self._spend(self._buckets[rate], environ, rate.what)
+        if refused is not None:
+            if holder is not None:
+                holder.release()
+            return refused(environ, start_response)
+        if holder is None:
+            return self.app(environ, start_response)
+        return self._answer_holding(holder, environ, start_response)
+
+    def _answer_holding(self, holder: _Slot, environ, start_response):
+        """The app's answer, `holder` released once its body is sent (at once when the body is
+        whole in memory, as a verification's is: its work was done before it)."""
         said: list = []
 
         def starting(status, headers, *rest):
@@ -195,13 +222,18 @@ class IndexBounds:
         )
         return refusal(429, "Too Many Requests", detail, seconds)
 
-    def _take_slot(self, key: str, what: str = "index requests"):
-        """The slot taken, or the refusal."""
+    def _take_slot(self, key: str, what: str = "index requests", at_once: int | None = None):
+        """The slot taken, or the refusal; `at_once`: the most slots requests of `what` hold."""
         with self._lock:
             if self._held.get(key, 0) >= self.per_token:
                 detail = (
                     f"this token already has {self.per_token} {what} in progress on this worker "
                     "(the most one token may hold); retry when one has finished"
+                )
+                return refusal(429, "Too Many Requests", detail, 1)
+            if at_once is not None and self._running.get(what, 0) >= at_once:
+                detail = (
+                    f"the most {what} this worker runs at once ({at_once}) are in progress; retry when one has finished"
                 )
                 return refusal(429, "Too Many Requests", detail, 1)
             until = time.monotonic() + QUEUE_SECONDS
@@ -215,9 +247,10 @@ class IndexBounds:
                     return refusal(503, "Index busy", detail, 1)
                 self._released.wait(until - now)
             self._held[key] = self._held.get(key, 0) + 1
+            self._running[what] = self._running.get(what, 0) + 1
             taken = time.monotonic()
             self._taken.append(taken)
-        return _Slot(self, key, taken)
+        return _Slot(self, key, taken, what)
 
     def _rekey(self, slot: _Slot, key: str) -> str | None:
         """Count `slot` as `key`'s; why not when that key holds its share already (it keeps its own)."""
@@ -234,16 +267,18 @@ class IndexBounds:
             slot.key = key
         return None
 
-    def _drop(self, key: str) -> None:
-        left = self._held.get(key, 0) - 1
+    def _drop(self, key: str, counts: dict[str, int] | None = None) -> None:
+        counts = self._held if counts is None else counts
+        left = counts.get(key, 0) - 1
         if left > 0:
-            self._held[key] = left
+            counts[key] = left
         else:
-            self._held.pop(key, None)
+            counts.pop(key, None)
 
-    def _release(self, key: str, taken: float) -> None:
+    def _release(self, key: str, taken: float, what: str) -> None:
         with self._lock:
             self._drop(key)
+            self._drop(what, self._running)
             self._taken.remove(taken)
             self._released.notify()
 
@@ -279,10 +314,10 @@ def refusal(status: int, title: str, detail: str, retry_after: int):
 
 
 class _Slot:
-    """One index request's slot: whose it counts as, and its release (once)."""
+    """One request's slot: whose it counts as, what it is taken for, and its release (once)."""
 
-    def __init__(self, bounds: IndexBounds, key: str, taken: float):
-        self._bounds, self.key, self._taken, self._released = bounds, key, taken, False
+    def __init__(self, bounds: IndexBounds, key: str, taken: float, what: str):
+        self._bounds, self.key, self._taken, self._what, self._released = bounds, key, taken, what, False
 
     def rekey(self, key: str) -> str | None:
         """Count it as `key`'s (the API token a run's token was started by, so that one sandbox's
@@ -293,7 +328,7 @@ class _Slot:
     def release(self) -> None:
         if not self._released:
             self._released = True
-            self._bounds._release(self.key, self._taken)
+            self._bounds._release(self.key, self._taken, self._what)
 
 
 class _Releasing:

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from urllib.parse import urlsplit
 
 import pytest
@@ -16,6 +20,7 @@ from application.chain import slices
 from application.chain.signing import key_id, parse_public_key
 from application.chain.slices import verify_slice
 from domain.advisories import FEED_ID
+from tests.support.service import served
 from tests.support.tamper import Tamperer
 
 ACME = "/api/v1/workspaces/acme"
@@ -59,9 +64,12 @@ def test_the_service_seals_by_itself(live):
         "POST", "/api/v1/workspaces/acme/evaluate", live.tokens["sandbox"], {"language": "python", "specs": ["numpy"]}
     )
     deadline = time.monotonic() + 60
-    while live.call("GET", "/api/v1/workspaces/acme/audit/verify", live.tokens["auditor"]).json["unsealed"]:
+    while True:
+        verdict = live.call("GET", f"{ACME}/audit/verify", live.tokens["auditor"])
+        if verdict.status == 200 and not verdict.json["unsealed"]:
+            break
         assert time.monotonic() < deadline, "the background sealer did not catch up within 60 s"
-        time.sleep(0.05)
+        time.sleep(int(verdict.headers["retry-after"]) if verdict.status == 429 else 0.05)  # 429: their own rate
 
 
 def test_an_export_with_chain_links_verifies_against_the_published_checkpoints(live):
@@ -235,3 +243,87 @@ def test_an_export_that_fails_after_it_began_is_cut_short_never_ended_as_if_whol
         reply.read()
     connection.close()
     assert cut.value.partial.count(b"\n") == 1 and older.encode() not in cut.value.partial  # the newer one alone
+
+
+# -- what verifications may take -------------------------------------------------------------------
+def test_verifications_run_one_at_a_time_per_worker_and_healthz_and_evaluate_answer_meanwhile(tmp_path):
+    """A verification is seconds of CPU on a large chain: ten by one auditor token held every
+    thread of the service, and /healthz and /evaluate waited up to a minute (the gate, denying
+    after 10 s, denied every sandbox meanwhile). One runs at a time per worker, in one of its
+    slots; the others are 429 at once, whoever asks and on either verify route."""
+    from application.governance import Governance
+    from application.index import registry_spec
+    from application.store import store_env
+    from domain.decision import Decision, DecisionRecord, Verdict
+    from domain.limits import VERIFIES_AT_ONCE
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    app = Governance(env=store_env(url))
+    app.create_workspace("acme", by="founder")
+    auditors = [app.issue_token("acme", f"audit-{i}", "auditor", by="founder")["token"] for i in range(2)]
+    sandbox = app.issue_token("acme", "sbx", "sandbox", by="founder")["token"]
+    verdict = Verdict(True, "not-on-the-deny-list")
+    for batch in range(26):  # 13,000 decisions: a verification takes seconds
+        records = [
+            DecisionRecord.for_spec(registry_spec("python", f"p{batch}-{i}"), verdict, 0, {}) for i in range(500)
+        ]
+        app.writer.record(*(Decision(workspace="acme", record=r.to_dict()) for r in records))
+    app.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RUNCODE_POLICY_")}
+    with (
+        served({**env, "RUNCODE_POLICY_DATABASE_URL": url}, workers=1, threads=4) as (base, _),
+        ThreadPoolExecutor(8) as pool,
+    ):
+        asked = [pool.submit(_get, f"{base}{ACME}/audit/verify", auditors[i % 2], timeout=300) for i in range(6)]
+        refused = []
+        for future in as_completed(asked):  # the refusals, without waiting for the one that runs
+            refused += [future.result()] if future.result()[0] == 429 else []
+            if len(refused) == 6 - VERIFIES_AT_ONCE:
+                break
+        assert len(refused) == 6 - VERIFIES_AT_ONCE, [f.result()[0] for f in asked]
+        # While the one that runs goes on: the deployment's verify shares its bound, and the
+        # service's own endpoints answer (within the gate's deadline).
+        refused.append(_get(f"{base}/api/v1/audit/verify", auditors[1]))
+        for status, headers, body in refused:
+            assert status == 429 and int(headers["retry-after"]) >= 1
+            assert headers["content-type"] == "application/problem+json"
+            assert json.loads(body)["detail"] == (
+                "the most verifications this worker runs at once (1) are in progress; retry when one has finished"
+            )
+        assert _get(base + "/healthz", None)[0] == 200
+        evaluate = json.dumps({"language": "python", "specs": ["six"]}).encode()
+        assert _get(f"{base}{ACME}/evaluate", sandbox, evaluate)[0] == 200
+        [(status, _, body)] = [future.result() for future in asked if future.result()[0] != 429]
+        assert status == 200 and json.loads(body)["ok"] is True
+
+
+def test_verifications_past_the_per_token_rate_are_429_with_retry_after(live):
+    from domain.limits import VERIFIES_PER_MINUTE
+
+    auditor, started, allowed = live.tokens["auditor"], time.monotonic(), 0
+    while (reply := live.call("GET", f"{ACME}/audit/verify", auditor)).status == 200:
+        allowed += 1
+        assert allowed <= 2 * VERIFIES_PER_MINUTE
+    refilled = (time.monotonic() - started) * VERIFIES_PER_MINUTE / 60
+    assert VERIFIES_PER_MINUTE <= allowed <= VERIFIES_PER_MINUTE + refilled + 1
+    assert reply.status == 429 and int(reply.headers["retry-after"]) >= 1
+    assert reply.json["detail"].startswith(
+        f"too many verifications with this token: at most {VERIFIES_PER_MINUTE} a minute per worker; retry in "
+    )
+    assert live.call("GET", "/api/v1/audit/verify", auditor).status == 429  # the deployment's route: one bucket
+    assert live.call("GET", f"{ACME}/audit/verify", live.tokens["owner"]).status == 200  # per token
+
+
+def _get(url: str, token: str | None, body: bytes | None = None, timeout: float = 10) -> tuple[int, dict, bytes]:
+    """(status, headers in lower case, body), as any client sees them; by default within the
+    gate's own deadline (10 s), past which it denies."""
+    request = urllib.request.Request(url, data=body, method="POST" if body else "GET")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    if body:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            return reply.status, {k.lower(): v for k, v in reply.headers.items()}, reply.read()
+    except urllib.error.HTTPError as error:
+        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()

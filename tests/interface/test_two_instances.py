@@ -138,11 +138,11 @@ def test_concurrent_evaluates_through_both_are_each_recorded_once_in_one_chain_t
     deadline = time.monotonic() + 120
     while True:
         status, verdict = call(two.port, "GET", W + "/audit/verify", auditor)
-        assert status == 200 and verdict["ok"] is True, verdict
-        if not verdict["unsealed"]:
+        assert status in (200, 429) and (status == 429 or verdict["ok"] is True), verdict  # 429: their own rate
+        if status == 200 and not verdict["unsealed"]:
             break
         assert time.monotonic() < deadline, f"the sealers did not catch up: {verdict}"
-        time.sleep(0.05)
+        time.sleep(1 if status == 429 else 0.05)
     with psycopg.connect(url) as conn:
         seqs = [r[0] for r in conn.execute(f"SELECT seq FROM \"{schema}\".rcp_chain WHERE workspace = 'default'")]
     assert sorted(seqs) == list(range(1, verdict["checked"] + 1))  # one chain: 1..n, no gap, no fork
