@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from application import EgressConfig, Governance, checked_config, default_database_url, store_env
+from application.chain.proofs import ORIGIN_VAR
 from application.store import store_name
 from application.store.files import tighten_dir
 from domain.egress.allowlist import normalize_entry
@@ -134,7 +135,7 @@ class Settings:
             audit_sealing=yes_no(env, SEALING_VAR, default=True),
             cache=CacheSettings.from_env(env, data_dir),
             audit_checkpoint_seconds=checkpoint_seconds(env.get("RUNCODE_POLICY_AUDIT_CHECKPOINT_SECONDS", "60")),
-            audit_origin=audit_origin(env.get("RUNCODE_POLICY_AUDIT_ORIGIN") or None),
+            audit_origin=audit_origin(env.get(ORIGIN_VAR) or None),
             audit_witness=env.get("RUNCODE_POLICY_AUDIT_WITNESS") or None,
             audit_signer=env.get("RUNCODE_POLICY_AUDIT_SIGNER") or None,
             audit_signer_public_key=env.get("RUNCODE_POLICY_AUDIT_SIGNER_PUBLIC_KEY") or None,
@@ -223,8 +224,8 @@ def audit_origin(text: str | None) -> str | None:
     """A checkpoint origin's middle part: no spaces nor `+` (c2sp.org/tlog-checkpoint)."""
     if text is not None and not re.fullmatch(r"[!-*,-~]{1,200}", text):
         raise InvalidInputError(
-            "RUNCODE_POLICY_AUDIT_ORIGIN must be printable ASCII without spaces or '+', such as policy.example.com",
-            [FieldError("RUNCODE_POLICY_AUDIT_ORIGIN", "must be 1 to 200 printable characters, no space or '+'")],
+            f"{ORIGIN_VAR} must be printable ASCII without spaces or '+', such as policy.example.com",
+            [FieldError(ORIGIN_VAR, "must be 1 to 200 printable characters, no space or '+'")],
         )
     return text
 

@@ -14,10 +14,10 @@ from eventsourcing.persistence import IntegrityError
 from application.chain.alarms import IntegrityAlarms
 from application.chain.links import checkpoint_message
 from application.chain.merkle import MissingNode
-from application.chain.proofs import Proofs
+from application.chain.proofs import OriginConflict, Proofs
 from application.chain.readmodels import check_read_models
 from application.chain.sealer import UNATTRIBUTED, Rollup, Sealer, state_reader, workspace_reader
-from application.chain.signed_state import check_notes, check_snapshots
+from application.chain.signed_state import another_log, check_notes, check_snapshots, origins
 from application.chain.signing import AuditKey, key_id, public_document
 from application.chain.slices import with_links
 from application.chain.snapshots import SnapshotCheck
@@ -73,6 +73,7 @@ class AuditChain:
         self.previous_keys: list = []  # public keys of rotated-out signing keys, still trusted
         self._seal_lock, self._key_lock = threading.Lock(), threading.Lock()
         self._stop = threading.Event()
+        self._conflicts: set[str] = set()  # chains whose origin conflict was logged
         self._thread: threading.Thread | None = None
 
     def use_key(self, key: AuditKey | None, previous=(), source=None) -> None:
@@ -164,13 +165,23 @@ class AuditChain:
         return self.proofs.with_notes([checkpoint])[0]
 
     def checkpoint_moved_heads(self) -> list[dict]:
-        """Every workspace whose chain moved since its last checkpoint (the once-a-minute round)."""
-        signed = [self._sign(head) for head in self.store.heads_without_checkpoint()]
-        return [self.proofs.with_notes([c])[0] for c in signed]
+        """Every workspace whose chain moved since its last checkpoint (the once-a-minute round);
+        one whose checkpoints carry another origin than this process's is left unsigned (logged
+        once: the others are signed all the same)."""
+        signed = []
+        for head in self.store.heads_without_checkpoint():
+            try:
+                signed.append(self.proofs.with_notes([self._sign(head)])[0])
+            except OriginConflict as conflict:
+                if head["workspace"] not in self._conflicts:
+                    self._conflicts.add(head["workspace"])
+                    log.error("audit checkpoints not signed: %s", conflict.detail)
+        return signed
 
     def _sign(self, head: dict) -> dict:
         if self.key is None:
             raise NoSigningKeyError("this process has no audit signing key configured")
+        self.proofs.signing_origin(head["workspace"])  # its note will carry the chain's origin, or nothing is signed
         self.clock_check()
         at = iso(datetime.now(UTC))
         message = checkpoint_message(head["workspace"], head["seq"], head["link"], at)
@@ -229,22 +240,24 @@ class AuditChain:
         # they agree in every field: a store's copy edited (its time, key id, note) must not be
         # replaced by the intact one copied out before, and so pass unseen.
         stored = self.all_checkpoints(workspace, make_notes=False)
-        unique = {_canonical(c): c for c in stored + list(copied)}
+        unique = list({_canonical(c): c for c in stored + list(copied)}.values())
         keys = self.trusted_keys() if keys is None else keys
-        result = verify(self.store, self.read_workspace, workspace, list(unique.values()), keys)
+        result = another_log(stored, list(copied)) or verify(self.store, self.read_workspace, workspace, unique, keys)
         if not result["ok"]:
             return result
         # The chain holds: then what is signed over it, what enforcement loads and the tables the
         # service answers from must agree with it.
         checked = result["checked"]
-        return (
-            check_notes(self.proofs.tree, workspace, list(unique.values()), keys, checked)
+        verdict = (
+            check_notes(self.proofs.tree, workspace, unique, keys, checked)
             or check_snapshots(
                 SnapshotCheck(self.store, self.read_state, None), self.stored_snapshots(workspace), checked
             )
             or check_read_models(self.store, self.read_state, self.to_domain_event, workspace, checked)
             or result
         )
+        named = origins(unique)  # more than one: proofs and receipts joining two of them do not verify
+        return verdict | {"origins": named} if verdict["ok"] and len(named) > 1 else verdict
 
     def with_links(self, workspace: str, decisions):
         """An export's decisions, each with its chain link and stored event, then the links after

@@ -4,6 +4,12 @@ Each checkpoint of the chain (`AuditChain`) gets a C2SP checkpoint beside it: or
 `runcode-policy/<origin host>/<workspace>`, the tree size (= the checkpoint's `seq`) and the
 tree's root, signed by the same key under the origin as key name. A new note is handed to the
 witness pusher, if one is configured, which delivers it off the host by itself.
+
+A log keeps one origin: a witness follows a log by its origin, a proof or a receipt joins two
+checkpoints (or a checkpoint and a statement) of one origin only. So a process whose origin is
+not the one the chain's notes already carry signs nothing for it (the command line run without
+the service's RUNCODE_POLICY_AUDIT_ORIGIN had signed the newest checkpoint as another log, and
+every receipt and consistency proof reaching it failed).
 """
 
 from __future__ import annotations
@@ -21,9 +27,18 @@ from domain.errors import FieldError, InvalidInputError, NotFoundError
 
 log = logging.getLogger(__name__)
 
+ORIGIN_VAR = "RUNCODE_POLICY_AUDIT_ORIGIN"  # the setting that names an origin's middle part
+PREFIX = "runcode-policy/"
+
 
 def b64(digest: bytes) -> str:
     return base64.b64encode(digest).decode("ascii")
+
+
+class OriginConflict(StoreUnavailableError):
+    """This process's origin is not the one the chain's checkpoints carry: nothing was signed."""
+
+    title = "Audit origin conflict"
 
 
 class Proofs:
@@ -34,7 +49,24 @@ class Proofs:
         self.witness = None  # an object with push(workspace, size, note) and close(), set by the deployment
 
     def origin(self, workspace: str) -> str:
-        return f"runcode-policy/{self.origin_host}/{workspace}"
+        return f"{PREFIX}{self.origin_host}/{workspace}"
+
+    def chain_origin(self, workspace: str) -> str | None:
+        """The origin the chain's newest signed note carries (None before its first)."""
+        latest = self.tree.store.latest_note(workspace)
+        return notes.origin_of(latest[1]) if latest else None
+
+    def signing_origin(self, workspace: str) -> str:
+        """This process's origin for the chain, once it is the one the chain's notes carry; else
+        OriginConflict, naming the setting to give it."""
+        ours, theirs = self.origin(workspace), self.chain_origin(workspace)
+        if theirs is None or theirs == ours:
+            return ours
+        host = theirs.removeprefix(PREFIX).removesuffix(f"/{workspace}")
+        raise OriginConflict(
+            f"the checkpoints of {workspace!r} are signed as {theirs} and this process's origin is {ours}: a log "
+            f"keeps one origin, so nothing was signed; set {ORIGIN_VAR}={host}, as where they were signed"
+        )
 
     # -- notes --------------------------------------------------------------------------------
     def with_notes(self, checkpoints: list[dict], make: bool = True) -> list[dict]:
@@ -51,8 +83,8 @@ class Proofs:
         key = self.chain.key
         if key is None:
             return None
+        origin = self.signing_origin(workspace)
         self.tree.extend(workspace)
-        origin = self.origin(workspace)
         note = notes.sign(
             notes.checkpoint_text(origin, size, self.tree.root(workspace, size)), origin, key.public, key.sign
         )

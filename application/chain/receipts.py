@@ -31,7 +31,7 @@ def receipt(chain, workspace: str, run: dict) -> dict:
     """`run`: the run's decisions as `Runs.decisions` answers them (access already checked).
     Seals and signs the head first, so every decision read is covered by the checkpoint."""
     checkpoint = chain.checkpoint(workspace)
-    size, origin = checkpoint["seq"], chain.proofs.origin(workspace)
+    size, origin = checkpoint["seq"], notes.origin_of(checkpoint["note"])  # the statement's is the checkpoint's
     store, tree = chain.store, chain.proofs.tree
     sealed = {
         str(UUID(str(r["originator_id"]))): r
@@ -82,6 +82,11 @@ def _verify(document: dict, public) -> dict:
     workspace, run = document["workspace"], document["run"]["id"]
     if not origin.endswith("/" + workspace):
         raise ReceiptError(f"the checkpoint is for {origin}, not workspace {workspace}")
+    stated = document["statement"].split("\n")[1:2]  # the statement's origin line
+    if stated and stated[0] != origin:  # its signature would be looked for under the checkpoint's, in vain
+        raise ReceiptError(
+            f"the signed statement is of {stated[0]} and the checkpoint of {origin}: a receipt joins one log's"
+        )
     listed = _statement(notes.open_note(document["statement"], origin, public), origin, run, size)
     proven = set()
     for decision in document["decisions"]:

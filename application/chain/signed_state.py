@@ -10,6 +10,10 @@ roots, the stored Merkle tree proofs are served from, and the stored policy snap
 - Each stored snapshot must hash to the digest its sealed `SnapshotSealed` event holds (the
   check loading a snapshot makes, `application.chain.snapshots`), so a snapshot edited where no
   request has loaded it yet is named too.
+
+A log keeps one origin (`application.chain.proofs`). Before the walk, a copied checkpoint whose
+note names an origin none of the store's notes do is named as another log's (it had been called
+a rewritten chain); after it, a store whose notes name several origins says which.
 """
 
 from __future__ import annotations
@@ -60,6 +64,39 @@ def check_notes(tree: MerkleTree, workspace: str, checkpoints: list[dict], keys:
             {"seq": None},
         )
     return None
+
+
+def origins(checkpoints: list[dict]) -> list[str]:
+    """The origins the checkpoints' signed notes name, in the order of their sizes."""
+    found: list[str] = []
+    for checkpoint in sorted(checkpoints, key=lambda c: c["seq"]):
+        origin = _origin(checkpoint)
+        if origin is not None and origin not in found:
+            found.append(origin)
+    return found
+
+
+def another_log(stored: list[dict], copied: list[dict]) -> dict | None:
+    """The first copied checkpoint of another log than the store's (by the origin its note names)."""
+    ours = origins(stored)
+    for checkpoint in copied:
+        origin = _origin(checkpoint)
+        if ours and origin is not None and origin not in ours:
+            seq = checkpoint.get("seq")
+            return _failure(
+                0,
+                "another-log",
+                f"copied checkpoint {seq} is of another log: its signed note names {origin}, this store's "
+                f"checkpoints {', '.join(ours)} (copied from another deployment, or this store's checkpoints "
+                "were signed again under another origin); it says nothing about this chain",
+                {"seq": seq},
+            )
+    return None
+
+
+def _origin(checkpoint: dict) -> str | None:
+    note = checkpoint.get("note")
+    return notes.origin_of(note) if isinstance(note, str) and note else None
 
 
 def check_snapshots(check: SnapshotCheck, snapshots: list, checked: int) -> dict | None:

@@ -16,7 +16,17 @@ from application.store.chain import ChainStore
 
 PAGE = 2000
 # What verification can find wrong, first one named (the API publishes this closed set).
-PROBLEMS = ("altered", "deleted", "inserted", "reordered", "truncated", "signature", "checkpoint-mismatch")
+PROBLEMS = (
+    "altered",
+    "deleted",
+    "inserted",
+    "reordered",
+    "truncated",
+    "signature",
+    "checkpoint-mismatch",
+    "tree",
+    "another-log",
+)
 
 
 def verify(store: ChainStore, read_workspace, workspace: str, checkpoints: list[dict], keys: dict) -> dict:

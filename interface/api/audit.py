@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from application.chain.proofs import ORIGIN_VAR
 from application.chain.receipts import receipt
 from application.chain.sealer import UNATTRIBUTED
 from application.chain.verify import PROBLEMS
@@ -82,6 +83,11 @@ class VerifyAnswer(BaseModel):
     problem: Literal[PROBLEMS] | None = None
     detail: str | None = None
     record: FailedRecord | None = Field(None, description="the first record that does not verify")
+    origins: list[str] | None = Field(
+        None,
+        description="when the checkpoints' signed notes name more than one origin (signed where "
+        f"{ORIGIN_VAR} differed), each of them: a proof or receipt joining two does not verify",
+    )
 
 
 @api.route(

@@ -11,6 +11,7 @@ import json
 import click
 
 from application.chain import parse_public_keys
+from application.chain.proofs import ORIGIN_VAR
 from application.chain.signing import key_id
 from application.chain.slices import verify_slice
 from application.formats import strict_json
@@ -92,6 +93,12 @@ def verify(workspace: str, checkpoint_files: tuple[str, ...], key_files: tuple[s
         f"against {against} {noun_for(against, 'checkpoint')}{waiting}",
         err=True,
     )
+    if named := result.get("origins"):
+        click.echo(
+            f"its checkpoints are signed under {len(named)} origins ({', '.join(named)}): a proof or receipt "
+            f"joining two of them does not verify; set {ORIGIN_VAR} the same wherever checkpoints are signed",
+            err=True,
+        )
 
 
 @audit.command("checkpoints")

@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from application.chain import notes, parse_public_key
 from application.chain.links import event_hash
 from application.chain.merkle import consistent, inclusion_root, leaf_hash
+from application.chain.proofs import ORIGIN_VAR
 from application.chain.receipts import ReceiptError, verify_receipt
 from application.chain.witness import Refused, Witness, request_body
 from interface.audit.push import file_size
@@ -104,9 +105,16 @@ def _consistency(answer: dict, public, held: list[str]) -> str:
         )
     origin, old, old_root = notes.open_checkpoint(old_note, public)
     other, new, new_root = notes.open_checkpoint(new_note, public)
-    if other != origin or (old, new) != (answer["from"], answer["to"]):
+    if other != origin:
         raise click.ClickException(
-            "proof verification FAILED: the checkpoints are not the proof's two sizes of one log"
+            f"proof verification FAILED: the checkpoints are of two logs, {origin} (size {old}) and {other} "
+            f"(size {new}): a consistency proof joins two sizes of one log (a log keeps one origin: "
+            f"{ORIGIN_VAR} differed where they were signed)"
+        )
+    if (old, new) != (answer["from"], answer["to"]):
+        raise click.ClickException(
+            f"proof verification FAILED: the checkpoints are of sizes {old} and {new}, the proof of "
+            f"{answer['from']} and {answer['to']}"
         )
     if not consistent(old, new, old_root, new_root, _hashes(answer["proof"])):
         raise click.ClickException(
