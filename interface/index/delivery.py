@@ -1,13 +1,17 @@
 """A file's transfer, metered for its delivery record (application.index.deliveries).
 
 The download decision is recorded before the first byte; what became of the transfer is known
-only when it ends. `metered` wraps the body a response sends: it counts and hashes each chunk as
-the server takes it, and when the server closes the body (PEP 3333: always, whether the body was
-sent whole, the upstream broke off or the client went away) it calls the decision's hook once
-with `served` (or what the caller says a whole transfer is, e.g. `cached`) or `failed`, the
-bytes sent and their sha256. A transfer is whole when its body reached its end having sent the
-length it announced, if it announced one. `undelivered_on_error` records `failed` when the file is refused
-before any body exists (the upstream's 403 or 503, a file too large to check).
+only when it ends. `metered` wraps the body a response sends: it counts and hashes each chunk once
+the server has written it, and when the server closes the body (PEP 3333: always, whether the
+body was sent whole, the upstream broke off or the client went away) it calls the decision's hook
+once with `served` (or what the caller says a whole transfer is, e.g. `cached`) or `failed`, the
+bytes sent and their sha256. A server asks for the next chunk only after writing the last one
+(granian: into the connection), and closes the body without asking again when that write failed:
+a chunk counts when the server comes back for more, never when it is taken (a client gone before
+its first byte read as sent the first chunk). A transfer is whole when its body reached its end
+having sent the length it announced, if it announced one. `undelivered_on_error` records `failed`
+when the file is refused before any body exists (the upstream's 403 or 503, a file too large to
+check).
 """
 
 from __future__ import annotations
@@ -33,9 +37,9 @@ class _Metered:
 
     def __iter__(self) -> Iterator[bytes]:
         for chunk in self._chunks:
-            self._size += len(chunk)
-            self._hash.update(chunk)
             yield chunk
+            self._size += len(chunk)  # the server is back for more: this chunk was written
+            self._hash.update(chunk)
         self._complete = self._length in (None, self._size)
 
     def close(self) -> None:
