@@ -94,6 +94,7 @@ class Principal:
     role: str = "run"  # the API token's role, or "run" for a run's token
     run: str | None = None
     sandbox: str | None = None
+    actor: str | None = None  # who asked, as the run's context names them (None: the token's name)
     expires: float | None = None  # monotonic deadline for a run's memory of its decisions
     head: int | None = None  # the workspace's policy head version, read with the token (no second read)
     # Whether the reader had a project denial when its token was read (`IndexGate.denials`, in the
@@ -450,7 +451,9 @@ def registry_spec(language: str, name: str) -> Spec:
 
 
 def _context(principal: Principal) -> dict:
-    context = {"source": INDEX_SOURCE, "sandbox": principal.sandbox, "actor": principal.name}
+    """What the index's decisions record of who asked: the run's sandbox and actor, as the run's
+    other decisions (the gate's `/evaluate`) record them; the token's name when none is named."""
+    context = {"source": INDEX_SOURCE, "sandbox": principal.sandbox, "actor": principal.actor or principal.name}
     return {k: v for k, v in context.items() if v is not None}
 
 

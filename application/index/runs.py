@@ -76,6 +76,7 @@ class Runs:
             name=row["started_by_name"],
             run=row["id"],
             sandbox=context.get("sandbox"),
+            actor=context.get("actor"),
             expires=time.monotonic() + left,
             head=starter["head"],  # read with the starter's token: no second read of the policy head
             denied=starter["denied"],

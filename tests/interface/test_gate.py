@@ -18,6 +18,7 @@ from interface.gate.clients.python.settings import PIP_BOOTSTRAP
 from tests.support.background import serve_in_background
 from tests.support.gate import GATE, Gate
 from tests.support.index_live import index_live_env  # noqa: F401 - fixture live_env: the index's upstreams local
+from tests.support.target_env import TargetEnv
 
 
 @pytest.fixture
@@ -144,6 +145,22 @@ def test_another_invalid_input_answer_still_fails_closed_with_exit_4(gate):
     with canned_service(422, body) as url:
         done = gate("--", "pip", "install", "pandas", env={**OFFLINE, "RUNCODE_POLICY_URL": url})
     assert done.returncode == 4 and gate.ran() is None and "HTTP 422 Invalid input: no (context: x)" in done.stderr
+
+
+def test_every_decision_of_a_gated_install_names_the_agent_and_sandbox_the_gate_was_given(sandbox_env, app, tmp_path):
+    """Real pip through the gate: the gate's `/evaluate` and each of the index's page, metadata
+    and download decisions of its run record RUNCODE_POLICY_ACTOR and RUNCODE_POLICY_SANDBOX,
+    not the name of the token that started the run."""
+    target = TargetEnv(tmp_path / "venv")
+    (tmp_path / "home").mkdir()
+    env = {**sandbox_env, "HOME": str(tmp_path / "home"), "VIRTUAL_ENV": str(target.root)}
+    done = Gate(tmp_path / "real", installer_path=f"{target.bin}:/usr/bin:/bin")(
+        "--", "pip", "install", "alpha", env=env
+    )
+    assert done.returncode == 0 and {"alpha", "beta"} <= target.installed(), done.stderr
+    decisions = app.audit.decisions("acme")["decisions"]
+    assert {d.get("request") for d in decisions} == {None, "page", "metadata", "download"}  # None: /evaluate's
+    assert {(d["context"]["actor"], d["context"]["sandbox"]) for d in decisions} == {("agent-7", "sbx-7")}
 
 
 # An installer that fetches what it is told from the index with the run's token, then exits 0:

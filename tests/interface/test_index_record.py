@@ -68,6 +68,26 @@ def test_a_policy_change_during_a_run_records_the_new_verdict(live, app):
     assert outcomes == [(False, after), (True, before)]
 
 
+def test_index_decisions_name_who_asked_as_the_run_does_else_the_token(live, app):
+    """A run's decisions name the actor and sandbox its context names (the gate's
+    RUNCODE_POLICY_ACTOR and RUNCODE_POLICY_SANDBOX, as its `/evaluate` records them); a run that
+    names no actor, and a token reading without a run, name the token."""
+    set_policy(app, "denylist")
+    named = live.call("POST", RUNS, live.tokens["sandbox"], {"context": {"sandbox": "sbx-9", "actor": "agent-9"}})
+    unnamed = start_run(live)  # sandbox sbx-1, no actor
+    for token in (named.json["token"], unnamed["token"], live.tokens["sandbox"]):
+        assert fetch(live, "/pypi/acme/simple/alpha/", token).status == 200
+    asked = {
+        (d.get("run"), d["context"]["actor"], d["context"].get("sandbox"))
+        for d in app.audit.decisions("acme")["decisions"]
+    }
+    assert asked == {
+        (named.json["id"], "agent-9", "sbx-9"),
+        (unnamed["id"], "sandbox-token", "sbx-1"),
+        (None, "sandbox-token", None),
+    }
+
+
 def test_a_sandbox_reads_only_the_runs_it_started(live, app):
     set_policy(app, "denylist")
     run = start_run(live)
