@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import urllib.parse
@@ -421,6 +422,89 @@ def test_a_yarn4_resolution_with_a_percent_encoded_archive_url_elsewhere_is_refu
     assert done.returncode == 4, done.stdout + done.stderr
     number = next(n for n, line in enumerate(lock.read_text().split("\n"), 1) if "__archiveUrl" in line)
     assert f"yarn.lock line {number} fetches {archive} (percent-encoded there)" in done.stderr, done.stderr
+
+
+# A URL on another host as a lockfile may spell it, `{place}` being its host and path: pnpm and
+# yarn 4 read each one as a WHATWG URL parser does, as http://{place}.
+URL_ON_ONE_LINE = {
+    "no slashes": "http:{place}",
+    "one slash": "http:/{place}",
+    "upper-case scheme": "HTTP:{place}",
+    "a tab in the scheme": "ht\ttp:{place}",
+}
+GAMMA_TARBALL = "/gamma/-/gamma-1.0.0.tgz"
+
+
+def pnpm_lock(spelt: str, place: str, tarball: bytes) -> str:
+    """A pnpm-lock.yaml installing gamma from the URL `spelt` (a template: `{at}` is where a key
+    puts the name) at `place`; its keys are explicit (`? key`)."""
+
+    def url(at: str) -> str:
+        return spelt.format(at=at, place=place)
+
+    key = url("gamma@")
+    return (
+        "lockfileVersion: '9.0'\n\nsettings:\n  autoInstallPeers: true\n  excludeLinksFromLockfile: false\n\n"
+        "importers:\n\n  .:\n    dependencies:\n      gamma:\n        specifier: ^1.0.0\n"
+        f"        version: {url('')}\n\n"
+        f"packages:\n\n  ? {key}\n  : resolution:\n      integrity: {integrity(tarball)}\n"
+        f"      tarball: {url('')}\n    version: 1.0.0\n\n"
+        f"snapshots:\n\n  ? {key}\n  : {{}}\n"
+    )
+
+
+def yarn4_lock_from(tmp_path, path, public, name: str, url: str) -> str:
+    """The yarn.lock yarn 4 makes for `name` against the public registry, its resolution then
+    pointed at `url` and its checksum removed (yarn fetches an entry without one as it is)."""
+    lock_against(tmp_path, "yarn4", path, f"{public.url}/")
+    text, plain = (path / "yarn.lock").read_text(), f'resolution: "{name}@npm:1.0.0"'
+    assert plain in text
+    return re.sub(r"\n  checksum: [^\n]*", "", text.replace(plain, f'resolution: "{name}@{url}"'))
+
+
+@pytest.mark.parametrize(
+    ("client", "spelling"),
+    [(client, spelling) for client in ("pnpm", "yarn4") for spelling in URL_ON_ONE_LINE],
+)
+def test_a_lockfile_url_on_another_host_is_refused_however_it_is_spelt(
+    live, app, env, tmp_path, public, upstream, client, spelling
+):
+    """gamma, denied, from the public registry, the lockfile's URL to it spelt so that a URL
+    parser reads it as `http://HOST/...` (`http:HOST/...`, a tab...)."""
+    set_policy(app, "denylist", node=["gamma"])
+    place = f"127.0.0.1:{public.port}{GAMMA_TARBALL}"
+    path = project(tmp_path, client, {"gamma": "^1.0.0"})
+    command = PROJECT_INSTALLS[client]
+    if client == "pnpm":
+        spelt = f"'{{at}}{URL_ON_ONE_LINE[spelling]}'"
+        (path / "pnpm-lock.yaml").write_text(pnpm_lock(spelt, place, upstream.tarballs[GAMMA_TARBALL]))
+        command = (*command, "--frozen-lockfile")
+    else:
+        url = URL_ON_ONE_LINE[spelling].format(place=place)
+        (path / "yarn.lock").write_text(yarn4_lock_from(tmp_path, path, public, "gamma", url))
+    public.requests.clear()
+    done = gated(tmp_path, client, env, path, *command)
+    assert public.requests == [] and "gamma" not in versions(path), public.requests
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert f"fetches http://{place}" in done.stderr and "which is not the package index" in done.stderr
+
+
+def test_a_yarn4_lockfile_cannot_install_another_packages_tarball_under_an_allowed_name(
+    live, app, env, tmp_path, public
+):
+    """beta, allowed, resolved by yarn.lock to gamma's tarball (denied) on the public registry,
+    with the checksum yarn wrote for it: `--immutable` would install gamma's files as beta."""
+    set_policy(app, "denylist", node=["gamma"])
+    path = project(tmp_path, "yarn4", {"beta": "^1.0.0"})
+    url = f"http:127.0.0.1:{public.port}{GAMMA_TARBALL}"
+    (path / "yarn.lock").write_text(yarn4_lock_from(tmp_path, path, public, "beta", url))
+    lock_against(tmp_path, "yarn4", path, f"{public.url}/")  # yarn writes the entry's checksum
+    assert "checksum: " in (path / "yarn.lock").read_text().split(url)[1].split("\n\n")[0]
+    public.requests.clear()
+    done = gated(tmp_path, "yarn4", env, path, "yarn", "install", "--immutable")
+    assert public.requests == [] and not (path / "node_modules" / "beta").exists(), public.requests
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert f"fetches http://127.0.0.1:{public.port}{GAMMA_TARBALL} (written {url!r})" in done.stderr
 
 
 def test_a_yarn1_offline_mirror_cannot_install_a_denied_package_unasked(live, app, env, tmp_path, upstream):

@@ -29,6 +29,7 @@ import urllib.parse
 from ...files import read_regular
 from ...installers import Unresolvable, Usage
 from ..plan import Plan
+from . import urls
 
 # package.json fields that declare what gets installed; overrides nest (npm) or name a path
 # (`alpha>beta`, `**/beta`, `beta@1`): the package installed is the last name in the key.
@@ -54,9 +55,8 @@ PATH_SPEC = re.compile(r"^(?:\.|~/|[/\\]|[A-Za-z]:)")
 # Where a workspace lists its packages: package.json `workspaces` (npm, yarn, bun; a list, or
 # yarn's `{"packages": [...]}`) and pnpm-workspace.yaml `packages`.
 WORKSPACE_FILE = "pnpm-workspace.yaml"
-# Anything a lockfile could fetch: a scheme and an authority. A backslash could hide one behind
-# an escape (JSON, YAML and yarn's format all unescape), so a lockfile with one is refused.
-URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"',}\]]*")
+# What a lockfile could fetch is what a client reads as a URL (`urls`). A backslash could hide
+# one behind an escape (JSON, YAML and yarn's format all unescape), so a lockfile with one is refused.
 # What else a lockfile could install that the index never judges: a local tarball or directory
 # (`file:`, pnpm's `type: directory`), git in any spelling (`git+…:`, `github:`, scp-style
 # `git@host:`, pnpm's `type: git`), yarn's `portal:` and `exec:`, a `link:` to an absolute path.
@@ -311,20 +311,32 @@ def _check_lockfile(path: str, registry: str, client: str) -> None:
     if "\\" in text:
         raise Unresolvable(f"{lockfile} holds an escape sequence that could hide a URL; {then}")
     for number, line in enumerate(text.split("\n"), 1):
-        seen = percent_decoded(line)  # yarn 4 writes `::__archiveUrl=http%3A%2F%2F...`
-        if seen is None:
-            raise Unresolvable(f"{lockfile} line {number} is percent-encoded over and over; {then}")
-        for url in URL.findall(seen):
-            if not url.startswith(registry):
-                written = "" if url in line else " (percent-encoded there)"
-                raise Unresolvable(
-                    f"{lockfile} line {number} fetches {url}{written}, which is not the package index; {then}"
-                )
-        found = NON_REGISTRY_SOURCE.search(seen)
-        if found is not None:
-            raise Unresolvable(
-                f"{lockfile} line {number} installs from {found.group(0).strip()!r}, not from the package index; {then}"
-            )
+        _check_value(f"{lockfile} line {number}", line, registry, then)
+
+
+def _check_value(where: str, line: str, registry: str, then: str) -> None:
+    """Refuse a URL in `line` that does not fetch from under the registry, and any other source."""
+    seen = percent_decoded(line)  # yarn 4 writes `::__archiveUrl=http%3A%2F%2F...`
+    if seen is None:
+        raise Unresolvable(f"{where} is percent-encoded over and over; {then}")
+    for written, url in urls.found(seen):
+        if not urls.within(written, registry):
+            how = _as_written(line, seen, written, url)
+            raise Unresolvable(f"{where} fetches {url}{how}, which is not the package index; {then}")
+    found = NON_REGISTRY_SOURCE.search(urls.dropped(seen))  # `fi\tle:` is a URL parser's `file:`
+    if found is not None:
+        raise Unresolvable(f"{where} installs from {found.group(0).strip()!r}, not from the package index; {then}")
+
+
+def _as_written(line: str, seen: str, written: str, url: str) -> str:
+    """How `line` spells `url`, when not as it is."""
+    if url in line:
+        return ""
+    if seen != line:
+        return " (percent-encoded there)"
+    if written in line:
+        return f" (written {written!r})"
+    return " (written with tabs or line breaks in it)"
 
 
 def percent_decoded(text: str) -> str | None:
