@@ -432,23 +432,30 @@ URL_ON_ONE_LINE = {
     "upper-case scheme": "HTTP:{place}",
     "a tab in the scheme": "ht\ttp:{place}",
 }
+# ...and as a YAML value over lines (`{at}` is where a key puts the name, `{indent}` is where its
+# lines go on): a line break read where a blank line is, or kept by a block scalar, which the
+# parser then drops.
+URL_OVER_LINES = {
+    "over a blank line": '"{at}http:\n\n{indent}//{place}"',
+    "block scalar": "|-\n{indent}{at}http:\n{indent}//{place}",
+}
 GAMMA_TARBALL = "/gamma/-/gamma-1.0.0.tgz"
 
 
 def pnpm_lock(spelt: str, place: str, tarball: bytes) -> str:
-    """A pnpm-lock.yaml installing gamma from the URL `spelt` (a template: `{at}` is where a key
-    puts the name) at `place`; its keys are explicit (`? key`)."""
+    """A pnpm-lock.yaml installing gamma from the URL `spelt` (a template as in URL_OVER_LINES)
+    at `place`; its keys are explicit (`? key`), so that they may go on over lines too."""
 
-    def url(at: str) -> str:
-        return spelt.format(at=at, place=place)
+    def url(at: str, indent: int) -> str:
+        return spelt.format(at=at, indent=" " * indent, place=place)
 
-    key = url("gamma@")
+    key = url("gamma@", 4)
     return (
         "lockfileVersion: '9.0'\n\nsettings:\n  autoInstallPeers: true\n  excludeLinksFromLockfile: false\n\n"
         "importers:\n\n  .:\n    dependencies:\n      gamma:\n        specifier: ^1.0.0\n"
-        f"        version: {url('')}\n\n"
+        f"        version: {url('', 10)}\n\n"
         f"packages:\n\n  ? {key}\n  : resolution:\n      integrity: {integrity(tarball)}\n"
-        f"      tarball: {url('')}\n    version: 1.0.0\n\n"
+        f"      tarball: {url('', 8)}\n    version: 1.0.0\n\n"
         f"snapshots:\n\n  ? {key}\n  : {{}}\n"
     )
 
@@ -464,19 +471,20 @@ def yarn4_lock_from(tmp_path, path, public, name: str, url: str) -> str:
 
 @pytest.mark.parametrize(
     ("client", "spelling"),
-    [(client, spelling) for client in ("pnpm", "yarn4") for spelling in URL_ON_ONE_LINE],
+    [(client, spelling) for client in ("pnpm", "yarn4") for spelling in URL_ON_ONE_LINE]
+    + [("pnpm", spelling) for spelling in URL_OVER_LINES],
 )
 def test_a_lockfile_url_on_another_host_is_refused_however_it_is_spelt(
     live, app, env, tmp_path, public, upstream, client, spelling
 ):
     """gamma, denied, from the public registry, the lockfile's URL to it spelt so that a URL
-    parser reads it as `http://HOST/...` (`http:HOST/...`, a tab...)."""
+    parser reads it as `http://HOST/...` (`http:HOST/...`, a tab, a value over lines...)."""
     set_policy(app, "denylist", node=["gamma"])
     place = f"127.0.0.1:{public.port}{GAMMA_TARBALL}"
     path = project(tmp_path, client, {"gamma": "^1.0.0"})
     command = PROJECT_INSTALLS[client]
     if client == "pnpm":
-        spelt = f"'{{at}}{URL_ON_ONE_LINE[spelling]}'"
+        spelt = URL_OVER_LINES.get(spelling) or f"'{{at}}{URL_ON_ONE_LINE[spelling]}'"
         (path / "pnpm-lock.yaml").write_text(pnpm_lock(spelt, place, upstream.tarballs[GAMMA_TARBALL]))
         command = (*command, "--frozen-lockfile")
     else:
@@ -486,7 +494,8 @@ def test_a_lockfile_url_on_another_host_is_refused_however_it_is_spelt(
     done = gated(tmp_path, client, env, path, *command)
     assert public.requests == [] and "gamma" not in versions(path), public.requests
     assert done.returncode == 4, done.stdout + done.stderr
-    assert f"fetches http://{place}" in done.stderr and "which is not the package index" in done.stderr
+    why = "starts a YAML block scalar" if spelling == "block scalar" else f"fetches http://{place}"
+    assert why in done.stderr and "package index" in done.stderr, done.stderr
 
 
 def test_a_yarn4_lockfile_cannot_install_another_packages_tarball_under_an_allowed_name(

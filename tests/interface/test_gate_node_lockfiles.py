@@ -83,6 +83,24 @@ REFUSED = {
         "    resolution: {tarball: http%3Aevil%2Fb.tgz}\n",
         "line 9 fetches http://evil/b.tgz (percent-",
     ),
+    "over a blank line": (
+        '    resolution:\n      tarball: "http:\n\n        //evil/b.tgz"\n',
+        "line 10, continued over blank lines to line 12, fetches http://evil/b.tgz",
+    ),
+    "over several blank lines": (
+        '    resolution:\n      tarball: "ht\n\n  \n\ttp\n\n:evil/b.tgz"\n',
+        "line 10, continued over blank lines to line 15, fetches http://evil/b.tgz",
+    ),
+    "CR line breaks": (
+        "    resolution: {tarball: 'http:\r\r//evil/b.tgz'}\n",
+        "line 9, continued over blank lines to line 11, fetches http://evil/b.tgz",
+    ),
+    "block scalar": (
+        "    resolution:\n      tarball: |-\n        http:\n        //evil/b.tgz\n",
+        "line 10 starts a YAML",
+    ),
+    "folded block scalar": ("    resolution:\n      tarball: >+2 # folded\n", "line 10 starts a YAML block scalar"),
+    "NEL line breaks": ("    resolution:\n      tarball: |\x85        http:\x85        //evil\n", "line 10 starts a"),
 }
 
 
@@ -91,7 +109,7 @@ def test_a_lockfile_url_on_another_host_is_refused_however_it_is_spelt(tmp_path,
     resolution, where = REFUSED[case]
     lockfile = tmp_path / "pnpm-lock.yaml"
     lockfile.write_text(f"{LOCK_HEAD}  beta@1.0.0:\n{resolution}", encoding="utf-8", newline="")
-    with pytest.raises(Unresolvable, match="which is not the package index") as refused:
+    with pytest.raises(Unresolvable, match="which is not the package index|could spell a URL") as refused:
         check_lockfiles(str(tmp_path), ("pnpm-lock.yaml",), REGISTRY, "pnpm")
     assert f"{lockfile} {where}" in str(refused.value)
 

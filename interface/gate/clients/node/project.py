@@ -56,7 +56,15 @@ PATH_SPEC = re.compile(r"^(?:\.|~/|[/\\]|[A-Za-z]:)")
 # yarn's `{"packages": [...]}`) and pnpm-workspace.yaml `packages`.
 WORKSPACE_FILE = "pnpm-workspace.yaml"
 # What a lockfile could fetch is what a client reads as a URL (`urls`). A backslash could hide
-# one behind an escape (JSON, YAML and yarn's format all unescape), so a lockfile with one is refused.
+# one behind an escape (JSON, YAML and yarn's format all unescape), so a lockfile with one is
+# refused; so is a YAML block scalar (`|`, `>`: a value over several lines, each line break kept),
+# which no client writes: a URL parser drops line breaks, so one could spell a URL over lines.
+BLOCK_SCALAR = re.compile(r"(?:^|\s)[|>][-+0-9]*[ \t]*(?:#.*)?$")
+LINE_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")  # YAML 1.1's, which libyaml reads
+# The characters of a value at the start of a line, and what comes before those at its end: a
+# space, a quote, `,`, `}` or `]` ends a value; a tab does not (a URL parser drops it).
+VALUE_START = re.compile(r"(?:\t|[^\s\"',}\]])*")
+BEFORE_VALUE_END = re.compile(r".*(?:[^\S\t]|[\"',}\]])")
 # What else a lockfile could install that the index never judges: a local tarball or directory
 # (`file:`, pnpm's `type: directory`), git in any spelling (`git+…:`, `github:`, scp-style
 # `git@host:`, pnpm's `type: git`), yarn's `portal:` and `exec:`, a `link:` to an absolute path.
@@ -310,8 +318,46 @@ def _check_lockfile(path: str, registry: str, client: str) -> None:
     then = LOCKFILE_HELP.format(lockfile=lockfile, client=client)
     if "\\" in text:
         raise Unresolvable(f"{lockfile} holds an escape sequence that could hide a URL; {then}")
-    for number, line in enumerate(text.split("\n"), 1):
+    lines = LINE_BREAK.split(text)
+    for number, line in enumerate(lines, 1):
+        if ("|" in line or ">" in line) and BLOCK_SCALAR.search(line):
+            raise Unresolvable(
+                f"{lockfile} line {number} starts a YAML block scalar (`|` or `>`: a value over several lines, "
+                f"which no client writes), which could spell a URL over lines; {then}"
+            )
         _check_value(f"{lockfile} line {number}", line, registry, then)
+    for first, last, joined in continued_values(lines):
+        _check_value(f"{lockfile} line {first}, continued over blank lines to line {last},", joined, registry, then)
+
+
+def continued_values(lines: list[str]) -> list[tuple[int, int, str]]:
+    """(first line, last line, the value) for every value that runs on past blank lines: the
+    value characters ending the line before them and those starting the line after, joined. A
+    YAML value (quoted or not) continued past a blank line holds a line break there, which a URL
+    parser drops, and nothing of the spaces around it."""
+    found: list[tuple[int, int, str]] = []
+    before, blank = None, False  # (where the value started, its characters so far)
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            blank = before is not None
+            continue
+        if blank:
+            first, start = before
+            head = VALUE_START.match(line.lstrip()).group(0)
+            found.append((first, number, start + head))
+            whole = head == line.strip()  # the value may run on past the next blank lines too
+            before = (first, start + head) if whole else (number, _value_at_end(line))
+        else:
+            before = (number, _value_at_end(line))
+        blank = False
+    return found
+
+
+def _value_at_end(line: str) -> str:
+    """The characters of the value that ends `line`."""
+    line = line.rstrip()
+    before = BEFORE_VALUE_END.match(line)
+    return line if before is None else line[before.end() :]
 
 
 def _check_value(where: str, line: str, registry: str, then: str) -> None:
