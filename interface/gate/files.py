@@ -1,10 +1,13 @@
-"""Files the gate reads before the installer reads them again: regular files only.
+"""Files the gate reads before the installer reads them again: regular files only, and where a
+client looks for them.
 
 The gate judges what a requirement file, a manifest, a lockfile or an `.npmrc` says, then the
 installer opens the same path again. A named pipe, a device, a socket or `/dev/stdin` can give the
 second reader other bytes than the first: a pipe written twice had the gate judge `gamma` and pip
 install a denied package from an `--index-url` the gate never saw. Anything but a regular file is
 refused. It is opened without blocking, so a pipe nobody writes to cannot hang the gate.
+
+Clients find a project (and the files beside it) from the working directory up: `ancestors`.
 
 Standard library only, like the whole gate.
 """
@@ -38,3 +41,11 @@ def read_regular(path: str) -> bytes:
             return handle.read()
     finally:
         os.close(descriptor)
+
+
+def ancestors(cwd: str) -> list[str]:
+    """The working directory and every directory above it, nearest first."""
+    found = [os.path.abspath(cwd)]
+    while os.path.dirname(found[-1]) != found[-1]:
+        found.append(os.path.dirname(found[-1]))
+    return found

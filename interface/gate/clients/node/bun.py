@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import os
 
-from ...files import read_regular
+from ...files import ancestors, read_regular
 from ...installers import Unresolvable, write_private
-from .project import ancestors, check_lockfiles, project_plan
+from .project import check_lockfiles, project_plan
 
 PROJECT_FLAGS = frozenset("--frozen-lockfile --ignore-scripts --production -p --silent --no-progress".split())
 LOCKFILES = ("bun.lock",)

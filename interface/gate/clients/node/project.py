@@ -26,7 +26,7 @@ import os
 import re
 import urllib.parse
 
-from ...files import read_regular
+from ...files import ancestors, read_regular
 from ...installers import Unresolvable, Usage
 from ..plan import Plan
 from . import urls
@@ -218,14 +218,6 @@ def _pnpm_packages(path: str) -> list[str]:
 def _unquoted(text: str) -> str:
     text = text.strip()
     return text[1:-1] if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"" else text
-
-
-def ancestors(cwd: str) -> list[str]:
-    """The working directory and every directory above it, nearest first."""
-    found = [os.path.abspath(cwd)]
-    while os.path.dirname(found[-1]) != found[-1]:
-        found.append(os.path.dirname(found[-1]))
-    return found
 
 
 def _is_file(directory: str, name: str) -> bool:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 
+from ...files import ancestors
 from ...installers import Unresolvable
-from .project import DEPENDENCY_FIELDS, LOCAL_PROTOCOLS, ancestors, is_registry_spec, manifests, needs_judging
+from .project import DEPENDENCY_FIELDS, LOCAL_PROTOCOLS, is_registry_spec, manifests, needs_judging
 
 CATALOG = "catalog:"
 DEFAULT_CATALOG = "default"  # `catalog:` alone; pnpm reports `catalog:` as catalogs.default too
