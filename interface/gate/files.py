@@ -19,16 +19,24 @@ import os
 import stat
 
 
-class NotARegularFile(OSError):
-    """A pipe, device, socket or directory where the gate reads a file the installer reads too."""
+class RefusedFile(OSError):
+    """A file the gate will not read."""
 
     def __str__(self) -> str:  # the reader names the file
         return self.strerror
 
 
-def read_regular(path: str) -> bytes:
+class NotARegularFile(RefusedFile):
+    """A pipe, device, socket or directory where the gate reads a file the installer reads too."""
+
+
+class TooLarge(RefusedFile):
+    """A file longer than the bound its reader sets (a hostile tree's file could be any size)."""
+
+
+def read_regular(path: str, limit: int | None = None) -> bytes:
     """The bytes of the regular file at `path` (OSError otherwise: FileNotFoundError when it is not
-    there, NotARegularFile when it is something else)."""
+    there, NotARegularFile when it is something else, TooLarge past `limit` bytes)."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # what was opened, not what the path says now
@@ -38,9 +46,12 @@ def read_regular(path: str) -> bytes:
                 path,
             )
         with os.fdopen(descriptor, "rb", closefd=False) as handle:
-            return handle.read()
+            data = handle.read() if limit is None else handle.read(limit + 1)
     finally:
         os.close(descriptor)
+    if limit is not None and len(data) > limit:
+        raise TooLarge(errno.EFBIG, f"larger than the {limit} bytes the gate reads of such a file", path)
+    return data
 
 
 def ancestors(cwd: str) -> list[str]:

@@ -26,6 +26,8 @@ REDIRECTS = {  # every one of these, left in place, sends an "allowed" install e
     "UV_EXTRA_INDEX_URL": "http://evil.test/simple",
     "UV_FIND_LINKS": "/tmp/evil-wheels",
     "UV_CONFIG_FILE": "/tmp/evil-uv.toml",
+    "UV_PROJECT": "/tmp/evil",  # another project than the one the gate finds from the working folder
+    "UV_WORKING_DIRECTORY": "/tmp/evil",
     "npm_config_registry": "http://evil.test/",
     "NPM_CONFIG_USERCONFIG": "/tmp/evil-npmrc",
     "npm_config_globalconfig": "/tmp/evil-npmrc",

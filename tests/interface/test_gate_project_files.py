@@ -5,11 +5,18 @@ that would fetch from elsewhere. Each case is one a review got past the gate wit
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from interface.gate.clients.python import projects, settings
 from interface.gate.installers import Unresolvable
 from interface.gate.service import CannotVerify
+from tests.support.third_party import require
 
 EVIL = "http://evil.example/beta-1.0-py3-none-any.whl"
 INDEX = "http://127.0.0.1:8000/pypi/acme/simple/"
@@ -84,12 +91,33 @@ OWN = (
 )
 
 
+def uv_workspace(root, members: dict, workspace: str = '[tool.uv.workspace]\nmembers = ["packages/*"]\n'):
+    """A uv workspace in `root`: {folder: its pyproject.toml} beside the root's (PROJECT)."""
+    (root / "pyproject.toml").write_text(PROJECT + workspace)
+    for folder, text in members.items():
+        (root / folder).mkdir(parents=True)
+        (root / folder / "pyproject.toml").write_text(text)
+
+
+MEMBER = '[project]\nname = "{name}"\nversion = "0"\ndependencies = {deps}\n'
+MEMBERS = {"packages/lib": MEMBER.format(name="lib", deps="[]"), "packages/docs": MEMBER.format(name="docs", deps="[]")}
+
+
 @pytest.mark.parametrize("packages", [OF_THIS_INDEX, OF_ANOTHER_INDEX], ids=["this index", "wholly another"])
 def test_a_uv_lock_of_this_index_or_wholly_of_another_one_passes(tmp_path, packages):
     """Locked wholly against another index, uv resolves it again through this one."""
     (tmp_path / "uv.lock").write_text("version = 1\n" + packages + OWN)
-    (tmp_path / "pyproject.toml").write_text(PROJECT + '[tool.uv.workspace]\nmembers = ["packages/*"]\n')
-    settings.check_sources("uv-project", INDEX, str(tmp_path))
+    uv_workspace(tmp_path, MEMBERS)
+    settings.check_sources("uv-project", INDEX, str(tmp_path / "packages" / "lib"))  # uv finds the root's lock
+
+
+def test_a_uv_lock_naming_a_folder_the_workspace_excludes_as_its_own_is_refused(tmp_path):
+    """An excluded folder is no member (the gate never read its requirements), whatever the
+    `members` pattern that would match it."""
+    (tmp_path / "uv.lock").write_text("version = 1\n" + OWN)
+    uv_workspace(tmp_path, MEMBERS, '[tool.uv.workspace]\nmembers = ["packages/*"]\nexclude = ["packages/d*"]\n')
+    with pytest.raises(Unresolvable, match="uv.lock installs docs from a virtual source"):
+        settings.check_sources("uv-project", INDEX, str(tmp_path))
 
 
 def test_a_uv_lock_of_this_index_with_a_package_of_another_is_refused(tmp_path):
@@ -131,3 +159,141 @@ def test_a_lock_naming_the_project_itself_or_the_indexs_files_passes(tmp_path):
         '{"default": {"app": {"editable": true, "path": "."}, "beta": {"version": "==1.0"}}}'
     )
     settings.check_sources("pipenv", INDEX, str(tmp_path))
+
+
+# --- which projects uv reads: the gate finds the workspace as real uv does -------------------
+
+APP, EX = MEMBER.format(name="app", deps="[]"), MEMBER.format(name="ex", deps="[]")
+WORKSPACE_OF = '[tool.uv.workspace]\nmembers = ["{0}"]\n'.format
+# (files, the folder uv runs in): each a layout where uv's project or workspace is not the working folder's
+LAYOUTS = {
+    "a folder below the project": ({"pyproject.toml": APP}, "src/deep"),
+    "the nearest pyproject.toml, whatever it declares": (
+        {"pyproject.toml": APP, "src/pyproject.toml": "[tool.black]\n"},
+        "src/deep",
+    ),
+    "a folder whose pyproject.toml is a folder": ({"pyproject.toml": APP, "src/pyproject.toml/x": ""}, "src"),
+    "a project inside another project": ({"pyproject.toml": APP, "ex/pyproject.toml": EX}, "ex"),
+    "a member, from a folder inside it": (
+        {
+            "pyproject.toml": APP + WORKSPACE_OF("m/*"),
+            "m/ex/pyproject.toml": EX,
+            "m/ex2/pyproject.toml": MEMBER.format(name="ex2", deps="[]"),
+            "m/.hidden/pyproject.toml": MEMBER.format(name="hidden", deps="[]"),
+        },
+        "m/ex/src",
+    ),
+    "a project the members do not include": (
+        {"pyproject.toml": APP + WORKSPACE_OF("m/*"), "ex/pyproject.toml": EX},
+        "ex",
+    ),
+    "a project the workspace excludes": (
+        {
+            "pyproject.toml": APP + WORKSPACE_OF("m/*") + 'exclude = ["m/e*"]\n',
+            "m/ex/pyproject.toml": EX,
+            "m/lib/pyproject.toml": MEMBER.format(name="lib", deps="[]"),
+        },
+        "m/ex",
+    ),
+    "a project excluded by a pattern across folders (uv's exclude * matches a /)": (
+        {
+            "pyproject.toml": APP + WORKSPACE_OF("m/*/*") + 'exclude = ["m/a*", "**/ey"]\n',
+            "m/a/ex/pyproject.toml": EX,
+            "m/b/ey/pyproject.toml": MEMBER.format(name="ey", deps="[]"),
+            "m/b/ez/pyproject.toml": MEMBER.format(name="ez", deps="[]"),
+        },
+        "m/a/ex",
+    ),
+    "a member excluded by a pattern across folders": (
+        {
+            "pyproject.toml": APP + WORKSPACE_OF("m/*/*") + 'exclude = ["m/a*", "**/ey"]\n',
+            "m/a/ex/pyproject.toml": EX,
+            "m/b/ey/pyproject.toml": MEMBER.format(name="ey", deps="[]"),
+            "m/b/ez/pyproject.toml": MEMBER.format(name="ez", deps="[]"),
+        },
+        "",
+    ),
+    "a project deeper than the members pattern (its * stays within a folder)": (
+        {"pyproject.toml": APP + WORKSPACE_OF("m/*"), "m/a/ex/pyproject.toml": EX},
+        "m/a/ex",
+    ),
+    "a project a members ? would match across a /": (
+        {"pyproject.toml": APP + WORKSPACE_OF("m?ex"), "m/ex/pyproject.toml": EX},
+        "m/ex",
+    ),
+    "a project matched by ** as no folder": (
+        {"pyproject.toml": APP + WORKSPACE_OF("**/ex"), "ex/pyproject.toml": EX},
+        "ex",
+    ),
+    "a pyproject.toml between the member and the root": (
+        {
+            "pyproject.toml": APP + WORKSPACE_OF("m/*/x"),
+            "m/a/pyproject.toml": "[tool.black]\n",
+            "m/a/x/pyproject.toml": EX,
+        },
+        "m/a/x",
+    ),
+    "a workspace root without a project": (
+        {"pyproject.toml": WORKSPACE_OF("m/*"), "m/ex/pyproject.toml": EX},
+        "m/ex",
+    ),
+}
+
+
+@pytest.fixture
+def uv_lock_in(tmp_path):
+    """Real uv's `uv lock` (offline: nothing to fetch) run in a folder: (the folder it wrote
+    uv.lock in, the names of the workspace's projects it locked)."""
+    found = shutil.which("uv", path=str(Path(sys.executable).parent))
+    require("uv", found is not None, "pip install -e '.[dev]'")
+
+    def lock(cwd: Path) -> tuple[str, set]:
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "UV_OFFLINE": "1", "UV_NO_CONFIG": "1"}
+        env.update(UV_CACHE_DIR=str(tmp_path / "uv-cache"), UV_PYTHON=sys.executable, UV_PYTHON_DOWNLOADS="never")
+        done = subprocess.run([found, "lock"], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        (written,) = [str(p.parent) for p in (tmp_path / "tree").rglob("uv.lock")]
+        names = {p["name"] for p in projects.toml(os.path.join(written, "uv.lock")).get("package", ())}
+        return written, names
+
+    return lock
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_gate_reads_the_workspace_real_uv_locks_from_the_working_folder(tmp_path, uv_lock_in, layout):
+    files, cwd = LAYOUTS[layout]
+    for path, text in files.items():
+        (tmp_path / "tree" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "tree" / path).write_text(text)
+    (tmp_path / "tree" / cwd).mkdir(parents=True, exist_ok=True)
+    root, found = projects.uv_workspace(str(tmp_path / "tree" / cwd))
+    names = {d["project"]["name"] for d in found.values() if "project" in d}
+    assert (root, names) == uv_lock_in(tmp_path / "tree" / cwd)
+
+
+def test_a_url_requirement_of_a_workspace_member_is_judged_and_a_member_named_by_the_root_is_not(tmp_path):
+    uv_workspace(tmp_path, {"packages/lib": MEMBER.format(name="lib", deps=f'["beta @ {EVIL}"]')})
+    (tmp_path / "pyproject.toml").write_text(
+        MEMBER.format(name="app", deps='["alpha", "Lib>=0", "lib @ file:///elsewhere"]') + WORKSPACE_OF("packages/*")
+    )
+    found = projects.uv_requirements(str(tmp_path / "packages"))
+    assert found == ["alpha", "lib @ file:///elsewhere", f"beta @ {EVIL}"]
+
+
+MAX_MEMBERS = projects.MAX_UV_MEMBERS
+
+
+@pytest.mark.parametrize(
+    "tree",
+    [
+        {"pyproject.toml": PROJECT + WORKSPACE_OF("m/*"), **{f"m/{n}/x": "" for n in range(MAX_MEMBERS + 1)}},
+        {"pyproject.toml": PROJECT + "#" * projects.MAX_PYPROJECT_BYTES},
+    ],
+    ids=["too many members", "too large a pyproject.toml"],
+)
+def test_a_workspace_past_the_bounds_is_refused(tmp_path, tree):
+    for path, text in tree.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    with pytest.raises(CannotVerify, match="more than|larger than"):
+        projects.uv_requirements(str(tmp_path))

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import threading
 from pathlib import Path
 
 import pytest
 
+from tests.support.fixture_server import FileHost
 from tests.support.gate import Gate, sandbox_env
 from tests.support.index_fixtures import set_policy
 from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url: SQLite only
@@ -348,10 +351,9 @@ def test_uv_sync_re_resolves_a_lock_made_against_another_index_through_the_index
     assert public.url not in (project / "uv.lock").read_text()
 
 
-def test_a_uv_lock_with_a_package_from_another_index_beside_this_one_is_refused(gate, env, app, project, public):
-    """uv checks only the project's own requirements against the index it is given: a lock made
-    through the index, with one transitive package moved to another index, installed it from
-    there, unjudged."""
+def lock_with_beta_moved(gate, env, app, project: Path, public) -> None:
+    """A uv.lock made through the index, then beta (a transitive package) moved to the "public"
+    index, registry and wheel URL both; beta is then denied."""
     set_policy(app, "allowlist", python=["alpha", "beta"])
     (project / "pyproject.toml").write_text(PYPROJECT.format(deps='["alpha"]'))
     assert gate("--", "uv", "lock", env=env, cwd=project).returncode == 0
@@ -365,9 +367,132 @@ def test_a_uv_lock_with_a_package_from_another_index_beside_this_one_is_refused(
     lines = [f'    {{ url = "{wheel}", hash = "sha256:{digest}" }},' if "beta-1.0-py3" in x else x for x in lines]
     blocks[moved] = "\n".join(lines)
     (project / "uv.lock").write_text("[[package]]".join(blocks))
-    done = gate("--", "uv", "sync", env=env, cwd=project)
+
+
+@pytest.mark.parametrize("below", ["", "src/deep"], ids=["in the project", "in a folder below it"])
+def test_a_uv_lock_with_a_package_from_another_index_beside_this_one_is_refused(gate, env, app, project, public, below):
+    """uv checks only the project's own requirements against the index it is given: a lock made
+    through the index, with one transitive package moved to another index, installed it from
+    there, unjudged. uv finds the project (and its uv.lock) from any folder below it."""
+    lock_with_beta_moved(gate, env, app, project, public)
+    (project / below).mkdir(parents=True, exist_ok=True)
+    done = gate("--", "uv", "sync", env=env, cwd=project / below)
     assert done.returncode == 4 and public.requests == [], done.stderr
     assert f"uv.lock installs beta from a another index's ({public.url}/simple/) source" in done.stderr
+    assert not (project / ".venv").exists() and index_decisions(app) <= {("alpha", True), ("beta", True)}
+
+
+MARKING_BACKEND = """# A build backend inside the sdist: building it leaves a mark, as any code could.
+import pathlib
+pathlib.Path({marker!r}).touch()
+META = "Metadata-Version: 2.1\\nName: evil-pkg\\nVersion: 1.0\\n"
+def prepare_metadata_for_build_wheel(directory, config_settings=None):
+    info = pathlib.Path(directory) / "evil_pkg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(META)
+    return info.name
+def build_wheel(directory, config_settings=None, metadata_directory=None):
+    import zipfile
+    name = "evil_pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(pathlib.Path(directory) / name, "w") as wheel:
+        wheel.writestr("evil_pkg-1.0.dist-info/METADATA", META)
+        tags = "Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"
+        wheel.writestr("evil_pkg-1.0.dist-info/WHEEL", tags)
+        wheel.writestr("evil_pkg-1.0.dist-info/RECORD", "")
+    return name
+"""
+
+
+@pytest.fixture
+def url_host(tmp_path):
+    """A plain file host (not an index) holding an sdist whose in-tree build backend leaves
+    `marker` when it runs: what a URL requirement fetches and builds past the index."""
+    marker = tmp_path / "backend-ran"
+    project = '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+    members = {
+        "evil_pkg-1.0/PKG-INFO": "Metadata-Version: 2.1\nName: evil-pkg\nVersion: 1.0\n",
+        "evil_pkg-1.0/pyproject.toml": project,
+        "evil_pkg-1.0/backend.py": MARKING_BACKEND.format(marker=str(marker)),
+    }
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for path, text in members.items():
+            data = text.encode()
+            info = tarfile.TarInfo(path)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    host = FileHost({"/evil_pkg-1.0.tar.gz": buffer.getvalue()})
+    host.sdist, host.marker = f"evil-pkg @ {host.url}/evil_pkg-1.0.tar.gz", marker
+    yield host
+    host.close()
+
+
+@pytest.mark.parametrize("verb", ["sync", "lock"])
+def test_a_url_requirement_of_the_project_above_the_working_folder_is_refused(gate, env, app, project, url_host, verb):
+    """uv finds the project from any folder below it: run from `src/`, the root's URL
+    requirement was fetched and its sdist's backend ran, judged by no one."""
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "pyproject.toml").write_text(PYPROJECT.format(deps=f'["alpha", "{url_host.sdist}"]'))
+    (project / "src").mkdir()
+    done = gate("--", "uv", verb, env=env, cwd=project / "src")
+    assert done.returncode == 3 and "denied: 'evil-pkg @ http://" in done.stderr, done.stderr
+    assert url_host.requests == [] and not url_host.marker.exists()
+    assert not (project / "uv.lock").exists() and not (project / ".venv").exists()
+
+
+@pytest.mark.parametrize("option", [["--project", ".."], ["--directory=.."]])
+def test_an_option_that_moves_where_uv_finds_the_project_is_refused(gate, env, app, project, url_host, option):
+    """The gate finds the project from the working folder, as uv does without these (the gate
+    clears UV_PROJECT and UV_WORKING_DIRECTORY from uv's environment)."""
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "pyproject.toml").write_text(PYPROJECT.format(deps=f'["{url_host.sdist}"]'))
+    (project / "src").mkdir()
+    (project / "src" / "pyproject.toml").write_text(PYPROJECT.format(deps='["alpha"]'))
+    done = gate("--", "uv", "sync", *option, env=env, cwd=project / "src")
+    assert done.returncode == 2 and f"does not pass {option[0].split('=')[0]!r} to uv" in done.stderr, done.stderr
+    assert url_host.requests == [] and not url_host.marker.exists()
+
+
+WORKSPACE = '[tool.uv.workspace]\nmembers = ["packages/*"]\nexclude = ["packages/legacy"]\n'
+VIRTUAL = "[tool.uv]\npackage = false\n"  # nothing to build: its requirements are all uv installs
+
+
+def test_a_url_requirement_of_a_workspace_member_is_refused(gate, env, app, project, url_host):
+    """uv locks every member of a workspace with its root, wherever it is run from: a member's URL
+    requirement was fetched and built from the root, its pyproject.toml never read."""
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    (project / "pyproject.toml").write_text(PYPROJECT.format(deps='["alpha"]') + WORKSPACE)
+    member = project / "packages" / ".lib"  # uv's member glob matches a hidden folder too
+    member.mkdir(parents=True)
+    (member / "pyproject.toml").write_text(PYPROJECT.replace("app", "lib").format(deps=f'["beta", "{url_host.sdist}"]'))
+    for cwd in (project, project / "packages"):
+        done = gate("--", "uv", "sync", env=env, cwd=cwd)
+        assert done.returncode == 3 and "denied: 'evil-pkg @ http://" in done.stderr, done.stderr
+    assert url_host.requests == [] and not url_host.marker.exists()
+    assert not (project / "uv.lock").exists() and not (project / ".venv").exists()
+
+
+def test_an_allowed_workspace_installs_its_members_through_the_index(gate, env, app, project, url_host):
+    """The root and its members are judged; uv resolves a member the root depends on as the
+    workspace's own (not from the index), from the root or from inside the member. An excluded
+    folder is no member: uv does not read it, nor does the gate."""
+    set_policy(app, "allowlist", python=["alpha", "beta", "gamma"])
+    sources = "[tool.uv.sources]\nlib = { workspace = true }\n"
+    (project / "pyproject.toml").write_text(PYPROJECT.format(deps='["alpha", "lib"]') + sources + WORKSPACE)
+    lib, legacy = project / "packages" / "lib", project / "packages" / "legacy"
+    for folder in (lib, legacy):
+        folder.mkdir(parents=True)
+    (lib / "pyproject.toml").write_text(PYPROJECT.replace("app", "lib").format(deps='["gamma"]') + VIRTUAL)
+    (legacy / "pyproject.toml").write_text(PYPROJECT.replace("app", "legacy").format(deps=f'["{url_host.sdist}"]'))
+    done = gate("--", "uv", "sync", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert {"alpha", "beta", "gamma"} <= installed_by_uv(project)  # gamma: the member's requirement
+    assert {("alpha", True), ("beta", True), ("gamma", True)} <= index_decisions(app)
+    assert "lib" not in {name for name, _ in index_decisions(app)}  # the workspace's own, not fetched
+    done = gate("--", "uv", "lock", "--upgrade", env=env, cwd=lib)
+    assert done.returncode == 0, done.stderr
+    assert not (lib / "uv.lock").exists() and 'virtual = "packages/lib"' in (project / "uv.lock").read_text()
+    assert url_host.requests == []
 
 
 def test_uv_sync_with_a_denied_dependency_fails_with_the_denial_printed(gate, env, app, project, public, uv_bin):

@@ -114,8 +114,8 @@ def project_plan(kind: str, command: list[str], verb: str | None, args: list[str
     if kind == "pip-compile":  # its words are the files it reads
         for name in words or ["requirements.in"]:
             lines += project_file_lines(name, cwd) if is_project_file(name) else requirements.lines_of(name, cwd)
-    else:  # its words are names to add
-        lines += [*words, *projects.requirements(cwd)]
+    else:  # its words are names to add; uv reads every project of the workspace it finds from cwd
+        lines += [*words, *(projects.uv_requirements(cwd) if kind == "uv" else projects.requirements(cwd))]
     return Plan(kind if kind != "uv" else "uv-project", "python", None, specs_question(lines))
 
 
@@ -146,7 +146,7 @@ def check_options(kind: str, command: list[str], args: list[str]) -> list[str]:
 def check_pdm_options(command: list[str], cwd: str) -> None:
     """pdm adds `[tool.pdm.options]` to its command line (`install = ["-L", "evil.lock"]`): each
     list is judged as the gate judges that command line, and may name no package."""
-    table = projects.toml(os.path.join(cwd, "pyproject.toml")).get("tool", {}).get("pdm", {}).get("options", {})
+    table = projects.pyproject(cwd).get("tool", {}).get("pdm", {}).get("options", {})
     for verb, options in table.items() if isinstance(table, dict) else [("", None)]:
         where = f"pyproject.toml [tool.pdm.options] {verb}".rstrip()
         if not isinstance(options, list) or not all(isinstance(o, str) for o in options):

@@ -1,6 +1,7 @@
 """What a Python project declares, read with a TOML/JSON parser (never by pattern): the
 requirements it will install (so URL requirements are judged before any client fetches them
-directly) and the indexes or sources its files name besides the service's.
+directly) and the indexes or sources its files name besides the service's; for uv's project
+commands, every project of the workspace uv finds from the working directory (`uv_workspace`).
 
 Standard library only, like the whole gate (TOML needs Python 3.11's tomllib; without it a project
 file cannot be read, and the gate fails closed).
@@ -8,11 +9,15 @@ file cannot be read, and the gate fails closed).
 
 from __future__ import annotations
 
+import fnmatch
+import glob
+import itertools
 import json
 import os
+import re
 import urllib.parse
 
-from ...files import read_regular
+from ...files import ancestors, read_regular
 from ...service import CannotVerify
 
 try:
@@ -21,27 +26,41 @@ except ImportError:  # Python before 3.11
     tomllib = None
 
 
-def toml(path: str) -> dict:
+# A uv workspace can name any number of members, each pyproject.toml any size: the gate reads at
+# most this many paths matched by one workspace's `members` patterns, and at most this many bytes
+# of any pyproject.toml (more is refused, exit 4).
+MAX_UV_MEMBERS = 1000
+MAX_PYPROJECT_BYTES = 1 << 20
+MAX_RECURSIVE = 8  # `**/` in one uv workspace pattern: each may match no folder too (2**n spellings)
+
+
+def toml(path: str, limit: int | None = None) -> dict:
     """The file's TOML document; {} when there is no such file."""
     if not os.path.lexists(path):
         return {}
     if tomllib is None:
         raise CannotVerify(f"reading {path} needs Python 3.11 or later (tomllib) for the gate")
     try:
-        return tomllib.loads(read_regular(path).decode("utf-8"))
+        return tomllib.loads(read_regular(path, limit).decode("utf-8"))
     except (OSError, ValueError) as error:
         raise CannotVerify(f"cannot read {path}: {error}") from None
 
 
-def requirements(cwd: str) -> list[str]:
-    """Every requirement pyproject.toml (and a Pipfile) declares: dependencies, optional
-    dependencies, dependency groups, build requirements, uv's overrides and constraints, PDM's dev
-    dependencies and overrides, Poetry's dependency tables and plugins, a Pipfile's packages. A dependency
-    given as a table (`{url = ...}`, `{git = ...}`, `{path = ...}`) becomes `name @ ...`, which
-    the service refuses as a direct reference; one given as a version is judged by its name."""
-    document = toml(os.path.join(cwd, "pyproject.toml"))
+def pyproject(folder: str) -> dict:
+    """The folder's pyproject.toml ({} when it has none), at most MAX_PYPROJECT_BYTES."""
+    return toml(os.path.join(folder, "pyproject.toml"), MAX_PYPROJECT_BYTES)
+
+
+def requirements(cwd: str, document: dict | None = None) -> list[str]:
+    """Every requirement pyproject.toml (`document`, when already read) and a Pipfile declare:
+    dependencies, optional dependencies, dependency groups, build requirements, uv's overrides and
+    constraints, PDM's dev dependencies and overrides, Poetry's dependency tables and plugins, a
+    Pipfile's packages. A dependency given as a table (`{url = ...}`, `{git = ...}`, `{path =
+    ...}`) becomes `name @ ...`, which the service refuses as a direct reference; one given as a
+    version is judged by its name."""
+    document = pyproject(cwd) if document is None else document
     project, tool = document.get("project", {}), document.get("tool", {})
-    _check_metadata_is_read(document, project, tool)
+    _check_metadata_is_read(document, project, tool, os.path.join(cwd, "pyproject.toml"))
     found = list(project.get("dependencies", ()))
     for group in project.get("optional-dependencies", {}).values():
         found += group
@@ -63,7 +82,7 @@ def requirements(cwd: str) -> list[str]:
     pipfile = toml(os.path.join(cwd, "Pipfile"))
     found += _named(pipfile.get("packages", {})) + _named(pipfile.get("dev-packages", {}))
     if not all(isinstance(r, str) for r in found):
-        raise CannotVerify("pyproject.toml holds a requirement that is not a string")
+        raise CannotVerify(f"{os.path.join(cwd, 'pyproject.toml')} holds a requirement that is not a string")
     return found
 
 
@@ -89,7 +108,7 @@ def _named(table: object) -> list:
     return found
 
 
-def _check_metadata_is_read(document: dict, project: dict, tool: dict) -> None:
+def _check_metadata_is_read(document: dict, project: dict, tool: dict, path: str) -> None:
     """Refuse a project whose requirements its build backend decides: declared `dynamic`, or no
     [project] table where the backend is not Poetry's (whose table is read here). A backend that
     writes other requirements than [project] declares is not caught here: a URL it names is
@@ -102,9 +121,114 @@ def _check_metadata_is_read(document: dict, project: dict, tool: dict) -> None:
         why = "has no [project] table, so its build backend decides what it requires"
     if why:
         raise CannotVerify(
-            f"pyproject.toml {why}: the gate cannot read its requirements before the backend runs; "
+            f"{path} {why}: the gate cannot read its requirements before the backend runs; "
             "list them in [project] dependencies"
         )
+
+
+def uv_workspace(cwd: str) -> tuple[str, dict[str, dict]]:
+    """(root, {folder: its pyproject.toml}) of the workspace `uv sync|lock|add` works on in `cwd`,
+    found as uv finds it. The project is the nearest folder, from `cwd` up, holding a
+    pyproject.toml (whatever it declares). The workspace root is the project when it declares
+    [tool.uv.workspace]; else, for a project with a [project] table, the next folder above holding
+    a pyproject.toml, when that one declares a workspace whose `members` include the project and
+    whose `exclude` does not; else the project. The folders: the root, each member (a folder a
+    `members` pattern matches, less those `exclude` matches, that holds a pyproject.toml) and the
+    project. No folders when no folder up holds a pyproject.toml (uv finds no project, and fails)."""
+    project = next((d for d in ancestors(cwd) if _has_pyproject(d)), None)
+    if project is None:
+        return os.path.abspath(cwd), {}
+    found = {project: pyproject(project)}
+    root, workspace = project, _uv_workspace_table(found[project], project)
+    if workspace is None and "project" in found[project]:  # a member looks for its workspace above
+        above = next((d for d in ancestors(project)[1:] if _has_pyproject(d)), None)
+        document = pyproject(above) if above else {}
+        table = _uv_workspace_table(document, above) if above else None
+        if table is not None and _uv_includes(table, above, project):
+            root, workspace = above, table
+            found[above] = document
+    for member in _uv_members(root, workspace) if workspace else ():
+        found.setdefault(member, pyproject(member))
+    return root, {folder: found[folder] for folder in sorted(found, key=lambda f: f != root)}
+
+
+def uv_requirements(cwd: str) -> list[str]:
+    """Every requirement of every project of the uv workspace (`uv_workspace`), as `requirements`
+    reads one, less those naming a project of the workspace by name alone: uv installs that one
+    from its folder, never from the index (a URL one is still judged)."""
+    _, found = uv_workspace(cwd)
+    own = {_normalized(str(d.get("project", {}).get("name", ""))) for d in found.values()}
+    return [r for folder, d in found.items() for r in requirements(folder, d) if _named_project(r) not in own]
+
+
+def _has_pyproject(folder: str) -> bool:
+    return os.path.isfile(os.path.join(folder, "pyproject.toml"))  # as uv tests it: a link is followed
+
+
+def _uv_workspace_table(document: dict, folder: str) -> dict | None:
+    """The folder's [tool.uv.workspace] as {"members": [...], "exclude": [...]}; None without one."""
+    table = document.get("tool", {}).get("uv", {}).get("workspace")
+    if table is None:
+        return None
+    lists = {key: table.get(key, []) for key in ("members", "exclude")} if isinstance(table, dict) else {}
+    if not lists or not all(isinstance(v, list) and all(isinstance(p, str) for p in v) for v in lists.values()):
+        raise CannotVerify(f"{folder}/pyproject.toml: [tool.uv.workspace] members and exclude are not lists of paths")
+    return lists
+
+
+def _uv_pattern(root: str, pattern: str) -> str:
+    """A workspace pattern as uv spells it: relative to the root (written literally), `.` and
+    inner `..` resolved in the pattern's own words."""
+    return os.path.normpath(os.path.join(glob.escape(root), os.path.normpath(pattern)))
+
+
+def _uv_excludes(workspace: dict, root: str, path: str) -> bool:
+    """Whether an `exclude` pattern matches `path` as uv's does (Rust's `glob::Pattern`, default
+    options): `*` and `?` match a `/` too, as fnmatch's, and `**/` also matches no folder."""
+    for pattern in workspace["exclude"]:
+        parts = _uv_pattern(root, pattern).split("**/")
+        if len(parts) > MAX_RECURSIVE + 1:
+            raise CannotVerify(f"the uv workspace pattern {pattern!r} has more than {MAX_RECURSIVE} '**/'")
+        for spelled in itertools.product(("**/", ""), repeat=len(parts) - 1):
+            if fnmatch.fnmatchcase(path, "".join(p + s for p, s in zip(parts, (*spelled, ""), strict=True))):
+                return True
+    return False
+
+
+def _uv_includes(workspace: dict, root: str, project: str) -> bool:
+    """Whether the workspace has the project: a path its `members` patterns match (as a folder
+    walk matches them, so `*` stays within a folder), which `exclude` does not."""
+    return project in _uv_matched(root, workspace) and not _uv_excludes(workspace, root, project)
+
+
+def _uv_members(root: str, workspace: dict) -> list[str]:
+    """The folders the workspace's `members` patterns match, less those `exclude` matches, that
+    hold a pyproject.toml."""
+    return [p for p in _uv_matched(root, workspace) if _has_pyproject(p) and not _uv_excludes(workspace, root, p)]
+
+
+def _uv_matched(root: str, workspace: dict) -> list[str]:
+    """Every path the `members` patterns match (hidden ones too, as uv's glob), at most MAX_UV_MEMBERS."""
+    found = []
+    for pattern in workspace["members"]:
+        for path in glob.iglob(_uv_pattern(root, pattern), recursive=True, include_hidden=True):
+            found.append(os.path.normpath(path))
+            if len(found) > MAX_UV_MEMBERS:
+                raise CannotVerify(f"the uv workspace {root} matches more than {MAX_UV_MEMBERS} member paths")
+    return found
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+# A requirement by name alone: a PEP 508 name, extras, versions and markers, no direct reference.
+NAMED = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)[^@]*\Z")
+
+
+def _named_project(requirement: str) -> str | None:
+    found = NAMED.match(requirement)
+    return _normalized(found.group(1)) if found else None
 
 
 def same_index(url: str, index: str) -> bool:
@@ -124,7 +248,7 @@ def foreign(urls: list[str], index: str) -> list[str]:
 def declared_sources(cwd: str) -> list[tuple[str, str]]:
     """(where, url) of each index a project file names: Poetry's and PDM's sources, uv's indexes,
     a Pipfile's [[source]], a project pdm.toml's [pypi] entries."""
-    document = toml(os.path.join(cwd, "pyproject.toml")).get("tool", {})
+    document = pyproject(cwd).get("tool", {})
     found = [("[[tool.poetry.source]]", s.get("url", "")) for s in document.get("poetry", {}).get("source", ())]
     found += [("[[tool.pdm.source]]", s.get("url", "")) for s in document.get("pdm", {}).get("source", ())]
     found += [("[[tool.uv.index]]", s.get("url", "")) for s in document.get("uv", {}).get("index", ())]

@@ -6,8 +6,9 @@
   site-packages are put on sys.path by the gate's own bootstrap instead. pip's build-dependency
   child still runs with site processing (a limit: docs/clients-python.md).
 - uv: no configuration file (UV_NO_CONFIG, which also drops pyproject.toml's [tool.uv] indexes),
-  no `tool.uv.sources` (UV_NO_SOURCES: a source may be a URL or another index), the index as the
-  default one, no Python downloads. A uv.lock made against another index is re-resolved against
+  no `tool.uv.sources` (UV_NO_SOURCES: a source may be a URL or another index; a workspace's
+  members are still its own), the index as the default one, no Python downloads. A uv.lock (the
+  workspace root's: `projects.uv_workspace`) made against another index is re-resolved against
   this one (and rewritten), since the index is not the lock's.
 - pdm: PDM_PYPI_URL replaces its default source, PDM_CONFIG_FILE its global configuration; no uv.
 - pipenv: PIPENV_PYPI_MIRROR replaces every pypi.org source (Pipfile and Pipfile.lock) with the index.
@@ -21,7 +22,6 @@ Standard library only, like the whole gate.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import posixpath
 import re
@@ -142,7 +142,7 @@ def check_sources(kind: str, index: str, cwd: str) -> None:
 
 
 def poetry_source_name(cwd: str) -> str:
-    sources = projects.toml(os.path.join(cwd, "pyproject.toml")).get("tool", {}).get("poetry", {}).get("source", ())
+    sources = projects.pyproject(cwd).get("tool", {}).get("poetry", {}).get("source", ())
     name = str(sources[0].get("name", "")) if sources else ""
     return re.sub(r"[^A-Z0-9]", "_", name.upper())
 
@@ -188,9 +188,12 @@ def off_index_files(urls: list[str], index: str) -> list[str]:
 
 
 def _check_uv_lock(index: str, cwd: str) -> None:
-    workspace = projects.toml(os.path.join(cwd, "pyproject.toml")).get("tool", {}).get("uv", {}).get("workspace", {})
-    members = [str(m) for m in workspace.get("members", ())] if isinstance(workspace, dict) else []
-    packages = [p for p in projects.toml(os.path.join(cwd, "uv.lock")).get("package", ()) if isinstance(p, dict)]
+    """The uv.lock of the workspace uv finds from `cwd` (at its root), whose local sources may be
+    only the workspace's own projects (paths relative to its root)."""
+    root, folders = projects.uv_workspace(cwd)
+    members = {posixpath.normpath(os.path.relpath(folder, root).replace(os.sep, "/")) for folder in folders}
+    lock = os.path.join(root, "uv.lock")
+    packages = [p for p in projects.toml(lock).get("package", ()) if isinstance(p, dict)]
     ours = [projects.same_index(str(p.get("source", {}).get("registry", index)), index) for p in packages]
     # Locked wholly against another index, uv resolves it again through this one; a lock that has
     # this index too is taken as it is (uv checks only the project's own requirements against the
@@ -201,7 +204,7 @@ def _check_uv_lock(index: str, cwd: str) -> None:
         name, source = package.get("name", "?"), package.get("source", {})
         kinds = set(source) - {"registry", *UV_LOCAL_SOURCES}
         # a local project that is neither this one nor a member of its workspace: a path dependency
-        kinds |= {k for k in UV_LOCAL_SOURCES if k in source and not _own(str(source[k]), members)}
+        kinds |= {k for k in UV_LOCAL_SOURCES if k in source and posixpath.normpath(str(source[k])) not in members}
         files = [package.get("sdist", {}), *package.get("wheels", ())]
         urls = [str(f["url"]) for f in files if isinstance(f, dict) and f.get("url")]
         if mixed and not of_index:
@@ -210,15 +213,9 @@ def _check_uv_lock(index: str, cwd: str) -> None:
         if kinds or outside:
             found = f"{sorted(kinds)[0]} source" if kinds else f"file {outside[0]!r}"
             raise Unresolvable(
-                f"uv.lock installs {name} from a {found}, not from the policy index; "
-                "delete uv.lock and run `runcode-policy-gate -- uv lock` to resolve it through the index"
+                f"{lock} installs {name} from a {found}, not from the policy index; "
+                "delete it and run `runcode-policy-gate -- uv lock` to resolve it through the index"
             )
-
-
-def _own(path: str, members: list[str]) -> bool:
-    """Whether a uv.lock local source is the project itself or one of its workspace members."""
-    path = posixpath.normpath(path)
-    return path == "." or any(fnmatch.fnmatchcase(path, posixpath.normpath(m)) for m in members)
 
 
 def pdm_lock_urls(packages) -> list[str]:
