@@ -22,6 +22,7 @@ import gzip
 import json
 import re
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO
@@ -39,6 +40,7 @@ BLOCK = 512
 # next member (GNU long name and link, pax); any other (GNU `N`, Solaris `X`, devices...) is not
 # read as npm's tar reads it, so the tarball is not read.
 READ_KINDS = (b"0", b"\0", b"7", b"5", b"1", b"2", b"L", b"K", b"x", b"g")
+FILE_KINDS = (b"0", b"\0", b"7")  # regular files
 DRIVE = re.compile(r"^[A-Za-z]:")
 
 
@@ -99,14 +101,45 @@ def tarball_contents(file: IO[bytes]) -> Tarball | None:
         return None
 
 
-def _scan(tar: _Unpacked) -> Tarball | None:
+def _scan(tar: _Unpacked) -> Tarball:
     scripts: bool | None = False
-    manifests, extended, bundled = 0, {}, set()
+    manifests, bundled = 0, set()
+    for member in _members(tar):
+        parts, kind, size = member.parts, member.kind, member.size
+        bundled.update(_bundled_names(parts, kind))
+        if parts and parts[-1] in ("package.json", "binding.gyp") and _in_package_folder(parts) and scripts is not None:
+            if kind not in FILE_KINDS or size > MAX_MANIFEST_BYTES:
+                scripts = None  # a link or a directory in a manifest's place, or a huge one: not known
+            elif parts[-1] == "binding.gyp":
+                scripts = True
+            else:
+                manifests += len(parts) == 1  # the root's: without one, what the package runs is not known
+                scripts = _manifest_scripts(member.body(), scripts)
+    return Tarball(scripts if manifests else None, tuple(sorted(bundled)))
+
+
+class _Member:
+    """One member of a tarball: its path below the root folder (`parts`; empty: the root folder's
+    own entry), its kind and its size; its body is read with `body()`, else skipped."""
+
+    def __init__(self, tar: _Unpacked, parts: list[str], kind: bytes, size: int):
+        self.parts, self.kind, self.size = parts, kind, size
+        self._tar, self.read = tar, False
+
+    def body(self) -> bytes:
+        self.read = True
+        return self._tar.read(_blocks(self.size))[: self.size]
+
+
+def _members(tar: _Unpacked) -> Iterator[_Member]:
+    """Each member a tarball places, as npm's tar (node-tar) reads it; ValueError (or EOFError)
+    for what node-tar would read otherwise, and past MAX_MEMBERS."""
+    extended: dict = {}
     for _ in range(MAX_MEMBERS):
         header = tar.header()
         if header in (b"", bytes(BLOCK)):
             if header == b"" or tar.header() in (b"", bytes(BLOCK)):  # the end: two zero blocks, or none left
-                return Tarball(scripts if manifests else None, tuple(sorted(bundled)))
+                return
             raise ValueError("a zero block inside the archive")  # node-tar reads on past one: not read alike
         _check_sum(header)
         kind = header[156:157]
@@ -130,19 +163,11 @@ def _scan(tar: _Unpacked) -> Tarball | None:
         if kind not in (b"1", b"2") and header[157:257].strip(b"\0"):
             raise ValueError("a link name on what is not a link")  # node-tar skips such a header
         name, extended = extended.get("path") or _ustar_name(header), {}
-        parts = _relative(name, kind)
-        bundled.update(_bundled_names(parts, kind))
-        if parts[-1] in ("package.json", "binding.gyp") and _in_package_folder(parts) and scripts is not None:
-            if kind not in (b"0", b"\0", b"7") or size > MAX_MANIFEST_BYTES:
-                scripts = None  # a link or a directory in a manifest's place, or a huge one: not known
-            elif parts[-1] == "binding.gyp":
-                scripts = True
-            else:
-                manifests += len(parts) == 1  # the root's: without one, what the package runs is not known
-                scripts = _manifest_scripts(tar.read(_blocks(size))[:size], scripts)
-                continue
-        tar.skip(_blocks(size))
-    return None  # more members than any package holds
+        member = _Member(tar, _relative(name, kind), kind, size)
+        yield member
+        if not member.read:
+            tar.skip(_blocks(size))
+    raise ValueError("more members than any package holds")
 
 
 def _check_sum(header: bytes) -> None:

@@ -319,3 +319,19 @@ def test_a_colon_deeper_in_a_path_and_a_binary_pax_value_are_read():
     length = len(record) + len(str(len(record) + 2))
     pax = _member(b"pax", str(length).encode() + record, kind=b"x") + _member(b"package/x.js")
     assert facts.tarball_contents(_gzipped(MANIFEST, deeper, pax)) == facts.Tarball(False, ())
+
+
+def test_the_root_folders_own_entry_is_read_past():
+    """`package/` as a member of its own (packers other than npm's write folder entries): it was
+    read as a path of no parts, and the reader raised on it (a 500) instead of reading on."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        root = tarfile.TarInfo("package/")
+        root.type = tarfile.DIRTYPE
+        archive.addfile(root)
+        data = manifest(install="x")
+        info = tarfile.TarInfo("package/package.json")
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    buffer.seek(0)
+    assert scripts(buffer) is True
