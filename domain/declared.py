@@ -122,10 +122,31 @@ def _unreadable(language: str, text: str, why: str) -> Spec:
 def judge_declared(rules: LanguageRules, declared: Iterable[tuple[str, Spec]], workspace: str) -> list[Declared]:
     """Each declared dependency the index does not fetch itself, with its command-line verdict."""
     return [
-        Declared(field, spec, judge(rules, spec, workspace))
-        for field, spec in declared
-        if spec.kind not in FETCHED_THROUGH_THE_INDEX or field in BUNDLED_FIELDS
+        Declared(field, spec, judge(rules, spec, workspace)) for field, spec in declared if judged_here(field, spec)
     ]
+
+
+def judged_here(field: str, spec: Spec) -> bool:
+    """Whether a declared dependency is judged where it is declared: the client fetches it
+    elsewhere, or it comes inside the version's own files (the client fetches a registry
+    requirement through the index, which judges it then)."""
+    return spec.kind not in FETCHED_THROUGH_THE_INDEX or field in BUNDLED_FIELDS
+
+
+def what_may_hide(requires: Requires) -> Requires:
+    """What of a Python version's declarations may hide it under some policy: its Requires-Dist
+    less the registry requirements, and all it carries or leaves unread."""
+    kept = [text for text in requires.requires if judged_here(PYTHON_FIELD, _spec("python", text))]
+    return Requires(kept, tuple(requires.carried), tuple(requires.unjudged))
+
+
+def merged(*found: Requires) -> Requires:
+    """What several files of one version declare, together (each item once, in order)."""
+    return Requires(
+        list(dict.fromkeys(text for r in found for text in r.requires)),
+        tuple(dict.fromkeys(name for r in found for name in r.carried)),
+        tuple(dict.fromkeys(why for r in found for why in r.unjudged)),
+    )
 
 
 def version_label(language: str, name: str, version: str) -> str:

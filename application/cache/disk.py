@@ -4,6 +4,7 @@ Layout under the cache directory (shared by every worker process of a deployment
 
     files/<algorithm>/<hex[:2]>/<hex>   a file, named by the digest the index page gave for it
     pages/<key[:2]>/<key>               an upstream page: one JSON line (its metadata), then its body
+    facts/<scope[:2]>/<scope>/<key>     what the index read a file to say, by scope (a project)
     tmp/                                files being written
 
 Writes never show a partial file: each is written to `tmp/`, flushed (files are fsynced too),
@@ -63,7 +64,7 @@ class DiskCache:
     def __init__(self, directory: str | Path, max_bytes: int):
         self.directory = Path(directory)
         self.max_bytes = max_bytes
-        for part in ("files", "pages", "tmp"):
+        for part in ("files", "pages", "facts", "tmp"):
             make_private_dirs(self.directory / part)
         self._lock = threading.Lock()
         self._counted = False  # this process has counted the directory once
@@ -140,8 +141,40 @@ class DiskCache:
         return StoredPage({**meta, "length": len(body)}, path, len(line))
 
     def _page_path(self, key: str) -> Path:
-        digest = hashlib.sha256(key.encode()).hexdigest()
+        digest = _hashed(key)
         return self.directory / "pages" / digest[:2] / digest
+
+    # -- facts ------------------------------------------------------------------------------
+    def put_fact(self, scope: str, key: str, body: bytes) -> None:
+        """Keep a small record of what a file was read to say, under its scope (not fsynced: one
+        lost in a crash is read again). Written once: a key names what it records (a file's digest)."""
+        path = self._fact_folder(scope) / _hashed(key)
+        if path.exists() or len(body) > self.max_bytes * LOW_WATER:
+            return
+        with tempfile.NamedTemporaryFile(dir=self.directory / "tmp", prefix="fact-", delete=False) as file:
+            file.write(body)
+        self._place(file.name, path, len(body))
+
+    def fact_names(self, scope: str) -> list[str]:
+        """The names of a scope's records (none: one failed listing), each touched: in use."""
+        try:
+            paths = list(self._fact_folder(scope).iterdir())
+        except FileNotFoundError:
+            return []
+        for path in paths:
+            _touch(path)
+        return sorted(path.name for path in paths)
+
+    def fact(self, scope: str, name: str) -> bytes | None:
+        """One record of a scope, by its name; None when it was evicted meanwhile."""
+        try:
+            return (self._fact_folder(scope) / name).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def _fact_folder(self, scope: str) -> Path:
+        digest = _hashed(scope)
+        return self.directory / "facts" / digest[:2] / digest
 
     # -- the bound --------------------------------------------------------------------------
     def _place(self, written: str, path: Path, size: int) -> None:
@@ -180,7 +213,7 @@ class DiskCache:
 
     def _entries(self) -> tuple[list[tuple[float, int, Path]], int]:
         entries, total, now = [], 0, time.time()
-        for part in ("files", "pages"):
+        for part in ("files", "pages", "facts"):
             for root, _, names in os.walk(self.directory / part):
                 for name in names:
                     path = Path(root) / name
@@ -197,6 +230,10 @@ class DiskCache:
             except FileNotFoundError:
                 continue
         return entries, total
+
+
+def _hashed(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
 def _read_count(lock) -> int | None:

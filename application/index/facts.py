@@ -13,7 +13,8 @@ judge (`domain.rules.VersionFacts`), read where each registry says them.
 - Bundled packages (npm): every tarball is read before it is served, for the names it carries
   under `node_modules`, which every client installs from it whatever the manifests declare.
 - Source distribution (python): a file that is not a wheel. Python facts are per file: one
-  version's wheel and sdist differ in both.
+  version's wheel and sdist differ in both. An sdist's PKG-INFO is read by the tarball reader
+  (`root_files`), with the same bounds.
 """
 
 from __future__ import annotations
@@ -116,6 +117,23 @@ def _scan(tar: _Unpacked) -> Tarball:
                 manifests += len(parts) == 1  # the root's: without one, what the package runs is not known
                 scripts = _manifest_scripts(member.body(), scripts)
     return Tarball(scripts if manifests else None, tuple(sorted(bundled)))
+
+
+def root_files(file: IO[bytes], name: str, limit: int) -> list[bytes] | None:
+    """The bodies of the files called `name` in a gzipped tarball's root folder (`<root>/<name>`,
+    as pip and uv unpack an sdist: its one top folder stripped, whatever it is called); None when
+    one is larger than `limit` bytes, or the tarball is not read (as `tarball_contents` reads one:
+    the same bounds, the same refusals)."""
+    found = []
+    try:
+        for member in _members(_Unpacked(gzip.GzipFile(fileobj=file, mode="rb"))):
+            if member.parts == [name] and member.kind in FILE_KINDS:
+                if member.size > limit:
+                    return None
+                found.append(member.body())
+    except (OSError, EOFError, ValueError, UnicodeError, zlib.error):  # as tarball_contents
+        return None
+    return found
 
 
 class _Member:

@@ -12,7 +12,7 @@ from flask import Flask
 
 from application.cache import DiskCache
 from interface.api.blueprint import api
-from interface.index import npm, page_path, pypi
+from interface.index import declarations, npm, page_path, pypi
 from interface.index.answers import Rendered
 from interface.index.bounds import IndexBounds, mark_in_memory
 from interface.index.pages import Pages, fresh_pages
@@ -25,6 +25,7 @@ def install(app: Flask) -> None:
     kept = settings.cache_settings()
     app.extensions["index_cache"] = cache = DiskCache(kept.directory, kept.max_bytes)
     app.extensions["pypi_rendered"] = Rendered(kept.memory.share("rendered"))
+    app.extensions["pypi_declarations"] = declarations.memory()
     services(app).governance.index.gate.keep_within(kept.memory)
     # The service's own fetches: public registries allowed (sandboxes' egress refuses them).
     fresh = fresh_pages(kept.memory.share("pages"))  # one memory for both upstreams' pages

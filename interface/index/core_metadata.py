@@ -1,8 +1,11 @@
 """A Python distribution's core metadata as the index reads it to judge what a version declares:
-a PEP 658 `.metadata` file fetched whole, or the `METADATA` inside a wheel that was spooled.
+a PEP 658 `.metadata` file fetched whole, the `METADATA` inside a wheel that was spooled, or the
+`PKG-INFO` of an sdist (`sdist_requires`).
 
-Only `Requires-Dist` is read. An sdist's dependencies are only known after a build, so sdists
-are not read here (the locked-down profile is what stops a build from fetching a URL).
+Only `Requires-Dist` is read. What an sdist's PKG-INFO lists is judged whatever its
+Metadata-Version; only from 2.2 on, and when its `Dynamic:` does not name Requires-Dist, is it
+all that a build of the sdist will declare (PEP 643): otherwise the build may declare more, which
+is known only once built (the locked-down profile is what stops a build from fetching a URL).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import NamedTuple
 import httpx
 from packaging.utils import canonicalize_name
 
+from application.index.facts import root_files
 from interface.index.upstream import Upstream, bad_gateway, refused_by_upstream, unavailable
 from interface.problems import HTTPProblem
 
@@ -55,6 +59,33 @@ def fetch(upstream: Upstream, url: str) -> bytes:
         raise unavailable(f"the upstream stopped sending the metadata: {type(error).__name__}") from None
     finally:
         response.close()
+
+
+def sdist_requires(file, filename: str) -> list[str] | None:
+    """Every Requires-Dist of the PKG-INFO at an sdist's root (`<name>-<version>/PKG-INFO`, of a
+    `.tar.gz` or a `.zip`, read as pip unpacks it); None when it is not read: another format, no
+    PKG-INFO or one past MAX_METADATA_BYTES, or an archive that cannot be read (a `.tar.gz` as
+    the npm tarball reader reads one: within its bounds, or not at all)."""
+    file.seek(0)
+    if filename.endswith(".tar.gz"):
+        found = root_files(file, "PKG-INFO", MAX_METADATA_BYTES)
+    elif filename.endswith(".zip"):
+        found = _zip_root_files(file, "PKG-INFO")
+    else:  # .tar.bz2, .tgz...: formats PyPI no longer takes
+        found = None
+    file.seek(0)
+    return [text for metadata in found for text in requires_dist(metadata)] if found else None
+
+
+def _zip_root_files(file, name: str) -> list[bytes] | None:
+    try:
+        with zipfile.ZipFile(file) as archive:
+            infos = [i for i in archive.infolist() if _parts(i.filename)[1:] == [name] and not i.is_dir()]
+            if any(info.file_size > MAX_METADATA_BYTES for info in infos):
+                return None
+            return [archive.read(info) for info in infos]
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, ValueError, zlib.error):
+        return None
 
 
 class Wheel(NamedTuple):

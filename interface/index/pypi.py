@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from contextlib import nullcontext
+from typing import NamedTuple
 
 from flask import Blueprint, Response, current_app, has_request_context, redirect, request, url_for
 from packaging.utils import canonicalize_name
@@ -24,9 +25,9 @@ from werkzeug.http import parse_accept_header
 from application.cache import from_pypi
 from application.index import facts
 from application.index.gate import registry_spec
-from domain.declared import Requires
+from domain.declared import Requires, merged
 from interface import metrics
-from interface.index import core_metadata, files, simple
+from interface.index import core_metadata, declarations, files, simple
 from interface.index.access import (
     judged_afresh,
     package_index,
@@ -151,7 +152,7 @@ def judged_page(principal, ws: str, name: str, media: str, environ: dict, url_ro
         return answer(simple.quarantined(name, verdict["message"]), media, verdict["policy_version"], environ)
     try:
         fetched = _fetched(name)
-        hidden = _hidden(principal, name, fetched)
+        hidden = _hidden(principal, name, fetched) | _declared_hidden(principal, name, fetched)
         key = (ws, name, media, verdict["policy_version"], fetched.revision, url_root, hidden)
 
         def render() -> bytes:  # only when this answer was not rendered before (the page read then)
@@ -180,6 +181,20 @@ def _hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
 
     hidden = package_index().gate.versions_hidden(principal, "python", name, judged, "page", fetched.revision)
     return frozenset(hidden)
+
+
+def _declared_hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
+    """The files of the versions that what their files were read to declare hides
+    (interface.index.declarations; recorded as a page's, once per run). Nothing to read for a
+    project none of whose files declared anything beyond the registry."""
+    if fetched.status != 200:
+        return frozenset()
+    known = declarations.of_page(name, fetched.revision, lambda: _read(name, fetched)["files"])
+    if not known:
+        return frozenset()
+    said = {version: requires for version, (requires, _) in known.items()}
+    hidden = package_index().gate.hidden_versions(principal, "python", name, said, "page")
+    return frozenset(filename for version in hidden for filename in known[version][1])
 
 
 def rendered() -> Rendered:
@@ -228,12 +243,16 @@ def _read(name: str, found: Fetched) -> dict:
         raise logged(bad_gateway(str(error))) from None
 
 
-def _file_entry(project: str, dist: str) -> dict | None:
-    """The page's entry for a file, from the page as a page view reads it (kept while fresh, then
+def _page_files(project: str) -> list[dict]:
+    """The page's file entries, from the page as a page view reads it (kept while fresh, then
     revalidated; kept if upstream fails), never an older copy: a file upstream replaced has a new
     digest there, so its new bytes are fetched and read, not the ones kept under the old digest
     (a wheel that could not be read stayed refused, its file name still giving the old digest)."""
-    return next((f for f in _read(project, _fetched(project))["files"] if f.get("filename") == dist), None)
+    return _read(project, _fetched(project))["files"]
+
+
+def _entry(files: list[dict], dist: str) -> dict | None:
+    return next((f for f in files if f.get("filename") == dist), None)
 
 
 @blueprint.route("/pypi/<ws>/files/<project>/<filename>", methods=READ)
@@ -248,88 +267,124 @@ def file(ws, project, filename):
     request_kind = file_request(is_metadata)
     version, found = simple.version_of(dist, project), {}
 
-    def judged_facts():  # read only for an allowed project; its entry is then used to answer
-        found["entry"] = entry = _file_entry(project, dist)
+    def judged_facts():  # read only for an allowed project; its page is then used to answer
+        found["files"] = _page_files(project)
+        entry = _entry(found["files"], dist)
         if entry is None:  # nothing to judge, so nothing is recorded (as npm's tarballs)
             raise _no_such_file(project, filename)
         return facts.python_file(entry, version)
 
     delivered = judged_file(principal, "python", project, request_kind, dist, version, judged_facts)
     with upstream_failure_recorded(principal, "python", project, request_kind), undelivered_on_error(delivered):
-        entry = found["entry"] if "entry" in found else _file_entry(project, dist)
-        return _file_answer(principal, project, dist, filename, is_metadata, delivered, entry)
+        page_files = found["files"] if "files" in found else _page_files(project)
+        return _file_answer(principal, project, dist, filename, is_metadata, delivered, page_files)
 
 
-def _file_answer(principal, project: str, dist: str, filename: str, is_metadata: bool, delivered, entry) -> Response:
+class _File(NamedTuple):
+    """A file asked for: its project, its name (`dist`, less `.metadata`), and its page's entries."""
+
+    project: str
+    dist: str
+    files: list[dict]
+
+
+def _file_answer(
+    principal, project: str, dist: str, filename: str, is_metadata: bool, delivered, page_files
+) -> Response:
+    entry = _entry(page_files, dist)
     metadata_hashes = entry.get("core-metadata", entry.get("dist-info-metadata")) if entry else None
     if entry is None or (is_metadata and not metadata_hashes):
         raise _no_such_file(project, filename)
+    asked = _File(project, dist, page_files)
     if is_metadata:
-        return _metadata(principal, project, dist, entry["url"] + ".metadata", from_pypi(metadata_hashes))
-    return _distribution(principal, project, dist, entry["url"], from_pypi(entry.get("hashes")), delivered)
+        return _metadata(principal, asked, entry["url"] + declarations.METADATA_SUFFIX, from_pypi(metadata_hashes))
+    return _distribution(principal, asked, entry["url"], from_pypi(entry.get("hashes")), delivered)
 
 
 def _no_such_file(project: str, filename: str) -> HTTPProblem:
     return HTTPProblem(404, "Not Found", f"the upstream index lists no {filename!r} for {project!r}")
 
 
-def _metadata(principal, project: str, dist: str, url: str, digests) -> Response:
+def _metadata(principal, asked: _File, url: str, digests) -> Response:
+    name = asked.dist + declarations.METADATA_SUFFIX
     if digests is None:  # nothing to verify it against: fetched each time, never kept
         metadata = core_metadata.fetch(upstream(), url)
-        _judge_declared(principal, project, dist, core_metadata.Wheel(metadata, [], []), "metadata")
+        _judge_declared(principal, asked, "metadata", declarations.Read(name, None, _requires(metadata)))
         return _served(metadata)
     verified = files.obtain(upstream(), cache(), url, digests, core_metadata.MAX_METADATA_BYTES)
     try:
-        _judge_declared(principal, project, dist, core_metadata.Wheel(verified.file.read(), [], []), "metadata")
+        read = declarations.Read(name, digests, _requires(verified.file.read()))
+        _judge_declared(principal, asked, "metadata", read)
     except BaseException:
         verified.close()
         raise
     return files.serve(verified)
 
 
-def _distribution(principal, project: str, dist: str, url: str, digests, delivered) -> Response:
-    wheel = dist.endswith(".whl")
+def _distribution(principal, asked: _File, url: str, digests, delivered) -> Response:
+    wheel = asked.dist.endswith(".whl")
     if digests is None:  # nothing to verify it against: relayed as upstream sends it, never kept
-        return _unverified(principal, project, dist, url, delivered)
+        return _unverified(principal, asked, url, delivered)
     if request.method == "HEAD":
         return files.head(upstream(), cache(), url, digests)
     limit, refuse = (core_metadata.MAX_WHEEL_BYTES, core_metadata.too_large) if wheel else (files.MAX_FILE_BYTES, None)
     verified = files.obtain(upstream(), cache(), url, digests, limit, refuse)
-    if wheel:
-        try:
-            _judge_declared(principal, project, dist, core_metadata.wheel_metadata(verified.file, dist), "download")
-        except BaseException:
-            verified.close()
-            raise
+    try:
+        _judge_declared(principal, asked, "download", _read_file(verified.file, asked.dist, digests))
+    except BaseException:
+        verified.close()
+        raise
     return files.serve(verified, delivered)
 
 
-def _unverified(principal, project: str, dist: str, url: str, delivered) -> Response:
-    if dist.endswith(".whl") and request.method != "HEAD":
+def _unverified(principal, asked: _File, url: str, delivered) -> Response:
+    if asked.dist.endswith(".whl") and request.method != "HEAD":
         spooled = spool(upstream(), url, core_metadata.MAX_WHEEL_BYTES, core_metadata.too_large)
         try:
-            _judge_declared(principal, project, dist, core_metadata.wheel_metadata(spooled.file, dist), "download")
+            _judge_declared(principal, asked, "download", _read_file(spooled.file, asked.dist, None))
         except BaseException:
             spooled.file.close()
             raise
         return spooled.response(delivered)
-    broken_off = upstream_failure_recorder(principal, "python", project, "download")  # only a GET's body breaks off
+    if request.method != "HEAD":  # an sdist relayed unread: judged by what its version's other files said
+        _judge_declared(principal, asked, "download", None)
+    # only a GET's body breaks off
+    broken_off = upstream_failure_recorder(principal, "python", asked.project, "download")
     return relay(upstream(), request.method, url, delivered, broken_off)
+
+
+def _requires(metadata: bytes) -> Requires:
+    return Requires(core_metadata.requires_dist(metadata))
+
+
+def _read_file(file, dist: str, digests) -> declarations.Read | None:
+    """What a wheel or an sdist was read to declare; None for an sdist whose PKG-INFO is not read."""
+    if dist.endswith(".whl"):
+        wheel = core_metadata.wheel_metadata(file, dist)
+        requires = Requires(core_metadata.requires_dist(wheel.metadata), wheel.carried, wheel.unjudged)
+        return declarations.Read(dist, digests, requires)
+    said = declarations.sdist_requires(file, dist, digests)
+    return declarations.Read(dist, digests, Requires(said)) if said is not None else None
 
 
 def cache():
     return current_app.extensions["index_cache"]
 
 
-def _judge_declared(principal, project: str, dist: str, read: core_metadata.Wheel, request_kind: str) -> None:
+def _judge_declared(principal, asked: _File, request_kind: str, read: declarations.Read | None) -> None:
     """403 when the version declares a refused `name @ URL` (or other non-registry) requirement,
-    or its wheel carries a refused project or adds to sys.path what cannot be judged (read from
-    the wheel; a metadata file alone says only what it declares)."""
-    version = simple.version_of(dist, project) or dist
-    declarations = {version: Requires(core_metadata.requires_dist(read.metadata), read.carried, read.unjudged)}
-    hidden = package_index().gate.hidden_versions(principal, "python", project, declarations, request_kind, dist)
+    or a wheel of it carries a refused project or adds to sys.path what cannot be judged: by what
+    this file was read to say (`read`, kept for the version's other files) and by what every file
+    of its version was (interface.index.declarations)."""
+    project, dist = asked.project, asked.dist
+    named = simple.version_of(dist, project)
+    if read is not None:
+        declarations.record(project, read)
+    others = declarations.of_version(project, named, dist, asked.files)
+    said = {named or dist: merged(read.requires, others) if read is not None else others}
+    hidden = package_index().gate.hidden_versions(principal, "python", project, said, request_kind, dist)
     if hidden:
-        raise HTTPProblem(403, "Forbidden", hidden[version])
+        raise HTTPProblem(403, "Forbidden", hidden[named or dist])
 
 
 def _served(metadata: bytes) -> Response:

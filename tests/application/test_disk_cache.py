@@ -12,7 +12,8 @@ BOUND = 10_000
 
 
 def on_disk(directory: Path) -> int:
-    return sum(f.stat().st_size for part in ("files", "pages") for f in (directory / part).rglob("*") if f.is_file())
+    kept = (f for part in ("files", "pages", "facts") for f in (directory / part).rglob("*"))
+    return sum(f.stat().st_size for f in kept if f.is_file())
 
 
 def test_two_workers_writing_one_cache_keep_within_its_bound_together(tmp_path):
@@ -46,3 +47,16 @@ def test_a_kept_file_dropped_for_not_matching_no_longer_counts(tmp_path):
     assert counted == on_disk(tmp_path)
     cache.discard_file(digests)
     assert int((tmp_path / "lock").read_bytes()) == on_disk(tmp_path) == counted - len(body)
+
+
+def test_facts_are_written_once_listed_by_scope_and_counted_within_the_bound(tmp_path):
+    workers = [DiskCache(tmp_path, BOUND), DiskCache(tmp_path, BOUND)]
+    workers[0].put_fact("alpha", "alpha-1.0.tar.gz sha256:00", b"said")
+    workers[1].put_fact("alpha", "alpha-1.0.tar.gz sha256:00", b"said again")  # a key names what it records
+    (name,) = workers[1].fact_names("alpha")
+    assert workers[1].fact("alpha", name) == b"said" and workers[0].fact_names("beta") == []
+    for n in range(30):  # old facts go as pages come, the count holding every part
+        workers[n % 2].put_page(f"page-{n}", {"url": f"u{n}"}, b"x" * 800)
+        assert on_disk(tmp_path) <= BOUND
+    assert workers[0].fact_names("alpha") == []
+    assert int((tmp_path / "lock").read_bytes()) == on_disk(tmp_path)

@@ -13,10 +13,13 @@ import pytest
 
 from tests.support import clients
 from tests.support.fixture_server import FileHost
+from tests.support.gate import Gate, sandbox_env
+from tests.support.http_client import LiveServer
 from tests.support.index_fixtures import run_decisions, set_policy, start_run
 from tests.support.index_live import index_live_env, sqlite_store  # noqa: F401 - fixtures live_env, database_url
 from tests.support.npm_upstream import NpmUpstream, Release, build_tarball
-from tests.support.pypi_upstream import Dist, PyPIUpstream, build_wheel
+from tests.support.pypi_upstream import Dist, PyPIUpstream, build_sdist, build_wheel
+from tests.support.target_env import TargetEnv
 
 BETA_TGZ = "/beta-1.0.0.tgz"
 PTH_IMPORT = (  # as setuptools and pywin32 ship theirs
@@ -58,6 +61,17 @@ PTH_UNREAD = {"a .pth onto a zip", "a .pth onto a folder it does not hold", "a .
 # Where a wheel can carry another project so that pip and uv install it as one.
 CARRIED_AT = {"root": "beta", "purelib": ".data/purelib/beta", "platlib": ".data/platlib/beta"}
 BETA_WHEEL = "/beta-1.0-py3-none-any.whl"
+GIT_BETA = "beta @ git+https://x.example/beta.git"
+JSON_PAGE = {"Accept": "application/vnd.pypi.simple.v1+json"}
+# Versions whose sdist the index is to refuse: gitdep 1.0's wheel and sdist both declare beta from
+# git (a reviewer's); wheeldep 1.0's sdist says its Requires-Dist is dynamic, so only its wheel
+# says it (0.9 declares nothing); carrysdist 1.0's wheel carries beta, its sdist says nothing.
+SDIST_CASES = (
+    Dist("gitdep", "1.0", requires=(GIT_BETA,)),
+    Dist("wheeldep", "0.9"),
+    Dist("wheeldep", "1.0", requires=(GIT_BETA,), sdist_dynamic=True),
+    Dist("carrysdist", "1.0", carried=("beta",)),
+)
 
 
 @pytest.fixture
@@ -94,7 +108,7 @@ def pypi_upstream(url_host):
     carriers = [Dist(f"carrier{i}", "1.0", files=("wheel",), carried=(p,)) for i, p in enumerate(CARRIED_AT.values())]
     vendored = Dist("vendor", "1.0", carried=("vendor/_vendor/beta",), more=PTH_IMPORT)
     tricks = [Dist(f"trick{i}", "1.0", files=("wheel",), more=more) for i, more in enumerate(WHEEL_TRICKS.values())]
-    upstream = PyPIUpstream([*dists, Dist("beta", "1.0"), *carriers, vendored, *tricks])
+    upstream = PyPIUpstream([*dists, Dist("beta", "1.0"), *carriers, vendored, *tricks, *SDIST_CASES])
     yield upstream
     upstream.close()
 
@@ -305,6 +319,12 @@ def test_a_wheel_requiring_a_refused_url_stops_the_install_and_nothing_is_fetche
     assert "403" in said and "alpha-1.1-py3-none-any.whl.metadata" in said
     if installer == "uv":
         assert "alpha==1.1 is not offered because of a dependency" in said
+    # Known from then on: the page offers alpha 1.1 no more, and a later install takes 1.0.
+    later, again = start_run(live), tmp_path / "again"
+    again.mkdir()
+    assert PYTHON_CLIENTS[installer](again, later["pypi"], later["token"], "alpha").ok
+    assert [p.name for p in (again / "site").glob("alpha-*.dist-info")] == ["alpha-1.0.dist-info"]
+    assert url_host.requests == []
 
 
 def test_a_hidden_versions_metadata_and_wheel_fetched_directly_are_403(live, app, pypi_upstream, url_host):
@@ -390,3 +410,149 @@ def test_only_metadata_and_pth_files_are_read_whole_a_large_module_is_not_judged
             [],
             [f"huge.pth is larger than {MAX_READ_BYTES} bytes, the most read of it"],
         )
+
+
+def sdist_refused(live, run: dict, project: str, words: str) -> None:
+    reply = live.call("GET", f"/pypi/acme/files/{project}/{project}-1.0.tar.gz", run["token"])
+    assert reply.status == 403, reply.body
+    assert words in reply.json["detail"], reply.json
+
+
+def test_what_a_wheel_declares_hides_its_versions_sdist_and_the_page_drops_the_version(live, app, pypi_upstream):
+    """A reviewer's: the wheel's .metadata was 403 for a dependency it declares, yet the sdist of
+    the same version was served in the same run (and pip built it)."""
+    set_policy(app, "denylist", python=["beta"])
+    run = start_run(live)
+    base = "/pypi/acme/files/wheeldep/wheeldep-1.0"
+    assert live.call("GET", base + ".tar.gz", run["token"]).status == 200  # its PKG-INFO says nothing: not known yet
+    assert live.call("GET", base + "-py3-none-any.whl.metadata", run["token"]).status == 403
+    sdist_refused(
+        live,
+        run,
+        "wheeldep",
+        f"wheeldep==1.0 is not offered because of a dependency it declares in Requires-Dist: '{GIT_BETA}'",
+    )
+    page = live.call("GET", "/pypi/acme/simple/wheeldep/", run["token"], headers=JSON_PAGE).json
+    assert [f["filename"] for f in page["files"]] == ["wheeldep-0.9-py3-none-any.whl", "wheeldep-0.9.tar.gz"]
+    assert page["versions"] == ["0.9"]
+    recorded = {
+        (d["request"], d.get("file")) for d in run_decisions(live, run) if d.get("declared_by") == "wheeldep==1.0"
+    }
+    assert recorded == {
+        ("metadata", "wheeldep-1.0-py3-none-any.whl"),
+        ("download", "wheeldep-1.0.tar.gz"),
+        ("page", None),
+    }
+
+
+def test_a_project_a_wheel_carries_hides_its_versions_sdist(live, app):
+    set_policy(app, "denylist", python=["beta"])
+    run = start_run(live)
+    assert live.call("GET", "/pypi/acme/files/carrysdist/carrysdist-1.0-py3-none-any.whl", run["token"]).status == 403
+    sdist_refused(
+        live,
+        run,
+        "carrysdist",
+        "carrysdist==1.0 is not offered because of a dependency it declares in its wheel's .dist-info",
+    )
+
+
+def test_an_sdists_own_pkg_info_declaring_a_refused_url_hides_it(live, app):
+    set_policy(app, "denylist", python=["beta"])
+    run = start_run(live)
+    sdist_refused(
+        live,
+        run,
+        "gitdep",
+        f"gitdep==1.0 is not offered because of a dependency it declares in Requires-Dist: '{GIT_BETA}'",
+    )
+
+
+def test_what_one_worker_read_hides_the_version_on_another_and_in_a_later_run(live, app, open_app, tmp_path, live_env):
+    """Workers share the index's cache, not their memories: what one read is known to the next."""
+    from interface import create_app
+
+    set_policy(app, "denylist", python=["beta"])
+    metadata = "/pypi/acme/files/wheeldep/wheeldep-1.0-py3-none-any.whl.metadata"
+    assert live.call("GET", metadata, start_run(live)["token"]).status == 403
+    other = LiveServer(create_app(env={"RUNCODE_POLICY_DATA_DIR": str(tmp_path), **live_env}, governance=open_app()))
+    other.tokens = live.tokens
+    try:
+        run = start_run(other)
+        sdist_refused(other, run, "wheeldep", "wheeldep==1.0 is not offered because of a dependency it declares")
+        page = other.call("GET", "/pypi/acme/simple/wheeldep/", run["token"], headers=JSON_PAGE).json
+        assert page["versions"] == ["0.9"]
+    finally:
+        other.close()
+
+
+@pytest.mark.parametrize("project", ["gitdep", "wheeldep"])
+def test_pip_through_the_gate_gets_no_sdist_of_a_hidden_version_pinned_by_its_hash(
+    live, app, tmp_path, pypi_upstream, project
+):
+    """A reviewer's: `gitdep==1.0 --hash=sha256:<the sdist's>` passed and pip built the sdist.
+    gitdep's own PKG-INFO says it; wheeldep's wheel said it to an earlier run."""
+    set_policy(app, "denylist", python=["beta"])
+    if project == "wheeldep":
+        wheel = "/pypi/acme/files/wheeldep/wheeldep-1.0-py3-none-any.whl"
+        assert live.call("GET", wheel, start_run(live)["token"]).status == 403
+    digest = pypi_upstream.file(f"{project}-1.0.tar.gz").sha256
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(f"{project}==1.0 --hash=sha256:{digest}\n")
+    target = TargetEnv(tmp_path / "venv")
+    gate = Gate(tmp_path / "gate", installer_path=f"{target.bin}:/usr/bin:/bin")
+    home, dest = tmp_path / "home", tmp_path / "dest"
+    home.mkdir()
+    env = sandbox_env(live, home, VIRTUAL_ENV=str(target.root), PATH=f"{target.bin}:/usr/bin:/bin")
+    done = gate("--", "pip", "download", "--no-deps", "-d", str(dest), "-r", str(requirements), env=env, cwd=home)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0 and not list(dest.glob("*")), said
+    assert f"{project}==1.0 is not offered because of a dependency it declares" in done.stderr, said
+    if project == "gitdep":  # nothing known before: pip fetched the sdist, which its PKG-INFO had refused
+        assert f"HTTP error 403 while getting {live.url}/pypi/acme/files/gitdep/gitdep-1.0.tar.gz" in said
+    else:  # known: the page offers it no more
+        assert "wheeldep==1.0 (from versions: 0.9)" in said
+
+
+@pytest.mark.parametrize(
+    ("dist", "said"),
+    [
+        (Dist("p", "1.0", requires=(GIT_BETA, "gamma>=1")), [GIT_BETA, "gamma>=1"]),
+        (Dist("p", "1.0", requires=(GIT_BETA,), sdist_dynamic=True), []),  # dynamic: says none
+        (Dist("p", "1.0", sdist_name="p-1.0.tar.bz2"), None),  # a format not read
+    ],
+)
+def test_an_sdists_pkg_info_is_read_for_its_requires_dist(dist, said):
+    import io
+
+    from interface.index.core_metadata import sdist_requires
+
+    filename, data = build_sdist(dist)
+    assert sdist_requires(io.BytesIO(data), dist.sdist_name or filename) == said
+
+
+def test_an_sdists_pkg_info_is_read_wherever_the_archive_holds_it_and_not_past_its_bound(monkeypatch):
+    import io
+    import tarfile
+    import zipfile
+
+    from interface.index import core_metadata
+
+    pkg_info = f"Metadata-Version: 2.2\nName: p\nVersion: 1.0\nRequires-Dist: {GIT_BETA}\n".encode()
+    members = {"p-1.0/setup.py": b"#" * 5000, "p-1.0/p/PKG-INFO": b"Requires-Dist: x @ https://h/x.whl\n"}
+    members["p-1.0/PKG-INFO"] = pkg_info  # last, as hatchling and flit write it; one deeper is not the sdist's
+    tar, zipped = io.BytesIO(), io.BytesIO()
+    with tarfile.open(fileobj=tar, mode="w:gz") as archive:
+        for path, data in members.items():
+            info = tarfile.TarInfo(path)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    with zipfile.ZipFile(zipped, "w") as archive:
+        for path, data in members.items():
+            archive.writestr(path, data)
+    for filename, file in (("p-1.0.tar.gz", tar), ("p-1.0.zip", zipped)):
+        assert core_metadata.sdist_requires(file, filename) == [GIT_BETA]
+        monkeypatch.setattr(core_metadata, "MAX_METADATA_BYTES", len(pkg_info) - 1)
+        assert core_metadata.sdist_requires(file, filename) is None
+        monkeypatch.undo()
+    assert core_metadata.sdist_requires(io.BytesIO(b"not a tarball"), "p-1.0.tar.gz") is None

@@ -46,6 +46,9 @@ class Dist:
     # `.data/purelib/beta` under its .data folder, `./beta` spelled so): the index is not told
     carried: tuple[str, ...] = ()
     more: tuple[tuple[str, bytes], ...] = ()  # other files its wheel holds, as (path, bytes)
+    # its sdist's PKG-INFO says Requires-Dist is dynamic (Metadata 2.2) and lists none, as a
+    # `setup.py` computing them would: only its wheel's metadata says what it declares
+    sdist_dynamic: bool = False
 
 
 @dataclass
@@ -62,9 +65,9 @@ class File:
         return hashlib.sha256(self.data).hexdigest()
 
 
-def _metadata(dist: Dist) -> bytes:
+def _metadata(dist: Dist, dynamic: bool = False) -> bytes:
     lines = [
-        "Metadata-Version: 2.1",
+        "Metadata-Version: 2.2" if dynamic else "Metadata-Version: 2.1",
         f"Name: {dist.project}",
         f"Version: {dist.version}",
         f"Summary: {dist.project} for tests",
@@ -74,7 +77,7 @@ def _metadata(dist: Dist) -> bytes:
     # every extra a requirement's marker names is declared, as real builds do (pip ignores others)
     extras = dict.fromkeys(re.findall(r"extra\s*==\s*['\"]([^'\"]+)['\"]", "\n".join(dist.requires)))
     lines += [f"Provides-Extra: {e}" for e in extras]
-    lines += [f"Requires-Dist: {r}" for r in dist.requires]
+    lines += ["Dynamic: Requires-Dist"] if dynamic else [f"Requires-Dist: {r}" for r in dist.requires]
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -115,7 +118,7 @@ def build_sdist(dist: Dist) -> tuple[str, bytes]:
     module = dist.project.replace("-", "_")
     root = f"{module}-{dist.version}"
     members = {
-        f"{root}/PKG-INFO": _metadata(dist),
+        f"{root}/PKG-INFO": _metadata(dist, dynamic=dist.sdist_dynamic),
         f"{root}/pyproject.toml": b'[build-system]\nrequires = ["setuptools"]\n',
     }
     buffer = io.BytesIO()
