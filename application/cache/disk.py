@@ -16,11 +16,16 @@ disk is dropped, never served.
 Least recently used goes first: every use touches a file's modification time, and when the bytes
 kept would pass `max_bytes`, the oldest are removed until `LOW_WATER` of the bound is left.
 Every worker puts a written file in place under one advisory lock on `lock`, which also holds the
-bytes kept: each placement adds its size less that of the copy it replaces, each eviction counts
-anew, so the bound holds across every worker, not per worker. Eviction only unlinks: a reader
-that already opened a file reads it to the end; one that opens it afterwards finds no file, a
-miss. A process counts the directory once before its first placement (a count left by a process
-that died mid-placement is not trusted).
+bytes kept: each placement adds its size less what was counted for the copy it replaces (never
+that copy's size on disk now, which something outside may have changed: a file's verified
+size, a page's own header), each eviction counts anew, so the bound holds across every worker,
+not per worker. Eviction only unlinks: a reader that already opened a file reads it to the end;
+one that opens it afterwards finds no file, a miss. A process counts the directory once before
+its first placement (a count left by a process that died mid-placement is not trusted), and again
+when it drops a file whose bytes changed (what it was counted as is not known any more).
+
+The folders are made again when they are found missing (the directory removed while serving):
+what they held is a miss, fetched again, and the count, gone with its lock file, is taken anew.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ from application.store.files import make_private_dirs
 
 LOW_WATER = 0.9  # eviction leaves this share of the bound, so that it does not run on every write
 STALE_TEMPORARY_SECONDS = 3600  # a temporary file this old was left by a process that died
+FOLDERS = ("files", "pages", "facts", "tmp")
+HEADER_BYTES = 64 * 1024  # the most a page's header line is read for
 
 
 @dataclass(frozen=True)
@@ -59,15 +66,49 @@ class StoredPage:
             raise FileNotFoundError(self.path)  # evicted and rewritten meanwhile: read it again
         return body
 
+    @classmethod
+    def read(cls, path: Path) -> StoredPage | None:
+        """The page kept at `path` (its header read, not its body); None when there is none or
+        its header is not one."""
+        try:
+            with open(path, "rb") as file:
+                line = file.readline(HEADER_BYTES)
+            meta = json.loads(line)
+        except (FileNotFoundError, ValueError):
+            return None
+        return cls(meta, path, len(line)) if isinstance(meta, dict) else None
+
+    def counted(self) -> int:
+        """What the page was counted as when it was kept: its header and the body it announces."""
+        length = self.meta.get("length")
+        return self.offset + length if isinstance(length, int) else 0
+
 
 class DiskCache:
     def __init__(self, directory: str | Path, max_bytes: int):
         self.directory = Path(directory)
         self.max_bytes = max_bytes
-        for part in ("files", "pages", "facts", "tmp"):
-            make_private_dirs(self.directory / part)
         self._lock = threading.Lock()
-        self._counted = False  # this process has counted the directory once
+        self._counted = False  # this process has counted the directory (since it was last removed)
+        self._make_folders()
+
+    def _make_folders(self) -> None:
+        self._made_again([made for part in FOLDERS for made in make_private_dirs(self.directory / part)])
+
+    def _made_again(self, made: list[Path]) -> None:
+        """`files/`, `pages/` or `facts/` made again (removed while serving): what they held went uncounted,
+        so the next placement counts anew."""
+        if any(folder.parent == self.directory and folder.name != "tmp" for folder in made):
+            self._counted = False
+
+    def _remade(self, make):
+        """`make()`, once more after making the folders again when it finds one missing (the
+        directory removed while serving): what they held is fetched again."""
+        try:
+            return make()
+        except FileNotFoundError:
+            self._make_folders()
+            return make()
 
     # -- files ------------------------------------------------------------------------------
     def file_path(self, digests: Digests) -> Path:
@@ -84,29 +125,34 @@ class DiskCache:
         return file
 
     def discard_file(self, digests: Digests) -> None:
-        """A kept file whose bytes no longer match: removed (and no longer counted), so it is
-        fetched again."""
+        """A kept file whose bytes no longer match: removed, so it is fetched again. What it was
+        counted as is not known (its bytes changed: grown, cut short), so the bytes kept are
+        counted anew."""
         path = self.file_path(digests)
         with self._count_lock() as lock:
-            size = _size(path)
-            total = _read_count(lock) if self._counted else None
-            if _unlink(path) and total is not None:
-                _write_count(lock, max(total - size, 0))
+            if _unlink(path):
+                _write_count(lock, self._entries()[1])
+                self._counted = True
 
     def temporary(self):
         """A new temporary file in `tmp/` (removed when closed unless kept)."""
-        return tempfile.NamedTemporaryFile(dir=self.directory / "tmp", prefix="file-", delete=False)
+        return self._temporary("file-")
+
+    def _temporary(self, prefix: str):
+        return self._remade(
+            lambda: tempfile.NamedTemporaryFile(dir=self.directory / "tmp", prefix=prefix, delete=False)
+        )
 
     def keep(self, temporary, digests: Digests) -> bool:
         """Move a temporary file whose bytes matched into place; False (and left where it is) when
-        it alone is larger than the bound allows."""
+        it alone is larger than the bound allows, or the folders were removed meanwhile."""
         temporary.flush()
         size = os.fstat(temporary.fileno()).st_size
         if size > self.max_bytes * LOW_WATER:
             return False
         os.fsync(temporary.fileno())
-        self._place(temporary.name, self.file_path(digests), size)
-        return True
+        # A copy already there (another worker's) has these very bytes, so it was counted as `size`.
+        return self._place(temporary.name, self.file_path(digests), size, lambda _: size)
 
     @staticmethod
     def forget(temporary) -> None:
@@ -116,28 +162,25 @@ class DiskCache:
 
     # -- pages ------------------------------------------------------------------------------
     def page(self, key: str) -> StoredPage | None:
-        path = self._page_path(key)
-        try:
-            with open(path, "rb") as file:
-                line = file.readline(64 * 1024)
-                meta = json.loads(line)
-        except (FileNotFoundError, ValueError):
-            return None
-        _touch(path)
-        return StoredPage(meta, path, len(line))
+        stored = StoredPage.read(self._page_path(key))
+        if stored is not None:
+            _touch(stored.path)
+        return stored
 
     def put_page(self, key: str, meta: dict, body: bytes) -> StoredPage | None:
         """Keep an upstream page (not fsynced: a page lost in a crash is fetched again, and one
-        cut short is refused by its recorded length). None when it alone passes the bound."""
+        cut short is refused by its recorded length). None when it alone passes the bound, or
+        the folders were removed meanwhile."""
         line = json.dumps({**meta, "length": len(body)}, separators=(",", ":")).encode() + b"\n"
         size = len(line) + len(body)
         if size > self.max_bytes * LOW_WATER:
             return None
         path = self._page_path(key)
-        with tempfile.NamedTemporaryFile(dir=self.directory / "tmp", prefix="page-", delete=False) as file:
+        with self._temporary("page-") as file:
             file.write(line)
             file.write(body)
-        self._place(file.name, path, size)
+        if not self._place(file.name, path, size, _page_counted):
+            return None
         return StoredPage({**meta, "length": len(body)}, path, len(line))
 
     def _page_path(self, key: str) -> Path:
@@ -151,9 +194,11 @@ class DiskCache:
         path = self._fact_folder(scope) / _hashed(key)
         if path.exists() or len(body) > self.max_bytes * LOW_WATER:
             return
-        with tempfile.NamedTemporaryFile(dir=self.directory / "tmp", prefix="fact-", delete=False) as file:
+        with self._temporary("fact-") as file:
             file.write(body)
-        self._place(file.name, path, len(body))
+        # A record there (another worker's) holds these very bytes: it was counted as they are.
+        if not self._place(file.name, path, len(body), lambda _: len(body)):
+            _unlink(Path(file.name))
 
     def fact_names(self, scope: str) -> list[str]:
         """The names of a scope's records (none: one failed listing), each touched: in use."""
@@ -177,22 +222,35 @@ class DiskCache:
         return self.directory / "facts" / digest[:2] / digest
 
     # -- the bound --------------------------------------------------------------------------
-    def _place(self, written: str, path: Path, size: int) -> None:
-        """Move a written temporary file to `path`, making room for it first."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def _place(self, written: str, path: Path, size: int, counted) -> bool:
+        """Move a written temporary file to `path`, making room for it first; False when it is
+        gone (the folders were removed meanwhile: not kept). `counted(path)`: what the copy
+        there was counted as when it was kept."""
         with self._count_lock() as lock:
+            try:
+                self._made_again(make_private_dirs(path.parent))
+            except FileNotFoundError:
+                return False
             total = _read_count(lock) if self._counted else None
             if total is None or total + size > self.max_bytes:
-                total = self._evict(size)
+                total = self._evict(size)  # counted anew: each entry as it is on disk now
                 self._counted = True
-            total += size - _size(path)  # a copy replaced no longer counts
-            os.replace(written, path)
-            _write_count(lock, total)
+            # A copy replaced no longer counts: what was counted for it, or less when it shrank
+            # since (as a count taken anew counted it); never what it grew to, never counted.
+            replaced = min(counted(path), _size(path))
+            try:
+                os.replace(written, path)
+            except FileNotFoundError:
+                _write_count(lock, total)
+                return False
+            _write_count(lock, total + size - replaced)
+            return True
 
     @contextmanager
     def _count_lock(self):
-        """The lock every worker takes to change what is kept; the file it locks holds the count."""
-        with self._lock, open(self.directory / "lock", "a+b") as lock:
+        """The lock every worker takes to change what is kept; the file it locks holds the count
+        (made again, empty, when the directory was removed: the count is then taken anew)."""
+        with self._lock, self._remade(lambda: open(self.directory / "lock", "a+b")) as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 yield lock
@@ -223,7 +281,11 @@ class DiskCache:
                         continue
                     entries.append((stat.st_mtime, stat.st_size, path))
                     total += stat.st_size
-        for path in (self.directory / "tmp").iterdir():
+        try:
+            temporaries = list((self.directory / "tmp").iterdir())
+        except FileNotFoundError:  # removed while serving: made again by the next write
+            temporaries = []
+        for path in temporaries:
             try:
                 if now - path.stat().st_mtime > STALE_TEMPORARY_SECONDS:
                     _unlink(path)
@@ -234,6 +296,12 @@ class DiskCache:
 
 def _hashed(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _page_counted(path: Path) -> int:
+    """What the page kept at `path` was counted as (its header says; 0 when it cannot)."""
+    stored = StoredPage.read(path)
+    return stored.counted() if stored is not None else 0
 
 
 def _read_count(lock) -> int | None:

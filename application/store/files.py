@@ -13,9 +13,9 @@ JOURNALS = ("-wal", "-shm", "-journal")  # SQLite gives these the database file'
 WRITERS = "-writers"  # beside the store: the write turn its processes take (application.store.sqlite)
 
 
-def make_private_dirs(path: Path) -> None:
+def make_private_dirs(path: Path) -> list[Path]:
     """Create the missing directories of `path`, each 0700; existing ones are left alone (the
-    store may live in /tmp or a home directory that is not ours to change)."""
+    store may live in /tmp or a home directory that is not ours to change). The ones it made."""
     missing = []
     while not path.exists():
         missing.append(path)
@@ -23,6 +23,7 @@ def make_private_dirs(path: Path) -> None:
     for directory in reversed(missing):
         directory.mkdir(mode=PRIVATE_DIR, exist_ok=True)
         os.chmod(directory, PRIVATE_DIR)  # mkdir's mode is filtered by the umask
+    return missing
 
 
 def tighten_dir(path: str | Path) -> None:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from tests.application.test_disk_cache import counted, on_disk
 from tests.interface.test_index_delivery import settled_downloads
 from tests.support import clients
 from tests.support.index_fixtures import index_env, run_decisions, set_policy, start_run
@@ -312,12 +315,13 @@ def test_the_root_listing_is_judged_once_per_policy_version(live, app, pypi_upst
     assert len(judged) == 2 * len(names)
 
 
-def test_the_cache_keeps_within_its_bytes_on_disk(open_app, tmp_path):
+@contextmanager
+def bounded_index(open_app, tmp_path, dists, bound: int):
+    """The index on a PyPI upstream of `dists`, its cache bounded to `bound` bytes: the upstream
+    and a call as workspace acme's owner."""
     from interface import create_app
     from tests.support.http_client import LiveServer
 
-    bound = 25_000
-    dists = [Dist(f"pkg{n:02d}", "1.0", files=("wheel", "sdist")) for n in range(40)]
     upstream = PyPIUpstream(dists=dists)
     env = {
         "RUNCODE_POLICY_DATA_DIR": str(tmp_path),
@@ -328,65 +332,87 @@ def test_the_cache_keeps_within_its_bytes_on_disk(open_app, tmp_path):
     token = app.create_workspace("acme", by="founder")["token"]
     server = LiveServer(create_app(env=env, governance=app))
     try:
-        fetched = 0
-        for project in upstream.projects.values():
-            page = server.call("GET", f"/pypi/acme/simple/{project.name}/", token, headers={"Accept": JSON_ACCEPT})
-            for entry in page.json["files"]:
-                reply = server.call("GET", entry["url"].removeprefix(server.url), token)
-                assert reply.status == 200 and hashlib.sha256(reply.body).hexdigest() == entry["hashes"]["sha256"]
-                fetched += len(reply.body) + len(page.body)
-        on_disk = sum(f.stat().st_size for f in (tmp_path / "cache").rglob("*") if f.is_file() and f.name != "lock")
-        assert fetched > 3 * bound and 0 < on_disk <= bound
+        yield (
+            upstream,
+            lambda path: server.call("GET", path.removeprefix(server.url), token, headers={"Accept": JSON_ACCEPT}),
+        )
     finally:
         server.close()
         upstream.close()
 
 
-def test_a_file_too_large_to_keep_is_served_and_leaves_nothing_behind(open_app, tmp_path):
-    from interface import create_app
-    from tests.support.http_client import LiveServer
+def fetch_project(call, name: str) -> int:
+    """Its page and every file of it, each checked against the page's digest: the bytes fetched."""
+    page = call(f"/pypi/acme/simple/{name}/")
+    fetched = 0
+    for entry in page.json["files"]:
+        reply = call(entry["url"])
+        assert reply.status == 200 and hashlib.sha256(reply.body).hexdigest() == entry["hashes"]["sha256"]
+        fetched += len(reply.body) + len(page.body)
+    return fetched
 
-    upstream = PyPIUpstream(dists=[Dist("big", "1.0")])
-    env = {
-        "RUNCODE_POLICY_DATA_DIR": str(tmp_path),
-        "RUNCODE_POLICY_PYPI_UPSTREAM": upstream.url + "/simple/",
-        "RUNCODE_POLICY_CACHE_MAX_BYTES": "100",  # smaller than the wheel: served, never kept
-    }
-    app = open_app()
-    token = app.create_workspace("acme", by="founder")["token"]
-    server = LiveServer(create_app(env=env, governance=app))
-    try:
-        page = server.call("GET", "/pypi/acme/simple/big/", token, headers={"Accept": JSON_ACCEPT})
+
+def test_the_cache_keeps_within_its_bytes_on_disk(open_app, tmp_path):
+    bound = 25_000
+    dists = [Dist(f"pkg{n:02d}", "1.0", files=("wheel", "sdist")) for n in range(40)]
+    with bounded_index(open_app, tmp_path, dists, bound) as (upstream, call):
+        fetched = sum(fetch_project(call, project.name) for project in upstream.projects.values())
+        assert fetched > 3 * bound and 0 < on_disk(cache_dir(tmp_path)) <= bound
+
+
+def test_a_kept_file_grown_on_disk_is_fetched_again_and_the_cache_stays_within_its_bytes(open_app, tmp_path):
+    """Dropping a kept file that grew on disk took its size now off the count, not the size it was
+    counted as: the count fell far below what was kept, and the next fetches passed the bound."""
+    bound = 25_000
+    dists = [Dist(f"pkg{n:02d}", "1.0", files=("wheel", "sdist")) for n in range(40)]
+    with bounded_index(open_app, tmp_path, dists, bound) as (upstream, call):
+        names = [project.name for project in upstream.projects.values()]
+        for name in names[:5]:
+            fetch_project(call, name)
+        wheel = upstream.projects[names[0]].files[0]
+        kept = cache_dir(tmp_path) / "files" / "sha256" / wheel.sha256[:2] / wheel.sha256
+        with open(kept, "ab") as file:
+            file.write(b"\0" * 3 * bound)
+        fetch_project(call, names[0])  # dropped, fetched again
+        assert upstream.hits(f"/{wheel.filename}") == 2
+        assert counted(cache_dir(tmp_path)) == on_disk(cache_dir(tmp_path))
+        for name in names[5:]:
+            fetch_project(call, name)
+            assert on_disk(cache_dir(tmp_path)) <= bound, name
+
+
+def test_a_file_too_large_to_keep_is_served_and_leaves_nothing_behind(open_app, tmp_path):
+    with bounded_index(open_app, tmp_path, [Dist("big", "1.0")], 100) as (_, call):  # smaller than the wheel
+        page = call("/pypi/acme/simple/big/")
         url = next(f["url"] for f in page.json["files"] if f["filename"].endswith(".whl"))
         for _ in range(3):
-            assert server.call("GET", url.removeprefix(server.url), token).status == 200
+            assert call(url).status == 200
         temporary = tmp_path / "cache" / "tmp"
         for _ in range(200):  # the server removes it once it has closed the body, after the client read it
             if not any(temporary.iterdir()):
                 break
             time.sleep(0.05)
         assert not any(temporary.iterdir()) and not any((tmp_path / "cache" / "files").rglob("*.*"))
-    finally:
-        server.close()
-        upstream.close()
 
 
-def test_a_page_rewritten_by_another_worker_while_it_is_revalidated_is_served_whole(live, app, pypi_upstream):
-    """Workers share the kept pages: one may rewrite a page (its header's length changed) between
-    another's read of that header and of the body its upstream just called unchanged (304)."""
-    path = "/pypi/acme/simple/beta/"
-    first = get(live, path, Accept=JSON_ACCEPT)
-    assert first.status == 200
-    pages = live.app.extensions["pypi_pages"]
-    real = pages.upstream.page
-
-    def revalidated_while_another_worker_rewrites(url, accept, validators):
-        key = f"{accept}|{url}"
-        stored = pages.cache.page(key)
-        pages.cache.put_page(key, {**stored.meta, "by": "another worker"}, stored.body())
-        return real(url, accept, validators)
-
-    pages.upstream.page = revalidated_while_another_worker_rewrites
-    again = get(live, path, Accept=JSON_ACCEPT)  # pages are revalidated on every request here
-    assert again.status == 200, again.body
-    assert again.json == first.json
+def test_a_cache_directory_removed_while_serving_is_made_again_and_what_it_held_fetched_again(
+    live, app, tmp_path, pypi_upstream, npm_upstream
+):
+    """`rm -rf` of the cache under a running service: every page, packument and file not in a
+    worker's memory was a 500 (its temporary folder was gone) until a restart."""
+    paths = (
+        "/pypi/acme/simple/beta/",
+        f"/pypi/acme/files/beta/{WHEEL}",
+        "/npm/acme/beta",
+        "/npm/acme/beta/-/beta-1.0.0.tgz",
+    )
+    first = {path: get(live, path).body for path in paths}
+    shutil.rmtree(cache_dir(tmp_path))
+    for path in (*paths, "/pypi/acme/simple/gamma/", "/npm/acme/alpha"):
+        again = get(live, path)
+        assert again.status == 200, (path, again.body)
+        assert again.body == first.get(path, again.body), path
+    assert pypi_upstream.hits(f"/{WHEEL}") == 2 and npm_upstream.hits("/beta/-/beta-1.0.0.tgz") == 2
+    assert counted(cache_dir(tmp_path)) == on_disk(cache_dir(tmp_path))
+    stop(pypi_upstream)  # kept again: served without upstream
+    assert get(live, f"/pypi/acme/files/beta/{WHEEL}").status == 200
