@@ -34,6 +34,10 @@ INDEX_FETCHES_PER_MINUTE = 6000  # pages, packuments and files of the package in
 # all CPU), so at most this many run at once per worker process, each in one of its index slots.
 VERIFIES_PER_MINUTE = 6
 VERIFIES_AT_ONCE = 1
+# The largest file the package index fetches whole before it serves it (checked against its page's
+# digests, or a wheel read for what it declares; the biggest wheels on PyPI, CUDA builds, are
+# around 2 GiB). Each one in flight is spooled to the temporary disk, outside the cache's bound.
+MAX_INDEX_FILE_BYTES = 4 * 1024 * 1024 * 1024
 # A dependency closure (POST /allowlist/closure, approval with dependencies): names it may hold
 # and upstream fetches (project pages, packuments, metadata files) one call may make.
 MAX_CLOSURE_NAMES = 500

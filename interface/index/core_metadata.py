@@ -30,9 +30,6 @@ METADATA_FOLDERS = (".dist-info", ".egg-info")
 MAX_METADATA_BYTES = 16 * 1024 * 1024  # a METADATA file with a long description is a few MiB at most
 MAX_READ_BYTES = 1024 * 1024  # a carried project's metadata (its Name:) or a .pth file, read whole
 MAX_WHEEL_MEMBERS = 100_000  # files of a wheel read for what it carries (past that: not judged)
-# The largest wheel the index reads before relaying it (the biggest on PyPI, CUDA builds, are
-# around 2 GiB); one in flight holds this much temporary disk at most.
-MAX_WHEEL_BYTES = 4 * 1024 * 1024 * 1024
 
 
 def requires_dist(metadata: bytes) -> list[str]:

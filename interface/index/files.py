@@ -26,14 +26,13 @@ from application.cache import Digests, DiskCache
 from application.index.deliveries import Delivered
 from domain.delivery import CACHED, SERVED
 from interface.index.delivery import metered
-from interface.index.streaming import CHUNK, open_file, relay
+from interface.index.streaming import CHUNK, open_file, relay, whole
 from interface.index.upstream import Upstream, bad_gateway, logged
 
 log = logging.getLogger(__name__)
 IMMUTABLE_SECONDS = 365 * 24 * 60 * 60
 CACHE_CONTROL = f"private, max-age={IMMUTABLE_SECONDS}, immutable"
 MEDIA = "application/octet-stream"
-MAX_FILE_BYTES = 4 * 1024 * 1024 * 1024  # the largest file fetched (a whole one is held on disk while it is checked)
 
 
 @dataclass
@@ -69,9 +68,18 @@ def cached(cache: DiskCache, digests: Digests) -> Verified | None:
     return None
 
 
-def obtain(upstream: Upstream, cache: DiskCache, url: str, digests: Digests, limit: int = MAX_FILE_BYTES, refuse=None):
-    """The file, verified: kept, else fetched whole, checked and kept. 502 when upstream's bytes
-    do not match; `refuse(limit)` (default a 502) past `limit` bytes."""
+def obtain(
+    upstream: Upstream,
+    cache: DiskCache,
+    url: str,
+    digests: Digests,
+    stated: int | None = None,
+    limit: int | None = None,
+    refuse=None,
+):
+    """The file, verified: kept, else fetched whole (`streaming.whole`: no longer than `stated`,
+    the page's `size`, nor than `limit`), checked and kept. 502 when upstream's bytes do not
+    match; `refuse(limit)` (default a 502) past `limit`."""
     found = cached(cache, digests)
     if found is not None:
         return found
@@ -79,14 +87,10 @@ def obtain(upstream: Upstream, cache: DiskCache, url: str, digests: Digests, lim
     response, _, _ = open_file(upstream, "GET", url)
     temporary = cache.temporary()
     try:
-        if int(response.headers.get("content-length") or 0) > limit:
-            raise refuse(limit)
         hashers, size = digests.hashers(), 0
         # within the file deadline; a broken transfer is the upstream's failure, logged (raw_chunks)
-        for chunk in upstream.raw_chunks(response, CHUNK):
+        for chunk in whole(upstream, response, url, refuse, stated, limit):
             size += len(chunk)
-            if size > limit:
-                raise refuse(limit)
             temporary.write(chunk)
             for hasher in hashers.values():
                 hasher.update(chunk)

@@ -298,7 +298,7 @@ def _file_answer(
     asked = _File(project, dist, page_files)
     if is_metadata:
         return _metadata(principal, asked, entry["url"] + declarations.METADATA_SUFFIX, from_pypi(metadata_hashes))
-    return _distribution(principal, asked, entry["url"], from_pypi(entry.get("hashes")), delivered)
+    return _distribution(principal, asked, entry, delivered)
 
 
 def _no_such_file(project: str, filename: str) -> HTTPProblem:
@@ -311,7 +311,7 @@ def _metadata(principal, asked: _File, url: str, digests) -> Response:
         metadata = core_metadata.fetch(upstream(), url)
         _judge_declared(principal, asked, "metadata", declarations.Read(name, None, _requires(metadata)))
         return _served(metadata)
-    verified = files.obtain(upstream(), cache(), url, digests, core_metadata.MAX_METADATA_BYTES)
+    verified = files.obtain(upstream(), cache(), url, digests, limit=core_metadata.MAX_METADATA_BYTES)
     try:
         read = declarations.Read(name, digests, _requires(verified.file.read()))
         _judge_declared(principal, asked, "metadata", read)
@@ -321,14 +321,14 @@ def _metadata(principal, asked: _File, url: str, digests) -> Response:
     return files.serve(verified)
 
 
-def _distribution(principal, asked: _File, url: str, digests, delivered) -> Response:
-    wheel = asked.dist.endswith(".whl")
+def _distribution(principal, asked: _File, entry: dict, delivered) -> Response:
+    url, digests, stated = entry["url"], from_pypi(entry.get("hashes")), entry.get("size")
     if digests is None:  # nothing to verify it against: relayed as upstream sends it, never kept
-        return _unverified(principal, asked, url, delivered)
+        return _unverified(principal, asked, url, stated, delivered)
     if request.method == "HEAD":
         return files.head(upstream(), cache(), url, digests)
-    limit, refuse = (core_metadata.MAX_WHEEL_BYTES, core_metadata.too_large) if wheel else (files.MAX_FILE_BYTES, None)
-    verified = files.obtain(upstream(), cache(), url, digests, limit, refuse)
+    refuse = core_metadata.too_large if asked.dist.endswith(".whl") else None
+    verified = files.obtain(upstream(), cache(), url, digests, stated, refuse=refuse)
     try:
         _judge_declared(principal, asked, "download", _read_file(verified.file, asked.dist, digests))
     except BaseException:
@@ -337,9 +337,9 @@ def _distribution(principal, asked: _File, url: str, digests, delivered) -> Resp
     return files.serve(verified, delivered)
 
 
-def _unverified(principal, asked: _File, url: str, delivered) -> Response:
+def _unverified(principal, asked: _File, url: str, stated, delivered) -> Response:
     if asked.dist.endswith(".whl") and request.method != "HEAD":
-        spooled = spool(upstream(), url, core_metadata.MAX_WHEEL_BYTES, core_metadata.too_large)
+        spooled = spool(upstream(), url, core_metadata.too_large, stated)
         try:
             _judge_declared(principal, asked, "download", _read_file(spooled.file, asked.dist, None))
         except BaseException:

@@ -125,8 +125,12 @@ def _core_metadata(value) -> bool:
     return isinstance(value, bool) or _digests(value)
 
 
+def _optional_size(value) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+
+
 # The fields of a JSON page the index reads or writes again, and what the PEPs let them hold
-# (691; 658 and 714: core metadata; 700: `versions`; 708: `tracks`, `alternate-locations`;
+# (691; 658 and 714: core metadata; 700: `versions`, `size`; 708: `tracks`, `alternate-locations`;
 # 792: `project-status`). Any other field passes through as it is.
 _PAGE = {
     "meta": lambda v: isinstance(v, dict),
@@ -142,6 +146,7 @@ _FILE = {
     "requires-python": _optional_text,
     "core-metadata": _core_metadata,
     "dist-info-metadata": _core_metadata,
+    "size": _optional_size,  # a file fetched whole is read no further (interface.index.streaming)
 }
 _FILE_NEEDS = ("filename", "url")
 

@@ -9,7 +9,9 @@ server), since chunks that ended would read as the whole file. The download's de
 `failed`, and the reader's record says why (`upstream-failed`).
 
 A file the index must read before it is relayed (a wheel's declared dependencies) is `spool`ed
-whole to an anonymous temporary file of bounded size first, then served from there.
+whole to an anonymous temporary file of bounded size first, then served from there. A file
+fetched whole (so, and into the cache's temporary folder) is read no further than it may be
+(`whole`): its index page's `size`, the length upstream announced, MAX_INDEX_FILE_BYTES.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from collections.abc import Callable
 import httpx
 from flask import Response
 
+from domain.limits import MAX_INDEX_FILE_BYTES
 from interface.index.delivery import Delivered, metered
-from interface.index.upstream import Upstream, UpstreamProblem, refused_by_upstream, unavailable
+from interface.index.upstream import Upstream, UpstreamProblem, bad_gateway, logged, refused_by_upstream, unavailable
 from interface.problems import HTTPProblem
 
 CHUNK = 64 * 1024
@@ -76,19 +79,45 @@ class Spooled:
         return Response(body, status=200, headers=self.headers, content_type=self.content_type)
 
 
-def spool(upstream: Upstream, url: str, limit: int, refuse) -> Spooled:
-    """Fetch the whole file into a temporary file; `refuse(limit)` is raised past `limit` bytes."""
+def whole(upstream: Upstream, response, url: str, refuse, stated: int | None = None, limit: int | None = None):
+    """The chunks of a file fetched whole, none past what it may be: `refuse(limit)` when it is
+    longer than `limit` (MAX_INDEX_FILE_BYTES unless told); a 502 when its index page states its
+    size (`stated`, PEP 700) and the length upstream announces or sends is another, stopped at the
+    first byte past it (an upstream sending gigabytes for a small file fills no disk)."""
+    name, limit = url.rsplit("/", 1)[-1], limit or MAX_INDEX_FILE_BYTES
+    announced = response.headers.get("content-length", "")
+    announced = int(announced) if announced.isdecimal() else None
+    if stated is not None and announced is not None and announced != stated:
+        raise _unlike_its_page(
+            f"the upstream announces {announced} bytes for {name} where its index page gives {stated}"
+        )
+    if max(stated or 0, announced or 0) > limit:
+        raise refuse(limit)
+    size = 0
+    for chunk in upstream.raw_chunks(response, CHUNK):
+        size += len(chunk)
+        if stated is not None and size > stated:
+            raise _unlike_its_page(f"the upstream sent more than the {stated} bytes its index page gives for {name}")
+        if size > limit:
+            raise refuse(limit)
+        yield chunk
+    if stated is not None and size != stated:
+        raise _unlike_its_page(f"the upstream sent {size} bytes for {name} where its index page gives {stated}")
+
+
+def _unlike_its_page(detail: str) -> UpstreamProblem:
+    return logged(bad_gateway(f"{detail}, so they are not served"))
+
+
+def spool(upstream: Upstream, url: str, refuse, stated: int | None = None) -> Spooled:
+    """Fetch the whole file into a temporary file, as `whole` reads it."""
     response, headers, content_type = open_file(upstream, "GET", url)
     file = tempfile.TemporaryFile()
     try:
         try:
-            if int(response.headers.get("content-length") or 0) > limit:
-                raise refuse(limit)
             size = 0
-            for chunk in upstream.raw_chunks(response, CHUNK):
+            for chunk in whole(upstream, response, url, refuse, stated):
                 size += len(chunk)
-                if size > limit:
-                    raise refuse(limit)
                 file.write(chunk)
         except httpx.HTTPError as error:
             raise unavailable(f"the upstream stopped sending the file: {type(error).__name__}") from None

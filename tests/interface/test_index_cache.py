@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import time
 from contextlib import contextmanager
@@ -16,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from application.cache import DiskCache
 from tests.application.test_disk_cache import counted, on_disk
 from tests.interface.test_index_delivery import settled_downloads
 from tests.support import clients
+from tests.support.fixture_server import UNANNOUNCED
 from tests.support.index_fixtures import index_env, run_decisions, set_policy, start_run
 from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url
 from tests.support.npm_upstream import build_tarball
@@ -416,3 +419,56 @@ def test_a_cache_directory_removed_while_serving_is_made_again_and_what_it_held_
     assert counted(cache_dir(tmp_path)) == on_disk(cache_dir(tmp_path))
     stop(pypi_upstream)  # kept again: served without upstream
     assert get(live, f"/pypi/acme/files/beta/{WHEEL}").status == 200
+
+
+def test_a_file_whose_length_is_not_its_pages_size_is_refused_at_the_first_byte_past_it(
+    live, app, pypi_upstream, monkeypatch
+):
+    """The page's PEP 700 `size` bounds the fetch: an upstream sending far more (300 MB for a
+    200 kB wheel) filled the temporary folder up to 4 GiB before its digest refused it."""
+    path, data = f"/pypi/acme/files/beta/{WHEEL}", pypi_upstream.file(WHEEL).data
+    spooled = []  # what the temporary file held when it was dropped
+    real = DiskCache.forget
+    monkeypatch.setattr(DiskCache, "forget", lambda file: spooled.append(os.fstat(file.fileno()).st_size) or real(file))
+
+    def page_says(size: int) -> None:
+        def edit(page: dict) -> None:
+            next(f for f in page["files"] if f["filename"] == WHEEL)["size"] = size
+
+        pypi_upstream.edits["beta"] = edit
+
+    def refused(detail: str) -> None:
+        reply = get(live, path)
+        assert reply.status == 502 and reply.json["detail"] == f"{detail}, so they are not served", reply.body
+
+    page_says(len(data) - 100)
+    refused(f"the upstream announces {len(data)} bytes for {WHEEL} where its index page gives {len(data) - 100}")
+    assert spooled == [0]
+    pypi_upstream.faults[f"/{WHEEL}"] = UNANNOUNCED
+    refused(f"the upstream sent more than the {len(data) - 100} bytes its index page gives for {WHEEL}")
+    assert spooled[-1] <= len(data) - 100
+    page_says(len(data) + 100)
+    refused(f"the upstream sent {len(data)} bytes for {WHEEL} where its index page gives {len(data) + 100}")
+    pypi_upstream.edits.clear()
+    assert get(live, path).body == data  # as its page says: kept and served
+
+
+def test_a_page_rewritten_by_another_worker_while_it_is_revalidated_is_served_whole(live, app, pypi_upstream):
+    """Workers share the kept pages: one may rewrite a page (its header's length changed) between
+    another's read of that header and of the body its upstream just called unchanged (304)."""
+    path = "/pypi/acme/simple/beta/"
+    first = get(live, path, Accept=JSON_ACCEPT)
+    assert first.status == 200
+    pages = live.app.extensions["pypi_pages"]
+    real = pages.upstream.page
+
+    def revalidated_while_another_worker_rewrites(url, accept, validators):
+        key = f"{accept}|{url}"
+        stored = pages.cache.page(key)
+        pages.cache.put_page(key, {**stored.meta, "by": "another worker"}, stored.body())
+        return real(url, accept, validators)
+
+    pages.upstream.page = revalidated_while_another_worker_rewrites
+    again = get(live, path, Accept=JSON_ACCEPT)  # pages are revalidated on every request here
+    assert again.status == 200, again.body
+    assert again.json == first.json

@@ -352,9 +352,9 @@ def test_a_url_requirement_on_a_name_the_policy_allows_is_served_and_recorded(li
 
 
 def test_a_wheel_larger_than_the_bound_is_refused_clearly(live, app, url_host, monkeypatch):
-    from interface.index import core_metadata
+    from interface.index import streaming
 
-    monkeypatch.setattr(core_metadata, "MAX_WHEEL_BYTES", 100)
+    monkeypatch.setattr(streaming, "MAX_INDEX_FILE_BYTES", 100)
     set_policy(app, "denylist")
     reply = live.call("GET", "/pypi/acme/files/alpha/alpha-1.0-py3-none-any.whl", live.tokens["sandbox"])
     assert reply.status == 403 and "the wheel is larger than 100 bytes" in reply.json["detail"]

@@ -227,6 +227,8 @@ MISSHAPEN = [
     pytest.param(lambda page: page["files"][0].pop("filename"), "files[0] has no filename", id="no-filename"),
     pytest.param(_first_file(hashes=["sha256"]), 'files[0].hashes cannot be ["sha256"]', id="hashes-a-list"),
     pytest.param(_first_file(**{"requires-python": 3}), "files[0].requires-python cannot be 3", id="requires-a-number"),
+    pytest.param(_first_file(size="975"), 'files[0].size cannot be "975"', id="size-a-string"),
+    pytest.param(_first_file(size=-1), "files[0].size cannot be -1", id="size-negative"),
     pytest.param(
         _first_file(**{"core-metadata": "sha256=abc"}),
         'files[0].core-metadata cannot be "sha256=abc"',
@@ -273,7 +275,13 @@ def test_a_file_whose_upstream_page_is_misshapen_is_502_and_the_run_says_why(liv
 def test_what_indexes_send_besides_the_fixtures_shapes_is_answered(live, pypi_upstream):
     def legitimate(page):
         page["files"][0].update(
-            {"requires-python": None, "core-metadata": False, "dist-info-metadata": False, "upload-time": None}
+            {
+                "requires-python": None,
+                "core-metadata": False,
+                "dist-info-metadata": False,
+                "upload-time": None,
+                "size": None,
+            }
         )
         page["files"][0].update({"yanked": False, "gpg-sig": False, "provenance": None})
         page["files"][1].update(hashes={}, yanked="a bad build")

@@ -17,6 +17,7 @@ from tests.support.background import serve_in_background
 OTHER_HOST = "127.0.0.2"
 CUT = "cut"  # a fault: the upstream dies mid-file
 CUT_CHUNKED = "cut-chunked"  # the same, sending the file in chunks (HTTP/1.1, no length announced)
+UNANNOUNCED = "unannounced"  # the whole body, its length not announced (HTTP/1.0: it ends as the connection does)
 
 
 class _Server(ThreadingHTTPServer):
@@ -37,7 +38,8 @@ class FixtureServer:
         self.outage = False  # when set, every request is answered 503
         # Path ending -> what a request whose path ends so gets instead: a status (403, 503), or
         # CUT (the whole length announced, half the body sent, then the connection closed), or
-        # CUT_CHUNKED (half the body sent as a chunk, then the connection closed, with no last chunk).
+        # CUT_CHUNKED (half the body sent as a chunk, then the connection closed, with no last chunk),
+        # or UNANNOUNCED (the whole body without a Content-Length, then the connection closed).
         self.faults: dict[str, int | str] = {}
         self._servers = [_Server(("127.0.0.1", 0), self._handler())]
         if other_host:
@@ -93,11 +95,11 @@ class FixtureServer:
                 self.send_header("Content-Type", media)
                 if cut == CUT_CHUNKED:
                     self.send_header("Transfer-Encoding", "chunked")
-                else:
+                elif cut != UNANNOUNCED:
                     self.send_header("Content-Length", str(len(body)))
                 self.send_header("Vary", "Accept")
                 self.end_headers()
-                sent = body[: len(body) // 2] if cut else body
+                sent = body[: len(body) // 2] if cut in (CUT, CUT_CHUNKED) else body
                 if not head:
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(sent), sent) if cut == CUT_CHUNKED else sent)
                 if cut:
