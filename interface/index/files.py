@@ -124,7 +124,7 @@ def serve(verified: Verified, delivered: Delivered | None = None) -> Response:
     response.content_length = verified.size
     response.set_etag(verified.digests.hex)
     response.headers["Cache-Control"] = CACHE_CONTROL
-    environ = conditional_environ(request.environ, verified.digests.hex)
+    environ = conditional_environ(request.environ, verified.digests.hex, verified.size)
     try:
         response = response.make_conditional(environ, accept_ranges=True, complete_length=verified.size)
     except BaseException:  # a range it cannot satisfy (416): this body is never sent
@@ -156,17 +156,20 @@ def head(upstream: Upstream, cache: DiskCache, url: str, digests: Digests) -> Re
     return relayed
 
 
-def conditional_environ(environ: dict, etag: str) -> dict:
-    """The request as the conditional answer should read it (RFC 9110): a `Range` of a unit other
-    than bytes, or of several ranges (werkzeug answers one only: 416), is ignored, the whole file
-    sent (§14.2: a server may ignore any); and a matching `If-None-Match` is a 304 whatever range
-    is asked (§13.2.2: it is evaluated before `Range`)."""
+def conditional_environ(environ: dict, etag: str, length: int) -> dict:
+    """The request as the conditional answer should read it (RFC 9110), where werkzeug would
+    answer 416 for no good reason: a `Range` that does not parse, of a unit other than bytes, or of
+    several ranges (werkzeug answers one only) is ignored, the whole file sent (§14.2: a server may
+    ignore any); a suffix longer than the file asks for all of it (§14.1.3), a 206 of every byte;
+    and a matching `If-None-Match` is a 304 whatever range is asked (§13.2.2: it is evaluated
+    before `Range`). A range that starts past the end is still 416, as it must be."""
     if "HTTP_RANGE" not in environ:
         return environ
     asked = parse_range_header(environ["HTTP_RANGE"])
-    several = asked is not None and len(asked.ranges) != 1
-    unknown_unit = not environ["HTTP_RANGE"].strip().lower().startswith("bytes=")
     not_modified = parse_etags(environ.get("HTTP_IF_NONE_MATCH")).contains_weak(etag)
-    if several or unknown_unit or not_modified:
+    if asked is None or asked.units != "bytes" or len(asked.ranges) != 1 or not_modified:
         return {k: v for k, v in environ.items() if k != "HTTP_RANGE"}
+    start, _ = asked.ranges[0]
+    if start < -length:  # bytes=-N, N past the length: the whole representation
+        return {**environ, "HTTP_RANGE": "bytes=0-"}
     return environ

@@ -242,16 +242,22 @@ def test_a_head_of_a_file_not_kept_carries_the_headers_its_get_will(live, app, p
 def test_ranges_it_would_refuse_for_no_good_reason_are_ignored_and_not_modified_wins_over_a_range(
     live, app, pypi_upstream
 ):
-    """RFC 9110: a range of an unknown unit must be ignored and several ranges may be (the whole
-    file, 200, where werkzeug would answer 416); If-None-Match is evaluated before Range."""
+    """RFC 9110: a range of an unknown unit must be ignored, and several ranges or one that does
+    not parse may be (the whole file, 200, where werkzeug would answer 416); a suffix longer than
+    the file is all of it (a 206, not a 416); If-None-Match is evaluated before Range."""
     path = f"/pypi/acme/files/beta/{WHEEL}"
     data = pypi_upstream.file(WHEEL).data
     etag = get(live, path).headers["etag"]
-    for asked in ("bytes=0-1,5-6", "bytes=0-0,-1", "items=0-5"):
+    for asked in ("bytes=0-1,5-6", "bytes=0-0,-1", "items=0-5", "bytes=abc", "bytes=5-2", "bytes"):
         whole = get(live, path, Range=asked)
         assert whole.status == 200 and whole.body == data, asked
+    for asked in (f"bytes=-{len(data) + 1000}", f"bytes=-{len(data)}"):
+        everything = get(live, path, Range=asked)
+        assert everything.status == 206 and everything.body == data, asked
+        assert everything.headers["content-range"] == f"bytes 0-{len(data) - 1}/{len(data)}"
     assert get(live, path, Range="bytes=0-9", **{"If-None-Match": etag}).status == 304
-    assert get(live, path, Range="bytes=5-2").status == 416  # one bytes range it cannot satisfy
+    past = get(live, path, Range=f"bytes={len(data)}-")  # one bytes range it cannot satisfy
+    assert past.status == 416 and past.headers["content-range"] == f"bytes */{len(data)}"
     assert get(live, path, Range="bytes=0-9").status == 206
 
 
