@@ -94,7 +94,7 @@ class Settings:
     proxy_hops: int = 0  # RUNCODE_POLICY_TRUSTED_PROXY_HOPS: reverse proxies whose X-Forwarded-* to trust
     pypi_upstream: str = DEFAULT_PYPI_UPSTREAM  # RUNCODE_POLICY_PYPI_UPSTREAM
     npm_upstream: str = DEFAULT_NPM_UPSTREAM  # RUNCODE_POLICY_NPM_UPSTREAM
-    upstream: UpstreamOptions = field(default_factory=UpstreamOptions)  # see upstream_options
+    upstream: UpstreamOptions = field(default_factory=UpstreamOptions)  # see upstream_settings
     stalled_client_seconds: int = DEFAULT_STALLED_CLIENT  # RUNCODE_POLICY_STALLED_CLIENT_SECONDS
     # Request threads per worker: set by `serve` for its workers (its --threads); None under
     # any other server, whose threads this process cannot count (interface.index.bounds).
@@ -118,6 +118,7 @@ class Settings:
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
         data_dir = env.get("RUNCODE_POLICY_DATA_DIR", "var")
+        pypi_upstream, npm_upstream, upstream = upstream_settings(env)  # InvalidInputError names every bad value
         return cls(
             database_url=env.get("RUNCODE_POLICY_DATABASE_URL") or default_database_url(data_dir),
             data_dir=data_dir,
@@ -125,9 +126,9 @@ class Settings:
             egress=egress_config_from_env(env),  # EgressConfigError names every bad entry
             secret_key=env.get("RUNCODE_POLICY_SECRET_KEY") or None,
             proxy_hops=proxy_hops(env.get("RUNCODE_POLICY_TRUSTED_PROXY_HOPS", "0")),
-            pypi_upstream=upstream_url(env, PYPI_UPSTREAM_VAR, DEFAULT_PYPI_UPSTREAM),
-            npm_upstream=upstream_url(env, NPM_UPSTREAM_VAR, DEFAULT_NPM_UPSTREAM),
-            upstream=upstream_options(env),  # InvalidInputError names every bad value
+            pypi_upstream=pypi_upstream,
+            npm_upstream=npm_upstream,
+            upstream=upstream,
             stalled_client_seconds=seconds_setting(env, STALLED_CLIENT_VAR, DEFAULT_STALLED_CLIENT),
             request_threads=int(env[THREADS_VAR]) if env.get(THREADS_VAR, "").isdecimal() else None,
             audit_key_file=env.get("RUNCODE_POLICY_AUDIT_KEY_FILE") or None,
@@ -230,21 +231,12 @@ def audit_origin(text: str | None) -> str | None:
     return text
 
 
-def upstream_url(env: Mapping[str, str], name: str, default: str) -> str:
-    """An upstream base URL: http(s) with a host; always ending in `/` (paths are joined to it)."""
-    url = (env.get(name) or default).strip()
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise InvalidInputError(
-            f"{name} must be an http(s) URL without query or fragment, such as {default}",
-            [FieldError(name, "must be an http:// or https:// URL with a host")],
-        )
-    return url if url.endswith("/") else url + "/"
-
-
-def upstream_options(env: Mapping[str, str]) -> UpstreamOptions:
-    """The upstream settings, or one InvalidInputError naming every bad value (one line each)."""
+def upstream_settings(env: Mapping[str, str]) -> tuple[str, str, UpstreamOptions]:
+    """The PyPI and npm upstreams and how they are reached, or one InvalidInputError naming every
+    bad value (one line each)."""
     errors: list[FieldError] = []
+    pypi = _upstream_url(env, PYPI_UPSTREAM_VAR, DEFAULT_PYPI_UPSTREAM, errors)
+    npm = _upstream_url(env, NPM_UPSTREAM_VAR, DEFAULT_NPM_UPSTREAM, errors)
     options = UpstreamOptions(
         ca_bundle=_ca_bundle(env.get(CA_BUNDLE_VAR, "").strip(), errors),
         proxy=_proxy(env.get(PROXY_VAR, "").strip(), errors),
@@ -254,7 +246,39 @@ def upstream_options(env: Mapping[str, str]) -> UpstreamOptions:
     )
     if errors:
         raise InvalidInputError("invalid upstream settings (the service does not start):", errors)
-    return options
+    return pypi, npm, options
+
+
+def _upstream_url(env: Mapping[str, str], name: str, default: str, errors: list[FieldError]) -> str:
+    """An upstream base URL: http(s) with a host; always ending in `/` (paths are joined to it)."""
+    url = (env.get(name) or default).strip()
+    parts = _url_parts(url)
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        errors.append(
+            FieldError(
+                name, f"{_shown(url)} is not an http:// or https:// URL with a host, no query or fragment ({default})"
+            )
+        )
+        return default
+    return url if url.endswith("/") else url + "/"
+
+
+def _shown(url: str) -> str:
+    """A URL as a refusal quotes it: without the user and password it may carry."""
+    return repr(_CREDENTIALS.sub("//", url))
+
+
+_CREDENTIALS = re.compile(r"//[^/?#]*@")
+
+
+def _url_parts(url: str):
+    """`url` split, its port read; None when it cannot be (`http://[::1`, a port that is no number)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        return None
+    return parts
 
 
 def _ca_bundle(path: str, errors: list[FieldError]) -> str | None:
@@ -273,13 +297,15 @@ def _ca_bundle(path: str, errors: list[FieldError]) -> str | None:
 def _proxy(url: str, errors: list[FieldError]) -> str | None:
     if not url:
         return None
-    parts = urlsplit(url)
-    try:
-        parts.port  # noqa: B018 - raises on a port that is not a number
-    except ValueError:
-        parts = parts._replace(netloc="")
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/") or parts.query:
-        shown = f"{parts.scheme}://{parts.hostname}" if parts.hostname else repr(url)
+    parts = _url_parts(url)
+    if (
+        parts is None
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.path not in ("", "/")
+        or parts.query
+    ):
+        shown = f"{parts.scheme}://{parts.hostname}" if parts is not None and parts.hostname else _shown(url)
         errors.append(FieldError(PROXY_VAR, f"{shown} is not an http:// or https:// proxy URL (http://proxy:3128)"))
         return None
     return url

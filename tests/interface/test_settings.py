@@ -56,3 +56,23 @@ def test_a_store_without_tables_under_create_tables_n_is_named_so_not_unreachabl
         ") is reachable but has no runcode-policy tables: they are not created because "
         "RUNCODE_POLICY_CREATE_TABLES=n; create them (start the service once without it) or unset it"
     ), said
+
+
+def test_upstream_urls_that_do_not_parse_refuse_the_start_named_at_once_never_a_traceback(tmp_path):
+    """`http://[::1` made urlsplit raise (`ValueError: Invalid IPv6 URL`), out of `serve` as a
+    traceback; a URL's user and password are never repeated."""
+    done = serve(
+        tmp_path,
+        RUNCODE_POLICY_PYPI_UPSTREAM="http://[::1",
+        RUNCODE_POLICY_NPM_UPSTREAM="https://me:token@registry.example:npm/",
+        RUNCODE_POLICY_UPSTREAM_PROXY="http://me:secret@[::1",
+    )
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "Error: invalid upstream settings (the service does not start):",
+        "  RUNCODE_POLICY_PYPI_UPSTREAM: 'http://[::1' is not an http:// or https:// URL with a host, no query or "
+        "fragment (https://pypi.org/simple/)",
+        "  RUNCODE_POLICY_NPM_UPSTREAM: 'https://registry.example:npm/' is not an http:// or https:// URL with a "
+        "host, no query or fragment (https://registry.npmjs.org/)",
+        "  RUNCODE_POLICY_UPSTREAM_PROXY: 'http://[::1' is not an http:// or https:// proxy URL (http://proxy:3128)",
+    ]
