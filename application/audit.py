@@ -58,10 +58,15 @@ class Audit:
         page, next_cursor = paged(rows, limit, lambda last: last["version"])
         return {"changes": [describe_change(r) for r in page], "next_cursor": next_cursor}
 
-    def changes_since(self, workspace: str, version: int, limit: int = 100) -> list[dict]:
-        """The changes after `version`, oldest first: what a writer holding `version` missed."""
+    def changes_since(self, workspace: str, version: int, limit: int = 100) -> dict:
+        """What a writer holding `version` missed: the newest `limit` changes after it, oldest
+        first (the latest are what its next Save would overwrite), and how many earlier ones are
+        not shown (`not_shown`; every change is one version, so the head says how many there are)."""
         self.require_workspace(workspace)
-        return [describe_change(r) for r in self.readmodel.history(workspace, None, None, version, check_limit(limit))]
+        head = self.readmodel.head_version(workspace)
+        after = max(version, head - check_limit(limit))
+        rows = self.readmodel.history(workspace, None, None, after, limit)
+        return {"changes": [describe_change(r) for r in rows], "not_shown": after - version}
 
     def decisions(
         self,

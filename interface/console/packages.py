@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 
 from flask import flash, redirect, render_template, request, url_for
 
+from application.formats import encode_cursor
 from application.imports import FORMATS as IMPORT_FORMATS
 from domain.errors import ConflictError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES, MODES
@@ -141,19 +142,31 @@ def _test(form: dict, tried: dict, against: str) -> dict:
 def _conflict(form: dict, error: ConflictError):
     """Keep the edits, show what changed meanwhile, and let the next Save apply over it."""
     saved = governance().policy(_workspace())
-    since = _changes_after(form["expected_version"])
+    since = changes_after(version_number(form["expected_version"]))
     opened = form["expected_version"].strip()
+    # Every change since made with this very token (a second tab, Save pressed twice): said so,
+    # rather than blamed on someone else. A token may be shared, so it is named, not "you".
+    mine = [c.get("by_token") == caller()["id"] for c in since["changes"]]
+    own = bool(mine) and all(mine) and not since["not_shown"]
+    who, how = ("Someone else saved the policy", "")
+    if own:
+        who = f"The policy was saved with the token you signed in with ({caller()['name']})"
+        how = "another tab, a second press of Save, or someone sharing the token; "
     plain = ConflictError(
-        f"Someone else saved the policy after you opened this page (you started from version {opened}; "
+        f"{who} after you opened this page ({how}you started from version {opened}; "
         f"it is now version {saved['version']}). Nothing was saved."
     )
     form = {**form, "expected_version": str(saved["version"])}
     return _page(saved, form, refusal=plain, since=since, status=409)
 
 
-def _changes_after(version_text: str) -> list[dict]:
-    version = version_number(version_text)
-    return [] if version is None else governance().audit.changes_since(_workspace(), version)
+def changes_after(version: int | None) -> dict:
+    """What a page shown at `version` missed: the newest changes since (`Audit.changes_since`),
+    how many before them are not shown, and the change history from the first of those."""
+    if version is None:
+        return {"changes": [], "not_shown": 0}
+    since = governance().audit.changes_since(_workspace(), version)
+    return {**since, "history_url": url_for("console.history", cursor=encode_cursor(version))}
 
 
 def _page(

@@ -298,6 +298,41 @@ def test_a_stale_form_shows_the_conflict_and_saves_nothing(live):
     assert api(live, "GET", "/policy")["python"] == {"mode": "allowlist", "allow": ["pandas"], "deny": []}
 
 
+def test_a_stale_form_shows_the_newest_changes_and_says_how_many_more_there_are(live):
+    """The 409 page listed the oldest 100 changes since the form's version, with no sign of more:
+    the newest, those the next Save would overwrite, were the ones left out."""
+    console = signed_in(live)
+    opened = console.get(P)
+    names = [f"pkg-{i:03}" for i in range(130)]  # one change, one version, each
+    api(
+        live,
+        "POST",
+        "/policy/changes",
+        {"changes": [{"action": "add", "language": "python", "list": "deny", "entries": names}]},
+    )
+    page = console.submit(opened, python_allow="pandas")
+    assert page.status == 409
+    listed = re.findall(r"added (pkg-\d+) to the deny list", page.plain)
+    assert listed == names[30:], listed[:3]  # the newest 100, oldest first
+    assert "Only the newest 100 are listed here: the 30 changes before them are in the change history." in page.plain
+    history = unescape(re.search(r'href="([^"]+)">change history</a>', page.text).group(1))
+    first = console.get(history.split("?")[0], **dict(urllib.parse.parse_qsl(history.split("?")[1])))
+    assert first.rows()[0][3] == "Python: added pkg-000 to the deny list", first.rows()[0]
+
+
+def test_a_second_save_of_the_same_form_says_whose_token_saved_first(live):
+    """A second tab's Save (or Save pressed twice) was blamed on "someone else"."""
+    console = signed_in(live)
+    opened = console.get(P)
+    assert console.submit(opened, python_allow="pandas").status == 302
+    again = console.submit(opened, python_allow="pandas")
+    assert again.status == 409
+    assert "The policy was saved with the token you signed in with (admin-token) after you opened this page" in (
+        again.plain
+    )
+    assert "Someone else" not in again.plain
+
+
 def test_a_form_version_the_policy_never_had_is_refused_not_called_stale(live):
     api(live, "PUT", "/policy", {"note": "one", "python": {"mode": "denylist", "deny": "requests"}})
     console = signed_in(live)
