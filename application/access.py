@@ -20,13 +20,14 @@ from application.clock import Clock, system_clock
 from application.formats import check_limit, cursor_refusal, decode_cursor, iso, paged, parse_instant, parse_uuid
 from application.impact import Impact
 from application.policies import Policies
-from application.races import ATTEMPTS, LOST_RACE, pause, saved, too_fast
+from application.races import ATTEMPTS, LOST_RACE, pause, saved, stale, too_fast
 from application.store.access_reads import AccessReads
 from domain.access import (
     STATUS_FILTERS,
     AccessRequest,
     check_requestable,
     expiry,
+    not_allowed,
     plan_closure_grants,
     plan_grant,
     requested_package,
@@ -141,26 +142,41 @@ class Access:
         lift_deny: bool = False,
         dependencies: list[str] | None = None,
         by_token: str | None = None,
+        expected_version: int | None = None,
+        expected_names: list[str] | None = None,
     ) -> dict:
         """Grant the exception (until `expires_at`, for `duration`, or permanently) in one save.
 
         `dependencies`: the names of the request's dependency closure (`application.closure`);
         each one the policy does not allow yet gets an exception on the same terms, in the same
         save, under the same note. Exceptions rather than allow entries: they expire with the
-        approval, name the request they came from, and can be revoked one by one."""
+        approval, name the request they came from, and can be revoked one by one.
+
+        `expected_version` and `expected_names`: what the approver saw (a closure's policy
+        version, the names it would grant). If the policy has moved on, or the approval would now
+        grant other names (an upstream release needing one more, a name allowed or denied since),
+        nothing is granted (409): a lift or a grant nobody was shown is never made. At the same
+        version the deny entries are those the approver saw, so whose entries a lift lifts is
+        settled by the two."""
         check_text(note or "", "note")
         for _ in range(ATTEMPTS):
             request = self._get_request(workspace, request_id)
             policy = self.load_policy(workspace)
+            if expected_version is not None and expected_version != policy.policy_version:
+                raise stale(expected_version, policy.policy_version)
             now = self.clock()
+            others: list[str] = []
+            if request.language != EGRESS:  # a host has no dependency closure, and no package rules
+                rules = bind_rules(policy.rules(), now)[request.language]
+                others = not_allowed(rules, [n for n in dependencies or () if n != request.name], workspace)
+            if expected_names is not None:
+                _check_expected(expected_names, [request.name, *others])
             exception_id, until = str(uuid4()), expiry(now, expires_at, duration)
             request.approve(by, note or "", exception_id, iso(until), bool(lift_deny))  # 409 if decided
             changes = plan_grant(
                 policy.state, request.language, request.name, _grant(exception_id, until, request_id), lift_deny
             )
-            if request.language != EGRESS:  # a host has no dependency closure, and no package rules
-                rules = bind_rules(policy.rules(), now)[request.language]
-                others = [n for n in dependencies or () if n != request.name]
+            if others:
                 terms = functools.partial(_dependency_grant, until=until, request_id=request_id)
                 changes += plan_closure_grants(rules, policy.state, others, terms, lift_deny, workspace)
             policy.record(changes, by, note or "", by_token=by_token)
@@ -250,6 +266,21 @@ class Access:
         """The exceptions in force at `at` (default now), soonest expiry first."""
         policy = self.load_policy(workspace) if at is None else self.policies.at(workspace, at)
         return {"exceptions": exception_views(policy, at or self.clock())}
+
+
+def _check_expected(expected: list[str], granting: list[str]) -> None:
+    """The approval grants exactly the names its approver expected, or nothing."""
+    missing, more = sorted(set(expected) - set(granting)), sorted(set(granting) - set(expected))
+    if not missing and not more:
+        return
+    said = "; ".join(
+        filter(None, (more and f"it would also grant {', '.join(more)}", missing and f"not {', '.join(missing)}"))
+    )
+    rule = f"must be the names this approval grants now: {', '.join(granting)}"
+    raise ConflictError(
+        f"the approval no longer grants the names expected ({said}); nothing was granted",
+        [FieldError("expected_names", rule)],
+    )
 
 
 def _grant(exception_id: str, until: datetime | None, request_id: str | None) -> dict:

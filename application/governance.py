@@ -38,7 +38,7 @@ from application.imports import expand_imports
 from application.index import PackageIndex
 from application.overview import Overview
 from application.policies import Policies
-from application.races import ATTEMPTS, saved, too_fast
+from application.races import ATTEMPTS, saved, stale, too_fast
 from application.sessions import ConsoleSessions
 from application.store import SNAPSHOT_INTERVAL
 from application.store.access_reads import AccessReads
@@ -49,7 +49,7 @@ from application.store.reads import Denials, ReadModel
 from application.store.upgrade import upgrade_read_models
 from application.synthesis import Synthesis
 from domain.edits import plan_desired_state, plan_incremental
-from domain.errors import ConflictError, FieldError, GovernanceError, InvalidInputError, NotFoundError
+from domain.errors import ConflictError, FieldError, InvalidInputError, NotFoundError
 from domain.names import check_visible, skeleton
 from domain.policy import Policy, policy_id
 from domain.text import check_label, check_text, quoted
@@ -417,22 +417,6 @@ def state_copy(state: dict[str, dict]) -> dict[str, dict]:
         language: {k: list(v) if isinstance(v, list) else v for k, v in rules.items() if k != "rules" or v}
         for language, rules in state.items()
     }
-
-
-def stale(expected: int, current: int) -> GovernanceError:
-    """A version the policy has passed is stale (409: read it again); one it has never been at
-    was not read from it (422), so no "it moved on since" is said of it."""
-    rule = f"must be the current version, {current}"
-    if expected > current:
-        return InvalidInputError(
-            f"expected_version {expected} is not a version this policy has had (it is at version {current}); "
-            "nothing was saved",
-            [FieldError("expected_version", f"{rule}: the policy has never been at version {expected}")],
-        )
-    return ConflictError(
-        f"expected_version {expected} is not current ({current}); nothing was saved",
-        [FieldError("expected_version", rule)],
-    )
 
 
 def check_workspace_slug(workspace: str) -> None:

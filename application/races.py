@@ -19,7 +19,7 @@ from collections.abc import Callable
 from eventsourcing.persistence import IntegrityError
 
 from application.store.guards import StaleCaller
-from domain.errors import ConflictError, FieldError
+from domain.errors import ConflictError, FieldError, GovernanceError, InvalidInputError
 
 ATTEMPTS = 50
 PAUSE_SECONDS = 0.005
@@ -61,3 +61,19 @@ def once_more_if_stale(call, remembered: bool):
         except StaleCaller:
             continue
     raise too_fast()
+
+
+def stale(expected: int, current: int) -> GovernanceError:
+    """A version the policy has passed is stale (409: read it again); one it has never been at
+    was not read from it (422), so no "it moved on since" is said of it."""
+    rule = f"must be the current version, {current}"
+    if expected > current:
+        return InvalidInputError(
+            f"expected_version {expected} is not a version this policy has had (it is at version {current}); "
+            "nothing was saved",
+            [FieldError("expected_version", f"{rule}: the policy has never been at version {expected}")],
+        )
+    return ConflictError(
+        f"expected_version {expected} is not current ({current}); nothing was saved",
+        [FieldError("expected_version", rule)],
+    )

@@ -86,10 +86,10 @@ def plan_grant(state: dict[str, Any], language: str, name: str, grant: dict[str,
     deny list wins over exceptions, so granting one for a denied name alone would be a lie. A
     lifting grant says so (`lifts_deny`): the entries stay on the list and deny the name again
     when the exception ends or is revoked. A name a deny pattern denies is refused, lift_deny or
-    not (`_pattern_conflict`)."""
+    not (`PatternDenied`)."""
     named, patterns = _denied_by(state, language, name)
     if patterns:
-        raise _pattern_conflict(language, [(name, patterns)])
+        raise PatternDenied(language, [(name, patterns)])
     if named and not lift_deny:
         raise ConflictError(
             f"{name} is on the {language} deny list, which wins over exceptions: an exception for it must "
@@ -122,17 +122,25 @@ def check_requestable(state: dict[str, Any], language: str, name: str) -> None:
         )
 
 
-def _pattern_conflict(language: str, denied: list[tuple[str, list[str]]]) -> ConflictError:
-    """A deny pattern also denies names nobody asked for, so `lift_deny` never lifts one; and
-    an exception under it would be granted and decide nothing, as the deny list wins."""
-    names = [name for name, _ in denied]
-    patterns = list(dict.fromkeys(p for _, found in denied for p in found))
-    return ConflictError(
-        f"{' and '.join(names)} {'is' if len(names) == 1 else 'are'} denied by the {language} deny pattern "
-        f"{', '.join(patterns)}, which wins over exceptions; lifting deny entries lifts only those naming a "
-        "package, never a pattern that denies other names too: remove or narrow the pattern first",
-        [FieldError("name", f"{name} is denied by the deny pattern {', '.join(found)}") for name, found in denied],
-    )
+class PatternDenied(ConflictError):
+    """An exception asked for names a deny pattern denies (`names`; `patterns`, of `language`).
+    A deny pattern also denies names nobody asked for, so `lift_deny` never lifts one; and an
+    exception under it would be granted and decide nothing, as the deny list wins."""
+
+    def __init__(self, language: str, denied: list[tuple[str, list[str]]]):
+        self.language, self.names = language, [name for name, _ in denied]
+        self.patterns = list(dict.fromkeys(p for _, found in denied for p in found))
+        super().__init__(
+            f"{' and '.join(self.names)} {'is' if len(self.names) == 1 else 'are'} denied by the {language} deny "
+            f"pattern {', '.join(self.patterns)}, which wins over exceptions; lifting deny entries lifts only those "
+            "naming a package, never a pattern that denies other names too: remove or narrow the pattern first",
+            [FieldError("name", f"{name} is denied by the deny pattern {', '.join(found)}") for name, found in denied],
+        )
+
+
+def not_allowed(rules: LanguageRules, names: list[str], workspace: str) -> list[str]:
+    """The names (each once, in order) the policy does not allow now: those a closure approval grants."""
+    return [n for n in dict.fromkeys(names) if not judge(rules, parse(rules.language, n), workspace).allowed]
 
 
 def plan_closure_grants(
@@ -147,11 +155,11 @@ def plan_closure_grants(
     `grant_for(name)` giving its terms). Deny-listed names are refused all at once, named, unless
     `lift_deny` (those a deny pattern denies, always): the deny list wins over exceptions, so only
     lifting their entries, for the exceptions' window, can let them in."""
-    wanting = [n for n in dict.fromkeys(names) if not judge(rules, parse(rules.language, n), workspace).allowed]
+    wanting = not_allowed(rules, names, workspace)
     denied = {n: _denied_by(state, rules.language, n) for n in wanting if rules.denies(n)}
     patterned = [(n, patterns) for n, (_, patterns) in denied.items() if patterns]
     if patterned:
-        raise _pattern_conflict(rules.language, patterned)
+        raise PatternDenied(rules.language, patterned)
     if denied and not lift_deny:
         raise ConflictError(
             f"the closure holds deny-listed names ({', '.join(denied)}), and the deny list wins over exceptions: "

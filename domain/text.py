@@ -34,6 +34,12 @@ def quoted(value: object) -> str:
     return repr(value)
 
 
+def some_of(names: list[str], shown: int) -> str:
+    """The first `shown` names, then how many more: `a, b, c and 4 more`."""
+    more = len(names) - shown
+    return ", ".join(names) if more <= 0 else f"{', '.join(names[:shown])} and {more} more"
+
+
 def check_text(value: object, field: str, max_length: int = MAX_NOTE) -> str:
     if not isinstance(value, str):
         raise _refuse(field, "must be a string")

@@ -74,6 +74,8 @@ class Closures:
             refused = entry.pop("refused")
             status = status_of(verdict, refused)
             entry.update(status=status, reason=refused if status == "refused" else verdict.reason)
+            if verdict.params and "pattern" in verdict.params:  # no exception lifts a pattern (domain.access)
+                entry["pattern"] = verdict.params["pattern"]
         return {"language": language, "policy_version": version, **found}
 
     def _hiding(self, rules: LanguageRules, language: str) -> Hide:

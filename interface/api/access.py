@@ -84,7 +84,7 @@ def get_request(gov, ws, caller, request_id):
     "POST",
     R + "/<request_id>/approve",
     "Approve: grant an exception until expires_at, for duration, or permanently (with_dependencies: for its "
-    "dependency closure too, in one save)",
+    "dependency closure too, in one save; expected_version and expected_names: only as the approver saw it)",
     role="admin",
     body=ApproveBody,
     response=RequestView,
@@ -101,6 +101,8 @@ def approve_request(gov, ws, caller, request_id, body):
         lift_deny=body.lift_deny,
         dependencies=closure_names(gov, ws, request_id) if body.with_dependencies else None,
         by_token=caller["id"],
+        expected_version=body.expected_version,
+        expected_names=body.expected_names,
     )
 
 

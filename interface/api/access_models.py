@@ -9,10 +9,10 @@ from pydantic import BaseModel, Field
 
 from domain.access import STATUS_FILTERS, STATUSES
 from domain.decision import KNOWN_MALWARE, VERSION_UNKNOWN
-from domain.limits import MAX_FILTER, MAX_LABEL, MAX_NOTE, MAX_PAGE, MAX_TEXT
+from domain.limits import MAX_CLOSURE_NAMES, MAX_FILTER, MAX_LABEL, MAX_NOTE, MAX_PAGE, MAX_TEXT
 from domain.rules import REASONS
 from interface.api.answers import AskLanguage, ExceptionView, Shadowed
-from interface.api.schemas import Body, Draft, Instant, Language, Query, Source
+from interface.api.schemas import Body, Draft, Instant, Language, Query, Source, Text
 
 Note = Annotated[str, Field(max_length=MAX_NOTE)]
 ContextText = Annotated[str, Field(max_length=MAX_LABEL)]
@@ -56,6 +56,17 @@ class ApproveBody(Expiry):
         False,
         description="Also grant, on the same terms and in the same save, every name of the package's dependency "
         "closure (POST /allowlist/closure) the policy does not allow yet; deny-listed ones need lift_deny",
+    )
+    expected_version: Annotated[int, Field(ge=0)] | None = Field(
+        None,
+        description="The policy version the approval was decided on (a closure's policy_version): if the policy "
+        "has moved on since, 409 (422 for a version it never had) and nothing is granted",
+    )
+    expected_names: Annotated[list[Text], Field(max_length=MAX_CLOSURE_NAMES + 1)] | None = Field(
+        None,
+        description="The exact names the approval must grant, as granted lists them: the request's name and, with "
+        "with_dependencies, each name of its closure the policy does not allow yet. If it would now grant others "
+        "(or fewer), 409 naming the difference, and nothing is granted",
     )
 
 

@@ -28,6 +28,11 @@ class ClosureName(BaseModel):
         "mode), refused (allowed, but the index hides every version a requirement on it could take)"
     )
     reason: str = Field(description="The reason an evaluation would record; for refused, the hiding rule's")
+    pattern: str | None = Field(
+        None,
+        description="denied by a deny pattern: the pattern (no exception lifts one, as it denies other names too: "
+        "remove or narrow it to approve the name)",
+    )
     versions: list[str] = Field(
         description="The versions the resolver chose (npm may install several), among those the index shows"
     )

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 from flask import flash, redirect, render_template, request, url_for
 
-from domain.access import STATUS_FILTERS
+from domain.access import STATUS_FILTERS, PatternDenied
 from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.specs import check_language
-from domain.text import noun_for, quoted
+from domain.text import noun_for, quoted, some_of
 from interface.console import packages as policy_page
-from interface.console.forms import LIFT_BOXES, TITLES, desired_state, policy_form, refusal_text
+from interface.console.forms import (
+    LIFT_BOXES,
+    TITLES,
+    desired_state,
+    policy_form,
+    refusal_text,
+    version_number,
+)
 from interface.console.session import blueprint, caller, governance, require
 from interface.index.closure import request_closure
 from interface.problems import HTTPProblem, status_of
@@ -19,6 +26,7 @@ from interface.problems import HTTPProblem, status_of
 DURATIONS = {"P1D": "1 day", "P7D": "7 days", "P30D": "30 days", "permanent": "permanently"}
 IMPACT_DAYS = 30
 PAGE_SIZE = 100  # requests a page shows; the older ones are a "Next page" away
+SHOWN_GRANTS = 10  # names an approval's notice lists, then "and N more"
 
 
 def _workspace() -> str:
@@ -48,13 +56,48 @@ def requests_page(kept: dict | None = None):
 
 
 @blueprint.get("/requests/<request_id>/closure")
-def closure_preview(request_id: str, kept: dict | None = None):
-    """What "Approve with its dependencies" would grant, shown before anything is granted
-    (`kept`: what an admin typed into it that was refused, shown again)."""
+def closure_preview(request_id: str):
+    """What "Approve with its dependencies" would grant, shown before anything is granted."""
     require("admin")
+    return _closure_page(request_id, request_closure(governance(), _workspace(), request_id))
+
+
+def _closure_page(request_id: str, found: dict, kept: dict | None = None, moved: dict | None = None, status=200):
+    """`kept`: what an admin typed that was refused, shown again; `moved`: what changed since the
+    page the approval came from was worked out (`_moved`)."""
     asked = governance().access.request(_workspace(), request_id)
-    found = request_closure(governance(), _workspace(), request_id)
-    return render_template("console/closure.html", r=asked, closure=found, durations=DURATIONS, kept=kept or {})
+    shown = closure_grants(asked["name"], found)
+    page = render_template(
+        "console/closure.html", r=asked, closure=found, shown=shown, durations=DURATIONS, kept=kept or {}, moved=moved
+    )
+    return page, status
+
+
+def closure_grants(requested: str, closure: dict) -> dict:
+    """What approving a request with its closure grants, as `Access.approve_request` works it
+    out: an exception for the requested name and each name not allowed yet (`grants`); the deny
+    entries the lifting box lifts (`lifts`); and the names a deny pattern denies (`patterned`,
+    each with its pattern), which no exception can let in."""
+    wanting = [n for n in closure["names"] if n["status"] in ("denied", "unlisted")]
+    denied = [n for n in wanting if n["status"] == "denied"]
+    return {
+        "version": closure["policy_version"],
+        "grants": list(dict.fromkeys([requested, *(n["name"] for n in wanting)])),
+        "lifts": [n["name"] for n in denied if "pattern" not in n],
+        "patterned": [n for n in denied if "pattern" in n],
+    }
+
+
+def _form_grants(form) -> dict:
+    """What the closure page the approval came from showed (its hidden fields)."""
+    version = version_number(form.get("policy_version", ""))
+    if version is None:
+        raise InvalidInputError(
+            "the form does not say which policy version its dependencies were worked out at; reload the page "
+            "(nothing was granted)",
+            [FieldError("policy_version", "must be the whole number the page put there")],
+        )
+    return {"version": version, "grants": form.getlist("grant"), "lifts": form.getlist("lift")}
 
 
 @blueprint.post("/requests/<request_id>/approve")
@@ -64,9 +107,11 @@ def approve(request_id: str):
     if choice not in DURATIONS:
         raise InvalidInputError("choose how long the exception lasts", [])
     with_dependencies = request.form.get("with_dependencies") == "yes"
+    # With its dependencies: exactly what the page showed is granted, or nothing (`_moved`).
+    shown = _form_grants(request.form) if with_dependencies else None
     closure = request_closure(governance(), _workspace(), request_id) if with_dependencies else None
-    dependencies = [n["name"] for n in closure["names"]] if closure else None
     note, lift_deny = request.form.get("note", ""), request.form.get("lift_deny") == "yes"
+    kept = {"id": request_id, "note": note, "lift_deny": lift_deny}
     try:
         decided = governance().access.approve_request(
             _workspace(),
@@ -75,30 +120,64 @@ def approve(request_id: str):
             duration=None if choice == "permanent" else choice,
             note=note,
             lift_deny=lift_deny,
-            dependencies=dependencies,
+            dependencies=[n["name"] for n in closure["names"]] if closure else None,
             by_token=caller()["id"],
+            expected_version=shown["version"] if shown else None,
+            expected_names=shown["grants"] if shown else None,
         )
     except GovernanceError as error:
         if isinstance(error, HTTPProblem):
             raise
+        if shown is not None and any(e.field in ("expected_version", "expected_names") for e in error.errors):
+            return _moved(request_id, closure, shown, kept)
         # Refused as typed: the page again with the note and the box as they were, not emptied.
         flash(_approval_refusal(error, request_id, closure), "error")
-        kept = {"id": request_id, "note": note, "lift_deny": lift_deny}
-        page = closure_preview(request_id, kept) if with_dependencies else requests_page(kept)
-        return page, status_of(error)
-    others = len(decided["granted"]) - 1
-    also = (
-        f" and {others} {noun_for(others, 'dependency', 'dependencies')} not allowed before"
-        if with_dependencies
-        else ""
-    )
+        if closure is not None:
+            return _closure_page(request_id, closure, kept, status=status_of(error))
+        return requests_page(kept), status_of(error)
+    flash(_approved(decided, closure, DURATIONS[choice], request_id), "ok")
+    return redirect(url_for("console.requests_page"))
+
+
+def _moved(request_id: str, closure: dict, shown: dict, kept: dict):
+    """Nothing was granted: the policy moved on, or approving would now grant other names (an
+    upstream release needing one more, a name denied or allowed since). The page again, worked
+    out now, with what changed; the lifting box is cleared if it would now lift other entries."""
+    asked = governance().access.request(_workspace(), request_id)
+    now = closure_grants(asked["name"], closure)
+    head = governance().policy(_workspace())["version"]
+    lifts_moved = set(now["lifts"]) != set(shown["lifts"])
+    moved = {
+        "versions": (shown["version"], head) if shown["version"] != head else None,
+        "since": policy_page.changes_after(shown["version"]) if shown["version"] < head else None,
+        "added": [n for n in now["grants"] if n not in shown["grants"]],
+        "dropped": [n for n in shown["grants"] if n not in now["grants"]],
+        "denied": [n for n in now["lifts"] if n not in shown["lifts"]],
+        "undenied": [n for n in shown["lifts"] if n not in now["lifts"]],
+        "cleared": kept["lift_deny"] and lifts_moved,
+    }
+    kept = {**kept, "lift_deny": kept["lift_deny"] and not lifts_moved}
+    return _closure_page(request_id, closure, kept, moved, status=409)
+
+
+def _approved(decided: dict, closure: dict | None, duration: str, request_id: str) -> str:
+    """The notice of an approval: with its dependencies, which names it granted (the first
+    SHOWN_GRANTS), and what could not be followed."""
+    said = f"Approved {decided['name']}"
+    others = [n for n in decided["granted"] if n != decided["name"]]
+    if closure is None:
+        said += f" ({duration})."
+    elif others:
+        dependencies = noun_for(len(others), "dependency", "dependencies")
+        said += f" and {len(others)} {dependencies} not allowed before ({duration}): {some_of(others, SHOWN_GRANTS)}."
+    else:
+        said += f" ({duration}). None of its dependencies needed an exception."
     unread = len(closure["unresolved"]) if closure else 0
-    if unread:  # what those need is unknown: the count above is not of all the dependencies
-        also += f"; {unread} {noun_for(unread, 'requirement')} could not be followed, so what they need was not granted"
+    if unread:  # what those need is unknown: the names above are not all the dependencies
+        said += f" {unread} {noun_for(unread, 'requirement')} could not be followed, so what they need was not granted."
     standing = governance().access.exceptions(_workspace())["exceptions"]
     lifting = sorted(e["name"] for e in standing if e["lifts_deny"] and e["request_id"] == request_id)
-    flash(f"Approved {decided['name']}{also} ({DURATIONS[choice]}).{_lifted(lifting, decided['name'])}", "ok")
-    return redirect(url_for("console.requests_page"))
+    return said + _lifted(lifting, decided["name"])
 
 
 def _lifted(names: list[str], asked: str) -> str:
@@ -109,18 +188,23 @@ def _lifted(names: list[str], asked: str) -> str:
         return " Its deny entry is lifted until the exception ends."
     if len(names) == 1:
         return f" The deny entry of {names[0]} is lifted until its exception ends."
-    return f" The deny entries of {', '.join(names)} are lifted until their exceptions end."
+    return f" The deny entries of {some_of(names, SHOWN_GRANTS)} are lifted until their exceptions end."
 
 
 def _approval_refusal(error: GovernanceError, request_id: str, closure: dict | None) -> str:
-    """A refusal for want of the lifting box said as the page shows it: tick that box (the API
-    names its field, `lift_deny: must be true`); any other in the console's usual words."""
+    """A refusal said as the page shows it: for want of the lifting box, tick that box (the API
+    names its field, `lift_deny: must be true`); under a deny pattern, that no box can help;
+    a request decided meanwhile, by whom; any other in the console's usual words."""
+    asked = governance().access.request(_workspace(), request_id)
+    if isinstance(error, PatternDenied):
+        return pattern_refusal(error)
+    if any(e.field == "request_id" for e in error.errors):
+        return decided_already(asked)
     if not any(e.field == "lift_deny" for e in error.errors):
         return refusal_text(error)
-    asked = governance().access.request(_workspace(), request_id)
     title = TITLES[asked["language"]]
     if closure is not None:
-        denied = ", ".join(n["name"] for n in closure["names"] if n["status"] == "denied")
+        denied = ", ".join(closure_grants(asked["name"], closure)["lifts"])
         return (
             f"What {asked['name']} needs includes {denied}, on the {title} deny list, which wins over exceptions: "
             f"to approve, tick “{LIFT_BOXES['closure']}”. The entries stay on the list and deny again when "
@@ -131,6 +215,22 @@ def _approval_refusal(error: GovernanceError, request_id: str, closure: dict | N
         f"“{LIFT_BOXES['one']}”. The entry stays on the list and denies it again when the exception ends "
         "or is revoked."
     )
+
+
+def pattern_refusal(error: PatternDenied) -> str:
+    names, patterns = error.names, error.patterns
+    return (
+        f"{' and '.join(names)} {'is' if len(names) == 1 else 'are'} denied by the {TITLES[error.language]} deny "
+        f"{noun_for(len(patterns), 'pattern')} {', '.join(patterns)}. A pattern denies other names too, so no "
+        "exception can lift it: remove or narrow it on the Run-code packages page first, or reject the request. "
+        "Nothing was granted."
+    )
+
+
+def decided_already(asked: dict) -> str:
+    """A request someone decided meanwhile (another tab, another admin)."""
+    by = f" by {asked['decided_by']}" if asked["decided_by"] else ""
+    return f"The request for {asked['name']} was already {asked['status']}{by}: nothing was changed."
 
 
 @blueprint.post("/requests/<request_id>/reject")

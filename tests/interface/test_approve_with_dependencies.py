@@ -103,11 +103,12 @@ def test_the_console_shows_the_closure_first_then_approves_it_in_one_click(live,
     assert set(shown) == TREE
     assert shown["urlkit"][2] == "allowed" and shown["evil-thing"][2:] == ["unlisted", "certkit"]
     assert shown["webkit"][3] == "requested" and shown["cycle-a"][3] == "cycle-b, urlkit"
-    assert "grants an exception to each of the 6 names not allowed yet" in preview.plain
+    assert "grants an exception to 6 names: webkit and each one not allowed yet" in preview.plain
     assert app.access.exceptions("acme")["exceptions"] == []  # a preview grants nothing
     form = preview.form(f"/console/requests/{asked}/approve")
     done = console.follow(console.post(form.action, form.fields + [("duration", "P7D")]))
-    assert "Approved webkit and 5 dependencies not allowed before (7 days)." in done.plain
+    said = "Approved webkit and 5 dependencies not allowed before (7 days): certkit, cycle-a, cycle-b, evil-thing, idnakit."
+    assert said in done.plain, done.plain
     granted = {e["name"] for e in app.access.exceptions("acme")["exceptions"]}
     assert granted == TREE - {"urlkit"}
 
@@ -127,8 +128,8 @@ def test_a_closure_approval_refused_shows_the_closure_again_with_what_was_typed(
     _, again, done = approved_once_the_box_is_ticked(signed_in(live), closure, asked, "the webkit tree, OPS-7", words)
     assert ("with_dependencies", "yes") in again.fields
     assert (
-        "Approved webkit and 5 dependencies not allowed before (7 days). "
-        "The deny entry of evil-thing is lifted until its exception ends." in done.plain
+        "Approved webkit and 5 dependencies not allowed before (7 days): certkit, cycle-a, cycle-b, evil-thing, "
+        "idnakit. The deny entry of evil-thing is lifted until its exception ends." in done.plain
     ), done.plain  # a dependency's entry was lifted, not webkit's, which no entry names
     assert "evil-thing" in {e["name"] for e in app.access.exceptions("acme")["exceptions"]}
 
@@ -142,5 +143,5 @@ def test_the_console_says_when_a_requirement_could_not_be_followed_rather_than_c
     assert "Not followed" in preview.plain and "ghost-kit" in preview.plain, preview.plain
     form = preview.form(f"/console/requests/{lonely.json['id']}/approve")
     done = console.follow(console.post(form.action, form.fields + [("duration", "P1D")]))
-    said = "Approved lonely and 1 dependency not allowed before; 1 requirement could not be followed"
+    said = "Approved lonely and 1 dependency not allowed before (1 day): ghost-kit. 1 requirement could not be followed"
     assert said in done.plain, done.plain
