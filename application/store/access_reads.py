@@ -17,10 +17,13 @@ _TIMES = (
     "first_at",
     "last_at",
 )
+# `lift_deny` is what the request's exception lifts (its `lifts_deny`), not the box its approver
+# ticked: a tick over a name no entry denied lifts nothing. (In the subquery `id` is the
+# exception's, `exception_id` the request's: the exceptions table has no column of that name.)
 REQUEST_COLUMNS = (
     "id, workspace, language, name, status, filed_at, filed_by, justification, context, "
-    "last_asked_at, decided_at, decided_by, note, exception_id, expires_at, lift_deny, "
-    "revoked_at"
+    "last_asked_at, decided_at, decided_by, note, exception_id, expires_at, "
+    "(SELECT lifts_deny FROM {exceptions} WHERE id = exception_id) AS lift_deny, revoked_at"
 )
 EXCEPTION_COLUMNS = (
     "id, language, name, granted_version, granted_at, granted_by, note, expires_at, "

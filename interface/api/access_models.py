@@ -105,7 +105,10 @@ class GrantedException(BaseModel):
     id: str
     expires_at: Instant | None
     revoked_at: Instant | None
-    lift_deny: bool
+    lift_deny: bool = Field(
+        description="Whether the exception lifts deny entries naming the package (its lifts_deny in GET "
+        "/exceptions): false when lift_deny was asked for a name no entry denied"
+    )
 
 
 class RequestView(BaseModel):

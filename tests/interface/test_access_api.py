@@ -172,6 +172,23 @@ def test_lift_deny_lifts_the_deny_entry_for_the_exceptions_window_only(live, clo
     assert call(live, "GET", f"/policy?at={inside}", "auditor")["python"]["deny"] == ["beta"]
 
 
+def test_a_request_reports_what_its_exception_lifts_not_the_box_ticked(locked):
+    """alpha was on no deny list: approved with lift_deny, its exception lifts nothing, and the
+    request said `"lift_deny": true` where GET /exceptions said `"lifts_deny": false`."""
+    live = locked
+    request = ask(live, "alpha").json
+    approved = call(live, "POST", f"/requests/{request['id']}/approve", "admin", {"lift_deny": True}, expect=200)
+    exception = call(live, "GET", "/exceptions", "auditor")["exceptions"][0]
+    assert exception["lifts_deny"] is False and approved["exception"]["lift_deny"] is False
+    listed = call(live, "GET", "/requests?status=all", "auditor")["requests"][0]
+    assert listed["exception"]["lift_deny"] is False
+    assert call(live, "GET", f"/requests/{request['id']}", "auditor")["exception"]["lift_deny"] is False
+    call(live, "PUT", "/policy", "admin", {"python": {"deny": ["gamma"]}}, expect=200)
+    denied = ask(live, "gamma").json
+    lifted = call(live, "POST", f"/requests/{denied['id']}/approve", "admin", {"lift_deny": True}, expect=200)
+    assert lifted["exception"]["lift_deny"] is True
+
+
 @pytest.mark.parametrize("mode", ["denylist", "allowlist"])
 def test_a_revoked_lifting_exception_leaves_the_name_denied_again(live, mode):
     call(live, "PUT", "/policy", "admin", {"python": {"mode": mode, "deny": ["beta"]}}, expect=200)
