@@ -29,9 +29,9 @@ from application.store.reads import NameRows, ReadModel
 from domain.decision import COLUMNS, DECISION_KINDS, DECISION_REASONS, DecisionRecord
 from domain.errors import FieldError, InvalidInputError, NotFoundError
 from domain.limits import MAX_FILTER, MAX_TEXT
-from domain.policy import LANGUAGES
+from domain.policy import LANGUAGES, RULE_CHANGED
 from domain.rules import rules_for
-from domain.specs import check_language, registry_name
+from domain.specs import LANGUAGE_TITLES, check_language, registry_name
 from domain.text import check_text, quoted
 
 EXPORT_PAGE = 1000
@@ -57,6 +57,14 @@ class Audit:
         rows = self.readmodel.history(workspace, start, end, after, check_limit(limit) + 1)
         page, next_cursor = paged(rows, limit, lambda last: last["version"])
         return {"changes": [describe_change(r) for r in page], "next_cursor": next_cursor}
+
+    def with_rule_values(self, workspace: str, changes: list[dict]) -> list[dict]:
+        """`changes` (history entries), each rule change with the rule it set (`value`; None: off),
+        one event read each: for a page that shows what was set, not only which rule."""
+        return [
+            {**c, "value": self.policies.rule_set(workspace, c["version"])} if c["type"] == RULE_CHANGED else c
+            for c in changes
+        ]
 
     def changes_since(self, workspace: str, version: int, limit: int = 100) -> dict:
         """What a writer holding `version` missed: the newest `limit` changes after it, oldest
@@ -175,7 +183,8 @@ def package_name(language: str, text: str) -> str:
     name = registry_name(language, text)
     if name is None:
         raise InvalidInputError(
-            f"{quoted(text)} is not a {language} package name", [FieldError("name", "must be a registry package name")]
+            f"{quoted(text)} is not a {LANGUAGE_TITLES[language]} package name",
+            [FieldError("name", "must be a registry package name")],
         )
     return name
 

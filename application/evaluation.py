@@ -14,7 +14,7 @@ from domain.decision import Decision, DecisionRecord, judge
 from domain.errors import FieldError, InvalidInputError
 from domain.limits import MAX_SPEC_CHARS, MAX_SPECS
 from domain.policy import LanguageRules, bind_rules, shadowed_entries
-from domain.specs import Spec, check_language, parse
+from domain.specs import LANGUAGE_TITLES, Spec, check_language, parse
 from domain.specs.commands import parse_command
 from domain.text import check_context
 
@@ -114,7 +114,7 @@ def specs_of(language: str | None, specs: list[str] | None, command: list[str] |
             )
         if language is not None and language != found:
             raise InvalidInputError(
-                f"the command installs {found} packages, not {language}",
+                f"the command installs {LANGUAGE_TITLES[found]} packages, not {LANGUAGE_TITLES[language]}",
                 [FieldError("language", f"must match the command ({found})")],
             )
         return found, parsed

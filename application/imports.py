@@ -16,9 +16,9 @@ import json
 import re
 import tomllib
 
-from domain.errors import FieldError, InvalidInputError
+from domain.errors import NAMED_IN_ERRORS, FieldError, InvalidInputError
 from domain.limits import MAX_ERRORS, MAX_IMPORT_NAMES
-from domain.specs import check_language, parse
+from domain.specs import LANGUAGE_TITLES, check_language, parse
 
 FORMATS = {
     "python": ("requirements.txt", "pylock.toml", "uv.lock", "poetry.lock"),
@@ -53,7 +53,7 @@ def imported_names(language: str, fmt: str, content: str, where: str = "") -> li
     check_language(language, field=f"{where}language")
     if fmt not in FORMATS.get(language, ()):
         raise InvalidInputError(
-            f"{fmt!r} is not a {language} format",
+            f"{fmt!r} is not a {LANGUAGE_TITLES[language]} format",
             [FieldError(f"{where}format", f"must be one of {', '.join(FORMATS.get(language, ()))}")],
         )
     if not isinstance(content, str):
@@ -67,7 +67,7 @@ def imported_names(language: str, fmt: str, content: str, where: str = "") -> li
     for name in dict.fromkeys(raw):
         spec = parse(language, name)
         if spec.kind != "registry" or spec.name is None:
-            wrong.append((None, f"{name!r} is not a {language} package name"))
+            wrong.append((None, f"{name!r} is not a {LANGUAGE_TITLES[language]} package name"))
             if len(wrong) > MAX_ERRORS:  # a refusal names no more (domain.errors.named): judge no more
                 break
         else:
@@ -88,7 +88,7 @@ def _refused(field: str, problems: list[tuple[int | None, str]]) -> ImportRefuse
     MAX_ERRORS, `domain.errors.named`, and the readers stop there); the detail says the first."""
     said = [f"line {line}: {why}" if line else why for line, why in problems]
     others = f"{len(said) - 1} more" if len(said) <= MAX_ERRORS else "more"  # reading stopped past them
-    more = f" (and {others}, named in errors)" if len(said) > 1 else ""
+    more = f" (and {others}, {NAMED_IN_ERRORS})" if len(said) > 1 else ""
     # The detail says what failed; the field errors name where, so each reader labels it its way.
     return ImportRefusedError(f"the file cannot be imported: {said[0]}{more}", [FieldError(field, s) for s in said])
 
@@ -184,7 +184,7 @@ def _registry_name(name: str, wanted, field: str, line: int | None = None) -> st
     """The registry package a manifest's `name: range` installs (an alias: its target); None for
     a local, git or URL source. A name npm would refuse is refused, never dropped unsaid."""
     if parse("node", name).kind != "registry":
-        raise _bad(field, line, f"{name!r} is not a node package name")
+        raise _bad(field, line, f"{name!r} is not a {LANGUAGE_TITLES['node']} package name")
     if not isinstance(wanted, str):
         return None
     if wanted.startswith(_NPM_ALIAS):

@@ -29,11 +29,11 @@ from domain.decision import (
 )
 from domain.declared import version_label
 from domain.rules import INSTALL_SCRIPTS, SDIST_REFUSED, TOO_NEW, VERSION_DENIED, Finding
+from domain.specs import LANGUAGE_TITLES
 
 CONSOLE_PLACE = "Settings › Governance › Run-code packages"
 GATE_REQUEST = 'runcode-policy-gate request {language} {name} --why "..."'
 REQUESTS_ROUTE = "/api/v1/workspaces/{workspace}/requests"
-LANGUAGE_TITLES = {"python": "Python", "node": "Node"}
 
 
 def render_message(record: DecisionRecord, workspace: str) -> str | None:

@@ -44,6 +44,12 @@ class Policies:
         except AggregateNotFoundError:
             raise no_workspace(workspace) from None
 
+    def rule_set(self, workspace: str, version: int) -> dict | None:
+        """What change `version`, a rule change, set its rule to (None: turned off), as its event
+        has it: the change index keeps only the rule's action."""
+        found = self.repository.event_store.get(policy_id(workspace), gt=version, lte=version + 1)
+        return getattr(next(iter(found), None), "value", None)
+
     def at(self, workspace: str, at) -> Policy:
         """The policy exactly as it stood at instant `at`: what `load_policy` at the version at
         `at` would replay (the last snapshot there, the events after it), read in one round trip

@@ -23,7 +23,7 @@ from domain.errors import ConflictError, FieldError, InvalidInputError
 from domain.limits import MAX_TEXT
 from domain.patterns import is_pattern, patterns_for
 from domain.policy import Change, LanguageRules
-from domain.specs import check_language, deny_key, parse
+from domain.specs import LANGUAGE_TITLES, check_language, deny_key, parse
 from domain.text import check_text
 
 _LANGUAGE_RULE = FieldError("language", f"must be python, node or {EGRESS} (a host)")
@@ -75,7 +75,7 @@ def requested_package(language: str, text: str) -> tuple[str, str]:
                 [FieldError("name", "must be one package: a pattern (@scope/*, name-*) goes on the allow list")],
             )
         raise InvalidInputError(
-            f"{text!r} does not name a {language} registry package",
+            f"{text!r} does not name a {LANGUAGE_TITLES[language]} registry package",
             [FieldError("name", "must be a package name or a registry spec such as pandas==2.1")],
         )
     return language, spec.name
@@ -92,8 +92,8 @@ def plan_grant(state: dict[str, Any], language: str, name: str, grant: dict[str,
         raise PatternDenied(language, [(name, patterns)])
     if named and not lift_deny:
         raise ConflictError(
-            f"{name} is on the {language} deny list, which wins over exceptions: an exception for it must "
-            "lift its deny entry for the exception's window",
+            f"{name} is on the {LANGUAGE_TITLES[language]} deny list, which wins over exceptions: an exception "
+            "for it must lift its deny entry for the exception's window",
             [FieldError("lift_deny", "must be true to grant an exception for a deny-listed name")],
         )
     # `grant`: exception_id, expires_at (RFC 3339 or None), request_id (or None).
@@ -116,8 +116,8 @@ def check_requestable(state: dict[str, Any], language: str, name: str) -> None:
     _, patterns = _denied_by(state, language, name)
     if patterns:
         raise ConflictError(
-            f"{name} is denied by the {language} deny pattern {', '.join(patterns)}, which wins over exceptions: "
-            "no request for it can be approved; an admin must remove or narrow the pattern first",
+            f"{name} is denied by the {LANGUAGE_TITLES[language]} deny pattern {', '.join(patterns)}, which wins "
+            "over exceptions: no request for it can be approved; an admin must remove or narrow the pattern first",
             [FieldError("name", f"{name} is denied by the deny pattern {', '.join(patterns)}")],
         )
 
@@ -131,9 +131,10 @@ class PatternDenied(ConflictError):
         self.language, self.names = language, [name for name, _ in denied]
         self.patterns = list(dict.fromkeys(p for _, found in denied for p in found))
         super().__init__(
-            f"{' and '.join(self.names)} {'is' if len(self.names) == 1 else 'are'} denied by the {language} deny "
-            f"pattern {', '.join(self.patterns)}, which wins over exceptions; lifting deny entries lifts only those "
-            "naming a package, never a pattern that denies other names too: remove or narrow the pattern first",
+            f"{' and '.join(self.names)} {'is' if len(self.names) == 1 else 'are'} denied by the "
+            f"{LANGUAGE_TITLES[language]} deny pattern {', '.join(self.patterns)}, which wins over exceptions; "
+            "lifting deny entries lifts only those naming a package, never a pattern that denies other names too: "
+            "remove or narrow the pattern first",
             [FieldError("name", f"{name} is denied by the deny pattern {', '.join(found)}") for name, found in denied],
         )
 

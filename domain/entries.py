@@ -23,7 +23,7 @@ _WHAT = {
     "option": "an installer option",
     "alias": "an npm alias (it installs another package)",
 }
-_RULE = "a list entry must be the plain name of a registry package (or a pattern: python 'name-*', node '@scope/*')"
+_RULE = "a list entry must be the plain name of a registry package (or a pattern: Python 'name-*', Node '@scope/*')"
 _NAMES_ONLY = "a rule's exempt and allow lists take names or patterns only, each standing for every version"
 
 
@@ -124,6 +124,8 @@ def _judge(language: str, entry: object, names_only: bool) -> tuple[str | None, 
         return parse_pattern(language, entry)
     if spec.kind in _WHAT:
         return None, f"{entry!r} is {_WHAT[spec.kind]}, not a package name; {_RULE}"
+    if language == "node" and _bare(language, entry):  # npm reads a bare word it cannot name as a tag
+        return None, f"{entry!r} is not a valid Node package name; {_RULE}"
     return None, f"{entry!r} is not a valid package name ({spec.detail}); {_RULE}"
 
 

@@ -37,7 +37,8 @@ def named(errors: list[FieldError] | tuple[FieldError, ...]) -> tuple[FieldError
 
 
 # How a refusal's detail points at its `errors` (the field errors, each naming a field and a rule).
-RULES_NAMED = "breaks the rules named in errors"
+NAMED_IN_ERRORS = "named in errors"
+RULES_NAMED = f"breaks the rules {NAMED_IN_ERRORS}"
 
 
 class InvalidInputError(GovernanceError):

@@ -26,8 +26,8 @@ WILDCARD = "*"
 PYTHON_SUFFIX = "-*"
 NODE_SUFFIX = "/*"
 RULES = {
-    "python": "a python pattern is a package name followed by '-*', such as 'django-*'",
-    "node": "a node pattern is a scope followed by '/*', such as '@corp/*'",
+    "python": "a Python pattern is a package name followed by '-*', such as 'django-*'",
+    "node": "a Node pattern is a scope followed by '/*', such as '@corp/*'",
 }
 
 

@@ -73,7 +73,7 @@ from domain.policy import LanguageRules
 from domain.rules import MONITOR, VersionFacts, checks_install_scripts
 from domain.rules import REASONS as RULE_REASONS
 from domain.run import reader_key
-from domain.specs import Spec, parse
+from domain.specs import LANGUAGE_TITLES, Spec, parse
 from domain.specs.pip import NAME_RE
 from domain.text import check_text, quoted
 
@@ -446,7 +446,7 @@ def registry_spec(language: str, name: str) -> Spec:
     spec = parse(language, name)
     bare = NAME_RE.fullmatch(name) if language == "python" else spec.name == name
     if spec.kind != "registry" or spec.name is None or not bare:
-        raise NotFoundError(f"{quoted(name)} is not a {language} package name")
+        raise NotFoundError(f"{quoted(name)} is not a {LANGUAGE_TITLES[language]} package name")
     return spec
 
 

@@ -25,6 +25,7 @@ from domain.rules.model import (
     VersionRules,
     VersionsDeny,
 )
+from domain.specs import LANGUAGE_TITLES
 from domain.specs.node_semver import comparator_sets
 from domain.specs.npm import valid_name
 
@@ -50,7 +51,8 @@ def read_rules(language: str, body: object, field: str) -> VersionRules:
     errors: list[FieldError] = []
     for key, value in body.items():
         if key not in RULES[language] and value is not None:  # null: off, whichever rule it names
-            rule = f"is not a {language} rule; the {language} rules are {', '.join(RULES[language])}"
+            title = LANGUAGE_TITLES[language]
+            rule = f"is not a {title} rule; the {title} rules are {', '.join(RULES[language])}"
             errors.append(FieldError(f"{field}.{key}", rule))
     read = {key: _rule_body(body.get(key), f"{field}.{key}", key, errors) for key in RULES[language]}
     age, deny = read.get("min_release_age"), read.get("versions_deny")

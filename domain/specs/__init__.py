@@ -14,12 +14,13 @@ from functools import lru_cache
 
 from domain.errors import FieldError, InvalidInputError
 from domain.specs import fast, npm, pip
-from domain.specs.types import KINDS, LANGUAGES, UNSAFE_CHARS, Parsed, Spec, make_spec
+from domain.specs.types import KINDS, LANGUAGE_TITLES, LANGUAGES, UNSAFE_CHARS, Parsed, Spec, make_spec
 from domain.text import quoted
 
 __all__ = [
     "KINDS",
     "LANGUAGES",
+    "LANGUAGE_TITLES",
     "UNSAFE_CHARS",
     "Parsed",
     "Spec",

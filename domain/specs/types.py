@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 
 LANGUAGES = ("python", "node")
+# How sentences for people name the languages (`the Python deny list`), wherever they are said.
+LANGUAGE_TITLES = {"python": "Python", "node": "Node"}
 KINDS = ("registry", "alias", "url", "vcs", "path", "option", "invalid")
 
 # A language parser's answer: (kind, name, detail).

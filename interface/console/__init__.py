@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from flask import Flask, flash, redirect, render_template, request, url_for
 from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFError, CSRFProtect
-from werkzeug.exceptions import HTTPException, NotFound
+from werkzeug.exceptions import HTTPException, NotFound, RequestEntityTooLarge
 
 from domain.errors import GovernanceError
 from domain.limits import MAX_NOTE
@@ -32,6 +32,7 @@ from interface.console.forms import LIFT_BOXES, RULE_WORDS, TITLES, field_label,
 from interface.console.session import blueprint
 from interface.problems import HTTPProblem, status_of
 from interface.services import services
+from interface.settings import MAX_BODY_BYTES
 
 SESSION_LIFETIME = timedelta(hours=8)
 SECURITY_HEADERS = {
@@ -88,7 +89,8 @@ def when(text: str | None) -> str:
     """`2026-03-03T14:05:00.123456Z` -> `2026-03-03 14:05:00 UTC` for people."""
     if not text:
         return "—"
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M:%S UTC")
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return f"{moment.year:04}-{moment:%m-%d %H:%M:%S} UTC"  # strftime's %Y drops the zeros of year 1
 
 
 @blueprint.after_request
@@ -111,6 +113,19 @@ def _csrf_refused(error: CSRFError):
 def not_found(unknown: str):
     """Any other console address: an HTML page that says so (the JSON API keeps problem+json)."""
     raise NotFound("There is no such page in the console. Check the address, or start again from the overview.")
+
+
+@blueprint.errorhandler(RequestEntityTooLarge)
+def _too_large(error: RequestEntityTooLarge):
+    """A form past the body limit is refused before it is read, so its draft cannot be shown again."""
+    return _error_page(
+        413,
+        "The form was too large to send",
+        f"What the form sent is more than {MAX_BODY_BYTES // 2**20} MiB ({MAX_BODY_BYTES:,} bytes), the most the "
+        "service takes in one form, so nothing was changed, and what you typed could not be kept here: your "
+        "browser's Back button usually brings it back. Send it in smaller parts (a list or a pasted file at a "
+        "time).",
+    )
 
 
 @blueprint.errorhandler(HTTPException)

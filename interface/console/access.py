@@ -6,7 +6,7 @@ from __future__ import annotations
 from flask import flash, redirect, render_template, request, url_for
 
 from domain.access import STATUS_FILTERS, PatternDenied
-from domain.errors import FieldError, GovernanceError, InvalidInputError
+from domain.errors import ConflictError, FieldError, GovernanceError, InvalidInputError
 from domain.specs import check_language
 from domain.text import noun_for, quoted, some_of
 from interface.console import packages as policy_page
@@ -236,9 +236,15 @@ def decided_already(asked: dict) -> str:
 @blueprint.post("/requests/<request_id>/reject")
 def reject(request_id: str):
     require("admin")
-    decided = governance().access.reject_request(
-        _workspace(), request_id, by=caller()["name"], note=request.form.get("note", "")
-    )
+    try:
+        decided = governance().access.reject_request(
+            _workspace(), request_id, by=caller()["name"], note=request.form.get("note", "")
+        )
+    except ConflictError as error:
+        if not any(e.field == "request_id" for e in error.errors):
+            raise
+        flash(decided_already(governance().access.request(_workspace(), request_id)), "error")
+        return redirect(url_for("console.requests_page"))
     flash(f"Rejected the request for {decided['name']}.", "ok")
     return redirect(url_for("console.requests_page"))
 
@@ -246,9 +252,20 @@ def reject(request_id: str):
 @blueprint.post(policy_page.PAGE + "/exceptions/<exception_id>/revoke")
 def revoke_exception(exception_id: str):
     require("admin")
-    ended = governance().access.revoke_exception(
-        _workspace(), exception_id, by=caller()["name"], by_token=caller()["id"]
-    )
+    try:
+        ended = governance().access.revoke_exception(
+            _workspace(), exception_id, by=caller()["name"], by_token=caller()["id"]
+        )
+    except ConflictError as error:
+        if not any(e.field == "exception_id" for e in error.errors):
+            raise
+        # Revoked from another tab or by another admin, or expired since the page was shown.
+        flash(
+            "That exception is no longer in force (it was revoked, or it ended): nothing was changed. "
+            "The exceptions listed below are those in force now.",
+            "error",
+        )
+        return redirect(url_for("console.packages"))
     flash(f"Exception for {ended['name']} ({TITLES[ended['language']]}) revoked: it no longer allows it.", "ok")
     return redirect(url_for("console.packages"))
 

@@ -85,6 +85,7 @@ def history():
     try:
         start, end = period(typed)
         page = governance().audit.history(caller()["workspace"], start, end, PAGE_SIZE, cursor)
+        page["changes"] = governance().audit.with_rule_values(caller()["workspace"], page["changes"])
     except GovernanceError as error:
         return render_template(
             "console/history.html", typed=typed, page=None, refusal=error, problems=error_items(error)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 import shlex
 
-from application.messages import LANGUAGE_TITLES
-from domain.errors import RULES_NAMED, FieldError, GovernanceError, InvalidInputError
+from domain.errors import NAMED_IN_ERRORS, RULES_NAMED, FieldError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES, LISTS, MODES
+from domain.specs import LANGUAGE_TITLES
 
 # First words of install command lines; anything else pasted is read as specs. Programs the
 # gate cannot judge (yarn, uv...) are still recognised, so the answer names the command.
@@ -48,6 +48,8 @@ LABELS = {
     "request_id": "The request",
     "exception_id": "The exception",
     "lift_deny": "Lift its deny entry while the exception lasts",  # the box of a request's approval
+    "policy_version": "The page's policy version",  # what an approval with its dependencies was shown at
+    "status": "Show",  # the Requests page's filter
     "import-content": "File content",
     "import-format": "File format",
     "import-language": "Language of the file",
@@ -55,9 +57,6 @@ LABELS = {
 
 
 # Rules whose API words name what a person never sees, as the console says them.
-CONSOLE_RULES = {"cursor": "must be an Older, Later changes or Next page link as the page gave it"}
-
-
 # The box that lifts deny entries for an approval's window: a request's own, and its closure's.
 LIFT_BOXES = {"one": LABELS["lift_deny"], "closure": "Lift their deny entries while the exceptions last"}
 
@@ -156,6 +155,19 @@ def rules_of(language: str, typed: dict) -> dict:
     return rules
 
 
+def unkept(form: dict) -> list[str]:
+    """Names typed for a rule the form leaves off (`rules_of` drops them): a Save says so rather
+    than answer "Nothing to save" as if they had been kept."""
+    said = []
+    for language in LANGUAGES:
+        typed, refusing, title = form[language]["rules"], REFUSING_RULE[language], TITLES[language]
+        if not typed[refusing] and typed[f"{refusing}-allow"].strip():
+            said.append(f"under {title} “{RULE_WORDS['allow']}”, as “{RULE_WORDS[refusing]}” is not ticked")
+        if not typed["min_release_age-age"].strip() and typed["min_release_age-exempt"].strip():
+            said.append(f"under {title} “{RULE_WORDS['exempt']}”, as “{RULE_WORDS['min_release_age']}” is empty")
+    return said
+
+
 def desired_state(form: dict) -> dict:
     """The complete desired state for `save_policy` (and a draft for `test`)."""
     errors = [
@@ -217,15 +229,38 @@ def _command(text: str) -> list[str] | None:
         ) from None
 
 
+# What the API says in its own terms (`next_cursor`), said the console's way: a field's rule, and
+# a refusal's detail when that field is all it names.
+OWN_RULES = {"cursor": "must be an Older, Later changes or Next page link as the page gave it"}
+OWN_DETAILS = {"cursor": "This page's link is damaged or was not made by this console"}
+
+
 def refusal_text(error) -> str:
     """A refusal in the console's words: its detail, then each field it names by its label."""
-    detail = error.detail.rstrip(".") + "."
-    return detail + "".join(f" {field_label(e.field)}: {rule_of(e)}." for e in error.errors)
+    detail = plain_detail(error)
+    said = [detail.rstrip(".") + "."] if detail else []
+    return " ".join(said + [f"{field_label(e.field)}: {_rule(e)}." for e in error.errors])
 
 
-def rule_of(error: FieldError) -> str:
-    """A field error's rule in the console's words (`CONSOLE_RULES`), else the API's."""
-    return CONSOLE_RULES.get(error.field, error.message)
+def plain_detail(error: GovernanceError) -> str | None:
+    """A refusal's detail as the console says it, or None when it says nothing its fields do not
+    (`note must be at most 2000 characters`, beside the field `note` and that rule, or a pointer
+    at them): a field it starts with is named by its label, and a pointer at the API's `errors`
+    points at the fields listed with it."""
+    fields = list(dict.fromkeys(e.field for e in error.errors))
+    if len(fields) == 1 and fields[0] in OWN_DETAILS:
+        return OWN_DETAILS[fields[0]]
+    restated = len(error.errors) == 1 and error.detail == f"{error.errors[0].field} {error.errors[0].message}"
+    if restated or RULES_NAMED in error.detail:
+        return None
+    detail = next(
+        (field_label(f) + error.detail[len(f) :] for f in fields if error.detail.startswith(f + " ")), error.detail
+    )
+    return detail.replace(NAMED_IN_ERRORS, "listed below")
+
+
+def _rule(error: FieldError) -> str:
+    return OWN_RULES.get(error.field, error.message)
 
 
 def field_label(field: str) -> str:
@@ -252,15 +287,15 @@ def _rule_label(rule: str, part: str | None, index: str | None) -> str:
 
 
 def heading(error: GovernanceError) -> str:
-    """A refusal's heading in plain words: the API's detail, unless it points at its `errors`
-    field (the fields are listed under the heading, labelled as the page labels its inputs)."""
-    return "Nothing was changed: fix what is marked below." if RULES_NAMED in error.detail else error.detail
+    """A refusal's heading in plain words (`plain_detail`), unless it says only what its fields
+    do (the fields are listed under the heading, labelled as the page labels its inputs)."""
+    return plain_detail(error) or "Nothing was changed: fix what is marked below."
 
 
 def error_items(error: GovernanceError) -> list[dict]:
     """Every named field of a refusal, labelled for people and keyed for the form's inputs (the
     form is the draft, so a draft's `draft.` prefix names the same inputs)."""
-    fields = [(e.field.removeprefix("draft."), rule_of(e)) for e in error.errors]
+    fields = [(e.field.removeprefix("draft."), _rule(e)) for e in error.errors]
     return [{"field": f, "label": field_label(f), "message": m, "input": input_of(f)} for f, m in fields]
 
 

@@ -28,6 +28,7 @@ from interface.console.forms import (
     policy_as_form,
     policy_form,
     spec_input,
+    unkept,
     version_number,
 )
 from interface.console.session import blueprint, caller, governance, require
@@ -71,10 +72,14 @@ def save_packages():
         return _conflict(form, error)
     except InvalidInputError as error:
         return _page(governance().policy(_workspace()), form, refusal=error, status=422)
-    if policy["version"] == expected:
-        flash(f"Nothing to save: the form matches the saved policy (version {expected}).", "ok")
-    else:
-        flash(f"Saved. The policy is now version {policy['version']}.", "ok")
+    said = (
+        f"Nothing to save: the form matches the saved policy (version {expected})."
+        if policy["version"] == expected
+        else f"Saved. The policy is now version {policy['version']}."
+    )
+    if dropped := unkept(form):
+        said += f" The names typed for a rule that is off were not kept: {'; '.join(dropped)}."
+    flash(said, "ok")
     return redirect(url_for("console.packages"))
 
 

@@ -64,6 +64,7 @@ def _version(workspace: str, text: str) -> tuple[dict, dict]:
         return policy, {"changes": [], "previous": None, "languages": []}
     before = gov.policy_version(workspace, version - 1)
     change = gov.audit.history(workspace, limit=1, cursor=encode_cursor(version - 1))["changes"]
+    change = gov.audit.with_rule_values(workspace, change)
     return policy, {"changes": change, "previous": version - 1, "languages": differences(before, policy)}
 
 

@@ -87,9 +87,9 @@ def test_a_wrong_type_at_any_level_is_read_or_refused_naming_the_content(sample)
         ("yarn.lock", '__metadata:\n  version: 6\n"a@npm:^1":\n  version: 1\n  resolution: 5\n', "resolution of"),
         # a name npm would refuse is refused, not dropped: dropped, a name an admin meant to deny
         # went missing from the deny list without a word
-        ("package.json", '{"dependencies": {"@/x": "1", "evil-one": "1"}}', "'@/x' is not a node package name"),
-        ("package.json", '{"dependencies": {"Bad Name": "1"}}', "'Bad Name' is not a node package name"),
-        ("package-lock.json", '{"dependencies": {"x*": {"version": "1.0.0"}}}', "'x*' is not a node package name"),
+        ("package.json", '{"dependencies": {"@/x": "1", "evil-one": "1"}}', "'@/x' is not a Node package name"),
+        ("package.json", '{"dependencies": {"Bad Name": "1"}}', "'Bad Name' is not a Node package name"),
+        ("package-lock.json", '{"dependencies": {"x*": {"version": "1.0.0"}}}', "'x*' is not a Node package name"),
         ("yarn.lock", 'evil-one@1:\n  version "1.0.0"\n"bad name@1":\n  version "1"\n', "line 3: 'bad name'"),
     ],
 )

@@ -103,7 +103,7 @@ def test_every_bad_field_is_named_with_its_rule():
     }
     assert "months" in errors["python.rules.min_release_age.age"]
     assert "enforce, monitor" in errors["python.rules.min_release_age.action"]
-    assert "not a python rule" in errors["python.rules.install_scripts"]
+    assert "not a Python rule" in errors["python.rules.install_scripts"]
     assert "deny list" in errors["python.rules.versions_deny.entries[0]"]
 
 

@@ -227,7 +227,7 @@ def test_a_name_a_deny_pattern_denies_is_409_naming_the_pattern_which_lift_deny_
     for body in ({"duration": "P7D"}, {"duration": "P7D", "lift_deny": True}):
         refused = live.call("POST", f"{P}/requests/{request['id']}/approve", live.tokens["admin"], body)
         assert refused.status == 409, refused.body
-        assert "omega-y is denied by the python deny pattern omega-*" in refused.json["detail"]
+        assert "omega-y is denied by the Python deny pattern omega-*" in refused.json["detail"]
     policy = call(live, "GET", "/policy", "auditor")
     assert (policy["version"], policy["python"]["deny"], policy["exceptions"]) == (version, ["omega-*"], [])
     assert call(live, "GET", f"/requests/{request['id']}", "auditor")["status"] == "open"

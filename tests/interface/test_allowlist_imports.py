@@ -210,7 +210,7 @@ def test_a_refused_import_keeps_the_pasted_file_and_what_was_chosen(live, app):
     pasted = '{"dependencies":{"left-pad":"^1","Bad Name":"1","react":"^18"}}'
     requirements = "webkit\n./vendor/thing\nurlkit\n-e nope\n"
     for language, fmt, content, said in (
-        ("node", "package.json", pasted, "'Bad Name' is not a node package name"),
+        ("node", "package.json", pasted, "'Bad Name' is not a Node package name"),
         ("python", "requirements.txt", requirements, "line 4: '-e nope' is not a registry requirement"),
     ):
         fields = [(n, v) for n, v in console.get(PAGE).form().fields if not n.startswith("import-")]

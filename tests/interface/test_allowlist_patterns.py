@@ -61,13 +61,13 @@ def test_a_node_name_holding_a_star_is_an_invalid_spec_and_no_exception_names_a_
 @pytest.mark.parametrize(
     "language,entry,rule",
     [
-        ("python", "*", "a python pattern is a package name followed by '-*'"),
-        ("python", "-*", "a python pattern is a package name followed by '-*'"),
-        ("python", "django*", "a python pattern is a package name followed by '-*'"),
-        ("python", "dj*-*", "a python pattern is a package name followed by '-*'"),
-        ("node", "*", "a node pattern is a scope followed by '/*'"),
-        ("node", "@*/*", "a node pattern is a scope followed by '/*'"),
-        ("node", "left-*", "a node pattern is a scope followed by '/*'"),
+        ("python", "*", "a Python pattern is a package name followed by '-*'"),
+        ("python", "-*", "a Python pattern is a package name followed by '-*'"),
+        ("python", "django*", "a Python pattern is a package name followed by '-*'"),
+        ("python", "dj*-*", "a Python pattern is a package name followed by '-*'"),
+        ("node", "*", "a Node pattern is a scope followed by '/*'"),
+        ("node", "@*/*", "a Node pattern is a scope followed by '/*'"),
+        ("node", "left-*", "a Node pattern is a scope followed by '/*'"),
     ],
 )
 def test_a_pattern_that_would_match_everything_or_cannot_be_predicted_is_refused_naming_the_rule(

@@ -85,7 +85,7 @@ def test_members_a_deny_pattern_denies_are_409_even_with_lift_deny(live, app, as
     version = app.policy("acme")["version"]
     refused = approve(live, asked, with_dependencies=True, lift_deny=True)
     assert refused.status == 409, refused.body
-    assert "are denied by the python deny pattern cycle-*" in refused.json["detail"]
+    assert "are denied by the Python deny pattern cycle-*" in refused.json["detail"]
     assert sorted(e["message"].split()[0] for e in refused.json["errors"]) == ["cycle-a", "cycle-b"]
     assert app.policy("acme")["version"] == version and app.policy("acme")["python"]["deny"] == ["cycle-*"]
     assert app.access.request("acme", asked)["status"] == "open"
@@ -107,7 +107,8 @@ def test_the_console_shows_the_closure_first_then_approves_it_in_one_click(live,
     assert app.access.exceptions("acme")["exceptions"] == []  # a preview grants nothing
     form = preview.form(f"/console/requests/{asked}/approve")
     done = console.follow(console.post(form.action, form.fields + [("duration", "P7D")]))
-    said = "Approved webkit and 5 dependencies not allowed before (7 days): certkit, cycle-a, cycle-b, evil-thing, idnakit."
+    said = "Approved webkit and 5 dependencies not allowed before (7 days): certkit, cycle-a, cycle-b, evil-thing, "
+    said += "idnakit."
     assert said in done.plain, done.plain
     granted = {e["name"] for e in app.access.exceptions("acme")["exceptions"]}
     assert granted == TREE - {"urlkit"}

@@ -67,7 +67,7 @@ def test_a_package_page_shows_its_status_timeline_and_recent_decisions(live):
     intervals = [r for r in page.rows() if len(r) == 4]
     assert [r[2].split(":")[0] for r in intervals] == ["Allowed", "Denied"]
     assert intervals[0][3] == "the default policy" and "by owner: Python: switched to allowlist" in intervals[1][3]
-    assert "0 allowed and 6 denied installs" in page.plain
+    assert "0 allowed installs and 6 denied installs" in page.plain
     assert len([r for r in page.rows() if len(r) == 7]) == 6
 
 

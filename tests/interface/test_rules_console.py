@@ -92,7 +92,14 @@ def test_the_change_history_says_which_rule_changed(live):
     api(live, "PUT", "/policy", {"node": {"rules": {}}})
     page = signed_in(live, "auditor").get("/console/history")
     assert page.status == 200
-    assert "Node: set the rule min_release_age (enforce)" in page.plain
-    assert "Node: set the rule versions_deny (monitor)" in page.plain
-    assert "Node: turned the rule install_scripts off" in page.plain
+    # In the Packages page's words, with what was set (the rule's name and action alone said little).
+    assert "Node: set the rule Minimum release age: P3D; never too new: @acme/*. Enforce: hide the version." in (
+        page.plain
+    )
+    assert "Node: set the rule Denied versions: axios@1.14.1. Monitor: serve it, record what" in page.plain
+    assert "Node: turned the rule Refuse versions that run install scripts off" in page.plain
+    assert "min_release_age" not in page.plain
+    version = next(r[0] for r in page.rows() if "Minimum release age" in r[3])
+    one = signed_in(live, "auditor").get("/console/time-travel", version=version)
+    assert "set the rule Minimum release age: P3D" in one.plain
     assert "known malware: switched to monitor" in page.plain

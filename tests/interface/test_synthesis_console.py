@@ -38,7 +38,7 @@ def test_the_drafts_test_results_say_which_allow_entries_a_deny_pattern_shadows(
         "against": "draft",
     }
     shown = console.follow(console.post("/console/settings/governance/packages/test", list(draft.items())))
-    assert "The python deny pattern django-* shadows allow entries (the deny list wins): django-rest-framework" in (
+    assert "The Python deny pattern django-* shadows allow entries (the deny list wins): django-rest-framework" in (
         shown.plain
     )
 
