@@ -52,10 +52,10 @@ def check_text(value: object, field: str, max_length: int = MAX_NOTE) -> str:
 
 def check_label(value: object, field: str) -> str:
     """A token's name or a context value: bounded, printable and on one line."""
-    check_text(value, field, MAX_LABEL)
-    if _LABEL_CONTROL.search(value):  # type: ignore[arg-type]  # a str: check_text saw to it
+    text = check_text(value, field, MAX_LABEL)
+    if _LABEL_CONTROL.search(text):
         raise _refuse(field, "must be one line without control characters (no tab, line break or NUL)")
-    return value  # type: ignore[return-value]
+    return text
 
 
 def check_context(context: dict[str, Any] | None) -> dict[str, Any]:
