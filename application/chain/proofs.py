@@ -6,10 +6,11 @@ tree's root, signed by the same key under the origin as key name. A new note is 
 witness pusher, if one is configured, which delivers it off the host by itself.
 
 A log keeps one origin: a witness follows a log by its origin, a proof or a receipt joins two
-checkpoints (or a checkpoint and a statement) of one origin only. So a process whose origin is
-not the one the chain's notes already carry signs nothing for it (the command line run without
-the service's RUNCODE_POLICY_AUDIT_ORIGIN had signed the newest checkpoint as another log, and
-every receipt and consistency proof reaching it failed).
+checkpoints (or a checkpoint and a statement) of one origin only. So a process without
+RUNCODE_POLICY_AUDIT_ORIGIN signs under the origin the chain's notes already carry (this host's
+name only for a chain's first note: the command line beside a service that sets it, or a service
+whose host was renamed, had signed the next checkpoint as another log, and every receipt and
+consistency proof reaching it failed), and one whose setting names another origin signs nothing.
 """
 
 from __future__ import annotations
@@ -45,10 +46,13 @@ class Proofs:
     def __init__(self, chain, recorder):
         self.chain = chain
         self.tree = MerkleTree(recorder)
-        self.origin_host = socket.gethostname()
+        self.origin_host: str | None = None  # RUNCODE_POLICY_AUDIT_ORIGIN, when the deployment sets it
         self.witness = None  # an object with push(workspace, size, note) and close(), set by the deployment
 
     def origin(self, workspace: str) -> str:
+        """The origin this process signs the chain's notes under (`signing_origin` checks it)."""
+        if self.origin_host is None:
+            return self.chain_origin(workspace) or f"{PREFIX}{socket.gethostname()}/{workspace}"
         return f"{PREFIX}{self.origin_host}/{workspace}"
 
     def chain_origin(self, workspace: str) -> str | None:

@@ -47,23 +47,25 @@ def public_key(live, tmp_path) -> Path:
     return path
 
 
-def test_the_command_line_signs_no_checkpoint_under_another_origin_so_receipts_and_proofs_verify(
+def test_the_command_line_signs_under_the_chains_origin_or_not_at_all_so_receipts_and_proofs_verify(
     live, app, database_url, tmp_path, public_key
 ):
     """Run without the service's origin, `audit checkpoint` signed the newest checkpoint as
     `runcode-policy/<host>/acme`: the receipt paired it with a statement under the service's origin
-    and failed ("the note carries no signature by …"), as did the consistency proof reaching it."""
+    and failed ("the note carries no signature by …"), as did the consistency proof reaching it.
+    Unset, the origin is the chain's; set to another, nothing is signed."""
     first = live.call("POST", f"{ACME}/audit/checkpoints", live.tokens["admin"]).json
     run = run_with_decisions(live, app)
-    refused = cli(database_url, tmp_path, "audit", "checkpoint", "-w", "acme")
+    refused = cli(database_url, tmp_path, "audit", "checkpoint", "-w", "acme", origin="elsewhere.example")
     assert refused.exit_code == 1
     assert refused.output.splitlines() == [
         f"Error: the checkpoints of 'acme' are signed as runcode-policy/{ORIGIN}/acme and this process's origin "
-        f"is runcode-policy/{socket.gethostname()}/acme: a log keeps one origin, so nothing was signed; set "
+        "is runcode-policy/elsewhere.example/acme: a log keeps one origin, so nothing was signed; set "
         f"RUNCODE_POLICY_AUDIT_ORIGIN={ORIGIN}, as where they were signed"
     ]
     assert [c["seq"] for c in app.chain.all_checkpoints("acme")] == [first["seq"]]  # nothing signed
-    signed = cli(database_url, tmp_path, "audit", "checkpoint", "-w", "acme", origin=ORIGIN)
+    assert socket.gethostname() != ORIGIN
+    signed = cli(database_url, tmp_path, "audit", "checkpoint", "-w", "acme")  # the setting unset
     assert signed.exit_code == 0, signed.output
     assert json.loads(signed.stdout)["note"].startswith(f"runcode-policy/{ORIGIN}/acme\n")
 
