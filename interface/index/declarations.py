@@ -153,6 +153,16 @@ def _cache():
     return current_app.extensions["index_cache"]
 
 
+def remembered(key: tuple, compute):
+    """What `compute()` found of a page (a tuple; a key names the page's revision), once per worker
+    while it is remembered beside the pages' declarations."""
+    known = _memory().get(key)
+    if known is None:
+        known = compute()
+        _memory().put(key, known)
+    return known
+
+
 def _memory() -> SizedLru:
     return current_app.extensions["pypi_declarations"]
 

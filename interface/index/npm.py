@@ -120,8 +120,14 @@ def packument_answer(principal, ws: str, name: str) -> Response:
         raise
     base = f"{request.url_root}npm/{ws}/{name}/-/"
 
+    refused = []  # why a version's tarball is left out: its host refused (the first one's)
+
     def ours(url: str) -> str | None:
-        return base + quote(packument.tarball_name(url)) if upstream().allows_host(url) else None
+        why = upstream().refused_host(url)
+        if why is not None:
+            refused.append(why)
+            return None
+        return base + quote(packument.tarball_name(url))
 
     manifests = packument.manifests(document)
     hidden = {}
@@ -129,7 +135,10 @@ def packument_answer(principal, ws: str, name: str) -> Response:
         hidden = _versions_hidden(principal, name, page if media == FULL else _full_page(name), manifests, page)
     declared = {v: m for v, m in manifests.items() if v not in hidden}
     hidden.update(package_index().gate.hidden_versions(principal, "node", name, declared, "page"))
-    return _json(packument.rewrite(document, ours, hidden), media, verdict["policy_version"])
+    answered = _json(packument.rewrite(document, ours, hidden), media, verdict["policy_version"])
+    if refused:  # the packument offers none of those versions: the gate says why
+        package_index().gate.upstream_failed(principal, "node", name, "page", refused[0])
+    return answered
 
 
 def _restricted(name: str, message: str, media: str, policy_version) -> Response:

@@ -153,6 +153,9 @@ def judged_page(principal, ws: str, name: str, media: str, environ: dict, url_ro
     try:
         fetched = _fetched(name)
         hidden = _hidden(principal, name, fetched) | _declared_hidden(principal, name, fetched)
+        refused = _refused_file_host(name, fetched)
+        if refused is not None:  # the page offers none of those files: the gate says why
+            package_index().gate.upstream_failed(principal, "python", name, "page", refused)
         key = (ws, name, media, verdict["policy_version"], fetched.revision, url_root, hidden)
 
         def render() -> bytes:  # only when this answer was not rendered before (the page read then)
@@ -181,6 +184,19 @@ def _hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
 
     hidden = package_index().gate.versions_hidden(principal, "python", name, judged, "page", fetched.revision)
     return frozenset(hidden)
+
+
+def _refused_file_host(name: str, fetched: Fetched) -> str | None:
+    """Why the page leaves files out, when upstream keeps some on a host the egress rules refuse
+    (the first one's), read once per revision of the page."""
+    if fetched.status != 200:
+        return None
+
+    def first() -> tuple:
+        files = _read(name, fetched)["files"]
+        return (next(filter(None, (upstream().refused_host(entry["url"]) for entry in files)), None),)
+
+    return declarations.remembered(("refused-host", name, fetched.revision), first)[0]
 
 
 def _declared_hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:

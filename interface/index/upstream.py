@@ -146,7 +146,14 @@ class Upstream:
 
     def allows_host(self, url: str) -> bool:
         """Without resolving: may a file at this URL be offered at all? (checked again on fetch)"""
-        return self._trusted(url) or bool(self._judge(url, [])["allowed"])
+        return self.refused_host(url) is None
+
+    def refused_host(self, url: str) -> str | None:
+        """Without resolving: why a file at this URL is never offered (its host refused), or None."""
+        if self._trusted(url):
+            return None
+        verdict = self._judge(url, [])
+        return None if verdict["allowed"] else _host_refused(url, verdict["reason"])
 
     def _trusted(self, url: str) -> bool:
         """The upstream itself, or a file host the operator vouches for: fetched as configured."""
@@ -279,13 +286,15 @@ class Upstream:
         addresses = list(dict.fromkeys(info[4][0] for info in found))
         verdict = self._judge(url, addresses)
         if not verdict["allowed"]:
-            raise UpstreamProblem(
-                403,
-                "File host refused",
-                f"the upstream keeps this file on {parts.hostname}, which the egress rules "
-                f"refuse ({verdict['reason']}); to fetch it as the upstream itself, set {FILE_HOSTS_VAR}",
-            )
+            raise UpstreamProblem(403, "File host refused", _host_refused(url, verdict["reason"]))
         return addresses[0]
+
+
+def _host_refused(url: str, reason: str) -> str:
+    return (
+        f"the upstream keeps files on {urlsplit(url).hostname}, which the egress rules refuse ({reason}); "
+        f"to fetch them as the upstream itself, set {FILE_HOSTS_VAR}"
+    )
 
 
 # -- the deadline every socket operation honours -------------------------------------------------

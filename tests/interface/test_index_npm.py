@@ -242,3 +242,7 @@ def test_versions_whose_tarball_host_is_refused_are_removed_and_latest_moves(app
         server.close()
         upstream.close()
     assert list(document["versions"]) == ["1.0.0"] and document["dist-tags"] == {"latest": "1.0.0"}
+    # and the record says why (the gate prints it): npm had said only "No matching version"
+    (why,) = app.audit.decisions("acme", {"reason": "upstream-failed"})["decisions"]
+    assert (why["name"], why["request"]) == ("delta", "page")
+    assert f"files on {OTHER_HOST}, which the egress rules refuse" in why["message"], why["message"]

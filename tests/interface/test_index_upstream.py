@@ -207,6 +207,28 @@ def test_a_file_host_on_a_private_address_is_fetched_only_when_the_operator_vouc
         upstream.close()
 
 
+def test_the_gate_says_the_file_host_was_refused_when_the_page_offers_no_file_of_it(database_url, tmp_path):
+    """A page whose files all lie on a refused host offers none of them: pip said only "from
+    versions: none", the run held an allowed page decision and nothing saying why."""
+    upstream = PyPIUpstream(dists=())
+    upstream.add(Dist("gamma", "0.1", files=("wheel",)), host="localhost")
+    upstream.other_port = upstream.port
+    target = TargetEnv(tmp_path / "venv")
+    gate = Gate(tmp_path, installer_path=f"{target.bin}:/usr/bin:/bin")
+    try:
+        with served(service_env(database_url, upstream.url + "/simple/")) as (url, said):
+            (tmp_path / "home").mkdir()
+            env = {"RUNCODE_POLICY_URL": url, "RUNCODE_POLICY_TOKEN": owner_token(said), "HOME": str(tmp_path / "home")}
+            done = gate("--", "pip", "install", "--retries", "0", "gamma", env=env, cwd=tmp_path)
+    finally:
+        upstream.close()
+    assert done.returncode == 1 and "gamma" not in target.installed(), done.stderr
+    printed = [line for line in done.stderr.splitlines() if line.startswith("runcode-policy-gate: upstream failed")]
+    assert len(printed) == 1 and "gamma (python)" in printed[0], done.stderr
+    assert "files on localhost, which the egress rules refuse" in printed[0]
+    assert "RUNCODE_POLICY_UPSTREAM_FILE_HOSTS" in printed[0], printed
+
+
 # -- settings that refuse to start ---------------------------------------------------------------
 def test_bad_upstream_settings_refuse_the_start_naming_each_one(database_url, tmp_path):
     env = service_env(
