@@ -231,7 +231,9 @@ def _command(text: str) -> list[str] | None:
 
 # What the API says in its own terms (`next_cursor`), said the console's way: a field's rule, and
 # a refusal's detail when that field is all it names.
-OWN_RULES = {"cursor": "must be an Older, Later changes or Next page link as the page gave it"}
+OWN_RULES = {
+    "cursor": "must be an Older, Later changes or Next page link as the page gave it: start again from the first page"
+}
 OWN_DETAILS = {"cursor": "This page's link is damaged or was not made by this console"}
 
 
