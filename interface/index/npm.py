@@ -230,9 +230,11 @@ def _readable(name: str):
 
     def wrong(body: bytes, content_type: str) -> str | None:
         try:
-            packument.read(body)
+            document = packument.read(body)
         except packument.PackumentError as error:
             return _unreadable(name, error)
+        if document["name"] != name:
+            return f"the upstream registry's answer for {name!r} is the packument of {document['name'][:100]!r}"
         return None
 
     return wrong

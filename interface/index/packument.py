@@ -45,6 +45,8 @@ def read(body: bytes) -> dict:
             raise PackumentError(f"is not a packument: its {key} is not an object")
     if not isinstance(document.get("name"), str) or "versions" not in document:
         raise PackumentError("is not a packument: it names no package or holds no versions")
+    if not all(isinstance(m, dict) for m in document["versions"].values()):
+        raise PackumentError("is not a packument: a version's manifest is not an object")
     if not all(isinstance(v, str) for v in document.get("dist-tags", {}).values()):
         raise PackumentError("is not a packument: a dist-tag names no version")
     for number, manifest in manifests(document).items():

@@ -244,7 +244,7 @@ def _allowed_page(ws: str, name: str, page: dict, hidden: frozenset[str] = froze
 def _fetched(name: str) -> Fetched:
     url = upstream().url(f"{name}/")
     return pages().get(
-        url, simple.UPSTREAM_ACCEPT, simple.unreadable(lambda body, media: simple.read_page(body, media, url))
+        url, simple.UPSTREAM_ACCEPT, simple.unreadable(lambda body, media: simple.read_page(body, media, url), name)
     )
 
 

@@ -53,7 +53,7 @@ def read_page(body: bytes, content_type: str, page_url: str) -> dict:
     """One project page, whichever shape upstream used; file URLs made absolute."""
     if is_json(content_type):
         return _read_json(body, page_url)
-    _check_html(content_type)
+    _check_html(content_type, body)
     return _read_html(body.decode("utf-8", "replace"), page_url)
 
 
@@ -64,29 +64,35 @@ def read_names(body: bytes, content_type: str) -> list[str]:
             return [p["name"] for p in json.loads(body)["projects"] if isinstance(p.get("name"), str)]
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise PageError(f"not a PEP 691 project list: {error}") from None
-    _check_html(content_type)
+    _check_html(content_type, body)
     parser = _Anchors()
     parser.feed(body.decode("utf-8", "replace"))
     parser.close()
     return [text for _, text in parser.anchors if text]
 
 
-def _check_html(content_type: str) -> None:
-    """A page that is not PEP 691 JSON is HTML: anything else (a JSON page sent as text/plain, an
-    image) would read as a project without files, and be kept as one."""
+def _check_html(content_type: str, body: bytes) -> None:
+    """A page that is not PEP 691 JSON is HTML: anything else (a JSON page sent as text/plain or
+    as text/html, an image) would read as a project without files, and be kept as one."""
     media = content_type.split(";")[0].strip().lower()
     if media not in HTML_TYPES:
         raise PageError(f"not a simple-index page: its content type is {_shown(media or 'none')}")
+    if body.lstrip()[:1] in (b"{", b"["):
+        raise PageError(f"not a simple-index page: JSON sent as {_shown(media)}")
 
 
-def unreadable(read: Callable[[bytes, str], object]) -> Callable[[bytes, str], str | None]:
-    """What upstream's 200 is, if `read` cannot read it as a page (`pages.Readable`)."""
+def unreadable(read: Callable[[bytes, str], object], name: str | None = None) -> Callable[[bytes, str], str | None]:
+    """What upstream's 200 is, if `read` cannot read it as a page (`pages.Readable`), or, read as
+    a project's page, it names another project than `name`."""
 
     def wrong(body: bytes, content_type: str) -> str | None:
         try:
-            read(body, content_type)
+            page = read(body, content_type)
         except PageError as error:
             return str(error)
+        named = page.get("name") if name is not None and isinstance(page, dict) else None
+        if isinstance(named, str) and canonicalize_name(named) != name:
+            return f"not the project page of {name!r}: it names {_shown(named)}"
         return None
 
     return wrong

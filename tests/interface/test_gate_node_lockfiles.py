@@ -83,6 +83,11 @@ REFUSED = {
         "    resolution: {tarball: http%3Aevil%2Fb.tgz}\n",
         "line 9 fetches http://evil/b.tgz (percent-",
     ),
+    # decoded, INDEX's path ends its authority; as written, INDEX is userinfo and the host is another
+    "userinfo percent-encoded": (
+        "    resolution: {tarball: 'http://127.0.0.1:8000%2Fnpm%2Facme%2F@127.0.0.1:9/b.tgz'}\n",
+        "line 9 fetches http://127.0.0.1:8000%2Fnpm%2Facme%2F@127.0.0.1:9/b.tgz,",
+    ),
     "over a blank line": (
         '    resolution:\n      tarball: "http:\n\n        //evil/b.tgz"\n',
         "line 10, continued over blank lines to line 12, fetches http://evil/b.tgz",

@@ -120,12 +120,14 @@ def answering(upstream, part: str, answer: tuple[int, str, bytes]) -> None:
     "answer",
     [
         (200, "text/plain", b"__PAGE__"),  # the page itself, sent as no page is
+        (200, "text/html", b"__PAGE__"),  # or as HTML, which read as a project without files
+        (200, JSON_ACCEPT, b"__GAMMA__"),  # another project's page
         (200, "image/png", b"\x89PNG"),
         (200, JSON_ACCEPT, b"<html>not json"),
         (429, "text/plain", b"slow down"),
         (401, "text/plain", b"who are you"),
     ],
-    ids=["json-as-text", "an-image", "garbled-json", "429", "401"],
+    ids=["json-as-text", "json-as-html", "another-project", "an-image", "garbled-json", "429", "401"],
 )
 def test_a_page_upstream_answers_with_nonsense_or_a_refusal_is_served_as_kept_and_not_replaced(
     live, app, pypi_upstream, answer
@@ -133,7 +135,9 @@ def test_a_page_upstream_answers_with_nonsense_or_a_refusal_is_served_as_kept_an
     kept = get(live, "/pypi/acme/simple/beta/", Accept=JSON_ACCEPT)
     assert kept.status == 200 and kept.json["files"], kept.body
     page = json.dumps(kept.json).encode()
-    answering(pypi_upstream, "/simple/beta", (answer[0], answer[1], answer[2].replace(b"__PAGE__", page)))
+    gamma = json.dumps({**kept.json, "name": "gamma"}).encode()
+    body = answer[2].replace(b"__PAGE__", page).replace(b"__GAMMA__", gamma)
+    answering(pypi_upstream, "/simple/beta", (answer[0], answer[1], body))
     for _ in range(2):  # served as kept, and still kept: nonsense never replaced it
         again = get(live, "/pypi/acme/simple/beta/", Accept=JSON_ACCEPT)
         assert again.status == 200 and [f["filename"] for f in again.json["files"]] == [
@@ -143,10 +147,17 @@ def test_a_page_upstream_answers_with_nonsense_or_a_refusal_is_served_as_kept_an
     assert get(live, "/pypi/acme/simple/beta/", Accept=JSON_ACCEPT).json["files"], "the outage finds nonsense kept"
 
 
-def test_a_packument_upstream_answers_with_nonsense_is_served_as_kept_and_never_kept_itself(live, app, npm_upstream):
+@pytest.mark.parametrize(
+    "nonsense",
+    [b'{"files": 5}', b'{"name": "gamma", "versions": {}}', b'{"name": "beta", "versions": {"1.0.0": 5}}'],
+    ids=["no-packument", "another-package", "a-manifest-no-object"],
+)
+def test_a_packument_upstream_answers_with_nonsense_is_served_as_kept_and_never_kept_itself(
+    live, app, npm_upstream, nonsense
+):
     kept = get(live, "/npm/acme/beta")
     assert kept.status == 200 and kept.json["versions"], kept.body
-    answering(npm_upstream, "/beta", (200, "application/json", b'{"files": 5}'))
+    answering(npm_upstream, "/beta", (200, "application/json", nonsense))
     assert get(live, "/npm/acme/beta").json["versions"].keys() == kept.json["versions"].keys()
     stop(npm_upstream)
     assert get(live, "/npm/acme/beta").json["versions"].keys() == kept.json["versions"].keys()

@@ -354,13 +354,17 @@ def _value_at_end(line: str) -> str:
 
 def _check_value(where: str, line: str, registry: str, then: str) -> None:
     """Refuse a URL in `line` that does not fetch from under the registry, and any other source."""
-    seen = percent_decoded(line)  # yarn 4 writes `::__archiveUrl=http%3A%2F%2F...`
-    if seen is None:
+    spellings = percent_decodings(line)  # yarn 4 writes `::__archiveUrl=http%3A%2F%2F...`
+    if spellings is None:
         raise Unresolvable(f"{where} is percent-encoded over and over; {then}")
-    for written, url in urls.found(seen):
-        if not urls.within(written, registry):
-            how = _as_written(line, seen, written, url)
-            raise Unresolvable(f"{where} fetches {url}{how}, which is not the package index; {then}")
+    # Every spelling, the one written first: a client parses the line as written (where
+    # `INDEX%2F@evil/` names the host evil), yarn 4 an archive URL decoded.
+    for seen in spellings:
+        for written, url in urls.found(seen):
+            if not urls.within(written, registry):
+                how = _as_written(line, seen, written, url)
+                raise Unresolvable(f"{where} fetches {url}{how}, which is not the package index; {then}")
+    seen = spellings[-1]
     found = NON_REGISTRY_SOURCE.search(urls.dropped(seen))  # `fi\tle:` is a URL parser's `file:`
     if found is not None:
         raise Unresolvable(f"{where} installs from {found.group(0).strip()!r}, not from the package index; {then}")
@@ -377,14 +381,15 @@ def _as_written(line: str, seen: str, written: str, url: str) -> str:
     return " (written with tabs or line breaks in it)"
 
 
-def percent_decoded(text: str) -> str | None:
-    """`text` with its %-escapes decoded until none is left, so that no encoding (even a double
-    one) hides a URL or a source from the checks; None past MAX_DECODINGS rounds."""
+def percent_decodings(text: str) -> list[str] | None:
+    """`text`, then each round of decoding its %-escapes until none is left, so that no encoding
+    (even a double one) hides a URL or a source from the checks; None past MAX_DECODINGS rounds."""
+    rounds = [text]
     for _ in range(MAX_DECODINGS):
-        decoded = urllib.parse.unquote(text)
-        if decoded == text:
-            return text
-        text = decoded
+        decoded = urllib.parse.unquote(rounds[-1])
+        if decoded == rounds[-1]:
+            return rounds
+        rounds.append(decoded)
     return None
 
 
