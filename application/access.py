@@ -17,7 +17,16 @@ from eventsourcing.application import AggregateNotFoundError
 
 from application.access_views import exception_views, request_view
 from application.clock import Clock, system_clock
-from application.formats import check_limit, cursor_refusal, decode_cursor, iso, paged, parse_instant, parse_uuid
+from application.formats import (
+    check_limit,
+    cursor_id,
+    cursor_instant,
+    cursor_refusal,
+    decode_cursor,
+    iso,
+    paged,
+    parse_uuid,
+)
 from application.impact import Impact
 from application.policies import Policies
 from application.races import ATTEMPTS, LOST_RACE, pause, saved, stale, too_fast
@@ -297,4 +306,4 @@ def _request_cursor(cursor: str) -> tuple[int, datetime, str]:
     opened, *rest = value if len(value) == 3 else (None,)
     if opened not in (0, 1) or not all(isinstance(v, str) for v in rest):  # True or 0.0: refused by decode_cursor
         raise cursor_refusal()
-    return opened, parse_instant(rest[0], "cursor"), rest[1]
+    return opened, cursor_instant(rest[0]), cursor_id(rest[1])

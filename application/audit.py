@@ -12,11 +12,12 @@ from application.chain.readmodels.rows import event_time
 from application.evaluation import decision_view
 from application.formats import (
     check_limit,
+    cursor_id,
+    cursor_instant,
     cursor_refusal,
     decode_cursor,
     iso,
     paged,
-    parse_instant,
     parse_uuid,
     require_period,
 )
@@ -193,7 +194,7 @@ def _decision_cursor(cursor: str):
     value = decode_cursor(cursor, list)
     if len(value) != 2 or not all(isinstance(v, str) for v in value):
         raise cursor_refusal()
-    return parse_instant(value[0], "cursor"), value[1]
+    return cursor_instant(value[0]), cursor_id(value[1])
 
 
 def _row_view(row: dict, workspace: str, state: dict | None, stored: bool) -> dict:

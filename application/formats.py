@@ -126,12 +126,29 @@ def decode_cursor(cursor: str, shape: type, field: str = "cursor"):
     parts = value if isinstance(value, list) else [value]
     if (
         not isinstance(value, shape)
+        or encode_cursor(value) != cursor  # its base64 too as written: no padding, no stray bits
         or raw != json.dumps(value).encode()
         or any(isinstance(p, bool | float) or isinstance(p, int) and not 0 <= p <= MAX_INTEGER for p in parts)
         or b"\\u0000" in raw
     ):
         raise cursor_refusal(field)
     return value
+
+
+def cursor_instant(text: str) -> datetime:
+    """An instant as a cursor holds it: exactly as `iso` wrote it (not another spelling of it)."""
+    instant = parse_instant(text, "cursor")
+    if iso(instant) != text:
+        raise cursor_refusal()
+    return instant
+
+
+def cursor_id(text: str) -> str:
+    """An id as a cursor holds it: a UUID, exactly as `str(UUID)` writes it."""
+    found = parse_uuid(text)
+    if found is None or str(found) != text:
+        raise cursor_refusal()
+    return text
 
 
 def cursor_refusal(field: str = "cursor") -> InvalidInputError:

@@ -16,8 +16,8 @@ from domain.names import check_visible
 IDENTITY_KEYS = ("actor", "sandbox")  # context values that name someone, like a token's name
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, LF and CR are fine in notes
 # A label (a token's name, a context value) is one line wherever it is shown: no control
-# character at all, C1 (NEL, U+0085) included.
-_LABEL_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# character at all, C1 (NEL, U+0085) included, nor the line and paragraph separators.
+_LABEL_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def noun_for(count: int, singular: str, plural: str | None = None) -> str:
@@ -54,7 +54,7 @@ def check_label(value: object, field: str) -> str:
     """A token's name or a context value: bounded, printable and on one line."""
     text = check_text(value, field, MAX_LABEL)
     if _LABEL_CONTROL.search(text):
-        raise _refuse(field, "must be one line without control characters (no tab, line break or NUL)")
+        raise _refuse(field, "must be one line without control characters (no tab, line break, line separator or NUL)")
     return text
 
 

@@ -209,11 +209,31 @@ def test_a_cursor_is_only_one_a_page_issues_never_a_number_past_the_stores(live)
         assert reply.status == 422 and reply.json["errors"][0]["field"] == "cursor", text
     last = live.call("GET", P + "/history?cursor=" + cursor_of(str(MAX_INTEGER)), token)
     assert last.status == 200 and last.json == {"changes": [], "next_cursor": None}
-    for text in ('[0.0, "2026-01-01T00:00:00Z", "x"]', '[0,"2026-01-01T00:00:00Z","x"]'):
-        reply = live.call("GET", P + "/requests?cursor=" + cursor_of(text), token)
-        assert reply.status == 422 and reply.json["errors"][0]["field"] == "cursor", text
-    taken = live.call("GET", P + "/requests?cursor=" + cursor_of('[0, "2026-01-01T00:00:00Z", "x"]'), token)
-    assert taken.status == 200, taken.body
+    uid, at = "5f0c2a4e-8d1b-4c3e-9f6a-1b2c3d4e5f60", "2026-01-01T00:00:00.000000Z"
+    # only as a page writes them: an instant as iso writes it, an id as str(UUID) does (another
+    # spelling of either, or base64 padded, of the other alphabet or with stray bits, was taken)
+    forged = {
+        "/requests": (
+            f'[0.0, "{at}", "{uid}"]',
+            f'[0,"{at}","{uid}"]',
+            f'[0, "2026-01-01T00:00:00Z", "{uid}"]',
+            f'[0, "{at}", "x"]',
+            f'[0, "{at}", "{uid.upper()}"]',
+        ),
+        "/decisions": (f'["2026-01-01 00:00:00.000000Z", "{uid}"]', f'["{at}", ""]', f'["{at}", "x"]'),
+    }
+    for route, texts in forged.items():
+        for text in texts:
+            reply = live.call("GET", P + route + "?cursor=" + cursor_of(text), token)
+            assert reply.status == 422 and reply.json["errors"][0]["field"] == "cursor", (route, text)
+    for route, text in (("/requests", f'[0, "{at}", "{uid}"]'), ("/decisions", f'["{at}", "{uid}"]')):
+        issued = cursor_of(text)
+        assert live.call("GET", P + route + "?cursor=" + issued, token).status == 200, (route, text)
+        for spelt in {issued + "==", issued.replace("_", "/").replace("-", "+"), issued + "!!"} - {issued}:
+            reply = live.call("GET", P + route + "?cursor=" + spelt, token)
+            assert reply.status == 422, (route, spelt)
+    for spelt in ("Mg==", "Mh", "Mg!!"):  # 2, padded; 2 with stray bits; with junk
+        assert live.call("GET", P + "/history?cursor=" + spelt, token).status == 422, spelt
     assert signed_in(live, "auditor").get("/console/history", cursor=cursor_of(str(MAX_INTEGER + 1))).status == 422
 
 
@@ -418,6 +438,8 @@ def test_hostile_bodies_and_instants_are_4xx_never_500(live):
         ("POST", "/evaluate", {**EVALUATE, "context": {"sandbox": "a\tb"}}, "context.sandbox"),
         ("POST", "/evaluate", {**EVALUATE, "context": {"actor": "agent\r7"}}, "context.actor"),
         ("POST", "/evaluate", {**EVALUATE, "context": {"run": "r\u00851"}}, "context.run"),
+        ("POST", "/tokens", {"name": "a\u2028Revoked by owner", "role": "sandbox"}, "name"),
+        ("POST", "/evaluate", {**EVALUATE, "context": {"sandbox": "a\u2029b"}}, "context.sandbox"),
         ("GET", "/decisions?sandbox=a%00b", None, "sandbox"),
         ("GET", "/decisions?reason=bogus", None, "reason"),
         # a change's action is the union's tag: the path names the change, not the tag
