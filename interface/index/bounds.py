@@ -150,7 +150,7 @@ class IndexBounds:
             holder = self._take_slot(_key(environ), rate.what, rate.at_once)
             if not isinstance(holder, _Slot):
                 return holder(environ, start_response)
-        refused = self._spend(self._buckets[rate], environ, rate.what)
+        refused = self._spend(self._buckets[rate], environ, rate.what, rate.per_workspace)
         if refused is not None:
             if holder is not None:
                 holder.release()
@@ -211,15 +211,16 @@ class IndexBounds:
         found = jar.get(self.session_cookie)
         return found.value if found is not None else ""
 
-    def _spend(self, buckets: Buckets, environ, what: str):
+    def _spend(self, buckets: Buckets, environ, what: str, per_workspace: bool = False):
+        key, whose = (
+            (_workspace_key(environ), "in this workspace") if per_workspace else (_key(environ), "with this token")
+        )
         with self._lock:
-            wait = buckets.take(_key(environ), time.monotonic())
+            wait = buckets.take(key, time.monotonic())
         if not wait:
             return None
         seconds = max(1, math.ceil(wait))
-        detail = (
-            f"too many {what} with this token: at most {buckets.per_minute} a minute per worker; retry in {seconds} s"
-        )
+        detail = f"too many {what} {whose}: at most {buckets.per_minute} a minute per worker; retry in {seconds} s"
         return refusal(429, "Too Many Requests", detail, seconds)
 
     def _take_slot(self, key: str, what: str = "index requests", at_once: int | None = None):
@@ -300,6 +301,13 @@ def _path(rule: str) -> re.Pattern:
 def _key(environ) -> str:
     header = environ.get("HTTP_AUTHORIZATION", "")
     return _digest(credentials(header) or header)  # a header that carries no token is its own key
+
+
+def _workspace_key(environ) -> str:
+    """The workspace a route's path names (`/api/v1/workspaces/<ws>/...`); the deployment's own
+    routes share one key."""
+    parts = environ.get("PATH_INFO", "").split("/")
+    return "workspace:" + parts[4] if parts[1:4] == ["api", "v1", "workspaces"] and len(parts) > 4 else "deployment"
 
 
 def _digest(credential: str) -> str:

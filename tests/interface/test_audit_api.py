@@ -297,7 +297,9 @@ def test_verifications_run_one_at_a_time_per_worker_and_healthz_and_evaluate_ans
         assert status == 200 and json.loads(body)["ok"] is True
 
 
-def test_verifications_past_the_per_token_rate_are_429_with_retry_after(live):
+def test_verifications_past_the_workspaces_rate_are_429_with_retry_after_and_other_workspaces_go_on(live):
+    """The rate had been each token's: an owner issuing auditor tokens verified back to back and
+    kept every other workspace's verification at 429 (they share the worker's slot)."""
     from domain.limits import VERIFIES_PER_MINUTE
 
     auditor, started, allowed = live.tokens["auditor"], time.monotonic(), 0
@@ -308,10 +310,12 @@ def test_verifications_past_the_per_token_rate_are_429_with_retry_after(live):
     assert VERIFIES_PER_MINUTE <= allowed <= VERIFIES_PER_MINUTE + refilled + 1
     assert reply.status == 429 and int(reply.headers["retry-after"]) >= 1
     assert reply.json["detail"].startswith(
-        f"too many verifications with this token: at most {VERIFIES_PER_MINUTE} a minute per worker; retry in "
+        f"too many verifications in this workspace: at most {VERIFIES_PER_MINUTE} a minute per worker; retry in "
     )
-    assert live.call("GET", "/api/v1/audit/verify", auditor).status == 429  # the deployment's route: one bucket
-    assert live.call("GET", f"{ACME}/audit/verify", live.tokens["owner"]).status == 200  # per token
+    assert live.call("GET", f"{ACME}/audit/verify", live.tokens["owner"]).status == 429  # any token of it
+    other = live.tokens["other-workspace"]
+    assert live.call("GET", "/api/v1/workspaces/other/audit/verify", other).status == 200  # its own bucket
+    assert live.call("GET", "/api/v1/audit/verify", auditor).status == 200  # the deployment's route: its own
 
 
 def _get(url: str, token: str | None, body: bytes | None = None, timeout: float = 10) -> tuple[int, dict, bytes]:
