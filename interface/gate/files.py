@@ -7,7 +7,8 @@ second reader other bytes than the first: a pipe written twice had the gate judg
 install a denied package from an `--index-url` the gate never saw. Anything but a regular file is
 refused. It is opened without blocking, so a pipe nobody writes to cannot hang the gate.
 
-Clients find a project (and the files beside it) from the working directory up: `ancestors`.
+Clients find a project (and the files beside it) from the working directory up: `ancestors`, and
+the first of them holding a file, `nearest`.
 
 Standard library only, like the whole gate.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 
 
 class RefusedFile(OSError):
@@ -60,3 +62,9 @@ def ancestors(cwd: str) -> list[str]:
     while os.path.dirname(found[-1]) != found[-1]:
         found.append(os.path.dirname(found[-1]))
     return found
+
+
+def nearest(folders: list[str], name: str, there: Callable[[str], bool]) -> str | None:
+    """The first of `folders` (nearest first, as `ancestors` lists them) holding `name`, as the
+    client tests its path with `there`; None when none does."""
+    return next((folder for folder in folders if there(os.path.join(folder, name))), None)

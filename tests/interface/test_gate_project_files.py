@@ -16,6 +16,7 @@ import pytest
 from interface.gate.clients.python import projects, settings
 from interface.gate.installers import Unresolvable
 from interface.gate.service import CannotVerify
+from tests.support.python_tools import tool_bin
 from tests.support.third_party import require
 
 EVIL = "http://evil.example/beta-1.0-py3-none-any.whl"
@@ -141,14 +142,64 @@ LOCKS = {
 }
 
 
+PROJECT_FILE = {"pdm": ("pyproject.toml", PROJECT), "pipenv": ("Pipfile", '[packages]\nalpha = "*"\n')}
+
+
+@pytest.mark.parametrize("below", ["", "src/deep"], ids=["in the project", "in a folder below it"])
 @pytest.mark.parametrize("case", LOCKS)
-def test_a_pdm_or_pipenv_lock_entry_from_elsewhere_than_the_index_is_refused(tmp_path, case):
+def test_a_pdm_or_pipenv_lock_entry_from_elsewhere_than_the_index_is_refused(tmp_path, case, below):
     """Each installed the denied beta with the gate's exit 0: the lock named its file, and the
-    installer fetched it as written, past the index."""
+    installer fetched it as written, past the index. pdm and pipenv find the project (and its
+    lock) from any folder below it."""
     kind, lock, text = LOCKS[case]
+    name, project = PROJECT_FILE[kind]
+    (tmp_path / name).write_text(project)
     (tmp_path / lock).write_text(text)
-    with pytest.raises(Unresolvable, match=f"{lock} installs beta from"):
-        settings.check_sources(kind, INDEX, str(tmp_path))
+    (tmp_path / below).mkdir(parents=True, exist_ok=True)
+    with pytest.raises(Unresolvable, match=f"{tmp_path / lock} installs beta from"):
+        settings.check_sources(kind, INDEX, str(tmp_path / below))
+
+
+def test_a_poetry_lock_above_naming_another_index_is_refused(tmp_path):
+    source = f'[[tool.poetry.source]]\nname = "policy"\nurl = "{INDEX}"\npriority = "primary"\n'
+    (tmp_path / "pyproject.toml").write_text(PROJECT + source)
+    (tmp_path / "poetry.lock").write_text(
+        '[[package]]\nname = "beta"\nversion = "1.0"\n[package.source]\ntype = "legacy"\nurl = "http://evil.example/simple"\n'
+    )
+    (tmp_path / "src").mkdir()
+    with pytest.raises(Unresolvable, match=f"{tmp_path / 'poetry.lock'} names the index 'http://evil.example/simple'"):
+        settings.check_sources("poetry", INDEX, str(tmp_path / "src"))
+
+
+def test_a_pdm_workspace_is_judged_whole_from_a_member_with_the_roots_lock(tmp_path):
+    """`pdm add` in a member locks every member into the root's pdm.lock: each member's
+    requirements and sources are read, and the root's lock checked."""
+    (tmp_path / "pyproject.toml").write_text(
+        MEMBER.format(name="app", deps='["alpha", "lib"]') + PDM_WORKSPACE_OF("packages/*")
+    )
+    for name, deps in (("lib", '["gamma"]'), ("docs", f'["beta @ {EVIL}"]')):
+        (tmp_path / "packages" / name).mkdir(parents=True)
+        (tmp_path / "packages" / name / "pyproject.toml").write_text(MEMBER.format(name=name, deps=deps))
+    lib = str(tmp_path / "packages" / "lib")
+    assert sorted(projects.project_requirements("pdm", lib)) == ["alpha", f"beta @ {EVIL}", "gamma"]
+    (tmp_path / "packages" / "docs" / "pdm.toml").write_text('[pypi]\nurl = "http://evil.example/simple/"\n')
+    with pytest.raises(Unresolvable, match="docs/pdm.toml pypi.url names the index"):
+        settings.check_sources("pdm", INDEX, lib)
+    (tmp_path / "packages" / "docs" / "pdm.toml").unlink()
+    (tmp_path / "pdm.lock").write_text(LOCKS["pdm url"][2])
+    with pytest.raises(Unresolvable, match=f"{tmp_path / 'pdm.lock'} installs beta from"):
+        settings.check_sources("pdm", INDEX, lib)
+
+
+@pytest.mark.parametrize("kind", ["pdm", "poetry"])
+def test_a_dangling_link_named_pyproject_toml_stops_the_gate_which_refuses_it(tmp_path, kind):
+    """pdm and poetry walk past it (Path.exists follows the link); the gate stops there, as at
+    any name there, and cannot read it: it refuses rather than read another project than theirs."""
+    (tmp_path / "pyproject.toml").write_text(PROJECT)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "pyproject.toml").symlink_to(tmp_path / "nothing")
+    with pytest.raises(CannotVerify, match="cannot read .*src/pyproject.toml"):
+        projects.project_requirements(kind, str(tmp_path / "src"))
 
 
 def test_a_lock_naming_the_project_itself_or_the_indexs_files_passes(tmp_path):
@@ -165,6 +216,7 @@ def test_a_lock_naming_the_project_itself_or_the_indexs_files_passes(tmp_path):
 
 APP, EX = MEMBER.format(name="app", deps="[]"), MEMBER.format(name="ex", deps="[]")
 WORKSPACE_OF = '[tool.uv.workspace]\nmembers = ["{0}"]\n'.format
+PDM_WORKSPACE_OF = '[tool.pdm.workspace]\nmembers = ["{0}"]\n'.format
 # (files, the folder uv runs in): each a layout where uv's project or workspace is not the working folder's
 LAYOUTS = {
     "a folder below the project": ({"pyproject.toml": APP}, "src/deep"),
@@ -276,24 +328,149 @@ def test_a_url_requirement_of_a_workspace_member_is_judged_and_a_member_named_by
     (tmp_path / "pyproject.toml").write_text(
         MEMBER.format(name="app", deps='["alpha", "Lib>=0", "lib @ file:///elsewhere"]') + WORKSPACE_OF("packages/*")
     )
-    found = projects.uv_requirements(str(tmp_path / "packages"))
+    found = projects.project_requirements("uv", str(tmp_path / "packages"))
     assert found == ["alpha", "lib @ file:///elsewhere", f"beta @ {EVIL}"]
 
 
-MAX_MEMBERS = projects.MAX_UV_MEMBERS
+MAX_MEMBERS = projects.MAX_MEMBERS
 
 
 @pytest.mark.parametrize(
-    "tree",
+    ("kind", "tree"),
     [
-        {"pyproject.toml": PROJECT + WORKSPACE_OF("m/*"), **{f"m/{n}/x": "" for n in range(MAX_MEMBERS + 1)}},
-        {"pyproject.toml": PROJECT + "#" * projects.MAX_PYPROJECT_BYTES},
+        ("uv", {"pyproject.toml": PROJECT + WORKSPACE_OF("m/*"), **{f"m/{n}/x": "" for n in range(MAX_MEMBERS + 1)}}),
+        (
+            "pdm",
+            {"pyproject.toml": PROJECT + PDM_WORKSPACE_OF("m/*"), **{f"m/{n}/x": "" for n in range(MAX_MEMBERS + 1)}},
+        ),
+        ("uv", {"pyproject.toml": PROJECT + "#" * projects.MAX_PYPROJECT_BYTES}),
     ],
-    ids=["too many members", "too large a pyproject.toml"],
+    ids=["too many uv members", "too many pdm members", "too large a pyproject.toml"],
 )
-def test_a_workspace_past_the_bounds_is_refused(tmp_path, tree):
+def test_a_workspace_past_the_bounds_is_refused(tmp_path, kind, tree):
     for path, text in tree.items():
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(text)
     with pytest.raises(CannotVerify, match="more than|larger than"):
-        projects.uv_requirements(str(tmp_path))
+        projects.project_requirements(kind, str(tmp_path))
+
+
+# --- which project pdm, pipenv and poetry read: the gate finds it as each real client does ------
+
+PIPFILE = "[packages]\n"
+DEEP = "/".join(str(n) for n in range(1, 10))  # nine folders: pipenv looks at the working one and 9 above
+# (files, the folder the client runs in); a file "-> TARGET" is a link to TARGET
+CLIENT_LAYOUTS = {
+    "pipenv": {
+        "a folder below the project": ({"Pipfile": PIPFILE}, "src/deep"),
+        "nine folders below": ({"Pipfile": PIPFILE}, DEEP),
+        "ten folders below (past pipenv's depth: none found)": ({"Pipfile": PIPFILE}, DEEP + "/10"),
+        "a folder named Pipfile": ({"Pipfile": PIPFILE, "src/Pipfile/x": ""}, "src"),
+        "a link to a Pipfile (its folder is the project's)": (
+            {"other/Pipfile": PIPFILE, "src/Pipfile": "-> ../other/Pipfile"},
+            "src",
+        ),
+        "a pyproject.toml nearer than the Pipfile": ({"Pipfile": PIPFILE, "src/pyproject.toml": APP}, "src"),
+    },
+    "poetry": {
+        "a folder below the project": ({"pyproject.toml": APP}, "src/deep"),
+        "a project inside another project": ({"pyproject.toml": APP, "ex/pyproject.toml": EX}, "ex/src"),
+        "a link to a pyproject.toml": (
+            {"other/pyproject.toml": EX, "pyproject.toml": APP, "src/pyproject.toml": "-> ../other/pyproject.toml"},
+            "src/deep",
+        ),
+    },
+    "pdm": {
+        "a folder below the project": ({"pyproject.toml": APP}, "src/deep"),
+        "the nearest pyproject.toml, whatever it declares": (
+            {"pyproject.toml": APP, "src/pyproject.toml": "[tool.black]\n"},
+            "src/deep",
+        ),
+        "a member, from a folder inside it": (
+            {
+                "pyproject.toml": APP + PDM_WORKSPACE_OF("packages/*"),
+                "packages/lib/pyproject.toml": MEMBER.format(name="lib", deps="[]"),
+                "packages/.hidden/pyproject.toml": MEMBER.format(name="hidden", deps="[]"),
+                "packages/empty/x": "",  # no pyproject.toml: no member
+            },
+            "packages/lib/src",
+        ),
+        "a project the members do not include": (
+            {"pyproject.toml": APP + PDM_WORKSPACE_OF("packages/*"), "ex/pyproject.toml": EX},
+            "ex",
+        ),
+        "a workspace above a project between (pdm looks at every folder up)": (
+            {
+                "pyproject.toml": APP + PDM_WORKSPACE_OF("a/b"),
+                "a/pyproject.toml": "[tool.black]\n",
+                "a/b/pyproject.toml": EX,
+            },
+            "a/b",
+        ),
+        "a member through a link": (
+            {"pyproject.toml": APP + PDM_WORKSPACE_OF("linked"), "real/pyproject.toml": EX, "linked": "-> real"},
+            "real",
+        ),
+        "a recursive glob (the root is a member of itself)": (
+            {"pyproject.toml": APP + PDM_WORKSPACE_OF("**"), "a/b/pyproject.toml": EX},
+            "",
+        ),
+    },
+}
+
+PDM_FINDS = """import os
+from pdm.core import Core
+project = Core().create_project(None, global_config=os.environ["PDM_CONFIG_FILE"])  # as `pdm CMD` does
+root = project.workspace_project or project
+print(project.root, root.root, *sorted(str(m) for m in root.iter_members()), sep="\\n")
+"""
+
+
+@pytest.fixture
+def client_finds(tmp_path):
+    """What the real client finds from a folder: pipenv's `--where`, poetry's `version` (the
+    project's name), pdm's project, workspace root and members (its own code, as its commands
+    call it): each with the gate's settings, none of its variables set."""
+
+    def finds(kind: str, cwd: Path) -> list[str]:
+        program = tool_bin(kind) / kind
+        (tmp_path / "pdm.toml").touch()
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PDM_CONFIG_FILE": str(tmp_path / "pdm.toml")}
+        env["COLUMNS"] = "4000"  # pipenv's console would wrap a long path
+        if kind == "pdm":  # pdm's own interpreter, beside its command
+            python = program.resolve().parent / "python"
+            command = [str(python), "-c", PDM_FINDS]
+        else:
+            command = [str(program), "--where" if kind == "pipenv" else "version"]
+        done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+        if kind == "pipenv" and "No Pipfile present" in done.stderr:
+            return [str(cwd)]  # pipenv's project is the working folder (`install` writes a Pipfile there)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split() if kind == "poetry" else done.stdout.splitlines()
+
+    return finds
+
+
+def tree_of(root: Path, files: dict, cwd: str) -> Path:
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        if text.startswith("-> "):
+            (root / path).symlink_to(text[3:])
+        else:
+            (root / path).write_text(text)
+    (root / cwd).mkdir(parents=True, exist_ok=True)
+    return root / cwd
+
+
+@pytest.mark.parametrize(("kind", "layout"), [(k, name) for k, layouts in CLIENT_LAYOUTS.items() for name in layouts])
+def test_the_gate_reads_the_project_the_real_client_finds_from_the_working_folder(tmp_path, client_finds, kind, layout):
+    cwd = tree_of(tmp_path / "tree", *CLIENT_LAYOUTS[kind][layout])
+    folder = projects.project_folder(kind, str(cwd))
+    if kind == "pdm":
+        root, found = projects.pdm_workspace(str(cwd))
+        members = sorted(projects._pdm_members(root, found[root]))
+        assert [folder, root, *members] == client_finds(kind, cwd)
+    elif kind == "poetry":
+        assert [projects.pyproject(folder)["project"]["name"], "0"] == client_finds(kind, cwd)
+    else:
+        assert [folder] == client_finds(kind, cwd)

@@ -184,3 +184,95 @@ def test_a_poetry_plugin_from_a_url_is_refused_before_poetry_runs(tmp_path, env,
     done = gate_for(tmp_path, "poetry")("--", "poetry", "install", env=env, cwd=project)
     assert done.returncode == 3 and f"denied: 'beta @ {wheel}'" in done.stderr, done.stderr
     assert public.requests == []
+
+
+# --- a project above the working folder: each client finds it there, and so does the gate --------
+
+SOURCE = '[[tool.{tool}.source]]\nname = "src"\nurl = "{url}/simple/"\n'.format
+URL_DEPS = PYPROJECT.replace('["alpha"]', '["alpha", "beta @ {wheel}"]')
+PIPFILE_URL = PIPFILE.format(url="https://pypi.org/simple").replace('alpha = "*"', 'beta = {{file = "{wheel}"}}')
+OTHER, URL = "names the index '{public}/simple/'", "denied: 'beta @ {wheel}'"
+SOURCES = {tool: SOURCE(tool=tool, url="{public}") for tool in ("pdm", "poetry")}  # another index
+ABOVE = {  # (the client's command, the project's file, its text, the gate's exit status, what it says)
+    "pdm, another source": (["pdm", "install"], "pyproject.toml", PYPROJECT + SOURCES["pdm"], 4, OTHER),
+    "pdm, a URL requirement": (["pdm", "lock"], "pyproject.toml", URL_DEPS, 3, URL),
+    "pipenv, another source": (["pipenv", "install"], "Pipfile", PIPFILE.format(url="{public}/simple/"), 4, OTHER),
+    "pipenv, a file package": (["pipenv", "install"], "Pipfile", PIPFILE_URL, 3, URL),
+    "poetry, another source": (["poetry", "lock"], "pyproject.toml", PYPROJECT + SOURCES["poetry"], 4, OTHER),
+    "poetry, a URL requirement": (
+        ["poetry", "lock"],
+        "pyproject.toml",
+        URL_DEPS + SOURCE(tool="poetry", url="{index}"),
+        3,
+        URL,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", ABOVE)
+def test_a_project_above_the_working_folder_is_judged_as_from_its_own(tmp_path, env, app, live, project, public, case):
+    """pdm and poetry find the nearest pyproject.toml up, pipenv the nearest Pipfile: run from
+    `src/deep`, pdm and pipenv fetched from the other index (exit 0) and poetry was refused for the
+    wrong reason, the gate having read the working folder's files, not the project's."""
+    command, name, text, status, message = ABOVE[case]
+    set_policy(app, "allowlist", python=["alpha", "beta", "pip", "setuptools"])
+    urls = {"public": public.url, "wheel": public.file_url(public.file("beta-1.0-py3-none-any.whl"))}
+    (project / name).write_text(text.format(index=f"{live.url}/pypi/acme", **urls))
+    (project / "src" / "deep").mkdir(parents=True)
+    done = gate_for(tmp_path, command[0])("--", *command, env=env, cwd=project / "src" / "deep", timeout=300)
+    assert done.returncode == status and message.format(**urls) in done.stderr, done.stderr
+    assert public.requests == [] and not list(project.rglob("*.lock"))
+
+
+def test_poetry_below_its_project_locks_it_through_the_index_the_project_names(tmp_path, env, app, live, project):
+    """The gate read the working folder's files, which name no source: poetry run below its
+    project was refused, though the project names the index."""
+    set_policy(app, "allowlist", python=["alpha", "beta"])
+    source = f'[[tool.poetry.source]]\nname = "policy"\nurl = "{live.url}/pypi/acme/simple/"\npriority = "primary"\n'
+    (project / "pyproject.toml").write_text(PYPROJECT + "\n" + source)
+    (project / "src").mkdir()
+    done = gate_for(tmp_path, "poetry")("--", "poetry", "lock", env=env, cwd=project / "src")
+    assert done.returncode == 0, done.stderr
+    assert 'name = "beta"' in (project / "poetry.lock").read_text() and not (project / "src" / "poetry.lock").exists()
+    assert {("alpha", True), ("beta", True)} <= index_decisions(app)
+
+
+PDM_MEMBER = '[project]\nname = "{name}"\nversion = "0"\nrequires-python = ">=3.8"\ndependencies = {deps}\n'
+PDM_WORKSPACE = '[tool.pdm.workspace]\nmembers = ["packages/*"]\n'
+
+
+@pytest.mark.parametrize(
+    ("cwd", "command"), [("", ["lock"]), ("packages/lib", ["add", "gamma"])], ids=["from the root", "from a member"]
+)
+def test_a_url_requirement_of_a_pdm_workspace_member_is_refused(tmp_path, env, app, project, public, cwd, command):
+    """pdm (2.28 and later) locks every member of its workspace with the root: from the root,
+    or adding to a member, a sibling member's URL requirement was fetched from the other index."""
+    set_policy(app, "allowlist", python=["alpha", "beta", "gamma"])
+    wheel = public.file_url(public.file("beta-1.0-py3-none-any.whl"))
+    (project / "pyproject.toml").write_text(PDM_MEMBER.format(name="app", deps='["alpha"]') + PDM_WORKSPACE)
+    for name, deps in (("lib", "[]"), ("docs", f'["beta @ {wheel}"]')):
+        (project / "packages" / name).mkdir(parents=True)
+        (project / "packages" / name / "pyproject.toml").write_text(PDM_MEMBER.format(name=name, deps=deps))
+    done = gate_for(tmp_path, "pdm")("--", "pdm", *command, env=env, cwd=project / cwd)
+    assert done.returncode == 3 and f"denied: 'beta @ {wheel}'" in done.stderr, done.stderr
+    assert public.requests == [] and not (project / "pdm.lock").exists()
+
+
+def test_a_pdm_workspace_locks_its_members_through_the_index(tmp_path, env, app, project):
+    """The root and its members are judged; a member the root names is the workspace's own
+    (pdm takes it from its folder), not a package the index is asked about, and the lock may name
+    the members' folders (`path = "./packages/lib"`), not another one."""
+    set_policy(app, "allowlist", python=["alpha", "beta", "gamma"])
+    (project / "pyproject.toml").write_text(PDM_MEMBER.format(name="app", deps='["alpha", "lib"]') + PDM_WORKSPACE)
+    (project / "packages" / "lib").mkdir(parents=True)
+    (project / "packages" / "lib" / "pyproject.toml").write_text(PDM_MEMBER.format(name="lib", deps='["gamma"]'))
+    gate = gate_for(tmp_path, "pdm")
+    done = gate("--", "pdm", "lock", env=env, cwd=project)
+    assert done.returncode == 0, done.stderr
+    locked = (project / "pdm.lock").read_text()
+    assert 'name = "gamma"' in locked and 'name = "beta"' in locked
+    assert {("alpha", True), ("beta", True), ("gamma", True)} <= index_decisions(app)
+    assert "lib" not in {name for name, _ in index_decisions(app)}
+    assert 'path = "./packages/lib"' in locked
+    done = gate("--", "pdm", "lock", env=env, cwd=project)  # the lock is read again
+    assert done.returncode == 0, done.stderr

@@ -110,12 +110,12 @@ def project_plan(kind: str, command: list[str], verb: str | None, args: list[str
     given, every index the project's files name checked against the service's."""
     words, lines = check_options(kind, command, args), []
     if kind == "pdm":
-        check_pdm_options(command, cwd)
+        check_pdm_options(command, projects.project_folder("pdm", cwd))
     if kind == "pip-compile":  # its words are the files it reads
         for name in words or ["requirements.in"]:
             lines += project_file_lines(name, cwd) if is_project_file(name) else requirements.lines_of(name, cwd)
-    else:  # its words are names to add; uv reads every project of the workspace it finds from cwd
-        lines += [*words, *(projects.uv_requirements(cwd) if kind == "uv" else projects.requirements(cwd))]
+    else:  # its words are names to add, beside the project (and workspace) it finds from cwd
+        lines += [*words, *projects.project_requirements(kind, cwd)]
     return Plan(kind if kind != "uv" else "uv-project", "python", None, specs_question(lines))
 
 
@@ -143,12 +143,12 @@ def check_options(kind: str, command: list[str], args: list[str]) -> list[str]:
     return positional
 
 
-def check_pdm_options(command: list[str], cwd: str) -> None:
-    """pdm adds `[tool.pdm.options]` to its command line (`install = ["-L", "evil.lock"]`): each
-    list is judged as the gate judges that command line, and may name no package."""
-    table = projects.pyproject(cwd).get("tool", {}).get("pdm", {}).get("options", {})
+def check_pdm_options(command: list[str], project: str) -> None:
+    """pdm adds its project's `[tool.pdm.options]` to its command line (`install = ["-L",
+    "evil.lock"]`): each list is judged as the gate judges that command line, and may name no package."""
+    table = projects.pyproject(project).get("tool", {}).get("pdm", {}).get("options", {})
     for verb, options in table.items() if isinstance(table, dict) else [("", None)]:
-        where = f"pyproject.toml [tool.pdm.options] {verb}".rstrip()
+        where = f"{os.path.join(project, 'pyproject.toml')} [tool.pdm.options] {verb}".rstrip()
         if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
             raise Usage(f"{where} is not a list of options: the gate cannot judge it")
         try:

@@ -1,7 +1,9 @@
 """What a Python project declares, read with a TOML/JSON parser (never by pattern): the
 requirements it will install (so URL requirements are judged before any client fetches them
-directly) and the indexes or sources its files name besides the service's; for uv's project
-commands, every project of the workspace uv finds from the working directory (`uv_workspace`).
+directly) and the indexes or sources its files name besides the service's. The project clients
+(uv, pdm, poetry, pipenv) work on the project they find from the working directory up, and uv and
+pdm on its whole workspace: the gate finds them as each client does (`project_folder`,
+`uv_workspace`, `pdm_workspace`) and reads those, never the working directory's files instead.
 
 Standard library only, like the whole gate (TOML needs Python 3.11's tomllib; without it a project
 file cannot be read, and the gate fails closed).
@@ -14,10 +16,11 @@ import glob
 import itertools
 import json
 import os
+import pathlib
 import re
 import urllib.parse
 
-from ...files import ancestors, read_regular
+from ...files import ancestors, nearest, read_regular
 from ...service import CannotVerify
 
 try:
@@ -26,12 +29,25 @@ except ImportError:  # Python before 3.11
     tomllib = None
 
 
-# A uv workspace can name any number of members, each pyproject.toml any size: the gate reads at
-# most this many paths matched by one workspace's `members` patterns, and at most this many bytes
-# of any pyproject.toml (more is refused, exit 4).
-MAX_UV_MEMBERS = 1000
+# A workspace (uv's, pdm's) can name any number of members, each pyproject.toml any size: the gate
+# reads at most this many paths matched by one workspace's `members` patterns, and at most this
+# many bytes of any pyproject.toml (more is refused, exit 4).
+MAX_MEMBERS = 1000
 MAX_PYPROJECT_BYTES = 1 << 20
 MAX_RECURSIVE = 8  # `**/` in one uv workspace pattern: each may match no folder too (2**n spellings)
+
+# How each project client finds its project, from the working directory up (the gate clears the
+# variables and refuses the options that would move it): (its file, how it tests a folder's,
+# how many folders it looks at). uv and pipenv want a file (a link to one is followed); pdm and
+# poetry take anything of that name (Path.exists: a folder too), and lexists covers that: a
+# dangling link stops the gate too, which then cannot read it and refuses. pipenv looks at the
+# working directory and 9 above (its default PIPENV_MAX_DEPTH, 10, plus one, tested with `<`).
+PROJECT_FILES = {
+    "uv": ("pyproject.toml", os.path.isfile, None),
+    "pdm": ("pyproject.toml", os.path.lexists, None),
+    "poetry": ("pyproject.toml", os.path.lexists, None),
+    "pipenv": ("Pipfile", os.path.isfile, 10),
+}
 
 
 def toml(path: str, limit: int | None = None) -> dict:
@@ -126,6 +142,30 @@ def _check_metadata_is_read(document: dict, project: dict, tool: dict, path: str
         )
 
 
+def project_folder(kind: str, cwd: str) -> str:
+    """The folder whose project the client `kind` works on from `cwd` (PROJECT_FILES): the nearest
+    holding its file, else `cwd` itself (pdm and pipenv then start a project there; uv and poetry
+    fail)."""
+    name, there, depth = PROJECT_FILES[kind]
+    return nearest(ancestors(cwd)[:depth], name, there) or os.path.abspath(cwd)
+
+
+def project_requirements(kind: str, cwd: str) -> list[str]:
+    """Every requirement the project client `kind` installs from the project it finds from `cwd`:
+    its whole workspace's for uv and pdm (`workspace_requirements`), the project's for the others."""
+    if kind in WORKSPACES:
+        return workspace_requirements(WORKSPACES[kind](cwd)[1])
+    return requirements(project_folder(kind, cwd))
+
+
+def workspace_requirements(found: dict[str, dict]) -> list[str]:
+    """Every requirement of the projects of a workspace ({folder: its pyproject.toml}), as
+    `requirements` reads one, less those naming one of them by name alone: uv and pdm install that
+    one from its folder, never from the index (a URL one is still judged)."""
+    own = {_normalized(str(d.get("project", {}).get("name", ""))) for d in found.values()}
+    return [r for folder, d in found.items() for r in requirements(folder, d) if _named_project(r) not in own]
+
+
 def uv_workspace(cwd: str) -> tuple[str, dict[str, dict]]:
     """(root, {folder: its pyproject.toml}) of the workspace `uv sync|lock|add` works on in `cwd`,
     found as uv finds it. The project is the nearest folder, from `cwd` up, holding a
@@ -135,13 +175,13 @@ def uv_workspace(cwd: str) -> tuple[str, dict[str, dict]]:
     whose `exclude` does not; else the project. The folders: the root, each member (a folder a
     `members` pattern matches, less those `exclude` matches, that holds a pyproject.toml) and the
     project. No folders when no folder up holds a pyproject.toml (uv finds no project, and fails)."""
-    project = next((d for d in ancestors(cwd) if _has_pyproject(d)), None)
-    if project is None:
-        return os.path.abspath(cwd), {}
+    project = project_folder("uv", cwd)
+    if not _has_pyproject(project):
+        return project, {}
     found = {project: pyproject(project)}
     root, workspace = project, _uv_workspace_table(found[project], project)
     if workspace is None and "project" in found[project]:  # a member looks for its workspace above
-        above = next((d for d in ancestors(project)[1:] if _has_pyproject(d)), None)
+        above = nearest(ancestors(project)[1:], "pyproject.toml", os.path.isfile)
         document = pyproject(above) if above else {}
         table = _uv_workspace_table(document, above) if above else None
         if table is not None and _uv_includes(table, above, project):
@@ -150,15 +190,6 @@ def uv_workspace(cwd: str) -> tuple[str, dict[str, dict]]:
     for member in _uv_members(root, workspace) if workspace else ():
         found.setdefault(member, pyproject(member))
     return root, {folder: found[folder] for folder in sorted(found, key=lambda f: f != root)}
-
-
-def uv_requirements(cwd: str) -> list[str]:
-    """Every requirement of every project of the uv workspace (`uv_workspace`), as `requirements`
-    reads one, less those naming a project of the workspace by name alone: uv installs that one
-    from its folder, never from the index (a URL one is still judged)."""
-    _, found = uv_workspace(cwd)
-    own = {_normalized(str(d.get("project", {}).get("name", ""))) for d in found.values()}
-    return [r for folder, d in found.items() for r in requirements(folder, d) if _named_project(r) not in own]
 
 
 def _has_pyproject(folder: str) -> bool:
@@ -208,14 +239,66 @@ def _uv_members(root: str, workspace: dict) -> list[str]:
 
 
 def _uv_matched(root: str, workspace: dict) -> list[str]:
-    """Every path the `members` patterns match (hidden ones too, as uv's glob), at most MAX_UV_MEMBERS."""
+    """Every path the `members` patterns match (hidden ones too, as uv's glob), at most MAX_MEMBERS."""
     found = []
     for pattern in workspace["members"]:
         for path in glob.iglob(_uv_pattern(root, pattern), recursive=True, include_hidden=True):
             found.append(os.path.normpath(path))
-            if len(found) > MAX_UV_MEMBERS:
-                raise CannotVerify(f"the uv workspace {root} matches more than {MAX_UV_MEMBERS} member paths")
+            if len(found) > MAX_MEMBERS:
+                raise CannotVerify(f"the uv workspace {root} matches more than {MAX_MEMBERS} member paths")
     return found
+
+
+def pdm_workspace(cwd: str) -> tuple[str, dict[str, dict]]:
+    """(root, {folder: its pyproject.toml}) of the project pdm works on in `cwd` and of its
+    workspace (pdm 2.28 and later), found as pdm finds them. The project: `project_folder`. Its
+    workspace root: the nearest folder above it holding a pyproject.toml whose [tool.pdm.workspace]
+    has the project among its members (`_pdm_members`); else the project. The folders: the root,
+    its members and the project. From the root, pdm installs every member (an implicit editable
+    requirement); from a member, `pdm add` locks the member and every member into the root's lock."""
+    project = project_folder("pdm", cwd)
+    found = {project: pyproject(project)}
+    root = project
+    for folder in ancestors(project)[1:]:  # every folder above holding one, as pdm reads them
+        if os.path.lexists(os.path.join(folder, "pyproject.toml")):
+            document = pyproject(folder)
+            if os.path.realpath(project) in _pdm_members(folder, document):
+                root, found[folder] = folder, document
+                break
+    for member in _pdm_members(root, found[root]):
+        found.setdefault(member, pyproject(member))
+    return root, {folder: found[folder] for folder in sorted(found, key=lambda f: f != root)}
+
+
+def _pdm_members(root: str, document: dict) -> list[str]:
+    """The members of the workspace a pyproject.toml declares in [tool.pdm.workspace] ([] without
+    one), as pdm lists them: each `members` entry is a path below the root, or a glob (pathlib's,
+    hidden folders matched too) when it holds `*`, `?` or `[`; links are resolved, and each member
+    is a folder holding a pyproject.toml file. At most MAX_MEMBERS paths are matched."""
+    table = document.get("tool", {}).get("pdm", {}).get("workspace")
+    if not table:
+        return []
+    members = table.get("members", []) if isinstance(table, dict) else None
+    if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
+        raise CannotVerify(f"{root}/pyproject.toml: [tool.pdm.workspace] members is not a list of paths")
+    found, matched = [], 0
+    for pattern in members:
+        try:
+            glob_ = any(c in pattern for c in "*?[")
+            for path in pathlib.Path(root).glob(pattern) if glob_ else [pathlib.Path(root, pattern)]:
+                matched += 1
+                if matched > MAX_MEMBERS:
+                    raise CannotVerify(f"the pdm workspace {root} matches more than {MAX_MEMBERS} member paths")
+                path = path.resolve()
+                if path.is_dir() and (path / "pyproject.toml").is_file() and str(path) not in found:
+                    found.append(str(path))
+        except (NotImplementedError, ValueError, RuntimeError, OSError) as error:  # pdm fails on these too
+            raise CannotVerify(f"{root}/pyproject.toml: the pdm workspace member {pattern!r}: {error}") from None
+    return found
+
+
+# The clients that work on a whole workspace: (root, {folder: its pyproject.toml}) from the working directory.
+WORKSPACES = {"uv": uv_workspace, "pdm": pdm_workspace}
 
 
 def _normalized(name: str) -> str:
@@ -245,22 +328,28 @@ def foreign(urls: list[str], index: str) -> list[str]:
     return sorted({u for u in urls if not same_index(u, index)})
 
 
-def declared_sources(cwd: str) -> list[tuple[str, str]]:
-    """(where, url) of each index a project file names: Poetry's and PDM's sources, uv's indexes,
-    a Pipfile's [[source]], a project pdm.toml's [pypi] entries."""
-    document = pyproject(cwd).get("tool", {})
-    found = [("[[tool.poetry.source]]", s.get("url", "")) for s in document.get("poetry", {}).get("source", ())]
-    found += [("[[tool.pdm.source]]", s.get("url", "")) for s in document.get("pdm", {}).get("source", ())]
-    found += [("[[tool.uv.index]]", s.get("url", "")) for s in document.get("uv", {}).get("index", ())]
-    found += [("Pipfile [[source]]", s.get("url", "")) for s in toml(os.path.join(cwd, "Pipfile")).get("source", ())]
-    pdm = toml(os.path.join(cwd, "pdm.toml")).get("pypi", {})  # a project's own PDM settings
-    found += [(f"pdm.toml [pypi.{k}]", v.get("url", "")) for k, v in pdm.items() if isinstance(v, dict)]
-    found += [("pdm.toml pypi.url", pdm["url"])] if isinstance(pdm.get("url"), str) else []
+def declared_sources(folder: str, kind: str) -> list[tuple[str, str]]:
+    """(where, url) of each index the project files of `folder` name for `kind`: poetry's
+    sources; pdm's, and a project pdm.toml's [pypi] entries; a Pipfile's [[source]]. `where` names
+    the file by its path (the client may have found it above the working directory)."""
+    if kind == "pipenv":
+        path = os.path.join(folder, "Pipfile")
+        return [(f"{path} [[source]]", str(s.get("url", ""))) for s in toml(path).get("source", ())]
+    path = os.path.join(folder, "pyproject.toml")
+    found = [
+        (f"{path} [[tool.{kind}.source]]", s.get("url", ""))
+        for s in pyproject(folder).get("tool", {}).get(kind, {}).get("source", ())
+    ]
+    if kind == "pdm":  # a project's own PDM settings
+        path = os.path.join(folder, "pdm.toml")
+        pdm = toml(path).get("pypi", {})
+        found += [(f"{path} [pypi.{k}]", v.get("url", "")) for k, v in pdm.items() if isinstance(v, dict)]
+        found += [(f"{path} pypi.url", pdm["url"])] if isinstance(pdm.get("url"), str) else []
     return [(where, str(url)) for where, url in found]
 
 
-def pipfile_lock(cwd: str) -> dict:
-    path = os.path.join(cwd, "Pipfile.lock")
+def pipfile_lock(path: str) -> dict:
+    """The Pipfile.lock at `path` ({} when there is none)."""
     if not os.path.lexists(path):
         return {}
     try:

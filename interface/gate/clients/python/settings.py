@@ -107,26 +107,36 @@ def settings_for(kind: str, run: dict, workdir: str, cwd: str) -> dict:
 
 def check_sources(kind: str, index: str, cwd: str) -> None:
     """Refuse every index the project's files name that is not the service's (uv's are dropped
-    by UV_NO_CONFIG; pip and pip-compile read none of these files), and a uv.lock that names
-    the service's index but would fetch a file from elsewhere (uv installs such a lock as it is)."""
+    by UV_NO_CONFIG; pip and pip-compile read none of these files), and a lock that would fetch a
+    file from elsewhere than the index (its client installs such a lock as it is). The project is
+    the one the client finds from `cwd` (`projects.project_folder`), with its lock beside it, and
+    for pdm every project of its workspace, whose lock is the root's (`projects.pdm_workspace`)."""
     if kind == "uv-project":
         _check_uv_lock(index, cwd)
     if kind not in ("pdm", "pipenv", "poetry"):
         return
-    mine = {"pipenv": ("Pipfile",), "pdm": ("tool.pdm.", "pdm.toml")}.get(kind, (f"tool.{kind}.",))
-    declared = [(w, u) for w, u in projects.declared_sources(cwd) if any(m in w for m in mine)]
+    if kind == "pdm":
+        root, folders = projects.pdm_workspace(cwd)
+    else:
+        root = projects.project_folder(kind, cwd)
+        folders = {root: None}
+    declared = [source for folder in folders for source in projects.declared_sources(folder, kind)]
     if kind == "pipenv":  # PIPENV_PYPI_MIRROR stands in for pypi.org wherever it is named
-        lock = projects.pipfile_lock(cwd)
-        declared += [("Pipfile.lock _meta.sources", u) for u in projects.pipfile_lock_sources(lock)]
-        entries = [(n, e) for s in ("default", "develop") for n, e in (lock.get(s) or {}).items()]
-        _check_locked_files("Pipfile.lock", entries, index, url_key="file")
+        lock = os.path.join(root, "Pipfile.lock")
+        document = projects.pipfile_lock(lock)
+        declared += [(f"{lock} _meta.sources", u) for u in projects.pipfile_lock_sources(document)]
+        entries = [(n, e) for s in ("default", "develop") for n, e in (document.get(s) or {}).items()]
+        _check_locked_files(lock, entries, index, url_key="file")
         declared = [(w, u) for w, u in declared if urllib.parse.urlsplit(u).hostname != "pypi.org"]
     if kind == "poetry":
-        declared += [("poetry.lock", u) for u in poetry_lock_sources(cwd)]
+        lock = os.path.join(root, "poetry.lock")
+        declared += [(lock, u) for u in poetry_lock_sources(lock)]
     if kind == "pdm":  # a lock with static URLs: their files must be the index's
-        packages = projects.toml(os.path.join(cwd, "pdm.lock")).get("package", ())
-        declared += [("pdm.lock", u) for u in off_index_files(pdm_lock_urls(packages), index)]
-        _check_locked_files("pdm.lock", [(p.get("name", "?"), p) for p in packages], index, url_key="url")
+        lock = os.path.join(root, "pdm.lock")
+        packages = projects.toml(lock).get("package", ())
+        declared += [(lock, u) for u in off_index_files(pdm_lock_urls(packages), index)]
+        entries = [(p.get("name", "?"), p) for p in packages]
+        _check_locked_files(lock, entries, index, url_key="url", own=_own_paths(root, folders))
     for where, url in declared:
         if not projects.same_index(url, index):
             advice = SERVICE_SOURCE if kind == "poetry" else "remove it: the gate points {kind} at the policy index"
@@ -136,19 +146,22 @@ def check_sources(kind: str, index: str, cwd: str) -> None:
             )
     if kind == "poetry" and not declared:
         raise Unresolvable(
-            "poetry has no setting that replaces PyPI, and pyproject.toml names no source: "
-            + SERVICE_SOURCE.format(index=index)
+            f"poetry has no setting that replaces PyPI, and {os.path.join(root, 'pyproject.toml')} names no "
+            "source: " + SERVICE_SOURCE.format(index=index)
         )
 
 
 def poetry_source_name(cwd: str) -> str:
-    sources = projects.pyproject(cwd).get("tool", {}).get("poetry", {}).get("source", ())
+    """The name of the first source of the project poetry finds from `cwd`, which names the
+    variables of its credentials."""
+    folder = projects.project_folder("poetry", cwd)
+    sources = projects.pyproject(folder).get("tool", {}).get("poetry", {}).get("source", ())
     name = str(sources[0].get("name", "")) if sources else ""
     return re.sub(r"[^A-Z0-9]", "_", name.upper())
 
 
-def poetry_lock_sources(cwd: str) -> list[str]:
-    packages = projects.toml(os.path.join(cwd, "poetry.lock")).get("package", ())
+def poetry_lock_sources(lock: str) -> list[str]:
+    packages = projects.toml(lock).get("package", ())
     return [str(p["source"].get("url", "")) for p in packages if isinstance(p.get("source"), dict)]
 
 
@@ -158,19 +171,25 @@ UV_LOCAL_SOURCES = ("editable", "virtual")
 
 # Locked entries that install from no index: version control, whatever their lockfile.
 LOCKED_VCS = ("git", "hg", "svn", "bzr")
-SELF = (".", "./")  # the project itself, which the lock may name as a local path
+SELF = frozenset({"."})  # the project itself, which a lock may name as a local path (`.`, `./`)
 
 
-def _check_locked_files(lock: str, entries: list, index: str, url_key: str) -> None:
+def _own_paths(root: str, folders) -> frozenset[str]:
+    """The projects of a workspace as its lock names their folders: relative to its root (`.`)."""
+    return frozenset(posixpath.normpath(os.path.relpath(folder, root).replace(os.sep, "/")) for folder in folders)
+
+
+def _check_locked_files(lock: str, entries: list, index: str, url_key: str, own: frozenset[str] = SELF) -> None:
     """Refuse a lock entry that installs from elsewhere than the index: a file URL off it (under
-    `url_key`: pdm's `url`, pipenv's `file`), a local path other than the project itself, or
-    version control. The installer fetches such an entry as written; the index never judges it."""
+    `url_key`: pdm's `url`, pipenv's `file`), a local path other than the project itself (or a
+    project of its workspace, `own`), or version control. The installer fetches such an entry as
+    written; the index never judges it."""
     for name, entry in entries:
         if not isinstance(entry, dict):
             continue
         url, path = entry.get(url_key), entry.get("path")
         found = next((f"a {k} source" for k in LOCKED_VCS if k in entry), None)
-        if path is not None and str(path) not in SELF:
+        if path is not None and posixpath.normpath(str(path)) not in own:
             found = f"the local path {str(path)!r}"
         elif url and off_index_files([str(url)], index):
             found = f"the file {str(url)!r}"
@@ -191,7 +210,7 @@ def _check_uv_lock(index: str, cwd: str) -> None:
     """The uv.lock of the workspace uv finds from `cwd` (at its root), whose local sources may be
     only the workspace's own projects (paths relative to its root)."""
     root, folders = projects.uv_workspace(cwd)
-    members = {posixpath.normpath(os.path.relpath(folder, root).replace(os.sep, "/")) for folder in folders}
+    members = _own_paths(root, folders)
     lock = os.path.join(root, "uv.lock")
     packages = [p for p in projects.toml(lock).get("package", ()) if isinstance(p, dict)]
     ours = [projects.same_index(str(p.get("source", {}).get("registry", index)), index) for p in packages]
