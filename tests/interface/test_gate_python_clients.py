@@ -276,3 +276,35 @@ def test_a_pdm_workspace_locks_its_members_through_the_index(tmp_path, env, app,
     assert 'path = "./packages/lib"' in locked
     done = gate("--", "pdm", "lock", env=env, cwd=project)  # the lock is read again
     assert done.returncode == 0, done.stderr
+
+
+def test_a_dotenv_of_the_project_does_not_move_pipenv_to_another_pipfile(tmp_path, env, app, project, public):
+    """pipenv loads the project's .env over its environment: a PIPENV_PIPFILE there moved it to
+    another Pipfile, whose source (the other index) the gate never read."""
+    set_policy(app, "allowlist", python=["alpha", "beta", "pip", "setuptools"])
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "Pipfile").write_text(PIPFILE.format(url=f"{public.url}/simple/"))
+    (project / "Pipfile").write_text(PIPFILE.format(url="https://pypi.org/simple"))
+    (project / ".env").write_text(f"PIPENV_PIPFILE={other / 'Pipfile'}\n")
+    done = gate_for(tmp_path, "pipenv")("--", "pipenv", "install", env=env, cwd=project, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert public.requests == [] and not (other / "Pipfile.lock").exists()
+    assert {("alpha", True), ("beta", True)} <= index_decisions(app)
+
+
+@pytest.mark.parametrize("pipfile", [None, ""], ids=["no Pipfile", "an empty Pipfile"])
+def test_pipenv_importing_a_requirements_file_into_a_new_pipfile_is_refused(
+    tmp_path, env, app, project, public, pipfile
+):
+    """With no Pipfile (or an empty one), pipenv imports the nearest requirements.txt up into a
+    new Pipfile, its `--index-url` as a source: the other index was asked for alpha."""
+    set_policy(app, "allowlist", python=["alpha", "beta", "pip", "setuptools"])
+    (project / "requirements.txt").write_text(f"--index-url {public.url}/simple/\nalpha\n")
+    if pipfile is not None:
+        (project / "Pipfile").write_text(pipfile)
+    (project / "src").mkdir()
+    done = gate_for(tmp_path, "pipenv")("--", "pipenv", "install", env=env, cwd=project / "src", timeout=300)
+    assert done.returncode == 4, done.stderr
+    assert f"so it would import {project / 'requirements.txt'} into a new one" in done.stderr
+    assert public.requests == [] and not (project / "src" / "Pipfile").exists()

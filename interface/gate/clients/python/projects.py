@@ -150,6 +150,18 @@ def project_folder(kind: str, cwd: str) -> str:
     return nearest(ancestors(cwd)[:depth], name, there) or os.path.abspath(cwd)
 
 
+def pipenv_import(cwd: str) -> str | None:
+    """The requirements.txt pipenv imports into a new Pipfile, its index options becoming sources,
+    when the Pipfile it finds from `cwd` is missing or empty: the nearest, from `cwd` up, within
+    pipenv's depth. None when the Pipfile has content, or there is no such file."""
+    pipfile = os.path.join(project_folder("pipenv", cwd), "Pipfile")
+    if os.path.isfile(pipfile) and os.path.getsize(pipfile):
+        return None
+    _, _, depth = PROJECT_FILES["pipenv"]
+    folder = nearest(ancestors(cwd)[:depth], "requirements.txt", os.path.isfile)
+    return os.path.join(folder, "requirements.txt") if folder else None
+
+
 def project_requirements(kind: str, cwd: str) -> list[str]:
     """Every requirement the project client `kind` installs from the project it finds from `cwd`:
     its whole workspace's for uv and pdm (`workspace_requirements`), the project's for the others."""

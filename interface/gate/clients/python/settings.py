@@ -11,7 +11,8 @@
   workspace root's: `projects.uv_workspace`) made against another index is re-resolved against
   this one (and rewritten), since the index is not the lock's.
 - pdm: PDM_PYPI_URL replaces its default source, PDM_CONFIG_FILE its global configuration; no uv.
-- pipenv: PIPENV_PYPI_MIRROR replaces every pypi.org source (Pipfile and Pipfile.lock) with the index.
+- pipenv: PIPENV_PYPI_MIRROR replaces every pypi.org source (Pipfile and Pipfile.lock) with the index;
+  no `.env` (PIPENV_DONT_LOAD_ENV); no requirements.txt imported into a new Pipfile (refused).
 - poetry: no setting replaces PyPI; the project must name the index as its only source (checked).
 - pip-compile: pip's settings, and its own configuration files ignored (--no-config); the index
   URL (with the run token) is not written into the output (--no-emit-index-url).
@@ -89,8 +90,14 @@ def settings_for(kind: str, run: dict, workdir: str, cwd: str) -> dict:
             "PDM_CHECK_UPDATE": "false",
             "PDM_NON_INTERACTIVE": "1",
         }
-    if kind == "pipenv":
-        return {**pip, "PIPENV_PYPI_MIRROR": with_token, "PIPENV_YES": "1", "PIPENV_NOSPIN": "1"}
+    if kind == "pipenv":  # pipenv loads the project's .env over its environment (a PIPENV_PIPFILE there moves it)
+        return {
+            **pip,
+            "PIPENV_PYPI_MIRROR": with_token,
+            "PIPENV_YES": "1",
+            "PIPENV_NOSPIN": "1",
+            "PIPENV_DONT_LOAD_ENV": "1",
+        }
     if kind == "poetry":
         config = os.path.join(workdir, "poetry")
         os.mkdir(config, 0o700)
@@ -121,6 +128,12 @@ def check_sources(kind: str, index: str, cwd: str) -> None:
         root = projects.project_folder(kind, cwd)
         folders = {root: None}
     declared = [source for folder in folders for source in projects.declared_sources(folder, kind)]
+    if kind == "pipenv" and (imported := projects.pipenv_import(cwd)):
+        raise Unresolvable(
+            f"pipenv finds no Pipfile from here, or an empty one, so it would import {imported} into a new "
+            "one, each index it names a source; the gate does not judge that conversion: write the Pipfile "
+            f"([packages]) first, or install the file with `runcode-policy-gate -- pip install -r {imported}`"
+        )
     if kind == "pipenv":  # PIPENV_PYPI_MIRROR stands in for pypi.org wherever it is named
         lock = os.path.join(root, "Pipfile.lock")
         document = projects.pipfile_lock(lock)
