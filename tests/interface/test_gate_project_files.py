@@ -136,6 +136,27 @@ LOCKS = {
         '[[package]]\nname = "beta"\nversion = "1.0"\npath = "./beta-1.0-py3-none-any.whl"\n',
     ),
     "pdm git": ("pdm", "pdm.lock", '[[package]]\nname = "beta"\nversion = "1.0"\ngit = "https://evil.example/b.git"\n'),
+    # PEP 751's format: pdm reads it by its content, in pdm.lock (whatever its lock format) or pylock.toml
+    "pdm, pylock format, url": (
+        "pdm",
+        "pdm.lock",
+        f'lock-version = "1.0"\n[[packages]]\nname = "beta"\nwheels = [{{ name = "b.whl", url = "{EVIL}" }}]\n',
+    ),
+    "pdm, pylock.toml, vcs": (
+        "pdm",
+        "pylock.toml",
+        'lock-version = "1.0"\n[[packages]]\nname = "beta"\nvcs = { type = "fossil", url = "https://evil.example" }\n',
+    ),
+    "pdm, pylock.toml, directory": (
+        "pdm",
+        "pylock.toml",
+        'lock-version = "1.0"\n[[packages]]\nname = "beta"\ndirectory = { path = "../beta" }\n',
+    ),
+    "pdm, pylock.toml, archive path": (
+        "pdm",
+        "pylock.toml",
+        'lock-version = "1.0"\n[[packages]]\nname = "beta"\narchive = { path = "beta.tar.gz" }\n',
+    ),
     "pipenv file": ("pipenv", "Pipfile.lock", '{"default": {"beta": {"file": "' + EVIL + '"}}}'),
     "pipenv path": ("pipenv", "Pipfile.lock", '{"develop": {"beta": {"path": "./beta-1.0-py3-none-any.whl"}}}'),
     "pipenv git": ("pipenv", "Pipfile.lock", '{"default": {"beta": {"git": "https://evil.example/b.git"}}}'),
@@ -205,6 +226,10 @@ def test_a_dangling_link_named_pyproject_toml_stops_the_gate_which_refuses_it(tm
 def test_a_lock_naming_the_project_itself_or_the_indexs_files_passes(tmp_path):
     files = INDEX.rsplit("/", 2)[0] + "/files/beta/beta-1.0-py3-none-any.whl"
     (tmp_path / "pdm.lock").write_text(f'[[package]]\nname = "beta"\nversion = "1.0"\nurl = "{files}"\n')
+    (tmp_path / "pylock.toml").write_text(  # PEP 751's: the index's files, the project's own folder
+        f'lock-version = "1.0"\n[[packages]]\nname = "beta"\nwheels = [{{ name = "b.whl", url = "{files}" }}]\n'
+        '[[packages]]\nname = "app"\ndirectory = { path = ".", editable = true }\n'
+    )
     settings.check_sources("pdm", INDEX, str(tmp_path))
     (tmp_path / "Pipfile.lock").write_text(
         '{"default": {"app": {"editable": true, "path": "."}, "beta": {"version": "==1.0"}}}'

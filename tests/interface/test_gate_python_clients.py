@@ -153,22 +153,29 @@ def test_a_pipfile_source_that_is_not_pypi_or_the_index_is_refused(tmp_path, env
     assert public.requests == []
 
 
-def test_pdm_options_in_pyproject_are_judged_as_its_command_line(tmp_path, env, app, project, public):
-    """`[tool.pdm.options]` adds `--lockfile evil.lock` (a lock with static URLs on another host) to
-    `pdm install`, as `-L` on the command line would; the gate refuses both."""
-    set_policy(app, "allowlist", python=["alpha"])
-    options = '[tool.pdm]\ndistribution = false\n[tool.pdm.options]\ninstall = ["--lockfile", "evil.lock"]\n'
-    (project / "pyproject.toml").write_text(PYPROJECT + options)
-    locked = subprocess.run(  # the lock an agent brings, made against the "public" index
-        [str(tool_bin("pdm") / "pdm"), "lock", "--static-urls", "-L", "evil.lock"],
+def lock_against(public, project, env, *options: str) -> None:
+    """`pdm lock --static-urls` run in the project against the "public" index, not through the
+    gate: the lock an agent brings."""
+    locked = subprocess.run(
+        [str(tool_bin("pdm") / "pdm"), "lock", "--static-urls", *options],
         cwd=project,
         env={**env, "PATH": "/usr/bin:/bin", "PDM_PYPI_URL": f"{public.url}/simple/", "PDM_USE_UV": "false"},
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert locked.returncode == 0 and public.url in (project / "evil.lock").read_text(), locked.stderr
+    assert locked.returncode == 0, locked.stderr
     public.requests.clear()
+
+
+def test_pdm_options_in_pyproject_are_judged_as_its_command_line(tmp_path, env, app, project, public):
+    """`[tool.pdm.options]` adds `--lockfile evil.lock` (a lock with static URLs on another host) to
+    `pdm install`, as `-L` on the command line would; the gate refuses both."""
+    set_policy(app, "allowlist", python=["alpha"])
+    options = '[tool.pdm]\ndistribution = false\n[tool.pdm.options]\ninstall = ["--lockfile", "evil.lock"]\n'
+    (project / "pyproject.toml").write_text(PYPROJECT + options)
+    lock_against(public, project, env, "-L", "evil.lock")
+    assert public.url in (project / "evil.lock").read_text()
     done = gate_for(tmp_path, "pdm")("--", "pdm", "install", env=env, cwd=project)
     assert done.returncode == 2, done.stderr
     assert "pyproject.toml [tool.pdm.options] install: the gate does not pass '--lockfile' to pdm" in done.stderr
@@ -308,3 +315,26 @@ def test_pipenv_importing_a_requirements_file_into_a_new_pipfile_is_refused(
     assert done.returncode == 4, done.stderr
     assert f"so it would import {project / 'requirements.txt'} into a new one" in done.stderr
     assert public.requests == [] and not (project / "src" / "Pipfile").exists()
+
+
+PYLOCK_FORMAT = '[tool.pdm.lock]\nformat = "pylock"\n'
+
+
+@pytest.mark.parametrize(("lock", "settings"), [("pdm.lock", ""), ("pylock.toml", PYLOCK_FORMAT)])
+def test_a_pep_751_lock_made_against_another_index_is_refused_for_pdm(
+    tmp_path, env, app, project, public, lock, settings
+):
+    """pdm reads a lock in PEP 751's format (`lock-version`, `[[packages]]`) by its content, in
+    pdm.lock whatever its lock format, and in pylock.toml when that format is pylock: one made
+    against another index installed the denied beta from there (exit 0), the gate having read
+    pdm.lock's own format only."""
+    set_policy(app, "allowlist", python=["alpha"])
+    no_package = PYPROJECT + "[tool.pdm]\ndistribution = false\n"
+    (project / "pyproject.toml").write_text(no_package + PYLOCK_FORMAT)
+    lock_against(public, project, env)
+    (project / "pylock.toml").rename(project / lock)
+    (project / "pyproject.toml").write_text(no_package + settings)
+    done = gate_for(tmp_path, "pdm")("--", "pdm", "install", env=env, cwd=project)
+    assert done.returncode == 4, done.stderr
+    assert f"{project / lock} installs alpha from the file '{public.url}/files/" in done.stderr
+    assert public.requests == [] and not {"alpha", "beta"} & installed_in(project)

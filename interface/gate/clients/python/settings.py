@@ -144,11 +144,11 @@ def check_sources(kind: str, index: str, cwd: str) -> None:
     if kind == "poetry":
         lock = os.path.join(root, "poetry.lock")
         declared += [(lock, u) for u in poetry_lock_sources(lock)]
-    if kind == "pdm":  # a lock with static URLs: their files must be the index's
-        lock = os.path.join(root, "pdm.lock")
-        packages = projects.toml(lock).get("package", ())
+    for lock in [os.path.join(root, name) for name in PDM_LOCKS] if kind == "pdm" else ():
+        document = projects.toml(lock)  # a lock with static URLs: their files must be the index's
+        packages = [p for p in document.get("package", ()) if isinstance(p, dict)]
         declared += [(lock, u) for u in off_index_files(pdm_lock_urls(packages), index)]
-        entries = [(p.get("name", "?"), p) for p in packages]
+        entries = [(p.get("name", "?"), p) for p in packages] + _pylock_entries(document.get("packages", ()))
         _check_locked_files(lock, entries, index, url_key="url", own=_own_paths(root, folders))
     for where, url in declared:
         if not projects.same_index(url, index):
@@ -183,7 +183,10 @@ UV_LOCAL_SOURCES = ("editable", "virtual")
 
 
 # Locked entries that install from no index: version control, whatever their lockfile.
-LOCKED_VCS = ("git", "hg", "svn", "bzr")
+LOCKED_VCS = ("git", "hg", "svn", "bzr", "vcs")
+# pdm's locks: pylock.toml when its lock format is pylock, else pdm.lock; it reads either in its
+# own format or PEP 751's, told by the content (`lock-version`): both files in both formats are checked.
+PDM_LOCKS = ("pdm.lock", "pylock.toml")
 SELF = frozenset({"."})  # the project itself, which a lock may name as a local path (`.`, `./`)
 
 
@@ -248,6 +251,22 @@ def _check_uv_lock(index: str, cwd: str) -> None:
                 f"{lock} installs {name} from a {found}, not from the policy index; "
                 "delete it and run `runcode-policy-gate -- uv lock` to resolve it through the index"
             )
+
+
+def _pylock_entries(packages) -> list:
+    """PEP 751's packages as `_check_locked_files` reads entries: the package (a `vcs` table is
+    version control), each file it names by `url` or `path` (its sdist, wheels, archive), and its
+    `directory` as a local path."""
+    entries: list = []
+    for package in packages if isinstance(packages, list) else ():
+        if isinstance(package, dict):
+            name, directory = package.get("name", "?"), package.get("directory")
+            files = [package.get("sdist"), package.get("archive"), *(package.get("wheels") or ())]
+            entries += [(name, package)] + [(name, f) for f in files if isinstance(f, dict)]
+            if directory is not None:
+                path = directory.get("path") if isinstance(directory, dict) else directory
+                entries.append((name, {"path": str(path)}))
+    return entries
 
 
 def pdm_lock_urls(packages) -> list[str]:
