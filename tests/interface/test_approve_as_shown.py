@@ -9,6 +9,7 @@ import pytest
 
 from tests.interface.test_console import signed_in
 from tests.support.closure_trees import (  # noqa: F401 - fixtures pypi_upstream, npm_upstream
+    WEBKIT_TREE,
     node_tree_upstream,
     python_tree_upstream,
 )
@@ -16,7 +17,7 @@ from tests.support.index_fixtures import index_env
 from tests.support.pypi_upstream import Dist
 
 P = "/api/v1/workspaces/acme"
-TREE = {"webkit", "urlkit", "cycle-a", "cycle-b", "idnakit", "certkit", "evil-thing"}
+TREE = WEBKIT_TREE
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import pytest
 
 from tests.support import clients
 from tests.support.closure_trees import (  # noqa: F401 - fixtures pypi_upstream, npm_upstream, live_env
+    WEBKIT_TREE,
     node_tree_upstream,
     python_tree_upstream,
     trees_live_env,
@@ -15,7 +16,7 @@ from tests.support.index_fixtures import start_run
 from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url
 
 P = "/api/v1/workspaces/acme"
-TREE = {"webkit", "urlkit", "cycle-a", "cycle-b", "idnakit", "certkit", "evil-thing"}
+TREE = WEBKIT_TREE
 
 
 @pytest.fixture

@@ -242,6 +242,13 @@ def test_a_lock_naming_the_project_itself_or_the_indexs_files_passes(tmp_path):
 APP, EX = MEMBER.format(name="app", deps="[]"), MEMBER.format(name="ex", deps="[]")
 WORKSPACE_OF = '[tool.uv.workspace]\nmembers = ["{0}"]\n'.format
 PDM_WORKSPACE_OF = '[tool.pdm.workspace]\nmembers = ["{0}"]\n'.format
+# uv's exclude `*` matches a `/`: `m/a*` leaves out m/a/ex, `**/ey` m/b/ey; m/b/ez is the member left
+EXCLUDED_ACROSS = {
+    "pyproject.toml": APP + WORKSPACE_OF("m/*/*") + 'exclude = ["m/a*", "**/ey"]\n',
+    "m/a/ex/pyproject.toml": EX,
+    "m/b/ey/pyproject.toml": MEMBER.format(name="ey", deps="[]"),
+    "m/b/ez/pyproject.toml": MEMBER.format(name="ez", deps="[]"),
+}
 # (files, the folder uv runs in): each a layout where uv's project or workspace is not the working folder's
 LAYOUTS = {
     "a folder below the project": ({"pyproject.toml": APP}, "src/deep"),
@@ -272,24 +279,8 @@ LAYOUTS = {
         },
         "m/ex",
     ),
-    "a project excluded by a pattern across folders (uv's exclude * matches a /)": (
-        {
-            "pyproject.toml": APP + WORKSPACE_OF("m/*/*") + 'exclude = ["m/a*", "**/ey"]\n',
-            "m/a/ex/pyproject.toml": EX,
-            "m/b/ey/pyproject.toml": MEMBER.format(name="ey", deps="[]"),
-            "m/b/ez/pyproject.toml": MEMBER.format(name="ez", deps="[]"),
-        },
-        "m/a/ex",
-    ),
-    "a member excluded by a pattern across folders": (
-        {
-            "pyproject.toml": APP + WORKSPACE_OF("m/*/*") + 'exclude = ["m/a*", "**/ey"]\n',
-            "m/a/ex/pyproject.toml": EX,
-            "m/b/ey/pyproject.toml": MEMBER.format(name="ey", deps="[]"),
-            "m/b/ez/pyproject.toml": MEMBER.format(name="ez", deps="[]"),
-        },
-        "",
-    ),
+    "a project excluded by a pattern across folders (uv's exclude * matches a /)": (EXCLUDED_ACROSS, "m/a/ex"),
+    "a member excluded by a pattern across folders": (EXCLUDED_ACROSS, ""),
     "a project deeper than the members pattern (its * stays within a folder)": (
         {"pyproject.toml": APP + WORKSPACE_OF("m/*"), "m/a/ex/pyproject.toml": EX},
         "m/a/ex",

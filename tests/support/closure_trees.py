@@ -38,6 +38,10 @@ PYTHON = (
     Dist("lonely", "1.0", requires=("ghost-kit>=1",)),  # the upstream has no ghost-kit: not followed
 )
 
+# What webkit's closure holds, as a resolver finds it: its dependencies and theirs, no marker's false
+# one, no extra unasked, no prerelease or yanked release.
+WEBKIT_TREE = {"webkit", "urlkit", "cycle-a", "cycle-b", "idnakit", "certkit", "evil-thing"}
+
 NODE = (
     Release(
         "app-a",
