@@ -16,10 +16,9 @@ from interface.api.blueprint import W, api
 from interface.api.routing import Rate
 from interface.api.schemas import Instant, Query
 
-# A verification is a linear pass over a chain and its read models: a rate of its own per workspace
-# (the deployment's route one of its own), and few at once, each in one of the worker's slots
-# (interface.index.bounds), which the two routes share.
-VERIFICATIONS = Rate("verifications", VERIFIES_PER_MINUTE, at_once=VERIFIES_AT_ONCE, per_workspace=True)
+# A verification is a linear pass over a chain and its read models: a rate of its own, and few at once,
+# each in one of the worker's slots (interface.index.bounds); the workspace's and the deployment's share them.
+VERIFICATIONS = Rate("verifications", VERIFIES_PER_MINUTE, at_once=VERIFIES_AT_ONCE, one_per_workspace=True)
 
 Hash = Annotated[str, Field(pattern="^[0-9a-f]{64}$", description="SHA-256, lowercase hex")]
 

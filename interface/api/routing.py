@@ -21,16 +21,16 @@ from interface.services import services
 
 @dataclass(frozen=True)
 class Rate:
-    """A route's own rate per token (or workspace) and worker, named for its refusal ("runs started"); routes
+    """A route's own rate per token and worker, named for its refusal ("runs started"); routes
     declaring one Rate share its buckets. `at_once`: a route whose answer is a long pass over the
     store runs in one of the worker's index slots, at most this many at once (interface.index.bounds)."""
 
     what: str
     per_minute: int
     at_once: int | None = None
-    # The bucket is the workspace's, not the token's: an owner can issue any number of tokens,
-    # and a pass that holds one of the worker's few slots must leave other workspaces their turn.
-    per_workspace: bool = False
+    # One workspace holds one of those at most: an owner can issue any number of tokens, and a
+    # pass that holds one of the worker's few slots must leave other workspaces their turn.
+    one_per_workspace: bool = False
 
 
 @dataclass

@@ -147,10 +147,11 @@ class IndexBounds:
         request refused for want of one spends nothing of its token's bucket."""
         holder = None
         if rate.at_once is not None:
-            holder = self._take_slot(_key(environ), rate.what, rate.at_once)
+            scope = _workspace_key(environ) if rate.one_per_workspace else None
+            holder = self._take_slot(_key(environ), rate.what, rate.at_once, scope)
             if not isinstance(holder, _Slot):
                 return holder(environ, start_response)
-        refused = self._spend(self._buckets[rate], environ, rate.what, rate.per_workspace)
+        refused = self._spend(self._buckets[rate], environ, rate.what)
         if refused is not None:
             if holder is not None:
                 holder.release()
@@ -211,20 +212,21 @@ class IndexBounds:
         found = jar.get(self.session_cookie)
         return found.value if found is not None else ""
 
-    def _spend(self, buckets: Buckets, environ, what: str, per_workspace: bool = False):
-        key, whose = (
-            (_workspace_key(environ), "in this workspace") if per_workspace else (_key(environ), "with this token")
-        )
+    def _spend(self, buckets: Buckets, environ, what: str):
         with self._lock:
-            wait = buckets.take(key, time.monotonic())
+            wait = buckets.take(_key(environ), time.monotonic())
         if not wait:
             return None
         seconds = max(1, math.ceil(wait))
-        detail = f"too many {what} {whose}: at most {buckets.per_minute} a minute per worker; retry in {seconds} s"
+        detail = (
+            f"too many {what} with this token: at most {buckets.per_minute} a minute per worker; retry in {seconds} s"
+        )
         return refusal(429, "Too Many Requests", detail, seconds)
 
-    def _take_slot(self, key: str, what: str = "index requests", at_once: int | None = None):
-        """The slot taken, or the refusal; `at_once`: the most slots requests of `what` hold."""
+    def _take_slot(self, key: str, what: str = "index requests", at_once: int | None = None, scope: str | None = None):
+        """The slot taken, or the refusal; `at_once`: the most slots requests of `what` hold;
+        `scope`: the workspace asking, which holds one of them at most."""
+        scoped = f"{what} of {scope}" if scope is not None else None
         with self._lock:
             if self._held.get(key, 0) >= self.per_token:
                 detail = (
@@ -237,6 +239,9 @@ class IndexBounds:
                     f"the most {what} this worker runs at once ({at_once}) are in progress; retry when one has finished"
                 )
                 return refusal(429, "Too Many Requests", detail, 1)
+            if scoped is not None and self._running.get(scoped, 0) >= 1:
+                detail = f"one of this workspace's {what} is in progress on this worker; retry when it has finished"
+                return refusal(429, "Too Many Requests", detail, 1)
             until = time.monotonic() + QUEUE_SECONDS
             while len(self._taken) >= self.slots:
                 now = time.monotonic()
@@ -248,10 +253,12 @@ class IndexBounds:
                     return refusal(503, "Index busy", detail, 1)
                 self._released.wait(until - now)
             self._held[key] = self._held.get(key, 0) + 1
-            self._running[what] = self._running.get(what, 0) + 1
+            counted = (what,) if scoped is None else (what, scoped)
+            for kind in counted:
+                self._running[kind] = self._running.get(kind, 0) + 1
             taken = time.monotonic()
             self._taken.append(taken)
-        return _Slot(self, key, taken, what)
+        return _Slot(self, key, taken, counted)
 
     def _rekey(self, slot: _Slot, key: str) -> str | None:
         """Count `slot` as `key`'s; why not when that key holds its share already (it keeps its own)."""
@@ -276,10 +283,11 @@ class IndexBounds:
         else:
             counts.pop(key, None)
 
-    def _release(self, key: str, taken: float, what: str) -> None:
+    def _release(self, key: str, taken: float, counted: tuple[str, ...]) -> None:
         with self._lock:
             self._drop(key)
-            self._drop(what, self._running)
+            for kind in counted:
+                self._drop(kind, self._running)
             self._taken.remove(taken)
             self._released.notify()
 
@@ -324,8 +332,8 @@ def refusal(status: int, title: str, detail: str, retry_after: int):
 class _Slot:
     """One request's slot: whose it counts as, what it is taken for, and its release (once)."""
 
-    def __init__(self, bounds: IndexBounds, key: str, taken: float, what: str):
-        self._bounds, self.key, self._taken, self._what, self._released = bounds, key, taken, what, False
+    def __init__(self, bounds: IndexBounds, key: str, taken: float, counted: tuple[str, ...]):
+        self._bounds, self.key, self._taken, self._counted, self._released = bounds, key, taken, counted, False
 
     def rekey(self, key: str) -> str | None:
         """Count it as `key`'s (the API token a run's token was started by, so that one sandbox's
@@ -336,7 +344,7 @@ class _Slot:
     def release(self) -> None:
         if not self._released:
             self._released = True
-            self._bounds._release(self.key, self._taken, self._what)
+            self._bounds._release(self.key, self._taken, self._counted)
 
 
 class _Releasing:

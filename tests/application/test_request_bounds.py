@@ -33,7 +33,8 @@ def test_a_command_of_exactly_the_cap_is_judged_and_recorded(app, workspace):
 def test_the_largest_answer_stays_below_the_stated_bound(live):
     """Every field a caller controls at its limit, in characters that JSON escapes the most."""
     spec = "\u2028" * (MAX_SPEC_CHARS // MAX_SPECS)
-    context = {key: "\u2028" * 200 for key in ("sandbox", "source", "skill", "actor")}
+    # a label holds no separator (it is one line): its worst is a character outside the BMP (\\ud83d\\ude00)
+    context = {key: "\U0001f600" * 200 for key in ("sandbox", "source", "skill", "actor")}
     cluster = "-" + "\u2028" * (MAX_SPECS - 1)
     for asked in ({"language": "node", "specs": [spec] * MAX_SPECS}, {"command": ["pip", "install", cluster, spec]}):
         body = asked | {"context": context}
