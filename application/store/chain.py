@@ -34,7 +34,10 @@ DDL = (
     "CREATE TABLE IF NOT EXISTS {chain_heads} (workspace TEXT PRIMARY KEY, seq BIGINT NOT NULL, link TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS {chain_position} (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), "
     "notification_id BIGINT NOT NULL)",
-    "INSERT INTO {chain_position} VALUES (1, 0) ON CONFLICT DO NOTHING",
+    # Seeded only where it is missing, by a read: an INSERT ... ON CONFLICT waits for the sealer
+    # that holds the row, while this transaction's index DDL holds a lock the sealer then needs
+    # (a CLI started beside `serve` on PostgreSQL: deadlock detected).
+    "INSERT INTO {chain_position} SELECT 1, 0 WHERE NOT EXISTS (SELECT 1 FROM {chain_position})",
     "CREATE TABLE IF NOT EXISTS {checkpoints} (workspace TEXT NOT NULL, seq BIGINT NOT NULL, "
     "head TEXT NOT NULL, at TEXT NOT NULL, key_id TEXT NOT NULL, signature TEXT NOT NULL, "
     "PRIMARY KEY (workspace, seq))",
