@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from datetime import UTC, date, datetime, timedelta
@@ -255,6 +256,11 @@ def test_decisions_export_shows_its_progress_only_to_a_person_at_a_terminal(data
     assert "exported 3 decisions" in shown
 
 
+def _group_of(pid: str) -> int:
+    """A process's group id (`/proc/<pid>/stat`, the field after its state)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
+
+
 def test_ctrl_c_at_the_terminal_stops_serve_and_its_workers_promptly(tmp_path):
     """Ctrl-C signals the terminal's whole process group. Workers that took it too could miss
     the parent's stop: `serve` then held the port until its 30 s kill timeout. A hang, not a
@@ -273,6 +279,11 @@ def test_ctrl_c_at_the_terminal_stops_serve_and_its_workers_promptly(tmp_path):
         children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text()
         workers = [p for p in children.split() if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()]
         assert len(workers) == 2
+        # Both workers up: each has left the terminal's group (one answering /healthz says nothing
+        # of the other, which under load was still starting when Ctrl-C came, and took it).
+        deadline = time.monotonic() + 60
+        while any(_group_of(w) == process.pid for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
         os.killpg(process.pid, signal.SIGINT)  # as the terminal sends it
         assert process.wait(timeout=20) == 0
         assert not [w for w in workers if os.path.exists(f"/proc/{w}")]  # none left holding the port
