@@ -174,5 +174,13 @@ def error_answer(error: urllib.error.HTTPError) -> ErrorAnswer:
     text = f"HTTP {error.code} {title}: {detail}".rstrip(": ")
     errors = [e for e in problem.get("errors") or [] if isinstance(e, dict)]
     if errors:
-        text += " (" + "; ".join(f"{e.get('field')}: {e.get('message')}" for e in errors) + ")"
+        text += " (" + "; ".join(f"{_named(e.get('field'))}: {e.get('message')}" for e in errors) + ")"
     return ErrorAnswer(text, error.code, errors)
+
+
+# The fields of a request the gate fills from its own settings: a refusal names the setting too.
+SET_BY = {"context.sandbox": "RUNCODE_POLICY_SANDBOX", "context.actor": "RUNCODE_POLICY_ACTOR"}
+
+
+def _named(field) -> str:
+    return f"{field}, set by {SET_BY[field]}" if field in SET_BY else str(field)

@@ -122,6 +122,15 @@ def test_a_refused_token_fails_closed_with_exit_4_and_the_problem_detail(gate, s
     assert "HTTP 401" in done.stderr
 
 
+def test_a_refused_label_setting_is_named_by_its_variable(gate, sandbox_env):
+    """A label is one line: the service refuses `context.sandbox`, which the gate had said without
+    the setting that filled it."""
+    for variable in ("RUNCODE_POLICY_SANDBOX", "RUNCODE_POLICY_ACTOR"):
+        done = gate("--", "pip", "install", "pandas", env={**sandbox_env, variable: "a\tb"})
+        assert done.returncode == 4 and gate.ran() is None, done.stderr
+        assert f"set by {variable}: must be one line" in done.stderr, done.stderr
+
+
 def test_a_pip_command_the_gate_does_not_run_is_a_usage_error_with_exit_2(gate, sandbox_env):
     done = gate("--", "pip", "frobnicate", env=sandbox_env)
     assert done.returncode == 2 and gate.ran() is None
