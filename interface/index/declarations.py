@@ -76,19 +76,18 @@ def of_page(project: str, revision: str, files) -> dict[str, tuple[Requires, tup
     records = _records(project)
     if not records:
         return {}
-    key = ("page", project, revision, tuple(sorted(records)))
-    known = _memory().get(key)
-    if known is None:
-        by_version: dict = {}
+
+    def by_version() -> dict:
+        found: dict = {}
         for entry in files():
             version = _version(simple.file_version(entry, project))
             if version is not None:
-                found = by_version.setdefault(version, (str(version), [], []))
-                found[1].extend(records[s] for s in _sources(entry) if s in records)
-                found[2].append(entry["filename"])
-        known = {label: (merged(*said), tuple(names)) for label, said, names in by_version.values() if said}
-        _memory().put(key, known)
-    return known
+                said = found.setdefault(version, (str(version), [], []))
+                said[1].extend(records[s] for s in _sources(entry) if s in records)
+                said[2].append(entry["filename"])
+        return {label: (merged(*said), tuple(names)) for label, said, names in found.values() if said}
+
+    return remembered(("page", project, revision, tuple(sorted(records))), by_version)
 
 
 def sdist_requires(file, filename: str, digests: Digests | None) -> list[str] | None:
@@ -96,12 +95,7 @@ def sdist_requires(file, filename: str, digests: Digests | None) -> list[str] | 
     archive), read once per worker by the sdist's digest."""
     if digests is None:
         return core_metadata.sdist_requires(file, filename)
-    key = ("sdist", _source(filename, digests))
-    known = _memory().get(key)
-    if known is None:
-        known = (core_metadata.sdist_requires(file, filename),)
-        _memory().put(key, known)
-    return known[0]
+    return remembered(("sdist", _source(filename, digests)), lambda: (core_metadata.sdist_requires(file, filename),))[0]
 
 
 def _records(project: str) -> dict[str, Requires]:
@@ -154,8 +148,8 @@ def _cache():
 
 
 def remembered(key: tuple, compute):
-    """What `compute()` found of a page (a tuple; a key names the page's revision), once per worker
-    while it is remembered beside the pages' declarations."""
+    """What `compute()` found (never None; a key names what it read: a page's revision, a file's
+    digest), once per worker while it is remembered beside the pages' declarations."""
     known = _memory().get(key)
     if known is None:
         known = compute()
