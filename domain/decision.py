@@ -11,12 +11,13 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
-from uuid import NAMESPACE_URL, UUID, uuid4, uuid5
+from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
 from domain.egress import REASONS as EGRESS_REASONS
 from domain.egress import EgressVerdict
+from domain.ids import uuid7
 from domain.policy import LanguageRules
 from domain.rules import REASONS as RULE_REASONS
 from domain.specs import KINDS, Spec
@@ -354,7 +355,7 @@ class Decision(Aggregate):
         # The library makes an event's annotations dataclass fields when the class is made,
         # which mypy does not see.
         return cls.Recorded(  # type: ignore[call-arg]
-            originator_id=decision_id or uuid4(),
+            originator_id=decision_id or uuid7(),
             originator_version=1,
             timestamp=cls.Recorded.create_timestamp(),
             originator_topic=cls.TOPIC,
