@@ -34,6 +34,7 @@ from application.store.access_reads import AccessReads
 from domain.access import (
     STATUS_FILTERS,
     AccessRequest,
+    already_decided,
     check_requestable,
     expiry,
     not_allowed,
@@ -180,6 +181,7 @@ class Access:
                 others = not_allowed(rules, [n for n in dependencies or () if n != request.name], workspace)
             if expected_names is not None:
                 _check_expected(expected_names, [request.name, *others])
+            self._check_open(workspace, request_id, request)
             exception_id, until = str(uuid4()), expiry(now, expires_at, duration)
             request.approve(by, note or "", exception_id, iso(until), bool(lift_deny))  # 409 if decided
             changes = plan_grant(
@@ -198,10 +200,17 @@ class Access:
         check_text(note or "", "note")
         for _ in range(ATTEMPTS):
             request = self._get_request(workspace, request_id)
+            self._check_open(workspace, request_id, request)
             request.reject(by, note or "")
             if saved(self.save, request):
                 return self.request(workspace, request_id)
         raise too_fast()
+
+    def _check_open(self, workspace: str, request_id: str, request: AccessRequest) -> None:
+        """409 for a decided request, naming the status the API shows for it (the aggregate
+        knows it was approved, not whether the exception it granted has ended since)."""
+        if request.status != "open":
+            raise already_decided(self.request(workspace, request_id)["status"])
 
     def _get_request(self, workspace: str, request_id: str) -> AccessRequest:
         request_uuid = parse_uuid(request_id)

@@ -226,7 +226,14 @@ class AccessRequest(Aggregate):
 
     def _check_open(self) -> None:
         if self.status != "open":
-            raise ConflictError(
-                f"this request was already {self.status}; it cannot be decided again",
-                [FieldError("request_id", f"must be an open request (it is {self.status})")],
-            )
+            raise already_decided(self.status)
+
+
+def already_decided(status: str) -> ConflictError:
+    """The 409 for deciding a request again, naming the status it is shown with (an approval
+    whose exception ended is shown `expired`: asking again is a new request)."""
+    again = "; its exception has ended: a new request asks again" if status == "expired" else ""
+    return ConflictError(
+        f"this request was already {status}; it cannot be decided again{again}",
+        [FieldError("request_id", f"must be an open request (it is {status})")],
+    )

@@ -269,6 +269,20 @@ def test_grant_without_a_request_and_revoke(locked):
     assert call(live, "GET", "/history", "auditor")["changes"][-1]["type"] == "exception-revoked"
 
 
+def test_deciding_again_a_request_whose_exception_ended_names_the_status_it_is_shown_with(locked):
+    """Its exception revoked, an approved request reads `expired`: the 409 said "it is approved"."""
+    live = locked
+    asked = ask(live).json
+    approved = call(live, "POST", f"/requests/{asked['id']}/approve", "admin", {"duration": "P1D"}, expect=200)
+    assert live.call("DELETE", f"{P}/exceptions/{approved['exception']['id']}", live.tokens["admin"]).status == 204
+    assert call(live, "GET", f"/requests/{asked['id']}", "admin")["status"] == "expired"
+    for verb in ("approve", "reject"):
+        again = live.call("POST", f"{P}/requests/{asked['id']}/{verb}", live.tokens["admin"], {})
+        assert again.status == 409, again.body
+        assert "already expired" in again.json["detail"] and "a new request asks again" in again.json["detail"]
+        assert again.json["errors"] == [{"field": "request_id", "message": "must be an open request (it is expired)"}]
+
+
 def test_approvals_grants_and_revocations_name_the_token_that_made_them_in_the_history(locked):
     """Who changed the policy, by token as every other change is: an approval (with the deny entry
     lifted), a grant and a revocation had been recorded with no token."""
