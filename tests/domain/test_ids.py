@@ -42,3 +42,18 @@ def test_a_fresh_decision_takes_a_time_ordered_id() -> None:
     first = Decision.recorded("acme", {}).originator_id
     second = Decision.recorded("acme", {}).originator_id
     assert first.version == 7 and first < second
+
+
+def test_a_forked_child_draws_other_random_bits_than_its_parent() -> None:
+    """Each process seeds its own generator (again after a fork): ids of processes stay apart."""
+    import os
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next id's random bits, to the parent
+        os.write(write, uuid7().bytes)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = UUID(bytes=os.read(read, 16))
+    ours = uuid7()
+    assert child.int & (1 << 62) - 1 != ours.int & (1 << 62) - 1
