@@ -18,11 +18,19 @@ from application.callers import Guard
 from application.decision_writer import DecisionWriter
 from application.policies import Policies
 from domain.decision import Decision, DecisionRecord
-from domain.egress import EgressVerdict, evaluate_egress, normalize_allowlist, parse_deny_ranges, shown_target
+from domain.egress import (
+    REASONS,
+    EgressVerdict,
+    evaluate_egress,
+    normalize_allowlist,
+    parse_deny_ranges,
+    refused_first,
+    shown_target,
+)
 from domain.egress.target import DEFAULT_SCHEMES, parse_each, parse_ports, parse_schemes
 from domain.egress.workspace import EgressRules, narrowing_detail
 from domain.errors import EgressConfigError, FieldError, InvalidInputError
-from domain.limits import MAX_RESOLVED
+from domain.limits import MAX_LOOKUP_ADDRESSES, MAX_RESOLVED
 from domain.text import check_context
 
 _INDEX = re.compile(r"\[(\d+)\]$")
@@ -153,24 +161,67 @@ class EgressJudge:
         target: str,
         resolved: Sequence[str] = (),
         context: dict | None = None,
-        unresolved: str | None = None,
         token: str | None = None,
     ) -> dict:
         """Judge with the deployment's configuration, then the workspace's egress allowlist as it
-        stands now, and record the decision before answering. `unresolved`: why the caller's own
-        lookup of an allowed name failed; the lookup left the machine, so it is recorded, as a
-        denial (`invalid-target`, the failure its detail): nothing was reached. `token`: the
-        caller's token id, when there is one: the recording checks it is still active and the
-        version judged still the head (StaleCaller otherwise, nothing recorded: judge again).
+        stands now, and record the decision before answering. `token`: the caller's token id,
+        when there is one: the recording checks it is still active and the version judged still
+        the head (StaleCaller otherwise, nothing recorded: judge again).
 
         Raises StoreUnavailableError (503) when it cannot be recorded: the caller must deny.
         """
         resolved = _checked_resolved(resolved)
-        verdict, version = self._narrowed(
-            self._egress_verdict(target, resolved, self.egress_config.hostname_allowlist), workspace
-        )
-        if unresolved is not None and verdict.allowed:
-            verdict = replace(verdict, allowed=False, reason=INVALID_TARGET, detail=unresolved)
+        verdict, version = self._narrowed(self._deployment_verdict(target, resolved), workspace)
+        return self._recorded(workspace, target, verdict, resolved, context, version, token)
+
+    def evaluate_lookup(
+        self,
+        workspace: str,
+        target: str,
+        found: Sequence[str] = (),
+        context: dict | None = None,
+        denied: tuple[str, str] | None = None,
+    ) -> tuple[dict, tuple[str, ...]]:
+        """An enforcing proxy's decision, recorded as `evaluate_egress` records one: the target and
+        every address its own lookup `found` (at most MAX_LOOKUP_ADDRESSES) judged. The decision
+        keeps MAX_RESOLVED of them: of a longer answer, those the rules refuse first, then the
+        rest as found; a denial's detail says how many there were. Returns the answer and the
+        addresses kept: of an allowed answer, the only ones the proxy may dial, so that whatever
+        it reaches is in the record. `denied`: (reason, detail), the proxy's own reason to refuse
+        what the rules allowed (its lookup failed, the target is the proxy itself): nothing was
+        reached, and the lookup, which left the machine (a name's labels can carry data out), is
+        in the record.
+        """
+        found = _checked_resolved(found, MAX_LOOKUP_ADDRESSES)
+        verdict, version = self._narrowed(self._deployment_verdict(target, found), workspace)
+        if denied is not None and verdict.allowed:
+            reason, detail = denied
+            if reason not in REASONS:
+                raise ValueError(f"{reason!r} is not an egress reason")
+            verdict = replace(verdict, allowed=False, reason=reason, detail=detail)
+        kept = found
+        if len(found) > MAX_RESOLVED:
+            config = self.egress_config
+            ranked = refused_first(found, deny_ranges=config.deny_ranges, allow_addresses=config.allow_addresses)
+            kept = tuple(ranked[:MAX_RESOLVED])
+            if not verdict.allowed:
+                cut = f"{len(found)} addresses found; the decision keeps {MAX_RESOLVED}, the refused ones first"
+                verdict = replace(verdict, detail=f"{verdict.detail} ({cut})")
+        return self._recorded(workspace, target, verdict, kept, context, version, None), kept
+
+    def _deployment_verdict(self, target: str, resolved: Sequence[str]) -> EgressVerdict:
+        return self._egress_verdict(target, resolved, self.egress_config.hostname_allowlist)
+
+    def _recorded(
+        self,
+        workspace: str,
+        target: str,
+        verdict: EgressVerdict,
+        resolved: Sequence[str],
+        context: dict | None,
+        version: int | None,
+        token: str | None,
+    ) -> dict:
         shown = shown_target(target)  # a password in a URL is not kept in the audit log
         record = DecisionRecord.for_egress(shown, verdict, resolved, check_context(context), version).to_dict()
         decision = Decision.recorded(workspace, record)
@@ -181,7 +232,7 @@ class EgressJudge:
     def judge_egress(self, target: str, resolved: Sequence[str] = (), workspace: str | None = None) -> dict:
         """The deployment's verdict (narrowed by `workspace`'s egress allowlist now, if given),
         not recorded: lets a proxy refuse a name before resolving it."""
-        verdict = self._egress_verdict(target, _checked_resolved(resolved), self.egress_config.hostname_allowlist)
+        verdict = self._deployment_verdict(target, _checked_resolved(resolved))
         if workspace is not None:
             verdict, _ = self._narrowed(verdict, workspace)
         return egress_answer(verdict, None)
@@ -203,7 +254,7 @@ class EgressJudge:
             self.require_workspace(workspace)
             return egress_answer(self._egress_verdict(target, resolved, allowlist), None)
         version, narrowing = self.policies.egress_at(workspace, at)
-        verdict = self._egress_verdict(target, resolved, self.egress_config.hostname_allowlist)
+        verdict = self._deployment_verdict(target, resolved)
         return {**egress_answer(_narrow(verdict, narrowing, workspace), None), "policy_version": version}
 
     def _narrowed(self, verdict: EgressVerdict, workspace: str) -> tuple[EgressVerdict, int | None]:
@@ -258,7 +309,7 @@ def egress_answer(verdict: EgressVerdict, decision_id: str | None) -> dict:
     }
 
 
-def _checked_resolved(resolved) -> tuple[str, ...]:
+def _checked_resolved(resolved, most: int = MAX_RESOLVED) -> tuple[str, ...]:
     # Unreadable answers are the classifier's business (it denies them as invalid-target); the
     # shape and size are ours, so a decision record stays small and JSON-serialisable.
     if resolved is None:
@@ -267,8 +318,6 @@ def _checked_resolved(resolved) -> tuple[str, ...]:
         raise InvalidInputError(
             "resolved must be a list of IP address strings", [FieldError("resolved", "must be a list of strings")]
         )
-    if len(resolved) > MAX_RESOLVED:
-        raise InvalidInputError(
-            "too many resolved addresses", [FieldError("resolved", f"at most {MAX_RESOLVED} addresses")]
-        )
+    if len(resolved) > most:
+        raise InvalidInputError("too many resolved addresses", [FieldError("resolved", f"at most {most} addresses")])
     return tuple(resolved)

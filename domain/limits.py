@@ -17,7 +17,11 @@ MAX_LIST_ENTRIES = 10_000
 MAX_TEXT = 4096  # one spec, entry or egress target
 MAX_PAGE = 1000  # rows in one page of history, decisions or requests
 MAX_CHANGES = 1000  # incremental changes in one request
-MAX_RESOLVED = 64  # resolved addresses judged with one egress target
+MAX_RESOLVED = 64  # resolved addresses judged with one egress target, and kept in its decision
+# Addresses the egress proxy judges of its own lookup of one name (all of them; a decision keeps
+# MAX_RESOLVED, refused ones first). A name whose answer is longer is refused unjudged: a DNS
+# answer over TCP holds thousands, and no real name has more than tens.
+MAX_LOOKUP_ADDRESSES = 1024
 MAX_ALLOWLIST = 10_000  # hostnames in an egress allowlist under test
 MAX_NOTE = 2000  # a change's note
 MAX_LABEL = 200  # a token's name, each value of a decision's context

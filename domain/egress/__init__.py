@@ -35,6 +35,7 @@ __all__ = [
     "SEVERITY",
     "EgressVerdict",
     "evaluate_egress",
+    "refused_first",
     "classify_address",
     "normalize_allowlist",
     "parse_deny_ranges",
@@ -116,16 +117,47 @@ def evaluate_egress(
     upstream fetching, which is not sandbox egress, turns it off.
     """
     try:
-        rules = _Rules(
-            deny_ranges=tuple(ip_network(r) if isinstance(r, str) else r for r in deny_ranges),
-            allow_addresses=frozenset(filter(None, map(parse_address, allow_addresses))),
-            schemes=tuple(schemes),
-            ports=None if ports is None else frozenset(ports),
-            refuse_registries=refuse_registries,
-        )
+        rules = _rules(deny_ranges, allow_addresses, schemes, ports, refuse_registries)
         return _evaluate(target, resolved, hostname_allowlist, rules)
     except Exception as error:  # noqa: BLE001 - a gate fails closed instead of crashing its caller
         return EgressVerdict(False, "invalid-target", None, None, f"could not evaluate: {error!r}")
+
+
+def refused_first(
+    resolved: Sequence[str],
+    *,
+    deny_ranges: Sequence[IPv4Network | IPv6Network] = (),
+    allow_addresses: Sequence[IPv4Address | IPv6Address] = (),
+) -> list[str]:
+    """The resolved addresses, those `evaluate_egress` refuses first (unreadable ones, then by
+    SEVERITY), then the rest as they came: a record that keeps only the first of them keeps the
+    address its verdict names, and every address that denied it as far as there is room."""
+    rules = _rules(deny_ranges, allow_addresses, DEFAULT_SCHEMES, None, False)
+
+    def rank(answer: str) -> int:
+        address = parse_address(answer)
+        if address is None:
+            return -1  # what the verdict reports first: invalid-target
+        finding = _address_finding(address, rules, "")
+        return SEVERITY.index(finding[0]) if finding else len(SEVERITY)
+
+    return sorted(resolved, key=rank)  # stable: among equals, the order they came in
+
+
+def _rules(
+    deny_ranges: Sequence[IPv4Network | IPv6Network | str],
+    allow_addresses: Sequence[IPv4Address | IPv6Address | str],
+    schemes: Sequence[str],
+    ports: Sequence[int] | None,
+    refuse_registries: bool,
+) -> _Rules:
+    return _Rules(
+        deny_ranges=tuple(ip_network(r) if isinstance(r, str) else r for r in deny_ranges),
+        allow_addresses=frozenset(filter(None, map(parse_address, allow_addresses))),
+        schemes=tuple(schemes),
+        ports=None if ports is None else frozenset(ports),
+        refuse_registries=refuse_registries,
+    )
 
 
 def _evaluate(

@@ -25,14 +25,16 @@ import socketserver
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from ipaddress import ip_address
+from itertools import islice
 
 from application import StoreUnavailableError
+from application.egress import INVALID_TARGET
 from domain.decision import EGRESS_PROXY_SOURCE
 from domain.egress import shown_target
-from domain.limits import MAX_RESOLVED
+from domain.limits import MAX_LOOKUP_ADDRESSES
 from interface.egress_proxy.wire import (  # the wire pieces stay importable from here, as before the split
     ClientGone,
     Refusal,
@@ -51,8 +53,7 @@ from interface.egress_proxy.wire import (  # the wire pieces stay importable fro
 )
 
 log = logging.getLogger("runcode_policy.egress_proxy")
-Resolver = Callable[[str, int], Sequence[str]]
-MAX_ADDRESSES = MAX_RESOLVED  # what the classifier accepts in `resolved`; we never dial an unjudged one
+Resolver = Callable[[str, int], Iterable[str]]
 
 
 @dataclass(frozen=True)
@@ -247,29 +248,36 @@ class _Exchange:
             raise Refusal(400, "CONNECT needs host:port")
         host = first["host"]
         literal = is_ip(host)
-        addresses = [host] if literal else self.resolve(target, host, port)
-        answer = self.decide(target, () if literal else addresses)
-        return answer, self.dial(addresses, port)
+        found = [host] if literal else self.resolve(target, host, port)
+        answer, kept = self.decide(target, () if literal else found)
+        return answer, self.dial([host] if literal else list(kept), port)
 
     def resolve(self, target: str, host: str, port: int) -> list[str]:
         """The name's addresses; a failed lookup is recorded (the query left the machine, and a
-        name's labels can carry data out) and answered 502."""
+        name's labels can carry data out) and answered 502, and so is an answer too long to judge
+        whole: every address is judged, or none is dialled."""
         try:
-            found = list(self.proxy.resolver(host, port))[:MAX_ADDRESSES]
+            found = list(islice(self.proxy.resolver(host, port), MAX_LOOKUP_ADDRESSES + 1))
         except (OSError, UnicodeError) as error:
             why = f"cannot resolve {host}: {error}"
         else:
-            if found:
+            if len(found) > MAX_LOOKUP_ADDRESSES:
+                why = f"{host} resolves to more than {MAX_LOOKUP_ADDRESSES} addresses, too many to judge"
+            elif found:
                 return found
-            why = f"{host} has no addresses"
-        self.decide(target, (), unresolved=why)
+            else:
+                why = f"{host} has no addresses"
+        self.decide(target, (), (INVALID_TARGET, why), 502)
         raise Refusal(502, why)  # not reached: the recorded denial raises
 
-    def decide(self, target: str, resolved: Sequence[str], unresolved: str | None = None) -> dict:
-        """Record the decision (fail closed if that is impossible); refuse unless allowed."""
+    def decide(
+        self, target: str, found: Sequence[str], denied: tuple[str, str] | None = None, status: int = 403
+    ) -> tuple[dict, tuple[str, ...]]:
+        """Record the decision (fail closed if that is impossible); refuse unless allowed. The
+        answer, and the addresses the decision keeps (of a long answer, not all)."""
         try:
-            answer = self.proxy.governance.egress.evaluate_egress(
-                self.proxy.workspace, target, resolved, self.context, unresolved
+            answer, kept = self.proxy.governance.egress.evaluate_lookup(
+                self.proxy.workspace, target, found, self.context, denied
             )
         except StoreUnavailableError as error:
             log.warning("decision=unrecorded target=%r error=%s", shown_target(target), error.detail)
@@ -277,12 +285,14 @@ class _Exchange:
         except Exception:  # noqa: BLE001 - whatever broke, an unrecorded allow must not happen
             log.exception("decision=failed target=%r", shown_target(target))
             raise Refusal(503, "the decision could not be made, so it is refused") from None
-        _log_decision(self.proxy.workspace, self.context, target, resolved, answer)
+        _log_decision(self.proxy.workspace, self.context, target, kept, len(found), answer)
         if not answer["allowed"]:
-            raise _denied(target, answer, 502 if unresolved else 403)
-        return answer
+            raise _denied(target, answer, status)
+        return answer, kept
 
     def dial(self, addresses: list[str], port: int) -> socket.socket:
+        """The first of the vetted addresses that answers (an allowed decision's kept ones: what
+        the proxy reaches is in the record)."""
         deadline, failures, status = time.monotonic() + self.limits.connect_timeout, [], 502
         for address in addresses:
             remaining = deadline - time.monotonic()
@@ -315,9 +325,10 @@ def _denied(target: str, answer: dict, status: int) -> Refusal:
     return Refusal(status, f"refused {shown_target(target)}: {why}", answer["reason"], answer["id"])
 
 
-def _log_decision(workspace: str, context: dict, target: str, resolved, answer: dict) -> None:
+def _log_decision(workspace: str, context: dict, target: str, kept, found: int, answer: dict) -> None:
+    cut = f" (of {found}; the rest neither kept nor dialled)" if found > len(kept) else ""
     log.info(
-        "decision=%s reason=%s workspace=%s client=%s method=%s target=%r host=%s port=%s resolved=%s id=%s",
+        "decision=%s reason=%s workspace=%s client=%s method=%s target=%r host=%s port=%s resolved=%s%s id=%s",
         "allow" if answer["allowed"] else "deny",
         answer["reason"],
         workspace,
@@ -326,7 +337,8 @@ def _log_decision(workspace: str, context: dict, target: str, resolved, answer: 
         shown_target(target),
         answer["host"],
         answer["port"],
-        ",".join(resolved) or "-",
+        ",".join(kept) or "-",
+        cut,
         answer["id"],
     )
 

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from application.egress import EgressConfig
 from application.governance import Governance
-from domain.limits import MAX_LABEL, MAX_TEXT
+from domain.limits import MAX_LABEL, MAX_LOOKUP_ADDRESSES, MAX_RESOLVED, MAX_TEXT
 from interface.cli.egress_proxy import egress_proxy_command, parse_listen
 from interface.egress_proxy import EgressProxy, ProxyLimits
 from tests.support.background import serve_in_background
@@ -313,6 +313,58 @@ def test_a_bare_line_feed_in_the_request_line_cannot_smuggle_a_header_or_a_reque
             sock.sendall(smuggled.encode())
             assert _read_until_closed(sock).startswith(b"HTTP/1.1 400 ")
     assert upstream.seen == [] and _decisions(governance) == []
+
+
+def test_every_address_of_a_long_answer_is_judged_and_only_those_kept_are_dialled(
+    open_governance, start_proxy, resolver, upstream, monkeypatch, caplog
+):
+    """Only the first 64 addresses of an answer were judged: 100 public ones then 10.1.1.1 was
+    recorded allowed and dialled. Each is judged now; the decision keeps 64, the refused first."""
+    caplog.set_level(logging.INFO, logger="runcode_policy.egress_proxy")
+    fine = [f"127.0.0.{n}" for n in range(1, 102)]  # public, for these tests (allow_addresses)
+    governance = open_governance(EgressConfig(allow_addresses=fine))
+    governance.create_workspace("acme", by="founder")
+    proxy = start_proxy(governance)
+    port = upstream.server_address[1]
+    monkeypatch.setitem(NAMES, "many.test", [*fine[:100], "10.1.1.1"])
+    sock, head = _connect(proxy, f"many.test:{port}")
+    sock.close()
+    assert head.startswith("HTTP/1.1 403 ") and "X-Runcode-Policy-Reason: private-range" in head
+    # upstream listens on 127.0.0.1 only: the second answer's first 64 refuse the dial, and the
+    # address that would answer comes after them, so it is neither kept nor dialled
+    monkeypatch.setitem(NAMES, "long.test", [*fine[1:65], "127.0.0.1", *fine[65:]])
+    sock, head = _connect(proxy, f"long.test:{port}")
+    sock.close()
+    assert head.startswith("HTTP/1.1 502 ") and upstream.seen == []
+    mixed, long = _decisions(governance)
+    assert (mixed["allowed"], mixed["reason"], len(mixed["resolved"])) == (False, "private-range", MAX_RESOLVED)
+    assert mixed["resolved"] == ["10.1.1.1", *fine[: MAX_RESOLVED - 1]]
+    assert mixed["detail"].endswith("(101 addresses found; the decision keeps 64, the refused ones first)")
+    assert (long["allowed"], long["resolved"]) == (True, fine[1:65])
+    assert any("(of 101; the rest neither kept nor dialled)" in r.getMessage() for r in caplog.records)
+
+
+def test_an_answer_too_long_to_judge_whole_is_refused_and_recorded(
+    open_governance, start_proxy, resolver, upstream, monkeypatch
+):
+    fine = [f"127.0.{n // 256}.{n % 256}" for n in range(1, MAX_LOOKUP_ADDRESSES + 2)]  # 127.0.0.1 first
+    governance = open_governance(EgressConfig(allow_addresses=fine))
+    governance.create_workspace("acme", by="founder")
+    proxy = start_proxy(governance)
+    monkeypatch.setitem(NAMES, "huge.test", fine)
+    sock, head = _connect(proxy, f"huge.test:{upstream.server_address[1]}")
+    body = _read_until_closed(sock).decode()
+    sock.close()
+    assert head.startswith("HTTP/1.1 502 ") and "X-Runcode-Policy-Reason: invalid-target" in head
+    why = f"huge.test resolves to more than {MAX_LOOKUP_ADDRESSES} addresses, too many to judge"
+    assert why in body
+    (decision,) = _decisions(governance)
+    assert (decision["allowed"], decision["reason"], decision["detail"], decision["resolved"]) == (
+        False,
+        "invalid-target",
+        why,
+        [],
+    )
 
 
 def test_a_failed_lookup_is_recorded_as_a_denial_naming_the_failure(proxy, governance, resolver):
