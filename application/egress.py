@@ -36,6 +36,7 @@ from domain.text import check_context
 _INDEX = re.compile(r"\[(\d+)\]$")
 NOT_ON_ALLOWLIST = "not-on-hostname-allowlist"
 INVALID_TARGET = "invalid-target"
+LOOPBACK = "loopback"  # also the egress proxy's refusal of a dial of itself: it would loop back to it
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from ipaddress import ip_address
 from itertools import islice
 
 from application import StoreUnavailableError
-from application.egress import INVALID_TARGET
+from application.egress import INVALID_TARGET, LOOPBACK
 from domain.decision import EGRESS_PROXY_SOURCE
 from domain.egress import shown_target
 from domain.limits import MAX_LOOKUP_ADDRESSES
@@ -173,14 +173,21 @@ class EgressProxy(socketserver.ThreadingTCPServer):
         with self._lock:
             (self._active.add if active else self._active.discard)(sock)
 
-    def is_self(self, upstream: socket.socket) -> bool:
-        """Self-connection (smokescreen's check): a dial that reached our own listener."""
-        peer, local, listen = upstream.getpeername()[:2], upstream.getsockname()[:2], self.server_address[:2]
-        address, wildcard = _unmapped(peer[0]), ip_address(listen[0]).is_unspecified
-        # compared as addresses: `::ffff:a.b.c.d` reaches an IPv4 listener at a.b.c.d
-        return peer[1] == listen[1] and (
-            address == _unmapped(listen[0]) or (wildcard and address == _unmapped(local[0]))
-        )
+    def is_self(self, address: str, port: int) -> bool:
+        """Would a dial of address:port reach our own listener (smokescreen's self-connection
+        check)? Asked before the decision is recorded, so that it records the refusal."""
+        listen, listen_port = self.server_address[:2]
+        try:  # compared as addresses: `::ffff:a.b.c.d` reaches an IPv4 listener at a.b.c.d
+            dialled, own = _unmapped(address), _unmapped(listen)
+        except ValueError:
+            return False  # not an address: the classifier refuses it
+        if port != listen_port:
+            return False
+        if dialled == own:
+            return True
+        # A wildcard listener is reached at each of this machine's addresses (an IPv6 one, dual
+        # stack, at its IPv4 addresses too).
+        return own.is_unspecified and dialled.version <= own.version and _is_local(dialled)
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -249,8 +256,17 @@ class _Exchange:
         host = first["host"]
         literal = is_ip(host)
         found = [host] if literal else self.resolve(target, host, port)
-        answer, kept = self.decide(target, () if literal else found)
+        looped = self.looped(found, port)
+        answer, kept = self.decide(target, () if literal else found, looped, 403 if looped is None else 508)
         return answer, self.dial([host] if literal else list(kept), port)
+
+    def looped(self, found: list[str], port: int) -> tuple[str, str] | None:
+        """The denial of a target that would reach this proxy itself: found before any dial, so
+        that the decision records it (a loop takes a connection slot a turn until none is left)."""
+        for address in found:
+            if self.proxy.is_self(address, port):
+                return LOOPBACK, f"{_authority(address, port)} is this proxy itself: a dial would loop back"
+        return None
 
     def resolve(self, target: str, host: str, port: int) -> list[str]:
         """The name's addresses; a failed lookup is recorded (the query left the machine, and a
@@ -308,16 +324,9 @@ class _Exchange:
                 failures.append(f"{address}: {error or 'timed out'}")
                 status = 504 if isinstance(error, TimeoutError) else status
                 continue
-            return self.checked(sock, address, port)
+            sock.settimeout(self.limits.idle_timeout)
+            return sock
         raise Refusal(status, f"cannot connect to port {port}: {'; '.join(failures) or 'timed out'}")
-
-    def checked(self, sock: socket.socket, address: str, port: int) -> socket.socket:
-        """The connected upstream, unless it looped back to this proxy (refused, closed)."""
-        if self.proxy.is_self(sock):
-            sock.close()
-            raise Refusal(508, f"{address}:{port} is this proxy itself")
-        sock.settimeout(self.limits.idle_timeout)
-        return sock
 
 
 def _denied(target: str, answer: dict, status: int) -> Refusal:
@@ -343,10 +352,26 @@ def _log_decision(workspace: str, context: dict, target: str, kept, found: int, 
     )
 
 
+def _authority(address: str, port: int) -> str:
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+
+
 def _unmapped(text: str):
     """An address, an IPv4-mapped IPv6 one as its IPv4 address."""
     address = ip_address(text)
     return getattr(address, "ipv4_mapped", None) or address
+
+
+def _is_local(address) -> bool:
+    """Is this one of this machine's own addresses? Only then can a socket be bound to it (where
+    `ip_nonlocal_bind` is set, every address can: then every dial of the proxy's own port is
+    refused, which fails closed)."""
+    with socket.socket(socket.AF_INET6 if address.version == 6 else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((str(address), 0))
+        except OSError:
+            return False
+    return True
 
 
 def is_ip(host: str | None) -> bool:

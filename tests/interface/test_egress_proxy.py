@@ -273,19 +273,37 @@ def test_plain_http_to_a_registry_is_refused_even_when_allowlisted(open_governan
     assert resolver.calls == []
 
 
-def test_the_proxy_refuses_to_dial_itself(proxy, governance):
-    sock, head = _connect(proxy, f"127.0.0.1:{proxy.server_address[1]}")
-    sock.close()
-    assert head.startswith("HTTP/1.1 508 ")
+def test_the_proxy_refuses_to_dial_itself_and_records_the_refusal(proxy, governance, monkeypatch):
+    """The decision was recorded `allowed` before the dial found the loop and answered 508: now
+    the loop is found before, and the record says it was refused."""
+    port = proxy.server_address[1]
+    monkeypatch.setitem(NAMES, "proxy.test", ["127.0.0.1"])
+    for authority in (f"127.0.0.1:{port}", f"proxy.test:{port}"):
+        sock, head = _connect(proxy, authority)
+        sock.close()
+        assert head.startswith("HTTP/1.1 508 ") and "X-Runcode-Policy-Reason: loopback" in head
+    decisions = _decisions(governance)
+    assert [(d["allowed"], d["reason"]) for d in decisions] == [(False, "loopback")] * 2
+    assert all(d["detail"] == f"127.0.0.1:{port} is this proxy itself: a dial would loop back" for d in decisions)
 
 
-def test_a_dial_of_the_proxy_through_its_ipv4_mapped_address_is_itself_too(proxy):
+def test_a_dial_of_the_proxy_at_any_of_its_addresses_is_itself_too(proxy, governance):
     """`CONNECT [::ffff:a.b.c.d]:port` of a proxy listening on a public a.b.c.d reached it, and
     one client looped it until every slot was taken (the classifier refuses the mapped form of
-    the loopback this test listens on, so the check is asked directly)."""
-    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as dialled:
-        dialled.connect(("::ffff:127.0.0.1", proxy.server_address[1]))
-        assert proxy.is_self(dialled)
+    the loopback this test listens on, so the check is asked directly). A wildcard listener is
+    itself at each of the machine's addresses: 127.0.0.2, which a dial reaches from 127.0.0.1,
+    was not seen as itself."""
+    port = proxy.server_address[1]
+    assert proxy.is_self("::ffff:127.0.0.1", port) and not proxy.is_self("127.0.0.1", port + 1)
+    assert not proxy.is_self("127.0.0.2", port)  # a listener on 127.0.0.1 alone is not there
+    wildcard = EgressProxy(governance, "acme", ("0.0.0.0", 0))  # bound, never served
+    try:
+        port = wildcard.server_address[1]
+        assert wildcard.is_self("127.0.0.2", port) and wildcard.is_self("::ffff:127.0.0.1", port)
+        assert not wildcard.is_self("127.0.0.2", port + 1) and not wildcard.is_self("192.0.2.1", port)
+        assert not wildcard.is_self("::1", port)  # an IPv4 listener is not reached over IPv6
+    finally:
+        wildcard.server_close()
 
 
 def test_malformed_and_unservable_requests_are_answered_not_dropped(proxy, governance):
