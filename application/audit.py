@@ -28,6 +28,7 @@ from application.store.access_reads import AccessReads
 from application.store.chain import ChainStore
 from application.store.reads import NameRows, ReadModel
 from domain.decision import COLUMNS, DECISION_KINDS, DECISION_REASONS, DecisionRecord
+from domain.egress.target import TargetError, parse_host
 from domain.errors import FieldError, InvalidInputError, NotFoundError
 from domain.limits import MAX_FILTER, MAX_TEXT
 from domain.policy import LANGUAGES, RULE_CHANGED
@@ -162,7 +163,9 @@ class Audit:
 
 def decision_filters(filters: dict | None) -> dict:
     """Checked filters: known languages, kinds and reasons, printable text, and a name in any
-    spelling (with a language, its canonical form; without one, as given or as a Python name)."""
+    spelling: as given, and as each language's registry and the egress rules (`parse_host`:
+    `GOOD.TEST.` is good.test, `127.1` is 127.0.0.1) read it, of those the other filters leave
+    (a language: its packages only; kind egress: hosts only)."""
     filters = {k: v for k, v in (filters or {}).items() if v is not None}
     for field, allowed in (("language", LANGUAGES), ("kind", DECISION_KINDS), ("reason", DECISION_REASONS)):
         if field in filters and filters[field] not in allowed:
@@ -173,10 +176,21 @@ def decision_filters(filters: dict | None) -> dict:
         if field in filters:  # a name as long as a list entry may be: its package page lists its decisions
             check_text(filters[field], field, most)
     if "name" in filters:
-        languages = [filters["language"]] if "language" in filters else LANGUAGES
-        spellings = [registry_name(language, filters["name"]) for language in languages]
-        filters["name"] = tuple(dict.fromkeys([filters["name"], *filter(None, spellings)]))
+        given, kind = filters["name"], filters.get("kind")
+        languages = [filters["language"]] if "language" in filters else [] if kind == "egress" else LANGUAGES
+        spellings = [registry_name(language, given) for language in languages]
+        if "language" not in filters and kind in (None, "egress"):  # a host's decisions have no language
+            spellings.append(_host(given))
+        filters["name"] = tuple(dict.fromkeys([given, *filter(None, spellings)]))
     return filters
+
+
+def _host(text: str) -> str | None:
+    """A host as the egress rules record it, or None when they would not read it as one."""
+    try:
+        return parse_host(text)[0]
+    except TargetError:
+        return None
 
 
 def package_name(language: str, text: str) -> str:

@@ -96,6 +96,25 @@ def test_egress_decisions_are_filtered_apart_from_package_decisions(live):
     assert kinds == {"registry", "egress"} and [d["kind"] for d in egress] == ["egress"]
 
 
+def test_a_hosts_decisions_are_found_by_any_spelling_of_it_as_a_packages_are(live):
+    """`name=GOOD.TEST` found nothing, nor did `name=127.1` the decisions for 127.0.0.1, while
+    `name=PANDAS` found pandas: a host is spelled as the egress rules read it."""
+    sandbox, auditor = live.tokens["sandbox"], live.tokens["auditor"]
+    good = live.call("POST", P + "/egress/evaluate", sandbox, {**EVALUATE, "target": "https://good.test/"}).json
+    local = live.call("POST", P + "/egress/evaluate", sandbox, {"target": "http://127.1/"}).json
+    live.call("POST", P + "/evaluate", sandbox, {"language": "python", "specs": ["pandas"]})
+
+    def found(query: str) -> list[str]:
+        return [d["name"] for d in live.call("GET", P + f"/decisions?{query}", auditor).json["decisions"]]
+
+    for spelling in ("GOOD.TEST", "good.test.", "Good.Test."):
+        assert found(f"kind=egress&name={spelling}") == found(f"name={spelling}") == ["good.test"]
+    assert found("kind=egress&name=127.1") == found("name=0x7f.0.0.1") == [local["host"]] == ["127.0.0.1"]
+    assert found("name=PANDAS") == ["pandas"] and found("kind=egress&name=PANDAS") == []
+    assert found("language=python&name=GOOD.TEST") == [] and found("kind=registry&name=good.test.") == []
+    assert good["allowed"] and found("kind=egress&name=good.test:443") == []  # a host, not a target
+
+
 def test_invalid_allowlist_entries_are_refused_naming_each_one(live):
     body = {**TEST, "hostname_allowlist": ["pypi.org", "*", "api.*.example.com", "10.0.0.1", "ok.example"]}
     reply = live.call("POST", P + "/egress/test", live.tokens["admin"], body)
