@@ -45,6 +45,8 @@ CSV_COLUMNS = (
     "delivery_bytes",  # ... the bytes it sent ...
     "delivery_sha256",  # ... and their sha256
     "deliveries",  # how many transfers of this decision ended
+    "port",  # egress decisions: the target's port ...
+    "resolved",  # ... and the addresses judged with it, separated by spaces
 )
 
 
@@ -67,6 +69,7 @@ def csv_row(decision: dict) -> list:
         **{f"delivery_{k}": delivery.get(k) for k in ("status", "bytes", "sha256")},
         **decision,
         "deliveries": len(decision["deliveries"]) if "deliveries" in decision else None,
+        "resolved": " ".join(decision["resolved"]) if "resolved" in decision else None,
     }
     return [csv_cell(merged.get(c)) for c in CSV_COLUMNS]
 

@@ -115,6 +115,17 @@ def test_a_hosts_decisions_are_found_by_any_spelling_of_it_as_a_packages_are(liv
     assert good["allowed"] and found("kind=egress&name=good.test:443") == []  # a host, not a target
 
 
+def test_the_csv_export_carries_an_egress_decisions_port_and_resolved_addresses(live):
+    body = {**EVALUATE, "target": "good.test:8443", "resolved": ["151.101.0.223", "2a04:4e42::223"]}
+    live.call("POST", P + "/egress/evaluate", live.tokens["sandbox"], body)
+    live.call("POST", P + "/evaluate", live.tokens["sandbox"], {"language": "python", "specs": ["pandas"]})
+    export = live.call("GET", P + "/decisions?format=csv", live.tokens["auditor"]).body.decode()
+    assert export.splitlines()[0].endswith(",deliveries,port,resolved")  # appended: earlier columns stay put
+    package, egress = csv.DictReader(io.StringIO(export))
+    assert (egress["name"], egress["port"], egress["resolved"]) == ("good.test", "8443", "151.101.0.223 2a04:4e42::223")
+    assert (package["name"], package["port"], package["resolved"]) == ("pandas", "", "")
+
+
 def test_invalid_allowlist_entries_are_refused_naming_each_one(live):
     body = {**TEST, "hostname_allowlist": ["pypi.org", "*", "api.*.example.com", "10.0.0.1", "ok.example"]}
     reply = live.call("POST", P + "/egress/test", live.tokens["admin"], body)
