@@ -271,7 +271,10 @@ class EgressJudge:
         """The service's own fetch of a file an upstream page links to: the sandbox's rules but
         for public package registries, which are what an upstream links to (files.pythonhosted.org)."""
         verdict = self._egress_verdict(
-            target, _checked_resolved(resolved), self.egress_config.hostname_allowlist, refuse_registries=False
+            target,
+            _checked_resolved(resolved, MAX_LOOKUP_ADDRESSES),  # the service's own lookup: judged whole
+            self.egress_config.hostname_allowlist,
+            refuse_registries=False,
         )
         return egress_answer(verdict, None)
 

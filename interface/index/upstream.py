@@ -32,6 +32,7 @@ import httpcore
 import httpx
 
 from domain.egress.allowlist import host_matches
+from domain.limits import MAX_LOOKUP_ADDRESSES
 from interface.problems import HTTPProblem
 from interface.settings import (
     CA_BUNDLE_VAR,
@@ -284,6 +285,8 @@ class Upstream:
         except OSError:
             raise unavailable(f"the file host {parts.hostname} does not resolve") from None
         addresses = list(dict.fromkeys(info[4][0] for info in found))
+        if len(addresses) > MAX_LOOKUP_ADDRESSES:  # fail closed: an answer too long to judge whole
+            raise unavailable(f"the file host {parts.hostname} resolves to more than {MAX_LOOKUP_ADDRESSES} addresses")
         verdict = self._judge(url, addresses)
         if not verdict["allowed"]:
             raise UpstreamProblem(403, "File host refused", _host_refused(url, verdict["reason"]))

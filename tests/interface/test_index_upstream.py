@@ -207,6 +207,34 @@ def test_a_file_host_on_a_private_address_is_fetched_only_when_the_operator_vouc
         upstream.close()
 
 
+def test_a_file_host_is_judged_by_every_address_it_resolves_to_however_many(app, monkeypatch):
+    """The service's own fetch from a file host judges the whole DNS answer: past 64 addresses it
+    was refused with a 422 about `resolved` (a caller's field); an answer too long to judge whole
+    is refused, fail closed. No local DNS serves 100 records: the system resolver is stood in for."""
+    from interface.index.upstream import Upstream, UpstreamProblem
+
+    answers = {
+        "mixed.example": [f"93.185.0.{i}" for i in range(1, 101)] + ["10.1.1.1"],  # the private one last
+        "public.example": [f"93.185.{i // 250}.{i % 250 + 1}" for i in range(100)],
+        "huge.example": [f"93.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}" for i in range(2000)],
+    }
+    monkeypatch.setattr(
+        socket, "getaddrinfo", lambda host, port, **_: [(2, 1, 6, "", (a, port)) for a in answers[host]]
+    )
+    upstream = Upstream("http://127.0.0.1:9/simple/", app.egress.judge_upstream_egress)
+    try:
+        with pytest.raises(UpstreamProblem) as refused:
+            upstream._request("GET", "http://mixed.example/files/a.whl", {})
+        assert refused.value.status == 403 and "private-range" in refused.value.detail
+        pinned = upstream._request("GET", "http://public.example/files/a.whl", {})
+        assert pinned.url.host == "93.185.0.1" and pinned.headers["Host"] == "public.example"
+        with pytest.raises(UpstreamProblem) as unjudged:
+            upstream._request("GET", "http://huge.example/files/a.whl", {})
+        assert unjudged.value.status == 503 and "more than 1024 addresses" in unjudged.value.detail
+    finally:
+        upstream.close()
+
+
 def test_the_gate_says_the_file_host_was_refused_when_the_page_offers_no_file_of_it(database_url, tmp_path):
     """A page whose files all lie on a refused host offers none of them: pip said only "from
     versions: none", the run held an allowed page decision and nothing saying why."""
