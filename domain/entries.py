@@ -37,9 +37,11 @@ def parse_entries(
 
     `value` is one string or a list of strings; either may hold several entries separated by
     newlines and/or commas. Blank lines and lines starting with '#' are skipped; for python a
-    trailing ` # comment` is dropped as pip does. A comma fragment that starts with a version
-    operator continues the entry before it (`pandas>=1,<2`), and commas inside [...], (...) or
-    quotes never split. Versions, extras and markers are stripped through `specs.parse`; with
+    trailing ` # comment` is dropped as pip does. Every character of the input lands in an
+    entry that is judged (`_split_commas`): no name typed is ever dropped unseen. For python a
+    comma fragment that starts with a version operator continues the entry before it
+    (`pandas>=1,<2`), and commas inside closed [...], (...) or quotes do not split; node entries
+    split at every comma. Versions, extras and markers are stripped through `specs.parse`; with
     `names_only` (a rule's exempt or allow names) they are refused, as dropping them would widen
     what the entry says to every version.
 
@@ -82,9 +84,21 @@ def split_entries(language: str, value: object) -> Iterator[object]:
 
 
 def _split_commas(language: str, line: str) -> list[str]:
+    """A line's comma-separated entries; every character of it is in one of them, so a name
+    typed after an unclosed bracket or quote is judged rather than dropped.
+
+    Node splits at every comma: no npm name holds one, while its old names may hold `(`, `)`
+    and `'` (validate-npm-package-name's validForOldPackages), which are no brackets or quotes
+    there. Python's commas inside [...] (extras), (...) (a version) or quotes
+    (a marker's values) do not split; a bracket or quote still open at the end of the line
+    protected nothing, so the commas after it split as any other (`pandas --hash=[x, evil`
+    would otherwise be read as `pandas`, with `evil` inside an option's value).
+    """
+    if language != "python":
+        return [f for f in (part.strip() for part in line.split(",")) if f]
     fragments: list[str] = []
     depth, quote, start = 0, None, 0
-    for i, char in enumerate(line + ","):
+    for i, char in enumerate(line):
         if quote:
             quote = None if char == quote else quote
         elif char in "'\"":
@@ -94,9 +108,11 @@ def _split_commas(language: str, line: str) -> list[str]:
         elif char in "])":
             depth = max(depth - 1, 0)
         elif char == "," and depth == 0:
-            fragments.append(line[start:i].strip())
+            fragments.append(line[start:i])
             start = i + 1
-    return _join_specifiers(fragments) if language == "python" else [f for f in fragments if f]
+    rest = line[start:]
+    fragments += rest.split(",") if depth or quote else [rest]
+    return _join_specifiers([f.strip() for f in fragments])
 
 
 def _join_specifiers(fragments: list[str]) -> list[str]:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import re
 
-from domain.entries import parse_entries
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from domain.entries import parse_entries, split_entries
 from domain.limits import MAX_TEXT
 
 
@@ -136,3 +140,45 @@ def test_an_entry_longer_than_any_spec_judged_is_refused_naming_it():
     assert found == [longest]
     assert [e.field for e in errors] == ["python.deny[1]"]
     assert f"has {MAX_TEXT + 1} characters; a list entry may have at most {MAX_TEXT}" in errors[0].message
+
+
+# -- every fragment is judged: an unclosed bracket or quote hides nothing after it -------------
+@pytest.mark.parametrize(
+    ("value", "kept", "refused"),
+    [
+        ("ok, evil[x, evil-two", ["ok", "evil-two"], ["evil[x"]),
+        (["evil[x"], [], ["evil[x"]),
+        ('evil; python_version == "3', [], ['evil; python_version == "3']),
+        ("ok, evil (>=1, evil-two", ["ok", "evil-two"], ["evil (>=1"]),
+        ("ok, pandas; python_version in '3.8, evil", ["ok", "evil"], ["pandas; python_version in '3.8"]),
+        # whole, its tail is an option's value pip reads past: `evil` would hide in it as `pandas`
+        ("pandas --hash=[x, evil", ["pandas", "evil"], []),
+    ],
+)
+def test_an_unclosed_python_bracket_or_quote_hides_no_entry_after_it(value, kept, refused):
+    found, errors = parse_entries("python", value, "python.deny")
+    assert found == kept
+    assert [e.message.split(" is not ")[0] for e in errors] == [repr(r) for r in refused]
+
+
+@pytest.mark.parametrize(
+    ("value", "kept"),
+    [
+        ("a(b, evil, other", ["a(b", "evil", "other"]),
+        ("foo'bar, evil", ["foo'bar", "evil"]),
+        ("bad\nx(y, evil-one\nleft'pad", ["bad", "x(y", "evil-one", "left'pad"]),
+    ],
+)
+def test_node_names_with_brackets_or_quotes_are_names_and_split_at_every_comma(value, kept):
+    """npm's old names may hold ( ) and ' (validate-npm-package-name's validForOldPackages): they
+    are no brackets or quotes there, and nothing npm reads holds a comma."""
+    assert parse_entries("node", value, "node.deny") == (kept, [])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.sampled_from(["python", "node"]), st.text(alphabet="ab-=<>!~;[](),'\" \t\n.*@/", max_size=40))
+def test_every_character_typed_lands_in_an_entry(language, text):
+    """The splitting is total: the entries and the separators between them (commas, blanks,
+    line breaks) make up the whole input, so no fragment escapes being judged."""
+    entries = list(split_entries(language, text))
+    assert re.sub(r"[\s,]", "", "".join(entries)) == re.sub(r"[\s,]", "", text)

@@ -410,6 +410,22 @@ def test_a_pasted_command_line_is_split_and_every_part_judged(live):
     assert rows[0][3:5] == ["Denied", "invalid-spec"] and rows[1][:2] == ["pandas>=2", "pandas"]
 
 
+def test_a_node_deny_list_of_old_names_holding_brackets_and_quotes_denies_every_one(live):
+    console = signed_in(live)
+    typed = "bad\nx(y, evil-one\nleft'pad"
+    page = console.test(console.get(P), against="draft", node_deny=typed, test_language="node", test_input="evil-one")
+    assert [r[3:5] for r in page.rows()] == [["Denied", "matches-the-deny-list"]]
+    assert console.submit(page, node_deny=typed).status == 302
+    assert api(live, "GET", "/policy")["node"]["deny"] == ["bad", "evil-one", "left'pad", "x(y"]
+
+
+def test_an_unclosed_bracket_in_the_form_is_explained_and_nothing_is_saved(live):
+    console = signed_in(live)
+    page = console.submit(console.get(P), python_deny="ok, evil[x, evil-two")
+    assert page.status == 422 and "Python deny list, entry 2: 'evil[x' is not a valid package name" in page.plain
+    assert api(live, "GET", "/policy")["version"] == 0
+
+
 def test_a_broken_draft_or_empty_test_is_explained_in_the_form(live):
     console = signed_in(live)
     page = console.test(console.get(P), against="draft", python_allow="bad name", test_input="pandas")

@@ -1,0 +1,66 @@
+"""Pasted list entries over HTTP, on SQLite and PostgreSQL: every fragment an admin typed is judged
+(a Save, a change, a draft), and a bad body is told one clear thing per field."""
+
+from __future__ import annotations
+
+import pytest
+
+P = "/api/v1/workspaces/acme"
+EMPTY = {"mode": "denylist", "allow": [], "deny": []}
+
+
+def put(live, language: str, deny):
+    other = "node" if language == "python" else "python"
+    body = {language: {"mode": "denylist", "allow": [], "deny": deny}, other: EMPTY}
+    return live.call("PUT", P + "/policy", live.tokens["admin"], body)
+
+
+def version(live) -> int:
+    return live.call("GET", P + "/policy", live.tokens["auditor"]).json["version"]
+
+
+@pytest.mark.parametrize(
+    ("language", "deny", "refused"),
+    [
+        ("python", "ok, evil[x, evil-two", "evil[x"),
+        ("python", ["evil[x"], "evil[x"),
+        ("python", 'evil; python_version == "3', 'evil; python_version == "3'),
+    ],
+)
+def test_an_unclosed_bracket_or_quote_in_a_save_is_422_naming_it_and_nothing_is_saved(live, language, deny, refused):
+    reply = put(live, language, deny)
+    assert reply.status == 422, reply.body
+    (error,) = reply.json["errors"]
+    assert error["field"].startswith(f"{language}.deny[") and error["message"].startswith(f"{refused!r} is not")
+    assert version(live) == 0
+
+
+@pytest.mark.parametrize(
+    ("deny", "saved"),
+    [("a(b, evil, other", ["a(b", "evil", "other"]), ("foo'bar, evil", ["evil", "foo'bar"])],
+)
+def test_node_names_holding_brackets_or_quotes_are_saved_with_every_entry_after_them(live, deny, saved):
+    reply = put(live, "node", deny)
+    assert reply.status == 200, reply.body
+    assert reply.json["node"]["deny"] == saved
+    judged = live.call("POST", P + "/evaluate", live.tokens["sandbox"], {"language": "node", "specs": ["evil"]})
+    assert judged.json["decisions"][0]["reason"] == "matches-the-deny-list"
+
+
+def test_a_change_adding_an_unclosed_entry_is_422_and_adds_nothing(live):
+    change = {"action": "add", "language": "python", "list": "deny", "entries": "ok, foo[x, evil"}
+    reply = live.call("POST", P + "/policy/changes", live.tokens["admin"], {"changes": [change]})
+    assert reply.status == 422, reply.body
+    assert [e["field"] for e in reply.json["errors"]] == ["changes[0].entries[1]"]
+    assert version(live) == 0
+
+
+def test_a_drafts_unclosed_entry_is_422_and_the_names_after_it_are_judged(live):
+    draft = {"python": {"deny": "ok, evil[x, evil-two"}}
+    body = {"language": "python", "specs": ["evil-two"], "draft": draft}
+    reply = live.call("POST", P + "/test", live.tokens["admin"], body)
+    assert reply.status == 422 and [e["field"] for e in reply.json["errors"]] == ["draft.python.deny[1]"]
+    body["draft"] = {"node": {"deny": "x(y, evil-one"}}
+    body.update(language="node", specs=["evil-one"])
+    reply = live.call("POST", P + "/test", live.tokens["admin"], body)
+    assert reply.status == 200 and reply.json["decisions"][0]["reason"] == "matches-the-deny-list"
