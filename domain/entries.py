@@ -13,7 +13,7 @@ from domain.specs import parse
 from domain.specs.pip import NAME_RE
 from domain.text import quoted
 
-_LINES = re.compile(r"\r\n|\r|\n")
+_LINES = re.compile(r"\r\n|\r|\n")  # what a form's textarea sends: not U+2028, VT or FF (str.splitlines)
 _TRAILING_COMMENT = re.compile(r"\s+#.*$")  # pip's rule: '#' starts a comment after a blank
 _VERSION_OPERATOR = tuple("<>=!~")
 _WHAT = {
@@ -74,13 +74,18 @@ def split_entries(language: str, value: object) -> Iterator[object]:
         if not isinstance(chunk, str):
             yield chunk  # user JSON: reported as an entry of its own
             continue
-        for line in _LINES.split(chunk):
+        for line in lines(chunk):
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
             if language == "python":
                 line = _TRAILING_COMMENT.sub("", line)
             yield from _split_commas(language, line)
+
+
+def lines(text: str) -> list[str]:
+    """A pasted text's lines, as entries and the console's Test panel read them."""
+    return _LINES.split(text)
 
 
 def _split_commas(language: str, line: str) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from domain.entries import lines
 from domain.errors import NAMED_IN_ERRORS, RULES_NAMED, FieldError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES, LISTS, MODES
 from domain.specs import LANGUAGE_TITLES
@@ -205,20 +206,28 @@ def expected_version(form: dict) -> int:
     return version
 
 
+_BLANKS = " \t"  # a line of them alone is blank; a Unicode space is text, part of the spec it is in
+
+
 def spec_input(language: str, text: str) -> tuple[str | None, list[str] | None, list[str] | None]:
-    """(language, specs, command): a pasted install command line, or specs one per line."""
+    """(language, specs, command): a pasted install command line, or specs one per line.
+
+    A spec line reaches the parser exactly as pasted, so the panel answers what `/test` answers
+    for it (` lodash`, or `requests` and a no-break space, is no registry spec there either);
+    lines break as list entries' do (`domain.entries.lines`). A line of spaces and tabs alone, or
+    a comment ('#' after them), holds no spec and is skipped."""
     joined = re.sub(r"\\\r?\n", " ", text).strip()  # shell line continuations
     command = _command(joined)
     if command is not None:
         return None, None, command  # the command's program names the language
-    specs = [line.strip() for line in joined.splitlines()]
-    return language, [s for s in specs if s and not s.startswith("#")], None
+    specs = [line for line in lines(text) if line.strip(_BLANKS) and not line.lstrip(_BLANKS).startswith("#")]
+    return language, specs, None
 
 
 def _command(text: str) -> list[str] | None:
     # A command's first line starts with a program and a word or option (`pip install`,
     # `python -m pip`); a spec never does, even one with spaces (`pip >= 23`, `pip ; extra`).
-    words = text.splitlines()[0].split() if text else []
+    words = lines(text)[0].split()
     if len(words) < 2 or not _PROGRAMS.fullmatch(words[0]) or not (words[1][0].isalnum() or words[1][0] == "-"):
         return None
     try:

@@ -20,6 +20,8 @@ from html import unescape
 from html.parser import HTMLParser
 from http.cookiejar import CookieJar
 
+import pytest
+
 from interface.console import when
 
 P = "/console/settings/governance/packages"
@@ -408,6 +410,25 @@ def test_a_pasted_command_line_is_split_and_every_part_judged(live):
     rows = page.rows()
     assert [r[2] for r in rows] == ["option", "registry"]
     assert rows[0][3:5] == ["Denied", "invalid-spec"] and rows[1][:2] == ["pandas>=2", "pandas"]
+
+
+@pytest.mark.parametrize(
+    ("language", "lines"),
+    [
+        ("python", ["requests\u00a0", "\u3000requests", " requests", "pandas", "a\u2028b", "x\x0by", "numpy\x0c"]),
+        ("node", [" lodash", "lodash", "lodash\u00a0", "left\u2028pad", "a(b"]),
+    ],
+)
+def test_each_pasted_line_is_judged_as_the_apis_test_judges_it(live, language, lines):
+    """The panel's answer for a line is /test's for that line: its own blanks and Unicode spaces
+    reach the parser, and lines break at CR/LF only (not at U+2028, VT or FF)."""
+    api(live, "PUT", "/policy", {"python": {"deny": "pandas"}, "node": {"deny": "lodash"}})
+    console = signed_in(live)
+    typed = "\r\n".join(["", "   ", *lines, "# a comment"])  # a textarea sends CRLF
+    page = console.test(console.get(P), against="saved", test_language=language, test_input=typed)
+    asked = api(live, "POST", "/test", {"language": language, "specs": lines}, role="admin")["decisions"]
+    said = [[d["name"] or "—", d["kind"], "Allowed" if d["allowed"] else "Denied", d["reason"]] for d in asked]
+    assert [r[1:5] for r in page.rows()] == said
 
 
 def test_a_node_deny_list_of_old_names_holding_brackets_and_quotes_denies_every_one(live):

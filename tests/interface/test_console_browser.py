@@ -110,6 +110,25 @@ def test_test_results_are_in_view_and_a_reload_asks_again_without_reposting(live
     assert live.call("GET", API + "/policy", live.tokens["admin"]).json["version"] == 0
 
 
+def test_the_test_panel_answers_each_pasted_line_as_the_apis_test_does_in_a_real_browser(live, browser):
+    """Pasted into Chromium's textarea (which sends CRLF), a line with a no-break or ideographic
+    space, or a leading blank, gets the answer /test gives for it; U+2028 breaks no line."""
+    from playwright.sync_api import expect
+
+    lines = [" lodash", "lodash\u00a0", "\u3000lodash", "left\u2028pad", "lodash"]
+    page = chromium.sign_in(browser, live.url, live.tokens["admin"])
+    chromium.open_page(page, "Run-code packages")
+    page.get_by_label("Language", exact=True).select_option("node")
+    page.get_by_label("Specs or command line").fill("\n".join(lines))
+    page.get_by_role("button", name="Test against the saved policy").click()
+    rows = page.locator("table.results tbody tr")
+    expect(rows).to_have_count(len(lines))
+    asked = api(live, "POST", "/test", {"language": "node", "specs": lines})["decisions"]
+    for row, decision in zip(rows.all(), asked, strict=True):
+        cells = [c.strip() for c in row.locator("td").all_inner_texts()]
+        assert cells[2:5] == [decision["kind"], "Allowed" if decision["allowed"] else "Denied", decision["reason"]]
+
+
 def test_the_overview_shows_the_month_and_a_bar_opens_its_decisions(live, browser):
     from playwright.sync_api import expect
 
