@@ -4,13 +4,15 @@ patterns (`domain.patterns`)."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator
 
 from domain.errors import FieldError
 from domain.limits import MAX_ERRORS, MAX_LIST_ENTRIES, MAX_TEXT
+from domain.names import skeleton
 from domain.patterns import is_pattern, parse_pattern
 from domain.specs import parse
-from domain.specs.pip import NAME_RE
+from domain.specs.pip import NAME_RE, url_kind
 from domain.text import quoted
 
 _LINES = re.compile(r"\r\n|\r|\n")  # what a form's textarea sends: not U+2028, VT or FF (str.splitlines)
@@ -143,11 +145,28 @@ def _judge(language: str, entry: object, names_only: bool) -> tuple[str | None, 
         return spec.name, None
     if is_pattern(entry):
         return parse_pattern(language, entry)
-    if spec.kind in _WHAT:
-        return None, f"{entry!r} is {_WHAT[spec.kind]}, not a package name; {_RULE}"
+    # a URL pip cannot fetch as written (`https://x/y.whl`, no wheel's name) is still a URL
+    kind = url_kind(entry) if language == "python" and spec.kind == "invalid" else spec.kind
+    if kind in _WHAT:
+        return None, f"{entry!r} is {_WHAT[kind]}, not a package name; {_RULE}"
+    foreign = _not_ascii(entry)
     if language == "node" and _bare(language, entry):  # npm reads a bare word it cannot name as a tag
-        return None, f"{entry!r} is not a valid Node package name; {_RULE}"
-    return None, f"{entry!r} is not a valid package name ({spec.detail}); {_RULE}"
+        return None, f"{entry!r} is not a valid Node package name{foreign}; {_RULE}"
+    return None, f"{entry!r} is not a valid package name{foreign or f' ({spec.detail})'}; {_RULE}"
+
+
+def _not_ascii(entry: str) -> str:
+    """`: it holds 'е' (U+0435 CYRILLIC SMALL LETTER IE), a look-alike of 'e', at character 2, ...`
+    for an entry that is not ASCII ('' for one that is): a look-alike is not seen, so it is named."""
+    at, char = next(((i, c) for i, c in enumerate(entry) if not c.isascii()), (-1, ""))
+    if not char:
+        return ""
+    looks = unicodedata.normalize("NFKC", char)  # fullwidth `ｒ` is `r`
+    if not looks.isascii():  # the Latin letter a Cyrillic or Greek one is drawn like (domain.names)
+        looks = skeleton(char).upper() if char.isupper() else skeleton(char)
+    alike = f", a look-alike of {looks!r}," if looks.isascii() and looks.strip() else ""
+    named = f"U+{ord(char):04X} {unicodedata.name(char, 'unnamed')}"
+    return f": it holds {char!r} ({named}){alike} at character {at + 1}, and names are ASCII only"
 
 
 def _bare(language: str, entry: str) -> bool:

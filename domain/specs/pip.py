@@ -19,6 +19,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from domain.specs import pip_options
 from domain.specs.types import UNSAFE_CHARS, Parsed
+from domain.text import quoted
 
 # PEP 508 names, spelled out in ASCII: `str.lower()` and re.IGNORECASE would let KELVIN SIGN
 # or a long s through as `k`/`s`, so nothing is lowercased before this matches.
@@ -73,6 +74,17 @@ def canonical(name: str) -> str | None:
     if not NAME_RE.fullmatch(name):
         return None
     return canonicalize_name(name)
+
+
+def one_line(error: Exception) -> str:
+    """packaging's message without the diagram it draws under it (the text again, then `^` under
+    the place): a refusal is read on one line (the console, a gate's stderr), so the place is
+    quoted instead, as the text from there on."""
+    said, *diagram = str(error).split("\n")
+    if len(diagram) != 2:
+        return said
+    text, place = diagram[0][4:], diagram[1].find("^") - 4  # both lines are indented by 4
+    return f"{said} (at the end)" if place >= len(text) else f"{said} (at {quoted(text[max(place, 0) :])})"
 
 
 def _invalid(why: str) -> Parsed:
@@ -174,28 +186,29 @@ def _requirement_options(options: str, requirement: str) -> Parsed | None:
 
 def parse_requirement(text: str) -> Parsed:
     """A requirement without options, as pip's `parse_req_from_line` reads it."""
-    marker_sep = "; " if _is_url(text) else ";"
+    marker_sep = "; " if url_kind(text) else ";"
     name, sep, marker = text.partition(marker_sep)
     if sep and marker.strip():
         try:
             Marker(marker.strip())
         except InvalidMarker as exc:
-            return _invalid(f"invalid environment marker: {exc}")
+            return _invalid(f"invalid environment marker: {one_line(exc)}")
     name = name.strip()
     if not name:
         return _invalid("empty spec")
-    if _is_url(name):
-        return _classify_url(name)
+    kind = url_kind(name)
+    if kind is not None:
+        return _classify_url(kind, name)
     return _path_or_pep508(name)
 
 
-def _is_url(text: str) -> bool:
+def url_kind(text: str) -> str | None:
+    """What a text starting with a URL scheme pip fetches from names (url, path or vcs), else None."""
     scheme, colon, _ = text.partition(":")
-    return bool(colon) and scheme.lower() in URL_KINDS
+    return URL_KINDS.get(scheme.lower()) if colon else None
 
 
-def _classify_url(url: str) -> Parsed:
-    kind = URL_KINDS[url.partition(":")[0].lower()]
+def _classify_url(kind: str, url: str) -> Parsed:
     try:
         path = urlsplit(url).path
     except ValueError as exc:
@@ -258,7 +271,7 @@ def _pep508(text: str) -> Parsed:
     try:
         req = Requirement(text)
     except InvalidRequirement as exc:
-        return _invalid(f"not a valid PEP 508 requirement: {exc}")
+        return _invalid(f"not a valid PEP 508 requirement: {one_line(exc)}")
     name = canonical(req.name)
     if name is None:
         return _invalid(f"{req.name!r} is not an ASCII PEP 508 name")

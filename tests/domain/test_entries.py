@@ -182,3 +182,32 @@ def test_every_character_typed_lands_in_an_entry(language, text):
     line breaks) make up the whole input, so no fragment escapes being judged."""
     entries = list(split_entries(language, text))
     assert re.sub(r"[\s,]", "", "".join(entries)) == re.sub(r"[\s,]", "", text)
+
+
+# -- refusals say what is wrong, on one line ----------------------------------------------------
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [("https://evil/x.whl", "is a url, not a package name"), ("git+https://x/y.whl", "is a version-control source")],
+)
+def test_a_url_entry_is_refused_as_a_url_even_when_pip_could_not_fetch_it(entry, said):
+    _, (error,) = parse_entries("python", entry, "python.deny")
+    assert error.message.startswith(f"{entry!r} {said}") and "wheel filename" not in error.message
+
+
+@pytest.mark.parametrize("language", ["python", "node"])
+def test_a_look_alike_letter_is_named_with_its_place(language):
+    _, (error,) = parse_entries(language, "r\u0435quests", "f")
+    assert error.message.startswith("'r\u0435quests' is not a valid ")
+    assert (
+        "package name: it holds '\u0435' (U+0435 CYRILLIC SMALL LETTER IE), a look-alike of 'e', at character 2, "
+        "and names are ASCII only; " in error.message
+    )
+    _, (error,) = parse_entries(language, "\u041aeras", "f")
+    assert "a look-alike of 'K', at character 1" in error.message
+
+
+@pytest.mark.parametrize("entry", ["requests 2.0", "evil[x", "foo (>=1", 'evil; python_version == "3', "foo[a,]"])
+def test_a_refusal_from_packaging_is_one_line_quoting_the_place(entry):
+    _, (error,) = parse_entries("python", entry, "f")
+    assert "\n" not in error.message and "^" not in error.message
+    assert re.search(r"\(at (the end|'[^']+')\)\)", error.message), error.message
