@@ -13,10 +13,10 @@ from domain.egress.workspace import EGRESS_MODES
 from domain.policy import CHANGE_TYPES, KNOWN_MALWARE
 from domain.rules import ACTIONS as RULE_ACTIONS
 from domain.rules import RULES
-from interface.api.schemas import Instant, Kind, Language, ListName, Mode, Reason, Role
+from interface.api.schemas import Instant, Kind, Language, ListName, Mode, Reason, Role, Subject
 
 # Requests, exceptions and impact may be about a host (language `egress`) as well as a package.
-AskLanguage = Annotated[Language | Literal["egress"], Field(description="egress: a host, for the egress allowlist")]
+AskLanguage = Annotated[Subject, Field(description="egress: a host, for the egress allowlist")]
 
 
 class LanguagePolicy(BaseModel):

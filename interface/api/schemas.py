@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
 from pydantic_core import PydanticCustomError
 
 from application.imports import FORMATS as IMPORT_FORMATS
 from domain.decision import DECISION_KINDS, REASONS, SERVICE_SOURCES
-from domain.egress.workspace import EGRESS_MODES
+from domain.egress.workspace import EGRESS, EGRESS_MODES
 from domain.limits import (
     MAX_ALLOWLIST,
     MAX_CHANGES,
@@ -37,9 +37,27 @@ Language = Literal[LANGUAGES]
 Mode = Literal[MODES]
 ListName = Literal[LISTS]
 Role = Literal[ROLES]
+# What a change, an exception or a request is about: a language's packages, or egress hosts.
+# One Literal, not a union of two: a union reports each member's error ("should be 'python' or
+# 'node'" beside "should be 'egress'"), as if two rules said different things.
+Subject = Literal[(*LANGUAGES, EGRESS)]
 Text = Annotated[str, Field(max_length=MAX_TEXT)]
+
+
+def _text_or_list(value: object) -> str | None:
+    return "str" if isinstance(value, str) else "list[str]" if isinstance(value, list) else None
+
+
+# Entries are one string of them or a list, told apart by the value's JSON type: a plain union
+# tried both and reported both (`Input should be a valid string` beside a list item's own error).
+TEXT_OR_LIST = Discriminator(
+    _text_or_list,
+    custom_error_type="string_or_list",
+    custom_error_message="Input should be a string or a list of strings",
+)
 Entries = Annotated[
-    str | Annotated[list[Text], Field(max_length=MAX_LIST_ENTRIES)],
+    Annotated[str, Tag("str")] | Annotated[list[Text], Field(max_length=MAX_LIST_ENTRIES), Tag("list[str]")],
+    TEXT_OR_LIST,
     Field(
         description="Entries separated by newlines and/or commas, or an array of entries. "
         "Version constraints, extras and markers are stripped. "
@@ -98,10 +116,13 @@ class MinReleaseAgeRule(Body):
 
 class VersionsDenyRule(Body):
     entries: Annotated[
-        str
+        Annotated[str, Tag("str")]
         | Annotated[
-            list[Annotated[str, Field(max_length=MAX_VERSION_DENY_TEXT)]], Field(max_length=MAX_VERSION_DENIES)
+            list[Annotated[str, Field(max_length=MAX_VERSION_DENY_TEXT)]],
+            Field(max_length=MAX_VERSION_DENIES),
+            Tag("list[str]"),
         ],
+        TEXT_OR_LIST,
         Field(
             description="name and range: python 'requests<2.20' (PEP 440), node 'left-pad@<1.3' (node-semver); "
             f"at most {MAX_VERSION_DENIES}"
@@ -147,13 +168,13 @@ class PolicyPut(Draft):
 
 class SwitchMode(Body):
     action: Literal["switch-mode"]
-    language: Language | Literal["egress"]
-    mode: Mode | Literal[EGRESS_MODES] = Field(description="egress: open or allowlist")
+    language: Subject
+    mode: Literal[tuple(dict.fromkeys((*MODES, *EGRESS_MODES)))] = Field(description="egress: open or allowlist")
 
 
 class EditEntries(Body):
     action: Literal["add", "remove"]
-    language: Language | Literal["egress"]
+    language: Subject
     list: ListName = Field(description="egress: allow")
     entries: Entries
 

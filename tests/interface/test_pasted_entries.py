@@ -64,3 +64,43 @@ def test_a_drafts_unclosed_entry_is_422_and_the_names_after_it_are_judged(live):
     body.update(language="node", specs=["evil-one"])
     reply = live.call("POST", P + "/test", live.tokens["admin"], body)
     assert reply.status == 200 and reply.json["decisions"][0]["reason"] == "matches-the-deny-list"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "said"),
+    [
+        (
+            "/policy/changes",
+            {"changes": [{"action": "add", "language": "ruby", "list": "allow", "entries": "x"}]},
+            {"changes[0].language": "Input should be 'python', 'node' or 'egress'"},
+        ),
+        (
+            "/policy/changes",
+            {"changes": [{"action": "switch-mode", "language": "python", "mode": "closed"}]},
+            {"changes[0].mode": "Input should be 'allowlist', 'denylist' or 'open'"},
+        ),
+        ("/requests", {"language": "ruby", "name": "x"}, {"language": "Input should be 'python', 'node' or 'egress'"}),
+        (
+            "/policy",
+            {"python": {"allow": ["a" * 5000]}},
+            {"python.allow[0]": "String should have at most 4096 characters"},
+        ),
+        (
+            "/policy",
+            {"python": {"allow": [1, {}]}},
+            {"python.allow[0]": "Input should be a valid string", "python.allow[1]": "Input should be a valid string"},
+        ),
+        ("/policy", {"node": {"deny": 5}}, {"node.deny": "Input should be a string or a list of strings"}),
+        (
+            "/policy",
+            {"python": {"rules": {"versions_deny": {"entries": [3]}}}},
+            {"python.rules.versions_deny.entries[0]": "Input should be a valid string"},
+        ),
+    ],
+)
+def test_a_wrong_field_is_told_one_thing_not_each_union_members_complaint(live, path, body, said):
+    method = "PUT" if path == "/policy" else "POST"
+    reply = live.call(method, P + path, live.tokens["admin"], body)
+    assert reply.status == 422, reply.body
+    assert {e["field"]: e["message"] for e in reply.json["errors"]} == said
+    assert len(reply.json["errors"]) == len(said)
