@@ -12,7 +12,7 @@ from domain.limits import MAX_ERRORS, MAX_LIST_ENTRIES, MAX_TEXT
 from domain.names import skeleton
 from domain.patterns import is_pattern, parse_pattern
 from domain.specs import parse
-from domain.specs.pip import NAME_RE, url_kind
+from domain.specs.pip import NAME_RE, line_options, url_kind
 from domain.text import quoted
 
 _LINES = re.compile(r"\r\n|\r|\n")  # what a form's textarea sends: not U+2028, VT or FF (str.splitlines)
@@ -140,6 +140,9 @@ def _judge(language: str, entry: object, names_only: bool) -> tuple[str | None, 
         return None, f"{quoted(entry)} has {len(entry)} characters; a list entry may have at most {MAX_TEXT}"
     spec = parse(language, entry)
     if spec.kind == "registry" and spec.name is not None:  # its version may hold '*': `numpy==1.*`
+        options = line_options(entry) if language == "python" else ""
+        if options:  # pip drops words after an option: `pandas --hash=x evil` would be `pandas` alone
+            return None, f"{entry!r} is not a plain name: it carries installer options ({options!r}); {_RULE}"
         if names_only and not _bare(language, entry):
             return None, f"{entry!r} is more than a name; {_NAMES_ONLY}"
         return spec.name, None

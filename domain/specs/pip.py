@@ -114,13 +114,24 @@ def parse_line(text: str) -> Parsed:
     if bad:
         return _invalid(bad)
     line = _COMMENT_RE.sub("", text).strip()  # pip's req_file.ignore_comments
-    tokens = line.split(" ")  # single spaces only, as pip's break_args_options
-    cut = next((i for i, token in enumerate(tokens) if token.startswith("-")), len(tokens))
-    if cut == 0:
+    requirement, options = split_line(line)
+    if not requirement and options:  # the line starts with an option
         return _option_line(line)
-    requirement = " ".join(tokens[:cut])
-    parsed = _requirement_options(" ".join(tokens[cut:]), requirement)
+    parsed = _requirement_options(options, requirement)
     return parsed or _ascii_only(parse_requirement(requirement), text)
+
+
+def split_line(line: str) -> tuple[str, str]:
+    """A requirements line without its comment, as pip's break_args_options splits it: the
+    requirement, and its options from the first space-separated token that starts with '-'."""
+    tokens = line.split(" ")  # single spaces only
+    cut = next((i for i, token in enumerate(tokens) if token.startswith("-")), len(tokens))
+    return " ".join(tokens[:cut]), " ".join(tokens[cut:])
+
+
+def line_options(text: str) -> str:
+    """What follows a requirement line's requirement ('' when nothing but a comment does)."""
+    return split_line(_COMMENT_RE.sub("", text).strip())[1]
 
 
 def parse_argument(text: str) -> Parsed:

@@ -152,7 +152,7 @@ def test_an_entry_longer_than_any_spec_judged_is_refused_naming_it():
         ("ok, evil (>=1, evil-two", ["ok", "evil-two"], ["evil (>=1"]),
         ("ok, pandas; python_version in '3.8, evil", ["ok", "evil"], ["pandas; python_version in '3.8"]),
         # whole, its tail is an option's value pip reads past: `evil` would hide in it as `pandas`
-        ("pandas --hash=[x, evil", ["pandas", "evil"], []),
+        ("pandas --hash=[x, evil", ["evil"], ["pandas --hash=[x"]),
     ],
 )
 def test_an_unclosed_python_bracket_or_quote_hides_no_entry_after_it(value, kept, refused):
@@ -211,3 +211,12 @@ def test_a_refusal_from_packaging_is_one_line_quoting_the_place(entry):
     _, (error,) = parse_entries("python", entry, "f")
     assert "\n" not in error.message and "^" not in error.message
     assert re.search(r"\(at (the end|'[^']+')\)\)", error.message), error.message
+
+
+@pytest.mark.parametrize(
+    "entry", ["pandas --hash=sha256:x evil", "pandas --hash=[x, evil]", "pandas==2.1 --no-binary :all:"]
+)
+def test_an_entry_carrying_installer_options_is_refused_not_read_as_its_name_alone(entry):
+    """pip drops the words after an option: `evil` typed there would have vanished from the list."""
+    names, errors = parse_entries("python", entry, "deny")
+    assert names == [] and len(errors) == 1 and "carries installer options" in errors[0].message
