@@ -28,6 +28,7 @@ from application.formats import iso
 from application.lru import SizedLru, weigh
 from application.messages import message_of
 from domain.decision import KNOWN_MALWARE, VERSION_UNKNOWN, known_malware
+from domain.instants import later
 from domain.policy import LanguageRules
 from domain.rules import MONITOR, TOO_NEW, Finding, VersionFacts, VersionRules, judge_version
 
@@ -155,12 +156,13 @@ def hidden(judged: dict[str, Judged], rules: VersionRules) -> Hidden:
     refused = sorted((tuple(f) for f in by_version.values() if all(j.hiding for j in f)), key=_newest_first)
     age = rules.min_release_age.age if rules.min_release_age is not None else None
     ripening = [
-        j.facts.uploaded_at + age
+        later(j.facts.uploaded_at, age)
         for j in judged.values()
         if age is not None and j.facts.uploaded_at is not None and any(f.reason == TOO_NEW for f in j.findings)
     ]
     keys = {key: found.message for key, found in judged.items() if found.hiding}
-    return Hidden(keys, tuple(refused), min(ripening, default=FOREVER))
+    # None: uploaded so late it ripens past the calendar's end, so it holds that long
+    return Hidden(keys, tuple(refused), min((r for r in ripening if r is not None), default=FOREVER))
 
 
 def _newest_first(files: tuple[Judged, ...]) -> tuple:

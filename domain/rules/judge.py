@@ -13,7 +13,7 @@ from functools import lru_cache
 from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from domain.instants import iso
+from domain.instants import iso, later
 from domain.patterns import patterns_for
 from domain.rules.model import (
     INSTALL_SCRIPTS,
@@ -128,10 +128,7 @@ def ripens_at(rules: VersionRules, language: str, name: str, facts: VersionFacts
     rule = _age_rule(rules, language, _named(language, name))
     if rule is None or facts.uploaded_at is None:
         return None
-    try:
-        return facts.uploaded_at + rule.age
-    except OverflowError:
-        return None
+    return later(facts.uploaded_at, rule.age)
 
 
 def _too_new(rule: MinReleaseAge, name: str, facts: VersionFacts, at: datetime) -> list[Finding]:

@@ -27,6 +27,7 @@ OLD = "2025-01-02T03:04:05.000000Z"
 JSON_PAGE = {"Accept": "application/vnd.pypi.simple.v1+json"}
 BUNDLES_HELPER = {"dependencies": {"helper": "^1.0.0"}, "bundled": ("helper",), "carried": ("helper",)}
 RAN = "node -e \"require('fs').writeFileSync('ran', '')\""  # in the package's folder, when npm runs it
+LAST_INSTANT = "9999-12-31T23:59:59.999"  # the calendar's last millisecond; a wheel's time has microseconds
 COOLDOWN = {"min_release_age": {"age": "P3D", "exempt": [], "action": "enforce"}}
 
 
@@ -53,6 +54,9 @@ def pypi_upstream():
             Dist("vb", "1.0", files=("sdist",), upload_time=OLD),
             Dist("vb", "2.0.post1", files=("sdist",), upload_time=OLD, sdist_name="vb-2.0-1.tar.gz"),
             Dist("vb", "2.post0", files=("sdist",), upload_time=OLD, sdist_name="vb-2-0.tar.gz"),
+            # uploaded at the calendar's last instant: too new for as long as there are dates
+            Dist("farfuture", "0.1", upload_time=OLD),
+            Dist("farfuture", "1.0", upload_time=LAST_INSTANT + "999Z"),
         ]
     )
     yield upstream
@@ -74,6 +78,8 @@ def npm_upstream():
             # no script of its own; the helper it bundles runs one, or has node-gyp build it
             Release("c-bundlescript", "1.0.0", published=old, **BUNDLES_HELPER, carried_scripts={"postinstall": RAN}),
             Release("c-bundlegyp", "1.0.0", published=old, **BUNDLES_HELPER, carried_files={"binding.gyp": b"{}"}),
+            Release("nfar", "0.1.0", published=old),
+            Release("nfar", "1.0.0", published=LAST_INSTANT + "Z"),
         ]
     )
     yield upstream
@@ -165,6 +171,32 @@ def test_a_version_becomes_visible_once_old_enough_and_a_missing_upload_time_cou
         "2.0",
     ]
     assert live.call("GET", "/pypi/acme/simple/untimed/", run["token"], headers=JSON_PAGE).json["files"] == []
+
+
+def test_an_upload_time_at_the_end_of_the_calendar_is_too_new_and_the_older_version_is_offered(live, tmp_path):
+    """Its upload time plus the age is past the last date: it never ripens, and nothing fails -
+    not the pages, the preview of a drafted cooldown, nor the closure."""
+    early = start_run(live)  # no rules yet: served, its upload time recorded with the download
+    assert live.call("GET", "/pypi/acme/files/farfuture/farfuture-1.0-py3-none-any.whl", early["token"]).status == 200
+    assert live.call("GET", "/npm/acme/nfar/-/nfar-1.0.0.tgz", early["token"]).status == 200
+    assert would_hide(live, {"python": {"rules": COOLDOWN}, "node": {"rules": COOLDOWN}}) == {
+        ("python", "farfuture", "1.0", "too-new", 1),
+        ("node", "nfar", "1.0.0", "too-new", 1),
+    }
+    set_rules(live, python=COOLDOWN, node=COOLDOWN)
+    assert closure(live, "python", "farfuture")[0] == {"farfuture": (["0.1"], "allowed", "not-on-the-deny-list")}
+    assert closure(live, "node", "nfar")[0] == {"nfar": (["0.1.0"], "allowed", "not-on-the-deny-list")}
+    run = start_run(live)
+    page = live.call("GET", "/pypi/acme/simple/farfuture/", run["token"], headers=JSON_PAGE)
+    assert page.status == 200 and page.json["versions"] == ["0.1"], page.body
+    wheel = live.call("GET", "/pypi/acme/files/farfuture/farfuture-1.0-py3-none-any.whl", run["token"])
+    assert wheel.status == 403 and "after the instant judged" in wheel.json["detail"], wheel.body
+    document = live.call("GET", "/npm/acme/nfar", run["token"])
+    assert document.status == 200 and list(document.json["versions"]) == ["0.1.0"], document.body
+    assert "1.0.0" in document.json["policyRestrictions"]["versions"]
+    assert clients.npm(fresh(tmp_path, "npm"), run["npm"], run["token"], "install", "nfar").ok
+    assert clients.pip_install(fresh(tmp_path, "pip"), run["pypi"], run["token"], "farfuture").ok
+    assert installed(tmp_path / "pip" / "site", "farfuture") == "0.1"
 
 
 def test_sdists_refused_hide_only_the_source_files_and_pip_takes_the_wheel(live, tmp_path):
