@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 
 from eventsourcing.application import AggregateNotFoundError
 
-from application.formats import iso, parse_instant, require_period
+from application.formats import iso, require_period
 from application.races import ATTEMPTS, saved, too_fast
 from application.store.chain import ChainStore
 from application.store.reads import ReadModel
@@ -216,16 +216,13 @@ class Advisories:
 
 
 def _once_each(records: list[dict]) -> list[str]:
-    """The records' ids: an import names each record once. Their `modified`, which OSV requires
-    and the service does not read, may be left out, but when given it is an instant."""
+    """The records' ids: an import names each record once."""
     ids: dict[str, int] = {}
     for i, record in enumerate(records):
         first = ids.setdefault(record["id"], i)
         if first != i:
             rule = f"must name each record once an import (records[{first}] has this id)"
             raise InvalidInputError(f"records[{i}].id {rule}", [FieldError(f"records[{i}].id", rule)])
-        if record.get("modified") is not None:
-            parse_instant(record["modified"], f"records[{i}].modified")
     return list(ids)
 
 

@@ -12,49 +12,20 @@ from datetime import UTC, date, datetime, time, timedelta
 from uuid import UUID
 
 from domain.errors import FieldError, InvalidInputError
-from domain.instants import iso  # noqa: F401 - written here for the layers above, as every instant
+from domain.instants import iso, parse_instant, refused  # the layers above read and write instants here
 from domain.limits import MAX_INTEGER, MAX_PAGE
-from domain.text import quoted
 
-# RFC 3339 date-time (section 5.6): seconds and an offset are required; `T` may be a space; a
-# fraction has any number of digits (kept to the microsecond). ASCII digits only. The ranges of
-# the offset's hours and minutes are checked apart (`parse_instant`): fromisoformat reads +00:99
-# as 99 minutes.
-RFC3339 = re.compile(
-    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:(?P<second>\d{2})(\.\d+)?(?:[Zz]|[+-](?P<hours>\d{2}):(?P<minutes>\d{2}))",
-    re.ASCII,
-)
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
-
-
-def parse_instant(text: str, field: str, *, or_day: bool = False) -> datetime:
-    """RFC 3339 with an explicit offset (`Z` or `+hh:mm`); anything else is refused, not guessed.
-    A leap second (second 60) is refused too: no record is stamped with one (the clocks that
-    stamp them never show it), and reading it as another instant would be a guess. `or_day`:
-    a bare date is taken too (`parse_bound`), and the refusal says so."""
-    found = RFC3339.fullmatch(text.strip()) if isinstance(text, str) else None
-    if found is None:
-        also = ", or a date such as 2026-03-03" if or_day else ""
-        raise _bad(field, text, f"must be an RFC 3339 timestamp with an offset, such as 2026-03-03T14:05:00Z{also}")
-    if found["second"] == "60":
-        raise _bad(field, text, "names a leap second (second 60), which no record is stamped with: give second 59")
-    if found["hours"] is not None and (int(found["hours"]) > 23 or int(found["minutes"]) > 59):
-        raise _bad(field, text, "has an offset RFC 3339 does not allow: hours 00 to 23, minutes 00 to 59")
-    cleaned = re.sub(r"(\.\d{6})\d+", r"\1", text.strip().upper().replace(" ", "T"))  # ns -> µs
-    try:
-        return datetime.fromisoformat(cleaned).astimezone(UTC)
-    except (ValueError, OverflowError):
-        raise _bad(field, text, "is not a real instant within years 0001-9999 UTC") from None
 
 
 def parse_day(text: str, field: str) -> tuple[datetime, datetime]:
     """A date alone means that day in UTC: [00:00, next day 00:00)."""
     if not isinstance(text, str) or not DAY.fullmatch(text.strip()):
-        raise _bad(field, text, "must be a date such as 2026-03-03")
+        raise refused(field, text, "must be a date such as 2026-03-03")
     try:
         start = datetime.combine(date.fromisoformat(text.strip()), time(), UTC)
     except ValueError:
-        raise _bad(field, text, "is not a real day within years 0001-9999") from None
+        raise refused(field, text, "is not a real day within years 0001-9999") from None
     # The last day there is ends at the last instant there is (one microsecond short of the day).
     return start, start + timedelta(days=1) if start.date() < date.max else datetime.max.replace(tzinfo=UTC)
 
@@ -102,10 +73,6 @@ def until_now(start: datetime, end: datetime, now: datetime, field: str) -> tupl
     for the reason `not_future` gives; one that begins later is refused, naming `field`."""
     not_future(start, now, field)
     return start, min(end, now)
-
-
-def _bad(field: str, text, rule: str) -> InvalidInputError:
-    return InvalidInputError(f"{field}: {quoted(text)} {rule}", [FieldError(field, rule)])
 
 
 # Opaque pagination cursors: base64url JSON, validated on the way back in.

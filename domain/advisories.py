@@ -7,7 +7,9 @@ an `introduced` (inclusive; `"0"` is before every version) until a `fixed` (excl
 `last_affected` (inclusive). `SEMVER` ranges compare by SemVer 2.0 precedence; `ECOSYSTEM`
 ranges by the ecosystem's own order: PEP 440 for PyPI, node-semver (SemVer 2.0) for npm. `GIT`
 ranges name commits, not versions, and are ignored. Fail closed: a version that cannot be
-ordered against a range of its package is affected.
+ordered against a range of its package is affected. What OSV calls invalid is refused rather
+than read as affecting nothing: an entry of a served ecosystem with neither `versions` nor
+`ranges`, a range without an `introduced` event, a `withdrawn` that is no instant.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from domain.errors import FieldError, InvalidInputError
+from domain.instants import parse_instant
 from domain.specs import registry_name
 
 # OSV ecosystem -> the policy's language. Other ecosystems are kept out of an import, not refused.
@@ -93,11 +96,13 @@ def read_records(records: list[Any], where: str = "records") -> list[Affected]:
                 f"{at}.id",
                 f"must be an OSV id (letters, digits and . _ : -, such as MAL-2022-9), at most {MAX_RECORD_ID}",
             )
-        withdrawn = record.get("withdrawn")
-        if withdrawn is not None and (not isinstance(withdrawn, str) or not withdrawn.strip()):
-            raise _bad(f"{at}.withdrawn", "must be the RFC 3339 instant the record was withdrawn")
-        if withdrawn:  # no longer valid (a false positive cleared): it affects nothing, and replaces its word
-            continue
+        # OSV requires `modified`, which the service does not read: it may be left out, but when
+        # given it is an instant, as `withdrawn` is (any other text would withdraw the record)
+        for stamp in ("modified", "withdrawn"):
+            if record.get(stamp) is not None:
+                parse_instant(record[stamp], f"{at}.{stamp}")
+        if record.get("withdrawn") is not None:  # no longer valid (a false positive cleared): it
+            continue  # affects nothing, and replaces its word
         affected = record.get("affected", [])
         if not isinstance(affected, list):
             raise _bad(f"{at}.affected", "must be a list")
@@ -120,11 +125,17 @@ def _read_affected(advisory: str, entry: Any, at: str) -> Affected | None:
     versions = entry.get("versions", [])
     if not isinstance(versions, list) or not all(_is_version_text(v) for v in versions):
         raise _bad(f"{at}.versions", f"must be a list of versions (strings of at most {MAX_VERSION} characters)")
+    listed_ranges = entry.get("ranges", []) or []
+    if not versions and not listed_ranges:  # OSV: a version is affected if listed or in a range, so none is
+        raise _bad(at, "must list the affected versions or ranges (with neither, it affects no version)")
     ranges = []
-    for k, found in enumerate(entry.get("ranges", []) or []):
+    for k, found in enumerate(listed_ranges):
         where = f"{at}.ranges[{k}]"
         if not isinstance(found, dict) or not isinstance(found.get("events"), list):
             raise _bad(where, "must have a type and a list of events")
+        if not any(isinstance(e, dict) and "introduced" in e for e in found["events"]):
+            # OSV requires one: a range is affected from an `introduced` on, so without one it holds nothing
+            raise _bad(f"{where}.events", 'must hold an introduced event (OSV; "0" is before every version)')
         if found.get("type") not in RANGE_TYPES:
             continue
         events = []

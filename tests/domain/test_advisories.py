@@ -103,6 +103,36 @@ def test_a_malformed_record_is_refused_naming_the_field():
     assert raised.value.errors[0].field == "records[0].affected[0].versions"
 
 
+@pytest.mark.parametrize(
+    "entry, field",
+    [
+        ({"ranges": [{"type": "ECOSYSTEM", "events": []}]}, "records[0].affected[0].ranges[0].events"),
+        ({"ranges": [{"type": "SEMVER", "events": [{"fixed": "9.0.0"}]}]}, "records[0].affected[0].ranges[0].events"),
+        (
+            {"versions": ["1.0.0"], "ranges": [{"type": "GIT", "repo": "r", "events": [{"fixed": "0"}]}]},
+            "records[0].affected[0].ranges[0].events",
+        ),
+        ({}, "records[0].affected[0]"),
+        ({"versions": [], "ranges": []}, "records[0].affected[0]"),
+    ],
+)
+def test_what_osv_calls_invalid_is_refused_rather_than_read_as_affecting_no_version(entry, field):
+    """OSV: a range holds an `introduced` event; a version is affected when listed or in a range,
+    so an entry with neither names a package and affects none of it."""
+    with pytest.raises(InvalidInputError) as raised:
+        affected("npm", "pkg", **entry)
+    assert [e.field for e in raised.value.errors] == [field]
+
+
+@pytest.mark.parametrize("stamp", ["garbage", "false", "", 7, "2026-12-02"])
+def test_withdrawn_is_an_instant_as_modified_is_so_no_other_text_withdraws_a_record(stamp):
+    for field in ("withdrawn", "modified"):
+        with pytest.raises(InvalidInputError) as raised:
+            read_records([{"id": "MAL-X", field: stamp, "affected": []}])
+        assert [e.field for e in raised.value.errors] == [f"records[0].{field}"]
+    assert read_records([{"id": "MAL-X", "withdrawn": "2026-12-02T00:00:00Z", "affected": [{"package": {}}]}]) == []
+
+
 def test_the_real_records_shipped_as_fixtures_are_read():
     records = [json.loads(p.read_text()) for p in sorted(CORPUS.rglob("MAL-*.json"))]
     found = {(a.advisory, a.language, a.name): a for a in read_records(records)}

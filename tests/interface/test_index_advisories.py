@@ -128,6 +128,47 @@ def test_a_record_imported_again_withdrawn_refuses_nothing_and_one_first_seen_wi
     assert bad.status == 422 and bad.json["errors"][0]["field"] == "records[0].withdrawn"
 
 
+def test_a_record_osv_calls_invalid_is_refused_not_read_as_affecting_nothing(live, app):
+    """An empty `events`, a range with no `introduced`, an entry naming a package and nothing else
+    (OSV: none of its versions is affected), a `withdrawn` that is no instant: each had been
+    imported (201), hiding nothing, and any text in `withdrawn` had un-hidden the record's versions."""
+    set_policy(app, "denylist")
+    known = record("npm/0-dns/MAL-2022-9.json")
+    assert import_advisories(live, [known]).status == 201
+    padded, epoch, loc = (
+        {
+            "id": "MAL-Y1",
+            "affected": [
+                {"package": {"ecosystem": "PyPI", "name": "padded"}, "ranges": [{"type": "ECOSYSTEM", "events": []}]}
+            ],
+        },
+        {
+            "id": "MAL-Y2",
+            "affected": [
+                {
+                    "package": {"ecosystem": "PyPI", "name": "epoch"},
+                    "ranges": [{"type": "ECOSYSTEM", "events": [{"fixed": "99"}]}],
+                }
+            ],
+        },
+        {"id": "MAL-Y3", "affected": [{"package": {"ecosystem": "PyPI", "name": "loc"}}]},
+    )
+    refused = {
+        "records[0].affected[0].ranges[0].events": [padded, epoch, loc],
+        "records[1].affected[0].ranges[0].events": [known, epoch],
+        "records[0].affected[0]": [loc],
+    }
+    for field, records in refused.items():
+        bad = import_advisories(live, records)
+        assert bad.status == 422 and [e["field"] for e in bad.json["errors"]] == [field], bad.body
+        assert any(word in bad.json["errors"][0]["message"] for word in ("introduced", "versions or ranges")), bad.body
+    for text in ("garbage", "false", "2026-12-02"):
+        bad = import_advisories(live, [known | {"withdrawn": text}])
+        assert bad.status == 422 and bad.json["errors"][0]["field"] == "records[0].withdrawn", bad.body
+    # nothing of them was saved: the known record still hides its version
+    assert live.call("GET", "/npm/acme/0-dns/-/0-dns-1.0.0.tgz", start_run(live)["token"]).status == 403
+
+
 def test_impact_previews_a_draft_switching_known_malware_before_it_is_saved(live, app):
     """rules.md offers `known_malware` among the rules and /impact previews drafts with rules: the
     downloads of affected versions move, and nothing else does."""
