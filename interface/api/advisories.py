@@ -7,7 +7,7 @@ one: any workspace's owner may import.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from flask import request
 from pydantic import BaseModel, Field, RootModel
@@ -15,12 +15,14 @@ from pydantic import BaseModel, Field, RootModel
 from application import optional_bound
 from application.advisories import MAX_RECORDS, MAX_UNKNOWN_DAYS
 from interface.api.blueprint import W, api
-from interface.api.schemas import Instant, Query
+from interface.api.schemas import Instant, Query, read_by_domain
 
 REVISION_HEADER = "X-Feed-Revision"
 
 
-class OsvRecords(RootModel[Annotated[list[dict], Field(min_length=1, max_length=MAX_RECORDS)] | dict]):
+class OsvRecords(
+    RootModel[Annotated[Any, read_by_domain(Annotated[list[dict], Field(min_length=1, max_length=MAX_RECORDS)] | dict)]]
+):
     """One OSV record (a JSON object), or a list of them."""
 
 

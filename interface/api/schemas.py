@@ -4,9 +4,9 @@ enforced."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator
 from pydantic_core import PydanticCustomError
 
 from application.imports import FORMATS as IMPORT_FORMATS
@@ -44,20 +44,22 @@ Subject = Literal[(*LANGUAGES, EGRESS)]
 Text = Annotated[str, Field(max_length=MAX_TEXT)]
 
 
-def _text_or_list(value: object) -> str | None:
-    return "str" if isinstance(value, str) else "list[str]" if isinstance(value, list) else None
+def _as_sent(value: object) -> object:
+    return value
 
 
-# Entries are one string of them or a list, told apart by the value's JSON type: a plain union
-# tried both and reported both (`Input should be a valid string` beside a list item's own error).
-TEXT_OR_LIST = Discriminator(
-    _text_or_list,
-    custom_error_type="string_or_list",
-    custom_error_message="Input should be a string or a list of strings",
-)
+def read_by_domain(shape: object) -> PlainValidator:
+    """A value the layers below read themselves (a policy's in `domain.edits` and
+    `domain.rules.read`, OSV records in `application.advisories`), naming every bad field with
+    the rule it breaks, a wrong type among them: any JSON is let through to them, and `shape`
+    only documents what is taken. A schema refusal would come first and alone (`"age": 3` had
+    hidden every other bad field of the body; `[]` of records was named `dict[any,any]`)."""
+    return PlainValidator(_as_sent, json_schema_input_type=shape)
+
+
 Entries = Annotated[
-    Annotated[str, Tag("str")] | Annotated[list[Text], Field(max_length=MAX_LIST_ENTRIES), Tag("list[str]")],
-    TEXT_OR_LIST,
+    Any,
+    read_by_domain(str | Annotated[list[Text], Field(max_length=MAX_LIST_ENTRIES)]),
     Field(
         description="Entries separated by newlines and/or commas, or an array of entries. "
         "Version constraints, extras and markers are stripped. "
@@ -116,13 +118,10 @@ class MinReleaseAgeRule(Body):
 
 class VersionsDenyRule(Body):
     entries: Annotated[
-        Annotated[str, Tag("str")]
+        str
         | Annotated[
-            list[Annotated[str, Field(max_length=MAX_VERSION_DENY_TEXT)]],
-            Field(max_length=MAX_VERSION_DENIES),
-            Tag("list[str]"),
+            list[Annotated[str, Field(max_length=MAX_VERSION_DENY_TEXT)]], Field(max_length=MAX_VERSION_DENIES)
         ],
-        TEXT_OR_LIST,
         Field(
             description="name and range: python 'requests<2.20' (PEP 440), node 'left-pad@<1.3' (node-semver); "
             f"at most {MAX_VERSION_DENIES}"
@@ -145,11 +144,14 @@ class RulesDraft(Body):
     sdists: NamesAllowedRule | None = None
 
 
+Rules = Annotated[Any, read_by_domain(RulesDraft)]
+
+
 class LanguageDraft(Body):
-    mode: Mode | None = None
+    mode: Annotated[Any, read_by_domain(Mode | None)] = None
     allow: Entries | None = None
     deny: Entries | None = None
-    rules: RulesDraft | None = Field(
+    rules: Annotated[Any, read_by_domain(RulesDraft | None)] = Field(
         None, description="the language's rules beyond names, all of them (absent: unchanged)"
     )
 
@@ -157,7 +159,9 @@ class LanguageDraft(Body):
 class Draft(Body):
     python: LanguageDraft | None = None
     node: LanguageDraft | None = None
-    known_malware: RuleAction | None = Field(None, description="what imported known-malware advisories do here")
+    known_malware: Annotated[Any, read_by_domain(RuleAction | None)] = Field(
+        None, description="what imported known-malware advisories do here"
+    )
 
 
 class PolicyPut(Draft):
@@ -169,7 +173,7 @@ class PolicyPut(Draft):
 class SwitchMode(Body):
     action: Literal["switch-mode"]
     language: Subject
-    mode: Literal[tuple(dict.fromkeys((*MODES, *EGRESS_MODES)))] = Field(description="egress: open or allowlist")
+    mode: Annotated[Any, read_by_domain(Mode | Literal[EGRESS_MODES])] = Field(description="egress: open or allowlist")
 
 
 class EditEntries(Body):
@@ -197,12 +201,12 @@ class SetRules(Body):
 
     action: Literal["set-rules"]
     language: Language
-    rules: RulesDraft
+    rules: Rules
 
 
 class SetKnownMalware(Body):
     action: Literal["set-known-malware"]
-    known_malware: RuleAction
+    known_malware: Annotated[Any, read_by_domain(RuleAction)]
 
 
 class PolicyChanges(Body):

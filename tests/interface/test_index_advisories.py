@@ -239,6 +239,9 @@ def test_exposure_of_an_advisory_never_imported_is_404_and_a_bad_record_is_422_n
         affected = [{"package": {"ecosystem": "PyPI" if "=" in name else "npm", "name": name}, "versions": ["1"]}]
         bad = import_advisories(live, {"id": "MAL-2", "affected": affected})
         assert bad.status == 422 and bad.json["errors"][0]["field"] == "records[0].affected[0].package.name", name
+    for body, field in (([], "records"), (5, "records[0]"), ([1], "records[0]")):  # had been `body`, `dict[any,any]`
+        bad = import_advisories(live, body)
+        assert bad.status == 422 and [e["field"] for e in bad.json["errors"]] == [field], bad.body
     bad = import_advisories(live, {"id": "MAL-3", "modified": "yesterday", "affected": []})
     assert bad.status == 422 and bad.json["errors"][0]["field"] == "records[0].modified", bad.body
     record = {"id": "MAL-4", "modified": "2026-12-01T00:00:00Z", "affected": []}

@@ -149,6 +149,61 @@ def test_bad_rules_are_refused_naming_each_field_and_nothing_is_saved(live):
     assert auditor_save.status == 403
 
 
+def test_a_value_of_the_wrong_type_is_named_with_every_other_bad_field_not_alone(live):
+    """`"age": 3` had been refused by the schema before the rules were read: its error alone."""
+    rules = {"min_release_age": {"age": "P1M"}, "versions_deny": {"entries": ["b"]}}
+    named = {}
+    for age in ("P0D", 3):
+        body = {
+            "python": {"allow": ["https://x/y"], "rules": rules},
+            "node": {"rules": {"min_release_age": {"age": age}}},
+        }
+        reply = live.call("PUT", P + "/policy", live.tokens["admin"], body)
+        assert reply.status == 422, reply.body
+        named[age] = [e["field"] for e in reply.json["errors"]]
+    assert (
+        named[3]
+        == named["P0D"]
+        == [
+            "python.allow[0]",
+            "python.rules.min_release_age.age",
+            "python.rules.versions_deny.entries[0]",
+            "node.rules.min_release_age.age",
+        ]
+    )
+    # one error a bad field, named as the rules name it (a union had named both of its shapes)
+    wrong = {
+        "python": {"mode": 1, "deny": 5, "rules": {"min_release_age": {"age": "P3D", "exempt": [1], "action": 2}}},
+        "known_malware": True,
+    }
+    reply = live.call("PUT", P + "/policy", live.tokens["admin"], wrong)
+    assert [e["field"] for e in reply.json["errors"]] == [
+        "python.mode",
+        "python.deny[0]",
+        "python.rules.min_release_age.exempt[0]",
+        "python.rules.min_release_age.action",
+        "known_malware",
+    ], reply.body
+    changes = [
+        {"action": "switch-mode", "language": "python", "mode": 5},
+        {"action": "set-rules", "language": "node", "rules": {"min_release_age": {"age": 3}}},
+        {"action": "set-known-malware", "known_malware": "warn"},
+    ]
+    reply = live.call("POST", P + "/policy/changes", live.tokens["admin"], {"changes": changes})
+    assert [e["field"] for e in reply.json["errors"]] == [
+        "changes[0].mode",
+        "changes[1].rules.min_release_age.age",
+        "changes[2].known_malware",
+    ], reply.body
+    draft = {"draft": {"python": {"rules": {"min_release_age": {"age": 3}}, "allow": [2]}}, "days": 30}
+    reply = live.call("POST", P + "/impact", live.tokens["admin"], draft)
+    assert [e["field"] for e in reply.json["errors"]] == [
+        "draft.python.allow[0]",
+        "draft.python.rules.min_release_age.age",
+    ], reply.body
+    assert live.call("GET", P + "/policy", live.tokens["auditor"]).json["version"] == 0
+
+
 def test_a_node_range_node_semver_refuses_is_refused_not_saved(live):
     admin = live.tokens["admin"]
     for versions in ("1.0.0 - 2.0.0 - 3.0.0", "1.0.0 foo", ">1 <", ">=1.0.0 || <"):
