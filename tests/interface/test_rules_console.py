@@ -84,6 +84,9 @@ def test_the_impact_preview_names_the_downloads_a_drafted_rule_would_have_hidden
     assert preview.status == 200
     assert "Its rules beyond names would have hidden 1 download of versions" in preview.plain
     assert "sharp 0.34.0 (install-scripts) ×1" in preview.plain
+    # its rules change something, its lists nothing: "Nothing" had been said all the same
+    assert "Nothing: the draft" not in preview.plain and "the same answer" not in preview.plain, preview.plain
+    assert "Its lists and modes change nothing: each of the 1 install of the last 30 days" in preview.plain
     assert api(live, "GET", "/policy")["version"] == 0
 
 
