@@ -51,6 +51,9 @@ def parse_entries(
     across the whole input: for a list holding one entry per element that is the list index;
     when an element holds several entries the count simply runs on through them.
     """
+    if not isinstance(value, (str, list)):  # user JSON: neither shape a list is written in
+        kind = "null" if value is None else type(value).__name__
+        return [], [FieldError(field, f"must be one string of entries or a list of them, not {kind}")]
     names: list[str] = []
     seen: set[str] = set()
     errors: list[FieldError] = []

@@ -77,24 +77,24 @@ def test_a_drafts_unclosed_entry_is_422_and_the_names_after_it_are_judged(live):
         (
             "/policy/changes",
             {"changes": [{"action": "switch-mode", "language": "python", "mode": "closed"}]},
-            {"changes[0].mode": "Input should be 'allowlist', 'denylist' or 'open'"},
+            {"changes[0].mode": "must be one of allowlist, denylist; got 'closed'"},
         ),
         ("/requests", {"language": "ruby", "name": "x"}, {"language": "Input should be 'python', 'node' or 'egress'"}),
         (
             "/policy",
             {"python": {"allow": ["a" * 5000]}},
-            {"python.allow[0]": "String should have at most 4096 characters"},
+            {"python.allow[0]": f"'{'a' * 100}'… has 5000 characters; a list entry may have at most 4096"},
         ),
         (
             "/policy",
             {"python": {"allow": [1, {}]}},
-            {"python.allow[0]": "Input should be a valid string", "python.allow[1]": "Input should be a valid string"},
+            {"python.allow[0]": "1 is not a string but int", "python.allow[1]": "{} is not a string but dict"},
         ),
-        ("/policy", {"node": {"deny": 5}}, {"node.deny": "Input should be a string or a list of strings"}),
+        ("/policy", {"node": {"deny": 5}}, {"node.deny": "must be one string of entries or a list of them, not int"}),
         (
             "/policy",
             {"python": {"rules": {"versions_deny": {"entries": [3]}}}},
-            {"python.rules.versions_deny.entries[0]": "Input should be a valid string"},
+            {"python.rules.versions_deny.entries[0]": "3 is not a string"},
         ),
     ],
 )
@@ -102,5 +102,6 @@ def test_a_wrong_field_is_told_one_thing_not_each_union_members_complaint(live, 
     method = "PUT" if path == "/policy" else "POST"
     reply = live.call(method, P + path, live.tokens["admin"], body)
     assert reply.status == 422, reply.body
-    assert {e["field"]: e["message"] for e in reply.json["errors"]} == said
+    told = {e["field"]: e["message"] for e in reply.json["errors"]}
+    assert told.keys() == said.keys() and all(told[f].startswith(said[f]) for f in said), told
     assert len(reply.json["errors"]) == len(said)

@@ -179,7 +179,7 @@ def test_a_value_of_the_wrong_type_is_named_with_every_other_bad_field_not_alone
     reply = live.call("PUT", P + "/policy", live.tokens["admin"], wrong)
     assert [e["field"] for e in reply.json["errors"]] == [
         "python.mode",
-        "python.deny[0]",
+        "python.deny",
         "python.rules.min_release_age.exempt[0]",
         "python.rules.min_release_age.action",
         "known_malware",
