@@ -18,6 +18,24 @@ from domain.rules import ENFORCE, RULES, read_rules
 from domain.specs import LANGUAGES
 
 ACTIONS = ("switch-mode", "add", "remove", "set-rules", "set-known-malware")
+# A Save is the complete desired state: a field left out keeps its saved value, one given is that
+# value. A null says neither (keep it? empty it?), so it is refused, naming what to send instead.
+NULL_REFUSED = {
+    "language": "must be the language's mode, allow, deny and rules; null is not a policy "
+    "(leave the language out to keep it as saved)",
+    "mode": f"must be one of {', '.join(MODES)}; null is not a mode (leave it out to keep it as saved)",
+    "list": "must be a list: an array of entries or one string; null is not a list "
+    "(send [] to empty it, or leave it out to keep it as saved)",
+    "rules": "must be the language's rules beyond names ({} turns them all off); null is not rules "
+    "(leave it out to keep them as saved)",
+    "known_malware": f"must be one of {', '.join(RULE_ACTIONS)}; null is not an action "
+    "(leave it out to keep it as saved)",
+    "egress": 'must be {"allow": [...]} ({"allow": null}: the workspace narrows nothing); null is not an '
+    "egress setting (leave it out to keep it as saved)",
+}
+# Which of NULL_REFUSED each field of a Save, and of one language in it, is.
+_SAVE_FIELDS = {**dict.fromkeys(LANGUAGES, "language"), "known_malware": "known_malware", "egress": "egress"}
+_LANGUAGE_FIELDS = {"mode": "mode", **dict.fromkeys(LISTS, "list"), "rules": "rules"}
 
 
 def plan_desired_state(
@@ -28,8 +46,9 @@ def plan_desired_state(
 ) -> list[Change]:
     """Changes that turn `state` into `desired` (per language: mode, allow, deny, rules; all
     optional), `egress` (the workspace's egress allowlist) into `desired["egress"]["allow"]`, and
-    the workspace's `known_malware` action into `desired["known_malware"]`, when given."""
-    errors: list[FieldError] = []
+    the workspace's `known_malware` action into `desired["known_malware"]`, when given. What is
+    left out keeps its saved value; a null is refused (`NULL_REFUSED`)."""
+    errors = _nulls(desired, _SAVE_FIELDS)
     changes: list[Change] = []
     for language in LANGUAGES:
         wanted = desired.get(language)
@@ -48,6 +67,7 @@ def plan_desired_state(
 
 
 def _language_diff(language: str, current: dict[str, Any], wanted: dict[str, Any], errors: list[Any]) -> list[Change]:
+    errors += _nulls(wanted, _LANGUAGE_FIELDS, f"{language}.")
     changes = []
     mode = wanted.get("mode")
     if mode is not None:
@@ -65,6 +85,15 @@ def _language_diff(language: str, current: dict[str, Any], wanted: dict[str, Any
     if wanted.get("rules") is not None:
         changes += _plan_rules(language, current.get("rules") or {}, wanted["rules"], f"{language}.rules", errors)
     return changes
+
+
+def _nulls(given: dict[str, Any], fields: dict[str, str], prefix: str = "") -> list[FieldError]:
+    """One refusal per field of `fields` given as null."""
+    return [
+        FieldError(prefix + key, NULL_REFUSED[what])
+        for key, what in fields.items()
+        if key in given and given[key] is None
+    ]
 
 
 def _plan_rules(

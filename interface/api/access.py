@@ -179,5 +179,5 @@ def delete_exception(gov, ws, caller, exception_id):
     response=ImpactAnswer,
 )
 def post_impact(gov, ws, caller, body):
-    draft = body.draft.model_dump(exclude_none=True)
+    draft = body.draft.model_dump(exclude_unset=True)
     return ImpactAnswer.model_validate(gov.impacts.impact(ws, draft, body.days)).model_dump(by_alias=True)

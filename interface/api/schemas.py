@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator
 from pydantic_core import PydanticCustomError
 
 from application.imports import FORMATS as IMPORT_FORMATS
 from domain.decision import DECISION_KINDS, REASONS, SERVICE_SOURCES
+from domain.edits import NULL_REFUSED
 from domain.egress.workspace import EGRESS, EGRESS_MODES
 from domain.limits import (
     MAX_ALLOWLIST,
@@ -135,6 +136,18 @@ class NamesAllowedRule(Body):
     action: RuleAction = "enforce"
 
 
+def _not_null(what: str) -> BeforeValidator:
+    """A field of a Save (or draft) that may be left out, keeping its saved value, but never given
+    as null (`domain.edits.NULL_REFUSED` says why, and what to send)."""
+
+    def refused(value: object) -> object:
+        if value is None:
+            raise PydanticCustomError("null_refused", NULL_REFUSED[what])
+        return value
+
+    return BeforeValidator(refused)
+
+
 class RulesDraft(Body):
     """Rules beyond names; a rule absent or null is off. install_scripts is node's, sdists python's."""
 
@@ -148,24 +161,27 @@ Rules = Annotated[Any, read_by_domain(RulesDraft)]
 
 
 class LanguageDraft(Body):
-    mode: Annotated[Any, read_by_domain(Mode | None)] = None
-    allow: Entries | None = None
-    deny: Entries | None = None
-    rules: Annotated[Any, read_by_domain(RulesDraft | None)] = Field(
+    """A language's desired state: what is left out keeps its saved value; null is refused (by
+    the domain, which names it with every other bad field)."""
+
+    mode: Annotated[Any, read_by_domain(Mode)] = None
+    allow: Entries = None
+    deny: Entries = None
+    rules: Annotated[Any, read_by_domain(RulesDraft)] = Field(
         None, description="the language's rules beyond names, all of them (absent: unchanged)"
     )
 
 
 class Draft(Body):
-    python: LanguageDraft | None = None
-    node: LanguageDraft | None = None
-    known_malware: Annotated[Any, read_by_domain(RuleAction | None)] = Field(
+    python: Annotated[LanguageDraft, _not_null("language")] = None
+    node: Annotated[LanguageDraft, _not_null("language")] = None
+    known_malware: Annotated[Any, read_by_domain(RuleAction)] = Field(
         None, description="what imported known-malware advisories do here"
     )
 
 
 class PolicyPut(Draft):
-    egress: EgressDraft | None = None
+    egress: Annotated[EgressDraft, _not_null("egress")] = None
     expected_version: Annotated[int, Field(ge=0)] | None = None
     note: Annotated[str, Field(max_length=MAX_NOTE)] = ""
 

@@ -65,7 +65,7 @@ def get_policy(gov, ws, caller, query):
     errors=(409,),
 )
 def put_policy(gov, ws, caller, body):
-    desired = body.model_dump(include={"python", "node", "known_malware"}, exclude_none=True)
+    desired = body.model_dump(include={"python", "node", "known_malware"}, exclude_unset=True)
     if body.egress is not None:
         desired["egress"] = {"allow": body.egress.allow}
     return gov.save_policy(
@@ -131,7 +131,7 @@ def post_test(gov, ws, caller, body):
     if body.draft is not None and not role_allows(caller["role"], "admin"):
         raise HTTPProblem(403, "Forbidden", "testing a draft needs the admin role or above")
     context = body.context.model_dump() if body.context else {}
-    draft = body.draft.model_dump(exclude_none=True) if body.draft else None
+    draft = body.draft.model_dump(exclude_unset=True) if body.draft else None
     at = not_future(optional_instant(body.at, "at"), gov.clock())
     return gov.evaluation.test(ws, body.language, body.specs, body.command, context, draft=draft, at=at)
 

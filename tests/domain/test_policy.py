@@ -104,6 +104,22 @@ def test_invalid_entries_refuse_the_whole_command_naming_every_bad_entry():
     assert [e.field for e in refused.value.errors] == ["python.allow[1]", "python.allow[2]"]
 
 
+def test_a_desired_state_with_a_null_is_refused_naming_every_null_and_what_is_left_out_is_kept():
+    state = Policy(workspace="acme", by="a").state
+    desired = {
+        "python": {"mode": None, "allow": None, "deny": ["b"], "rules": None},
+        "node": None,
+        "known_malware": None,
+        "egress": None,
+    }
+    with pytest.raises(InvalidInputError) as refused:
+        plan_desired_state(state, desired)
+    fields = [e.field for e in refused.value.errors]
+    assert fields == ["node", "known_malware", "egress", "python.mode", "python.allow", "python.rules"]
+    assert "null is not a list" in refused.value.errors[4].message
+    assert plan_desired_state(state, {"python": {"deny": ["b"]}}) == [Change("entry-added", "python", "deny", "b")]
+
+
 def test_an_unknown_mode_or_action_is_refused_with_its_field():
     state = Policy(workspace="acme", by="a").state
     with pytest.raises(InvalidInputError) as refused:

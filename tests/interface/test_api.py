@@ -72,6 +72,38 @@ def test_a_stale_save_is_409_and_saves_nothing(live):
     assert live.call("POST", P + "/policy/changes", live.tokens["admin"], changes).status == 422
 
 
+@pytest.mark.parametrize(
+    "body,field,says",
+    [
+        ({"python": {"mode": "allowlist", "allow": None, "deny": []}}, "python.allow", "null is not a list"),
+        ({"python": {"mode": "denylist", "deny": None}}, "python.deny", "null is not a list"),
+        ({"python": {"mode": None, "allow": ["a"]}}, "python.mode", "null is not a mode"),
+        ({"python": {"deny": ["b"]}, "node": None}, "node", "null is not a policy"),
+        ({"node": {"rules": None}}, "node.rules", "null is not rules"),
+        ({"known_malware": None}, "known_malware", "null is not an action"),
+        ({"egress": None}, "egress", "null is not an egress setting"),
+    ],
+)
+def test_a_save_with_a_null_is_422_naming_it_and_saves_nothing(live, body, field, says):
+    """A Save is the complete desired state: a field left out keeps its saved value, and a null,
+    which says neither keep nor empty, is refused rather than read as either."""
+    assert live.call("PUT", P + "/policy", live.tokens["admin"], SAVE).status == 200
+    reply = live.call("PUT", P + "/policy", live.tokens["admin"], body)
+    assert reply.status == 422 and reply.media == "application/problem+json", reply.body
+    assert [e["field"] for e in reply.json["errors"]] == [field] and says in reply.json["errors"][0]["message"]
+    saved = live.call("GET", P + "/policy", live.tokens["auditor"]).json
+    assert saved["version"] == 5 and saved["python"]["allow"] == ["numpy", "pandas", "scipy"]
+    drafted = live.call(
+        "POST", P + "/test", live.tokens["admin"], {"language": "python", "specs": ["a"], "draft": body}
+    )
+    if field != "egress":  # a draft has no egress
+        assert drafted.status == 422 and [e["field"] for e in drafted.json["errors"]] == [f"draft.{field}"]
+    # left out, each keeps its saved value (docs/walk-through.md)
+    kept = live.call("PUT", P + "/policy", live.tokens["admin"], {"python": {"deny": ["b"]}})
+    assert kept.status == 200 and kept.json["node"]["deny"] == ["@evil/pkg"]
+    assert kept.json["python"] == {"mode": "allowlist", "allow": ["numpy", "pandas", "scipy"], "deny": ["b"]}
+
+
 def test_bad_entries_are_422_naming_every_one(live):
     body = {"python": {"allow": ["pandas", "https://evil/x.tgz", "numpy", "-r req.txt"]}}
     reply = live.call("PUT", P + "/policy", live.tokens["admin"], body)
