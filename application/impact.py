@@ -1,15 +1,18 @@
 """Decision counts for overviews, and what a draft would change, from the decision-count read
 model (never a replay of decisions).
 
-For impact, every recorded install of a named package in the period is judged again, by name,
-under the saved policy and under the draft (both at this instant, exceptions included): a
-package whose outcome differs moves all its installs to `would_deny` or `would_allow`. The read
-model holds one row per package and day and one per package and sandbox, so the cost follows the
-number of packages in use, not the number of decisions recorded. When either side has rules
-beyond names, or the draft changes the word on known malware, the downloads of the period are
-judged again per version too (`would_hide`, `would_show`), from one row per version, day and
-sandbox, as the index judges them (`application.index.versions`: known malware first; a file
-whose name says no version is hidden whenever anything judges its project's versions).
+For impact, every recorded install of a named package in the period is judged again, by name
+and kind (a registry name, or a direct reference: url, vcs, path), under the saved policy and
+under the draft (both at this instant, exceptions included), as `judge` judges a spec of that
+kind: the installs of a package and kind whose outcome differs move to `would_deny` or
+`would_allow`. The read model holds one row per package, kind and day and one per package, kind
+and sandbox, so the cost follows the number of packages in use, not the number of decisions
+recorded. When either side has rules beyond names, or the draft changes the word on known
+malware, the downloads of the period (registry fetches through the index: the only decisions
+that record a version's facts) are judged again per version too (`would_hide`, `would_show`),
+from one row per version, day and sandbox, as the index judges them
+(`application.index.versions`: known malware first; a file whose name says no version is hidden
+whenever anything judges its project's versions).
 """
 
 from __future__ import annotations
@@ -78,24 +81,25 @@ class Impact:
         moved: dict[str, list] = {"would_deny": [], "would_allow": []}
         unchanged = 0
         verdicts = self._saved_verdicts(workspace, version)
-        for (language, name), n in installs.items():
-            spec = _registry_spec(language, name)
-            before = verdicts.get((language, name)) if name not in saved[language].exceptions else None
+        for key, n in installs.items():
+            language, name, kind = key
+            spec = _spec(language, name, kind)
+            before = verdicts.get(key) if name not in saved[language].exceptions else None
             if before is None:  # an exception's answer depends on the instant: never kept
-                before = verdicts.setdefault((language, name), judge(saved[language], spec, workspace).allowed)
+                before = verdicts.setdefault(key, judge(saved[language], spec, workspace).allowed)
                 if name in saved[language].exceptions:
-                    del verdicts[(language, name)]
+                    del verdicts[key]
             if before == judge(drafted[language], spec, workspace).allowed:
                 unchanged += n
             else:
-                moved["would_deny" if before else "would_allow"].append((language, name, n))
-        changed = {key: _packages(rows, sandboxes) for key, rows in moved.items()}
+                moved["would_deny" if before else "would_allow"].append((key, n))
+        changed = {side: _packages(rows, sandboxes) for side, rows in moved.items()}
         answer = {"days": days, "from": start, **changed, "unchanged": unchanged, "shadowed": shadowed_entries(drafted)}
         # the word on malware is one for both languages: when the draft changes it, the versions
         # an advisory affects move, among the packages an advisory names
         malware = saved["python"].known_malware != drafted["python"].known_malware
         if malware or any(saved[lang].version_rules or drafted[lang].version_rules for lang in saved):
-            named = self.advisories.named(installs) if malware else []
+            named = self.advisories.named(dict.fromkeys(key[:2] for key in installs)) if malware else []
             answer |= self._versions_moved(workspace, saved, drafted, start, now.date().isoformat(), named)
         return answer
 
@@ -129,7 +133,7 @@ class Impact:
         }
 
     def _saved_verdicts(self, workspace: str, version: int) -> dict:
-        """The saved policy's answers by name, kept while its version stands (one per workspace)."""
+        """The saved policy's answers by name and kind, kept while its version stands (one per workspace)."""
         with self._lock:
             kept = self._verdicts.get(workspace)
             if kept is None or kept[0] != version:
@@ -137,20 +141,23 @@ class Impact:
         return kept[1]
 
     def installs(self, workspace: str, start: str, today: str) -> dict[tuple[str, str], int]:
-        """Installs per (language, name) over [start, today]: the kept sums of the days before
-        today (see `_past`) and today's."""
-        return self._with_today(self._past(workspace, start, today), workspace, today)
+        """Installs per (language, name) over [start, today], all kinds: the kept sums of the days
+        before today (see `_past`) and today's."""
+        installs: dict[tuple[str, str], int] = {}
+        for (language, name, _), n in self._with_today(self._past(workspace, start, today), workspace, today).items():
+            installs[(language, name)] = installs.get((language, name), 0) + n
+        return installs
 
     def _period(self, workspace: str, start: str, today: str) -> tuple[dict, dict]:
-        """Installs and sandboxes per package over [start, today]."""
+        """Installs and sandboxes per (language, name, kind) over [start, today]."""
         known = self._past(workspace, start, today)
         new = _grouped(self.counts.sandboxes_new_today(workspace, start, today))
         return self._with_today(known, workspace, today), _Union(known.sandboxes, new)
 
-    def _with_today(self, known: _Period, workspace: str, today: str) -> dict[tuple[str, str], int]:
+    def _with_today(self, known: _Period, workspace: str, today: str) -> dict[tuple[str, str, str], int]:
         installs = dict(known.installs)
-        for (language, name), n in _summed(self.counts.installs_by_name(workspace, today, today)).items():
-            installs[(language, name)] = installs.get((language, name), 0) + n
+        for key, n in _summed(self.counts.installs_by_name(workspace, today, today)).items():
+            installs[key] = installs.get(key, 0) + n
         return installs
 
     def _past(self, workspace: str, start: str, today: str) -> _Period:
@@ -178,15 +185,16 @@ class Impact:
 
 @dataclass(frozen=True)
 class _Period:
-    """Sums over a period's days before today, and the installs they were checked against."""
+    """Sums over a period's days before today, per (language, name, kind), and the installs they
+    were checked against."""
 
     past_installs: int
-    installs: dict[tuple[str, str], int]
-    sandboxes: dict[tuple[str, str], frozenset[str]]
+    installs: dict[tuple[str, str, str], int]
+    sandboxes: dict[tuple[str, str, str], frozenset[str]]
 
 
 class _Union:
-    """The sandboxes of a package: those of the days before today, and those new today."""
+    """The sandboxes of a package and kind: those of the days before today, and those new today."""
 
     def __init__(self, past: dict, new: dict):
         self.past, self.new = past, new
@@ -265,19 +273,20 @@ def _hiding(
 
 
 @lru_cache(maxsize=65536)
-def _registry_spec(language: str, name: str) -> Spec:
-    """The spec of a plain registry install of `name` (what a named install is judged as)."""
-    return Spec(name, language, "registry", name)
+def _spec(language: str, name: str, kind: str) -> Spec:
+    """What a recorded install of `name` by `kind` is judged as: `judge` reads a spec's kind and
+    name only (a direct reference is refused in allowlist mode whatever its name)."""
+    return Spec(name, language, kind, name)
 
 
-def _summed(rows: list[dict]) -> dict[tuple[str, str], int]:
-    return {(r["language"], r["name"]): int(r["installs"]) for r in rows}
+def _summed(rows: list[dict]) -> dict[tuple[str, str, str], int]:
+    return {(r["language"], r["name"], r["kind"]): int(r["installs"]) for r in rows}
 
 
-def _grouped(rows: list[dict]) -> dict[tuple[str, str], frozenset[str]]:
-    found: dict[tuple[str, str], set[str]] = {}
+def _grouped(rows: list[dict]) -> dict[tuple[str, str, str], frozenset[str]]:
+    found: dict[tuple[str, str, str], set[str]] = {}
     for row in rows:
-        found.setdefault((row["language"], row["name"]), set()).add(row["sandbox"])
+        found.setdefault((row["language"], row["name"], row["kind"]), set()).add(row["sandbox"])
     return {k: frozenset(v) for k, v in found.items()}
 
 
@@ -285,12 +294,25 @@ def _yesterday(day: str) -> str:
     return (date.fromisoformat(day) - timedelta(days=1)).isoformat()
 
 
-def _packages(rows: list[tuple[str, str, int]], sandboxes: dict) -> list[dict]:
-    found = [
-        {"language": language, "name": name, "installs": n, "sandboxes": len(sandboxes.get((language, name)))}
-        for language, name, n in rows
-    ]
-    return sorted(found, key=lambda p: (-p["installs"], p["language"], p["name"]))
+def _packages(rows: list[tuple[tuple[str, str, str], int]], sandboxes: dict) -> list[dict]:
+    """One entry per package: the installs of its kinds that move one way, and the sandboxes
+    that installed it by one of those kinds."""
+    found: dict[tuple[str, str], dict] = {}
+    for (language, name, kind), n in rows:
+        package = found.get((language, name))
+        if package is None:
+            found[(language, name)] = {
+                "language": language,
+                "name": name,
+                "installs": n,
+                "sandboxes": sandboxes.get((language, name, kind)),
+            }
+        else:
+            package["installs"] += n
+            package["sandboxes"] = package["sandboxes"] | sandboxes.get((language, name, kind))
+    for package in found.values():
+        package["sandboxes"] = len(package["sandboxes"])
+    return sorted(found.values(), key=lambda p: (-p["installs"], p["language"], p["name"]))
 
 
 def first_day(days: int, now: datetime) -> str:

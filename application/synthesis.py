@@ -9,9 +9,11 @@ decisions themselves, so the cost follows the names in use and not the number of
 `by="installs"` weighs a name by its allowed decisions; `by="sandboxes"` by the sandboxes that
 were allowed it (one sandbox installing it a thousand times weighs one; decisions that name no
 sandbox count as one sandbox). Decisions that name nothing (an invalid spec, a direct reference
-of unknown name) count in the total and no list can cover them; nor can a name the draft's
-deny list denies (the deny list wins over the allow list), so such names are never proposed
-and are answered in `denied`.
+of unknown name) count in the total and no list can cover them; nor can a direct reference that
+names its package (url, vcs, path: refused in allowlist mode whatever the list says,
+`domain.decision.judge`), which is why the counts keep each decision's kind; nor can a name the
+draft's deny list denies (the deny list wins over the allow list), so such names are never
+proposed and are answered in `denied`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from datetime import UTC, datetime
 from application.impact import MAX_DAYS, Impact, first_day
 from application.policies import Policies
 from application.store.counts import CountReads
+from domain.decision import DIRECT_KINDS
 from domain.errors import RULES_NAMED, FieldError, InvalidInputError
 from domain.specs import LANGUAGES
 
@@ -58,8 +61,7 @@ class Synthesis:
         now = datetime.now(UTC)
         start = first_day(days, now)
         rows = self.counts.allowed_by_name_and_sandbox(workspace, start, now.date().isoformat(), language)
-        weights = _weights(rows, by)
-        total = sum(weights.values())
+        weights, total = _weights(rows, by)
         weights.pop("", None)  # decisions that name nothing stay in the total; no entry covers them
         denied: list[str] = []
         if language != EGRESS:  # denied names stay in the total too: no allow entry covers them
@@ -96,11 +98,20 @@ def _switched(base: dict, language: str, allow: list[str]) -> dict:
     return {**base, language: {**base.get(language, {}), "mode": "allowlist", "allow": allow}}
 
 
-def _weights(rows: list[dict], by: str) -> dict[str, int]:
+def _weights(rows: list[dict], by: str) -> tuple[dict[str, int], int]:
+    """What an allow entry for each name would cover (its allowed installs, or the sandboxes
+    allowed it, by the kinds an allow list vouches for), and the total over every allowed row:
+    direct references stay in the total, as no entry covers them."""
     weights: dict[str, int] = {}
-    for row in rows:
-        weights[row["name"]] = weights.get(row["name"], 0) + (row["installs"] if by == "installs" else 1)
-    return weights
+    if by == "installs":
+        for row in rows:
+            if row["kind"] not in DIRECT_KINDS:
+                weights[row["name"]] = weights.get(row["name"], 0) + row["installs"]
+        return weights, sum(row["installs"] for row in rows)
+    pairs = {(row["name"], row["sandbox"]) for row in rows}  # a sandbox weighs once, whatever its kinds
+    for name, _ in {(row["name"], row["sandbox"]) for row in rows if row["kind"] not in DIRECT_KINDS}:
+        weights[name] = weights.get(name, 0) + 1
+    return weights, len(pairs)
 
 
 def _egress_impact(rows: list[dict], allow: set[str], days: int, start: str) -> dict:

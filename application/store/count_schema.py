@@ -16,26 +16,30 @@ COUNT_TABLES = (
 )
 
 COUNT_DDL = (
-    # One row per (workspace, UTC day, language, name, outcome, sandbox); see
-    # `Impact.decision_counts`. `language` is 'egress' for egress decisions (name = host).
+    # One row per (workspace, UTC day, language, name, outcome, sandbox, kind); see
+    # `Impact.decision_counts`. `language` is 'egress' for egress decisions (name = host). `kind`
+    # is the decision's (`domain.decision.DECISION_KINDS`): a name's registry installs and its
+    # direct references (url, vcs, path) are judged apart, so they are counted apart.
     "CREATE TABLE IF NOT EXISTS {decision_counts} (workspace TEXT NOT NULL, day TEXT NOT NULL, "
     "language TEXT NOT NULL, name TEXT NOT NULL, allowed {bool} NOT NULL, sandbox TEXT NOT NULL, "
-    "installs INTEGER NOT NULL, PRIMARY KEY (workspace, day, language, name, allowed, sandbox)){norowid}",
+    "kind TEXT NOT NULL, installs INTEGER NOT NULL, "
+    "PRIMARY KEY (workspace, day, language, name, allowed, sandbox, kind)){norowid}",
     # The overview's most-denied lists read only the denied rows of their week (a few hundred
     # among hundreds of thousands at 1M decisions): its queries say `allowed = FALSE`, as here.
     "CREATE INDEX IF NOT EXISTS rcp_denied_counts ON {decision_counts} (workspace, day, language, name, sandbox, "
     "installs) WHERE allowed = FALSE",
-    # What impact reads (python/node decisions that name a package): installs per day and name,
-    # and the last day each sandbox installed each name. Both stay small however many decisions
-    # are recorded: one row per package in use and day, one per package and sandbox.
+    # What impact reads (python/node decisions that name a package): installs per day, name and
+    # kind (what a draft judges: `domain.decision.judge`), and the last day each sandbox
+    # installed each name by each kind. Both stay small however many decisions are recorded: one
+    # row per package in use, kind and day, one per package, kind and sandbox.
     "CREATE TABLE IF NOT EXISTS {impact_names} (workspace TEXT NOT NULL, day TEXT NOT NULL, "
-    "language TEXT NOT NULL, name TEXT NOT NULL, installs INTEGER NOT NULL, "
-    "PRIMARY KEY (workspace, day, language, name)){norowid}",
+    "language TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, installs INTEGER NOT NULL, "
+    "PRIMARY KEY (workspace, day, language, name, kind)){norowid}",
     # `prev_day`: the last day before `last_day` it was installed ('': never), so the pairs that
     # are new to a period today are one index range, not every pair seen today.
     "CREATE TABLE IF NOT EXISTS {impact_sandboxes} (workspace TEXT NOT NULL, language TEXT NOT NULL, "
-    "name TEXT NOT NULL, sandbox TEXT NOT NULL, last_day TEXT NOT NULL, prev_day TEXT, "
-    "PRIMARY KEY (workspace, language, name, sandbox)){norowid}",
+    "name TEXT NOT NULL, kind TEXT NOT NULL, sandbox TEXT NOT NULL, last_day TEXT NOT NULL, prev_day TEXT, "
+    "PRIMARY KEY (workspace, language, name, kind, sandbox)){norowid}",
     "CREATE INDEX IF NOT EXISTS rcp_impact_sandboxes_by_day ON {impact_sandboxes} (workspace, last_day, prev_day)",
     # Installs per workspace and day: a period's past days are checked in a few seeks before a
     # cached sum over them is trusted (see `application.impact`).

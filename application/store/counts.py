@@ -31,15 +31,15 @@ from domain.specs import LANGUAGES
 UNKNOWN_VERSION = ""
 
 _UPSERT = {
-    "count": "INSERT INTO {decision_counts} AS c VALUES (%s, %s, %s, %s, %s, %s, %s) "
-    "ON CONFLICT (workspace, day, language, name, allowed, sandbox) "
+    "count": "INSERT INTO {decision_counts} AS c VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+    "ON CONFLICT (workspace, day, language, name, allowed, sandbox, kind) "
     "DO UPDATE SET installs = c.installs + excluded.installs",
-    "name_day": "INSERT INTO {impact_names} AS c VALUES (%s, %s, %s, %s, %s) "
-    "ON CONFLICT (workspace, day, language, name) DO UPDATE SET installs = c.installs + excluded.installs",
+    "name_day": "INSERT INTO {impact_names} AS c VALUES (%s, %s, %s, %s, %s, %s) "
+    "ON CONFLICT (workspace, day, language, name, kind) DO UPDATE SET installs = c.installs + excluded.installs",
     # The days of the row and of the rows counted now merged: the last, and the last before it
     # ('' : none). Both SETs see the row as it was.
-    "name_sandbox": "INSERT INTO {impact_sandboxes} AS c VALUES (%s, %s, %s, %s, %s, %s) "
-    "ON CONFLICT (workspace, language, name, sandbox) DO UPDATE SET "
+    "name_sandbox": "INSERT INTO {impact_sandboxes} AS c VALUES (%s, %s, %s, %s, %s, %s, %s) "
+    "ON CONFLICT (workspace, language, name, kind, sandbox) DO UPDATE SET "
     "prev_day = CASE WHEN excluded.last_day > c.last_day THEN "
     "CASE WHEN c.last_day > excluded.prev_day THEN c.last_day ELSE excluded.prev_day END "
     "WHEN excluded.last_day = c.last_day THEN "
@@ -62,12 +62,12 @@ _UPSERT = {
 
 
 def count_key(e) -> tuple:
-    """(workspace, day, language, name, allowed, sandbox) of one recorded decision."""
+    """(workspace, day, language, name, allowed, sandbox, kind) of one recorded decision."""
     r = e.record
-    language = r.get("language") or ("egress" if r.get("kind") == "egress" else "")
+    language = r.get("language") or ("egress" if r["kind"] == "egress" else "")
     sandbox = (r.get("context") or {}).get("sandbox") or ""
     day = e.timestamp.astimezone(UTC).date().isoformat()
-    return e.workspace, day, language, r.get("name") or "", bool(r["allowed"]), sandbox
+    return e.workspace, day, language, r.get("name") or "", bool(r["allowed"]), sandbox, r["kind"]
 
 
 RECORDED = get_topic(Decision.Recorded)
@@ -131,12 +131,12 @@ def count_statements(dialect, decisions) -> list[ManyRows]:
     rows = [("count", (*key, n)) for key, n in counts.items()]
     names, days, outcomes = Counter(), Counter(), Counter()
     sandboxes: dict = {}  # key -> the days it was installed on
-    for (workspace, day, language, name, allowed, sandbox), n in counts.items():
+    for (workspace, day, language, name, allowed, sandbox, kind), n in counts.items():
         outcomes[(workspace, day, allowed)] += n
         if language in LANGUAGES and name:
-            names[(workspace, day, language, name)] += n
+            names[(workspace, day, language, name, kind)] += n
             days[(workspace, day)] += n
-            sandboxes.setdefault((workspace, language, name, sandbox), set()).add(day)
+            sandboxes.setdefault((workspace, language, name, kind, sandbox), set()).add(day)
     rows += [("name_day", (*key, n)) for key, n in names.items()]
     rows += [("name_sandbox", (*key, *_last_two(seen))) for key, seen in sandboxes.items()]
     rows += [("day", (*key, n)) for key, n in days.items()]
@@ -233,12 +233,13 @@ class CountReads(ReadModel):
             if value is not None:
                 where.append(f"{column} = %s")
                 params.append(value)
-        rows = self._rows(
-            "SELECT day, language, name, allowed, sandbox, installs FROM {decision_counts} "
-            f"WHERE {' AND '.join(where)} ORDER BY day, language, name, allowed, sandbox",
+        rows = self._rows(  # a key's kinds summed: one row per key, as before kinds were counted apart
+            "SELECT day, language, name, allowed, sandbox, SUM(installs) AS installs FROM {decision_counts} "
+            f"WHERE {' AND '.join(where)} GROUP BY day, language, name, allowed, sandbox "
+            "ORDER BY day, language, name, allowed, sandbox",
             params,
         )
-        return [{**row, "allowed": bool(row["allowed"])} for row in rows]
+        return [{**row, "allowed": bool(row["allowed"]), "installs": int(row["installs"])} for row in rows]
 
     def denied_installs(self, workspace: str, start_day: str, language: str, name: str) -> int:
         row = self._first(
@@ -249,10 +250,11 @@ class CountReads(ReadModel):
         return int(row["n"] or 0) if row else 0
 
     def installs_by_name(self, workspace: str, start_day: str, end_day: str) -> list[dict]:
-        """Installs per python/node package over [start_day, end_day]: one row per package and day."""
+        """Installs per python/node package and kind over [start_day, end_day] (from one row per
+        package, kind and day)."""
         return self._rows(
-            "SELECT language, name, SUM(installs) AS installs FROM {impact_names} "
-            "WHERE workspace = %s AND day >= %s AND day <= %s GROUP BY language, name",
+            "SELECT language, name, kind, SUM(installs) AS installs FROM {impact_names} "
+            "WHERE workspace = %s AND day >= %s AND day <= %s GROUP BY language, name, kind",
             (workspace, start_day, end_day),
         )
 
@@ -264,17 +266,18 @@ class CountReads(ReadModel):
         return int(row["n"] or 0) if row else 0
 
     def sandboxes_since(self, workspace: str, start_day: str) -> list[dict]:
-        """(language, name, sandbox) of every named sandbox that installed a package from `start_day` on."""
+        """(language, name, kind, sandbox) of every named sandbox that installed a package (by that
+        kind) from `start_day` on."""
         return self._rows(
-            "SELECT language, name, sandbox FROM {impact_sandboxes} WHERE workspace = %s "
+            "SELECT language, name, kind, sandbox FROM {impact_sandboxes} WHERE workspace = %s "
             "AND last_day >= %s AND sandbox <> ''",
             (workspace, start_day),
         )
 
     def sandboxes_new_today(self, workspace: str, start_day: str, today: str) -> list[dict]:
-        """The pairs installed today that had not been installed since `start_day` before today."""
+        """The keys installed today that had not been installed since `start_day` before today."""
         return self._rows(
-            "SELECT language, name, sandbox FROM {impact_sandboxes} WHERE workspace = %s AND last_day = %s "
+            "SELECT language, name, kind, sandbox FROM {impact_sandboxes} WHERE workspace = %s AND last_day = %s "
             "AND prev_day < %s AND sandbox <> ''",
             (workspace, today, start_day),
         )
@@ -312,10 +315,10 @@ class CountReads(ReadModel):
 
     def allowed_by_name_and_sandbox(self, workspace: str, start_day: str, end_day: str, language: str) -> list[dict]:
         """Allowed decisions of one language (or 'egress') over [start_day, end_day], summed per
-        (name, sandbox): what allowlist synthesis weighs. One range of the counts' primary key."""
+        (name, sandbox, kind): what allowlist synthesis weighs. One range of the counts' primary key."""
         rows = self._rows(
-            "SELECT name, sandbox, SUM(installs) AS installs FROM {decision_counts} WHERE workspace = %s "
-            "AND day >= %s AND day <= %s AND language = %s AND allowed = %s GROUP BY name, sandbox",
+            "SELECT name, sandbox, kind, SUM(installs) AS installs FROM {decision_counts} WHERE workspace = %s "
+            "AND day >= %s AND day <= %s AND language = %s AND allowed = %s GROUP BY name, sandbox, kind",
             (workspace, start_day, end_day, language, True),
         )
         return [{**row, "installs": int(row["installs"])} for row in rows]

@@ -28,8 +28,10 @@ from domain.errors import ConflictError
 # 3: impact_versions, and the changes rows of rules beyond names; 4: console sessions are a read
 # model of their events; 5: decisions' records in their version 2 shape (`params`, no `message`);
 # 6: impact_versions keeps allowed and refused downloads apart; 7: the counts are of the sealed
-# decisions, written by the sealer; 8: exceptions say whether they lift deny entries (lifts_deny)
-READ_MODEL_VERSION = 8
+# decisions, written by the sealer; 8: exceptions say whether they lift deny entries (lifts_deny);
+# 9: the decision counts and impact's rollups keep each decision's kind (a direct reference is
+# judged apart from its name's registry installs)
+READ_MODEL_VERSION = 9
 DERIVED = tuple(t for t in TABLES if t != "read_model")
 BATCH = 1000
 

@@ -7,7 +7,9 @@ from collections import defaultdict
 
 import pytest
 
+from domain.decision import judge
 from domain.errors import InvalidInputError
+from domain.specs import parse
 
 NAMES = {"python": ["pandas", "numpy", "scipy", "torch", "requests"], "node": ["left-pad", "express", "lodash"]}
 SANDBOXES = ["sbx-1", "sbx-2", "sbx-3", None]
@@ -140,3 +142,84 @@ def test_days_before_today_are_summed_once_and_rechecked_when_they_move(open_app
     assert denied() == {("pandas", 4, 3), ("scipy", 1, 1), ("numpy", 1, 1)}
     on(2, ["scipy"], "late")  # a past day moves (a write that committed late): summed again
     assert denied() == {("pandas", 4, 3), ("scipy", 2, 2), ("numpy", 1, 1)}
+
+
+# A name installed from the registry and by direct reference, direct references of other names
+# (url, vcs, path), one of unknown name (not an install), and node's registry names and aliases.
+MIXED = {
+    "python": [
+        ("urlpkg @ https://x.example/urlpkg-1.0-py3-none-any.whl", "sbx-1"),
+        ("urlpkg @ https://x.example/urlpkg-1.0-py3-none-any.whl", None),
+        ("urlpkg", "sbx-2"),
+        ("gitpkg @ git+https://x.example/gitpkg.git", "sbx-1"),
+        ("localpkg @ file:///tmp/localpkg", "sbx-3"),
+        ("pandas", "sbx-1"),
+        ("evil @ https://x.example/evil.whl", "sbx-2"),
+        ("./local/dir", "sbx-1"),
+    ],
+    "node": [("left-pad", "sbx-1"), ("alias@npm:lodash", "sbx-2"), ("lodash", "sbx-1")],
+}
+
+
+def replayed(app, workspace, draft) -> dict:
+    """Every recorded decision that names a package, its spec parsed again from the record and
+    judged under the saved policy and under the draft, as `/evaluate` and `/test` judge it."""
+    _, saved = app.policies.current(workspace)
+    _, drafted = app.policies.draft_rules(workspace, draft)
+    moved: dict = {"would_deny": {}, "would_allow": {}}
+    unchanged = 0
+    for d in app.audit.decisions(workspace, limit=1000)["decisions"]:
+        if d["language"] not in NAMES or not d["name"]:
+            continue
+        spec = parse(d["language"], d["spec"])
+        before = judge(saved[d["language"]], spec, workspace).allowed
+        if before == judge(drafted[d["language"]], spec, workspace).allowed:
+            unchanged += 1
+            continue
+        found = moved["would_deny" if before else "would_allow"].setdefault((d["language"], d["name"]), [0, set()])
+        found[0] += 1
+        found[1] |= {d["context"]["sandbox"]} if d["context"].get("sandbox") else set()
+    out: dict = {"unchanged": unchanged}
+    for side, found in moved.items():
+        rows = [{"language": k[0], "name": k[1], "installs": n, "sandboxes": len(s)} for k, (n, s) in found.items()]
+        out[side] = sorted(rows, key=lambda p: (-p["installs"], p["language"], p["name"]))
+    return out
+
+
+@pytest.mark.parametrize(
+    "saved,draft",
+    [
+        # the allow list vouches for registry names only: urlpkg's direct references would be denied
+        (
+            {"python": {"mode": "denylist", "deny": ["evil"]}},
+            {"python": {"mode": "allowlist", "allow": ["urlpkg", "gitpkg", "pandas"]}, "node": {"mode": "allowlist"}},
+        ),
+        ({"python": {"mode": "denylist", "deny": ["evil"]}}, {"node": {"mode": "allowlist", "allow": ["lodash"]}}),
+        # and the reverse: back to a deny list lets the direct references in again
+        (
+            {"python": {"mode": "allowlist", "allow": ["urlpkg", "pandas"]}},
+            {"python": {"mode": "denylist", "deny": ["gitpkg"]}},
+        ),
+    ],
+)
+def test_each_install_is_judged_by_its_kind_as_a_replay_of_the_decisions_judges_it(app, workspace, saved, draft):
+    app.save_policy(workspace, saved, by="a")
+    for language, specs in MIXED.items():
+        for spec, sandbox in specs:
+            app.evaluation.evaluate(workspace, language, [spec], context={"sandbox": sandbox})
+    answer = app.impacts.impact(workspace, draft, 30)
+    assert {k: answer[k] for k in ("would_deny", "would_allow", "unchanged")} == replayed(app, workspace, draft)
+    assert answer["would_deny"] or answer["would_allow"]
+
+
+def test_a_direct_reference_allowed_under_a_deny_list_would_be_denied_by_an_allow_list_naming_it(app, workspace):
+    """What an allowlist draft's Save then does: /test with the draft denies the direct reference."""
+    url = "urlpkg @ https://x.example/urlpkg-1.0-py3-none-any.whl"
+    (recorded,) = app.evaluation.evaluate(workspace, "python", [url], context={"sandbox": "sbx-1"})["decisions"]
+    assert (recorded["allowed"], recorded["kind"]) == (True, "url")
+    draft = {"python": {"mode": "allowlist", "allow": ["urlpkg"], "deny": []}}
+    (tested,) = app.evaluation.test(workspace, "python", [url], None, None, draft=draft)["decisions"]
+    assert (tested["allowed"], tested["reason"]) == (False, "direct-reference")
+    answer = app.impacts.impact(workspace, draft, 30)
+    assert answer["would_deny"] == [{"language": "python", "name": "urlpkg", "installs": 1, "sandboxes": 1}]
+    assert (answer["would_allow"], answer["unchanged"]) == ([], 0)

@@ -71,3 +71,50 @@ def test_an_older_store_without_events_gets_the_tables_of_this_version(database_
         assert reopened.recorder.fetch(sql("SELECT allowed, installs FROM {impact_versions}")) == []
     finally:
         reopened.close()
+
+
+def test_counts_of_a_store_before_kinds_were_kept_are_rebuilt_with_each_decisions_kind(database_url):
+    """Version 8's rollups counted a name's direct references with its registry installs: reopened,
+    they are counted again from the sealed decisions, kind by kind, and the impact preview judges a
+    direct reference as one (never reading the old rows as if they said which kind they were)."""
+    app = Governance(env=store_env(database_url))
+    app.create_workspace("acme", by="alice")
+    url = "urlpkg @ https://x.example/urlpkg-1.0-py3-none-any.whl"
+    app.evaluation.evaluate("acme", "python", [url, "urlpkg", "pandas"], context={"sandbox": "s1"})
+    app.chain.seal()
+    sql = app.recorder.dialect.sql
+    for statement in (
+        "DROP TABLE {impact_names}",
+        "DROP TABLE {impact_sandboxes}",
+        "DROP TABLE {decision_counts}",
+        # version 8's, without `kind`, as its sealer filled them
+        "CREATE TABLE {impact_names} (workspace TEXT NOT NULL, day TEXT NOT NULL, language TEXT NOT NULL, "
+        "name TEXT NOT NULL, installs INTEGER NOT NULL, PRIMARY KEY (workspace, day, language, name))",
+        "CREATE TABLE {impact_sandboxes} (workspace TEXT NOT NULL, language TEXT NOT NULL, name TEXT NOT NULL, "
+        "sandbox TEXT NOT NULL, last_day TEXT NOT NULL, prev_day TEXT, "
+        "PRIMARY KEY (workspace, language, name, sandbox))",
+        "CREATE TABLE {decision_counts} (workspace TEXT NOT NULL, day TEXT NOT NULL, language TEXT NOT NULL, "
+        "name TEXT NOT NULL, allowed BOOLEAN NOT NULL, sandbox TEXT NOT NULL, installs INTEGER NOT NULL, "
+        "PRIMARY KEY (workspace, day, language, name, allowed, sandbox))",
+        "INSERT INTO {impact_names} SELECT 'acme', '2026-03-03', 'python', 'urlpkg', 2",
+        "INSERT INTO {impact_names} SELECT 'acme', '2026-03-03', 'python', 'pandas', 1",
+        "UPDATE {read_model} SET version = 8",
+    ):
+        app.recorder.execute(sql(statement))
+    app.close()
+
+    reopened = Governance(env=store_env(database_url))
+    try:
+        kinds = reopened.recorder.fetch(sql("SELECT name, kind, installs FROM {impact_names} ORDER BY name, kind"))
+        assert [(r["name"], r["kind"], r["installs"]) for r in kinds] == [
+            ("pandas", "registry", 1),
+            ("urlpkg", "registry", 1),
+            ("urlpkg", "url", 1),
+        ]
+        draft = {"python": {"mode": "allowlist", "allow": ["urlpkg", "pandas"]}}
+        answer = reopened.impacts.impact("acme", draft, 30)
+        assert answer["would_deny"] == [{"language": "python", "name": "urlpkg", "installs": 1, "sandboxes": 1}]
+        assert answer["unchanged"] == 2
+        assert reopened.chain.verify("acme")["ok"]
+    finally:
+        reopened.close()

@@ -117,3 +117,19 @@ def test_a_name_the_draft_denies_is_never_proposed_nor_counted_as_covered(app, w
     answer = app.synthesis.synthesise(workspace, "python", coverage=1.0, draft=drafted)
     assert answer["denied"] == ["django-rest-framework", "requests"]
     assert not {"django-rest-framework", "requests"} & set(answer["allow"])
+
+
+def test_a_direct_reference_naming_a_package_is_never_counted_as_covered(app, workspace):
+    """Allowed under the deny list, refused under any allowlist (the allow list vouches for registry
+    names only): in the total, never covered, so the claimed coverage is still the replayed one."""
+    record_period(app, workspace)
+    direct = ["urlpkg @ https://x.example/urlpkg-1.0-py3-none-any.whl", "numpy @ git+https://x.example/numpy.git"]
+    for sandbox in ("s5", "s6"):
+        app.evaluation.evaluate(workspace, "python", direct, context={"sandbox": sandbox})
+    answer = app.synthesis.synthesise(workspace, "python", coverage=1.0)
+    assert answer["total"] == 13 + 4 and answer["covered"] == 13 and "urlpkg" not in answer["allow"]
+    assert answer["coverage"] == replayed_coverage(app, workspace, answer["from"], answer["allow"])
+    by_sandboxes = app.synthesis.synthesise(workspace, "python", coverage=1.0, by="sandboxes")
+    assert (by_sandboxes["covered"], by_sandboxes["total"]) == (10, 10 + 4)  # numpy's s5, s6 are not covered
+    denied = {p["name"]: p["installs"] for p in answer["impact"]["would_deny"]}
+    assert denied == {"urlpkg": 2, "numpy": 2}  # what the answer's own impact says Save would deny

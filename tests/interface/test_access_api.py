@@ -348,6 +348,23 @@ def test_impact_of_a_draft_over_http(locked):
     assert bad.status == 422 and bad.json["errors"][0]["field"] == "draft.python.allow[0]"
 
 
+def test_the_impact_of_a_draft_counts_the_direct_references_its_save_would_deny(live):
+    """The allow list vouches for registry names only: a direct reference allowed under the deny
+    list is previewed as denied by an allowlist naming it, as /test says and Save then does."""
+    url = "urlpkg @ https://x.example/urlpkg-1.0-py3-none-any.whl"
+    evaluated = call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": [url]}, expect=200)
+    assert evaluated["decisions"][0]["allowed"] and evaluated["decisions"][0]["kind"] == "url"
+    draft = {"python": {"mode": "allowlist", "allow": ["urlpkg"], "deny": []}, "node": {"mode": "denylist"}}
+    tested = call(live, "POST", "/test", "admin", {"language": "python", "specs": [url], "draft": draft}, expect=200)
+    assert tested["decisions"][0]["reason"] == "direct-reference" and not tested["allowed"]
+    answer = call(live, "POST", "/impact", "admin", {"draft": draft, "days": 1}, expect=200)
+    assert answer["would_deny"] == [{"language": "python", "name": "urlpkg", "installs": 1, "sandboxes": 0}]
+    assert (answer["would_allow"], answer["unchanged"]) == ([], 0)
+    call(live, "PUT", "/policy", "admin", draft, expect=200)
+    again = call(live, "POST", "/evaluate", "sandbox", {"language": "python", "specs": [url]}, expect=200)
+    assert again["decisions"][0]["reason"] == "direct-reference" and not again["allowed"]
+
+
 def test_a_sandbox_reads_only_the_requests_it_asked_for(live):
     theirs = ask(live, "beta", role="admin").json
     mine = ask(live, "gamma").json
