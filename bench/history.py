@@ -6,7 +6,9 @@ a live service's seals them as they come.
 
 Decisions are spread over the last DAYS UTC days, oldest first (as history is written), over
 NAMES and SANDBOXES, both Zipf-distributed as real use is: the decision counts then hold a row
-per package and day, and "a month" of one package's decisions spans the whole history.
+per package and day, and "a month" of one package's decisions spans the whole history. One in
+DIRECT_EVERY is a direct reference to its package (`name @ https://...`), as some installs are:
+the counts keep a package's kinds apart, and a draft judges each kind.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ LANGUAGES = ("python", "node")
 CHANGES_PER_SAVE = 50
 DECISIONS_PER_SAVE = 500  # the most decisions one request may carry
 DAYS, SANDBOXES = 30, 50
+DIRECT_EVERY = 100
 
 
 def policy_history(governance, workspace: str, events: int, seed: int = 13) -> None:
@@ -57,11 +60,12 @@ def decisions(governance, workspace: str, count: int, say=print, seed: int = 13)
     version, rules = governance.policies.current(workspace)
     names, sandboxes = _zipf(len(NAMES), 1.1), _zipf(SANDBOXES, 1.0)
     parsed = [parse("python", name) for name in NAMES]  # parsing is measured elsewhere
+    direct = [parse("python", f"{name} @ https://files.example/{name}-1.0-py3-none-any.whl") for name in NAMES]
     now = datetime.now(UTC)
     done = 0
     while done < count:
         n = min(DECISIONS_PER_SAVE, count - done)
-        specs = [parsed[_pick(rng, names)] for _ in range(n)]
+        specs = [(direct if rng.randrange(DIRECT_EVERY) == 0 else parsed)[_pick(rng, names)] for _ in range(n)]
         records = decision_records(specs, rules, workspace, version, {"source": "bench"})
         stamp = now - timedelta(days=DAYS - 1 - done * DAYS // count, seconds=rng.randint(0, 3600))
         sandboxed = [{**r, "context": {**r["context"], "sandbox": f"sbx-{_pick(rng, sandboxes)}"}} for r in records]
