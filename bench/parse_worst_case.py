@@ -25,6 +25,7 @@ HOSTILE = {
     "node range '||'": lambda n: ("node", "lodash@" + "1 || " * (n // 5)),
     "python specifiers": lambda n: ("python", "pandas" + ",>=1" * (n // 4)),
     "python extras": lambda n: ("python", "pandas[" + "a," * (n // 2) + "b]"),
+    "python blank run": lambda n: ("python", "pandas" + " " * (n - 9) + "==1"),  # pip's comment regex
 }
 
 

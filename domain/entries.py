@@ -12,11 +12,10 @@ from domain.limits import MAX_ERRORS, MAX_LIST_ENTRIES, MAX_TEXT
 from domain.names import skeleton
 from domain.patterns import is_pattern, parse_pattern
 from domain.specs import parse
-from domain.specs.pip import NAME_RE, line_options, url_kind
+from domain.specs.pip import NAME_RE, drop_comment, line_options, url_kind
 from domain.text import quoted
 
 _LINES = re.compile(r"\r\n|\r|\n")  # what a form's textarea sends: not U+2028, VT or FF (str.splitlines)
-_TRAILING_COMMENT = re.compile(r"\s+#.*$")  # pip's rule: '#' starts a comment after a blank
 _VERSION_OPERATOR = tuple("<>=!~")
 _WHAT = {
     "url": "a url",
@@ -84,7 +83,7 @@ def split_entries(language: str, value: object) -> Iterator[object]:
             if not line or line.startswith("#"):
                 continue
             if language == "python":
-                line = _TRAILING_COMMENT.sub("", line)
+                line = drop_comment(line)  # pip's rule: '#' starts a comment after a blank
             yield from _split_commas(language, line)
 
 

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from domain.specs import KINDS, LANGUAGES, Spec, deny_key, parse, registry_name
+from domain.specs.pip import drop_comment
 from tests.support.corpus import CORPUS_DIR
 
 CORPUS = CORPUS_DIR / "specs.jsonl"
@@ -230,6 +231,16 @@ def test_deny_keys_compare_python_canonically_and_npm_without_case():
     assert deny_key("python", "Foo_Bar.baz") == "foo-bar-baz"
     assert deny_key("node", "JSONStream") == "jsonstream"
     assert deny_key("python", "\u212aeras") != "keras"
+
+
+PIP_COMMENT = re.compile(r"(^|\s+)#.*$")  # pip's req_file.COMMENT_RE, as pip drops it
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet="a# \t\x0b\x0c\x1c\x1f\x85\xa0\u2000\u2028\u200b\u3000\ufeff", max_size=16))
+def test_a_comment_is_dropped_from_a_line_as_pip_drops_it(line):
+    """Found without pip's regex, which tries every blank of a run (0.1 s for 4,000 blanks)."""
+    assert drop_comment(line) == PIP_COMMENT.sub("", line)
 
 
 NAME_CHARS = "abcXYZ019-_.@/:~^<>=!*[](); ,\t\\\"'#%+vnpmgithubrq\u212a\u0435\u00a0"
