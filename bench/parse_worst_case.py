@@ -7,13 +7,18 @@ A ratio that grows with the length means a super-linear path has come back. Both
 the full parsers (`pip.parse_line`, `npm.parse_arg`): the shortcuts of `domain.specs.fast` take
 the benign shapes in microseconds, which would make every ratio meaningless.
 
+Then the same for what a Save or a draft's test reads of a body of up to 1 MiB: pasted lists
+(`domain.entries`), against one long name of the same length.
+
     .venv/bin/python -m bench.parse_worst_case
 """
 
 from __future__ import annotations
 
 import timeit
+from collections.abc import Callable
 
+from domain.entries import parse_entries
 from domain.specs import npm, pip
 
 FULL = {"python": pip.parse_line, "node": npm.parse_arg}  # never the memo, never a shortcut
@@ -26,6 +31,13 @@ HOSTILE = {
     "python specifiers": lambda n: ("python", "pandas" + ",>=1" * (n // 4)),
     "python extras": lambda n: ("python", "pandas[" + "a," * (n // 2) + "b]"),
     "python blank run": lambda n: ("python", "pandas" + " " * (n - 9) + "==1"),  # pip's comment regex
+}
+# Pasted lists: one line of `,<1` (once joined a fragment at a time), of blanks (once read for a
+# comment by a regex that scanned the run from each blank), of unclosed brackets.
+LISTS = {
+    "list specifiers": lambda n: "a" + ",<1" * (n // 3),
+    "list blank run": lambda n: "a" + " " * (n - 2) + "b",
+    "list brackets": lambda n: "(a" * (n // 2),
 }
 
 
@@ -46,5 +58,23 @@ def main() -> None:
             )
 
 
+def lists() -> None:
+    for length in (256 * 1024, 1024 * 1024):
+        benign = "a" * length  # one name, refused as too long
+        ceiling = once(lambda benign=benign: parse_entries("python", benign, "f"))
+        for label, make in LISTS.items():
+            text = make(length)
+            cost = once(lambda text=text: parse_entries("python", text, "f"))
+            print(
+                f"{length // 1024:5d} KiB {label:20s} {cost * 1e3:8.1f} ms/list | ceiling {ceiling * 1e3:7.1f} ms "
+                f"| ratio {cost / ceiling:6.1f}"
+            )
+
+
+def once(work: Callable[[], object]) -> float:
+    return min(timeit.repeat(work, number=1, repeat=3))
+
+
 if __name__ == "__main__":
     main()
+    lists()

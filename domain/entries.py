@@ -39,7 +39,8 @@ def parse_entries(
     `value` is one string or a list of strings; either may hold several entries separated by
     newlines and/or commas. Blank lines and lines starting with '#' are skipped; for python a
     trailing ` # comment` is dropped as pip does. Every character of the input lands in an
-    entry that is judged (`_split_commas`): no name typed is ever dropped unseen. For python a
+    entry that is judged (`_split_commas`): no name typed is ever dropped unseen (an entry past
+    MAX_TEXT is refused whatever it holds: it is kept only as its start and length). For python a
     comma fragment that starts with a version operator continues the entry before it
     (`pandas>=1,<2`), and commas inside closed [...], (...) or quotes do not split; node entries
     split at every comma. Versions, extras and markers are stripped through `specs.parse`; with
@@ -104,7 +105,7 @@ def _split_commas(language: str, line: str) -> list[str]:
     would otherwise be read as `pandas`, with `evil` inside an option's value).
     """
     if language != "python":
-        return [f for f in (part.strip() for part in line.split(",")) if f]
+        return [_entry([f]) for f in (part.strip() for part in line.split(",")) if f]
     fragments: list[str] = []
     depth, quote, start = 0, None, 0
     for i, char in enumerate(line):
@@ -125,13 +126,43 @@ def _split_commas(language: str, line: str) -> list[str]:
 
 
 def _join_specifiers(fragments: list[str]) -> list[str]:
-    entries: list[str] = []
+    """The entries of a line's fragments: one starting with a version operator continues the
+    entry before it. Each entry is joined once from its pieces (joined a fragment at a time, a
+    1 MiB line of `,<1` was copied whole per fragment: 8 s before its refusal)."""
+    pieces: list[list[str]] = []
     for fragment in fragments:
-        if entries and fragment.startswith(_VERSION_OPERATOR):
-            entries[-1] = f"{entries[-1]},{fragment}"
+        if pieces and fragment.startswith(_VERSION_OPERATOR):
+            pieces[-1].append(fragment)
         elif fragment:
-            entries.append(fragment)
-    return entries
+            pieces.append([fragment])
+    return [_entry(p) for p in pieces]
+
+
+class _Cut(str):
+    """The start of an entry longer than any list takes (its first MAX_TEXT + 1 characters: every
+    length check refuses it) and its whole `length`, for the refusal to name."""
+
+    length: int
+
+    def __new__(cls, start: str, length: int) -> _Cut:
+        cut = super().__new__(cls, start)
+        cut.length = length
+        return cut
+
+
+def _entry(pieces: list[str]) -> str:
+    """The pieces joined by commas, kept no further than MAX_TEXT + 1 characters (a `_Cut`): an
+    entry past MAX_TEXT is refused whatever it holds, so the rest of it is only counted."""
+    length = sum(map(len, pieces)) + len(pieces) - 1
+    if length <= MAX_TEXT:
+        return ",".join(pieces)
+    kept, size = [], -1
+    for piece in pieces:
+        kept.append(piece)
+        size += len(piece) + 1
+        if size > MAX_TEXT:
+            break
+    return _Cut(",".join(kept)[: MAX_TEXT + 1], length)
 
 
 def _judge(language: str, entry: object, names_only: bool) -> tuple[str | None, str | None]:
@@ -139,7 +170,8 @@ def _judge(language: str, entry: object, names_only: bool) -> tuple[str | None, 
     if not isinstance(entry, str):
         return None, f"{entry!r} is not a string but {type(entry).__name__}; {_RULE}"
     if len(entry) > MAX_TEXT:  # the longest spec /evaluate and the index judge: no name past it is ever asked
-        return None, f"{quoted(entry)} has {len(entry)} characters; a list entry may have at most {MAX_TEXT}"
+        length = entry.length if isinstance(entry, _Cut) else len(entry)
+        return None, f"{quoted(entry)} has {length} characters; a list entry may have at most {MAX_TEXT}"
     spec = parse(language, entry)
     if spec.kind == "registry" and spec.name is not None:  # its version may hold '*': `numpy==1.*`
         options = line_options(entry) if language == "python" else ""

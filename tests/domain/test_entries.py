@@ -142,6 +142,40 @@ def test_an_entry_longer_than_any_spec_judged_is_refused_naming_it():
     assert f"has {MAX_TEXT + 1} characters; a list entry may have at most {MAX_TEXT}" in errors[0].message
 
 
+HUGE = 1024 * 1024 - 64  # about the largest body a Save or a draft's test takes
+
+
+@pytest.mark.parametrize(
+    ("language", "text", "length"),
+    [
+        ("python", "a" + ",<1" * (HUGE // 3), 1 + HUGE // 3 * 3),
+        ("python", "a" + " , <1" * (HUGE // 5), 1 + HUGE // 5 * 3),  # the blanks around commas go
+        ("python", "(a" * (HUGE // 2), HUGE // 2 * 2),
+        ("python", "'a" * (HUGE // 2), HUGE // 2 * 2),
+        ("node", "a" * HUGE, HUGE),
+    ],
+    ids=["specifiers", "spaced-specifiers", "open-brackets", "open-quotes", "one-name"],
+)
+def test_a_pasted_entry_is_kept_no_further_than_any_list_takes(language, text, length):
+    """A 1 MiB line of `,<1` was joined into its entry a fragment at a time, copying the entry
+    whole each time (8 s before its refusal): an entry is kept no further than MAX_TEXT + 1
+    characters, as much as any length check needs, and its refusal names its whole length."""
+    assert max(len(e) for e in split_entries(language, text) if isinstance(e, str)) == MAX_TEXT + 1
+    _, (error,) = parse_entries(language, text, "python.deny")
+    assert error.field == "python.deny[0]" and f"has {length} characters;" in error.message
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 60), st.integers((MAX_TEXT - 120) // 3, (MAX_TEXT + 60) // 3))
+def test_an_entry_joined_from_specifiers_is_whole_up_to_max_text_and_its_start_past_it(name, specifiers):
+    whole = "a" * name + ",<1" * specifiers
+    (entry,) = split_entries("python", whole.replace(",", " , "))
+    assert entry == (whole if len(whole) <= MAX_TEXT else whole[: MAX_TEXT + 1])
+    if len(whole) > MAX_TEXT:
+        _, (error,) = parse_entries("python", whole, "f")
+        assert f"has {len(whole)} characters; a list entry may have at most {MAX_TEXT}" in error.message
+
+
 # -- every fragment is judged: an unclosed bracket or quote hides nothing after it -------------
 @pytest.mark.parametrize(
     ("value", "kept", "refused"),
