@@ -81,32 +81,34 @@ def matches(language: str, pattern: str, name: str) -> bool:
     return pattern in patterns_for(language, name)
 
 
-def pattern_covers(language: str, wide: str, narrow: str) -> bool:
-    """Does every name `narrow` (a pattern) matches also match `wide`? Compared on deny keys,
-    since only a deny pattern can shadow (Node deny lists ignore case)."""
-    wide_key, narrow_key = deny_key(language, wide), deny_key(language, narrow)
-    if language == "node":
-        return wide_key == narrow_key
-    return wide_key == narrow_key or narrow_key.startswith(wide_key[:-1])
-
-
 def shadowed(language: str, allow: Iterable[str], deny: Iterable[str]) -> list[dict[str, Any]]:
-    """Each deny pattern with the allow entries it overrides: `{"pattern", "shadows": [...]}`.
+    """Each deny pattern with the allow entries it overrides: `{"pattern", "shadows": [...]}`,
+    patterns and entries in sorted order.
 
     The deny list wins, so these allow entries decide nothing while the pattern stands; a draft
-    shows them so that no one saves such a list by accident."""
-    found = []
-    for pattern in sorted(p for p in deny if is_pattern(p)):
-        key = deny_key(language, pattern)
-        hits = [
-            entry
-            for entry in sorted(allow)
-            if (pattern_covers(language, pattern, entry) if is_pattern(entry) else key in _deny_keys(language, entry))
-        ]
-        if hits:
-            found.append({"pattern": pattern, "shadows": hits})
-    return found
+    shows them so that no one saves such a list by accident. Each allow entry looks up the few
+    deny patterns that could override it (`_overriding_keys`), as judging a name does: comparing
+    every pattern with every entry took 89 s for 10,000 of each."""
+    patterns = sorted(p for p in deny if is_pattern(p))
+    by_key: dict[str, list[str]] = {}  # Node deny keys ignore case: `@Corp/*` and `@corp/*` share one
+    for pattern in dict.fromkeys(patterns):
+        by_key.setdefault(deny_key(language, pattern), []).append(pattern)
+    hits: dict[str, list[str]] = {}
+    for entry in sorted(allow):
+        for key in _overriding_keys(language, entry):
+            for pattern in by_key.get(key, ()):
+                hits.setdefault(pattern, []).append(entry)
+    return [{"pattern": p, "shadows": hits[p]} for p in patterns if p in hits]
 
 
-def _deny_keys(language: str, name: str) -> set[str]:
-    return {deny_key(language, p) for p in patterns_for(language, name)}
+def _overriding_keys(language: str, entry: str) -> set[str]:
+    """The deny keys of the patterns that override an allow entry: those matching it (a name), or
+    those matching every name it matches (a pattern). For Python `a-b-*` those are `a-*` and
+    itself, the patterns at each dash as for a name: a deny pattern is a prefix and `-*`."""
+    if not is_pattern(entry):
+        found = patterns_for(language, entry)
+    elif language == "python":
+        found = (*patterns_for(language, deny_key(language, entry)), entry)
+    else:
+        found = (entry,)
+    return {deny_key(language, p) for p in found}
