@@ -26,7 +26,7 @@ from application.pointintime import describe_change, package_at, timeline
 from application.policies import Policies, no_workspace
 from application.store.access_reads import AccessReads
 from application.store.chain import ChainStore
-from application.store.reads import NameRows, ReadModel
+from application.store.reads import NameRows, NameSpellings, ReadModel
 from domain.decision import COLUMNS, DECISION_KINDS, DECISION_REASONS, DecisionRecord
 from domain.egress.target import TargetError, parse_host
 from domain.errors import FieldError, InvalidInputError, NotFoundError
@@ -164,8 +164,9 @@ class Audit:
 def decision_filters(filters: dict | None) -> dict:
     """Checked filters: known languages, kinds and reasons, printable text, and a name in any
     spelling: as given, and as each language's registry and the egress rules (`parse_host`:
-    `GOOD.TEST.` is good.test, `127.1` is 127.0.0.1) read it, of those the other filters leave
-    (a language: its packages only; kind egress: hosts only)."""
+    `GOOD.TEST.` is good.test, `127.1` is 127.0.0.1) read it, each spelling looked for among its
+    own kind's decisions only, of those the other filters leave (a language: its packages only;
+    kind egress: hosts only)."""
     filters = {k: v for k, v in (filters or {}).items() if v is not None}
     for field, allowed in (("language", LANGUAGES), ("kind", DECISION_KINDS), ("reason", DECISION_REASONS)):
         if field in filters and filters[field] not in allowed:
@@ -178,10 +179,15 @@ def decision_filters(filters: dict | None) -> dict:
     if "name" in filters:
         given, kind = filters["name"], filters.get("kind")
         languages = [filters["language"]] if "language" in filters else [] if kind == "egress" else LANGUAGES
-        spellings = [registry_name(language, given) for language in languages]
+        spellings: dict[str | None, str | None] = {language: registry_name(language, given) for language in languages}
         if "language" not in filters and kind in (None, "egress"):  # a host's decisions have no language
-            spellings.append(_host(given))
-        filters["name"] = tuple(dict.fromkeys([given, *filter(None, spellings)]))
+            spellings[None] = _host(given)
+        # Each kind's rows by the text and by their own spelling of it only: pip reads `a.b` as
+        # a-b, which is neither the host a-b nor npm's a-b.
+        names: NameSpellings = {
+            language: tuple(dict.fromkeys(filter(None, (given, spelling)))) for language, spelling in spellings.items()
+        }
+        filters["name"] = names
     return filters
 
 

@@ -19,6 +19,9 @@ _BY_TOKEN = (
     "AND a.version = {changes}.version) AS by_token"
 )
 DECISION_FILTERS = COLUMNS
+# A name filter of several spellings, each for its own kind's rows: a language's spellings of it
+# for that language's decisions, None's for egress decisions (which have no language).
+NameSpellings = dict[str | None, tuple[str, ...]]
 # A decision as answers read it: its record, and the columns filters select it by, which an
 # answer holds against the record (application.audit).
 _DECISION = f"SELECT id, at, record, {', '.join(COLUMNS)} FROM {{decisions}}"
@@ -261,14 +264,15 @@ class ReadModel:
         before: tuple[datetime, str] | None,
         limit: int,
     ) -> list[dict]:
-        """Newest first; keyset pagination on (at, id) so deep pages cost the same as the first."""
+        """Newest first; keyset pagination on (at, id) so deep pages cost the same as the first.
+        A name in several spellings (`NameSpellings`) is one arm a language and spelling, each one
+        range of rcp_decisions_by_package read from its newest end, the page taken from their
+        merge (a `name IN (…)` of every kind, or an OR of the arms, walked the workspace's
+        decisions by time on SQLite and sorted every decision of the name on PostgreSQL)."""
         where, params = ["workspace = %s"], [workspace]
         for column in DECISION_FILTERS:
             value = filters.get(column)
-            if isinstance(value, tuple):  # any of several spellings
-                where.append(f"{column} IN ({', '.join(['%s'] * len(value))})")
-                params.extend(value)
-            elif value is not None:
+            if value is not None and not isinstance(value, dict):  # a name's spellings: the arms below
                 where.append(f"{column} = %s")
                 params.append(value)
         for clause, moment in (("at >= %s", start), ("at < %s", end)):
@@ -278,9 +282,28 @@ class ReadModel:
         if before is not None:  # a row-value bound: both stores turn it into one index range
             where.append("(at, id) < (%s, %s)")
             params += [self._ts(before[0]), before[1]]
+        spellings = filters.get("name")
+        if not isinstance(spellings, dict):
+            return self._rows(
+                f"{_DECISION} WHERE {' AND '.join(where)} ORDER BY at DESC, id DESC LIMIT %s",
+                params + [limit],
+            )
+        arms, values = [], []
+        for language, names in spellings.items():
+            kind = "language = %s" if language is not None else "language IS NULL"  # an egress decision's
+            for name in names:
+                # Ordered as the index is: PostgreSQL takes `= %s`, not IS NULL, as one value of its order.
+                arms.append(
+                    f"{_DECISION} WHERE {' AND '.join(where)} AND {kind} AND name = %s "
+                    "ORDER BY language DESC, name DESC, at DESC, id DESC LIMIT %s"
+                )
+                values.append([*params, *([language] if language is not None else []), name, limit])
+        if len(arms) == 1:
+            return self._rows(arms[0], values[0])
+        merged = " UNION ALL ".join(f"SELECT * FROM ({arm}) AS arm{n}" for n, arm in enumerate(arms))
         return self._rows(
-            f"{_DECISION} WHERE {' AND '.join(where)} ORDER BY at DESC, id DESC LIMIT %s",
-            params + [limit],
+            f"SELECT * FROM ({merged}) AS arms ORDER BY at DESC, id DESC LIMIT %s",
+            [value for arm in values for value in arm] + [limit],
         )
 
     def reason_names(self, workspace: str, reason: str, since: datetime, limit: int) -> list[dict]:

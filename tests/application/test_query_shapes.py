@@ -89,6 +89,30 @@ def test_one_packages_decisions_page_on_their_index_with_the_keyset_as_an_index_
     assert "governance_events_pkey" in events and "Seq Scan" not in events
 
 
+def test_a_name_of_any_kind_pages_on_one_range_of_the_package_index_for_each_kinds_spelling(pg_app):
+    """`name=` without a language: each language's spelling among its decisions and the host's
+    among the egress decisions (language NULL), one backward range each, the keyset in every one;
+    one `name IN (...)` over every kind had bound no language (every decision of the name sorted)."""
+    history_with_decisions(pg_app)
+    pg_app.egress.evaluate_egress("acme", "https://p1/", ["93.184.216.34"])
+    spy = Statements(pg_app.recorder)
+    first = pg_app.audit.decisions("acme", {"name": "P1"}, None, None, limit=1)
+    pg_app.audit.decisions("acme", {"name": "P1"}, None, None, limit=1, cursor=first["next_cursor"])
+    page = spy.plans()[-2]
+    ranges = [n for n in scans(page) if n.get("Relation Name", "").endswith("rcp_decisions")]
+    bound = sorted(" AND ".join(n["Index Cond"].split(" AND ")[1:3]) for n in ranges)  # after the workspace
+    assert bound == [  # the text as given, and each kind's own spelling of it
+        "(language = 'node'::text) AND (name = 'P1'::text)",
+        "(language = 'python'::text) AND (name = 'P1'::text)",
+        "(language = 'python'::text) AND (name = 'p1'::text)",
+        "(language IS NULL) AND (name = 'P1'::text)",
+        "(language IS NULL) AND (name = 'p1'::text)",
+    ]
+    for node in ranges:
+        assert node["Index Name"].endswith("rcp_decisions_by_package"), node
+        assert node["Scan Direction"] == "Backward" and "ROW(at, id) <" in node["Index Cond"], node
+
+
 def test_history_from_an_instant_pages_on_version_after_one_seek_of_the_time_index(pg_app):
     history_with_decisions(pg_app)
     spy = Statements(pg_app.recorder)

@@ -114,6 +114,22 @@ def test_a_hosts_decisions_are_found_by_any_spelling_of_it_as_a_packages_are(liv
     assert found("language=python&name=GOOD.TEST") == [] and found("kind=registry&name=good.test.") == []
     assert good["allowed"] and found("kind=egress&name=good.test:443") == []  # a host, not a target
 
+    # Each spelling among its own kind's decisions only: pip reads `a.b`, `a_b` and `a..b` as a-b,
+    # which is not the host a-b, nor is npm's foo-bar the package foo.bar (they had been found).
+    for host in ("a.b", "a-b"):
+        body = {"target": f"https://{host}/", "resolved": ["93.184.216.34"]}
+        live.call("POST", P + "/egress/evaluate", sandbox, body)
+    live.call("POST", P + "/evaluate", sandbox, {"language": "node", "specs": ["foo-bar"]})
+    assert found("name=a.b") == found("kind=egress&name=a.b") == found("name=A.B.") == ["a.b"]
+    assert found("name=a-b") == found("kind=egress&name=A-B") == ["a-b"]
+    assert found("name=a_b") == found("name=a..b") == []
+    assert found("name=foo.bar") == [] and found("name=foo-bar") == found("language=node&name=foo-bar") == ["foo-bar"]
+    for query in ("name=a.b", "name=foo.bar"):  # the exports share the filter
+        csv_export = live.call("GET", P + f"/decisions?{query}&format=csv", auditor).body.decode()
+        assert [r["name"] for r in csv.DictReader(io.StringIO(csv_export))] == found(query)
+        jsonl = live.call("GET", P + f"/decisions?{query}&format=jsonl", auditor).body.decode().splitlines()
+        assert [json.loads(line)["name"] for line in jsonl] == found(query)
+
 
 def test_the_csv_export_carries_an_egress_decisions_port_and_resolved_addresses(live):
     body = {**EVALUATE, "target": "good.test:8443", "resolved": ["151.101.0.223", "2a04:4e42::223"]}
