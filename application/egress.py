@@ -40,6 +40,16 @@ LOOPBACK = "loopback"  # also the egress proxy's refusal of a dial of itself: it
 
 
 @dataclass(frozen=True)
+class ProxyRefusal:
+    """An enforcing proxy's own reason to refuse what the rules allow (its lookup failed, the
+    target is the proxy itself), and the address it names, if one: the record keeps it first."""
+
+    reason: str
+    detail: str
+    address: str | None = None
+
+
+@dataclass(frozen=True)
 class EgressConfig:
     """What a deployment adds to the fixed rules. Validated and normalised on construction.
 
@@ -181,29 +191,31 @@ class EgressJudge:
         target: str,
         found: Sequence[str] = (),
         context: dict | None = None,
-        denied: tuple[str, str] | None = None,
+        denied: ProxyRefusal | None = None,
     ) -> tuple[dict, tuple[str, ...]]:
         """An enforcing proxy's decision, recorded as `evaluate_egress` records one: the target and
         every address its own lookup `found` (at most MAX_LOOKUP_ADDRESSES) judged. The decision
         keeps MAX_RESOLVED of them: of a longer answer, those the rules refuse first, then the
         rest as found; a denial's detail says how many there were. Returns the answer and the
         addresses kept: of an allowed answer, the only ones the proxy may dial, so that whatever
-        it reaches is in the record. `denied`: (reason, detail), the proxy's own reason to refuse
-        what the rules allowed (its lookup failed, the target is the proxy itself): nothing was
-        reached, and the lookup, which left the machine (a name's labels can carry data out), is
-        in the record.
+        it reaches is in the record. `denied`: the proxy's own reason to refuse what the rules
+        allowed (its lookup failed, the target is the proxy itself): nothing was reached, and the
+        lookup, which left the machine (a name's labels can carry data out), is in the record;
+        the address it names is kept next after those the rules refuse (of its verdict: first).
         """
         found = _checked_resolved(found, MAX_LOOKUP_ADDRESSES)
         verdict, version = self._narrowed(self._deployment_verdict(target, found), workspace)
         if denied is not None and verdict.allowed:
-            reason, detail = denied
-            if reason not in REASONS:
-                raise ValueError(f"{reason!r} is not an egress reason")
-            verdict = replace(verdict, allowed=False, reason=reason, detail=detail)
+            if denied.reason not in REASONS:
+                raise ValueError(f"{denied.reason!r} is not an egress reason")
+            verdict = replace(verdict, allowed=False, reason=denied.reason, detail=denied.detail)
         kept = found
         if len(found) > MAX_RESOLVED:
             config = self.egress_config
-            ranked = refused_first(found, deny_ranges=config.deny_ranges, allow_addresses=config.allow_addresses)
+            named = () if denied is None or denied.address is None else (denied.address,)
+            ranked = refused_first(
+                found, deny_ranges=config.deny_ranges, allow_addresses=config.allow_addresses, named=named
+            )
             kept = tuple(ranked[:MAX_RESOLVED])
             if not verdict.allowed:
                 cut = f"{len(found)} addresses found; the decision keeps {MAX_RESOLVED}, the refused ones first"

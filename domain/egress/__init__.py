@@ -10,7 +10,7 @@ names live in the modules beside this one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_network
 from typing import Any
@@ -128,10 +128,12 @@ def refused_first(
     *,
     deny_ranges: Sequence[IPv4Network | IPv6Network] = (),
     allow_addresses: Sequence[IPv4Address | IPv6Address] = (),
+    named: Collection[str] = (),
 ) -> list[str]:
     """The resolved addresses, those `evaluate_egress` refuses first (unreadable ones, then by
-    SEVERITY), then the rest as they came: a record that keeps only the first of them keeps the
-    address its verdict names, and every address that denied it as far as there is room."""
+    SEVERITY), then those the caller refuses for its own reason (`named`: an enforcing proxy's
+    own address), then the rest as they came: a record that keeps only the first of them keeps
+    the address its verdict names, and every address that denied it as far as there is room."""
     rules = _rules(deny_ranges, allow_addresses, DEFAULT_SCHEMES, None, False)
 
     def rank(answer: str) -> int:
@@ -139,7 +141,9 @@ def refused_first(
         if address is None:
             return -1  # what the verdict reports first: invalid-target
         finding = _address_finding(address, rules, "")
-        return SEVERITY.index(finding[0]) if finding else len(SEVERITY)
+        if finding:
+            return SEVERITY.index(finding[0])
+        return len(SEVERITY) + (answer not in named)  # passed by the rules: the caller's refusals next
 
     return sorted(resolved, key=rank)  # stable: among equals, the order they came in
 

@@ -31,7 +31,7 @@ from ipaddress import ip_address
 from itertools import islice
 
 from application import StoreUnavailableError
-from application.egress import INVALID_TARGET, LOOPBACK
+from application.egress import INVALID_TARGET, LOOPBACK, ProxyRefusal
 from domain.decision import EGRESS_PROXY_SOURCE
 from domain.egress import shown_target
 from domain.limits import MAX_LOOKUP_ADDRESSES
@@ -256,16 +256,16 @@ class _Exchange:
         host = first["host"]
         literal = is_ip(host)
         found = [host] if literal else self.resolve(target, host, port)
-        looped = self.looped(found, port)
-        answer, kept = self.decide(target, () if literal else found, looped, 403 if looped is None else 508)
+        answer, kept = self.decide(target, () if literal else found, self.looped(found, port), 508)
         return answer, self.dial([host] if literal else list(kept), port)
 
-    def looped(self, found: list[str], port: int) -> tuple[str, str] | None:
+    def looped(self, found: list[str], port: int) -> ProxyRefusal | None:
         """The denial of a target that would reach this proxy itself: found before any dial, so
         that the decision records it (a loop takes a connection slot a turn until none is left)."""
         for address in found:
             if self.proxy.is_self(address, port):
-                return LOOPBACK, f"{_authority(address, port)} is this proxy itself: a dial would loop back"
+                why = f"{_authority(address, port)} is this proxy itself: a dial would loop back"
+                return ProxyRefusal(LOOPBACK, why, address)
         return None
 
     def resolve(self, target: str, host: str, port: int) -> list[str]:
@@ -283,14 +283,15 @@ class _Exchange:
                 return found
             else:
                 why = f"{host} has no addresses"
-        self.decide(target, (), (INVALID_TARGET, why), 502)
+        self.decide(target, (), ProxyRefusal(INVALID_TARGET, why), 502)
         raise Refusal(502, why)  # not reached: the recorded denial raises
 
     def decide(
-        self, target: str, found: Sequence[str], denied: tuple[str, str] | None = None, status: int = 403
+        self, target: str, found: Sequence[str], denied: ProxyRefusal | None = None, status: int = 403
     ) -> tuple[dict, tuple[str, ...]]:
         """Record the decision (fail closed if that is impossible); refuse unless allowed. The
-        answer, and the addresses the decision keeps (of a long answer, not all)."""
+        answer, and the addresses the decision keeps (of a long answer, not all). `status`: the
+        answer to `denied` when it is the reason recorded; the rules' refusal, which wins, is 403."""
         try:
             answer, kept = self.proxy.governance.egress.evaluate_lookup(
                 self.proxy.workspace, target, found, self.context, denied
@@ -303,7 +304,7 @@ class _Exchange:
             raise Refusal(503, "the decision could not be made, so it is refused") from None
         _log_decision(self.proxy.workspace, self.context, target, kept, len(found), answer)
         if not answer["allowed"]:
-            raise _denied(target, answer, status)
+            raise _denied(target, answer, status if denied is not None and answer["reason"] == denied.reason else 403)
         return answer, kept
 
     def dial(self, addresses: list[str], port: int) -> socket.socket:

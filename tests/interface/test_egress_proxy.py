@@ -287,6 +287,40 @@ def test_the_proxy_refuses_to_dial_itself_and_records_the_refusal(proxy, governa
     assert all(d["detail"] == f"127.0.0.1:{port} is this proxy itself: a dial would loop back" for d in decisions)
 
 
+def test_a_loop_the_rules_refuse_for_another_reason_is_answered_for_that_reason(proxy, governance, monkeypatch):
+    """`selfmix.test`, the proxy's own address and 10.0.0.1, was answered `508 Loop Detected`
+    with the reason private-range: the rules' refusal wins, and the answer follows the reason."""
+    port = proxy.server_address[1]
+    monkeypatch.setitem(NAMES, "selfmix.test", ["127.0.0.1", "10.0.0.1"])
+    response = _get(proxy, f"http://selfmix.test:{port}/")
+    assert response.status == 403 and response.getheader("X-Runcode-Policy-Reason") == "private-range"
+    sock, head = _connect(proxy, f"selfmix.test:{port}")
+    sock.close()
+    assert head.startswith("HTTP/1.1 403 ") and "X-Runcode-Policy-Reason: private-range" in head
+    assert [(d["reason"], d["resolved"]) for d in _decisions(governance)] == [
+        ("private-range", ["127.0.0.1", "10.0.0.1"])
+    ] * 2
+
+
+def test_the_proxys_own_address_is_kept_in_the_record_of_a_long_answers_loop(open_governance, start_proxy, monkeypatch):
+    """A name resolving to 79 addresses, the proxy's own, then 21 more: refused 508 naming the
+    proxy's address, but the decision, which keeps 64, had kept only the first 64 as found."""
+    fine = [f"127.0.0.{n}" for n in range(1, 102)]  # public, for these tests (allow_addresses)
+    governance = open_governance(EgressConfig(allow_addresses=fine))
+    governance.create_workspace("acme", by="founder")
+    proxy = start_proxy(governance)
+    port = proxy.server_address[1]  # on 127.0.0.1 alone: the others at its port are not the proxy
+    monkeypatch.setitem(NAMES, "self80x.test", [*fine[1:80], "127.0.0.1", *fine[80:]])
+    response = _get(proxy, f"http://self80x.test:{port}/")
+    assert response.status == 508 and response.getheader("X-Runcode-Policy-Reason") == "loopback"
+    (decision,) = _decisions(governance)
+    assert decision["resolved"] == ["127.0.0.1", *fine[1:MAX_RESOLVED]]
+    assert decision["detail"] == (
+        f"127.0.0.1:{port} is this proxy itself: a dial would loop back "
+        "(101 addresses found; the decision keeps 64, the refused ones first)"
+    )
+
+
 def test_a_dial_of_the_proxy_at_any_of_its_addresses_is_itself_too(proxy, governance):
     """`CONNECT [::ffff:a.b.c.d]:port` of a proxy listening on a public a.b.c.d reached it, and
     one client looped it until every slot was taken (the classifier refuses the mapped form of
