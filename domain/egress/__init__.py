@@ -178,7 +178,7 @@ def _evaluate(
         bad = answers[addresses.index(None)]
         detail = f"resolved entry {bad!r} for {parsed.host} is not an IP address"
         return _deny(parsed, "invalid-target", detail)
-    findings = _findings(parsed, addresses, rules)
+    findings = _findings(parsed, list(zip(answers, addresses, strict=True)), rules)
     if findings:
         reason, detail = min(findings, key=lambda finding: SEVERITY.index(finding[0]))
         return _deny(parsed, reason, detail)
@@ -192,22 +192,25 @@ def _evaluate(
     return EgressVerdict(True, "allowed", parsed.host, parsed.port)
 
 
-def _findings(parsed: Target, addresses: list[Any], rules: _Rules) -> list[Finding]:
+def _findings(parsed: Target, addresses: list[tuple[Any, Any]], rules: _Rules) -> list[Finding]:
+    """The name's and the addresses' refusals; `addresses`: each answer and its address."""
     if parsed.ip is None:
         found = [name_finding(parsed.host), registry_finding(parsed.host) if rules.refuse_registries else None]
     else:
         found = [_address_finding(parsed.ip, rules, "")]
-    context = f"resolved for {parsed.host}"
-    found += [_address_finding(address, rules, context) for address in addresses]
+    context = f"resolved for {parsed.host}"  # each named as resolved: as the record's `resolved` keeps it
+    found += [_address_finding(address, rules, context, str(answer)) for answer, address in addresses]
     return [finding for finding in found if finding]
 
 
-def _address_finding(address: IPv4Address | IPv6Address, rules: _Rules, context: str) -> Finding | None:
+def _address_finding(
+    address: IPv4Address | IPv6Address, rules: _Rules, context: str, shown: str | None = None
+) -> Finding | None:
     # Metadata first: it must beat its containing range, and the test hatch never unlocks it.
-    finding = metadata_finding(address, context)
+    finding = metadata_finding(address, context, shown)
     if finding is None and address not in rules.allow_addresses:
-        finding = table_finding(address, context)
-    return finding or deny_range_finding(address, rules.deny_ranges, context)
+        finding = table_finding(address, context, shown)
+    return finding or deny_range_finding(address, rules.deny_ranges, context, shown)
 
 
 def _on_allowlist(parsed: Target, allowlist: Iterable[str]) -> bool:

@@ -143,32 +143,35 @@ def unwrap(address: IPAddress) -> IPAddress:
     return address
 
 
-def metadata_finding(address: IPAddress, context: str = "") -> Finding | None:
-    """`cloud-metadata` when the address (or what it embeds) is a metadata endpoint."""
+def metadata_finding(address: IPAddress, context: str = "", shown: str | None = None) -> Finding | None:
+    """`cloud-metadata` when the address (or what it embeds) is a metadata endpoint. `shown`: the
+    address as its detail names it (a resolver's answer as resolved: as the record keeps it)."""
     inner = unwrap(address)
     if inner in METADATA_ADDRESSES or address in METADATA_ADDRESSES:
-        return "cloud-metadata", f"{_describe(address, inner, context)} is {PHRASES['cloud-metadata']}"
+        return "cloud-metadata", f"{_describe(address, inner, context, shown)} is {PHRASES['cloud-metadata']}"
     return None
 
 
-def table_finding(address: IPAddress, context: str = "") -> Finding | None:
+def table_finding(address: IPAddress, context: str = "", shown: str | None = None) -> Finding | None:
     """The first CIDR row matching the unwrapped address, metadata excluded."""
     inner = unwrap(address)
     table = IPV4_TABLE if isinstance(inner, IPv4Address) else IPV6_TABLE
     for network, reason in table:
         if inner in network:
-            return reason, f"{_describe(address, inner, context)} is {PHRASES[reason]} ({network})"
+            return reason, f"{_describe(address, inner, context, shown)} is {PHRASES[reason]} ({network})"
     if isinstance(inner, IPv6Address) and inner not in GLOBAL_UNICAST_V6:
-        return "reserved", f"{_describe(address, inner, context)} is outside global unicast 2000::/3"
+        return "reserved", f"{_describe(address, inner, context, shown)} is outside global unicast 2000::/3"
     return None
 
 
-def deny_range_finding(address: IPAddress, deny_ranges: Iterable[IPNetwork], context: str = "") -> Finding | None:
+def deny_range_finding(
+    address: IPAddress, deny_ranges: Iterable[IPNetwork], context: str = "", shown: str | None = None
+) -> Finding | None:
     """Operator deny ranges, reported as `reserved` (no new reason: the set is closed)."""
     inner = unwrap(address)
     for network in deny_ranges:
         if address in network or inner in network:  # a v4/v6 mismatch is simply not contained
-            return "reserved", f"{_describe(address, inner, context)} is in operator deny range {network}"
+            return "reserved", f"{_describe(address, inner, context, shown)} is in operator deny range {network}"
     return None
 
 
@@ -210,7 +213,8 @@ def parse_deny_ranges(entries: Iterable[str], field: str = "deny_ranges") -> tup
     return tuple(networks)
 
 
-def _describe(address: IPAddress, inner: IPAddress, context: str) -> str:
+def _describe(address: IPAddress, inner: IPAddress, context: str, shown: str | None) -> str:
     # e.g. "::ffff:a9fe:a9fe (resolved for x.example, embedding 169.254.169.254)"
     notes = [note for note in (context, f"embedding {inner}" if inner != address else "") if note]
-    return f"{address} ({', '.join(notes)})" if notes else str(address)
+    named = str(address) if shown is None else shown
+    return f"{named} ({', '.join(notes)})" if notes else named

@@ -283,6 +283,22 @@ def test_a_detail_names_the_refused_address_and_the_name_it_was_resolved_for():
     assert verdict.detail == "169.254.169.254 (resolved for metadata.example) is a cloud metadata endpoint"
 
 
+@pytest.mark.parametrize("answer", ["::ffff:10.0.0.1", "64:ff9b::10.0.0.1", "::FFFF:10.0.0.1", "::ffff:a00:1"])
+def test_a_detail_names_a_resolved_address_as_resolved_as_the_record_keeps_it(answer):
+    """`resolved` keeps `::ffff:10.0.0.1` as given, while the detail said `::ffff:a00:1`."""
+    why = f"{answer} (resolved for x.example, embedding 10.0.0.1) is in a private range (10.0.0.0/8)"
+    assert evaluate_egress("https://x.example/", ["93.184.215.14", answer]).detail == why
+    mapped = answer.replace("10.0.0.1", "169.254.169.254").replace("a00:1", "a9fe:a9fe")
+    metadata = f"{mapped} (resolved for x.example, embedding 169.254.169.254) is a cloud metadata endpoint"
+    assert evaluate_egress("https://x.example/", [mapped]).detail == metadata
+    public = answer.replace("10.0.0.1", "8.8.8.8").replace("a00:1", "808:808")
+    ranges = [ip_network("8.8.8.0/24")]
+    operator = evaluate_egress("https://x.example/", [public], deny_ranges=ranges)
+    assert (
+        operator.detail == f"{public} (resolved for x.example, embedding 8.8.8.8) is in operator deny range {ranges[0]}"
+    )
+
+
 @pytest.mark.parametrize("answer", ["not-an-ip", "2130706433", "", "[::1]", 2130706433, None])
 def test_a_resolved_entry_that_is_not_an_ip_literal_fails_closed(answer):
     verdict = evaluate_egress("https://example.com/", ["93.184.215.14", answer])
