@@ -138,8 +138,26 @@ def test_the_csv_export_carries_an_egress_decisions_port_and_resolved_addresses(
     export = live.call("GET", P + "/decisions?format=csv", live.tokens["auditor"]).body.decode()
     assert export.splitlines()[0].endswith(",deliveries,port,resolved")  # appended: earlier columns stay put
     package, egress = csv.DictReader(io.StringIO(export))
-    assert (egress["name"], egress["port"], egress["resolved"]) == ("good.test", "8443", "151.101.0.223 2a04:4e42::223")
+    assert (egress["name"], egress["port"]) == ("good.test", "8443")
+    assert json.loads(egress["resolved"]) == body["resolved"]
     assert (package["name"], package["port"], package["resolved"]) == ("pandas", "", "")
+
+
+def test_a_csv_resolved_cell_reads_back_as_the_entries_recorded(live):
+    """Entries were joined by spaces: one invalid entry `1.1.1.1 8.8.8.8` (refused invalid-target)
+    read as two valid addresses. The cell is a JSON array of the entries, `[]` for none."""
+    for resolved in (["1.1.1.1 8.8.8.8"], ["1.1.1.1", "8.8.8.8"], [], ['=1+1 "x",y']):
+        body = {**EVALUATE, "target": "https://good.test/", "resolved": resolved}
+        live.call("POST", P + "/egress/evaluate", live.tokens["sandbox"], body)
+    export = live.call("GET", P + "/decisions?kind=egress&format=csv", live.tokens["auditor"]).body.decode()
+    rows = list(csv.DictReader(io.StringIO(export)))
+    assert [json.loads(r["resolved"]) for r in reversed(rows)] == [
+        ["1.1.1.1 8.8.8.8"],
+        ["1.1.1.1", "8.8.8.8"],
+        [],
+        ['=1+1 "x",y'],
+    ]
+    assert [r["reason"] for r in reversed(rows)] == ["invalid-target", "allowed", "allowed", "invalid-target"]
 
 
 def test_invalid_allowlist_entries_are_refused_naming_each_one(live):
