@@ -6,6 +6,7 @@ both stores refuse them the same way: a 422 naming the field, never a store erro
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -27,11 +28,33 @@ def noun_for(count: int, singular: str, plural: str | None = None) -> str:
 
 
 def quoted(value: object) -> str:
-    """A caller's value as a refusal quotes it back: its repr, text past MAX_QUOTED characters cut
-    with an ellipsis (a 404 had echoed an id of 5,000 characters whole)."""
-    if isinstance(value, str) and len(value) > MAX_QUOTED:
-        return f"{value[:MAX_QUOTED]!r}…"
-    return repr(value)
+    """A caller's value as a refusal quotes it back: text as its repr, any other JSON value in
+    JSON's words (`null`, `true`, `[1]`: a caller sent JSON, not Python's None or True); past
+    MAX_QUOTED characters cut with an ellipsis (a 404 had echoed an id of 5,000 characters whole)."""
+    if isinstance(value, str):
+        return f"{value[:MAX_QUOTED]!r}…" if len(value) > MAX_QUOTED else repr(value)
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):  # not JSON, or a number past Python's digits
+        text = json_kind(value) if isinstance(value, (int, float, list, dict)) else repr(value)
+    return f"{text[:MAX_QUOTED]}…" if len(text) > MAX_QUOTED else text
+
+
+def json_kind(value: object) -> str:
+    """What a JSON value is, in JSON's words: `a string`, `an array`, `null` (never `NoneType`,
+    `list` or `dict`), for a refusal saying what was sent instead of what was asked."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    for kind, word in (
+        (str, "a string"),
+        (int, "a number"),
+        (float, "a number"),
+        (list, "an array"),
+        (dict, "an object"),
+    ):
+        if isinstance(value, kind):
+            return word
+    return type(value).__name__
 
 
 def some_of(names: list[str], shown: int) -> str:
