@@ -4,12 +4,16 @@ introduced / fixed / last_affected events are ordered by PEP 440 (PyPI) or SemVe
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from domain.advisories import read_records
 from domain.errors import InvalidInputError
+from domain.limits import MAX_ERRORS, MAX_QUOTED, MAX_TEXT
 
 CORPUS = Path(__file__).parents[1] / "corpus" / "osv" / "malicious"
 
@@ -91,10 +95,23 @@ def test_a_version_a_range_cannot_order_is_affected_fail_closed():
 
 def test_other_ecosystems_and_git_ranges_are_left_out():
     assert affected("Go", "example.com/x", versions=["1.0.0"]) == []
-    [entry] = affected("npm", "pkg", ranges=[{"type": "GIT", "repo": "r", "events": [{"introduced": "0"}]}])
-    assert not entry.affects("1.0.0")
+    assert affected("Go", "example.com/x", versions=5, ranges=[{"type": "x"}]) == []  # not ours to judge
+    git = {"type": "GIT", "repo": "r", "events": [{"introduced": "0"}, {"limit": "*"}]}
+    [entry] = affected("npm", "pkg", versions=["1.0.0"], ranges=[git])
+    assert entry.affects("1.0.0") and not entry.affects("1.0.1") and entry.ranges == ()
     released = ranged("npm", "SEMVER", {"introduced": "2.0.0"})
     assert not released.affects("2.0.0-rc.1") and released.affects("2.0.0+build.5")
+
+
+def test_an_entry_whose_only_ranges_are_git_must_list_its_versions():
+    """OSV: GIT ranges do "NOT remove the requirement to specify an explicitly enumerated versions
+    list". Read alone they name commits, no version the index serves: it had been imported as
+    affecting nothing."""
+    git = {"type": "GIT", "repo": "r", "events": [{"introduced": "0"}]}
+    with pytest.raises(InvalidInputError) as raised:
+        affected("npm", "pkg", ranges=[git, git])
+    [error] = raised.value.errors
+    assert error.field == "records[0].affected[0]" and "GIT" in error.message and "versions" in error.message
 
 
 def test_a_malformed_record_is_refused_naming_the_field():
@@ -139,3 +156,193 @@ def test_the_real_records_shipped_as_fixtures_are_read():
     assert found[("MAL-2022-9", "node", "0-dns")].affects("1.0.0")
     assert found[("MAL-2025-2925", "python", "0-8")].affects("0.0.0.1")
     assert not found[("MAL-2025-2925", "python", "0-8")].affects("0.0.0.2")
+
+
+@pytest.mark.parametrize("kind", ["semver", "Ecosystem", None, "", 5, True, {}, [], ["SEMVER"]])
+def test_a_range_of_no_osv_type_is_refused_not_read_as_no_range(kind):
+    """OSV's types are SEMVER, ECOSYSTEM and GIT. Any other had been skipped: the import said it
+    succeeded (201) while its range hid nothing."""
+    with pytest.raises(InvalidInputError) as raised:
+        ranged("npm", kind, {"introduced": "0"})
+    [error] = raised.value.errors
+    assert error.field == "records[0].affected[0].ranges[0].type"
+    assert "SEMVER, ECOSYSTEM, GIT" in error.message
+
+
+WRONG_TYPES = [
+    ({"ranges": 5}, "records[0].affected[0].ranges"),
+    ({"ranges": True}, "records[0].affected[0].ranges"),
+    ({"ranges": {"type": "SEMVER"}}, "records[0].affected[0].ranges"),
+    ({"ranges": [5]}, "records[0].affected[0].ranges[0]"),
+    ({"ranges": [{"type": "SEMVER", "events": 5}]}, "records[0].affected[0].ranges[0].events"),
+    ({"ranges": [{"type": "SEMVER", "events": {"introduced": "0"}}]}, "records[0].affected[0].ranges[0].events"),
+    (
+        {"ranges": [{"type": "SEMVER", "events": [{"introduced": "0"}, 7]}]},
+        "records[0].affected[0].ranges[0].events[1]",
+    ),
+    (
+        {"ranges": [{"type": "SEMVER", "events": [{"introduced": 0}]}]},
+        "records[0].affected[0].ranges[0].events[0].introduced",
+    ),
+    (
+        {"ranges": [{"type": "SEMVER", "events": [{"introduced": "0", "fixed": "1"}]}]},
+        "records[0].affected[0].ranges[0].events[0]",
+    ),
+    ({"versions": "1.0.0"}, "records[0].affected[0].versions"),
+    ({"versions": ["1.0.0", None]}, "records[0].affected[0].versions[1]"),
+    ({"versions": [["1.0.0"]]}, "records[0].affected[0].versions[0]"),
+]
+
+
+@pytest.mark.parametrize("entry, field", WRONG_TYPES)
+def test_a_value_of_the_wrong_type_is_named_never_a_crash(entry, field):
+    """`ranges: 5` had raised TypeError (a 500), `enumerate` over a number."""
+    with pytest.raises(InvalidInputError) as raised:
+        affected("npm", "pkg", **entry)
+    assert [e.field for e in raised.value.errors] == [field]
+
+
+@pytest.mark.parametrize("ecosystem", [["npm"], {"npm": 1}, None, 5, True, "", " "])
+def test_an_ecosystem_that_is_no_name_is_refused_not_skipped_as_another_ones(ecosystem):
+    """An unhashable one (an array, an object) had raised TypeError, a 500; null, 5, true and ""
+    had been skipped as another ecosystem, so the record hid nothing."""
+    with pytest.raises(InvalidInputError) as raised:
+        affected(ecosystem, "pkg", versions=["1.0.0"])
+    [error] = raised.value.errors
+    assert error.field == "records[0].affected[0].package.ecosystem"
+
+
+@pytest.mark.parametrize("ecosystem, spelled", [("NPM", "npm"), ("pypi", "PyPI"), ("Npm", "npm"), ("npm ", "npm")])
+def test_a_served_ecosystem_misspelled_is_refused_not_skipped(ecosystem, spelled):
+    with pytest.raises(InvalidInputError) as raised:
+        affected(ecosystem, "pkg", versions=["1.0.0"])
+    [error] = raised.value.errors
+    assert error.field == "records[0].affected[0].package.ecosystem" and f"written {spelled}" in error.message
+
+
+@pytest.mark.parametrize("ecosystem", ["npm", "PyPI"])
+def test_a_name_longer_than_any_name_judged_is_refused_without_reading_it(ecosystem):
+    """A name of 200,000 characters had been accepted (and read by the npm parser, ~4 µs a
+    character): no name longer than MAX_TEXT is judged or asked of the index."""
+    with pytest.raises(InvalidInputError) as raised:
+        affected(ecosystem, "a" * 200_000, versions=["1.0.0"])
+    [error] = raised.value.errors
+    assert error.field == "records[0].affected[0].package.name" and str(MAX_TEXT) in error.message
+    assert len(raised.value.detail) < 500
+    [entry] = affected(ecosystem, "a" * MAX_TEXT, versions=["1.0.0"])
+    assert len(entry.name) == MAX_TEXT
+
+
+def test_every_bad_field_of_every_record_is_named_and_nothing_is_read():
+    """It had named only the first (`records[0].id`), one field a round trip."""
+    records = [
+        {"id": "bad id!", "affected": 5},
+        {"id": "MAL-2", "modified": "yesterday", "affected": [{"package": {"ecosystem": "npm", "name": "a@1"}}]},
+        {
+            "id": "MAL-2",
+            "affected": [{"package": {"ecosystem": "npm", "name": "ok"}, "ranges": [{"type": "x", "events": []}]}],
+        },
+    ]
+    with pytest.raises(InvalidInputError) as raised:
+        read_records(records)
+    assert [e.field for e in raised.value.errors] == [
+        "records[0].id",
+        "records[0].affected",
+        "records[1].modified",
+        "records[1].affected[0].package.name",
+        "records[2].id",
+        "records[2].affected[0].ranges[0].type",
+    ]
+    assert raised.value.detail.startswith("records[0].id ") and "(and 5 more, named in errors)" in raised.value.detail
+
+
+def test_the_errors_named_stop_past_max_errors():
+    records = [
+        {"id": f"MAL-{i}", "affected": [{"package": {"ecosystem": "npm", "name": "x"}, "ranges": i}]}
+        for i in range(1000)
+    ]
+    with pytest.raises(InvalidInputError) as raised:
+        read_records(records)
+    errors = raised.value.errors
+    assert len(errors) == MAX_ERRORS + 1 and "only the first" in errors[-1].message
+    assert "(and more, named in errors)" in raised.value.detail
+
+
+def test_a_refusal_says_what_was_sent_in_json_words_and_quotes_no_more_than_max_quoted():
+    """It had said `True`, `None`, `dict`; and echoed a value whole."""
+    records = [
+        {"id": "x" * 100_000, "affected": [{"package": {"ecosystem": True, "name": None}, "versions": {"a": 1}}]},
+        {
+            "id": "MAL-1",
+            "affected": [{"package": {"ecosystem": "npm", "name": "p"}, "versions": [None, "v" * 100_000]}],
+        },
+    ]
+    with pytest.raises(InvalidInputError) as raised:
+        read_records(records)
+    said = [raised.value.detail] + [e.message for e in raised.value.errors]
+    assert all(len(text) < 2 * MAX_QUOTED + 300 for text in said), said
+    words = set(re.findall(r"\w+", " ".join(said)))
+    assert not words & {"True", "False", "None", "dict", "list", "int", "NoneType", "str"}, said
+    assert {"true", "null", "object"} <= words, said
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def _either(*good):
+    """A well-formed value, or any JSON in its place."""
+    return st.one_of(st.sampled_from(good), JSON)
+
+
+EVENT = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["introduced", "fixed", "last_affected", "limit"]), _either("0", "1.0.0", "*"), max_size=2
+    ),
+    JSON,
+)
+RANGE = st.one_of(
+    st.fixed_dictionaries(
+        {"type": _either("SEMVER", "ECOSYSTEM", "GIT"), "events": st.one_of(st.lists(EVENT, max_size=3), JSON)}
+    ),
+    JSON,
+)
+ENTRY = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "package": st.one_of(
+                st.fixed_dictionaries({"ecosystem": _either("npm", "PyPI", "Go"), "name": _either("pkg", "a@1")}), JSON
+            )
+        },
+        optional={
+            "versions": st.one_of(st.lists(_either("1.0.0"), max_size=3), JSON),
+            "ranges": st.one_of(st.lists(RANGE, max_size=3), JSON),
+        },
+    ),
+    JSON,
+)
+RECORD = st.one_of(
+    st.fixed_dictionaries(
+        {"id": _either("MAL-1", "MAL-2")},
+        optional={
+            "affected": st.one_of(st.lists(ENTRY, max_size=3), JSON),
+            "modified": _either("2026-12-01T00:00:00Z"),
+            "withdrawn": _either("2026-12-01T00:00:00Z"),
+        },
+    ),
+    JSON,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(RECORD, max_size=3))
+def test_any_json_anywhere_in_a_record_is_read_or_refused_naming_a_field_of_it(records):
+    """Whatever JSON a caller sends in whatever field: the records are read, or refused with the
+    domain's InvalidInputError naming fields of them; never another exception (a 500)."""
+    try:
+        read_records(records)
+    except InvalidInputError as refused:
+        assert refused.errors and all(e.field.startswith("records[") for e in refused.errors)

@@ -153,19 +153,72 @@ def test_a_record_osv_calls_invalid_is_refused_not_read_as_affecting_nothing(liv
         },
         {"id": "MAL-Y3", "affected": [{"package": {"ecosystem": "PyPI", "name": "loc"}}]},
     )
-    refused = {
-        "records[0].affected[0].ranges[0].events": [padded, epoch, loc],
-        "records[1].affected[0].ranges[0].events": [known, epoch],
-        "records[0].affected[0]": [loc],
-    }
-    for field, records in refused.items():
+    refused = [
+        (
+            [padded, epoch, loc],
+            [f"records[{i}].affected[0].ranges[0].events" for i in (0, 1)] + ["records[2].affected[0]"],
+        ),
+        ([known, epoch], ["records[1].affected[0].ranges[0].events"]),
+        ([loc], ["records[0].affected[0]"]),
+    ]
+    for records, fields in refused:
         bad = import_advisories(live, records)
-        assert bad.status == 422 and [e["field"] for e in bad.json["errors"]] == [field], bad.body
+        assert bad.status == 422 and [e["field"] for e in bad.json["errors"]] == fields, bad.body
         assert any(word in bad.json["errors"][0]["message"] for word in ("introduced", "versions or ranges")), bad.body
     for text in ("garbage", "false", "2026-12-02"):
         bad = import_advisories(live, [known | {"withdrawn": text}])
         assert bad.status == 422 and bad.json["errors"][0]["field"] == "records[0].withdrawn", bad.body
     # nothing of them was saved: the known record still hides its version
+    assert live.call("GET", "/npm/acme/0-dns/-/0-dns-1.0.0.tgz", start_run(live)["token"]).status == 403
+
+
+def test_a_value_of_the_wrong_type_or_a_range_of_no_osv_type_is_422_naming_every_bad_field(live, app):
+    """`ranges: 5` and an ecosystem that is an array or an object had been 500s (TypeError in the
+    reader); a range of type `semver` (or null, "", 5) had been imported (201) hiding nothing; a
+    refusal had named only the first bad field. Now each is 422, every bad field of every record
+    named, in JSON's words, and nothing of the import saved."""
+    set_policy(app, "denylist")
+    known = record("npm/0-dns/MAL-2022-9.json")
+    assert import_advisories(live, [known]).status == 201
+
+    def entry(ecosystem="npm", name="zz-typo", **given):
+        return {"id": "MAL-X-1", "affected": [{"package": {"ecosystem": ecosystem, "name": name}, **given}]}
+
+    at = "records[0].affected[0]"
+    refused = [(entry(ranges=wrong), f"{at}.ranges") for wrong in (5, True)]
+    refused += [
+        (entry(ecosystem=wrong, versions=["1.0.0"]), f"{at}.package.ecosystem")
+        for wrong in (["npm"], {}, None, 5, True, "")
+    ]
+    refused += [
+        (entry(ranges=[{"type": kind, "events": [{"introduced": "0"}]}]), f"{at}.ranges[0].type")
+        for kind in ("semver", None, "", 5, {}, [])
+    ]
+    refused += [(entry(name="a" * 200_000, versions=["1.0.0"]), f"{at}.package.name")]
+    for body, field in refused:
+        bad = import_advisories(live, body)
+        assert bad.status == 422 and [e["field"] for e in bad.json["errors"]] == [field], bad.body[:500]
+        assert len(bad.body) < 2000, bad.body[:500]  # the value is quoted cut, not echoed whole
+    bad = import_advisories(live, entry(ecosystem=True, versions=["1.0.0"]))
+    assert "not true" in bad.json["errors"][0]["message"] and b"True" not in bad.body, bad.body
+
+    withdrawn = known | {"withdrawn": "2026-12-02T00:00:00Z"}
+    bad = import_advisories(
+        live,
+        [
+            withdrawn,
+            {"id": "bad id!", "affected": 5},
+            {"id": "MAL-2", "modified": "yesterday", "affected": [{"package": {"ecosystem": "npm", "name": "a@1"}}]},
+        ],
+    )
+    assert bad.status == 422, bad.body
+    assert [e["field"] for e in bad.json["errors"]] == [
+        "records[1].id",
+        "records[1].affected",
+        "records[2].modified",
+        "records[2].affected[0].package.name",
+    ]
+    # nothing of it was saved: the known record is not withdrawn, and still hides its version
     assert live.call("GET", "/npm/acme/0-dns/-/0-dns-1.0.0.tgz", start_run(live)["token"]).status == 403
 
 
@@ -229,7 +282,7 @@ def test_advisories_import_at_the_deployments_own_path_with_an_owner_token(live,
 def test_exposure_of_an_advisory_never_imported_is_404_and_a_bad_record_is_422_naming_the_field(live, app):
     assert live.call("GET", W + "/advisories/MAL-0/exposure", live.tokens["auditor"]).status == 404
     bad = import_advisories(live, {"id": "MAL-1", "affected": [{"package": {"ecosystem": "npm"}}]})
-    assert bad.status == 422 and bad.json["errors"][0]["field"] == "records[0].affected[0].package"
+    assert bad.status == 422 and bad.json["errors"][0]["field"] == "records[0].affected[0].package.name"
     for hidden in ("MAL-\u0007\u202e", "MAL-\u0000", "MAL 1"):  # had been stored and echoed back
         bad = import_advisories(live, {"id": hidden, "affected": []})
         assert bad.status == 422 and bad.json["errors"][0]["field"] == "records[0].id", bad.body
