@@ -137,11 +137,16 @@ def check_limit(limit: int) -> int:
     return limit
 
 
+class KeyTwiceError(ValueError):
+    """One object of a JSON text names a key twice."""
+
+
 def strict_json(text: str | bytes):
-    """JSON, refused (ValueError) when one object names a key twice: which one counts differs
-    between parsers (Python's keeps the last), so a reader taking the first would see other facts
-    than those judged or verified."""
-    return json.loads(text, object_pairs_hook=_unique_keys)
+    """JSON, refused (ValueError) when one object names a key twice (KeyTwiceError): which one
+    counts differs between parsers (Python's keeps the last), so a reader taking the first would
+    see other facts than those judged or verified. `NaN`, `Infinity` and `-Infinity` are refused
+    too: no JSON (Python's reader took them, and `"exempt": NaN` had been the name `nan`)."""
+    return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
 
 
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
@@ -149,8 +154,12 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
     if len(found) != len(pairs):
         seen: set[str] = set()
         twice = next(key for key, _ in pairs if key in seen or seen.add(key))
-        raise ValueError(f"the key {twice!r} appears twice in one object")
+        raise KeyTwiceError(f"the key {twice!r} appears twice in one object")
     return found
+
+
+def _no_constant(word: str) -> object:
+    raise ValueError(f"{word} is not a JSON number")
 
 
 def parse_uuid(text) -> UUID | None:

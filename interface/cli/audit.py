@@ -14,7 +14,7 @@ from application.chain import parse_public_keys
 from application.chain.proofs import ORIGIN_VAR
 from application.chain.signing import key_id
 from application.chain.slices import verify_slice
-from application.formats import strict_json
+from application.formats import KeyTwiceError, strict_json
 from domain.text import noun_for
 from interface.audit import KEY_VAR, configure
 from interface.cli.audit_offline import verify_proof, verify_receipt_command, witness
@@ -183,12 +183,12 @@ def _export_records(export: str):
 def _record(export: str, number: int, line: str) -> dict:
     try:
         record = strict_json(line)
-    except json.JSONDecodeError:
-        record = None
-    except ValueError as twice:  # verified, the last value would vouch for a first one other readers take
+    except KeyTwiceError as twice:  # verified, the last value would vouch for a first one other readers take
         raise click.ClickException(
             f"export verification FAILED: {export} line {number}: {twice}, and readers differ on which one counts"
         ) from None
+    except ValueError:  # not JSON (NaN too)
+        record = None
     if not isinstance(record, dict):
         raise click.ClickException(
             f"{export} line {number} is not a JSON object: verify an export made with --format jsonl --chain"

@@ -146,6 +146,18 @@ def test_malformed_huge_and_mistyped_bodies_are_refused_clearly(live):
         assert reply.status == 415 and "Content-Encoding 'gzip' is not accepted" in reply.json["detail"], reply.body
 
 
+def test_nan_and_infinity_are_no_json_and_are_refused_as_malformed(live):
+    """Python's reader had taken them: `"exempt": NaN` had been saved as the name `nan`."""
+    for word in ("NaN", "Infinity", "-Infinity"):
+        body = '{"python": {"rules": {"min_release_age": {"age": "P3D", "exempt": WORD}}}}'.replace("WORD", word)
+        reply = live.call("PUT", P + "/policy", live.tokens["admin"], raw=body.encode())
+        assert reply.status == 400 and reply.media == "application/problem+json", reply.body
+        assert reply.json["detail"] == f"the body is not valid JSON: {word} is not a JSON number"
+        specs = '{"language": "python", "specs": ["six"], "context": {"n": WORD}}'.replace("WORD", word)
+        assert live.call("POST", P + "/evaluate", live.tokens["sandbox"], raw=specs.encode()).status == 400
+    assert live.call("GET", P + "/policy", live.tokens["auditor"]).json["version"] == 0
+
+
 def test_a_refusal_of_countless_unknown_keys_names_the_first_hundred_and_no_more(live):
     context = {f"k{i}": "v" for i in range(50_000)}  # a 739 KB body: within the size bound
     for path, body in (

@@ -135,6 +135,18 @@ def test_an_export_line_naming_a_key_twice_fails_verification(cli, acme, tmp_pat
     assert f"line {twice + 1}: the key 'allowed' appears twice in one object" in done.output
 
 
+def test_an_export_line_holding_nan_is_no_json_not_a_key_named_twice(cli, acme, tmp_path):
+    """NaN is no JSON: the line is told it is not a JSON object, as any other line that is no JSON."""
+    export, copied = tmp_path / "decisions.jsonl", tmp_path / "checkpoints.json"
+    assert cli("decisions", "export", "-w", "acme", "--format", "jsonl", "--chain", "-o", str(export)).exit_code == 0
+    cli("audit", "checkpoints", "-w", "acme", "-o", str(copied))
+    lines = export.read_text().splitlines()
+    lines[0] = '{"nan": NaN, ' + lines[0][1:]
+    export.write_text("\n".join(lines) + "\n")
+    done = cli("audit", "verify-export", str(export), "--checkpoints", str(copied), "--public-key", str(copied))
+    assert done.exit_code == 1 and "line 1 is not a JSON object" in done.output, done.output
+
+
 def test_an_export_newer_than_the_checkpoints_given_verifies_what_they_cover_and_says_so(cli, acme, open_app, tmp_path):
     export, older = tmp_path / "decisions.jsonl", tmp_path / "older-checkpoints.json"
     assert cli("audit", "checkpoints", "-w", "acme", "-o", str(older)).exit_code == 0
