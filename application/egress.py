@@ -31,7 +31,7 @@ from domain.egress.target import DEFAULT_SCHEMES, parse_each, parse_ports, parse
 from domain.egress.workspace import EgressRules, narrowing_detail
 from domain.errors import EgressConfigError, FieldError, InvalidInputError
 from domain.limits import MAX_LOOKUP_ADDRESSES, MAX_RESOLVED
-from domain.text import check_context
+from domain.text import check_context, json_words
 
 _INDEX = re.compile(r"\[(\d+)\]$")
 NOT_ON_ALLOWLIST = "not-on-hostname-allowlist"
@@ -141,7 +141,7 @@ def _quoted(error: FieldError, entries: list) -> FieldError:
     found = _INDEX.search(error.field)
     if found is None or int(found.group(1)) >= len(entries):
         return error
-    return FieldError(error.field, f"{entries[int(found.group(1))]!r}: {error.message}")
+    return FieldError(error.field, f"{json_words(entries[int(found.group(1))])}: {error.message}")
 
 
 def _addresses(values: Iterable, field: str) -> tuple[IPv4Address | IPv6Address, ...]:

@@ -10,6 +10,7 @@ import re
 from datetime import timedelta
 
 from domain.errors import FieldError, InvalidInputError
+from domain.text import json_words
 
 MAX_DURATION = timedelta(days=3660)
 # ASCII digits only (`\d` would take any script's); a fraction only on seconds, as one is written.
@@ -25,16 +26,17 @@ def parse_duration(text: object, field: str = "duration") -> timedelta:
     found = _DURATION.fullmatch(text.upper()) if isinstance(text, str) and len(text) <= 64 and text.isascii() else None
     if found is None and isinstance(text, str) and _CALENDAR.fullmatch(text.upper()):
         raise InvalidInputError(
-            f"{field}: {text!r}: months and years are not accepted, use days (such as P30D or P365D)",
+            f"{field}: {json_words(text)}: months and years are not accepted, use days (such as P30D or P365D)",
             [FieldError(field, "months and years are not accepted (their length varies): use days, such as P30D")],
         )
     if found is None and isinstance(text, str) and text != text.strip():
         raise InvalidInputError(
-            f"{field}: {text!r} has blanks around it", [FieldError(field, "must be written without blanks around it")]
+            f"{field}: {json_words(text)} has blanks around it",
+            [FieldError(field, "must be written without blanks around it")],
         )
     if found is None:
         raise InvalidInputError(
-            f"{field}: {text!r} is not an ISO 8601 duration such as P7D",
+            f"{field}: {json_words(text)} is not an ISO 8601 duration such as P7D",
             [
                 FieldError(
                     field,

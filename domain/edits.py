@@ -16,6 +16,7 @@ from domain.policy import CHANGE_LANGUAGES, KNOWN_MALWARE, LISTS, MODES, RULE_CH
 from domain.rules import ACTIONS as RULE_ACTIONS
 from domain.rules import ENFORCE, RULES, read_rules
 from domain.specs import LANGUAGES
+from domain.text import json_words
 
 ACTIONS = ("switch-mode", "add", "remove", "set-rules", "set-known-malware")
 # A Save is the complete desired state: a field left out keeps its saved value, one given is that
@@ -58,8 +59,9 @@ def plan_desired_state(
     if desired.get("known_malware") is not None:
         changes += _plan_known_malware(known_malware, desired["known_malware"], "known_malware", errors)
     if isinstance(desired.get("egress"), dict) and "allow" in desired["egress"]:
-        steps, bad = plan_egress(egress or default_egress(), desired["egress"]["allow"], "egress.allow")
-        errors += bad + _size_errors(len(desired["egress"]["allow"] or ()), "egress.allow")
+        allow = desired["egress"]["allow"]
+        steps, bad = plan_egress(egress or default_egress(), allow, "egress.allow")
+        errors += bad + (_size_errors(len(allow), "egress.allow") if isinstance(allow, list) else [])
         changes += [_egress_change(kind, value) for kind, value in steps]
     if errors:
         raise _refusal(errors)
@@ -163,13 +165,13 @@ def _plan_one(work: dict[str, Any], command: dict[str, Any], where: str, errors:
     if action == "switch-mode":
         return _plan_switch(work[language], language, command.get("mode"), where, errors)
     if action == "set-rules":
-        ruled = _plan_rules(language, work[language]["rules"], command.get("rules") or {}, f"{where}.rules", errors)
+        ruled = _plan_rules(language, work[language]["rules"], command.get("rules"), f"{where}.rules", errors)
         work[language]["rules"] = {**work[language]["rules"], **{c.name: c.rule for c in ruled}}
         return ruled
     list_name = command.get("list")
     if not _check_choice(list_name, LISTS, f"{where}.list", errors):
         return []
-    names, bad = parse_entries(language, command.get("entries") or [], f"{where}.entries")
+    names, bad = parse_entries(language, command.get("entries"), f"{where}.entries")
     errors += bad
     entries, adding = work[language][list_name], action == "add"
     planned = [n for n in names if (n in entries) != adding]
@@ -196,7 +198,7 @@ def _plan_egress_one(work: dict[str, Any], command: dict[str, Any], where: str, 
         return [_egress_change("mode-switched", mode)]
     if not _check_choice(command.get("list"), ("allow",), f"{where}.list", errors):
         return []
-    hosts, bad = normalised_entries(command.get("entries") or [], f"{where}.entries")
+    hosts, bad = normalised_entries(command.get("entries"), f"{where}.entries")
     errors += bad
     adding = command["action"] == "add"
     planned = [h for h in hosts if (h in work["allow"]) != adding]
@@ -220,7 +222,7 @@ def _size_errors(size: int, field: str) -> list[FieldError]:
 def _check_choice(value: object, choices: tuple[Any, ...], field: str, errors: list[Any]) -> bool:
     if value in choices:
         return True
-    errors.append(FieldError(field, f"must be one of {', '.join(choices)}; got {value!r}"))
+    errors.append(FieldError(field, f"must be one of {', '.join(choices)}; got {json_words(value)}"))
     return False
 
 

@@ -13,7 +13,7 @@ from domain.names import skeleton
 from domain.patterns import is_pattern, parse_pattern
 from domain.specs import parse
 from domain.specs.pip import NAME_RE, drop_comment, line_options, url_kind
-from domain.text import quoted
+from domain.text import json_words, quoted
 
 _LINES = re.compile(r"\r\n|\r|\n")  # what a form's textarea sends: not U+2028, VT or FF (str.splitlines)
 _VERSION_OPERATOR = tuple("<>=!~")
@@ -30,7 +30,7 @@ _NAMES_ONLY = "a rule's exempt and allow lists take names or patterns only, each
 
 def parse_entries(
     language: str,
-    value: str | list[str],
+    value: object,
     field: str,
     names_only: bool = False,
 ) -> tuple[list[str], list[FieldError]]:
@@ -51,9 +51,8 @@ def parse_entries(
     across the whole input: for a list holding one entry per element that is the list index;
     when an element holds several entries the count simply runs on through them.
     """
-    if not isinstance(value, (str, list)):  # user JSON: neither shape a list is written in
-        kind = "null" if value is None else type(value).__name__
-        return [], [FieldError(field, f"must be one string of entries or a list of them, not {kind}")]
+    if not isinstance(value, (str, list)):
+        return [], [not_entries(value, field)]
     names: list[str] = []
     seen: set[str] = set()
     errors: list[FieldError] = []
@@ -70,6 +69,11 @@ def parse_entries(
             seen.add(name)
             names.append(name)
     return names, errors
+
+
+def not_entries(value: object, field: str) -> FieldError:
+    """The error of a value (user JSON) that is neither shape a list is written in."""
+    return FieldError(field, f"must be one string of entries or a list of them, not {json_words(value)}")
 
 
 def split_entries(language: str, value: object) -> Iterator[object]:
@@ -168,7 +172,7 @@ def _entry(pieces: list[str]) -> str:
 def _judge(language: str, entry: object, names_only: bool) -> tuple[str | None, str | None]:
     """(canonical name, None) for a registry entry, else (None, a message naming the rule)."""
     if not isinstance(entry, str):
-        return None, f"{entry!r} is not a string but {type(entry).__name__}; {_RULE}"
+        return None, f"must be a string, not {json_words(entry)}; {_RULE}"
     if len(entry) > MAX_TEXT:  # the longest spec /evaluate and the index judge: no name past it is ever asked
         length = entry.length if isinstance(entry, _Cut) else len(entry)
         return None, f"{quoted(entry)} has {length} characters; a list entry may have at most {MAX_TEXT}"
@@ -176,20 +180,23 @@ def _judge(language: str, entry: object, names_only: bool) -> tuple[str | None, 
     if spec.kind == "registry" and spec.name is not None:  # its version may hold '*': `numpy==1.*`
         options = line_options(entry) if language == "python" else ""
         if options:  # pip drops words after an option: `pandas --hash=x evil` would be `pandas` alone
-            return None, f"{entry!r} is not a plain name: it carries installer options ({options!r}); {_RULE}"
+            return (
+                None,
+                f"{quoted(entry)} is not a plain name: it carries installer options ({quoted(options)}); {_RULE}",
+            )
         if names_only and not _bare(language, entry):
-            return None, f"{entry!r} is more than a name; {_NAMES_ONLY}"
+            return None, f"{quoted(entry)} is more than a name; {_NAMES_ONLY}"
         return spec.name, None
     if is_pattern(entry):
         return parse_pattern(language, entry)
     # a URL pip cannot fetch as written (`https://x/y.whl`, no wheel's name) is still a URL
     kind = url_kind(entry) if language == "python" and spec.kind == "invalid" else spec.kind
     if kind in _WHAT:
-        return None, f"{entry!r} is {_WHAT[kind]}, not a package name; {_RULE}"
+        return None, f"{quoted(entry)} is {_WHAT[kind]}, not a package name; {_RULE}"
     foreign = _not_ascii(entry)
     if language == "node" and _bare(language, entry):  # npm reads a bare word it cannot name as a tag
-        return None, f"{entry!r} is not a valid Node package name{foreign}; {_RULE}"
-    return None, f"{entry!r} is not a valid package name{foreign or f' ({spec.detail})'}; {_RULE}"
+        return None, f"{quoted(entry)} is not a valid Node package name{foreign}; {_RULE}"
+    return None, f"{quoted(entry)} is not a valid package name{foreign or f' ({spec.detail})'}; {_RULE}"
 
 
 def _not_ascii(entry: str) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 from domain.specs import deny_key, parse
 from domain.specs.pip import canonical
+from domain.text import quoted
 
 WILDCARD = "*"
 PYTHON_SUFFIX = "-*"
@@ -41,12 +42,14 @@ def parse_pattern(language: str, entry: str) -> tuple[str | None, str | None]:
         # the separator may be any of PEP 503's, as in a name: `django_*` is `django-*`
         prefix = entry[:-2] if entry[-2:] in ("-*", "_*", ".*") else ""
         named = canonical(prefix) if WILDCARD not in prefix else None
-        return (named + PYTHON_SUFFIX, None) if named else (None, f"{entry!r} is not a pattern: {RULES[language]}")
+        return (
+            (named + PYTHON_SUFFIX, None) if named else (None, f"{quoted(entry)} is not a pattern: {RULES[language]}")
+        )
     scope = entry[: -len(NODE_SUFFIX)] if entry.endswith(NODE_SUFFIX) and entry.startswith("@") else ""
     # a scope is valid when a package inside it is: `@scope/x` read as npm reads it
     inside = parse(language, f"{scope}/x") if scope and WILDCARD not in scope else None
     if inside is None or inside.kind != "registry" or inside.name != f"{scope}/x":
-        return None, f"{entry!r} is not a pattern: {RULES[language]}"
+        return None, f"{quoted(entry)} is not a pattern: {RULES[language]}"
     return scope + NODE_SUFFIX, None
 
 

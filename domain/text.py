@@ -7,6 +7,7 @@ both stores refuse them the same way: a 422 naming the field, never a store erro
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -15,6 +16,7 @@ from domain.limits import MAX_LABEL, MAX_NOTE, MAX_QUOTED
 from domain.names import check_visible
 
 IDENTITY_KEYS = ("actor", "sandbox")  # context values that name someone, like a token's name
+_WRITTEN_BITS = 300  # an integer a refusal writes out: at most 91 digits, within MAX_QUOTED
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, LF and CR are fine in notes
 # A label (a token's name, a context value) is one line wherever it is shown: no control
 # character at all, C1 (NEL, U+0085) included, nor the line and paragraph separators.
@@ -55,6 +57,19 @@ def json_kind(value: object) -> str:
         if isinstance(value, kind):
             return word
     return type(value).__name__
+
+
+def json_words(value: object) -> str:
+    """A value sent as JSON as a refusal names what was sent instead of what was asked: a scalar
+    as written (`true`, `null`, `5`, text `quoted`), a container by its kind (`an object`, `an
+    array`), a number past float's range or a hundred digits as `a number`."""
+    if isinstance(value, (dict, list, tuple)):
+        return json_kind(list(value) if isinstance(value, tuple) else value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "a number"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _WRITTEN_BITS:
+        return "a number"
+    return quoted(value)
 
 
 def some_of(names: list[str], shown: int) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from domain.egress.addresses import parse_address
 from domain.egress.allowlist import host_matches, normalize_allowlist, normalize_entry
 from domain.errors import EgressConfigError, FieldError
+from domain.text import json_words
 
 EGRESS = "egress"  # the `language` of egress changes, exceptions, requests and decision counts
 EGRESS_MODES = ("open", "allowlist")
@@ -90,12 +91,13 @@ def plan_egress(
 
 def normalised_entries(entries: object, field_name: str) -> tuple[list[str], list[FieldError]]:
     """Entries normalised as the deployment's (`normalize_allowlist`), or one error per bad one."""
-    if isinstance(entries, str) or not isinstance(entries, list):
-        return [], [FieldError(field_name, "must be a list of hostnames such as api.github.com or *.example.org")]
+    if not isinstance(entries, list):  # a string too: one host per character
+        rule = f"must be a list of hostnames such as api.github.com or *.example.org, not {json_words(entries)}"
+        return [], [FieldError(field_name, rule)]
     try:
         return list(normalize_allowlist(entries, field_name) or ()), []  # a list: never None (open)
     except EgressConfigError as refused:  # each error's field ends in the entry's index: quote it
         return [], [
-            FieldError(e.field, f"{entries[int(e.field.rsplit('[', 1)[1][:-1])]!r}: {e.message}")
+            FieldError(e.field, f"{json_words(entries[int(e.field.rsplit('[', 1)[1][:-1])])}: {e.message}")
             for e in refused.errors
         ]

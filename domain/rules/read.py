@@ -12,7 +12,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from domain.durations import parse_duration
-from domain.entries import parse_entries, split_entries
+from domain.entries import not_entries, parse_entries, split_entries
 from domain.errors import FieldError, InvalidInputError
 from domain.limits import MAX_LIST_ENTRIES, MAX_VERSION_DENIES, MAX_VERSION_DENY_TEXT
 from domain.rules.model import (
@@ -28,6 +28,7 @@ from domain.rules.model import (
 from domain.specs import LANGUAGE_TITLES
 from domain.specs.node_semver import comparator_sets
 from domain.specs.npm import valid_name
+from domain.text import json_words
 
 _FIELDS = {
     "min_release_age": ("age", "exempt", "action"),
@@ -42,12 +43,11 @@ _DENY_RULE = {
 
 
 def read_rules(language: str, body: object, field: str) -> VersionRules:
-    """The rules `body` sets for `language` (None or `{}`: all off). `field` names `body` in
-    errors, such as `python.rules`. Raises `InvalidInputError` naming every bad field."""
-    if body is None:
-        return VersionRules()
-    if not isinstance(body, dict):
-        raise _refusal([FieldError(field, f"must be an object whose keys are rules: {', '.join(RULES[language])}")])
+    """The rules `body` sets for `language` (`{}`: all off). `field` names `body` in errors, such
+    as `python.rules`. Raises `InvalidInputError` naming every bad field."""
+    if not isinstance(body, dict):  # null or false too: `{}` is how they are all turned off
+        rule = f"must be an object of rules ({', '.join(RULES[language])}), not {json_words(body)}"
+        raise _refusal([FieldError(field, rule)])
     errors: list[FieldError] = []
     for key, value in body.items():
         if key not in RULES[language] and value is not None:  # null: off, whichever rule it names
@@ -85,18 +85,19 @@ def _rule_body(value: object, field: str, rule: str, errors: list[FieldError]) -
 
 
 def _action(body: dict[str, object], field: str, errors: list[FieldError]) -> str:
-    action = body.get("action")
-    if action is None:
+    if "action" not in body:
         return ENFORCE
+    action = body["action"]
     if action not in ACTIONS:
-        errors.append(FieldError(f"{field}.action", f"must be one of {', '.join(ACTIONS)}; got {action!r}"))
+        errors.append(FieldError(f"{field}.action", f"must be one of {', '.join(ACTIONS)}; got {json_words(action)}"))
         return ENFORCE
     return str(action)
 
 
 def _names(language: str, value: object, field: str, errors: list[FieldError]) -> tuple[str, ...]:
-    """Names or patterns, canonical and sorted, as list entries are read; a version is refused."""
-    names, bad = parse_entries(language, value if isinstance(value, (str, list)) else [str(value)], field, True)
+    """Names or patterns, canonical and sorted, as list entries are read; a version is refused.
+    Null (or absent) is none, as the schema says; any other value that is no list is refused."""
+    names, bad = parse_entries(language, [] if value is None else value, field, True)
     errors += bad
     if len(names) > MAX_LIST_ENTRIES:
         errors.append(FieldError(field, f"may hold at most {MAX_LIST_ENTRIES} names; it holds {len(names)}"))
@@ -110,7 +111,7 @@ def _min_release_age(language: str, body: dict[str, object], field: str, errors:
     except InvalidInputError as refused:
         errors += refused.errors
         length = timedelta(0)  # never saved: the errors refuse the body
-    exempt = _names(language, body.get("exempt") or [], f"{field}.exempt", errors)
+    exempt = _names(language, body.get("exempt"), f"{field}.exempt", errors)
     return MinReleaseAge(length, exempt, _action(body, field, errors))
 
 
@@ -119,16 +120,14 @@ def _names_allowed(
 ) -> NamesAllowed | None:
     if body is None:
         return None
-    return NamesAllowed(
-        _names(language, body.get("allow") or [], f"{field}.allow", errors), _action(body, field, errors)
-    )
+    return NamesAllowed(_names(language, body.get("allow"), f"{field}.allow", errors), _action(body, field, errors))
 
 
 def _versions_deny(language: str, body: dict[str, object], field: str, errors: list[FieldError]) -> VersionsDeny | None:
     """None when the rule holds no entry: an empty deny denies nothing, so it is off."""
     value = body.get("entries")
     if not isinstance(value, (str, list)):
-        errors.append(FieldError(f"{field}.entries", "must be a list of entries, or one string of them"))
+        errors.append(not_entries(value, f"{field}.entries"))
         return None
     found: dict[str, VersionDeny] = {}
     for index, text in enumerate(split_entries(language, value)):
@@ -147,7 +146,7 @@ def _versions_deny(language: str, body: dict[str, object], field: str, errors: l
 
 def _version_deny(language: str, text: object) -> tuple[VersionDeny | None, str]:
     if not isinstance(text, str):
-        return None, f"{text!r} is not a string"
+        return None, f"must be a string, not {json_words(text)}"
     if len(text) > MAX_VERSION_DENY_TEXT:
         return None, f"an entry may be at most {MAX_VERSION_DENY_TEXT} characters"
     return _python_deny(text.strip()) if language == "python" else _node_deny(text.strip())

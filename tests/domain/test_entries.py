@@ -112,12 +112,16 @@ def test_a_string_and_a_list_of_the_same_entries_give_the_same_answer():
     assert as_text == as_list
 
 
-@pytest.mark.parametrize("element", [3, None, {"name": "x"}, ["pandas"]])
-def test_a_non_string_list_element_is_an_error_not_a_crash(element):
+@pytest.mark.parametrize(
+    ("element", "said"),
+    [(3, "3"), (None, "null"), (True, "true"), ({"name": "x"}, "an object"), ([1], "an array")],
+)
+def test_a_non_string_list_element_is_an_error_not_a_crash_named_in_jsons_words(element, said):
+    """Python's words had been sent back: `None is not a string but NoneType`, `True ... but bool`."""
     found, errors = parse_entries("python", ["pandas", element], "python.allow")
     assert found == ["pandas"]
     assert [e.field for e in errors] == ["python.allow[1]"]
-    assert "not a string" in errors[0].message
+    assert errors[0].message.startswith(f"must be a string, not {said}; ")
 
 
 def test_surrounding_blanks_are_stripped_from_entries_but_not_inner_ones():

@@ -131,6 +131,60 @@ def test_an_unknown_mode_or_action_is_refused_with_its_field():
     assert fields == ["changes[0].mode", "changes[1].action", "changes[1].language"]
 
 
+@pytest.mark.parametrize(
+    ("rules", "entries", "said"),
+    [(None, None, "null"), (False, False, "false"), (0, 0, "0"), ([], {}, "an array")],
+)
+def test_entries_or_rules_of_the_wrong_type_are_refused_not_read_as_none(rules, entries, said):
+    """`"entries": null` (false, 0, {}) had changed nothing and `"rules": false` (null, 0, "", [])
+    turned every rule off, each answered 200: `or []` and `or {}` had read them as none."""
+    state = {
+        "python": {
+            "mode": "denylist",
+            "allow": [],
+            "deny": ["evil"],
+            "rules": {"sdists": {"allow": [], "action": "enforce"}},
+        },
+        "node": {"mode": "denylist", "allow": [], "deny": []},
+    }
+    commands = [
+        {"action": "set-rules", "language": "python", "rules": rules},
+        {"action": "remove", "language": "python", "list": "deny", "entries": entries},
+        {"action": "add", "language": "node", "list": "allow", "entries": entries},
+        {"action": "add", "language": "egress", "list": "allow", "entries": entries},
+    ]
+    with pytest.raises(InvalidInputError) as refused:
+        plan_incremental(state, commands)
+    listed = "an object" if entries == {} else said
+    assert {e.field: e.message for e in refused.value.errors} == {
+        "changes[0].rules": f"must be an object of rules (min_release_age, versions_deny, sdists), not {said}",
+        "changes[1].entries": f"must be one string of entries or a list of them, not {listed}",
+        "changes[2].entries": f"must be one string of entries or a list of them, not {listed}",
+        "changes[3].entries": f"must be a list of hostnames such as api.github.com or *.example.org, not {listed}",
+    }
+    off = plan_incremental(state, [{"action": "set-rules", "language": "python", "rules": {}}])
+    assert [(c.name, c.rule) for c in off] == [("sdists", None)]  # `{}` is how every rule is turned off
+
+
+def test_a_wrong_choice_is_named_in_jsons_words_and_quoted_back_cut():
+    """`got True`, `got None` and a 100,000-character mode quoted back whole had been the answer."""
+    state = Policy(workspace="acme", by="a").state
+    commands = [
+        {"action": "switch-mode", "language": "python", "mode": True},
+        {"action": "switch-mode", "language": "node", "mode": "x" * 100_000},
+        {"action": "set-known-malware", "known_malware": None},
+        {"action": "switch-mode", "language": {"a": 1}, "mode": "allowlist"},
+    ]
+    with pytest.raises(InvalidInputError) as refused:
+        plan_incremental(state, commands)
+    assert {e.field: e.message for e in refused.value.errors} == {
+        "changes[0].mode": "must be one of allowlist, denylist; got true",
+        "changes[1].mode": f"must be one of allowlist, denylist; got '{'x' * 100}'…",
+        "changes[2].known_malware": "must be one of enforce, monitor; got null",
+        "changes[3].language": "must be one of python, node, egress; got an object",
+    }
+
+
 def rules(mode="denylist", allow=(), deny=()):
     return LanguageRules("python", mode, frozenset(allow), frozenset(deny))
 

@@ -51,9 +51,8 @@ def reasons(rules: VersionRules, language: str, name: str, version: VersionFacts
     return [(f.reason, f.monitor) for f in judge_version(rules, language, name, version, NOW)]
 
 
-@pytest.mark.parametrize("body", [None, {}])
-def test_no_rules_are_all_off_and_falsy(body):
-    rules = read_rules("python", body, "python.rules")
+def test_no_rules_are_all_off_and_falsy():
+    rules = read_rules("python", {}, "python.rules")
     assert not rules and rules == VersionRules() and rules.to_json() == {}
     assert judge_version(rules, "python", "anything", facts("1.0", None, sdist=True), NOW) == []
 
@@ -168,6 +167,41 @@ def test_shapes_and_sizes_are_bounded():
     many = [f"pkg{i}@1.0.{i}" for i in range(MAX_VERSION_DENIES + 1)]
     assert "node.rules.versions_deny.entries" in refused("node", {"versions_deny": {"entries": many}})
     assert "node.rules.versions_deny.entries[0]" in refused("node", {"versions_deny": {"entries": ["a@" + "1" * 300]}})
+
+
+@pytest.mark.parametrize(("body", "said"), [(None, "null"), (False, "false"), (0, "0"), ("", "''"), ([], "an array")])
+def test_rules_that_are_no_object_are_refused_not_read_as_all_off(body, said):
+    """`set-rules` with `"rules": false` (null, 0, "", []) had turned every rule off: `{}` does."""
+    assert refused("python", body) == {
+        "python.rules": f"must be an object of rules (min_release_age, versions_deny, sdists), not {said}"
+    }
+
+
+@pytest.mark.parametrize(
+    ("names", "said"),
+    [(True, "true"), (False, "false"), (0, "0"), (1.5, "1.5"), (float("nan"), "a number"),
+     (float("inf"), "a number"), ({}, "an object"), ({"a": 1}, "an object")],
+)  # fmt: skip
+def test_an_exempt_or_allow_that_is_no_list_is_refused_not_turned_into_a_name(names, said):
+    """`"exempt": true` had been the name `true`, `"allow": 1.5` the name `1-5` (NaN `nan`), and
+    false, 0 or {} no names at all."""
+    body = {"min_release_age": {"age": "P3D", "exempt": names}, "sdists": {"allow": names}}
+    rule = f"must be one string of entries or a list of them, not {said}"
+    assert refused("python", body) == {"python.rules.min_release_age.exempt": rule, "python.rules.sdists.allow": rule}
+    node = {"install_scripts": {"allow": names}}
+    assert refused("node", node) == {"node.rules.install_scripts.allow": rule}
+
+
+def test_a_null_exempt_or_allow_is_none_and_a_missing_action_enforce_but_a_null_action_is_refused():
+    body = {"min_release_age": {"age": "P3D", "exempt": None}, "sdists": {"allow": None}}
+    assert read_rules("python", body, "r").to_json() == {
+        "min_release_age": {"age": "P3D", "exempt": [], "action": ENFORCE},
+        "sdists": {"allow": [], "action": ENFORCE},
+    }
+    assert refused("python", {"sdists": {"action": None}, "min_release_age": {"age": "P1D", "action": True}}) == {
+        "python.rules.sdists.action": "must be one of enforce, monitor; got null",
+        "python.rules.min_release_age.action": "must be one of enforce, monitor; got true",
+    }
 
 
 def test_an_empty_version_deny_is_off():

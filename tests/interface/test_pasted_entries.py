@@ -88,13 +88,17 @@ def test_a_drafts_unclosed_entry_is_422_and_the_names_after_it_are_judged(live):
         (
             "/policy",
             {"python": {"allow": [1, {}]}},
-            {"python.allow[0]": "1 is not a string but int", "python.allow[1]": "{} is not a string but dict"},
+            {"python.allow[0]": "must be a string, not 1", "python.allow[1]": "must be a string, not an object"},
         ),
-        ("/policy", {"node": {"deny": 5}}, {"node.deny": "must be one string of entries or a list of them, not int"}),
+        (
+            "/policy",
+            {"node": {"deny": 5}},
+            {"node.deny": "must be one string of entries or a list of them, not 5"},
+        ),
         (
             "/policy",
             {"python": {"rules": {"versions_deny": {"entries": [3]}}}},
-            {"python.rules.versions_deny.entries[0]": "3 is not a string"},
+            {"python.rules.versions_deny.entries[0]": "must be a string, not 3"},
         ),
     ],
 )
@@ -105,3 +109,51 @@ def test_a_wrong_field_is_told_one_thing_not_each_union_members_complaint(live, 
     told = {e["field"]: e["message"] for e in reply.json["errors"]}
     assert told.keys() == said.keys() and all(told[f].startswith(said[f]) for f in said), told
     assert len(reply.json["errors"]) == len(said)
+
+
+@pytest.mark.parametrize(("entries", "said"), [(None, "null"), (False, "false"), (0, "0"), ({}, "an object")])
+def test_entries_that_are_no_list_are_refused_not_read_as_none(live, entries, said):
+    """`"entries": null` (false, 0, {}) had been 200 and changed nothing, for egress hosts too."""
+    admin = live.tokens["admin"]
+    listed = {"changes": [{"action": "add", "language": "python", "list": "deny", "entries": "evil"}]}
+    assert live.call("POST", P + "/policy/changes", admin, listed).status == 200
+    for action in ("add", "remove"):
+        changes = [
+            {"action": action, "language": "python", "list": "deny", "entries": entries},
+            {"action": action, "language": "egress", "list": "allow", "entries": entries},
+        ]
+        reply = live.call("POST", P + "/policy/changes", admin, {"changes": changes})
+        assert reply.status == 422 and reply.media == "application/problem+json", reply.body
+        assert reply.json["errors"] == [
+            {"field": "changes[0].entries", "message": f"must be one string of entries or a list of them, not {said}"},
+            {
+                "field": "changes[1].entries",
+                "message": f"must be a list of hostnames such as api.github.com or *.example.org, not {said}",
+            },
+        ]
+    assert version(live) == 1
+
+
+def test_a_refusal_names_a_wrong_value_in_jsons_words_and_quotes_at_most_a_hundred_characters(live):
+    """`got True`, `got None`, `got {'a': 1}`, `got nan` and `None is not a string but NoneType`
+    had been the answer, and a 100,000-character mode had been quoted back whole."""
+    changes = [
+        {"action": "switch-mode", "language": "python", "mode": True},
+        {"action": "switch-mode", "language": "node", "mode": {"a": 1}},
+        {"action": "set-known-malware", "known_malware": None},
+        {"action": "add", "language": "python", "list": "deny", "entries": [None, 2.5]},
+        {"action": "switch-mode", "language": "python", "mode": "x" * 100_000},
+    ]
+    reply = live.call("POST", P + "/policy/changes", live.tokens["admin"], {"changes": changes})
+    assert reply.status == 422 and len(reply.body) < 2000, reply.body[:300]
+    told = {e["field"]: e["message"].split(";")[:2] for e in reply.json["errors"]}
+    assert told == {
+        "changes[0].mode": ["must be one of allowlist, denylist", " got true"],
+        "changes[1].mode": ["must be one of allowlist, denylist", " got an object"],
+        "changes[2].known_malware": ["must be one of enforce, monitor", " got null"],
+        "changes[3].entries[0]": ["must be a string, not null", " a list entry must be the plain name of a registry "
+                                  "package (or a pattern: Python 'name-*', Node '@scope/*')"],
+        "changes[3].entries[1]": ["must be a string, not 2.5", " a list entry must be the plain name of a "
+                                  "registry package (or a pattern: Python 'name-*', Node '@scope/*')"],
+        "changes[4].mode": ["must be one of allowlist, denylist", f" got '{'x' * 100}'…"],
+    }  # fmt: skip

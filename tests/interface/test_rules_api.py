@@ -231,3 +231,66 @@ def test_a_rule_name_with_a_version_is_refused_not_widened_to_every_version(live
     assert live.call("GET", P + "/policy", live.tokens["auditor"]).json["version"] == 0
     saved = save(live, {"python": {"rules": {"min_release_age": {"age": "P3D", "exempt": ["App_X"]}}}})
     assert saved["python"]["rules"]["min_release_age"]["exempt"] == ["app-x"]
+
+
+def test_set_rules_that_are_no_object_are_refused_and_turn_no_rule_off(live):
+    """`"rules": false` (null, 0, "", []) had been 200 and turned every rule off, recorded as rule
+    changes with action null; `{}` is how they are all turned off, as with a Save."""
+    admin, auditor = live.tokens["admin"], live.tokens["auditor"]
+    save(live, {"python": {"rules": PYTHON_RULES}})
+    for rules, said in ((False, "false"), (None, "null"), (0, "0"), ("", "''"), ([], "an array")):
+        command = {"changes": [{"action": "set-rules", "language": "python", "rules": rules}]}
+        reply = live.call("POST", P + "/policy/changes", admin, command)
+        assert reply.status == 422 and reply.media == "application/problem+json", reply.body
+        assert reply.json["errors"] == [
+            {
+                "field": "changes[0].rules",
+                "message": f"must be an object of rules (min_release_age, versions_deny, sdists), not {said}",
+            }
+        ]
+    policy = live.call("GET", P + "/policy", auditor).json
+    assert policy["version"] == 3 and policy["python"]["rules"] == PYTHON_RULES
+    assert all(c["action"] for c in live.call("GET", P + "/history", auditor).json["changes"])
+    reply = live.call("PUT", P + "/policy", admin, {"python": {"rules": False}})
+    assert [e["field"] for e in reply.json["errors"]] == ["python.rules"], reply.body
+
+
+def test_an_exempt_or_allow_that_is_no_list_is_refused_wherever_rules_are_read(live):
+    """`"exempt": true` had been saved as the name `true`, `"allow": 1.5` as `1-5`, 5 as `5`, and
+    false, 0 or {} as no names: in a Save, a change, a /test draft and an /impact draft alike."""
+    admin = live.tokens["admin"]
+    for names, said in ((True, "true"), (1.5, "1.5"), (5, "5"), (0, "0"), ({}, "an object")):
+        rules = {"min_release_age": {"age": "P3D", "exempt": names}, "sdists": {"allow": names}}
+        rule = f"must be one string of entries or a list of them, not {said}"
+        asked = (
+            ("PUT", "/policy", {"python": {"rules": rules}}, "python.rules"),
+            ("POST", "/policy/changes", {"changes": [{"action": "set-rules", "language": "python", "rules": rules}]},
+             "changes[0].rules"),
+            ("POST", "/test", {"language": "python", "specs": ["six"], "draft": {"python": {"rules": rules}}},
+             "draft.python.rules"),
+            ("POST", "/impact", {"draft": {"python": {"rules": rules}}, "days": 30}, "draft.python.rules"),
+        )  # fmt: skip
+        for method, path, body, field in asked:
+            reply = live.call(method, P + path, admin, body)
+            assert reply.status == 422, (path, names, reply.body)
+            assert reply.json["errors"] == [
+                {"field": f"{field}.min_release_age.exempt", "message": rule},
+                {"field": f"{field}.sdists.allow", "message": rule},
+            ], (path, names)
+    assert live.call("GET", P + "/policy", live.tokens["auditor"]).json["version"] == 0
+    # a number past a float's range is a number too (it had been the name `inf`)
+    raw = b'{"python": {"rules": {"sdists": {"allow": 1e400}}}}'
+    reply = live.call("PUT", P + "/policy", admin, raw=raw)
+    assert reply.json["errors"] == [
+        {
+            "field": "python.rules.sdists.allow",
+            "message": "must be one string of entries or a list of them, not a number",
+        }
+    ], reply.body
+    # null is none, as the schema says; an action that is not one is named in JSON's words
+    saved = save(live, {"python": {"rules": {"sdists": {"allow": None}}}})
+    assert saved["python"]["rules"] == {"sdists": {"allow": [], "action": "enforce"}}
+    reply = live.call("PUT", P + "/policy", admin, {"python": {"rules": {"sdists": {"action": None}}}})
+    assert reply.json["errors"] == [
+        {"field": "python.rules.sdists.action", "message": "must be one of enforce, monitor; got null"}
+    ], reply.body
