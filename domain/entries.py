@@ -16,6 +16,11 @@ from domain.specs.pip import NAME_RE, drop_comment, line_options, url_kind
 from domain.text import json_words, quoted
 
 _LINES = re.compile(r"\r\n|\r|\n")  # what a form's textarea sends: not U+2028, VT or FF (str.splitlines)
+# The other characters str.splitlines (so pip reading a file) ends a line at. A comment ends
+# there too: `pandas # x\u2028evil` is no comment hiding `evil` but an entry holding U+2028,
+# refused naming it, as is a `#` line holding one.
+_OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_BREAK = re.compile(f"[{_OTHER_BREAKS}]")
 _VERSION_OPERATOR = tuple("<>=!~")
 _WHAT = {
     "url": "a url",
@@ -85,10 +90,11 @@ def split_entries(language: str, value: object) -> Iterator[object]:
             continue
         for line in lines(chunk):
             line = line.strip()
-            if not line or line.startswith("#"):
+            if not line or (line.startswith("#") and not _BREAK.search(line)):
                 continue
             if language == "python":
-                line = drop_comment(line)  # pip's rule: '#' starts a comment after a blank
+                # pip's rule: '#' starts a comment after a blank; a line holding a break is judged whole
+                line = drop_comment(line) if _BREAK.search(line) is None else line
             yield from _split_commas(language, line)
 
 

@@ -40,6 +40,17 @@ def test_blank_lines_and_comment_lines_are_skipped():
     assert names("python", text) == ["pandas", "numpy"]
 
 
+@pytest.mark.parametrize("line_break", ["\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"])
+def test_a_comment_ends_where_pip_ends_a_line_so_no_name_hides_in_one(line_break):
+    """`pandas # x\u2028evil` had stored `pandas` alone, where pip (str.splitlines) reads `evil` on
+    a line of its own: a comment holding such a character is no comment, the entry is refused."""
+    for language, text in (("python", f"pandas # x{line_break}evil"), ("node", f"# x{line_break}evil")):
+        found, errors = parse_entries(language, ["ok", text], "f")
+        assert found == ["ok"] and [e.field for e in errors] == ["f[1]"], (language, errors)
+        assert errors[0].message.startswith(repr(text)), errors[0].message
+    assert names("python", "pandas # x\tevil\n# a\tcomment") == ["pandas"]  # a tab ends no line
+
+
 def test_duplicates_collapse_to_the_first_seen_canonical_name():
     assert names("python", "Pandas, numpy, pandas==2.1, PANDAS, python_dateutil, Python-DateUtil") == [
         "pandas",

@@ -281,6 +281,16 @@ def test_invalid_entries_are_all_named_and_nothing_is_saved(live):
     assert api(live, "GET", "/policy")["version"] == 0
 
 
+def test_the_form_says_a_trailing_comment_is_dropped_as_a_save_drops_it(live):
+    """The hint had said only that lines starting with # are ignored."""
+    console = signed_in(live)
+    page = console.get(P)
+    hint = "and so is a Python line's trailing comment (pandas # for the data team lists pandas)"
+    assert hint in " ".join(page.plain.split()), page.plain
+    assert console.submit(page, python_allow="pandas  # for the data team").status == 302
+    assert api(live, "GET", "/policy")["python"]["allow"] == ["pandas"]
+
+
 def test_a_stale_form_shows_the_conflict_and_saves_nothing(live):
     console = signed_in(live)
     opened = console.get(P)

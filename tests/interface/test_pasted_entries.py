@@ -157,3 +157,17 @@ def test_a_refusal_names_a_wrong_value_in_jsons_words_and_quotes_at_most_a_hundr
                                   "registry package (or a pattern: Python 'name-*', Node '@scope/*')"],
         "changes[4].mode": ["must be one of allowlist, denylist", f" got '{'x' * 100}'…"],
     }  # fmt: skip
+
+
+@pytest.mark.parametrize("line_break", ["\x0b", "\x0c", "\x1c", "\x85", "\u2028", "\u2029"])
+def test_no_name_hides_in_a_comment_past_a_character_that_ends_a_line_for_pip(live, line_break):
+    """`pandas # x\u2028evil` had saved `pandas` alone: pip (and the Import of a requirements
+    file) reads `evil` on a line of its own. The entry is refused, naming the character."""
+    for deny in (f"pandas # x{line_break}evil", [f"# x{line_break}evil"]):
+        reply = put(live, "python", deny)
+        assert reply.status == 422, reply.body
+        (error,) = reply.json["errors"]
+        assert error["field"] == "python.deny[0]" and f"U+{ord(line_break):04X}" in error["message"], error
+    assert version(live) == 0
+    saved = put(live, "python", "pandas  # for the data team\nnumpy\t# pinned")
+    assert saved.status == 200 and saved.json["python"]["deny"] == ["numpy", "pandas"], saved.body
