@@ -19,6 +19,7 @@ import tomllib
 from domain.errors import NAMED_IN_ERRORS, FieldError, InvalidInputError
 from domain.limits import MAX_ERRORS, MAX_IMPORT_NAMES
 from domain.specs import LANGUAGE_TITLES, check_language, parse
+from domain.text import json_kind
 
 FORMATS = {
     "python": ("requirements.txt", "pylock.toml", "uv.lock", "poetry.lock"),
@@ -102,7 +103,7 @@ def _shaped(value, shape: type, field: str, what: str, optional: bool = True):
     if value is None and optional:
         return shape()
     if not isinstance(value, shape):
-        raise _bad(field, None, f"{what} must be {_SHAPES[shape]}, not {type(value).__name__}")
+        raise _bad(field, None, f"{what} must be {_SHAPES[shape]}, not {json_kind(value)}")
     return value
 
 
