@@ -298,6 +298,8 @@ class ReadModel:
                     "ORDER BY language DESC, name DESC, at DESC, id DESC LIMIT %s"
                 )
                 values.append([*params, *([language] if language is not None else []), name, limit])
+        if not arms:  # a name no kind spells (an empty one): no decision has it
+            return []
         if len(arms) == 1:
             return self._rows(arms[0], values[0])
         merged = " UNION ALL ".join(f"SELECT * FROM ({arm}) AS arm{n}" for n, arm in enumerate(arms))
