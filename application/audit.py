@@ -34,7 +34,7 @@ from domain.limits import MAX_FILTER, MAX_TEXT
 from domain.policy import LANGUAGES, RULE_CHANGED
 from domain.rules import rules_for
 from domain.specs import LANGUAGE_TITLES, check_language, registry_name
-from domain.text import check_text, quoted
+from domain.text import check_label, quoted
 
 EXPORT_PAGE = 1000
 
@@ -175,7 +175,10 @@ def decision_filters(filters: dict | None) -> dict:
             )
     for field, most in (("name", MAX_TEXT), ("source", MAX_FILTER), ("sandbox", MAX_FILTER)):
         if field in filters:  # a name as long as a list entry may be: its package page lists its decisions
-            check_text(filters[field], field, most)
+            if not check_label(filters[field], field, most).strip():  # it would match nothing, silently
+                raise InvalidInputError(
+                    f"the {field} filter is blank", [FieldError(field, "must not be blank (leave it out to match any)")]
+                )
     if "name" in filters:
         given, kind = filters["name"], filters.get("kind")
         languages = [filters["language"]] if "language" in filters else [] if kind == "egress" else LANGUAGES

@@ -88,9 +88,9 @@ def check_text(value: object, field: str, max_length: int = MAX_NOTE) -> str:
     return value
 
 
-def check_label(value: object, field: str) -> str:
-    """A token's name or a context value: bounded, printable and on one line."""
-    text = check_text(value, field, MAX_LABEL)
+def check_label(value: object, field: str, max_length: int = MAX_LABEL) -> str:
+    """A token's name, a context value or a filter: bounded, printable and on one line."""
+    text = check_text(value, field, max_length)
     if _LABEL_CONTROL.search(text):
         raise _refuse(field, "must be one line without control characters (no tab, line break, line separator or NUL)")
     return text

@@ -113,11 +113,11 @@ def test_a_hosts_decisions_are_found_by_any_spelling_of_it_as_a_packages_are(liv
     assert found("name=PANDAS") == ["pandas"] and found("kind=egress&name=PANDAS") == []
     assert found("language=python&name=GOOD.TEST") == [] and found("kind=registry&name=good.test.") == []
     assert good["allowed"] and found("kind=egress&name=good.test:443") == []  # a host, not a target
-    # a name no kind spells (an empty one) finds nothing, in every shape of the answer: it was a 500
-    for query in ("name=", "name=&kind=egress", "name=&language=node", "name=&format=csv", "name=&format=jsonl"):
+    # a blank filter would match nothing, silently (an empty name was a 500): refused, named
+    for query in ("name=", "name=%20&kind=egress", "name=a%09b", "sandbox=", "source=%0A", "name=&format=csv"):
         reply = live.call("GET", P + f"/decisions?{query}", auditor)
-        assert reply.status == 200, (query, reply.status, reply.body)
-    assert found("name=") == []
+        assert reply.status == 422, (query, reply.status, reply.body)
+        assert reply.json["errors"][0]["field"] == query.split("=")[0], reply.body
 
     # Each spelling among its own kind's decisions only: pip reads `a.b`, `a_b` and `a..b` as a-b,
     # which is not the host a-b, nor is npm's foo-bar the package foo.bar (they had been found).
