@@ -118,3 +118,52 @@ def test_counts_of_a_store_before_kinds_were_kept_are_rebuilt_with_each_decision
         assert reopened.chain.verify("acme")["ok"]
     finally:
         reopened.close()
+
+
+def test_a_store_of_a_newer_version_is_refused_and_left_as_it_is(database_url):
+    """Older code opening a store newer code had upgraded rebuilt it back to its own shape, and
+    the newer servers on it could seal nothing more (a reviewer's): it is refused, untouched."""
+    import pytest
+
+    from application.store.upgrade import OtherReadModels
+
+    app = Governance(env=store_env(database_url))
+    app.create_workspace("acme", by="alice")
+    app.evaluation.evaluate("acme", "python", ["numpy"])
+    app.chain.seal()
+    counts = _counts(app)
+    sql = app.recorder.dialect.sql
+    app.recorder.execute(sql("UPDATE {read_model} SET version = %s"), (READ_MODEL_VERSION + 1,))
+    with pytest.raises(OtherReadModels, match=f"version {READ_MODEL_VERSION + 1}, newer than this code's"):
+        upgrade_read_models(app.recorder, app.mapper)
+    version = app.recorder.fetch(sql("SELECT version FROM {read_model}"))
+    assert [r["version"] for r in version] == [READ_MODEL_VERSION + 1] and _counts(app) == counts
+    app.close()
+
+
+def test_a_long_history_of_decisions_is_rebuilt_a_run_at_a_time_as_one_at_a_time(database_url):
+    """Runs of decisions are replayed as the live projection writes a batch (a statement per
+    decision took minutes on PostgreSQL): the rows are those one at a time would write."""
+    app = Governance(env=store_env(database_url))
+    app.create_workspace("acme", by="alice")
+    for round_ in range(3):
+        app.evaluation.evaluate(
+            "acme", "python", [f"p{round_}-{i}" for i in range(40)] + ["x @ https://h/x-1.0.tar.gz"]
+        )
+        app.change_policy(
+            "acme", [{"action": "add", "language": "python", "list": "deny", "entries": [f"p{round_}-0"]}], "alice"
+        )
+    app.evaluation.evaluate("acme", "node", ["left-pad", "@s/x"])
+    app.chain.seal()
+    sql = app.recorder.dialect.sql
+    tables = ("decisions", "changes", "decision_counts", "impact_names", "impact_sandboxes")
+    before = {t: sorted(map(repr, app.recorder.fetch(sql(f"SELECT * FROM {{{t}}}")))) for t in tables}
+    app.recorder.execute(sql("DELETE FROM {read_model}"))
+    app.close()
+    reopened = Governance(env=store_env(database_url))
+    try:
+        after = {t: sorted(map(repr, reopened.recorder.fetch(sql(f"SELECT * FROM {{{t}}}")))) for t in tables}
+        assert after == before and len(before["decisions"]) == 3 * 41 + 2
+        assert reopened.chain.verify("acme")["ok"]
+    finally:
+        reopened.close()
