@@ -90,11 +90,11 @@ def split_entries(language: str, value: object) -> Iterator[object]:
             continue
         for line in lines(chunk):
             line = line.strip()
-            if not line or (line.startswith("#") and not _BREAK.search(line)):
+            whole = _BREAK.search(line) is not None  # a line holding a break is judged whole
+            if not line or (line.startswith("#") and not whole):
                 continue
-            if language == "python":
-                # pip's rule: '#' starts a comment after a blank; a line holding a break is judged whole
-                line = drop_comment(line) if _BREAK.search(line) is None else line
+            if language == "python" and not whole:
+                line = drop_comment(line)  # pip's rule: '#' starts a comment after a blank
             yield from _split_commas(language, line)
 
 

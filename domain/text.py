@@ -51,7 +51,7 @@ def json_kind(value: object) -> str:
         (str, "a string"),
         (int, "a number"),
         (float, "a number"),
-        (list, "an array"),
+        ((list, tuple), "an array"),
         (dict, "an object"),
     ):
         if isinstance(value, kind):
@@ -64,7 +64,7 @@ def json_words(value: object) -> str:
     as written (`true`, `null`, `5`, text `quoted`), a container by its kind (`an object`, `an
     array`), a number past float's range or a hundred digits as `a number`."""
     if isinstance(value, (dict, list, tuple)):
-        return json_kind(list(value) if isinstance(value, tuple) else value)
+        return json_kind(value)
     if isinstance(value, float) and not math.isfinite(value):
         return "a number"
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _WRITTEN_BITS:

@@ -158,6 +158,7 @@ class RulesDraft(Body):
 
 
 Rules = Annotated[Any, read_by_domain(RulesDraft)]
+KnownMalware = Annotated[Any, read_by_domain(RuleAction)]
 
 
 class LanguageDraft(Body):
@@ -167,17 +168,13 @@ class LanguageDraft(Body):
     mode: Annotated[Any, read_by_domain(Mode)] = None
     allow: Entries = None
     deny: Entries = None
-    rules: Annotated[Any, read_by_domain(RulesDraft)] = Field(
-        None, description="the language's rules beyond names, all of them (absent: unchanged)"
-    )
+    rules: Rules = Field(None, description="the language's rules beyond names, all of them (absent: unchanged)")
 
 
 class Draft(Body):
     python: Annotated[LanguageDraft, _not_null("language")] = None
     node: Annotated[LanguageDraft, _not_null("language")] = None
-    known_malware: Annotated[Any, read_by_domain(RuleAction)] = Field(
-        None, description="what imported known-malware advisories do here"
-    )
+    known_malware: KnownMalware = Field(None, description="what imported known-malware advisories do here")
 
 
 class PolicyPut(Draft):
@@ -222,7 +219,7 @@ class SetRules(Body):
 
 class SetKnownMalware(Body):
     action: Literal["set-known-malware"]
-    known_malware: Annotated[Any, read_by_domain(RuleAction)]
+    known_malware: KnownMalware
 
 
 class PolicyChanges(Body):
