@@ -14,7 +14,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.sql import SQL
 
 from application.store import chain, merkle
-from application.store.guards import GUARD_FAILED, guards_statement
+from application.store.guards import guard_function_statement, guards_check_statement
 from application.store.literals import Bind, binder
 from application.store.outage import did_not_answer, pool_had_none, retried
 from application.store.projection import ManyRows, read_model_statements
@@ -77,7 +77,7 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         self.sql_create_statements.extend(SQL(self.dialect.sql(s)) for s in DDL)
         self.sql_create_statements.extend(SQL(s) for s in chain.create_statements(self.dialect))
         self.sql_create_statements.extend(SQL(s) for s in merkle.create_statements(self.dialect))
-        self.sql_create_statements.append(SQL(_ASSERT_FUNCTION.format(name=self.dialect.table("assert"))))
+        self.sql_create_statements.append(SQL(guard_function_statement(self.dialect, events_table_name)))
 
     def create_table(self) -> None:
         """The library's DDL, one process at a time per schema: processes opening a new store
@@ -148,8 +148,7 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         )
         statements = [self.lock_statements, events]
         if guards := kwargs.get("guards"):  # remembered callers (application.store.guards)
-            check, params = guards_statement(self.dialect, self.events_table_name, guards)
-            statements.append((f"SELECT {self.dialect.table('assert')}(({check}) = 0, %s)", (*params, GUARD_FAILED)))
+            statements.append(guards_check_statement(self.dialect, self.events_table_name, guards))
         return statements + read_model_statements(
             self.dialect, kwargs.get("saved_events", ()), kwargs.get("workspaces", {})
         )
@@ -200,11 +199,3 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
 
 _GENERIC_PLANS = "SET plan_cache_mode = force_generic_plan"
 _PLANS_AS_USUAL = "RESET plan_cache_mode"
-
-# Refuses (aborting its transaction) when `ok` is false: how a plain statement in the one-message
-# transaction (insert_events) says "do not commit this". Created once; a concurrent creator's copy is the same.
-_ASSERT_FUNCTION = (
-    "DO $do$ BEGIN CREATE FUNCTION {name}(ok boolean, message text) RETURNS boolean LANGUAGE plpgsql AS $f$ "
-    "BEGIN IF NOT ok THEN RAISE EXCEPTION USING MESSAGE = message; END IF; RETURN ok; END $f$; "
-    "EXCEPTION WHEN duplicate_function OR unique_violation THEN NULL; END $do$"
-)

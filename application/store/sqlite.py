@@ -15,7 +15,7 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder
 
 from application.store import chain, merkle
 from application.store.files import PRIVATE_FILE, WRITERS
-from application.store.guards import GUARD_FAILED, StaleCaller, guards_statement
+from application.store.guards import GUARD_FAILED, StaleCaller, stale_count_statement
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, SQLITE
 
@@ -40,7 +40,7 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
     def _insert_events(self, c, stored_events, **kwargs: Any):
         notification_ids = super()._insert_events(c, stored_events, **kwargs)
         if guards := kwargs.get("guards"):  # remembered callers (application.store.guards)
-            c.execute(*guards_statement(SQLITE, self.events_table_name, guards))
+            c.execute(*stale_count_statement(SQLITE, self.events_table_name, guards))
             if c.fetchone()[0]:
                 raise StaleCaller(GUARD_FAILED)  # rolls the transaction back
         for item in read_model_statements(SQLITE, kwargs.get("saved_events", ()), kwargs.get("workspaces", {})):
