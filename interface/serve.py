@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import atexit
 import errno
+import gc
 import multiprocessing
 import os
 import shutil
@@ -53,6 +54,7 @@ DEFAULT_WORKSPACE = "default"
 APP_FACTORY = "interface.serve:worker_app"
 LISTENER_WAIT_SECONDS = 60  # how long a worker looks for the listener granian builds after the app
 NATIVE_THREADS_SECONDS = 10  # how long a stopping worker waits for granian's threads to end
+NATIVE_STILL_RUNNING = "granian's threads still running"
 PARENT_WATCH_SECONDS = 0.5  # how often a worker looks whether its parent still lives
 PARENT_VAR = "RUNCODE_POLICY_SERVE_PID"  # what serve tells its workers its process id is
 # Group commit needs several requests in flight per process; past ~8 threads a 2-core machine
@@ -146,9 +148,16 @@ def exit_with_parent(parent: int, every: float = PARENT_WATCH_SECONDS) -> None:
 def outlive_native_threads(seconds: float = NATIVE_THREADS_SECONDS) -> None:
     """Return once this process runs no thread but those Python started (at most `seconds`):
     called at exit, before finalization begins, it lets granian's threads finish without it."""
+    # A request granian still owns can be held by a reference cycle (a handled exception's
+    # traceback and the frames that hold it): its thread ends only once the cycle is collected,
+    # and an idle worker allocates nothing that would collect it. A worker that had answered one
+    # upstream failure waited out all `seconds` at every stop.
+    gc.collect()
     deadline = time.monotonic() + seconds
     while native_threads() and time.monotonic() < deadline:
         time.sleep(0.01)  # the GIL is free meanwhile: they may need it to end
+    if native_threads():
+        print(f"runcode-policy: {NATIVE_STILL_RUNNING} after {seconds:g} s; exiting under them", file=sys.stderr)
 
 
 def native_threads() -> set[int]:

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import trustme
 
+from interface.serve import NATIVE_STILL_RUNNING
 from tests.support.clients import pip_install
 from tests.support.gate import Gate
 from tests.support.pypi_upstream import Dist, PyPIUpstream
@@ -70,7 +71,7 @@ def test_an_upstream_signed_by_a_private_ca_is_refused_with_the_reason_until_its
     database_url, tls_upstream, tmp_path
 ):
     env = service_env(database_url, tls_upstream.url + "/simple/", RUNCODE_POLICY_NPM_UPSTREAM=tls_upstream.url + "/")
-    with served(env) as (url, said):
+    with (service := served(env)) as (url, said):
         token = owner_token(said)
         status, _, _, body = fetch(f"{url}/pypi/default/simple/alpha/", token)
         assert status == 502 and UNTRUSTED in json.loads(body)["detail"]
@@ -78,6 +79,7 @@ def test_an_upstream_signed_by_a_private_ca_is_refused_with_the_reason_until_its
         assert status == 502 and UNTRUSTED in json.loads(body)["error"]  # what npm prints
         refused = pip_install(tmp_path / "refused", f"{url}/pypi/default/simple/", token, "--retries", "0", "alpha")
         assert not refused.ok and "alpha" in refused.output
+    assert NATIVE_STILL_RUNNING not in service.log  # the failures' requests ended: the stop did not wait them out
     trusted = {**env, "RUNCODE_POLICY_UPSTREAM_CA_BUNDLE": str(tmp_path / "ca.pem")}
     with served(trusted) as (url, said):
         installed = pip_install(tmp_path / "pip", f"{url}/pypi/default/simple/", token, "alpha")
