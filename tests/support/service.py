@@ -19,8 +19,10 @@ ROOT = Path(__file__).resolve().parents[2]
 class served:
     """`python -m interface.cli serve --port 0` as a process; yields its URL and stdout lines."""
 
-    def __init__(self, env: dict, cwd: Path | None = None, workers: int | None = None, threads: int = 2):
-        more = ["--workers", str(workers)] if workers else []  # cwd None: the test's own directory (conftest)
+    # One worker unless a test asks for more: each spawned worker imports the whole service at start
+    # (about a second of CPU), and the suite starts `serve` dozens of times.
+    def __init__(self, env: dict, cwd: Path | None = None, workers: int = 1, threads: int = 2):
+        more = ["--workers", str(workers)]  # cwd None: the test's own directory (conftest)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "interface.cli", "serve", "--port", "0", "--threads", str(threads), *more],
             cwd=cwd,
