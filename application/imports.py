@@ -121,8 +121,9 @@ def _requirements(content: str, field: str) -> list[str]:
             continue
         spec = parse("python", text)
         kind, name, detail = spec.kind, spec.name, spec.detail
-        if kind == "option" and not re.match(r"-(r|c|e)\b|--(requirement|constraint|editable)\b", text):
-            continue  # index and build options name no package
+        nested = re.match(r"-(r|c|e)\b|--(requirement|constraint|editable)\b", text)
+        if kind == "option" and text.startswith("-") and not nested:
+            continue  # a line of index and build options names no package (after a requirement, one is refused)
         if kind != "registry" or name is None:
             wrong.append((start, f"{text!r} is not a registry requirement ({detail or kind})"))
             if len(wrong) > MAX_ERRORS:  # as above: read no further

@@ -12,7 +12,7 @@ from domain.limits import MAX_ERRORS, MAX_LIST_ENTRIES, MAX_TEXT
 from domain.names import skeleton
 from domain.patterns import is_pattern, parse_pattern
 from domain.specs import parse
-from domain.specs.pip import NAME_RE, drop_comment, line_options, url_kind
+from domain.specs.pip import NAME_RE, drop_comment, split_line, url_kind
 from domain.text import json_words, quoted
 
 _LINES = re.compile(r"\r\n|\r|\n")  # what a form's textarea sends: not U+2028, VT or FF (str.splitlines)
@@ -183,13 +183,11 @@ def _judge(language: str, entry: object, names_only: bool) -> tuple[str | None, 
         length = entry.length if isinstance(entry, _Cut) else len(entry)
         return None, f"{quoted(entry)} has {length} characters; a list entry may have at most {MAX_TEXT}"
     spec = parse(language, entry)
+    named = language == "python" and spec.kind in ("registry", "option")  # a name, maybe with options after it
+    requirement, options = split_line(drop_comment(entry).strip()) if named else ("", "")
+    if requirement and options:  # pip drops words after an option: `pandas --hash=x evil` would be `pandas` alone
+        return None, f"{quoted(entry)} is not a plain name: it carries installer options ({quoted(options)}); {_RULE}"
     if spec.kind == "registry" and spec.name is not None:  # its version may hold '*': `numpy==1.*`
-        options = line_options(entry) if language == "python" else ""
-        if options:  # pip drops words after an option: `pandas --hash=x evil` would be `pandas` alone
-            return (
-                None,
-                f"{quoted(entry)} is not a plain name: it carries installer options ({quoted(options)}); {_RULE}",
-            )
         if names_only and not _bare(language, entry):
             return None, f"{quoted(entry)} is more than a name; {_NAMES_ONLY}"
         return spec.name, None

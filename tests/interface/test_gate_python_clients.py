@@ -83,22 +83,37 @@ def test_pdm_lock_resolves_through_the_index(tmp_path, env, app, project, allowe
     assert {("alpha", True), ("beta", True)} <= index_decisions(app)
 
 
+# (the source's URL, written as a TOML literal string, where a backslash is itself; what the gate says of it)
+FOREIGN_SOURCES = {
+    "another index": ("{public}/simple/", "is not the policy index"),
+    # urlsplit read the host after the '@', the index; urllib3 (poetry's) ends it at the backslash:
+    # poetry sent every request, with the run token, to the other host (which served it beta)
+    "the index behind a backslash": (
+        "{public}\\@{index}",
+        "holds '\\\\': URL parsers read such a URL in different ways",
+    ),
+}
+
+
+@pytest.mark.parametrize("url", FOREIGN_SOURCES)
 @pytest.mark.parametrize(
     ("tool", "command", "source"),
     [
-        ("pdm", ["pdm", "lock"], '[[tool.pdm.source]]\nname = "pub"\nurl = "{url}/simple/"\n'),
-        ("poetry", ["poetry", "lock"], '[[tool.poetry.source]]\nname = "pub"\nurl = "{url}/simple/"\n'),
+        ("pdm", ["pdm", "lock"], "[[tool.pdm.source]]\nname = 'pub'\nurl = '{url}'\n"),
+        ("poetry", ["poetry", "lock"], "[[tool.poetry.source]]\nname = 'pub'\nurl = '{url}'\npriority = 'primary'\n"),
     ],
 )
 def test_a_source_in_pyproject_that_is_not_the_index_is_refused(
-    tmp_path, env, app, project, public, tool, command, source
+    tmp_path, env, app, live, project, public, tool, command, source, url
 ):
-    set_policy(app, "allowlist", python=["alpha", "beta"])
-    (project / "pyproject.toml").write_text(PYPROJECT + "\n" + source.format(url=public.url))
+    set_policy(app, "allowlist", python=["alpha"])
+    written, said = FOREIGN_SOURCES[url]
+    written = written.format(public=public.url, index=f"{live.url.partition('//')[2]}/pypi/acme/simple/")
+    (project / "pyproject.toml").write_text(PYPROJECT + "\n" + source.format(url=written))
     done = gate_for(tmp_path, tool)("--", *command, env=env, cwd=project)
     assert done.returncode == 4, done.stderr
-    assert f"names the index '{public.url}/simple/', which is not the policy index" in done.stderr
-    assert public.requests == []
+    assert f"names the index {written!r}, which {said}" in done.stderr, done.stderr
+    assert public.requests == [] and not (project / f"{tool}.lock").exists()
 
 
 def test_poetry_without_a_source_is_refused_with_what_to_configure(tmp_path, env, app, project):
@@ -125,7 +140,8 @@ def test_poetry_lock_with_the_index_as_its_source_resolves_through_it(tmp_path, 
     assert {("alpha", True), ("beta", True)} <= index_decisions(app)
 
 
-PIPFILE = '[[source]]\nname = "pypi"\nurl = "{url}"\nverify_ssl = true\n\n[packages]\nalpha = "*"\n'
+# url as a TOML literal string, where a backslash is itself
+PIPFILE = '[[source]]\nname = "pypi"\nurl = \'{url}\'\nverify_ssl = true\n\n[packages]\nalpha = "*"\n'
 
 
 @pytest.mark.parametrize("allowed", [["alpha", "beta"], ["alpha"]], ids=["allowed", "beta-denied"])
@@ -145,12 +161,26 @@ def test_pipenv_install_replaces_pypi_by_the_index(tmp_path, env, app, project, 
     assert {("alpha", True), ("beta", True)} <= index_decisions(app)
 
 
-def test_a_pipfile_source_that_is_not_pypi_or_the_index_is_refused(tmp_path, env, app, project, public):
-    set_policy(app, "allowlist", python=["alpha", "beta"])
-    (project / "Pipfile").write_text(PIPFILE.format(url=f"{public.url}/simple/"))
+PIPFILE_SOURCES = {
+    "another index": ("{public}/simple/", "is not the policy index"),
+    # pipenv replaces PyPI only as its own regex spells it: this one it fetched from PyPI itself
+    "PyPI in capitals": ("https://PyPI.org/simple", "name PyPI exactly as https://pypi.org/simple"),
+    # urlsplit's host is pypi.org, urllib3's (pipenv's) the other index: pipenv locked from there
+    "PyPI behind a backslash": (
+        "{public}\\@pypi.org/simple",
+        "holds '\\\\': URL parsers read such a URL in different ways",
+    ),
+}
+
+
+@pytest.mark.parametrize("url", PIPFILE_SOURCES)
+def test_a_pipfile_source_that_is_not_pypi_or_the_index_is_refused(tmp_path, env, app, project, public, url):
+    set_policy(app, "allowlist", python=["alpha", "pip", "setuptools"])
+    written, said = PIPFILE_SOURCES[url]
+    (project / "Pipfile").write_text(PIPFILE.format(url=written.format(public=public.url)))
     done = gate_for(tmp_path, "pipenv")("--", "pipenv", "install", env=env, cwd=project)
-    assert done.returncode == 4 and "not the policy index" in done.stderr, done.stderr
-    assert public.requests == []
+    assert done.returncode == 4 and said in done.stderr, done.stderr
+    assert public.requests == [] and not (project / "Pipfile.lock").exists()
 
 
 def lock_against(public, project, env, *options: str) -> None:

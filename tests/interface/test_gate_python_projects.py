@@ -310,6 +310,32 @@ def test_uv_pip_install_r_refuses_an_extra_index_in_the_file(gate, env, app, tar
     assert public.requests == []
 
 
+# After a requirement, pip applies --hash (and --config-settings) and ignores other options and
+# words; uv applies them all. Each line smuggled beta in from the "public" host.
+AFTER_A_REQUIREMENT = {
+    "an index": "alpha --hash=sha256:00 --extra-index-url {url}/simple/",  # uv installed beta from there (exit 0)
+    "find-links": "alpha --hash=sha256:00 --find-links {url}/simple/beta/",
+    "a second requirement": "alpha --hash=sha256:00 {wheel}",
+    # the gate read empty.txt in the line's place, and pip installed the wheel the line names
+    "a nested file": "{wheel} -r empty.txt",
+}
+
+
+@pytest.mark.parametrize("client", [["pip", "install", "-r"], ["uv", "pip", "install", "-r"]])
+@pytest.mark.parametrize("line", AFTER_A_REQUIREMENT)
+def test_an_option_after_a_requirement_is_refused_for_every_client(
+    gate, env, app, target, project, public, line, client
+):
+    set_policy(app, "allowlist", python=["alpha"])
+    wheel = public.file_url(public.file("beta-1.0-py3-none-any.whl"))
+    (project / "empty.txt").write_text("")
+    (project / "requirements.txt").write_text(AFTER_A_REQUIREMENT[line].format(url=public.url, wheel=wheel) + "\n")
+    done = gate("--", *client, "requirements.txt", env=env, cwd=project)
+    assert done.returncode == 2, done.stdout + done.stderr  # only an option was refused
+    assert "only --hash may follow a requirement" in done.stderr, done.stderr
+    assert public.requests == [] and not {"alpha", "beta"} & target.installed()
+
+
 def test_uv_pip_install_r_pyproject_ignores_its_uv_sources(gate, env, app, target, project, public):
     """`[tool.uv.sources]` may name a URL: uv pip reads it from `-r pyproject.toml` unless told not to."""
     set_policy(app, "allowlist", python=["alpha", "beta"])

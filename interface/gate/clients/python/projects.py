@@ -326,14 +326,36 @@ def _named_project(requirement: str) -> str | None:
     return _normalized(found.group(1)) if found else None
 
 
+# What an index URL may hold: RFC 3986's unreserved and sub-delimiter characters, ':', '/', '[',
+# ']', '%' and one '@'. Beyond that, the gate's reading (urlsplit) and a client's may part: urllib3
+# (pip, pipenv, poetry) ends the host at a backslash where urlsplit reads on to an '@' after it,
+# and uv (Rust's url) reads one as '/'; urlsplit drops tabs and line breaks; with a second '@', a
+# query or a fragment, where the host ends, or where a client adds a project's path, is each one's.
+URL_CHARACTERS = r"-A-Za-z0-9._~!$&'()*+,;=:/\[\]%"  # '-' first: a character of its own, not a range
+PLAIN_URL = re.compile(rf"[{URL_CHARACTERS}]*(@[{URL_CHARACTERS}]*)?")
+ODD_CHARACTER = re.compile(rf"[^{URL_CHARACTERS}@]")
+
+
+def unclear(url: str) -> str | None:
+    """Why clients might read the index URL `url` otherwise than the gate, or None."""
+    if PLAIN_URL.fullmatch(url):
+        return None
+    odd = ODD_CHARACTER.search(url)
+    return (
+        f"holds {repr(odd.group()) if odd else 'more than one @'}: URL parsers read such a URL in different ways; "
+        "write it in plain ASCII (letters, digits, -._~!$&'()*+,;=:/[]% and one '@'), without a query or fragment"
+    )
+
+
 def same_index(url: str, index: str) -> bool:
-    """Whether `url` is the service's index (credentials and a trailing slash aside)."""
+    """Whether `url` is the service's index (credentials and a trailing slash aside), read so by
+    every client (`unclear`)."""
 
     def bare(text: str) -> tuple:
-        parts = urllib.parse.urlsplit(text.strip())
+        parts = urllib.parse.urlsplit(text)
         return (parts.scheme.lower(), parts.netloc.rpartition("@")[2].lower(), parts.path.rstrip("/"))
 
-    return bare(url) == bare(index)
+    return unclear(url) is None and bare(url) == bare(index)
 
 
 def foreign(urls: list[str], index: str) -> list[str]:

@@ -128,12 +128,13 @@ def is_utf8(encoding: str) -> bool:
 
 
 def option_words(line: str, where: str) -> list[str]:
-    """A line's options as pip reads them (req_file.break_args_options, then shlex): the words
-    from the first one that starts with `-`, quotes undone (`-r 'x.txt'` names x.txt)."""
-    tokens = line.split(" ")
-    first = next((i for i, token in enumerate(tokens) if token.startswith("-")), len(tokens))
+    """An option line's words as pip reads them (shlex: `-r 'x.txt'` names x.txt); none for a
+    requirement line. pip follows a -r or -c only on a line of its own: after a requirement it
+    ignores one, uv follows it, and the service refuses the line (it must see it, not the file)."""
+    if not line.startswith("-"):
+        return []
     try:
-        return shlex.split(" ".join(tokens[first:]))
+        return shlex.split(line)
     except ValueError as error:
         raise CannotVerify(f"{where}: pip could not split the options of {line!r}: {error}") from None
 

@@ -11,13 +11,15 @@
   workspace root's: `projects.uv_workspace`) made against another index is re-resolved against
   this one (and rewritten), since the index is not the lock's.
 - pdm: PDM_PYPI_URL replaces its default source, PDM_CONFIG_FILE its global configuration; no uv.
-- pipenv: PIPENV_PYPI_MIRROR replaces every pypi.org source (Pipfile and Pipfile.lock) with the index;
-  no `.env` (PIPENV_DONT_LOAD_ENV); no requirements.txt imported into a new Pipfile (refused).
+- pipenv: PIPENV_PYPI_MIRROR replaces every PyPI source (Pipfile and Pipfile.lock) with the index,
+  when spelt as pipenv knows PyPI (`PIPENV_PYPI`); no `.env` (PIPENV_DONT_LOAD_ENV); no
+  requirements.txt imported into a new Pipfile (refused).
 - poetry: no setting replaces PyPI; the project must name the index as its only source (checked).
 - pip-compile: pip's settings, and its own configuration files ignored (--no-config); the index
   URL (with the run token) is not written into the output (--no-emit-index-url).
 
-Every index a project file names that is not the service's is refused, with what to do instead.
+Every index a project file names that is not the service's is refused, with what to do instead,
+and so is one that clients might read otherwise than the gate (`projects.unclear`).
 Standard library only, like the whole gate.
 """
 
@@ -26,7 +28,6 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import urllib.parse
 
 from ...installers import PYTHON, Unresolvable, with_password, write_private
 from . import projects
@@ -52,6 +53,14 @@ SERVICE_SOURCE = (
     'name it as the only source instead: [[tool.poetry.source]] name = "policy", url = "{index}", '
     'priority = "primary" (or remove the source and run through the gate)'
 )
+# pipenv's own test for PyPI (`is_pypi_url`): PIPENV_PYPI_MIRROR replaces a source so written, and
+# no other (`https://PyPI.org/simple` is fetched from PyPI itself).
+PIPENV_PYPI = re.compile(r"https?://pypi(\.python)?\.org/simple/?")
+ADVICE = {  # what to do about a source that is not the policy index, by client
+    "poetry": SERVICE_SOURCE,
+    "pipenv": "remove it, or name PyPI exactly as https://pypi.org/simple: pipenv puts the policy index in place "
+    "of that spelling only",
+}
 
 
 def settings_for(kind: str, run: dict, workdir: str, cwd: str) -> dict:
@@ -140,7 +149,7 @@ def check_sources(kind: str, index: str, cwd: str) -> None:
         declared += [(f"{lock} _meta.sources", u) for u in projects.pipfile_lock_sources(document)]
         entries = [(n, e) for s in ("default", "develop") for n, e in (document.get(s) or {}).items()]
         _check_locked_files(lock, entries, index, url_key="file")
-        declared = [(w, u) for w, u in declared if urllib.parse.urlsplit(u).hostname != "pypi.org"]
+        declared = [(w, u) for w, u in declared if not PIPENV_PYPI.fullmatch(u)]
     if kind == "poetry":
         lock = os.path.join(root, "poetry.lock")
         declared += [(lock, u) for u in poetry_lock_sources(lock)]
@@ -152,10 +161,10 @@ def check_sources(kind: str, index: str, cwd: str) -> None:
         _check_locked_files(lock, entries, index, url_key="url", own=_own_paths(root, folders))
     for where, url in declared:
         if not projects.same_index(url, index):
-            advice = SERVICE_SOURCE if kind == "poetry" else "remove it: the gate points {kind} at the policy index"
+            why = projects.unclear(url) or f"is not the policy index {index!r}"
+            advice = ADVICE.get(kind, "remove it: the gate points {kind} at the policy index")
             raise Unresolvable(
-                f"{where} names the index {url!r}, which is not the policy index {index!r}; "
-                + advice.format(index=index, kind=kind)
+                f"{where} names the index {url!r}, which {why}; " + advice.format(index=index, kind=kind)
             )
     if kind == "poetry" and not declared:
         raise Unresolvable(
@@ -219,7 +228,7 @@ def _check_locked_files(lock: str, entries: list, index: str, url_key: str, own:
 def off_index_files(urls: list[str], index: str) -> list[str]:
     """The file URLs not served by the index (its files live beside its pages)."""
     files = index.rstrip("/").rpartition("/")[0] + "/"
-    return [u for u in urls if not projects.same_index(u[: len(files)], files)]
+    return [u for u in urls if projects.unclear(u) or not projects.same_index(u[: len(files)], files)]
 
 
 def _check_uv_lock(index: str, cwd: str) -> None:
