@@ -180,30 +180,24 @@ def _option_line(line: str) -> Parsed:
 
 
 def _requirement_options(options: str, requirement: str) -> Parsed | None:
-    """Options after a requirement: only --hash stands. pip applies --config-settings there too
-    and ignores the other requirements-file options and words (an -e makes it read the
-    requirement itself as the editable); uv applies them all: an index, find-links, a nested file,
-    a second requirement. Anything but --hash is refused, so every client reads the line alike.
-    None when the requirement stands."""
+    """Options after a requirement: pip applies --hash and --config-settings, ignores other
+    requirements-file options and rejects the rest. An -e among them makes pip read the
+    requirement itself as the editable (`ParsedLine.requirement`). None when the requirement
+    stands."""
     if not options:
         return None
     tokens = _shlex(options)
     if tokens is None:
         return _invalid("unbalanced quotes in the options of a requirement line")
 
-    table = pip_options.PIP_REQUIREMENTS_FILE
-    for event in pip_options.scan(tokens, table):
+    events = pip_options.scan(tokens, pip_options.PIP_REQUIREMENTS_FILE)
+    for event in events:
         if event.name is None:
             return _invalid(f"pip cannot parse {event.text!r}: {event.value}")
-        if event.name != "--hash":
-            why = "is a second requirement" if event.name == pip_options.ARG else table.reason(event.name)
-            return (
-                "option",
-                None,
-                f"{event.text!r} after the requirement {requirement!r} {why or 'is a pip option'}: only --hash "
-                "may follow a requirement (pip ignores most others there, uv applies them all); "
-                "write each requirement and each option on a line of its own",
-            )
+        if event.name == "--config-settings":
+            return ("option", None, f"{event.text!r} passes settings to the build backend")
+    if any(event.name == "--editable" for event in events):
+        return parse_editable(requirement)  # `requests -e x` installs ./requests if it exists
     return None
 
 

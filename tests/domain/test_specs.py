@@ -164,25 +164,17 @@ def test_an_unknown_language_is_a_programming_error():
 
 # Found by a differential run against pip 26.0.1's own req_file/constructors code.
 PIP_LINE_CASES = [
-    # Only --hash may follow a requirement. An -e among its options makes pip read the requirement
-    # part itself as the editable (ParsedLine.requirement), and uv reads `-e y` as an editable of
-    # its own; pip ignores an index, find-links, a nested file or a word there, and uv applies them
-    # (it installed beta from the index of `alpha --hash=sha256:00 --extra-index-url URL`). Was:
-    # registry 'requests', or the editable pip would read.
-    ("requests -e ./x", "option", None),
-    ("requests --editable=x", "option", None),
-    ("requests==2.0 --hash=sha256:00 -ex", "option", None),
-    ("requests -- -e x", "option", None),  # after '--' optparse reads words, which uv installs
-    ("git+https://x/r.git#egg=r -e y", "option", None),
-    ("git://x/r.git#egg=r --ed y", "option", None),
-    ("requests @ git+https://x/r.git -e y", "option", None),
-    (". -e y", "option", None),
-    ("alpha --hash=sha256:00 --extra-index-url http://x/simple/", "option", None),
-    ("alpha --hash=sha256:00 --find-links http://x/files/", "option", None),
-    ("alpha --hash=sha256:00 -r more.txt", "option", None),
-    ("alpha --hash=sha256:00 gamma", "option", None),
-    ("alpha --hash=sha256:00 --pre", "option", None),
-    ("alpha==1.0 --hash=sha256:00 --hash sha256:11", "registry", "alpha"),
+    # An -e among a requirement's options makes pip read the requirement part itself as the
+    # editable (ParsedLine.requirement): an error, or ./requests installed if that directory
+    # exists (editables skip the looks-like-a-path test). Was: registry 'requests'.
+    ("requests -e ./x", "invalid", None),
+    ("requests --editable=x", "invalid", None),
+    ("requests==2.0 --hash=sha256:00 -ex", "invalid", None),
+    ("requests -- -e x", "registry", "requests"),  # after '--' optparse reads no options
+    ("git+https://x/r.git#egg=r -e y", "vcs", "r"),  # pip: editable VCS checkout of 'r'
+    ("git://x/r.git#egg=r --ed y", "vcs", "r"),  # pip adds git+ as for any editable
+    ("requests @ git+https://x/r.git -e y", "vcs", "requests"),
+    (". -e y", "path", None),
     # pip drops '(^|\s+)#.*$' before anything else. Was: invalid, or the comment's #egg= name.
     ("requests==2.0 # pinned", "registry", "requests"),
     ("requests; python_version > '3'\t# x", "registry", "requests"),

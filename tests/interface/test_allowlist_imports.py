@@ -131,12 +131,6 @@ def test_a_yarn_lock_allows_every_locked_package(live, tmp_path, npm_upstream, c
             "webkit\n\n./vendor/thing\n",
             "line 3: './vendor/thing' is not a registry requirement",
         ),
-        (  # only --hash may follow a requirement (docs/policy-rules.md): the line was `alpha`, or skipped
-            "python",
-            "requirements.txt",
-            "webkit\nalpha --hash=sha256:00 --extra-index-url https://x/simple/\n",
-            "line 2: 'alpha --hash=sha256:00 --extra-index-url https://x/simple/' is not a registry requirement",
-        ),
         ("python", "uv.lock", 'version = 1\n[[package]]\nname = "x\n', "line 3"),
         ("node", "package-lock.json", '{\n  "packages": {\n    "node_modules/x": \n}', "line 4"),
         ("node", "pnpm-lock.yaml", "packages:\n  a: [\n", "line 3"),

@@ -358,10 +358,6 @@ def same_index(url: str, index: str) -> bool:
     return unclear(url) is None and bare(url) == bare(index)
 
 
-def foreign(urls: list[str], index: str) -> list[str]:
-    return sorted({u for u in urls if not same_index(u, index)})
-
-
 def declared_sources(folder: str, kind: str) -> list[tuple[str, str]]:
     """(where, url) of each index the project files of `folder` name for `kind`: poetry's
     sources; pdm's, and a project pdm.toml's [pypi] entries; a Pipfile's [[source]]. `where` names

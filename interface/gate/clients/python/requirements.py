@@ -25,6 +25,7 @@ import re
 import shlex
 
 from ...files import read_regular
+from ...installers import Usage
 from ...service import CannotVerify
 
 MAX_DEPTH = 10  # nested -r/-c files; pip has no limit, a deeper chain is refused
@@ -68,6 +69,7 @@ def lines_of(path: str, cwd: str, depth: int = 0, seen: list | None = None, name
     full = os.path.join(cwd, path)  # as pip joins it: `link/..` is the kernel's to resolve, not normpath's
     lines = []
     for number, line in logical_lines(decoded(full), full):
+        check_after_requirement(line, f"{full} line {number}")
         words = option_words(line, full)
         used, nested = nested_file(words[0], words[1] if len(words) > 1 else None) if words else (0, None)
         if nested is not None:
@@ -78,6 +80,36 @@ def lines_of(path: str, cwd: str, depth: int = 0, seen: list | None = None, name
         if len(seen) > MAX_LINES:
             raise CannotVerify(f"more than {MAX_LINES} requirement lines in {full!r} and the files it names")
     return lines
+
+
+def check_after_requirement(line: str, where: str) -> None:
+    """Refuse a requirement line with anything but --hash after its requirement. pip applies
+    --hash (and --config-settings) there and ignores the other options and words, which is how
+    the service reads the line; uv applies them all: `alpha --hash=sha256:00 --extra-index-url
+    URL` installed a denied project from URL, a second requirement or `-e x` there is installed
+    too. Every client must read the line alike, so only --hash may follow a requirement."""
+    if line.startswith("-"):
+        return
+    tokens = line.split(" ")  # pip's break_args_options: the options start at the first `-` word
+    first = next((i for i, token in enumerate(tokens) if token.startswith("-")), None)
+    if first is None:
+        return
+    try:
+        words = shlex.split(" ".join(tokens[first:]))
+    except ValueError as error:
+        raise CannotVerify(f"{where}: pip could not split the options of {line!r}: {error}") from None
+    at = 0
+    while at < len(words):
+        if words[at] == "--hash":
+            at += 2
+        elif words[at].startswith("--hash="):
+            at += 1
+        else:
+            raise Usage(
+                f"{where}: {words[at]!r} after the requirement {' '.join(tokens[:first])!r}: only --hash may "
+                "follow a requirement (pip ignores most others there, uv applies them all); write each "
+                "requirement and each option on a line of its own"
+            )
 
 
 def check_readable(path: str, named_by: str) -> None:
