@@ -62,6 +62,11 @@ def finding_message(reason: str, params: Mapping[str, Any], language: str) -> st
     """Why a version (or a file) is hidden: known malware, a rule beyond names (`domain.rules`),
     or a name that does not say its version."""
     name, version = params.get("name"), params.get("version")
+    if reason == VERSION_UNKNOWN and params.get("another_project"):
+        return (
+            f"{params.get('file')!r} is listed for {name}, but its name names another project: it would "
+            f"install that project, not {name}, so it is refused; install a project by its own name."
+        )
     if reason == VERSION_UNKNOWN:
         return unknown_version_message(str(name), str(params.get("file")))
     if reason == KNOWN_MALWARE:

@@ -34,7 +34,8 @@ RUN_FAILED = "run-failed"
 KNOWN_MALWARE = "known-malware"
 NOT_FOUND_UPSTREAM = "not-found-upstream"
 # A file whose version nothing says (a Python file name no standard reads) while its project's
-# versions are judged: no rule can be applied to it, so it is refused. No project denial either.
+# versions are judged: no rule can be applied to it, so it is refused; one whose name names another
+# project is no version of its page's at all, and is refused always. No project denial either.
 VERSION_UNKNOWN = "version-unknown"
 # The index records an upstream that failed what it allowed (unreachable, untrusted, too slow), with
 # the reason: package clients print only the status line, so the gate prints this. No project denial.
@@ -115,6 +116,13 @@ def run_failed(first: dict[str, Any], window_minutes: int | None = None) -> Verd
 def known_malware(name: str, version: str, advisories: list[str]) -> Verdict:
     """A version an imported advisory affects: refused everywhere, whatever the lists say."""
     return Verdict(False, KNOWN_MALWARE, {"name": name, "version": version, "advisories": list(advisories)})
+
+
+def another_projects_file(name: str, file: str) -> Verdict:
+    """A file listed under `name` whose name names another project or none
+    (`domain.python_files.names_project`): a client installs the project it is, which nothing
+    judged, so it is refused whatever the rules (its name says no version of `name`)."""
+    return Verdict(False, VERSION_UNKNOWN, {"name": name, "file": file, "another_project": True})
 
 
 def not_found_upstream() -> Verdict:

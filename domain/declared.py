@@ -3,9 +3,10 @@ each judged exactly as the same spec is judged on the command line.
 
 A package manager fetches a URL, git, path or tarball dependency itself, never through the
 index, so a deny-listed package could ride in on an allowed one's metadata. The index reads a
-version's declared dependencies where it has them (an npm manifest; a wheel's core metadata),
-and a version that declares a refused one is hidden. Hiding a version is not a denial of its
-project: a resolver may still pick another version that declares nothing of the kind.
+version's declared dependencies where it has them (an npm manifest; a wheel's core metadata; an
+sdist's PKG-INFO and its build requirements), and a version that declares a refused one is
+hidden. Hiding a version is not a denial of its project: a resolver may still pick another
+version that declares nothing of the kind.
 
 Registry dependencies (ranges, dist-tags, npm aliases of registry packages) are not judged
 here: the client fetches them through the index, which judges them then.
@@ -39,16 +40,22 @@ TARBALL_UNREAD = (
     "written so that npm's tar would read it otherwise"
 )
 PYTHON_FIELD = "Requires-Dist"
+# What an sdist's build needs, which the installer fetches before it builds (pyproject.toml): judged
+# as its Requires-Dist are, and a pyproject.toml that cannot be read is refused (fail closed).
+BUILD_FIELD = "build-system.requires"
+BUILD_UNREAD = "is in a pyproject.toml the index could not read, so what its build fetches is not known"
 FETCHED_THROUGH_THE_INDEX = ("registry", "alias")
 
 
 class Requires(NamedTuple):
-    """What a Python version declares (its Requires-Dist strings) and the other projects its
-    wheel was found to carry (`IN_WHEEL`)."""
+    """What a Python version declares (its Requires-Dist strings), the other projects its wheel
+    was found to carry (`IN_WHEEL`), and what its sdist's build requires (`BUILD_FIELD`)."""
 
     requires: list[str]
     carried: tuple[str, ...] | list[str] = ()
     unjudged: tuple[str, ...] | list[str] = ()  # what the wheel adds to sys.path, unread: refused
+    build: tuple[str, ...] | list[str] = ()
+    build_unread: tuple[str, ...] | list[str] = ()  # why a pyproject.toml could not be read: refused
 
 
 @dataclass(frozen=True)
@@ -66,11 +73,13 @@ def declared_specs(language: str, metadata: Any) -> list[tuple[str, Spec]]:
     markers are not evaluated: the index knows neither the installer's Python and platform nor
     the extras asked for, so a dependency is judged whatever its marker says."""
     if language == "python":
-        requires, carried, unjudged = metadata if isinstance(metadata, Requires) else (metadata, (), ())
+        said = metadata if isinstance(metadata, Requires) else Requires(metadata)
         return (
-            [(PYTHON_FIELD, _spec("python", text)) for text in requires]
-            + [(IN_WHEEL, _spec("python", name)) for name in carried]
-            + [(IN_WHEEL, _unreadable("python", why, WHEEL_UNREAD)) for why in unjudged]
+            [(PYTHON_FIELD, _spec("python", text)) for text in said.requires]
+            + [(BUILD_FIELD, _spec("python", text)) for text in said.build]
+            + [(BUILD_FIELD, _unreadable("python", why, BUILD_UNREAD)) for why in said.build_unread]
+            + [(IN_WHEEL, _spec("python", name)) for name in said.carried]
+            + [(IN_WHEEL, _unreadable("python", why, WHEEL_UNREAD)) for why in said.unjudged]
         )
     found = []
     for field in NPM_FIELDS:
@@ -135,17 +144,28 @@ def judged_here(field: str, spec: Spec) -> bool:
 
 def what_may_hide(requires: Requires) -> Requires:
     """What of a Python version's declarations may hide it under some policy: its Requires-Dist
-    less the registry requirements, and all it carries or leaves unread."""
-    kept = [text for text in requires.requires if judged_here(PYTHON_FIELD, _spec("python", text))]
-    return Requires(kept, tuple(requires.carried), tuple(requires.unjudged))
+    and build requirements less the registry requirements, and all it carries or leaves unread."""
+
+    def kept(field: str, texts: Iterable[str]) -> list[str]:
+        return [text for text in texts if judged_here(field, _spec("python", text))]
+
+    return Requires(
+        kept(PYTHON_FIELD, requires.requires),
+        tuple(requires.carried),
+        tuple(requires.unjudged),
+        tuple(kept(BUILD_FIELD, requires.build)),
+        tuple(requires.build_unread),
+    )
 
 
 def merged(*found: Requires) -> Requires:
     """What several files of one version declare, together (each item once, in order)."""
+
+    def joined(field: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(item for r in found for item in getattr(r, field)))
+
     return Requires(
-        list(dict.fromkeys(text for r in found for text in r.requires)),
-        tuple(dict.fromkeys(name for r in found for name in r.carried)),
-        tuple(dict.fromkeys(why for r in found for why in r.unjudged)),
+        list(joined("requires")), joined("carried"), joined("unjudged"), joined("build"), joined("build_unread")
     )
 
 

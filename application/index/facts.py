@@ -13,8 +13,8 @@ judge (`domain.rules.VersionFacts`), read where each registry says them.
 - Bundled packages (npm): every tarball is read before it is served, for the names it carries
   under `node_modules`, which every client installs from it whatever the manifests declare.
 - Source distribution (python): a file that is not a wheel. Python facts are per file: one
-  version's wheel and sdist differ in both. An sdist's PKG-INFO is read by the tarball reader
-  (`root_files`), with the same bounds.
+  version's wheel and sdist differ in both. An sdist's PKG-INFO and pyproject.toml are read by
+  the tarball reader (`root_files`), with the same bounds.
 """
 
 from __future__ import annotations
@@ -119,18 +119,18 @@ def _scan(tar: _Unpacked) -> Tarball:
     return Tarball(scripts if manifests else None, tuple(sorted(bundled)))
 
 
-def root_files(file: IO[bytes], name: str, limit: int) -> list[bytes] | None:
-    """The bodies of the files called `name` in a gzipped tarball's root folder (`<root>/<name>`,
-    as pip and uv unpack an sdist: its one top folder stripped, whatever it is called); None when
-    one is larger than `limit` bytes, or the tarball is not read (as `tarball_contents` reads one:
-    the same bounds, the same refusals)."""
-    found = []
+def root_files(file: IO[bytes], names: tuple[str, ...], limit: int) -> dict[str, list[bytes | None]] | None:
+    """{name: the bodies of the members called so in a gzipped tarball's root folder} for each of
+    `names` (`<root>/<name>`, as pip and uv unpack an sdist: its one top folder stripped, whatever
+    it is called); None in a body's place for a member larger than `limit` bytes or not a regular
+    file (a link, a folder), which is not read; None when the tarball is not read (as
+    `tarball_contents` reads one: the same bounds, the same refusals)."""
+    found: dict[str, list[bytes | None]] = {name: [] for name in names}
     try:
         for member in _members(_Unpacked(gzip.GzipFile(fileobj=file, mode="rb"))):
-            if member.parts == [name] and member.kind in FILE_KINDS:
-                if member.size > limit:
-                    return None
-                found.append(member.body())
+            if len(member.parts) == 1 and member.parts[0] in found:
+                fits = member.kind in FILE_KINDS and member.size <= limit
+                found[member.parts[0]].append(member.body() if fits else None)
     except (OSError, EOFError, ValueError, UnicodeError, zlib.error):  # as tarball_contents
         return None
     return found

@@ -60,6 +60,7 @@ from domain.decision import (
     Decision,
     DecisionRecord,
     Verdict,
+    another_projects_file,
     fetch_decision_id,
     judge,
     known_malware,
@@ -70,6 +71,7 @@ from domain.decision import (
 from domain.declared import BUNDLED_FIELDS, declared_record, declared_specs, judge_declared, version_label
 from domain.errors import NotFoundError
 from domain.policy import LanguageRules
+from domain.python_files import names_project
 from domain.rules import MONITOR, VersionFacts, checks_install_scripts
 from domain.rules import REASONS as RULE_REASONS
 from domain.run import reader_key
@@ -321,11 +323,14 @@ class IndexGate:
         `version`: what the file's name says (None: it does not say); the facts' own version,
         when they have one, is the one judged. A file whose version nobody can tell is refused
         whenever its project's versions are judged (fail closed: no rule can be applied to it);
-        its facts are recorded either way (`version` null), for a draft's preview."""
+        its facts are recorded either way (`version` null), for a draft's preview. A Python file
+        whose name names another project (or none) is refused always (`another_projects_file`)."""
         known = facts() if facts is not None else None
         if known is not None and known.version is not None:
             version = known.version  # the page's or packument's word, not what the file's name says
         monitored = rules.known_malware == MONITOR
+        if known is not None and language == "python" and not names_project(file, name):
+            return another_projects_file(name, file)  # no version of this project: no facts of it recorded
         if known is None:  # no such file upstream (the client gets a 404): malware is still refused
             advisories = self._advisories.affecting(language, name, version) if version is not None else []
             if advisories:

@@ -1,11 +1,13 @@
 """A Python distribution's core metadata as the index reads it to judge what a version declares:
 a PEP 658 `.metadata` file fetched whole, the `METADATA` inside a wheel that was spooled, or the
-`PKG-INFO` of an sdist (`sdist_requires`).
+`PKG-INFO` of an sdist, with the build requirements of its `pyproject.toml` (`sdist_requires`).
 
 Only `Requires-Dist` is read. What an sdist's PKG-INFO lists is judged whatever its
 Metadata-Version; only from 2.2 on, and when its `Dynamic:` does not name Requires-Dist, is it
 all that a build of the sdist will declare (PEP 643): otherwise the build may declare more, which
 is known only once built (the locked-down profile is what stops a build from fetching a URL).
+Its `build-system.requires` the installer fetches before it builds, so they are judged like
+its Requires-Dist.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import email.parser
 import email.policy
 import posixpath
 import re
+import tomllib
 import zipfile
 import zlib
 from typing import NamedTuple
@@ -22,6 +25,7 @@ import httpx
 from packaging.utils import canonicalize_name
 
 from application.index.facts import root_files
+from domain.declared import Requires
 from interface.index.upstream import Upstream, bad_gateway, refused_by_upstream, unavailable
 from interface.problems import HTTPProblem
 
@@ -30,6 +34,7 @@ METADATA_FOLDERS = (".dist-info", ".egg-info")
 MAX_METADATA_BYTES = 16 * 1024 * 1024  # a METADATA file with a long description is a few MiB at most
 MAX_READ_BYTES = 1024 * 1024  # a carried project's metadata (its Name:) or a .pth file, read whole
 MAX_WHEEL_MEMBERS = 100_000  # files of a wheel read for what it carries (past that: not judged)
+SDIST_FILES = ("PKG-INFO", "pyproject.toml")  # what is read at an sdist's root
 
 
 def requires_dist(metadata: bytes) -> list[str]:
@@ -58,29 +63,63 @@ def fetch(upstream: Upstream, url: str) -> bytes:
         response.close()
 
 
-def sdist_requires(file, filename: str) -> list[str] | None:
-    """Every Requires-Dist of the PKG-INFO at an sdist's root (`<name>-<version>/PKG-INFO`, of a
-    `.tar.gz` or a `.zip`, read as pip unpacks it); None when it is not read: another format, no
-    PKG-INFO or one past MAX_METADATA_BYTES, or an archive that cannot be read (a `.tar.gz` as
-    the npm tarball reader reads one: within its bounds, or not at all)."""
+def sdist_requires(file, filename: str) -> Requires | None:
+    """What an sdist declares, read at its root as pip and uv unpack it (`<name>-<version>/…`, of
+    a `.tar.gz` or a `.zip`): every Requires-Dist of its PKG-INFO (one past MAX_METADATA_BYTES is
+    not read), and its build requirements (`build_requires` of its pyproject.toml; what cannot be
+    read of one is said in `build_unread`). None when the archive is not read: another format, or
+    one that cannot be read (a `.tar.gz` as the npm tarball reader reads one: within its bounds,
+    or not at all)."""
     file.seek(0)
     if filename.endswith(".tar.gz"):
-        found = root_files(file, "PKG-INFO", MAX_METADATA_BYTES)
+        found = root_files(file, SDIST_FILES, MAX_METADATA_BYTES)
     elif filename.endswith(".zip"):
-        found = _zip_root_files(file, "PKG-INFO")
+        found = _zip_root_files(file, SDIST_FILES)
     else:  # .tar.bz2, .tgz...: formats PyPI no longer takes
         found = None
     file.seek(0)
-    return [text for metadata in found for text in requires_dist(metadata)] if found else None
+    if found is None:
+        return None
+    requires = [text for metadata in found["PKG-INFO"] if metadata is not None for text in requires_dist(metadata)]
+    build, unread = [], []
+    for pyproject in found["pyproject.toml"]:
+        try:
+            build += build_requires(pyproject)
+        except ValueError as error:
+            unread.append(f"pyproject.toml {error}")
+    return Requires(requires, build=tuple(build), build_unread=tuple(unread))
 
 
-def _zip_root_files(file, name: str) -> list[bytes] | None:
+def build_requires(pyproject: bytes | None) -> list[str]:
+    """The `build-system.requires` of an sdist's pyproject.toml (None: one not read), which the
+    installer fetches to build it before anything else, as pip and uv read it: none without
+    the table or the key (pip then builds with setuptools, by name). ValueError, saying why, for
+    one that is not read or not TOML, past MAX_READ_BYTES, or whose `build-system.requires` is
+    not a list of strings: what the build fetches is then not known."""
+    if pyproject is None or len(pyproject) > MAX_READ_BYTES:
+        raise ValueError(f"is not a file of at most {MAX_READ_BYTES} bytes, the most read of it")
+    try:
+        document = tomllib.loads(pyproject.decode())
+    except (ValueError, RecursionError) as error:  # not UTF-8, not TOML, nested past the parser's depth
+        raise ValueError(f"is not TOML: {error}") from None
+    system = document.get("build-system", {})
+    requires = system.get("requires", []) if isinstance(system, dict) else None
+    if not isinstance(requires, list) or not all(isinstance(text, str) for text in requires):
+        raise ValueError("has a build-system.requires that is not a list of strings")
+    return requires
+
+
+def _zip_root_files(file, names: tuple[str, ...]) -> dict[str, list[bytes | None]] | None:
+    """As `root_files` reads a tarball, for a `.zip` (by its directory)."""
     try:
         with zipfile.ZipFile(file) as archive:
-            infos = [i for i in archive.infolist() if _parts(i.filename)[1:] == [name] and not i.is_dir()]
-            if any(info.file_size > MAX_METADATA_BYTES for info in infos):
-                return None
-            return [archive.read(info) for info in infos]
+            found: dict[str, list[bytes | None]] = {name: [] for name in names}
+            for info in archive.infolist():
+                parts = _parts(info.filename)
+                if len(parts) == 2 and parts[1] in found:
+                    fits = not info.is_dir() and info.file_size <= MAX_METADATA_BYTES
+                    found[parts[1]].append(archive.read(info) if fits else None)
+            return found
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, ValueError, zlib.error):
         return None
 

@@ -3,10 +3,11 @@ hides every file of its version (docs/index-declared-dependencies.md).
 
 The index reads a file's declarations when it serves it: a `.metadata` file's Requires-Dist, a
 wheel's (with the projects it carries and what it puts on sys.path unread:
-`domain.declared.Requires`), an sdist's PKG-INFO. What of them may hide a version under some
-policy (`domain.declared.what_may_hide`: all but registry requirements) is recorded in the
-index's cache, one record per file and digest under its project (`DiskCache.put_fact`), which
-every worker of the deployment reads; a file that declares nothing of the kind leaves none.
+`domain.declared.Requires`), an sdist's PKG-INFO and build requirements. What of them may hide a
+version under some policy (`domain.declared.what_may_hide`: all but registry requirements) is
+recorded in the index's cache, one record per file and digest under its project
+(`DiskCache.put_fact`), which every worker of the deployment reads; a file that declares nothing
+of the kind leaves none.
 
 A file is then judged by what it says itself and by the records of every file its project's page
 lists for the same version, each under the digest the page gives it now (a file upstream
@@ -50,7 +51,7 @@ def record(project: str, read: Read) -> None:
     if not any(kept):
         return
     key = _source(read.filename, read.digests)
-    body = {"source": key, "requires": kept.requires, "carried": list(kept.carried), "unjudged": list(kept.unjudged)}
+    body = {"source": key, **{field: list(value) for field, value in kept._asdict().items()}}
     _cache().put_fact(project, key, json.dumps(body, separators=(",", ":")).encode())
 
 
@@ -90,9 +91,9 @@ def of_page(project: str, revision: str, files) -> dict[str, tuple[Requires, tup
     return remembered(("page", project, revision, tuple(sorted(records))), by_version)
 
 
-def sdist_requires(file, filename: str, digests: Digests | None) -> list[str] | None:
-    """What an sdist's PKG-INFO lists (`core_metadata.sdist_requires`: it may unpack the whole
-    archive), read once per worker by the sdist's digest."""
+def sdist_requires(file, filename: str, digests: Digests | None) -> Requires | None:
+    """What an sdist declares (`core_metadata.sdist_requires`: it may unpack the whole archive),
+    read once per worker by the sdist's digest."""
     if digests is None:
         return core_metadata.sdist_requires(file, filename)
     return remembered(("sdist", _source(filename, digests)), lambda: (core_metadata.sdist_requires(file, filename),))[0]
@@ -113,10 +114,13 @@ def _records(project: str) -> dict[str, Requires]:
 
 
 def _parsed(body: bytes | None) -> tuple[str, Requires] | None:
+    """A record's source and what it declares (a record kept before build requirements were read
+    has none)."""
     try:
         said = json.loads(body) if body is not None else None
-        return said["source"], Requires(list(said["requires"]), tuple(said["carried"]), tuple(said["unjudged"]))
-    except (ValueError, TypeError, KeyError):
+        requires = Requires(list(said["requires"]), *(tuple(said.get(f, ())) for f in Requires._fields[1:]))
+        return said["source"], requires
+    except (ValueError, TypeError, KeyError, AttributeError):
         return None
 
 

@@ -26,6 +26,7 @@ from application.cache import from_pypi
 from application.index import facts
 from application.index.gate import registry_spec
 from domain.declared import Requires, merged
+from domain.python_files import names_project, version_of
 from interface import metrics
 from interface.index import core_metadata, declarations, files, simple
 from interface.index.access import (
@@ -225,19 +226,19 @@ def _render(ws: str, name: str, fetched: Fetched, media: str, hidden: frozenset[
 
 
 def _allowed_page(ws: str, name: str, page: dict, hidden: frozenset[str] = frozenset()) -> dict:
-    """Upstream's page with its file URLs pointing here, without the `hidden` files (their
-    files are 403 too, however they are asked for) nor, in `versions`, a version they all were."""
-    files = []
-    for entry in page["files"]:
-        if entry.get("filename") in hidden:
-            continue
-        if upstream().allows_host(entry["url"]):  # checked again, with addresses, on download
-            files.append(
-                {**entry, "url": url_for(".file", ws=ws, project=name, filename=entry["filename"], _external=True)}
-            )
-    if hidden and "versions" in page:
-        gone = {simple.version_of(f, name) for f in hidden} - {simple.file_version(f, name) for f in files}
-        page = {**page, "versions": [v for v in page["versions"] if v not in gone]}
+    """Upstream's page with its file URLs pointing here, without the files it does not offer: the
+    `hidden` ones, those whose name names another project (`names_project`), those on a host
+    the egress rules refuse (none of them is served, however it is asked for); a page that
+    leaves any out lists in `versions` only the versions of the files left."""
+    files = [
+        {**entry, "url": url_for(".file", ws=ws, project=name, filename=entry["filename"], _external=True)}
+        for entry in page["files"]
+        if entry["filename"] not in hidden
+        and names_project(entry["filename"], name)
+        and upstream().allows_host(entry["url"])  # checked again, with addresses, on download
+    ]
+    if len(files) < len(page["files"]) and "versions" in page:
+        page = {**page, "versions": simple.versions_offered(page["versions"], files, name)}
     return simple.finish({**page, "files": files}, name)
 
 
@@ -281,7 +282,7 @@ def file(ws, project, filename):
     is_metadata = filename.endswith(".metadata")
     dist = filename.removesuffix(".metadata")
     request_kind = file_request(is_metadata)
-    version, found = simple.version_of(dist, project), {}
+    version, found = version_of(dist, project), {}
 
     def judged_facts():  # read only for an allowed project; its page is then used to answer
         found["files"] = _page_files(project)
@@ -374,13 +375,13 @@ def _requires(metadata: bytes) -> Requires:
 
 
 def _read_file(file, dist: str, digests) -> declarations.Read | None:
-    """What a wheel or an sdist was read to declare; None for an sdist whose PKG-INFO is not read."""
+    """What a wheel or an sdist was read to declare; None for an sdist that is not read."""
     if dist.endswith(".whl"):
         wheel = core_metadata.wheel_metadata(file, dist)
         requires = Requires(core_metadata.requires_dist(wheel.metadata), wheel.carried, wheel.unjudged)
         return declarations.Read(dist, digests, requires)
     said = declarations.sdist_requires(file, dist, digests)
-    return declarations.Read(dist, digests, Requires(said)) if said is not None else None
+    return declarations.Read(dist, digests, said) if said is not None else None
 
 
 def cache():
@@ -393,7 +394,7 @@ def _judge_declared(principal, asked: _File, request_kind: str, read: declaratio
     this file was read to say (`read`, kept for the version's other files) and by what every file
     of its version was (interface.index.declarations)."""
     project, dist = asked.project, asked.dist
-    named = simple.version_of(dist, project)
+    named = version_of(dist, project)
     if read is not None:
         declarations.record(project, read)
     others = declarations.of_version(project, named, dist, asked.files)

@@ -18,9 +18,10 @@ from html import escape
 from html.parser import HTMLParser
 from urllib.parse import urldefrag
 
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from domain.python_files import version_of
 from interface.index.upstream import resolved
 
 JSON_V1 = "application/vnd.pypi.simple.v1+json"
@@ -278,30 +279,18 @@ def file_version(entry: dict, project: str) -> str | None:
     return version_of(entry.get("filename", ""), project)
 
 
-SDIST_SUFFIXES = (".tar.gz", ".zip")  # the sdist names a version can be read from (PEP 625)
+def versions_offered(versions: list[str], files: list[dict], project: str) -> list[str]:
+    """Of a page's PEP 700 `versions`, those a file of `files` is of (as its name says; compared
+    as installers compare versions, `1.0` is `1.0.0`)."""
+    left = {_comparable(v) for f in files if (v := file_version(f, project)) is not None}
+    return [v for v in versions if _comparable(v) in left]
 
 
-def version_of(filename: str, project: str) -> str | None:
-    """A file's version of `project` (normalized), read from its name as installers read it;
-    None when the name says no version of it. An sdist's name is split at the first dash whose
-    prefix names the project, as pip and uv split it: `vb-2.0-1.tar.gz` is 2.0.post1 to them
-    (packaging's own reader splits at the last dash: project `vb-2.0`, version 1, and a
-    `vb>=2` rule let it through)."""
-    if filename.endswith(".whl"):
-        try:
-            name, version, *_ = parse_wheel_filename(filename)
-        except InvalidWheelFilename:
-            return None
-        return str(version) if canonicalize_name(name) == project else None
-    suffix = next((s for s in SDIST_SUFFIXES if filename.endswith(s)), None)
-    stem = filename[: -len(suffix)] if suffix else ""
-    for at, char in enumerate(stem):
-        if char == "-" and canonicalize_name(stem[:at]) == project:
-            try:
-                return str(Version(stem[at + 1 :]))
-            except InvalidVersion:
-                return None
-    return None
+def _comparable(text: str) -> Version | str:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return text
 
 
 def _order(text: str):

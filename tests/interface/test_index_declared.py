@@ -72,6 +72,44 @@ SDIST_CASES = (
     Dist("wheeldep", "1.0", requires=(GIT_BETA,), sdist_dynamic=True),
     Dist("carrysdist", "1.0", carried=("beta",)),
 )
+# A build backend inside the sdist (backend-path), so that building it fetches only what its
+# build-system.requires names.
+BACKEND = b"""import os, zipfile
+INFO = "buildurl-1.0.dist-info/"
+FILES = {"buildurl.py": "", INFO + "RECORD": "",
+         INFO + "METADATA": "Metadata-Version: 2.1\\nName: buildurl\\nVersion: 1.0\\n",
+         INFO + "WHEEL": "Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"}
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    name = "buildurl-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as wheel:
+        for path, text in FILES.items():
+            wheel.writestr(path, text)
+    return name
+"""
+
+
+def build_system(requires: str) -> tuple[tuple[str, bytes], ...]:
+    """An sdist's pyproject.toml requiring `requires` (TOML) to build, with its backend inside it."""
+    pyproject = f'[build-system]\nrequires = {requires}\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+    return (("pyproject.toml", pyproject.encode()), ("backend.py", BACKEND))
+
+
+# An sdist whose build requires beta from a URL (a reviewer's), one whose build requires beta by
+# name (fetched through the index, judged then), one whose pyproject.toml is not TOML.
+def build_cases(url: str) -> list[Dist]:
+    return [
+        Dist("buildurl", "1.0", files=("sdist",), sdist_more=build_system(f'["beta @ {url}"]')),
+        Dist("buildreg", "1.0", files=("sdist",), sdist_more=build_system('["beta"]')),
+        Dist("buildbad", "1.0", files=("sdist",), sdist_more=(("pyproject.toml", b"[build-system\nrequires = ["),)),
+    ]
+
+
+# okpkg's page also lists beta's wheel and sdist (a reviewer's): files named for another project.
+LISTED_ELSEWHERE = (
+    Dist("okpkg", "1.0"),
+    Dist("beta", "1.1", files=("wheel",), listed_under="okpkg"),
+    Dist("beta", "1.2", files=("sdist",), listed_under="okpkg"),
+)
 
 
 @pytest.fixture
@@ -108,7 +146,10 @@ def pypi_upstream(url_host):
     carriers = [Dist(f"carrier{i}", "1.0", files=("wheel",), carried=(p,)) for i, p in enumerate(CARRIED_AT.values())]
     vendored = Dist("vendor", "1.0", carried=("vendor/_vendor/beta",), more=PTH_IMPORT)
     tricks = [Dist(f"trick{i}", "1.0", files=("wheel",), more=more) for i, more in enumerate(WHEEL_TRICKS.values())]
-    upstream = PyPIUpstream([*dists, Dist("beta", "1.0"), *carriers, vendored, *tricks, *SDIST_CASES])
+    built = build_cases(url_host.url + BETA_WHEEL)
+    upstream = PyPIUpstream(
+        [*dists, Dist("beta", "1.0"), *carriers, vendored, *tricks, *SDIST_CASES, *built, *LISTED_ELSEWHERE]
+    )
     yield upstream
     upstream.close()
 
@@ -514,6 +555,77 @@ def test_pip_through_the_gate_gets_no_sdist_of_a_hidden_version_pinned_by_its_ha
         assert "wheeldep==1.0 (from versions: 0.9)" in said
 
 
+@pytest.mark.parametrize("installer", PYTHON_CLIENTS)
+def test_an_sdist_whose_build_requires_a_refused_url_is_not_built_and_nothing_is_fetched_from_the_url(
+    live, app, tmp_path, url_host, installer
+):
+    """A reviewer's: pip's (and uv's) build environment fetched denied beta straight from the URL
+    an sdist's `build-system.requires` names, and the sdist was installed."""
+    set_policy(app, "denylist", python=["beta"])
+    run = start_run(live)
+    outcome = PYTHON_CLIENTS[installer](tmp_path, run["pypi"], run["token"], "buildurl")
+    assert url_host.requests == [], outcome.output
+    assert not outcome.ok and not list((tmp_path / "site").glob("*.dist-info")), outcome.output
+    assert "403" in " ".join(outcome.output.split()) and "buildurl-1.0.tar.gz" in outcome.output
+    declared = hiding(run_decisions(live, run))["buildurl==1.0"]
+    assert (declared["spec"], declared["kind"], declared["reason"], declared["allowed"], declared["request"]) == (
+        f"beta @ {url_host.url}{BETA_WHEEL}",
+        "url",
+        "direct-reference",
+        False,
+        "download",
+    )
+    assert declared["message"].startswith(
+        "buildurl==1.0 is not offered because of a dependency it declares in build-system.requires:"
+    )
+    page = live.call("GET", "/pypi/acme/simple/buildurl/", start_run(live)["token"], headers=JSON_PAGE).json
+    assert page["files"] == [] and page["versions"] == []  # known from then on: offered no more
+
+
+def test_an_sdist_building_with_registry_names_is_served_and_one_whose_pyproject_is_unreadable_is_not(live, app):
+    """A build requirement by name is fetched through the index, and judged then; a pyproject.toml
+    that is not TOML says nothing that can be judged (fail closed)."""
+    set_policy(app, "denylist", python=["beta"])
+    run = start_run(live)
+    assert live.call("GET", "/pypi/acme/files/buildreg/buildreg-1.0.tar.gz", run["token"]).status == 200
+    sdist_refused(live, run, "buildbad", "buildbad==1.0 is not offered because of a dependency it declares in build")
+    refused = hiding(run_decisions(live, run))["buildbad==1.0"]
+    assert refused["reason"] == "invalid-spec" and refused["spec"].startswith("pyproject.toml is not TOML"), refused
+    assert set(hiding(run_decisions(live, run))) == {"buildbad==1.0"}
+
+
+def test_a_file_named_for_another_project_is_not_offered_nor_served_under_its_page(live, app, tmp_path):
+    """A reviewer's: okpkg's page listed beta's wheel, which was served (and installed by its URL)
+    as okpkg's, recorded as an allowed download of okpkg."""
+    set_policy(app, "denylist", python=["beta"])
+    run = start_run(live)
+    for accept in (JSON_PAGE, {"Accept": "text/html"}):
+        page = live.call("GET", "/pypi/acme/simple/okpkg/", run["token"], headers=accept)
+        assert b"beta-1." not in page.body, page.body
+    page = live.call("GET", "/pypi/acme/simple/okpkg/", run["token"], headers=JSON_PAGE).json
+    assert page["versions"] == ["1.0"]
+    for filename in ("beta-1.1-py3-none-any.whl", "beta-1.1-py3-none-any.whl.metadata", "beta-1.2.tar.gz"):
+        reply = live.call("GET", f"/pypi/acme/files/okpkg/{filename}", run["token"])
+        assert reply.status == 403, reply.body
+        assert "but its name names another project" in reply.json["detail"], reply.json
+    url = clients.with_token(f"{live.url}/pypi/acme/files/okpkg/beta-1.1-py3-none-any.whl", run["token"])
+    outcome = clients.pip_install(tmp_path, run["pypi"], run["token"], url)
+    assert not outcome.ok and not list((tmp_path / "site").glob("beta*")), outcome.output
+    recorded = {
+        (d["name"], d["file"], d["request"], d["allowed"], d["reason"])
+        for d in run_decisions(live, run)
+        if (d.get("file") or "").startswith("beta-")
+    }
+    assert recorded == {
+        ("okpkg", "beta-1.1-py3-none-any.whl", "download", False, "version-unknown"),
+        ("okpkg", "beta-1.1-py3-none-any.whl", "metadata", False, "version-unknown"),
+        ("okpkg", "beta-1.2.tar.gz", "download", False, "version-unknown"),
+    }
+    again = tmp_path / "again"  # no project denial: okpkg itself installs in the same run
+    again.mkdir()
+    assert clients.pip_install(again, run["pypi"], run["token"], "okpkg").ok
+
+
 @pytest.mark.parametrize(
     ("dist", "said"),
     [
@@ -528,7 +640,36 @@ def test_an_sdists_pkg_info_is_read_for_its_requires_dist(dist, said):
     from interface.index.core_metadata import sdist_requires
 
     filename, data = build_sdist(dist)
-    assert sdist_requires(io.BytesIO(data), dist.sdist_name or filename) == said
+    found = sdist_requires(io.BytesIO(data), dist.sdist_name or filename)
+    assert (None if found is None else found.requires) == said
+
+
+@pytest.mark.parametrize(
+    ("pyproject", "build", "unread"),
+    [
+        (
+            b'[build-system]\nrequires = ["setuptools", "beta @ https://h/b.whl"]\n',
+            ("setuptools", "beta @ https://h/b.whl"),
+            "",
+        ),
+        (b'[project]\nname = "p"\n', (), ""),  # no build-system: pip builds with setuptools, by name
+        (b"[build-system\n", (), "pyproject.toml is not TOML: "),
+        (b'[build-system]\nrequires = "beta @ https://h/b.whl"\n', (), "pyproject.toml has a build-system.requires"),
+        (b"[build-system]\nrequires = [1]\n", (), "pyproject.toml has a build-system.requires"),
+        (b"build-system = 1\n", (), "pyproject.toml has a build-system.requires"),
+        (b"\xff\xfe", (), "pyproject.toml is not TOML: "),
+        (b"#" * (1024 * 1024 + 1), (), "pyproject.toml is not a file of at most 1048576 bytes"),
+    ],
+)
+def test_an_sdists_pyproject_is_read_for_its_build_requirements(pyproject, build, unread):
+    import io
+
+    from interface.index.core_metadata import sdist_requires
+
+    filename, data = build_sdist(Dist("p", "1.0", sdist_more=(("pyproject.toml", pyproject),)))
+    found = sdist_requires(io.BytesIO(data), filename)
+    assert found is not None and found.build == build
+    assert [why[: len(unread)] for why in found.build_unread] == ([unread] if unread else [])
 
 
 def test_an_sdists_pkg_info_is_read_wherever_the_archive_holds_it_and_not_past_its_bound(monkeypatch):
@@ -536,10 +677,12 @@ def test_an_sdists_pkg_info_is_read_wherever_the_archive_holds_it_and_not_past_i
     import tarfile
     import zipfile
 
+    from domain.declared import Requires
     from interface.index import core_metadata
 
     pkg_info = f"Metadata-Version: 2.2\nName: p\nVersion: 1.0\nRequires-Dist: {GIT_BETA}\n".encode()
     members = {"p-1.0/setup.py": b"#" * 5000, "p-1.0/p/PKG-INFO": b"Requires-Dist: x @ https://h/x.whl\n"}
+    members["p-1.0/pyproject.toml"] = f'[build-system]\nrequires = ["{GIT_BETA}"]\n'.encode()
     members["p-1.0/PKG-INFO"] = pkg_info  # last, as hatchling and flit write it; one deeper is not the sdist's
     tar, zipped = io.BytesIO(), io.BytesIO()
     with tarfile.open(fileobj=tar, mode="w:gz") as archive:
@@ -551,8 +694,9 @@ def test_an_sdists_pkg_info_is_read_wherever_the_archive_holds_it_and_not_past_i
         for path, data in members.items():
             archive.writestr(path, data)
     for filename, file in (("p-1.0.tar.gz", tar), ("p-1.0.zip", zipped)):
-        assert core_metadata.sdist_requires(file, filename) == [GIT_BETA]
+        assert core_metadata.sdist_requires(file, filename) == Requires([GIT_BETA], build=(GIT_BETA,))
         monkeypatch.setattr(core_metadata, "MAX_METADATA_BYTES", len(pkg_info) - 1)
-        assert core_metadata.sdist_requires(file, filename) is None
+        # a PKG-INFO past its bound is not read; the build requirements still are
+        assert core_metadata.sdist_requires(file, filename) == Requires([], build=(GIT_BETA,))
         monkeypatch.undo()
     assert core_metadata.sdist_requires(io.BytesIO(b"not a tarball"), "p-1.0.tar.gz") is None

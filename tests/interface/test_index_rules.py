@@ -262,7 +262,8 @@ def test_a_file_whose_name_does_not_say_its_version_is_refused_while_versions_ar
     assert live.call("GET", "/pypi/acme/files/legacy/legacy-1.0.tar.bz2", run["token"]).status == 200
 
     unknown = {path: "does not say which version" for path in ("legacy-1.0.tar.bz2", "legacy-1.0.tar.bz2.metadata")}
-    run, _ = under_a_versions_deny(live, "legacy==1.0", "legacy", ["legacy-2.0-py3-none-any.whl"], unknown)
+    run, page = under_a_versions_deny(live, "legacy==1.0", "legacy", ["legacy-2.0-py3-none-any.whl"], unknown)
+    assert page.json["versions"] == ["2.0"]  # 1.0's one file is gone, so is 1.0 (a reviewer's)
     assert clients.pip_install(fresh(tmp_path, "pip"), run["pypi"], run["token"], "legacy").ok
     assert installed(tmp_path / "pip" / "site", "legacy") == "2.0"
     refused = hidden(run_decisions(live, run), "version-unknown")  # the run went on: no project denial

@@ -49,6 +49,10 @@ class Dist:
     # its sdist's PKG-INFO says Requires-Dist is dynamic (Metadata 2.2) and lists none, as a
     # `setup.py` computing them would: only its wheel's metadata says what it declares
     sdist_dynamic: bool = False
+    # other files its sdist holds, as (path below its root, bytes); a `pyproject.toml` among them
+    # replaces the plain setuptools one
+    sdist_more: tuple[tuple[str, bytes], ...] = ()
+    listed_under: str | None = None  # the project whose page lists its files, when not its own
 
 
 @dataclass
@@ -120,6 +124,7 @@ def build_sdist(dist: Dist) -> tuple[str, bytes]:
     members = {
         f"{root}/PKG-INFO": _metadata(dist, dynamic=dist.sdist_dynamic),
         f"{root}/pyproject.toml": b'[build-system]\nrequires = ["setuptools"]\n',
+        **{f"{root}/{path}": data for path, data in dist.sdist_more},
     }
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
@@ -166,7 +171,8 @@ class PyPIUpstream(FixtureServer):
         self.start()
 
     def add(self, dist: Dist, host: str | None = None) -> None:
-        project = self.projects.setdefault(normalize(dist.project), Project(dist.project))
+        listed = dist.listed_under or dist.project
+        project = self.projects.setdefault(normalize(listed), Project(listed))
         if "wheel" in dist.files:
             filename, data, metadata = build_wheel(dist)
             project.files.append(File(filename, project.name, data, dist, metadata, host))
@@ -192,7 +198,7 @@ class PyPIUpstream(FixtureServer):
         page = {
             "meta": {"api-version": "1.4", "_last-serial": 7},
             "name": normalize(project.name),
-            "versions": sorted({f.dist.version for f in project.files}, key=_version_key),
+            "versions": sorted({f.dist.version for f in project.files if not f.dist.listed_under}, key=_version_key),
             "files": files,
         }
         if project.status:
