@@ -318,6 +318,10 @@ AFTER_A_REQUIREMENT = {
     "a second requirement": "alpha --hash=sha256:00 {wheel}",
     # the gate read empty.txt in the line's place, and pip installed the wheel the line names
     "a nested file": "{wheel} -r empty.txt",
+    # uv ends a hash at the first blank, pip's shlex reads on: a hash to pip, an index to uv
+    "an escaped blank": "alpha --hash=sha256:00 --hash=sha256:0\\ --extra-index-url={url}/simple/",
+    "a quoted blank": 'alpha --hash=sha256:00 --hash="sha256:0 --extra-index-url={url}/simple/#"',
+    "a continuation": "alpha --hash=sha256:00 --hash=sha256:00\\\n--extra-index-url={url}/simple/",
 }
 
 
@@ -332,7 +336,26 @@ def test_an_option_after_a_requirement_is_refused_for_every_client(
     (project / "requirements.txt").write_text(AFTER_A_REQUIREMENT[line].format(url=public.url, wheel=wheel) + "\n")
     done = gate("--", *client, "requirements.txt", env=env, cwd=project)
     assert done.returncode == 2, done.stdout + done.stderr  # only an option was refused
-    assert "only --hash may follow a requirement" in done.stderr, done.stderr
+    assert "only --hash=ALGORITHM:HEX may follow a requirement" in done.stderr, done.stderr
+    assert public.requests == [] and not {"alpha", "beta"} & target.installed()
+
+
+# Files uv reads otherwise than pip: the name up to a `#`; `-` as standard input.
+NESTED_UNCLEAR = {
+    "a name with #": ("-r inner.txt#x", "where pip and uv end"),
+    "standard input": ("-r -", "standard input"),
+}
+
+
+@pytest.mark.parametrize("line", NESTED_UNCLEAR)
+def test_a_nested_file_uv_would_read_otherwise_is_refused(gate, env, app, target, project, public, line):
+    set_policy(app, "allowlist", python=["alpha"])
+    (project / "inner.txt#x").write_text("alpha\n")
+    (project / "-").write_text("alpha\n")
+    (project / "inner.txt").write_text(f"--extra-index-url={public.url}/simple/\nalpha\n")
+    (project / "requirements.txt").write_text(NESTED_UNCLEAR[line][0] + "\n")
+    done = gate("--", "uv", "pip", "install", "-r", "requirements.txt", env=env, cwd=project)
+    assert done.returncode == 4 and NESTED_UNCLEAR[line][1] in done.stderr, done.stdout + done.stderr
     assert public.requests == [] and not {"alpha", "beta"} & target.installed()
 
 

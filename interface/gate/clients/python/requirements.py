@@ -43,6 +43,8 @@ CODING = re.compile(rb"coding[:=]\s*([-\w.]+)")  # pip's PEP263_ENCODING_RE, on 
 # Where str.splitlines (pip) breaks a line and uv does not ('\r' alone both do).
 SEPARATORS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # a scheme (two letters at least: not a drive)
+UNCLEAR_IN_PATHS = "#'\"\\"  # uv ends a file's name at `#`; quotes and backslashes are shlex's (pip's) alone
+HASH_VALUE = re.compile(r"[A-Za-z0-9]+:[0-9A-Fa-f]+\Z")  # a hash as pip writes it, nothing uv could read otherwise
 PYLOCK = re.compile(r"pylock(\.[^.]+)?\.toml\Z", re.IGNORECASE)  # PEP 751's names
 
 
@@ -83,31 +85,31 @@ def lines_of(path: str, cwd: str, depth: int = 0, seen: list | None = None, name
 
 
 def check_after_requirement(line: str, where: str) -> None:
-    """Refuse a requirement line with anything but --hash after its requirement. pip applies
+    """Refuse a requirement line with anything but hashes after its requirement. pip applies
     --hash (and --config-settings) there and ignores the other options and words, which is how
     the service reads the line; uv applies them all: `alpha --hash=sha256:00 --extra-index-url
     URL` installed a denied project from URL, a second requirement or `-e x` there is installed
-    too. Every client must read the line alike, so only --hash may follow a requirement."""
+    too. Each word must be a plain `--hash=ALGORITHM:HEX` (or `--hash` and its value): quotes, a
+    backslash or anything glued on are read one way by pip's shlex and another by uv, which ends
+    a hash at the first blank (`--hash=sha256:0\\ --extra-index-url=URL` was a hash to one, an
+    index to the other)."""
     if line.startswith("-"):
         return
     tokens = line.split(" ")  # pip's break_args_options: the options start at the first `-` word
     first = next((i for i, token in enumerate(tokens) if token.startswith("-")), None)
     if first is None:
         return
-    try:
-        words = shlex.split(" ".join(tokens[first:]))
-    except ValueError as error:
-        raise CannotVerify(f"{where}: pip could not split the options of {line!r}: {error}") from None
+    words = " ".join(tokens[first:]).split()
     at = 0
     while at < len(words):
-        if words[at] == "--hash":
+        if words[at] == "--hash" and at + 1 < len(words) and HASH_VALUE.match(words[at + 1]):
             at += 2
-        elif words[at].startswith("--hash="):
+        elif words[at].startswith("--hash=") and HASH_VALUE.match(words[at][len("--hash=") :]):
             at += 1
         else:
             raise Usage(
-                f"{where}: {words[at]!r} after the requirement {' '.join(tokens[:first])!r}: only --hash may "
-                "follow a requirement (pip ignores most others there, uv applies them all); write each "
+                f"{where}: {words[at]!r} after the requirement {' '.join(tokens[:first])!r}: only --hash=ALGORITHM:HEX "
+                "may follow a requirement (pip ignores most others there, uv applies them all); write each "
                 "requirement and each option on a line of its own"
             )
 
@@ -115,7 +117,11 @@ def check_after_requirement(line: str, where: str) -> None:
 def check_readable(path: str, named_by: str) -> None:
     """Refuse a file the gate would not read as the client does: a URL, a script, a pylock."""
     name = os.path.basename(path)
-    if URL.match(path):
+    if path == "-":
+        why = "is standard input, which uv reads and the gate does not: give a file"
+    elif any(c in path for c in UNCLEAR_IN_PATHS):
+        why = f"holds one of {UNCLEAR_IN_PATHS!r}, where pip and uv end or unquote a file's name differently: rename it"
+    elif URL.match(path):
         why = "is a URL, which pip would fetch or open itself: give a local path"
     elif name.lower().endswith((".py", ".pyw")):
         why = "is a Python script, whose inline metadata (PEP 723) uv installs: list its requirements in a file"
