@@ -76,10 +76,13 @@ def cleared(environ) -> dict:
 
 
 def no_proxy_for(environ, service: str, run: dict) -> dict:
-    """NO_PROXY naming the service's hosts: the index is reached directly, never via a proxy."""
+    """NO_PROXY naming the service's hosts: the index is reached directly, never via a proxy. Both
+    spellings name every host either names (clients differ on which one they read, and a client
+    the gate gives one value, such as pnpm, gets all of them)."""
+    given = [host.strip() for name in ("NO_PROXY", "no_proxy") for host in environ.get(name, "").split(",")]
     hosts = [urllib.parse.urlsplit(u).hostname for u in (service, run["pypi"], run["npm"])]
-    hosts = list(dict.fromkeys(filter(None, hosts)))
-    return {name: ",".join(filter(None, [environ.get(name, ""), *hosts])) for name in ("NO_PROXY", "no_proxy")}
+    listed = ",".join(dict.fromkeys(filter(None, [*given, *hosts])))
+    return {"NO_PROXY": listed, "no_proxy": listed}
 
 
 def with_password(url: str, token: str) -> str:

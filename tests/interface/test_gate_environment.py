@@ -145,6 +145,8 @@ def test_npm_gets_the_registry_on_its_command_line_and_config_files_of_the_gates
         f"--registry={registry}",
         "--replace-registry-host=always",
         f"--cache={cache}",
+        "--proxy=false",  # npm's "no setting": a project's proxy never stands in for the environment's
+        "--https-proxy=null",
         f"--@corp:registry={registry}",
         "install",
         "left-pad",
@@ -165,11 +167,43 @@ def test_pnpm_gets_its_registry_and_every_scope_on_its_command_line(gate, env, p
         "--config.update-notifier=false",
         "--ignore-pnpmfile",  # no pnpmfile hook rewrites what pnpm installs
         f"--config.@jsr:registry={registry}",
+        "--config.https-proxy=http://127.0.0.1:9",  # the sandbox's proxies, never a project's
+        "--config.http-proxy=http://127.0.0.1:9",
+        f"--config.no-proxy={ran['env']['NO_PROXY']}",  # ...and never for the index
         f"--config.@Corp:registry={registry}",  # spelt as the client reports it
         "add",
         "left-pad",
     ]
     assert Path(ran["env"]["XDG_CONFIG_HOME"]).name == "xdg"  # no global pnpm config of the sandbox's
+
+
+@pytest.mark.parametrize(
+    ("given", "forced"),
+    [
+        ({"HTTPS_PROXY": "http://s:1", "http_proxy": "http://p:2"}, ("http://s:1", "http://p:2")),
+        ({"HTTP_PROXY": "http://p:2"}, ("http://p:2", "http://p:2")),  # one it lacks takes the other's
+        ({"https_proxy": "http://s:1", "HTTP_PROXY": ""}, ("http://s:1", "http://s:1")),
+        ({}, None),  # none at all: pnpm's "bypass every proxy"
+    ],
+)
+def test_pnpm_gets_the_environments_proxies_and_no_proxy_for_the_index(gate, env, project, given, forced):
+    env = {**{k: v for k, v in env.items() if not k.endswith("_PROXY")}, "no_proxy": "corp.example", **given}
+    ran = run_ok(gate, ["pnpm", "add", "left-pad"], env, project)
+    options = [option for option in ran["argv"] if "proxy=" in option]
+    if forced is None:
+        assert options == ["--config.no-proxy=true"]
+    else:
+        listed = ran["env"]["NO_PROXY"]
+        assert options == [
+            f"--config.https-proxy={forced[0]}",
+            f"--config.http-proxy={forced[1]}",
+            f"--config.no-proxy={listed}",
+        ]
+        assert {"corp.example", "127.0.0.1"} <= set(listed.split(","))  # the sandbox's own, and the index
+    assert {name: ran["env"][name] for name in ran["env"] if name.startswith("pnpm_config_") and "proxy" in name} == {
+        f"pnpm_config_{option[len('--config.') :].partition('=')[0].replace('-', '_')}": option.partition("=")[2]
+        for option in options
+    }
 
 
 def test_an_npmrc_key_made_of_a_variable_is_pointed_at_the_index_as_the_client_reads_it(gate, env, project):

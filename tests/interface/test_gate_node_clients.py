@@ -3,8 +3,9 @@ NAME`, `install`, `ci`), pnpm, yarn 1, yarn 4 and bun, project installs above al
 
 Two fixture registries on loopback: the index's upstream, and a "public" one on another port
 that stands for the public registry an agent's lockfile or .npmrc may name. Its request log must
-stay empty during every gated run. Both serve alpha 1.0.0 (depends on beta), alpha 0.9.0 (no
-dependencies: the older release a resolver could fall back to), beta, gamma and @evil/x.
+stay empty during every gated run, as must that of a proxy a project's settings name. Both serve
+alpha 1.0.0 (depends on beta), alpha 0.9.0 (no dependencies: the older release a resolver could
+fall back to), beta, gamma and @evil/x.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tests.support.index_fixtures import set_policy
 from tests.support.index_live import sqlite_store  # noqa: F401 - fixture database_url: SQLite only
 from tests.support.node_clients import bin_dir, program
 from tests.support.npm_upstream import NpmUpstream, Release
+from tests.support.upstream_network import ForwardProxy
 
 RELEASES = (
     Release("alpha", "0.9.0"),
@@ -619,3 +621,67 @@ def test_a_yarn4_package_extension_with_a_url_dependency_is_refused(live, app, e
     assert done.returncode == 4, done.stdout + done.stderr
     expected = f"{path / '.yarnrc.yml'} line 5: packageExtensions.alpha@*.dependencies.gamma is '{public.url}/gamma"
     assert expected in done.stderr, done.stderr
+
+
+@pytest.fixture
+def project_proxy():
+    """A proxy a project's settings name, standing in for one that answers for the index itself (a
+    mirror): it passes on what it is sent, and logs it."""
+    server = ForwardProxy()
+    yield server
+    server.close()
+
+
+# Proxy settings in a project's files as each client reads them, `{proxy}` the project's proxy:
+# (client, file, what it adds). Each sent the client's requests for the index through the proxy.
+PROJECT_PROXIES = {
+    "npm .npmrc": ("npm", ".npmrc", "noproxy=x.invalid\nproxy={proxy}/\nhttps-proxy={proxy}/\n"),
+    "pnpm .npmrc": (
+        "pnpm",
+        ".npmrc",
+        "noproxy=x.invalid\nno-proxy=x.invalid\nproxy={proxy}/\nhttp-proxy={proxy}/\nhttps-proxy={proxy}/\n",
+    ),
+    "pnpm-workspace.yaml": (
+        "pnpm",
+        "pnpm-workspace.yaml",
+        'httpProxy: "{proxy}/"\nhttpsProxy: "{proxy}/"\nnoProxy: x.invalid\nnoproxy: x.invalid\n',
+    ),
+    "yarn1 .yarnrc": ("yarn1", ".yarnrc", 'proxy "{proxy}/"\n'),
+    "yarn1 .yarnrc flag": ("yarn1", ".yarnrc", '--install.proxy "{proxy}/"\n'),
+    "yarn1 .npmrc": ("yarn1", ".npmrc", "proxy={proxy}/\n"),
+    "yarn4 .yarnrc.yml": ("yarn4", ".yarnrc.yml", 'httpProxy: "{proxy}"\nhttpsProxy: "{proxy}"\n'),
+    "yarn4 networkSettings": ("yarn4", ".yarnrc.yml", 'networkSettings:\n  "127.0.0.1":\n    httpProxy: "{proxy}"\n'),
+    "bun .npmrc": ("bun", ".npmrc", "noproxy=x.invalid\nproxy={proxy}/\nhttps-proxy={proxy}/\n"),
+}
+# What the gate says of those it refuses (the client cannot be told otherwise): (file line, setting).
+REFUSED_PROXIES = {
+    "yarn1 .yarnrc": (".yarnrc line 1: ", "yarn's proxy is"),
+    "yarn1 .yarnrc flag": (".yarnrc line 1: ", "yarn's --install.proxy is"),
+    "yarn1 .npmrc": (".npmrc line 1: ", "yarn's proxy is"),
+    "yarn4 networkSettings": (".yarnrc.yml line 4: ", "networkSettings.127.0.0.1.httpProxy is"),
+}
+
+
+@pytest.mark.parametrize("sandbox", ["with its own proxy", "without a proxy"])
+@pytest.mark.parametrize("setting", PROJECT_PROXIES)
+def test_a_project_proxy_never_carries_a_request_for_the_index(
+    live, app, env, tmp_path, project_proxy, setting, sandbox
+):
+    """The project's proxy (a mirror, say) answered the client's requests for the index itself:
+    beta, denied, installed unjudged, and the run token went to it. The setting is overridden (the
+    client reaches the index directly, which refuses beta) or refused, naming where it is written."""
+    set_policy(app, "denylist", node=["beta"])
+    client, name, added = PROJECT_PROXIES[setting]
+    path = project(tmp_path, client, {"alpha": "1.0.0"})
+    written = path / name
+    written.write_text((written.read_text() if written.exists() else "") + added.format(proxy=project_proxy.url))
+    if sandbox == "without a proxy":
+        env = {variable: value for variable, value in env.items() if not variable.endswith("_PROXY")}
+    done = gated(tmp_path, client, env, path)
+    assert project_proxy.seen == [] and "beta" not in versions(path), project_proxy.seen
+    if setting in REFUSED_PROXIES:
+        assert done.returncode == 4, done.stdout + done.stderr
+        line, said = REFUSED_PROXIES[setting]
+        assert f"{path}/{line}{said} '{project_proxy.url}" in done.stderr, done.stderr
+    else:
+        assert done.returncode == 3 and "denied: beta (node)" in done.stderr, done.stdout + done.stderr

@@ -34,7 +34,7 @@ def check(settings: dict, files: list[str]) -> None:
         for path, spec in _specs(value, (name,)):
             if needs_judging(spec, SERVED) and not _is_registry_alias(spec):
                 setting = ".".join(path)
-                raise Unresolvable(f"{_written(spec, files)}{setting} is {spec!r}, not a registry version; {HELP}")
+                raise Unresolvable(f"{written(spec, files)}{setting} is {spec!r}, not a registry version; {HELP}")
 
 
 def check_catalog_references(cwd: str, catalogs: object, files: list[str]) -> None:
@@ -85,7 +85,7 @@ def _is_registry_alias(spec: str) -> bool:
     return bool(name) and ":" not in name and (not version or is_registry_spec(version))
 
 
-def _written(spec: str, files: list[str]) -> str:
+def written(spec: str, files: list[str]) -> str:
     """`path line N: ` of the first line of `files` that holds `spec`, or nothing."""
     for path in files:
         try:

@@ -15,12 +15,21 @@ Which yarn it is, the gate asks the program it found (`yarn --version`); a proje
 
 yarn 1 gets a cache and an offline mirror of the run's own; yarn 4 keeps its cache in the project
 (.yarn/cache).
+
+Neither yarn may reach the index through a proxy a project names (around the index, with the
+run token). yarn 1 sends every request through its `proxy` / `https-proxy` setting (.yarnrc,
+.npmrc, or a .yarnrc line read as a flag: `--proxy`, `--install.https-proxy`), whatever NO_PROXY
+says, and has no way to be told "the environment's" on its command line: one it reports is
+refused. yarn 4 takes no proxy from the environment; YARN_HTTP_PROXY and YARN_HTTPS_PROXY, empty,
+beat `httpProxy` / `httpsProxy` in .yarnrc.yml, but not a host's own (`networkSettings`), which is
+refused.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import urllib.parse
 
 from ...installers import Unresolvable
@@ -34,6 +43,10 @@ PROJECT_FLAGS = frozenset(
 )
 LOCKFILES = ("yarn.lock",)
 RC_FILE = ".yarnrc.yml"  # yarn 4 reads it in the project, every folder above, and the home folder
+YARN1_FILES = (".yarnrc", ".npmrc")  # ...and yarn 1 these
+YARN1_PROXIES = ("proxy", "https-proxy")
+RC_FLAG = re.compile(r"--(?:[^.]+\.)?(.*)")  # a .yarnrc key yarn 1 reads as a flag (`--install.proxy`)
+BERRY_PROXIES = ("httpProxy", "httpsProxy")
 
 
 def plan(command: list[str], cwd: str):
@@ -65,11 +78,22 @@ def yarn1(argv: list[str], run: dict, workdir: str, env: dict, cwd: str):
     options = ["--registry", registry]
     lines = client_output([argv[0], "config", "list", "--json", *options], env, cwd).splitlines()
     seen: dict = {}
+    proxies: dict = {}
     for line in lines:
         event = json.loads(line) if line.startswith("{") else {}
         if event.get("type") == "inspect" and isinstance(event.get("data"), dict):
             data = event["data"]
             seen.update({k: str(v) for k, v in data.items() if k == "registry" or k.endswith(npmrc.SCOPE_SUFFIX)})
+            proxies.update({k: v for k, v in data.items() if is_yarn1_proxy(k) and v not in ("", None)})
+    if proxies:
+        key, value = next(iter(proxies.items()))
+        home = env.get("HOME", "")
+        files = [path for name in YARN1_FILES for path in settings.files_above(cwd, name, os.path.join(home, name))]
+        raise Unresolvable(
+            f"{settings.written(str(value), files)}yarn's {key} is {value!r}: yarn 1 would send its requests "
+            "for the package index through it, around the index and with the run token, and cannot be told "
+            "otherwise; remove it (the gate reaches the index directly)"
+        )
     wrong = mismatched(seen, registry)
     if wrong or "registry" not in seen:
         listed = ", ".join(f"{key} = {url}" for key, url in sorted(wrong.items())) or "no registry set"
@@ -91,6 +115,8 @@ def yarn_berry(argv: list[str], run: dict, env: dict, cwd: str):
             "YARN_UNSAFE_HTTP_WHITELIST": urllib.parse.urlsplit(registry).hostname or "",
             "YARN_ENABLE_TELEMETRY": "0",
             "YARN_ENABLE_GLOBAL_CACHE": "0",
+            "YARN_HTTP_PROXY": "",  # no proxy, yarn 4's own default (it reads none from HTTP_PROXY)
+            "YARN_HTTPS_PROXY": "",
         }
     )
     server = client_output([argv[0], "config", "get", "npmRegistryServer"], env, cwd).strip()
@@ -106,10 +132,26 @@ def yarn_berry(argv: list[str], run: dict, env: dict, cwd: str):
             f"yarn would still fetch from outside the package index ({listed}); the gate cannot point a "
             "yarn scope at the index: remove it from .yarnrc.yml"
         )
+    files = settings.files_above(cwd, RC_FILE, os.path.join(env.get("HOME", ""), RC_FILE))
+    network = berry_setting(argv[0], "networkSettings", env, cwd)
+    for hosts, entry in (network if isinstance(network, dict) else {}).items():
+        for name in BERRY_PROXIES:
+            proxy = entry.get(name) if isinstance(entry, dict) else None
+            if proxy:
+                raise Unresolvable(
+                    f"{settings.written(str(proxy), files)}networkSettings.{hosts}.{name} is {proxy!r}: yarn 4 "
+                    "would send its requests for those hosts through it, and the gate cannot override a "
+                    "host's own network settings; remove it from .yarnrc.yml (the gate reaches the index directly)"
+                )
     extensions = berry_setting(argv[0], "packageExtensions", env, cwd)
-    home_rc = os.path.join(env.get("HOME", ""), RC_FILE)
-    settings.check({"packageExtensions": extensions or {}}, settings.files_above(cwd, RC_FILE, home_rc))
+    settings.check({"packageExtensions": extensions or {}}, files)
     return list(argv), env
+
+
+def is_yarn1_proxy(key: str) -> bool:
+    """Whether yarn 1 takes the setting `key` (as `yarn config list` names it) for a proxy."""
+    flag = RC_FLAG.fullmatch(key)
+    return (flag.group(1) if flag else key) in YARN1_PROXIES
 
 
 def berry_setting(program: str, name: str, env: dict, cwd: str) -> object:
