@@ -14,7 +14,7 @@ here: the client fetches them through the index, which judges them then.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -72,48 +72,49 @@ def declared_specs(language: str, metadata: Any) -> list[tuple[str, Spec]]:
     `name@<spec>` from the manifest's fields, python each Requires-Dist string. Environment
     markers are not evaluated: the index knows neither the installer's Python and platform nor
     the extras asked for, so a dependency is judged whatever its marker says."""
+    return list(each_declared(language, metadata))
+
+
+def each_declared(language: str, metadata: Any) -> Iterator[tuple[str, Spec]]:
+    """`declared_specs` one at a time, each parsed when it is reached: a reader that has what it
+    needs of a version (its first refusal) parses none of the rest."""
     if language == "python":
         said = metadata if isinstance(metadata, Requires) else Requires(metadata)
-        return (
-            [(PYTHON_FIELD, _spec("python", text)) for text in said.requires]
-            + [(BUILD_FIELD, _spec("python", text)) for text in said.build]
-            + [(BUILD_FIELD, _unreadable("python", why, BUILD_UNREAD)) for why in said.build_unread]
-            + [(IN_WHEEL, _spec("python", name)) for name in said.carried]
-            + [(IN_WHEEL, _unreadable("python", why, WHEEL_UNREAD)) for why in said.unjudged]
-        )
-    found = []
+        yield from ((PYTHON_FIELD, _spec("python", text)) for text in said.requires)
+        yield from ((BUILD_FIELD, _spec("python", text)) for text in said.build)
+        yield from ((BUILD_FIELD, _unreadable("python", why, BUILD_UNREAD)) for why in said.build_unread)
+        yield from ((IN_WHEEL, _spec("python", name)) for name in said.carried)
+        yield from ((IN_WHEEL, _unreadable("python", why, WHEEL_UNREAD)) for why in said.unjudged)
+        return
     for field in NPM_FIELDS:
         dependencies = metadata.get(field) if isinstance(metadata, dict) else None
         if dependencies is None:
             continue
         if not isinstance(dependencies, dict):
-            found.append((field, _unreadable("node", f"{field}: {dependencies!r}", "not a map of names to specs")))
+            yield field, _unreadable("node", f"{field}: {dependencies!r}", "not a map of names to specs")
             continue
         for name, value in dependencies.items():
             if isinstance(value, str):
-                found.append((field, _spec("node", f"{name}@{value}")))
+                yield field, _spec("node", f"{name}@{value}")
             else:
-                found.append((field, _unreadable("node", f"{name}@{value!r}", "its spec is not a string")))
+                yield field, _unreadable("node", f"{name}@{value!r}", "its spec is not a string")
     if isinstance(metadata, dict):
-        found += _bundled(metadata)
-    return found
+        yield from _bundled(metadata)
 
 
-def _bundled(manifest: dict[str, Any]) -> list[tuple[str, Spec]]:
-    found = []
+def _bundled(manifest: dict[str, Any]) -> Iterator[tuple[str, Spec]]:
     for field in BUNDLED_FIELDS:
         value = manifest.get(field)
         if field == IN_TARBALL and field in manifest and value is None:
-            found.append((field, _unreadable("node", "its tarball", TARBALL_UNREAD)))
+            yield field, _unreadable("node", "its tarball", TARBALL_UNREAD)
             continue
         if value is None or value is False:
             continue
         names = list(manifest.get("dependencies") or {}) if value is True else value
         if not isinstance(names, list):
-            found.append((field, _unreadable("node", f"{field}: {value!r}", "not a list of names")))
+            yield field, _unreadable("node", f"{field}: {value!r}", "not a list of names")
             continue
-        found += [(field, _spec("node", name)) for name in names]
-    return found
+        yield from ((field, _spec("node", name)) for name in names)
 
 
 def _spec(language: str, text: object) -> Spec:
@@ -130,9 +131,14 @@ def _unreadable(language: str, text: str, why: str) -> Spec:
 
 def judge_declared(rules: LanguageRules, declared: Iterable[tuple[str, Spec]], workspace: str) -> list[Declared]:
     """Each declared dependency the index does not fetch itself, with its command-line verdict."""
-    return [
-        Declared(field, spec, judge(rules, spec, workspace)) for field, spec in declared if judged_here(field, spec)
-    ]
+    return list(judging(rules, declared, workspace))
+
+
+def judging(rules: LanguageRules, declared: Iterable[tuple[str, Spec]], workspace: str) -> Iterator[Declared]:
+    """`judge_declared` one at a time, as `declared` yields them."""
+    for field, spec in declared:
+        if judged_here(field, spec):
+            yield Declared(field, spec, judge(rules, spec, workspace))
 
 
 def judged_here(field: str, spec: Spec) -> bool:

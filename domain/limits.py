@@ -16,6 +16,9 @@ MAX_ERRORS = 100  # field errors one refusal names (the rest counted in one more
 MAX_LIST_ENTRIES = 10_000
 MAX_TEXT = 4096  # one spec, entry or egress target
 MAX_PAGE = 1000  # rows in one page of history, decisions or requests
+# A run's decisions one answer lists (GET /runs/{id}/decisions): its project denials first, then
+# its other refusals, then its allows; past it the answer says it is `truncated`.
+MAX_RUN_DECISIONS = 10_000
 MAX_CHANGES = 1000  # incremental changes in one request
 MAX_RESOLVED = 64  # resolved addresses judged with one egress target, and kept in its decision
 # Addresses the egress proxy judges of its own lookup of one name (all of them; a decision keeps
@@ -43,6 +46,12 @@ VERIFIES_AT_ONCE = 2  # one of them a workspace's at most: others still get thei
 # digests, or a wheel read for what it declares; the biggest wheels on PyPI, CUDA builds, are
 # around 2 GiB). Each one in flight is spooled to the temporary disk, outside the cache's bound.
 MAX_INDEX_FILE_BYTES = 4 * 1024 * 1024 * 1024
+# Decisions one answer of the package index records on its project's versions, for each thing it
+# judges of them (the versions a rule hides; what the versions declare beyond the registry),
+# refusals first: a packument of thousands of versions each declaring thousands of git
+# dependencies is a bounded write. The last one recorded counts the hidden versions past it
+# (`more_hidden` in its context), which none of them names.
+MAX_VERSION_DECISIONS = 50
 # A dependency closure (POST /allowlist/closure, approval with dependencies): names it may hold
 # and upstream fetches (project pages, packuments, metadata files) one call may make.
 MAX_CLOSURE_NAMES = 500

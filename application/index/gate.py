@@ -37,7 +37,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from application.advisories import Advisories
@@ -68,8 +68,9 @@ from domain.decision import (
     run_failed,
     upstream_failed,
 )
-from domain.declared import BUNDLED_FIELDS, declared_record, declared_specs, judge_declared, version_label
+from domain.declared import BUNDLED_FIELDS, declared_record, each_declared, judging, version_label
 from domain.errors import NotFoundError
+from domain.limits import MAX_VERSION_DECISIONS
 from domain.policy import LanguageRules
 from domain.python_files import names_project
 from domain.rules import MONITOR, VersionFacts, checks_install_scripts
@@ -82,7 +83,7 @@ from domain.text import check_text, quoted
 REQUESTS = ("page", "metadata", "download")
 TOKEN_WINDOW_SECONDS = 15 * 60
 MAX_FILE_NAME = 255
-MAX_HIDDEN_RECORDED = 50  # hidden versions a page answer records, newest first (a bounded write)
+MORE_HIDDEN = "more_hidden"  # in a decision's context: the versions its answer hid past MAX_VERSION_DECISIONS
 FOREVER = datetime.max.replace(tzinfo=UTC)
 
 
@@ -212,36 +213,44 @@ class IndexGate:
     ) -> dict[str, str]:
         """Judge what each version declares (`{version: npm manifest or Requires-Dist list}`):
         {version: message} for the versions a refused non-registry dependency hides. Each such
-        dependency is recorded once per run, allowed or not, all in one commit."""
+        dependency is recorded once per run, allowed or not, refusals first, at most
+        `MAX_VERSION_DECISIONS` of them in one commit (the hidden versions past them counted).
+        Once that many refusals are in hand, a version's dependencies are read and judged only up
+        to its first refusal: what hides it, and its message."""
         policy_version, rules = self._policies.current(principal.workspace, head=principal.head)
         if file is not None:
             check_text(file, "file", MAX_FILE_NAME)
+        token = None if principal.run else principal.token
+        reader = reader_key(principal.run, principal.token)
         hidden: dict[str, str] = {}
-        made = []
+        refused: list[tuple] = []
+        allowed: list[tuple] = []
+        more = 0  # hidden versions none of whose refusals is recorded
         for version, metadata in declarations.items():
             label = version_label(language, name, version)
-            for found in judge_declared(rules[language], declared_specs(language, metadata), principal.workspace):
-                if found.verdict.allowed and found.field in BUNDLED_FIELDS:
-                    continue  # part of the allowed tarball: only a refused bundled name is a decision
-                token = None if principal.run else principal.token
-                record = declared_record(
-                    found, label, policy_version, _context(principal), request, principal.run, file, version, token
-                )
-                if not found.verdict.allowed:
-                    hidden.setdefault(version, render_message(record, principal.workspace) or "")
-                key = (
-                    reader_key(principal.run, principal.token),
-                    language,
-                    name,
-                    request,
-                    label,
-                    found.spec.text,
-                    file,
-                )
-                outcome = (found.verdict.allowed, found.verdict.reason, policy_version)
-                if self._earlier(key, outcome) is None:
-                    made.append((key, outcome, Decision.recorded(principal.workspace, record.to_dict())))
-        self._record_all(made, principal)
+            kept = len(refused)
+            for found in judging(rules[language], each_declared(language, metadata), principal.workspace):
+                if found.verdict.allowed:  # a bundled one is part of the allowed tarball: no decision
+                    if found.field not in BUNDLED_FIELDS and len(allowed) < MAX_VERSION_DECISIONS:
+                        allowed.append((found, label, version))
+                    continue
+                if version not in hidden:  # its first refusal is what the client is told
+                    record = declared_record(
+                        found, label, policy_version, _context(principal), request, principal.run, file, version, token
+                    )
+                    hidden[version] = render_message(record, principal.workspace) or ""
+                if len(refused) == MAX_VERSION_DECISIONS:
+                    break  # hidden, and nothing more of it is recorded
+                refused.append((found, label, version))
+            more += version in hidden and len(refused) == kept
+        made = []
+        for found, label, version in (refused + allowed)[:MAX_VERSION_DECISIONS]:
+            record = declared_record(
+                found, label, policy_version, _context(principal), request, principal.run, file, version, token
+            )
+            key = (reader, language, name, request, label, found.spec.text, file)
+            made.append((key, (found.verdict.allowed, found.verdict.reason, policy_version), record))
+        self._record_bounded(made, more, principal)
         return hidden
 
     def checks_install_scripts(self, principal: Principal, name: str) -> bool:
@@ -274,7 +283,8 @@ class IndexGate:
         say it: no rule can judge it, so it is hidden too). With the upstream page's `revision`, the
         judgement is kept for the next reads of the same page (`facts` is then not called). A
         version all of whose keys are hidden is recorded once per run and reason, its facts in
-        the context, at most `MAX_HIDDEN_RECORDED` per call (the newest first), in one commit."""
+        the context, at most `MAX_VERSION_DECISIONS` decisions per call (the newest first), in one
+        commit."""
         policy_version, rules = self._policies.current(principal.workspace, head=principal.head)
         language_rules = rules[language]
         if not judges(language_rules, self._advisories, language, name):
@@ -299,21 +309,33 @@ class IndexGate:
         reader = reader_key(principal.run, principal.token)
         token = None if principal.run else principal.token
         spec = registry_spec(language, name)
-        made = []
-        for files in judgement.versions[:MAX_HIDDEN_RECORDED]:
+        made: list[tuple] = []
+        more = 0  # hidden versions past the bound
+        for files in judgement.versions:
+            if len(made) == MAX_VERSION_DECISIONS:
+                more += 1
+                continue
             reasons = {f.reason: (f, j) for j in files for f in j.hiding}
-            for reason, (finding, found) in reasons.items():
+            for reason, (finding, found) in list(reasons.items())[: MAX_VERSION_DECISIONS - len(made)]:
                 label = version_label(language, spec.name, found.facts.version)
                 key = (reader, language, spec.name, request, label, reason)
-                outcome = (False, reason, policy_version)
-                if self._earlier(key, outcome) is not None:
-                    continue
                 context = {**_context(principal), **found.context()}
                 verdict = Verdict(False, reason, dict(finding.params))
                 record = DecisionRecord.for_spec(spec, verdict, policy_version, context)
                 record = record.fetched(request, principal.run, None, found.facts.version, token)
-                made.append((key, outcome, Decision.recorded(principal.workspace, record.to_dict())))
-        self._record_all(made, principal)
+                made.append((key, (False, reason, policy_version), record))
+        self._record_bounded(made, more, principal)
+
+    def _record_bounded(self, made: list[tuple[tuple, tuple, DecisionRecord]], more: int, principal: Principal) -> None:
+        """Record what one answer judged of its project's versions: `made` (key, outcome, record),
+        at most MAX_VERSION_DECISIONS, but for those this run recorded already; the last one says
+        how many `more` versions the answer hid that none of them names. Always the same ones
+        for the same answer, so a repeat records nothing."""
+        if more and made:
+            key, outcome, last = made[-1]
+            made[-1] = (key, outcome, replace(last, context={**(last.context or {}), MORE_HIDDEN: more}))
+        new = [(key, outcome, record) for key, outcome, record in made if self._earlier(key, outcome) is None]
+        self._record_all([(k, o, Decision.recorded(principal.workspace, r.to_dict())) for k, o, r in new], principal)
 
     def _file_verdict(
         self, rules: LanguageRules, language: str, name: str, file: str, version: str | None, facts, context: dict

@@ -15,9 +15,10 @@ from application.chain.checked import CheckedReads
 from application.evaluation import decision_view
 from application.formats import iso, parse_uuid
 from application.index.deliveries import with_deliveries
-from application.index.gate import Principal
+from application.index.gate import NOT_PROJECT_DENIALS, Principal
 from application.store.reads import Denials, ReadModel
 from domain.errors import FieldError, InvalidInputError, NotFoundError
+from domain.limits import MAX_RUN_DECISIONS
 from domain.run import RUN_SECRET_PREFIX, Run, new_run_secret, run_id
 from domain.text import check_context, quoted
 from domain.token import digest, role_allows
@@ -101,8 +102,10 @@ class Runs:
             if not self._checked.run(str(run_uuid))["ended"]:
                 raise
 
-    def decisions(self, workspace: str, run: str, caller: dict) -> dict:
-        """That run's decisions, denied first; a sandbox token sees only the runs it started."""
+    def decisions(self, workspace: str, run: str, caller: dict, limit: int = MAX_RUN_DECISIONS) -> dict:
+        """That run's decisions, at most `limit`: its project denials first, then its other
+        refusals, then its allows, and whether it has more (`truncated`); a sandbox token sees
+        only the runs it started."""
         run_uuid = parse_uuid(run)  # a run id is a UUID: any other text names no run (a NUL had been a 500)
         row = self._readmodel.run(str(run_uuid)) if run_uuid else None
         if (
@@ -111,11 +114,12 @@ class Runs:
             or (caller["role"] == "sandbox" and row["started_by"] != caller["id"])
         ):
             raise NotFoundError(f"no run {quoted(run)} in this workspace")
-        rows = self._readmodel.run_decisions(str(run_uuid))
+        rows, truncated = self._readmodel.run_decisions(Denials(str(run_uuid), None, NOT_PROJECT_DENIALS), limit)
         decisions = with_deliveries(
             self._readmodel, [decision_view(r["id"], json.loads(r["record"]), r["at"], workspace) for r in rows]
         )
-        return {"run": run_view(row), "allowed": all(d["allowed"] for d in decisions), "decisions": decisions}
+        allowed = all(d["allowed"] for d in decisions)  # refusals come first: any there is, is listed
+        return {"run": run_view(row), "allowed": allowed, "decisions": decisions, "truncated": truncated}
 
 
 def run_view(row: dict) -> dict:

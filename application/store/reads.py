@@ -9,6 +9,7 @@ from functools import lru_cache
 
 from application.store.schema import Dialect
 from domain.decision import COLUMNS, INDEX_SOURCE, NOT_FOUND_UPSTREAM
+from domain.limits import MAX_RUN_DECISIONS
 from domain.patterns import patterns_for
 from domain.specs import deny_key
 
@@ -101,8 +102,8 @@ class Denials:
     reasons in `passing` (refusals that are not project denials), those not about a registry
     project, and those on what a version declares (a refused URL dependency or bundled name hides
     that version; it denies no project, as the gate counts it): what fails a run.
-    Read on its own (`first_project_denial`) or, whether there is one, with the reader's token
-    (application.store.chain.ChainStore.caller)."""
+    Read on its own (`first_project_denial`), whether there is one with the reader's token
+    (application.store.chain.ChainStore.caller), or to list them first (`run_decisions`)."""
 
     reader: str
     since: datetime | None
@@ -387,13 +388,23 @@ class ReadModel:
             f"SELECT d.at, d.record {denials.sql()} ORDER BY r.at, r.decision LIMIT 1", denials.params(self.dialect)
         )
 
-    def run_decisions(self, run_id: str, limit: int = 10_000) -> list[dict]:
-        """Denied first (false sorts before true in both stores), then in the order they were made."""
-        return self._rows(
+    def run_decisions(self, denials: Denials, limit: int = MAX_RUN_DECISIONS) -> tuple[list[dict], bool]:
+        """A run's decisions, at most `limit`, and whether it has more: its project denials first
+        (`denials`, read as what fails the run), then its other refusals (false sorts before true
+        in both stores), then its allows, each in the order they were made. Two ranges of
+        run_decisions' primary key; the second leaves out the first's rows."""
+        first = self._rows(
+            f"SELECT d.id, d.at, d.record {denials.sql()} ORDER BY r.at, r.decision LIMIT %s",
+            (*denials.params(self.dialect), limit + 1),
+        )
+        taken = {row["id"] for row in first}
+        rest = self._rows(
             "SELECT d.id, d.at, d.record FROM {run_decisions} r JOIN {decisions} d ON d.id = r.decision "
             "WHERE r.run = %s ORDER BY r.allowed, r.at, r.decision LIMIT %s",
-            (run_id, limit),
+            (denials.reader, limit + 1 + len(first)),
         )
+        rows = first + [row for row in rest if row["id"] not in taken]
+        return rows[:limit], len(rows) > limit
 
     # -- deliveries (domain.delivery) -------------------------------------------------------------
     def deliveries(self, decision_ids: list[str]) -> list[dict]:

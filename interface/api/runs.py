@@ -14,12 +14,12 @@ from flask import Response, url_for
 from pydantic import BaseModel, Field
 
 from application.index import DEFAULT_RUN_SECONDS, MAX_RUN_SECONDS
-from domain.limits import RUN_STARTS_PER_MINUTE
+from domain.limits import MAX_RUN_DECISIONS, RUN_STARTS_PER_MINUTE
 from domain.token import ANY_ROLE
 from interface.api.answers import DecisionView
 from interface.api.blueprint import W, api
 from interface.api.routing import Rate
-from interface.api.schemas import Body, Context, Instant
+from interface.api.schemas import Body, Context, Instant, Query
 
 
 class RunBody(Body):
@@ -45,10 +45,19 @@ class RunView(BaseModel):
     context: dict
 
 
+class RunDecisionsQuery(Query):
+    limit: Annotated[int, Field(ge=1, le=MAX_RUN_DECISIONS)] = MAX_RUN_DECISIONS
+
+
 class RunDecisions(BaseModel):
     run: RunView
     allowed: bool = Field(description="true when the run has no denied decision")
-    decisions: list[DecisionView] = Field(description="denied first, then in the order they were made")
+    decisions: list[DecisionView] = Field(
+        description="its project denials first, then its other refusals, then its allows, each in the order made"
+    )
+    truncated: bool = Field(
+        description=f"true when the run has more decisions than listed (`limit`, default {MAX_RUN_DECISIONS})"
+    )
 
 
 @api.route(
@@ -86,9 +95,10 @@ def delete_run(gov, ws, caller, run_id):
 @api.route(
     "GET",
     W + "/runs/<run_id>/decisions",
-    "One run's decisions, denied first",
+    "One run's decisions, project denials first",
     role=ANY_ROLE,
+    query=RunDecisionsQuery,
     response=RunDecisions,
 )
-def get_run_decisions(gov, ws, caller, run_id):
-    return gov.index.runs.decisions(ws, run_id, caller)  # a sandbox token: only the runs it started
+def get_run_decisions(gov, ws, caller, run_id, query):
+    return gov.index.runs.decisions(ws, run_id, caller, query.limit)  # a sandbox token: only the runs it started

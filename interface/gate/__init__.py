@@ -82,6 +82,7 @@ HIDDEN_VERSIONS = ("known-malware", "version-unknown", "too-new", "version-denie
 OPTION = "option"  # the kind of a decision on an installer's option, not on a package
 UPSTREAM_FAILED = "upstream-failed"  # the index's upstream failed a fetch (its reason names the setting)
 SAID_AS = {NOT_FOUND: "refused", UPSTREAM_FAILED: "upstream failed"}  # else "hidden"
+REFUSALS_SHOWN = 20  # refusals of no project said one by one after an install; the rest are counted
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,7 +190,7 @@ def report_run(config: dict, run_id: str, status: int) -> int:
     the run recorded one (pip, uv and pnpm do not show the index's reasons, and a resolver may
     even succeed around a denial), 4 when the run's decisions cannot be read (fail closed)."""
     try:
-        denials = run_denials(config, run_id)
+        denials, more = run_denials(config, run_id)
     except CannotVerify as error:
         say(f"the installer exited {status}, but this run's decisions cannot be read: {error}")
         say("what it installed cannot be verified (fail closed); exit status 4")
@@ -198,8 +199,14 @@ def report_run(config: dict, run_id: str, status: int) -> int:
     # path source), for known malware or by a rule beyond names, and a name the upstream does not have. The resolver may
     # pick another version (or fails by itself), so they are said, and the installer's status stands.
     # So is an upstream that failed the index (untrusted, unreachable): pip prints only a status.
-    for decision in (d for d in denials if not is_project_denial(d)):
+    # A few are said one by one, the rest counted: a packument can hide thousands of versions.
+    others = [d for d in denials if not is_project_denial(d)]
+    for decision in others[:REFUSALS_SHOWN]:
         say(f"{SAID_AS.get(decision.get('reason'), 'hidden')}: {index_denial_text(decision)}")
+    unsaid = len(others[REFUSALS_SHOWN:])
+    if unsaid or more:
+        beyond = " (and more the gate did not read)" if more else ""
+        say(f"and {unsaid} more such refusal(s){beyond}: {config['base']}/runs/{run_id}/decisions lists them")
     denials = [d for d in denials if is_project_denial(d)]
     if not denials:
         return status
@@ -211,7 +218,8 @@ def report_run(config: dict, run_id: str, status: int) -> int:
         if hint and hint not in str(decision.get("message")):
             say(f"  to ask for it: {hint}")
     if refused:
-        say(f"after that denial the package index refused this run {len(refused)} more fetch(es) ({RUN_FAILED})")
+        counted = f"{len(refused)}{' or more' if more else ''}"
+        say(f"after that denial the package index refused this run {counted} more fetch(es) ({RUN_FAILED})")
     say(f"the package index refused this install the package(s) above (the installer exited {status}); exit status 3")
     return EXIT_DENIED
 

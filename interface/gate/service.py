@@ -16,6 +16,10 @@ import urllib.request
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_INSTALLER_PATH = "/usr/local/bin:/usr/bin:/bin"
 MAX_ANSWER_BYTES = 16 * 1024 * 1024  # far above any real answer; bounds memory on a rogue reply
+# A run's decisions the gate reads: its project denials come first, so these hold them, and the
+# answer stays below MAX_ANSWER_BYTES however many the run recorded (a decision's spec and detail
+# are bounded by 4,096 characters each: 500 of them are a few MiB at most).
+RUN_DECISIONS_READ = 500
 
 
 class CannotVerify(Exception):
@@ -98,13 +102,21 @@ def create_run(config: dict) -> dict:
     return run
 
 
-def run_denials(config: dict, run_id: str) -> list[dict]:
-    """The run's denied decisions (GET /runs/{id}/decisions answers denied first)."""
-    answer = call(config, "GET", f"/runs/{urllib.parse.quote(run_id, safe='')}/decisions")
+def run_denials(config: dict, run_id: str) -> tuple[list[dict], bool]:
+    """The run's denied decisions, its project denials first (as GET /runs/{id}/decisions lists
+    them), at most RUN_DECISIONS_READ of its decisions; and whether it has more."""
+    path = f"/runs/{urllib.parse.quote(run_id, safe='')}/decisions"
+    try:
+        answer = call(config, "GET", f"{path}?limit={RUN_DECISIONS_READ}")
+    except ErrorAnswer as error:
+        if error.status != 422:
+            raise
+        answer = call(config, "GET", path)  # a service older than the gate takes no limit
     decisions = answer.get("decisions")
     if not isinstance(decisions, list):
         raise CannotVerify("the answer does not have the shape of a run's decisions")
-    return [d for d in decisions if isinstance(d, dict) and d.get("allowed") is False]
+    denied = [d for d in decisions if isinstance(d, dict) and d.get("allowed") is False]
+    return denied, answer.get("truncated") is True
 
 
 def end_run(config: dict, run_id: str) -> None:

@@ -406,6 +406,24 @@ def test_a_project_denial_beside_a_hidden_version_is_still_exit_3():
         assert report_run({"base": url, "token": "rcp_x", "timeout": 5.0}, "r-1", 0) == 3
 
 
+def test_many_hidden_versions_are_said_a_few_and_counted_and_a_cut_list_is_said(capsys):
+    """A reviewer's: the gate printed a `hidden:` line for each of 10,000 refusals. A few are said,
+    the rest counted, and so is a list the service cut; the gate asks for a bounded few."""
+    from interface.gate import REFUSALS_SHOWN, report_run
+    from interface.gate.service import RUN_DECISIONS_READ
+
+    hidden = [{**HIDDEN, "declared_by": f"alpha=={i}"} for i in range(REFUSALS_SHOWN + 7)]
+    body = json.dumps({"run": {}, "allowed": False, "decisions": hidden, "truncated": True}).encode()
+    with canned_service(200, body) as url:
+        assert report_run({"base": url, "token": "rcp_x", "timeout": 5.0}, "r-1", 1) == 1
+    assert url.requests == [f"/runs/r-1/decisions?limit={RUN_DECISIONS_READ}"]
+    said = capsys.readouterr().err.splitlines()
+    one = f"runcode-policy-gate: hidden: beta (python) \u2014 {HIDDEN['reason']}: {HIDDEN['message']}"
+    assert said[:-1] == [one] * REFUSALS_SHOWN
+    counted = "and 7 more such refusal(s) (and more the gate did not read)"
+    assert said[-1] == f"runcode-policy-gate: {counted}: {url}/runs/r-1/decisions lists them"
+
+
 @pytest.mark.parametrize("reason", ["known-malware", "not-found-upstream"])
 def test_a_refusal_that_denies_no_project_is_said_but_keeps_the_installers_status(reason):
     from interface.gate import report_run

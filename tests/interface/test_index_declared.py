@@ -9,8 +9,13 @@ records which dependency hid them.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from domain.limits import MAX_RUN_DECISIONS, MAX_VERSION_DECISIONS
+from interface.gate import REFUSALS_SHOWN
+from interface.gate.service import RUN_DECISIONS_READ
 from tests.support import clients
 from tests.support.fixture_server import FileHost
 from tests.support.gate import Gate, sandbox_env
@@ -248,6 +253,37 @@ def test_a_tarball_the_index_cannot_read_is_refused(live, app, npm_upstream, url
     for number in ("1.0.0", "1.1.0"):
         reply = live.call("GET", f"/npm/acme/opaque/-/opaque-{number}.tgz", run["token"])
         assert reply.status == 403 and "could not read" in reply.json["detail"], reply.body
+
+
+def test_the_gate_names_a_denial_its_run_made_after_ten_thousand_refusals_and_counts_them(
+    live, app, npm_upstream, tmp_path
+):
+    """A reviewer's: a run refused 12,000 hidden versions, then `beta`, the optional dependency
+    of a dependency; the gate printed 10,000 `hidden:` lines, never beta, and exited with npm's
+    own status. Each packument records at most MAX_VERSION_DECISIONS of its versions' refusals,
+    so here 201 packuments of 50 make the run's 10,050, then beta is asked for."""
+    set_policy(app, "denylist", node=["beta"])
+    packages = [f"p{i:03}" for i in range(MAX_RUN_DECISIONS // MAX_VERSION_DECISIONS + 1)]
+    for name in packages:
+        git = {f"{name}-{i}": f"git+https://x.example/{name}-{i}.git" for i in range(MAX_VERSION_DECISIONS)}
+        npm_upstream.add(Release(name, "1.0.0"))
+        npm_upstream.add(Release(name, "1.1.0", dependencies=git))  # hidden: npm takes 1.0.0
+    npm_upstream.add(Release("zopt", "1.0.0", optional_dependencies={"beta": "^1.0.0"}))
+    npm_upstream.add(Release("hb", "2.0.0", dependencies={**dict.fromkeys(packages, "^1.0.0"), "zopt": "^1.0.0"}))
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    (project / "package.json").write_text(
+        json.dumps({"name": "p", "version": "1.0.0", "dependencies": {"hb": "^2.0.0"}})
+    )
+    done = Gate(tmp_path / "gate", installer_path="/usr/bin:/bin")(
+        "--", "npm", "install", env=sandbox_env(live, home), cwd=project, timeout=600
+    )
+    said = done.stderr
+    assert done.returncode == 3 and "runcode-policy-gate: denied: beta (node)" in said, said[-3000:]
+    assert said.count("runcode-policy-gate: hidden: ") == REFUSALS_SHOWN, said[-3000:]
+    unsaid = RUN_DECISIONS_READ - 1 - REFUSALS_SHOWN  # beta's denial came first
+    assert f"runcode-policy-gate: and {unsaid} more such refusal(s) (and more the gate did not read): " in said
 
 
 def test_npm_asked_for_exactly_a_hidden_version_fails_with_the_reason(live, app, tmp_path, url_host):

@@ -6,9 +6,13 @@ from __future__ import annotations
 import base64
 import csv
 import io
+from collections import Counter
 
+from domain.limits import MAX_RUN_DECISIONS, MAX_VERSION_DECISIONS
 from tests.support.index_fixtures import run_decisions, set_policy, start_run
 from tests.support.index_live import index_live_env  # noqa: F401 - the live_env fixture
+from tests.support.npm_upstream import Release
+from tests.support.pypi_upstream import Dist
 
 JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
 RUNS = "/api/v1/workspaces/acme/runs"
@@ -207,3 +211,107 @@ def test_a_fetch_a_save_elsewhere_overtook_is_judged_again_and_recorded_by_the_n
     assert page.status == 200 and page.json["files"] == [], page.body  # quarantined: alpha is denied now
     alpha = [(d["allowed"], d["policy_version"]) for d in run_decisions(live, run) if d["name"] == "alpha"]
     assert alpha == [(False, app.policies.load_policy("acme").policy_version)]
+
+
+def git_dependencies(count: int, prefix: str) -> dict[str, str]:
+    return {f"{prefix}{i}": f"git+https://x.example/{prefix}{i}.git" for i in range(count)}
+
+
+def declaring(decision: dict) -> str:
+    """The project whose version declares what a decision judged (`wide@1.1.0`, `deep==1.0`)."""
+    return decision["declared_by"].partition("@")[0].partition("==")[0]
+
+
+def test_an_answer_records_a_bounded_few_of_what_its_versions_declare_and_counts_the_hidden_rest(
+    live, app, npm_upstream, pypi_upstream
+):
+    """A reviewer's: one version declaring 5,000 git dependencies recorded 5,001 decisions for its
+    packument and 5,001 more for its tarball, in every run; 1,000 versions of 20 each, 20,001 a
+    fetch (seconds of the store's lock each; the store grew by gigabytes and every caller got 503).
+    An answer records at most MAX_VERSION_DECISIONS refusals of what its versions declare, and
+    the last one counts the versions it hid that none of them names; PyPI's Requires-Dist too."""
+    node, python = {"mode": "denylist", "deny": []}, {"mode": "allowlist", "allow": ["deep"]}  # git: refused in both
+    app.save_policy("acme", {"node": node, "python": python}, by="founder")
+    npm_upstream.add(Release("wide", "1.0.0"))
+    npm_upstream.add(Release("wide", "1.1.0", dependencies=git_dependencies(5000, "w")))
+    for minor in range(120):
+        npm_upstream.add(Release("tall", f"1.{minor}.0", dependencies=git_dependencies(20, f"t{minor}-")))
+    requires = tuple(f"g{i} @ git+https://x.example/g{i}.git" for i in range(5000))
+    pypi_upstream.add(Dist("deep", "1.0", files=("wheel",), requires=requires))
+    run = start_run(live)
+    wide = live.call("GET", "/npm/acme/wide", run["token"])
+    assert wide.status == 200 and list(wide.json["versions"]) == ["1.0.0"], wide.body[:300]
+    assert live.call("GET", "/npm/acme/wide/-/wide-1.1.0.tgz", run["token"]).status == 403
+    for _ in range(2):  # a repeat records nothing more
+        tall = live.call("GET", "/npm/acme/tall", run["token"])
+        assert tall.status == 200 and len(tall.json["policyRestrictions"]["versions"]) == 120  # all hidden
+    assert fetch(live, "/pypi/acme/files/deep/deep-1.0-py3-none-any.whl.metadata", run["token"]).status == 403
+    page = fetch(live, "/pypi/acme/simple/deep/", run["token"])
+    assert page.status == 200 and page.json["files"] == [], page.body[:300]
+
+    declared = [d for d in run_decisions(live, run) if d.get("declared_by")]
+    assert not any(d["allowed"] for d in declared)
+    recorded = Counter((declaring(d), d["request"]) for d in declared)
+    answers = (("wide", "page"), ("wide", "download"), ("tall", "page"), ("deep", "metadata"), ("deep", "page"))
+    assert recorded == dict.fromkeys(answers, MAX_VERSION_DECISIONS)
+    # tall 1.0.0 to 1.2.0 are named (20 + 20 + 10 of their dependencies): 117 versions more were hidden
+    counted = [(declaring(d), d["context"]["more_hidden"]) for d in declared if "more_hidden" in d["context"]]
+    assert counted == [("tall", 117)]
+    assert {d["package_version"] for d in declared if declaring(d) == "tall"} == {"1.0.0", "1.1.0", "1.2.0"}
+
+
+def test_the_versions_a_rule_hides_are_recorded_a_bounded_few_and_the_rest_counted(live, app, npm_upstream):
+    """The same bound, and the same count of the rest, for the versions a rule beyond names hides."""
+    for minor in range(60):
+        npm_upstream.add(Release("scripts", f"1.{minor}.0", scripts={"postinstall": "node -e 0"}))
+    app.save_policy("acme", {"node": {"rules": {"install_scripts": {"allow": [], "action": "enforce"}}}}, by="x")
+    run = start_run(live)
+    packument = live.call("GET", "/npm/acme/scripts", run["token"])
+    assert packument.status == 200 and len(packument.json["policyRestrictions"]["versions"]) == 60
+    refused = [d for d in run_decisions(live, run) if d["reason"] == "install-scripts"]
+    assert len(refused) == MAX_VERSION_DECISIONS
+    assert [d["context"]["more_hidden"] for d in refused if "more_hidden" in d["context"]] == [10]
+
+
+def test_a_runs_project_denial_is_listed_first_however_many_refusals_it_has_and_a_cut_list_says_so(
+    live, app, npm_upstream
+):
+    """A reviewer's: a run refused 12,000 versions (a packument's hidden ones), then denied `beta`:
+    its decisions listed the first 10,000 refusals in the order made, without beta and without a
+    sign that the list was cut, and the gate reported the install as npm's own failure. An
+    answer records at most MAX_VERSION_DECISIONS refusals, so the run asks for 201 packuments."""
+    set_policy(app, "denylist", node=["beta"])
+    packages = [f"p{i:03}" for i in range(MAX_RUN_DECISIONS // MAX_VERSION_DECISIONS + 1)]
+    for name in packages:
+        npm_upstream.add(Release(name, "1.0.0", dependencies=git_dependencies(MAX_VERSION_DECISIONS, f"{name}-")))
+    run = start_run(live)
+    for name in packages:
+        assert live.call("GET", f"/npm/acme/{name}", run["token"]).status == 200
+    live.call("GET", "/npm/acme/beta", run["token"])  # denied: the run fails
+    assert live.call("GET", "/npm/acme/alpha", run["token"]).status == 403  # run-failed
+
+    path = f"{RUNS}/{run['id']}/decisions"
+    listed = live.call("GET", path, live.tokens["auditor"]).json
+    first, *others = listed["decisions"]
+    assert (first["name"], first["reason"]) == ("beta", "matches-the-deny-list")
+    assert len(listed["decisions"]) == MAX_RUN_DECISIONS and listed["truncated"] is True
+    assert {d["reason"] for d in others} == {"direct-reference"}  # refusals before allows; run-failed cut
+    few = live.call("GET", path + "?limit=3", live.tokens["sandbox"]).json
+    assert [d["reason"] for d in few["decisions"]] == ["matches-the-deny-list", "direct-reference", "direct-reference"]
+    assert few["truncated"] is True and few["allowed"] is False
+    whole = live.call("GET", path + f"?limit={MAX_RUN_DECISIONS}", live.tokens["auditor"]).json
+    assert whole == listed
+    too_many = live.call("GET", path + f"?limit={MAX_RUN_DECISIONS + 1}", live.tokens["auditor"])
+    assert too_many.status == 422 and too_many.media == "application/problem+json", too_many.body
+    assert "limit" in too_many.body.decode()
+
+    short = start_run(live)  # beta, then what the failed run refused, then what it allowed
+    for name in ("alpha", "beta", "alpha"):
+        live.call("GET", f"/npm/acme/{name}", short["token"])
+    listed = live.call("GET", f"{RUNS}/{short['id']}/decisions", live.tokens["auditor"]).json
+    assert [(d["name"], d["reason"]) for d in listed["decisions"]] == [
+        ("beta", "matches-the-deny-list"),
+        ("alpha", "run-failed"),
+        ("alpha", "not-on-the-deny-list"),
+    ]
+    assert listed["truncated"] is False
