@@ -227,13 +227,20 @@ class AuditChain:
         return {key_id(k): k for k in keys + self.previous_keys}
 
     def verify(self, workspace: str, copied=(), keys: dict | None = None) -> dict:
-        """Recompute the chain and hold it against the store's checkpoints and any `copied` out."""
+        """Recompute the chain and hold it against the store's checkpoints and any `copied` out.
+
+        Every read sees one snapshot of the store: the events, the chain, the sealed position and
+        the read models, each read apart while writers and sealers committed in between, had
+        disagreed on an untouched store (a change row whose event a sealer sealed meanwhile was
+        named as inserted; the counts of a round sealed meanwhile, as altered). What was committed
+        before the snapshot and not yet sealed in it counts as unsealed."""
         self.require_chain(workspace)
-        require_current(self.store.recorder)  # the read models are compared as this code writes them
-        try:
-            return self._verify(workspace, copied, keys)
-        except MissingNode as missing:  # the signed notes are read off the stored tree
-            return {"ok": False, "checked": 0, "problem": "tree", "detail": str(missing), "record": {}}
+        with self.store.snapshot():
+            require_current(self.store.recorder)  # the read models are compared as this code writes them
+            try:
+                return self._verify(workspace, copied, keys)
+            except MissingNode as missing:  # the signed notes are read off the stored tree
+                return {"ok": False, "checked": 0, "problem": "tree", "detail": str(missing), "record": {}}
 
     def _verify(self, workspace: str, copied, keys: dict | None) -> dict:
         # A copy of a checkpoint the store still holds is one checkpoint, not two; but only when

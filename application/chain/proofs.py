@@ -75,13 +75,13 @@ class Proofs:
     # -- notes --------------------------------------------------------------------------------
     def with_notes(self, checkpoints: list[dict], make: bool = True) -> list[dict]:
         """The checkpoints, each with its signed note (`make`: made now for one signed before
-        notes were; else None)."""
+        notes were; else None). A note stored blank is the store's, not none: verification names it."""
         if not checkpoints:
             return checkpoints
         workspace = checkpoints[0]["workspace"]
         found = self.tree.store.notes(workspace, [c["seq"] for c in checkpoints])
         made = self._note if make else lambda workspace, size: None
-        return [c | {"note": found.get(c["seq"]) or made(workspace, c["seq"])} for c in checkpoints]
+        return [c | {"note": found[c["seq"]] if c["seq"] in found else made(workspace, c["seq"])} for c in checkpoints]
 
     def _note(self, workspace: str, size: int) -> str | None:
         key = self.chain.key

@@ -23,6 +23,7 @@ from application.chain import notes
 from application.chain.merkle import inclusion_root, leaf_hash
 from application.chain.proofs import b64, stored_event
 from application.chain.slices import _sealed_record_problem as sealed_record_problem
+from application.chain.slices import repeated
 
 KIND = "runcode-policy/receipt/v1"
 
@@ -88,12 +89,15 @@ def _verify(document: dict, public) -> dict:
             f"the signed statement is of {stated[0]} and the checkpoint of {origin}: a receipt joins one log's"
         )
     listed = _statement(notes.open_note(document["statement"], origin, public), origin, run, size)
-    proven = set()
+    proven, by_seq, ids = set(), {}, set()
     for decision in document["decisions"]:
-        problem = sealed_record_problem(decision)
+        # a decision listed twice was one leaf of the statement, and counted (and said) twice
+        problem = sealed_record_problem(decision) or repeated(decision, by_seq, ids, "the receipt")
         if problem:
             raise ReceiptError(problem[1])
         chain = decision["chain"]
+        by_seq[chain["seq"]] = decision
+        ids.add(decision["id"])
         if decision.get("run") != run:
             raise ReceiptError(f"decision {decision['id']} belongs to run {decision.get('run')}, not {run}")
         leaf = leaf_hash(bytes.fromhex(chain["event_hash"]))

@@ -13,10 +13,14 @@ roots, the stored Merkle tree proofs are served from, and the stored policy snap
 
 A log keeps one origin (`application.chain.proofs`). Before the walk, a copied checkpoint whose
 note names an origin none of the store's notes do is named as another log's (it had been called
-a rewritten chain); after it, a store whose notes name several origins says which.
+a rewritten chain); a store's note that is no checkpoint of the workspace (garbled, blanked)
+names no origin there, and is named as altered after the walk. After it, a store whose notes
+name several origins says which.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from application.chain import notes
 from application.chain.merkle import EMPTY_ROOT, leaf_hash, node_hash
@@ -28,14 +32,14 @@ PAGE = 5000
 
 def check_notes(tree: MerkleTree, workspace: str, checkpoints: list[dict], keys: dict, checked: int) -> dict | None:
     """`checkpoints` with their `note` (None for one signed before notes were); `keys`: trusted."""
-    noted = sorted((c for c in checkpoints if c.get("note")), key=lambda c: c["seq"])
+    noted = sorted((c for c in checkpoints if c.get("note") is not None), key=lambda c: c["seq"])
     roots = _roots(tree, workspace, {c["seq"] for c in noted})
     stored_size = tree.store.size(workspace)
     for checkpoint in noted:
         size, record = checkpoint["seq"], {"seq": checkpoint["seq"]}
         opened = _open(checkpoint["note"], workspace, keys.values())
-        if isinstance(opened, str):
-            return _failure(checked, "signature", f"the signed note of checkpoint {size} {opened}", record)
+        if isinstance(opened, Unopened):
+            return _failure(checked, opened.problem, f"the signed note of checkpoint {size} {opened.how}", record)
         _, note_size, root = opened
         if note_size != size or root != roots.get(size):
             return _failure(
@@ -95,8 +99,25 @@ def another_log(stored: list[dict], copied: list[dict]) -> dict | None:
 
 
 def _origin(checkpoint: dict) -> str | None:
-    note = checkpoint.get("note")
-    return notes.origin_of(note) if isinstance(note, str) and note else None
+    """The origin a checkpoint's note names, if it is a checkpoint of the workspace at all: a note
+    garbled or blanked in the store names no log (it was altered: `check_notes` says so)."""
+    try:
+        origin = _parsed(checkpoint.get("note"))[0]
+    except notes.NoteError:
+        return None
+    return origin if _of_workspace(origin, checkpoint.get("workspace")) else None
+
+
+def _parsed(note) -> tuple[str, int, bytes]:
+    """(origin, size, root) of a well-formed note, its signatures unchecked; else NoteError."""
+    if not isinstance(note, str):
+        raise notes.NoteError("the note is not text")
+    return notes.parse_checkpoint(notes.split(note)[0])
+
+
+def _of_workspace(origin: str, workspace) -> bool:
+    """The origin's host part is the deployment's own, so any is accepted."""
+    return origin.startswith("runcode-policy/") and origin.endswith(f"/{workspace}")
 
 
 def check_snapshots(check: SnapshotCheck, snapshots: list, checked: int) -> dict | None:
@@ -134,18 +155,26 @@ def _roots(tree: MerkleTree, workspace: str, sizes: set[int]) -> dict[int, bytes
     return roots
 
 
-def _open(note: str, workspace: str, keys) -> tuple[str, int, bytes] | str:
-    """(origin, size, root) of a note a trusted key signed under an origin of this workspace (the
-    origin's host part is the deployment's own, so any is accepted); else what is wrong."""
-    origin = notes.origin_of(note)
-    if not (origin.startswith("runcode-policy/") and origin.endswith(f"/{workspace}")):
-        return f"names origin {origin!r}, not one of workspace {workspace!r}"
+class Unopened(NamedTuple):
+    problem: str  # as verification names it
+    how: str
+
+
+def _open(note: str, workspace: str, keys) -> tuple[str, int, bytes] | Unopened:
+    """(origin, size, root) of a note a trusted key signed under an origin of this workspace; else
+    what is wrong."""
+    try:
+        origin = _parsed(note)[0]
+    except notes.NoteError as error:
+        return Unopened("altered", f"is not a signed checkpoint ({error}): it was altered")
+    if not _of_workspace(origin, workspace):
+        return Unopened("signature", f"names origin {origin!r}, not one of workspace {workspace!r}")
     for public in keys:
         try:
             return notes.open_checkpoint(note, public)
         except notes.NoteError:
             continue
-    return "is not signed by a trusted key under its origin: forged or altered"
+    return Unopened("signature", "is not signed by a trusted key under its origin: forged or altered")
 
 
 def _failure(checked: int, problem: str, detail: str, record: dict) -> dict:

@@ -94,7 +94,7 @@ def verify_slice(lines: Iterable[dict], checkpoints: list[dict], keys: dict) -> 
             return _failure(0, "signature", problem)
     by_seq, ids = {}, set()
     for decision in decisions:
-        problem = _sealed_record_problem(decision) or _repeated(decision, by_seq, ids)
+        problem = _sealed_record_problem(decision) or repeated(decision, by_seq, ids, "the export")
         if problem:
             return _failure(len(by_seq), *problem)
         by_seq[decision["chain"]["seq"]] = decision
@@ -102,12 +102,12 @@ def verify_slice(lines: Iterable[dict], checkpoints: list[dict], keys: dict) -> 
     return _walk(links, by_seq, {c["seq"]: c for c in checkpoints}, workspace)
 
 
-def _repeated(decision: dict, by_seq: dict, ids: set) -> tuple[str, str] | None:
+def repeated(decision: dict, by_seq: dict, ids: set, where: str) -> tuple[str, str] | None:
     """Each record of the chain is one decision, and each decision one line: a line claiming a
     record another line holds (or repeating a decision) would otherwise stand in for it unchecked."""
     seq = decision["chain"]["seq"]
     if decision["id"] in ids:
-        return "inserted", f"decision {decision['id']} appears twice in the export"
+        return "inserted", f"decision {decision['id']} appears twice in {where}"
     if seq in by_seq:
         return "inserted", f"decisions {by_seq[seq]['id']} and {decision['id']} both claim record {seq}"
     return None

@@ -41,9 +41,8 @@ def verify(store: ChainStore, read_workspace, workspace: str, checkpoints: list[
     rewound = position_failure(store)
     if rewound is not None:
         return rewound
-    # The sealed position before the walk: what the sealers seal while it walks counts as unsealed,
-    # so "nothing unsealed" means the walk saw every event (read after, a round sealed meanwhile
-    # would be neither walked nor counted).
+    # Read in the walk's snapshot (`AuditChain.verify`): what was committed and not sealed in it
+    # counts as unsealed.
     position = store.position()
     walk = _Walk(store, workspace, heads)
     failure = walk.run()
@@ -63,11 +62,24 @@ def verify(store: ChainStore, read_workspace, workspace: str, checkpoints: list[
 def position_failure(store: ChainStore) -> dict | None:
     """The sealed position behind what the chain already seals: `rcp_chain_position` moved back
     (or its row removed). Sealing cannot go on (it would seal those events again), and everything
-    the sealer had passed would count as unsealed, so an event inserted there would go unnamed."""
+    the sealer had passed would count as unsealed, so an event inserted there would go unnamed.
+    A chain row whose notification id was moved past the position is named instead."""
     bounds = store.sealed_bounds()
     position, sealed = bounds["position"] or 0, bounds["sealed"] or 0
     if sealed <= position:
         return None
+    for row in store.sealed_at(sealed):  # or a chain row moved past it: its event says where it was sealed
+        stored = row["stored_notification_id"]
+        if stored is not None and stored != sealed:
+            record = _record(row)
+            return _failure(
+                0,
+                "altered",
+                f"chain record {row['seq']} of {row['workspace']!r} ({_name(record)}) says it sealed notification "
+                f"{sealed}, past the sealer's position {position}, but its event is stored at notification {stored}: "
+                "the chain table (rcp_chain) was edited",
+                record,
+            )
     return _failure(
         0,
         "altered",

@@ -135,6 +135,11 @@ class ChainStore:
     def _rows(self, template: str, params=(), prepare: bool = False, generic: bool = False) -> list[dict]:
         return self.recorder.fetch(render(self.dialect, self.events_table, template), params, prepare, generic)
 
+    def snapshot(self):
+        """A context in which every read this thread makes sees one snapshot of the store
+        (application.store.pinned): what is committed meanwhile, sealed or not, is seen by none."""
+        return self.recorder.snapshot()
+
     @contextmanager
     def sealing(self):
         """A write transaction holding the sealing lock; yields it and the sealed position."""
@@ -159,6 +164,17 @@ class ChainStore:
             "SELECT (SELECT notification_id FROM {chain_position} WHERE singleton = 1) AS position, "
             "(SELECT MAX(notification_id) FROM {chain}) AS sealed"
         )[0]
+
+    def sealed_at(self, notification_id: int) -> list[dict]:
+        """The chain rows that say they sealed this notification, each with where its event is
+        stored now (None where it is gone) and its topic."""
+        return self._rows(
+            "SELECT c.workspace, c.seq, c.notification_id, c.originator_id, c.originator_version, "
+            "e.{nid} AS stored_notification_id, e.topic FROM {chain} c LEFT JOIN {events} e "
+            "ON e.originator_id = c.originator_id AND e.originator_version = c.originator_version "
+            "WHERE c.notification_id = %s",
+            (notification_id,),
+        )
 
     def head(self, workspace: str) -> dict | None:
         rows = self._rows("SELECT workspace, seq, link FROM {chain_heads} WHERE workspace = %s", (workspace,))

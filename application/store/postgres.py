@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -17,6 +18,7 @@ from application.store import chain, merkle
 from application.store.guards import guard_function_statement, guards_check_statement
 from application.store.literals import Bind, binder
 from application.store.outage import did_not_answer, pool_had_none, retried
+from application.store.pinned import Pins
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, postgres_dialect
 
@@ -45,6 +47,21 @@ def idle_checked_after_loss(get_connection, pool):
     return connection
 
 
+def held_or_pooled(get_connection, pins: Pins):
+    """The connection this thread's reads are held to (`snapshot`), else one from the pool."""
+
+    @contextmanager
+    def connection():
+        held = pins.held()
+        if held is not None:
+            yield held
+            return
+        with get_connection() as conn:
+            yield conn
+
+    return connection
+
+
 class PostgresGovernanceRecorder(PostgresApplicationRecorder):
     def __init__(self, datastore, *, events_table_name: str = "stored_events"):
         # Server-side prepared statements only where a read asks (`fetch(..., prepare=True)`, outside
@@ -62,6 +79,8 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         # backoff and the next request (the decision writer's probe, each second) starts afresh.
         datastore.pool.reconnect_timeout = RECONNECT_SECONDS
         datastore.get_connection = idle_checked_after_loss(datastore.get_connection, datastore.pool)
+        self.pins = Pins()
+        datastore.get_connection = held_or_pooled(datastore.get_connection, self.pins)
         super().__init__(datastore, events_table_name=events_table_name)
         # The library's statements before the insert (its lock timeout, the table lock), plain:
         # in one simple-query message they cost no round trip, and an anonymous `DO` block,
@@ -96,6 +115,18 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         with self.datastore.get_connection() as conn:
             row = conn.execute("SELECT clock_timestamp() AS now").fetchone()
         return row["now"]
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read this thread makes inside sees one snapshot of the store, in one REPEATABLE
+        READ READ ONLY transaction on one connection (application.store.pinned)."""
+        if self.pins.held() is not None:  # already in one
+            yield
+            return
+        with self.datastore.get_connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            with self.pins.holding(conn):
+                yield
 
     def subscribe(self, gt=None, topics=()):
         """The library's subscriptions wait for a NOTIFY this recorder does not send (above):

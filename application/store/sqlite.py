@@ -16,6 +16,7 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder
 from application.store import chain, merkle
 from application.store.files import PRIVATE_FILE, WRITERS
 from application.store.guards import GUARD_FAILED, StaleCaller, stale_count_statement
+from application.store.pinned import Pins
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, SQLITE
 
@@ -28,6 +29,8 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
         wrapped = getattr(datastore.transaction, "takes_turns", False)  # one turn per transaction, never two
         if not datastore.pool.is_sqlite_memory_mode and not wrapped:
             datastore.transaction = writer_turns(datastore.transaction, datastore.pool.db_name)
+        self.pins = Pins()
+        datastore.transaction = held_or_own(datastore.transaction, self.pins)
 
     def construct_create_table_statements(self) -> list[str]:
         return (
@@ -61,6 +64,36 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
         """One statement in its own write transaction (state outside the event log)."""
         with self.datastore.transaction(commit=True) as c:
             c.execute(statement, params)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read this thread makes inside sees one snapshot of the store, in one read
+        transaction on one connection (application.store.pinned)."""
+        if self.pins.held() is not None:  # already in one
+            yield
+            return
+        with self.datastore.get_connection(commit=False) as conn, conn.transaction(commit=False):
+            with self.pins.holding(conn):
+                yield
+
+
+def held_or_own(transaction, pins: Pins):
+    """`transaction`, but a read (commit=False) in a thread holding a snapshot (`snapshot`) is a
+    cursor in that snapshot's transaction."""
+
+    @contextmanager
+    def read_or_write(*, commit: bool) -> Iterator:
+        held = pins.held()
+        if held is None or commit:
+            with transaction(commit=commit) as cursor:
+                yield cursor
+            return
+        cursor = held.cursor()
+        with cursor:  # closed after, as the library's own
+            yield cursor
+
+    read_or_write.takes_turns = getattr(transaction, "takes_turns", False)  # type: ignore[attr-defined]
+    return read_or_write
 
 
 def writer_turns(transaction, db_name: str):

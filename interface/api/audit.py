@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -74,15 +74,28 @@ class FailedRecord(BaseModel):
     topic: str | None = None
 
 
+class FailedRow(BaseModel):
+    table: str
+    key: dict[str, Any]
+    column: str | None = Field(
+        description="the first that differs (`record.allowed` inside a JSON value); null for a row missing or added"
+    )
+    expected: Any = Field(description="what the sealed events make there")
+    found: Any = Field(description="what the table holds")
+
+
 class VerifyAnswer(BaseModel):
     ok: bool
     checked: int = Field(description="records verified before the answer (all of them when ok)")
     head: ChainHead | None = None
     checkpoints: int | None = Field(None, description="checkpoints the chain was held against")
-    unsealed: int | None = Field(None, description="records committed after the sealer's position when the walk began")
+    unsealed: int | None = Field(
+        None, description="records committed and not sealed yet in the one snapshot of the store verification reads"
+    )
     problem: Literal[PROBLEMS] | None = None
     detail: str | None = None
     record: FailedRecord | None = Field(None, description="the first record that does not verify")
+    row: FailedRow | None = Field(None, description="the first row of a table the service answers from that does not")
     origins: list[str] | None = Field(
         None,
         description="when the checkpoints' signed notes name more than one origin (signed where "

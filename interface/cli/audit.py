@@ -1,7 +1,9 @@
 """`runcode-policy audit ...`: copy checkpoints out, verify the store (or an export) against them.
 
-Verification trusts only public keys given to it: the service's own (when this machine holds its
-key), the rotated-out keys of RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS, and every `--public-key` file.
+Verification trusts only public keys given to it: those of the `--public-key` files, and only those
+when any is given (an auditor's key must not be joined by whatever key sits on the host); without
+one, the host's: the service's own (when this machine holds its key) and the rotated-out keys of
+RUNCODE_POLICY_AUDIT_PREVIOUS_KEYS.
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ checkpoints_option = _files_option(
 public_key_option = _files_option(
     "--public-key",
     "key_files",
-    "A public key to trust (PEM, base64, or a file holding the public-key document, such as a copied checkpoints file)",
+    "A public key to trust, and once one is given only those given (PEM, base64, or a file holding the "
+    "public-key document, such as a copied checkpoints file)",
 )
 
 
@@ -81,7 +84,8 @@ def verify(workspace: str, checkpoint_files: tuple[str, ...], key_files: tuple[s
     """Recompute WORKSPACE's chain from the store and check every checkpoint; exit 1 on any mismatch."""
     gov = _governance(as_found=True)  # it reads the store, never writes it
     copied = [c for path in checkpoint_files for c in read_checkpoints(path)]
-    result = gov.chain.verify(workspace, copied, keys=trusted(gov.chain.trusted_keys(), key_files))
+    keys = given_keys(key_files) if key_files else gov.chain.trusted_keys()
+    result = gov.chain.verify(workspace, copied, keys=keys)
     _echo_json(result)
     if not result["ok"]:
         raise click.ClickException(f"audit verification FAILED: {result['detail']}")
@@ -152,7 +156,7 @@ def verify_export(export: str, checkpoint_files: tuple[str, ...], key_files: tup
     Exit 0: every decision verified; 1: something differs (named); 3: nothing differs, but the
     newest decisions are newer than the newest checkpoint given, so only those before it are
     verified."""
-    keys = trusted({}, key_files)
+    keys = given_keys(key_files)
     if not keys:
         raise click.UsageError("give the public key to trust with --public-key")
     copied = [c for path in checkpoint_files for c in read_checkpoints(path)]
@@ -196,9 +200,10 @@ def _record(export: str, number: int, line: str) -> dict:
     return record
 
 
-def trusted(keys: dict, key_files: tuple[str, ...]) -> dict:
+def given_keys(key_files: tuple[str, ...]) -> dict:
+    """Key id -> public key, of every key the files hold."""
     parsed = [key for path in key_files for key in parse_public_keys(read_text(path), path)]
-    return keys | {key_id(k): k for k in parsed}
+    return {key_id(k): k for k in parsed}
 
 
 def read_checkpoints(path: str) -> list[dict]:

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from application.chain import notes, parse_public_key
 from application.chain.links import event_hash
 from application.chain.merkle import consistent, inclusion_root, leaf_hash
-from application.chain.proofs import ORIGIN_VAR
+from application.chain.proofs import ORIGIN_VAR, b64
 from application.chain.receipts import ReceiptError, verify_receipt
 from application.chain.witness import Refused, Witness, request_body
 from interface.audit.push import file_size
@@ -84,17 +84,33 @@ def _inclusion(answer: dict, public, held: list[str]) -> str:
     )
     if digest != answer["event_hash"] or event["originator_id"] != answer["decision"]:
         raise click.ClickException("proof verification FAILED: the record's bytes do not hash to its event hash")
+    leaf = leaf_hash(bytes.fromhex(digest))
+    if answer.get("leaf_hash", b64(leaf)) != b64(leaf):
+        raise click.ClickException(
+            f"proof verification FAILED: its leaf_hash {answer['leaf_hash']} is not the leaf of its event hash"
+        )
     if answer["tree_size"] != size:
         raise click.ClickException(
             f"proof verification FAILED: the proof is for size {answer['tree_size']}, the checkpoint {size}"
         )
-    if inclusion_root(answer["leaf_index"], size, leaf_hash(bytes.fromhex(digest)), _hashes(answer["proof"])) != root:
+    _as_signed(answer, "root", root)
+    if inclusion_root(answer["leaf_index"], size, leaf, _hashes(answer["proof"])) != root:
         raise click.ClickException(
             f"proof verification FAILED: decision {answer['decision']} is not at leaf "
             f"{answer['leaf_index']} of {origin} at size {size}"
         )
     record = answer["leaf_index"] + 1
     return f"decision {answer['decision']} is record {record} of {origin}, in the tree signed at size {size}"
+
+
+def _as_signed(answer: dict, field: str, root: bytes) -> None:
+    """A root the answer states must be the one its signed checkpoint carries: the proof is checked
+    against the signed one, and a file that says another would be taken at its word by a reader."""
+    if answer.get(field, b64(root)) != b64(root):
+        raise click.ClickException(
+            f"proof verification FAILED: its {field} {answer[field]} is not the root of its signed checkpoint, "
+            f"{b64(root)}"
+        )
 
 
 def _consistency(answer: dict, public, held: list[str]) -> str:
@@ -116,6 +132,8 @@ def _consistency(answer: dict, public, held: list[str]) -> str:
             f"proof verification FAILED: the checkpoints are of sizes {old} and {new}, the proof of "
             f"{answer['from']} and {answer['to']}"
         )
+    _as_signed(answer, "from_root", old_root)
+    _as_signed(answer, "to_root", new_root)
     if not consistent(old, new, old_root, new_root, _hashes(answer["proof"])):
         raise click.ClickException(
             f"proof verification FAILED: {origin} at size {new} does not extend its tree at size {old}: "

@@ -220,6 +220,24 @@ def test_a_rotated_key_keeps_verifying_old_checkpoints_once_listed_as_previous(
     assert done.exit_code == 0, done.output
 
 
+def test_with_public_key_only_the_keys_given_are_trusted_not_the_hosts(cli, acme, tmp_path, open_app):
+    """The host's key file had been trusted beside the auditor's: a key put in place of the
+    service's signed a checkpoint, and `--public-key` with the old key alone counted it as vouched
+    for ("verified ... against 2 checkpoints")."""
+    copied = tmp_path / "cp1.json"
+    assert cli("audit", "checkpoints", "-w", "acme", "-o", str(copied)).exit_code == 0  # holds the old key only
+    key_file = tmp_path / "data" / "audit-signing-key.pem"
+    key_file.unlink()
+    service_key(tmp_path / "data")  # another key where the service's was
+    open_app().evaluation.evaluate("acme", "python", ["numpy"], None, {})
+    assert cli("audit", "checkpoint", "-w", "acme").exit_code == 0
+    newer = json.loads(cli("audit", "public-key").stdout)["key_id"]
+    done = cli("audit", "verify", "-w", "acme", "--checkpoints", str(copied), "--public-key", str(copied))
+    assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "signature", done.output
+    assert f"checkpoint 5 is signed by key '{newer}', which is not trusted" in done.stderr
+    assert cli("audit", "verify", "-w", "acme").exit_code == 1  # the host's key does not know the old one either
+
+
 def test_the_deployments_own_chain_of_advisory_imports_is_checkpointed_and_verified_with_w_dash(
     cli, acme, database_url, tmp_path
 ):
@@ -264,7 +282,10 @@ def test_verify_leaves_the_store_as_found_and_refuses_read_models_of_another_ver
         found = tamper.contents()
         done = cli("audit", "verify", "-w", "acme")  # the edit is still there to be named
         assert done.exit_code == 1 and json.loads(done.stdout)["problem"] == "altered"
-        assert f"the decisions table differs from its sealed event: decision {acme[0]}" in done.stderr
+        assert (
+            "the decisions table differs from its sealed event in allowed: found False, the event says True: "
+            f"decision {acme[0]}"
+        ) in done.stderr
         assert tamper.contents() == found
     finally:
         tamper.close()

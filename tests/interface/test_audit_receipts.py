@@ -19,6 +19,7 @@ from interface.cli import main
 from tests.support.tamper import Tamperer
 
 CLI = str(Path(sys.executable).parent / "runcode-policy")
+ROOT = Path(__file__).resolve().parents[2]  # this checkout's code, wherever the venv's install points
 
 
 @pytest.fixture
@@ -51,7 +52,8 @@ def run_with_decisions(live, app) -> str:
 
 def fresh_process(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """The CLI in a new process that knows no store and no data directory."""
-    return subprocess.run([CLI, *args], cwd=cwd, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    return subprocess.run([CLI, *args], cwd=cwd, capture_output=True, text=True, env=env)
 
 
 def test_a_run_receipt_verifies_offline_with_only_the_public_key(live, app, public_key, tmp_path):
@@ -71,7 +73,7 @@ def test_a_run_receipt_verifies_offline_with_only_the_public_key(live, app, publ
     assert (facts["run"], facts["decisions"], facts["refused"]) == (run, 3, 1)
 
 
-def test_a_receipt_with_one_byte_of_a_decision_changed_or_a_decision_dropped_is_refused(
+def test_a_receipt_with_one_byte_of_a_decision_changed_or_a_decision_dropped_or_repeated_is_refused(
     live, app, public_key, tmp_path
 ):
     run = run_with_decisions(live, app)
@@ -106,6 +108,13 @@ def test_a_receipt_with_one_byte_of_a_decision_changed_or_a_decision_dropped_is_
     assert done.returncode == 1
     assert "carries 2 decision(s) but its signed statement lists 3: decisions were removed or added" in done.stderr
 
+    # One decision twice: each copy verifies, and it was counted twice ("2 refused fetch(es)"), exit 0.
+    repeated = json.loads(json.dumps(receipt))
+    repeated["decisions"].append(next(d for d in repeated["decisions"] if d["id"] == refused["id"]))
+    done = check(repeated)
+    assert done.returncode == 1, done.stderr
+    assert f"receipt verification FAILED: decision {refused['id']} appears twice in the receipt" in done.stderr
+
 
 def test_only_the_runs_own_sandbox_token_or_an_auditor_gets_its_receipt(live, app):
     run = run_with_decisions(live, app)
@@ -133,6 +142,16 @@ def test_inclusion_and_consistency_proofs_verify_with_the_cli(live, app, public_
         said.append(done.output)
     assert f"decision {decided} is record {inclusion.json['leaf_index'] + 1} of runcode-policy/" in said[0]
     assert f"at size {second['seq']} extends its tree at size {first['seq']}: nothing before was changed" in said[1]
+    # A stated root other than its signed checkpoint's: a reader of the file would take it as the log's.
+    other_root = base64.b64encode(b"\1" * 32).decode()
+    for answer, field in ((inclusion, "root"), (consistency, "from_root"), (consistency, "to_root")):
+        contradicted = tmp_path / "contradicted.json"
+        contradicted.write_text(json.dumps(answer.json | {field: other_root}))
+        done = runner.invoke(main, ["audit", "verify-proof", str(contradicted), "--key", str(public_key)])
+        assert done.exit_code == 1, (field, done.output)
+        assert f"FAILED: its {field} {other_root} is not the root of its signed checkpoint, {answer.json[field]}" in (
+            done.output
+        )
     forged = consistency.json | {"proof": [base64.b64encode(b"\0" * 32).decode()] * len(consistency.json["proof"])}
     (tmp_path / "forged.json").write_text(json.dumps(forged))
     done = runner.invoke(main, ["audit", "verify-proof", str(tmp_path / "forged.json"), "--key", str(public_key)])

@@ -74,7 +74,15 @@ def test_a_failed_delivery_made_to_read_served_in_the_table_is_named(live, deliv
     tamper.sql("UPDATE rcp_deliveries SET status = 'served', bytes = 4096 WHERE decision = %s", (failed,))
     verdict = verify(live)
     assert (verdict["ok"], verdict["problem"]) == (False, "altered")
-    assert verdict["detail"].startswith("the deliveries table differs from its sealed event: delivery ")
+    assert verdict["detail"].startswith(
+        "the deliveries table differs from its sealed event in status: found 'served', the event says 'failed': "
+        "delivery "
+    )
+    assert (verdict["row"]["column"], verdict["row"]["expected"], verdict["row"]["found"]) == (
+        "status",
+        "failed",
+        "served",
+    )
 
 
 def test_a_delivery_removed_from_the_table_is_named(live, delivered, tamper):

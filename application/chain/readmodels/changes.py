@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from eventsourcing.persistence import StoredEvent
 
-from application.chain.readmodels.failures import table_failure
+from application.chain.readmodels.failures import Difference, differs, first_difference, table_failure
+from application.chain.readmodels.rows import row_time
 from application.store.chain import ChainStore
 from application.store.projection import read_model_rows
 from domain.policy import policy_id
@@ -17,15 +18,17 @@ COLUMNS = ("workspace", "version", "at", "by_actor", "note", "type", "language",
 def check_changes(store: ChainStore, to_domain_event, workspace: str, checked: int) -> dict | None:
     expected, by_token = _expected_rows(store, to_domain_event, workspace)
     actual = {row["version"]: row for row in store.change_rows(workspace)}
-    tokens = {row["version"]: row["token_id"] for row in store.change_token_rows(workspace)}  # /history's by_token
+    tokens = {row["version"]: row["token_id"] for row in store.change_token_rows(workspace)}
     for version, (params, seq) in sorted(expected.items()):
         row = actual.pop(version, None)
         if row is None:
             return _failure(checked, "deleted", workspace, version, seq, "lacks a change the chain seals")
-        if _values(store, row) != _values(store, dict(zip(COLUMNS, params, strict=True))):
-            return _failure(checked, "altered", workspace, version, seq, "differs from its sealed event")
-        if tokens.get(version) != by_token.get(version):
-            return _failure(checked, "altered", workspace, version, seq, "names another token than its sealed event")
+        sealed = dict(zip(COLUMNS, params, strict=True)) | {"by_token": by_token.get(version)}
+        shown = {c: row[c] for c in COLUMNS} | {"by_token": tokens.get(version)}  # /history's by_token
+        difference = first_difference(_at(store, sealed), _at(store, shown))
+        if difference is not None:
+            how = differs(difference, "its sealed event", "the event says")
+            return _failure(checked, "altered", workspace, version, seq, how, difference)
     position = store.position()
     for version in sorted(actual):
         stored = store.stored_position(store.oid(policy_id(workspace)), version + 1)
@@ -48,10 +51,19 @@ def _expected_rows(store: ChainStore, to_domain_event, workspace: str) -> tuple[
     return expected, by_token
 
 
-def _values(store: ChainStore, row: dict) -> tuple:
-    return tuple(store.dialect.from_ts(row[c]) if c == "at" else row[c] for c in COLUMNS)
+def _at(store: ChainStore, values: dict) -> dict:
+    return values | {"at": row_time(store, values["at"])}
 
 
-def _failure(checked: int, problem: str, workspace: str, version: int, seq: int | None, how: str) -> dict:
+def _failure(
+    checked: int,
+    problem: str,
+    workspace: str,
+    version: int,
+    seq: int | None,
+    how: str,
+    difference: Difference | None = None,
+) -> dict:
     record = {"seq": seq, "originator_id": str(policy_id(workspace)), "originator_version": version + 1}
-    return table_failure(checked, problem, "changes", f"policy version {version}", how, record)
+    key = {"workspace": workspace, "version": version}
+    return table_failure(checked, problem, "changes", key, f"policy version {version}", how, record, difference)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from application.chain.readmodels.rows import OneRowPerEvent, check_rows, event_time
+from application.chain.readmodels.rows import OneRowPerEvent, check_rows, event_time, row_time
 from application.store.chain import ChainStore
 from domain.decision import COLUMNS, Decision, DecisionRecord, stored_record
 
@@ -20,20 +20,34 @@ def row_columns(row: dict) -> tuple:
     return tuple(bool(row[c]) if c == "allowed" else row[c] for c in COLUMNS)
 
 
-def _same(store: ChainStore, row: dict, state: dict) -> bool:
+def _values(store: ChainStore, row: dict, state: dict) -> tuple[dict, dict]:
     """Every column: the ones `/decisions` filters on (name, kind, reason, sandbox...) as well as
     the record, or an edit there would hide a denial from the auditor's own questions."""
     record = stored_record(state)  # the row was written from the event as replay reads it: upcast
-    columns = row_columns(row)
-    return (
-        json.loads(row["record"]) == record
-        and row["workspace"] == state.get("workspace")
-        and columns == DecisionRecord.columns(record)
-        and store.dialect.from_ts(row["at"]) == event_time(state)
-    )
+    sealed = {
+        "workspace": state.get("workspace"),
+        **dict(zip(COLUMNS, DecisionRecord.columns(record), strict=True)),
+        "at": event_time(state),
+        "record": record,
+    }
+    shown = {
+        "workspace": row["workspace"],
+        **dict(zip(COLUMNS, row_columns(row), strict=True)),
+        "at": row_time(store, row["at"]),
+        "record": _json(row["record"]),
+    }
+    return sealed, shown
 
 
-DECISIONS = OneRowPerEvent("decisions", Decision.Recorded.TOPIC, "decision", ChainStore.decision_rows, _same)
+def _json(text: str):
+    """The record column's JSON; the text itself where it is not JSON (so it is shown)."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
+
+
+DECISIONS = OneRowPerEvent("decisions", Decision.Recorded.TOPIC, "decision", ChainStore.decision_rows, _values)
 
 
 def check_decisions(store: ChainStore, read_state, workspace: str, checked: int) -> dict | None:

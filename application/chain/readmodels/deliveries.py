@@ -4,18 +4,25 @@ the table alone, or a delivery added or removed there, is named like a tampered 
 
 from __future__ import annotations
 
-from application.chain.readmodels.rows import OneRowPerEvent, check_rows, event_time
+from application.chain.readmodels.rows import OneRowPerEvent, check_rows, event_time, row_time
 from application.store.chain import ChainStore
 from domain.delivery import Delivery
 
 
-def _same(store: ChainStore, row: dict, state: dict) -> bool:
-    expected = (state["decision"], state["workspace"], state["status"], state["size"], state["sha256"])
-    shown = (row["decision"], row["workspace"], row["status"], row["bytes"], row["sha256"])
-    return shown == expected and store.dialect.from_ts(row["at"]) == event_time(state)
+def _values(store: ChainStore, row: dict, state: dict) -> tuple[dict, dict]:
+    sealed = {
+        "decision": state["decision"],
+        "workspace": state["workspace"],
+        "status": state["status"],
+        "bytes": state["size"],
+        "sha256": state["sha256"],
+        "at": event_time(state),
+    }
+    shown = {column: row[column] for column in sealed if column != "at"} | {"at": row_time(store, row["at"])}
+    return sealed, shown
 
 
-DELIVERIES = OneRowPerEvent("deliveries", Delivery.Recorded.TOPIC, "delivery", ChainStore.delivery_rows, _same)
+DELIVERIES = OneRowPerEvent("deliveries", Delivery.Recorded.TOPIC, "delivery", ChainStore.delivery_rows, _values)
 
 
 def check_deliveries(store: ChainStore, read_state, workspace: str, checked: int) -> dict | None:

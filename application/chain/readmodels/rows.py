@@ -10,7 +10,7 @@ from datetime import datetime
 from uuid import UUID
 
 from application.chain.links import as_uuid
-from application.chain.readmodels.failures import table_failure
+from application.chain.readmodels.failures import Difference, differs, first_difference, table_failure
 from application.store.chain import ChainStore
 
 PAGE = 1000
@@ -22,7 +22,8 @@ class OneRowPerEvent:
     topic: str  # the sealed event each row is written from
     noun: str  # how a failure names a row ("decision 5f0c...")
     rows: Callable[[ChainStore, str, str, int], list[dict]]  # (store, workspace, after id, limit), by id
-    same: Callable[[ChainStore, dict, dict], bool]  # (store, row, the event's stored state)
+    # (store, row, the event's stored state) -> (what the event makes of each column, what the row holds)
+    values: Callable[[ChainStore, dict, dict], tuple[dict, dict]]
 
 
 def check_rows(kind: OneRowPerEvent, store: ChainStore, read_state, workspace: str, checked: int) -> dict | None:
@@ -44,8 +45,8 @@ def check_rows(kind: OneRowPerEvent, store: ChainStore, read_state, workspace: s
                     return _failure(
                         kind, checked, "inserted", row["id"], None, f"holds a {kind.noun} no sealed event records"
                     )
-            elif not _agrees(kind, store, row, read_state(event["state"])):
-                return _failure(kind, checked, "altered", row["id"], event["seq"], "differs from its sealed event")
+            elif (altered := _altered(kind, store, row, read_state(event["state"]), checked, event["seq"])) is not None:
+                return altered
         after = rows[-1]["id"]
     return _missing_row(kind, store, workspace, checked)
 
@@ -55,11 +56,27 @@ def event_time(state: dict) -> datetime:
     return datetime.fromisoformat(state["timestamp"]["_data_"])
 
 
-def _agrees(kind: OneRowPerEvent, store: ChainStore, row: dict, state: dict | None) -> bool:
+def row_time(store: ChainStore, value):
+    """A row's instant as the store holds it; the value itself where it is not one (so it is shown)."""
     try:
-        return kind.same(store, row, state)
-    except (KeyError, TypeError, ValueError):  # a state that cannot be read agrees with no row
-        return False
+        return store.dialect.from_ts(value)
+    except (AttributeError, TypeError, ValueError):
+        return value
+
+
+def _altered(
+    kind: OneRowPerEvent, store: ChainStore, row: dict, state: dict | None, checked: int, seq: int
+) -> dict | None:
+    """The row's first column that differs from its sealed event, as a failure; None when none does."""
+    try:
+        expected, found = kind.values(store, row, state)
+    except (AttributeError, KeyError, TypeError, ValueError):  # a state that cannot be read agrees with no row
+        return _failure(kind, checked, "altered", row["id"], seq, "differs from its sealed event, which cannot be read")
+    difference = first_difference(expected, found)
+    if difference is None:
+        return None
+    how = differs(difference, "its sealed event", "the event says")
+    return _failure(kind, checked, "altered", row["id"], seq, how, difference)
 
 
 def _missing_row(kind: OneRowPerEvent, store: ChainStore, workspace: str, checked: int) -> dict | None:
@@ -79,6 +96,14 @@ def _oid(store: ChainStore, row: dict):
     return store.oid(UUID(row["id"]))
 
 
-def _failure(kind: OneRowPerEvent, checked: int, problem: str, row_id: str, seq: int | None, how: str) -> dict:
+def _failure(
+    kind: OneRowPerEvent,
+    checked: int,
+    problem: str,
+    row_id: str,
+    seq: int | None,
+    how: str,
+    difference: Difference | None = None,
+) -> dict:
     record = {"seq": seq, "originator_id": row_id, "originator_version": 1, "topic": kind.topic}
-    return table_failure(checked, problem, kind.table, f"{kind.noun} {row_id}", how, record)
+    return table_failure(checked, problem, kind.table, {"id": row_id}, f"{kind.noun} {row_id}", how, record, difference)

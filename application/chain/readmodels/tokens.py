@@ -8,7 +8,8 @@ from datetime import datetime
 from uuid import UUID
 
 from application.chain.links import as_uuid
-from application.chain.readmodels.failures import table_failure
+from application.chain.readmodels.failures import Difference, differs, first_difference, table_failure
+from application.chain.readmodels.rows import event_time, row_time
 from application.store.chain import ChainStore
 from domain.token import Token
 
@@ -26,35 +27,34 @@ def check_tokens(store: ChainStore, read_state, workspace: str, checked: int) ->
         sealed = events.get(row["id"], {})
         problem = _row_problem(store, read_state, row, sealed, position)
         if problem is not None:
-            return _failure(checked, problem, row["id"], sealed.get(ISSUED, {}).get("seq"))
+            return _failure(checked, *problem, row["id"], sealed.get(ISSUED, {}).get("seq"))
     return _missing_row(store, workspace, checked, {r["id"] for r in rows})
 
 
-def _row_problem(store: ChainStore, read_state, row: dict, sealed: dict, position: int) -> str | None:
+def _row_problem(
+    store: ChainStore, read_state, row: dict, sealed: dict, position: int
+) -> tuple[str, Difference | None] | None:
+    """(problem, the first column that differs), or None when the row is as its events say."""
     issued, revoked = sealed.get(ISSUED), sealed.get(REVOKED)
     if issued is None:
-        return None if _pending(store, row["id"], 1, position) else "inserted"
+        return None if _pending(store, row["id"], 1, position) else ("inserted", None)
+    found = {c: row[c] for c in ("secret_digest", "workspace", "name", "role", "issued_by", "revoked_by")} | {
+        "issued_at": row_time(store, row["issued_at"]),
+        "revoked_at": None if row["revoked_at"] is None else row_time(store, row["revoked_at"]),
+    }
     state = read_state(issued["state"]) or {}
-    fields = ("secret_digest", "workspace", "name", "role")
-    if (
-        any(row[f] != state.get(f) for f in fields)
-        or row["issued_by"] != state.get("by")
-        or not _same_time(store, row["issued_at"], state)
-    ):
-        return "altered"
-    if revoked is None:
-        revoked_in_table = row["revoked_at"] is not None or row["revoked_by"] is not None
-        if revoked_in_table and not _pending(store, row["id"], 2, position):
-            return "altered"  # revoked (or a revoker named) in the table alone
-        return None
-    state = read_state(revoked["state"]) or {}
-    if (
-        row["revoked_at"] is None
-        or row["revoked_by"] != state.get("by")
-        or not _same_time(store, row["revoked_at"], state)
-    ):
-        return "altered"  # a sealed revocation the table no longer shows
-    return None
+    expected = {c: state.get(c) for c in ("secret_digest", "workspace", "name", "role")}
+    expected |= {"issued_by": state.get("by"), "issued_at": _event_time(state)}
+    if revoked is not None:
+        state = read_state(revoked["state"]) or {}
+        expected |= {"revoked_at": _event_time(state), "revoked_by": state.get("by")}
+    elif (row["revoked_at"], row["revoked_by"]) != (None, None) and _pending(store, row["id"], 2, position):
+        # its revocation is not sealed yet: the sealer's, not a tamperer's
+        expected |= {"revoked_at": found["revoked_at"], "revoked_by": row["revoked_by"]}
+    else:
+        expected |= {"revoked_at": None, "revoked_by": None}  # a revocation in the table alone differs
+    difference = first_difference(expected, found)
+    return None if difference is None else ("altered", difference)
 
 
 def _pending(store: ChainStore, token_id: str, version: int, position: int) -> bool:
@@ -62,11 +62,11 @@ def _pending(store: ChainStore, token_id: str, version: int, position: int) -> b
     return stored is not None and stored > position
 
 
-def _same_time(store: ChainStore, value, state: dict) -> bool:
+def _event_time(state: dict) -> datetime | str:
     try:
-        return store.dialect.from_ts(value) == datetime.fromisoformat(state["timestamp"]["_data_"])
-    except (KeyError, TypeError, ValueError):
-        return False
+        return event_time(state)
+    except (KeyError, TypeError, ValueError):  # agrees with no row
+        return "(an instant that cannot be read)"
 
 
 def _missing_row(store: ChainStore, workspace: str, checked: int, present: set[str]) -> dict | None:
@@ -75,16 +75,15 @@ def _missing_row(store: ChainStore, workspace: str, checked: int, present: set[s
         for row in rows:
             token_id = str(as_uuid(row["originator_id"]))
             if token_id not in present:
-                return _failure(checked, "deleted", token_id, row["seq"])
+                return _failure(checked, "deleted", None, token_id, row["seq"])
         after = rows[-1]["seq"]
     return None
 
 
-def _failure(checked: int, problem: str, token_id: str, seq: int | None) -> dict:
-    how = {
-        "inserted": "holds a token no sealed event issued",
-        "deleted": "lacks a token the chain seals",
-        "altered": "differs from its sealed events",
-    }[problem]
+def _failure(checked: int, problem: str, difference: Difference | None, token_id: str, seq: int | None) -> dict:
+    if difference is not None:
+        how = differs(difference, "its sealed events", "the events say")
+    else:
+        how = "holds a token no sealed event issued" if problem == "inserted" else "lacks a token the chain seals"
     record = {"seq": seq, "originator_id": token_id, "originator_version": 1, "topic": ISSUED}
-    return table_failure(checked, problem, "tokens", f"token {token_id}", how, record)
+    return table_failure(checked, problem, "tokens", {"id": token_id}, f"token {token_id}", how, record, difference)
