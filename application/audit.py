@@ -175,9 +175,15 @@ def decision_filters(filters: dict | None) -> dict:
             )
     for field, most in (("name", MAX_TEXT), ("source", MAX_FILTER), ("sandbox", MAX_FILTER)):
         if field in filters:  # a name as long as a list entry may be: its package page lists its decisions
-            if not check_label(filters[field], field, most).strip():  # it would match nothing, silently
+            given = check_label(filters[field], field, most)
+            # An empty filter, or a name of blanks, would match nothing, silently. A source or
+            # sandbox is looked for as recorded: one of blanks alone was taken before
+            # `domain.text.check_context` refused it, and finds its own decisions.
+            blank = "blank" if field == "name" else "empty"
+            if not (given.strip() if field == "name" else given):
                 raise InvalidInputError(
-                    f"the {field} filter is blank", [FieldError(field, "must not be blank (leave it out to match any)")]
+                    f"the {field} filter is {blank}",
+                    [FieldError(field, f"must not be {blank} (leave it out to match any)")],
                 )
     if "name" in filters:
         given, kind = filters["name"], filters.get("kind")

@@ -257,10 +257,13 @@ class EgressJudge:
         resolved: Sequence[str] = (),
         hostname_allowlist: Sequence[str] | None = None,
         at: datetime | None = None,
+        context: dict | None = None,
     ) -> dict:
         """The same judgement with an explicit allowlist (None = open), or, with `at`, "was this
         host reachable then": the deployment's rules and the workspace's egress allowlist as it
-        stood at `at`, read from the record. Nothing is recorded."""
+        stood at `at`, read from the record. Nothing is recorded; the context is checked as
+        `evaluate_egress` checks it, so a test answers what the recording would."""
+        check_context(context)
         resolved = _checked_resolved(resolved)
         if at is None:
             allowlist = checked_allowlist(hostname_allowlist)

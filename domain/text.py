@@ -21,6 +21,10 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # tab, LF and CR are
 # A label (a token's name, a context value) is one line wherever it is shown: no control
 # character at all, C1 (NEL, U+0085) included, nor the line and paragraph separators.
 _LABEL_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# A context value is recorded and looked for as sent (the audit log's filters, the Overview's
+# sandboxes), so one of blanks alone, or with blanks around it, would be shown as no value or
+# as another one (" padded " read as padded) while it names other decisions than both.
+CONTEXT_VALUE_RULE = "must not be blank nor begin or end with whitespace"
 
 
 def noun_for(count: int, singular: str, plural: str | None = None) -> str:
@@ -97,12 +101,15 @@ def check_label(value: object, field: str, max_length: int = MAX_LABEL) -> str:
 
 
 def check_context(context: dict[str, Any] | None) -> dict[str, Any]:
-    """The request context recorded with a decision: string (or null) values only; the ones that
-    name who asked hold no invisible characters (domain.names)."""
+    """The request context recorded with a decision: string (or null) values only, each trimmed
+    and not blank (CONTEXT_VALUE_RULE); the ones that name who asked hold no invisible characters
+    (domain.names)."""
     context = dict(context or {})
     for key, value in context.items():
         if value is not None:
             check_label(value, f"context.{key}")
+            if not value or value != value.strip():
+                raise _refuse(f"context.{key}", CONTEXT_VALUE_RULE)
             if key in IDENTITY_KEYS:
                 check_visible(value, f"context.{key}")
     return context

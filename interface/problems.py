@@ -87,6 +87,12 @@ def governance_problem(error: GovernanceError) -> Response:
     return problem(status, error.title, error.detail, error.errors, headers, phrase)
 
 
+def http_problem(error: HTTPException) -> Response:
+    # Keep the exception's own headers (e.g. `Allow` on a 405), not its HTML content type.
+    headers = {k: v for k, v in error.get_headers() if k.lower() != "content-type"}
+    return problem(error.code or 500, error.name, error.description or error.name, headers=headers)
+
+
 def install(app: Flask) -> None:
     app.errorhandler(GovernanceError)(governance_problem)
 
@@ -95,11 +101,7 @@ def install(app: Flask) -> None:
         errors = field_errors(error)
         return problem(422, "Invalid input", f"the request {RULES_NAMED}", errors)
 
-    @app.errorhandler(HTTPException)
-    def _http(error: HTTPException):
-        # Keep the exception's own headers (e.g. `Allow` on a 405), not its HTML content type.
-        headers = {k: v for k, v in error.get_headers() if k.lower() != "content-type"}
-        return problem(error.code or 500, error.name, error.description or error.name, headers=headers)
+    app.errorhandler(HTTPException)(http_problem)
 
     @app.errorhandler(OperationalError)
     @app.errorhandler(InterfaceError)

@@ -9,21 +9,20 @@ from pydantic import BaseModel, Field
 
 from domain.access import STATUS_FILTERS, STATUSES
 from domain.decision import KNOWN_MALWARE, VERSION_UNKNOWN
-from domain.limits import MAX_CLOSURE_NAMES, MAX_FILTER, MAX_LABEL, MAX_NOTE, MAX_PAGE, MAX_TEXT
+from domain.limits import MAX_CLOSURE_NAMES, MAX_FILTER, MAX_NOTE, MAX_PAGE, MAX_TEXT
 from domain.rules import REASONS
 from interface.api.answers import AskLanguage, ExceptionView, Shadowed
-from interface.api.schemas import Body, Draft, Instant, Language, Query, Source, Text
+from interface.api.schemas import Body, ContextValue, Draft, Instant, Language, Query, Source, Text
 
 Note = Annotated[str, Field(max_length=MAX_NOTE)]
-ContextText = Annotated[str, Field(max_length=MAX_LABEL)]
 
 
 class RequestContext(Body):
-    sandbox: ContextText | None = None
-    actor: ContextText | None = None
-    run: ContextText | None = None
+    sandbox: ContextValue | None = None
+    actor: ContextValue | None = None
+    run: ContextValue | None = None
     source: Source | None = None
-    skill: ContextText | None = None
+    skill: ContextValue | None = None
 
 
 class RequestBody(Body):

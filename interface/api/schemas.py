@@ -31,6 +31,7 @@ from domain.limits import (
 from domain.names import skeleton
 from domain.policy import LANGUAGES, LISTS, MODES
 from domain.rules import ACTIONS as RULE_ACTIONS
+from domain.text import CONTEXT_VALUE_RULE
 from domain.token import ROLES
 
 # The closed sets come from the domain, so the schema cannot list a value the rules don't know.
@@ -93,17 +94,21 @@ def _callers_source(value: str) -> str:
     return value
 
 
+# A value of a caller's context, recorded with its decisions as sent (`domain.text.check_context`).
+ContextValue = Annotated[str, Field(max_length=MAX_LABEL, description=f"one line; {CONTEXT_VALUE_RULE}")]
 # What a caller says its request came from: `context.source`, in every context a caller sends.
 Source = Annotated[
-    str, Field(max_length=MAX_LABEL, description=f"free text; {_RESERVED}"), AfterValidator(_callers_source)
+    str,
+    Field(max_length=MAX_LABEL, description=f"free text on one line; {CONTEXT_VALUE_RULE}; {_RESERVED}"),
+    AfterValidator(_callers_source),
 ]
 
 
 class Context(Body):
-    sandbox: Annotated[str, Field(max_length=MAX_LABEL)] | None = None
+    sandbox: ContextValue | None = None
     source: Source | None = None
-    skill: Annotated[str, Field(max_length=MAX_LABEL)] | None = None
-    actor: Annotated[str, Field(max_length=MAX_LABEL)] | None = None
+    skill: ContextValue | None = None
+    actor: ContextValue | None = None
 
 
 RuleAction = Annotated[

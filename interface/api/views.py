@@ -265,4 +265,5 @@ def post_egress_test(gov, ws, caller, body):
             "give hostname_allowlist (null = open) or at, one of them",
             [FieldError("hostname_allowlist", "is required unless at is given, and must not come with at")],
         )
-    return gov.egress.test_egress(ws, body.target, body.resolved, body.hostname_allowlist, at)
+    context = body.context.model_dump() if body.context else {}
+    return gov.egress.test_egress(ws, body.target, body.resolved, body.hostname_allowlist, at, context)

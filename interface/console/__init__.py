@@ -10,10 +10,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
-from flask import Flask, flash, redirect, render_template, request, url_for
+from flask import Flask, flash, make_response, redirect, render_template, request, url_for
 from flask.sessions import SecureCookieSessionInterface
 from flask_wtf.csrf import CSRFError, CSRFProtect
-from werkzeug.exceptions import HTTPException, NotFound, RequestEntityTooLarge
+from markupsafe import Markup
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound, RequestEntityTooLarge
 
 from domain.errors import GovernanceError
 from domain.limits import MAX_NOTE
@@ -30,7 +31,7 @@ from interface.console import (  # noqa: F401 - importing a page module register
 )
 from interface.console.forms import LIFT_BOXES, RULE_WORDS, TITLES, field_label, heading, refusal_text
 from interface.console.session import blueprint
-from interface.problems import HTTPProblem, status_of
+from interface.problems import HTTPProblem, http_problem, status_of
 from interface.services import services
 from interface.settings import MAX_BODY_BYTES
 
@@ -77,10 +78,15 @@ def install(app: Flask) -> None:
     )
     app.session_interface = ConsoleSessions()
     CSRFProtect(app)
-    app.jinja_env.filters.update(when=when, field_label=field_label, heading=heading, noun_for=noun_for)
+    app.jinja_env.filters.update(
+        when=when, full_stop=full_stop, field_label=field_label, heading=heading, noun_for=noun_for
+    )
     # The note's limit is the server's own, so the form never allows less or more than a save takes.
     app.jinja_env.globals.update(titles=TITLES, rule_words=RULE_WORDS, max_note=MAX_NOTE, lift_boxes=LIFT_BOXES)
     app.register_blueprint(blueprint)
+    # A wrong method is refused while routing, before any blueprint is known, so the blueprint's
+    # handlers never see it: the app's handler gives the console's addresses a console page.
+    app.register_error_handler(MethodNotAllowed, _wrong_method)
     # A person opening the service's address lands in the console (its sign-in when signed out).
     app.add_url_rule("/", "root", lambda: redirect(url_for("console.home")))
 
@@ -91,6 +97,12 @@ def when(text: str | None) -> str:
         return "—"
     moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     return f"{moment.year:04}-{moment:%m-%d %H:%M:%S} UTC"  # strftime's %Y drops the zeros of year 1
+
+
+def full_stop(sentence: Markup) -> Markup:
+    """A sentence ended once: a change's words may end in their own (a rule's "Enforce: hide the
+    version.")."""
+    return sentence if str(sentence).rstrip().endswith(".") else sentence + "."
 
 
 @blueprint.after_request
@@ -113,6 +125,22 @@ def _csrf_refused(error: CSRFError):
 def not_found(unknown: str):
     """Any other console address: an HTML page that says so (the JSON API keeps problem+json)."""
     raise NotFound("There is no such page in the console. Check the address, or start again from the overview.")
+
+
+def _wrong_method(error: MethodNotAllowed):
+    """POST to a page, PUT to a form: an HTML page with the way back on the console's addresses
+    (keeping `Allow`), problem+json on the API's."""
+    if request.path != blueprint.url_prefix and not request.path.startswith(f"{blueprint.url_prefix}/"):
+        return http_problem(error)
+    page, status = _error_page(
+        405,
+        "This page cannot be used that way",
+        f"A {request.method} request is not how this address is used, so nothing was changed. Use the "
+        "console's own links and buttons.",
+    )
+    response = make_response(page, status)
+    response.headers["Allow"] = ", ".join(error.valid_methods or ())
+    return _security_headers(response)  # the blueprint's own after_request does not run either
 
 
 @blueprint.errorhandler(RequestEntityTooLarge)

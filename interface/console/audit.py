@@ -21,9 +21,16 @@ FILTERS = ("language", "name", "outcome", "reason", "kind", "sandbox", "source",
 OUTCOMES = {"allowed": True, "denied": False}
 
 
+# Looked for exactly as given: the context labels are recorded as sent, and one recorded before
+# `domain.text.check_context` refused blanks (" padded ", spaces alone) names only its own decisions.
+VERBATIM = ("sandbox", "source")
+
+
 def typed_filters(args) -> dict:
-    """The filters as typed (kept in the form and in every link), blanks dropped."""
-    return {key: args.get(key, "").strip() for key in FILTERS if args.get(key, "").strip()}
+    """The filters as typed (kept in the form and in every link), empty ones dropped (any); a name
+    or an instant without the blanks around it, a sandbox or source as given (VERBATIM)."""
+    typed = {key: args.get(key, "") if key in VERBATIM else args.get(key, "").strip() for key in FILTERS}
+    return {key: value for key, value in typed.items() if value}
 
 
 def query_of(typed: dict) -> tuple[dict, object, object]:

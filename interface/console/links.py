@@ -29,3 +29,15 @@ def package_url(language: str, name: str, **period) -> str:
 def instant_text(text: str | None) -> str:
     """`2026-03-03T14:05:00.123456Z` -> `2026-03-03 14:05:00.123456`: what the instant input reads back."""
     return (text or "").replace("T", " ").removesuffix("Z")
+
+
+@blueprint.app_template_filter()
+def context_value(value: object) -> str:
+    """A recorded context value (a sandbox, a source, an actor) told apart from every other: blanks
+    alone read `(blank)`, blanks around it are quoted (`“ padded ”`, not padded), as values
+    recorded before `domain.text.check_context` refused them may be; none (not in the context) is ''."""
+    if not isinstance(value, str):
+        return ""
+    if not value.strip():
+        return "(blank)"
+    return f"“{value}”" if value != value.strip() else value

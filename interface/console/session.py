@@ -96,6 +96,9 @@ def sign_in():
         return _refuse_sign_in(
             403, f"{refused} token cannot sign in to the console; use an owner, admin or auditor token."
         )
+    earlier = session.get("sid")
+    if isinstance(earlier, str):  # signing in again ends the earlier session, as Sign out would
+        governance().sessions.end(earlier)
     session.clear()  # a fresh session for the new identity (no fixation)
     session.permanent = True
     session["sid"] = governance().sessions.start(found, current_app.permanent_session_lifetime)

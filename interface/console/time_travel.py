@@ -14,6 +14,7 @@ from flask import render_template, request
 from application.formats import encode_cursor, parse_instant
 from domain.errors import FieldError, GovernanceError, InvalidInputError
 from domain.policy import LANGUAGES, LISTS
+from domain.rules import RULES
 from interface.console.forms import error_items, version_number
 from interface.console.instants import instant
 from interface.console.session import blueprint, caller, governance
@@ -70,12 +71,14 @@ def _version(workspace: str, text: str) -> tuple[dict, dict]:
 
 def differences(before: dict, after: dict) -> list[dict]:
     """Per language, then for egress and the known-malware rule: the mode change (old, new) if
-    any, and the entries added and removed per list."""
+    any, the entries added and removed per list, the rules beyond names set differently (rule,
+    old, new; None: off) and the exceptions granted and revoked."""
     parts = [(lang, before[lang], after[lang], LISTS) for lang in LANGUAGES]
     hosts = [{"mode": None, "allow": p["egress"]["allow"] or []} for p in (before, after)]  # None: not narrowed
     parts.append(("egress", *hosts, ("allow",)))
     malware = ({"mode": before["known_malware"]}, {"mode": after["known_malware"]})
     parts.append(("known-malware", *malware, ()))
+    granted, revoked = _exceptions_changed(before, after)
     out = []
     for lang, old, new, lists in parts:
         changed = {
@@ -83,9 +86,32 @@ def differences(before: dict, after: dict) -> list[dict]:
             for lst in lists
         }
         mode = (old["mode"], new["mode"]) if old["mode"] != new["mode"] else None
-        if mode or any(v["added"] or v["removed"] for v in changed.values()):
-            out.append({"language": lang, "mode": mode, "lists": changed})
+        old_rules, new_rules = old.get("rules") or {}, new.get("rules") or {}
+        rules = [
+            (r, old_rules.get(r), new_rules.get(r)) for r in RULES.get(lang, ()) if old_rules.get(r) != new_rules.get(r)
+        ]
+        exceptions = {"granted": granted.get(lang, []), "revoked": revoked.get(lang, [])}
+        listed = any(v["added"] or v["removed"] for v in changed.values())
+        if mode or listed or rules or exceptions["granted"] or exceptions["revoked"]:
+            out.append({"language": lang, "mode": mode, "lists": changed, "rules": rules, "exceptions": exceptions})
     return out
+
+
+def _exceptions_changed(before: dict, after: dict) -> tuple[dict, dict]:
+    """Per language, the exceptions `after`'s version granted, and those it revoked: in force at
+    the version before and no longer, though not run out by `after`'s instant (a version made
+    after an expiry did not end the exception)."""
+    granted: dict[str, list] = {}
+    revoked: dict[str, list] = {}
+    kept = {e["id"] for e in after["exceptions"]}
+    for e in after["exceptions"]:
+        if e["granted_version"] == after["version"]:
+            granted.setdefault(e["language"], []).append(e)
+    moment = parse_instant(after["at"], "at")
+    for e in before["exceptions"]:
+        if e["id"] not in kept and (e["expires_at"] is None or parse_instant(e["expires_at"], "at") > moment):
+            revoked.setdefault(e["language"], []).append(e)
+    return granted, revoked
 
 
 def _page(typed, policy, package, diff, exceptions, refusal):

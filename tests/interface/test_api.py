@@ -579,3 +579,32 @@ def test_a_caller_never_labels_its_context_with_a_source_the_service_records_und
     assert live.call("GET", P + "/decisions?limit=500", live.tokens["auditor"]).json["decisions"] == recorded
     labelled = live.call("POST", P + path, live.tokens[role], {**body, "context": {"source": "indexer"}})
     assert labelled.status in (200, 201), labelled.body
+
+
+@pytest.mark.parametrize("path,role,body", CONTEXT_ROUTES, ids=[p for p, _, _ in CONTEXT_ROUTES])
+def test_a_context_value_blank_or_with_blanks_around_it_is_refused_on_every_route(live, path, role, body):
+    """A context value is recorded and looked for as sent: " padded " was shown as padded on the
+    Overview while its link opened the other sandbox's decisions, and a sandbox of spaces alone
+    was an invisible link no filter could open."""
+    from domain.text import CONTEXT_VALUE_RULE
+
+    recorded = live.call("GET", P + "/decisions?limit=500", live.tokens["auditor"]).json["decisions"]
+    for key in ("sandbox", "actor", "source", "skill"):
+        for value in (" padded ", "padded ", "\u00a0padded", "padded\u3000", "   ", ""):
+            reply = live.call("POST", P + path, live.tokens[role], {**body, "context": {key: value}})
+            assert reply.status == 422 and reply.media == "application/problem+json", (key, value, reply.body)
+            assert reply.json["errors"] == [{"field": f"context.{key}", "message": CONTEXT_VALUE_RULE}], reply.body
+            assert f"context.{key} must not be blank nor begin or end with whitespace" in reply.json["detail"]
+    assert live.call("GET", P + "/decisions?limit=500", live.tokens["auditor"]).json["decisions"] == recorded
+    trimmed = {"sandbox": "sbx 1", "actor": "agent 7", "source": "run code", "skill": "x"}  # blanks within are fine
+    assert live.call("POST", P + path, live.tokens[role], {**body, "context": trimmed}).status in (200, 201)
+
+
+def test_the_openapi_document_states_the_context_value_rule(live):
+    from domain.text import CONTEXT_VALUE_RULE
+
+    schemas = live.call("GET", "/api/v1/openapi.json").json["components"]["schemas"]
+    for model in ("Context", "RequestContext"):
+        for key, field in schemas[model]["properties"].items():
+            described = field.get("description") or field["anyOf"][0].get("description", "")
+            assert CONTEXT_VALUE_RULE in described, (model, key, field)

@@ -306,3 +306,15 @@ def test_a_very_long_package_name_wraps_instead_of_widening_the_pages(live, brow
     page.goto(f"{live.url}/console/packages/python/{long_name}")
     assert long_name in page.inner_text("main")
     assert no_horizontal_overflow(page)
+
+
+def test_a_very_long_token_name_wraps_in_the_header_instead_of_widening_every_page(live, browser):
+    """The header's token name did not wrap: a 200-character one (the most a name may hold) made
+    every page 2257 px wide at 1280."""
+    long_name = "T" * 200
+    secret = api(live, "POST", "/tokens", {"name": long_name, "role": "admin"}, "owner")["token"]
+    page = chromium.sign_in(browser, live.url, secret)
+    for path in ("overview", "settings/governance/packages", "audit", "time-travel"):
+        page.goto(f"{live.url}/console/{path}")  # waits for the page's load, its style sheet's too
+        assert long_name in page.inner_text("header .who"), path
+        assert no_horizontal_overflow(page), path

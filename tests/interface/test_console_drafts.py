@@ -40,6 +40,18 @@ def test_a_draft_link_cannot_be_forged_with_a_seal_of_another_session(live):
     assert page.form().get("python-allow") == "numpy\npandas" and "Results against the saved policy" in page.plain
 
 
+def test_an_auditor_opening_a_draft_link_gets_the_saved_policys_answer(live):
+    """An admin's Test link (`against=draft`) opened by an auditor was a 403: an auditor's form is
+    always the saved policy, so the draft is dropped and the specs judged against it."""
+    before = _some_policy(live)
+    draft = {**WIPING_LINK, "against": "draft", "python-deny": "pandas", "expected_version": str(before["version"])}
+    page = signed_in(live, "auditor").get(P, **draft)
+    assert page.status == 200, page.plain[:500]
+    assert f"Results against the saved policy (version {before['version']})" in page.plain
+    assert [r[3:5] for r in page.rows()] == [["Allowed", "matches-the-allow-list"]]  # not the draft's denial
+    assert page.form().get("python-allow") == "numpy\npandas" and page.form().get("python-deny") == "requests"
+
+
 def test_the_consoles_own_test_keeps_the_draft_and_says_it_is_not_the_saved_policy(live):
     before = _some_policy(live)
     console = signed_in(live)

@@ -4,10 +4,12 @@ SQLite and PostgreSQL (the browser tests check the same pages in Chromium)."""
 from __future__ import annotations
 
 import re
+import time
 import urllib.parse
+from datetime import UTC, datetime, timedelta
 from html import unescape
 
-from tests.interface.test_console import API, Console, api, now_typed, signed_in
+from tests.interface.test_console import API, Console, P, api, now_typed, signed_in
 
 
 def _decide(live) -> str:
@@ -48,6 +50,45 @@ def test_the_overview_counts_from_the_read_model_and_every_number_opens_its_deci
     assert "Egress denials, last 7 days Host Denied Sandboxes 10.0.0.1 1" in page.plain
     assert "Version 2, " in page.plain and "Python: added pandas to the allow list (note: “lock down”)" in page.plain
     assert links["torch"] == "/console/packages/python/torch" and "0 pending requests" in page.plain
+
+
+def test_a_sandbox_recorded_blank_or_padded_opens_exactly_its_decisions(live, monkeypatch):
+    """A context value is refused blank or padded now (`domain.text.check_context`), but a store may
+    hold ones recorded before: the Overview showed " padded " as padded, its link's filter was
+    stripped to padded's decisions, and a sandbox of spaces was an invisible link to every decision."""
+    import application.evaluation
+
+    api(live, "PUT", "/policy", {"python": {"deny": "zzz-denied, emptysbx-pkg"}})
+    with monkeypatch.context() as before:  # recorded as a release without the rule did
+        before.setattr(application.evaluation, "check_context", lambda context: dict(context or {}))
+        for specs, sandbox in (
+            (["zzz-denied"], " padded "),
+            (["Zzz_Denied==1.0"], "padded"),
+            (["emptysbx-pkg"] * 3, "   "),
+            (["emptysbx-pkg"], ""),
+        ):
+            body = {"language": "python", "specs": specs, "context": {"sandbox": sandbox}}
+            api(live, "POST", "/evaluate", body, role="sandbox")
+    console = signed_in(live, "auditor")
+    page = console.get("/console/overview")
+    assert "zzz-denied Python 2 “ padded ” (1), padded (1)" in page.plain, page.plain
+    assert "emptysbx-pkg Python 4 (blank) (3)" in page.plain  # the empty one is counted as no sandbox
+    links = _links(page)
+    for shown, sandbox, count in (("“ padded ”", " padded ", 1), ("padded", "padded", 1), ("(blank)", "   ", 3)):
+        parts = urllib.parse.urlsplit(links[shown])
+        audit = console.get(parts.path, **dict(urllib.parse.parse_qsl(parts.query)))
+        assert [r[6] for r in audit.rows()] == [shown] * count, (shown, audit.plain[:800])
+        form = audit.form("/console/audit")
+        assert form.get("sandbox") == sandbox  # kept as given, so Filter again opens the same decisions
+        again = console.get("/console/audit", **{k: v for k, v in form.fields if v})
+        assert len(again.rows()) == count, shown
+    # The API finds them alike; only an empty filter is refused (leave it out to match any).
+    found = api(live, "GET", "/decisions?sandbox=%20%20%20", role="auditor")["decisions"]
+    assert [d["context"]["sandbox"] for d in found] == ["   "] * 3
+    empty = live.call("GET", API + "/decisions?sandbox=", live.tokens["auditor"])
+    assert empty.status == 422 and empty.json["errors"] == [
+        {"field": "sandbox", "message": "must not be empty (leave it out to match any)"}
+    ]
 
 
 def test_the_overview_of_a_quiet_workspace_says_so(live):
@@ -99,6 +140,40 @@ def test_a_version_shows_its_own_state_and_the_difference_from_the_one_before(li
     assert huge.status == 422 and "That is not a version number" in huge.plain
 
 
+def test_a_version_shows_the_rules_and_exceptions_it_changed(live):
+    """Differences listed only modes, lists, egress and known malware: a rule's version and an
+    exception's showed an empty list, under a headline ending in "version.."."""
+    rules = {"min_release_age": {"age": "P3D"}, "versions_deny": {"entries": "requests<2.20"}}
+    api(live, "PUT", "/policy", {"python": {"rules": rules}})  # versions 1 and 2
+    granted = api(live, "POST", "/exceptions", {"language": "node", "name": "left-pad", "duration": "P1D"})
+    api(live, "DELETE", f"/exceptions/{granted['id']}")
+    api(live, "PUT", "/policy", {"python": {"rules": {"versions_deny": {"entries": "requests<2.21"}}}})  # 5 and 6
+    console = signed_in(live, "auditor")
+
+    def differences(version: int) -> str:
+        page = console.get("/console/time-travel", version=str(version))
+        assert page.status == 200 and ".." not in page.plain, page.plain
+        return page.plain.split(f"Differences from version {version - 1} ")[1].split(" Version ")[0]
+
+    assert differences(1) == "Python rule: + Minimum release age: P3D. Enforce: hide the version."
+    assert differences(2) == "Python rule: + Denied versions: requests<2.20. Enforce: hide the version."
+    version = console.get("/console/time-travel", version="2").plain
+    assert "set the rule Denied versions: requests<2.20. Enforce: hide the version. Differences" in version
+    assert re.fullmatch(r"Node exception: \+ left-pad, until \S+ \S+ UTC", differences(3))
+    assert differences(4) == "Node exception: − left-pad (revoked)"
+    assert differences(5) == "Python rule: − Minimum release age: P3D. Enforce: hide the version."  # off
+    # An exception that ran out before a version was made is not one it revoked.
+    soon = (datetime.now(UTC) + timedelta(seconds=1)).isoformat().replace("+00:00", "Z")
+    api(live, "POST", "/exceptions", {"language": "python", "name": "numpy", "expires_at": soon})  # 7
+    time.sleep(1.2)
+    api(live, "PUT", "/policy", {"python": {"deny": "evil"}})  # 8
+    assert differences(8) == "Python deny list: + evil"
+    assert differences(6) == (
+        "Python rule: − Denied versions: requests<2.20. Enforce: hide the version. "
+        "Python rule: + Denied versions: requests<2.21. Enforce: hide the version."
+    )
+
+
 def test_a_crafted_address_is_refused_naming_its_field_by_a_plain_label(live):
     """A language the console never offers, a name that is none, a changed page link and a
     negative version: each refusal names the field as a person knows it (a page link had been
@@ -140,6 +215,29 @@ def test_the_root_url_leads_to_the_sign_in_and_unknown_console_pages_are_html(li
     assert missing.headers["X-Frame-Options"] == "DENY"
     api_missing = live.call("GET", "/api/v1/no-such-thing")
     assert api_missing.status == 404 and api_missing.media == "application/problem+json"
+
+
+def test_a_wrong_method_on_a_console_address_is_an_html_page_keeping_allow(live):
+    """They were answered in problem+json, as the API's are."""
+    console = signed_in(live, "auditor")
+    for method, path in (
+        ("POST", "/console/overview"),
+        ("PUT", P),
+        ("DELETE", "/console/audit"),
+        ("POST", "/console/x"),
+    ):
+        page = console.request(method, path, data=[])
+        assert page.status == 405 and page.headers["Content-Type"].startswith("text/html"), (method, path)
+        assert f"A {method} request is not how this address is used, so nothing was changed" in page.plain
+        assert "Back to the overview" in page.plain and page.headers["X-Frame-Options"] == "DENY"
+        assert "GET" in page.headers["Allow"] and method not in page.headers["Allow"], page.headers
+    assert "POST" in console.request("PUT", P, data=[]).headers["Allow"]  # the form's Save
+    api_wrong = live.call("DELETE", API + "/policy", live.tokens["owner"])
+    assert (
+        api_wrong.status == 405
+        and api_wrong.media == "application/problem+json"
+        and "GET" in api_wrong.headers["allow"]
+    )
 
 
 def test_the_overview_shows_pending_requests(live):

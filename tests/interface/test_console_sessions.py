@@ -26,6 +26,19 @@ def test_a_cookie_copied_before_sign_out_no_longer_opens_the_audit_log(live):
         assert answer.status == 302 and answer.headers["Location"].endswith("/console/sign-in"), path
 
 
+def test_signing_in_again_ends_the_earlier_session(live):
+    """Signing in with another token in the same browser cleared the cookie but left the earlier
+    session open: a copy of its cookie still opened the console as the admin for up to 8 hours."""
+    console = signed_in(live, "admin")
+    thief = copy_of(console, live)
+    assert console.sign_in(live.tokens["auditor"]).status == 302  # no Sign out first
+    page = console.get("/console/overview")
+    assert "auditor-token (auditor)" in page.plain and "admin-token" not in page.plain
+    answer = thief.request("GET", "/console/overview")
+    assert answer.status == 302 and answer.headers["Location"].endswith("/console/sign-in")
+    assert "Your session has ended" in thief.follow(answer).plain
+
+
 def test_revoking_the_token_ends_every_session_signed_in_with_it(live):
     first, second = signed_in(live, "admin"), signed_in(live, "admin")
     token = next(t for t in api(live, "GET", "/tokens")["tokens"] if t["name"] == "admin-token")

@@ -34,10 +34,14 @@ def test_ordinary_cells_pass_unchanged(text):
     assert csv_cell(text) == text
 
 
-def test_the_export_neutralises_what_a_sandbox_planted(live):
+def test_the_export_neutralises_what_a_sandbox_planted(live, monkeypatch):
+    import application.evaluation
+
     specs = [" =1+1", "\n=2+2", "\uff1d1+1", "\uff20SUM(A1)"]
-    context = {"actor": "\u00a0=4+4", "sandbox": " @evil"}
+    context = {"actor": "\u00a0=4+4", "sandbox": " @evil"}  # refused now (blanks around), but a store may hold it
     body = {"language": "python", "specs": specs, "context": context}
+    assert live.call("POST", P + "/evaluate", live.tokens["sandbox"], body).status == 422
+    monkeypatch.setattr(application.evaluation, "check_context", lambda given: dict(given or {}))  # as before
     assert live.call("POST", P + "/evaluate", live.tokens["sandbox"], body).status == 200
     export = live.call("GET", P + "/decisions?format=csv", live.tokens["auditor"]).body.decode()
     rows = list(csv.DictReader(io.StringIO(export)))

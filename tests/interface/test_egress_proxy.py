@@ -587,6 +587,8 @@ def test_the_command_refuses_an_unknown_workspace_or_a_bad_egress_setting(tmp_pa
     del env["RUNCODE_POLICY_EGRESS_ALLOWLIST"]  # a label no decision could carry: refused at start, not per connection
     result = runner.invoke(egress_proxy_command, [*args, "--sandbox", "sbx\u200b1"], env=env)
     assert result.exit_code == 1 and "context.sandbox must not contain invisible" in result.output, result.output
+    result = runner.invoke(egress_proxy_command, [*args, "--sandbox", " sbx-1 "], env=env)  # read as sbx-1
+    assert result.exit_code == 1 and "context.sandbox must not be blank nor begin or end" in result.output
 
 
 def test_a_workspace_egress_change_is_in_force_at_the_next_connection(proxy, governance, upstream, resolver):

@@ -129,6 +129,9 @@ def test_a_refused_label_setting_is_named_by_its_variable(gate, sandbox_env):
         done = gate("--", "pip", "install", "pandas", env={**sandbox_env, variable: "a\tb"})
         assert done.returncode == 4 and gate.ran() is None, done.stderr
         assert f"set by {variable}: must be one line" in done.stderr, done.stderr
+        padded = gate("--", "pip", "install", "pandas", env={**sandbox_env, variable: "sbx-7 "})
+        assert padded.returncode == 4 and gate.ran() is None, padded.stderr
+        assert f"set by {variable}: must not be blank nor begin or end with whitespace" in padded.stderr
 
 
 def test_a_pip_command_the_gate_does_not_run_is_a_usage_error_with_exit_2(gate, sandbox_env):
