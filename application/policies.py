@@ -34,7 +34,7 @@ class Policies:
         self._lock = threading.Lock()
 
     def require_workspace(self, workspace: str) -> None:
-        if self.readmodel.workspace(workspace) is None:
+        if not self.readmodel.has_workspace(workspace):
             raise no_workspace(workspace)
 
     def load_policy(self, workspace: str, policy_version: int | None = None) -> Policy:

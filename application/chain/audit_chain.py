@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 
 from eventsourcing.persistence import IntegrityError
 
+from application.chain import stored
+from application.chain.agreement import STOPS, Disagrees, first_disagreement, head_problem
 from application.chain.alarms import IntegrityAlarms
 from application.chain.links import checkpoint_message
 from application.chain.merkle import MissingNode
@@ -21,7 +23,7 @@ from application.chain.signed_state import another_log, check_notes, check_snaps
 from application.chain.signing import AuditKey, key_id, public_document
 from application.chain.slices import with_links
 from application.chain.snapshots import SnapshotCheck
-from application.chain.verify import position_failure, verify
+from application.chain.verify import altered, verify
 from application.decision_writer import StoreUnavailableError
 from application.formats import iso
 from application.store.chain import ChainStore
@@ -40,7 +42,8 @@ class NoSigningKeyError(NotFoundError):
 
 
 class SealingStopped(StoreUnavailableError):
-    """The chain's own tables were changed so that nothing more can be sealed (an alarm names it)."""
+    """The chain's own tables, or an event to seal, were changed so that nothing more can be sealed
+    or signed (an alarm names it)."""
 
     title = "Audit sealing stopped"
 
@@ -100,19 +103,30 @@ class AuditChain:
         with self._seal_lock:
             try:
                 return self.sealer.seal(wait)
+            except (Disagrees, stored.Unreadable) as found:
+                raise self._stopped(stopping(found)) from None
             except IntegrityError:  # under the sealing lock: the chain's tables disagree with each other
-                if (problem := self.check_position()) is None:
+                if (problem := self.check_sealing()) is None:
                     raise
                 raise SealingStopped(problem) from None
 
-    def check_position(self) -> str | None:
-        """What is wrong with the sealed position, with an alarm (`/readyz` asks: under `serve`
-        the sealer runs in another process than the workers that answer it); None when it holds."""
-        failure = position_failure(self.store)
-        if failure is None:
-            return None
-        self.alarms.alarm("chain", "position", failure["detail"])
-        return failure["detail"]
+    def sealing_problem(self) -> Disagrees | stored.Unreadable | None:
+        """What stops the sealer: the position or a head that disagrees with the chain
+        (`application.chain.agreement`), or an event of its next round it cannot read."""
+        try:
+            return first_disagreement(self.store) or self.sealer.unsealable()
+        except stored.Unreadable as unreadable:
+            return unreadable
+
+    def check_sealing(self) -> str | None:
+        """What stops the sealer, in words, with an alarm (`/readyz` asks: under `serve` the
+        sealer runs in another process than the workers that answer it); None when nothing does."""
+        found = self.sealing_problem()
+        return None if found is None else self._stopped(stopping(found)).detail
+
+    def _stopped(self, problem: str) -> SealingStopped:
+        self.alarms.alarm("chain", problem, problem)
+        return SealingStopped(problem)
 
     def start(self, poll: float = POLL_SECONDS, checkpoint_every: float = CHECKPOINT_SECONDS) -> None:
         if self._thread is None or not self._thread.is_alive():
@@ -158,20 +172,42 @@ class AuditChain:
         checkpoint that already signs it)."""
         self.require_chain(workspace)
         self.seal()
-        head = self.store.head(workspace)
+        head = self._head(workspace)
         if head is None:
             raise NotFoundError(f"the chain {workspace!r} has no sealed records yet")
-        checkpoint = self.store.checkpoint(workspace, head["seq"]) or self._sign(head)
-        return self.proofs.with_notes([checkpoint])[0]
+        return self._signed(head)
+
+    def _signed(self, head: dict) -> dict:
+        """The checkpoint of this head with its note, signed now unless it is already."""
+        try:
+            checkpoint = self._checkpoint(head["workspace"], head["seq"]) or self._sign(head)
+            return self.proofs.with_notes([checkpoint])[0]
+        except (stored.Unreadable, MissingNode) as found:  # the stored tree, or a checkpoint's row
+            raise self._stopped(f"{found}: no checkpoint is signed with its note until it is restored") from None
+
+    def _head(self, workspace: str) -> dict | None:
+        """The chain's head to sign, once the rcp_chain_heads row is its chain's last record (a
+        head edited there would be signed as the chain's)."""
+        head, last = self.store.head_and_last(workspace)
+        try:
+            found = head_problem(workspace, head, last)
+        except stored.Unreadable as unreadable:
+            found = unreadable
+        if found is not None:
+            raise self._stopped(stopping(found))
+        return None if last is None else {"workspace": workspace, "seq": last["seq"], "link": last["link"]}
 
     def checkpoint_moved_heads(self) -> list[dict]:
         """Every workspace whose chain moved since its last checkpoint (the once-a-minute round);
         one whose checkpoints carry another origin than this process's is left unsigned (logged
         once: the others are signed all the same)."""
         signed = []
-        for head in self.store.heads_without_checkpoint():
+        for moved in self.store.heads_without_checkpoint():
+            head = self._head(moved["workspace"])
+            if head is None:
+                continue  # gone meanwhile
             try:
-                signed.append(self.proofs.with_notes([self._sign(head)])[0])
+                signed.append(self._signed(head))
             except OriginConflict as conflict:
                 if head["workspace"] not in self._conflicts:
                     self._conflicts.add(head["workspace"])
@@ -196,7 +232,11 @@ class AuditChain:
             }
         )
         # Another process may have signed the same head a moment earlier: its checkpoint stands.
-        return self.store.checkpoint(head["workspace"], head["seq"])
+        return self._checkpoint(head["workspace"], head["seq"])
+
+    def _checkpoint(self, workspace: str, seq: int) -> dict | None:
+        row = self.store.checkpoint(workspace, seq)
+        return None if row is None else _read_checkpoint(row)
 
     def checkpoints(self, workspace: str, after: int = 0, limit: int = MAX_PAGE, make_notes: bool = True) -> dict:
         """`make_notes`: sign a note for a checkpoint that has none (verification does not: it
@@ -204,7 +244,7 @@ class AuditChain:
         self.require_chain(workspace)
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidInputError("limit out of range", [FieldError("limit", f"must be 1 to {MAX_PAGE}")])
-        rows = self.store.checkpoints(workspace, after, limit + 1)
+        rows = [_read_checkpoint(row) for row in self.store.checkpoints(workspace, after, limit + 1)]
         more = len(rows) > limit
         return {
             "workspace": workspace,
@@ -241,22 +281,26 @@ class AuditChain:
                 return self._verify(workspace, copied, keys)
             except MissingNode as missing:  # the signed notes are read off the stored tree
                 return {"ok": False, "checked": 0, "problem": "tree", "detail": str(missing), "record": {}}
+            except stored.Unreadable as unreadable:  # a value met outside the walk (which names its own)
+                return altered(0, f"{unreadable}: it was altered", unreadable.record)
 
     def _verify(self, workspace: str, copied, keys: dict | None) -> dict:
         # A copy of a checkpoint the store still holds is one checkpoint, not two; but only when
         # they agree in every field: a store's copy edited (its time, key id, note) must not be
         # replaced by the intact one copied out before, and so pass unseen.
-        stored = self.all_checkpoints(workspace, make_notes=False)
-        unique = list({_canonical(c): c for c in stored + list(copied)}.values())
+        found = self.all_checkpoints(workspace, make_notes=False)
+        unique = list({_canonical(c): c for c in found + list(copied)}.values())
         keys = self.trusted_keys() if keys is None else keys
-        result = another_log(stored, list(copied)) or verify(self.store, self.read_workspace, workspace, unique, keys)
+        result = another_log(found, list(copied)) or verify(self.store, self.read_workspace, workspace, unique, keys)
         if not result["ok"]:
             return result
-        # The chain holds: then what is signed over it, what enforcement loads and the tables the
-        # service answers from must agree with it.
+        # The chain holds: then the events the sealer is to seal next must be sealable, and what is
+        # signed over the chain, what enforcement loads and the tables the service answers from
+        # must agree with it.
         checked = result["checked"]
         verdict = (
-            check_notes(self.proofs.tree, workspace, unique, keys, checked)
+            self._unsealable(checked)
+            or check_notes(self.proofs.tree, workspace, unique, keys, checked)
             or check_snapshots(
                 SnapshotCheck(self.store, self.read_state, None), self.stored_snapshots(workspace), checked
             )
@@ -265,6 +309,12 @@ class AuditChain:
         )
         named = origins(unique)  # more than one: proofs and receipts joining two of them do not verify
         return verdict | {"origins": named} if verdict["ok"] and len(named) > 1 else verdict
+
+    def _unsealable(self, checked: int) -> dict | None:
+        """An event of the sealer's next round it cannot read, as a verification's failure: it
+        stops the sealer, so neither it nor anything after it would ever be sealed."""
+        found = self.sealer.unsealable()
+        return None if found is None else altered(checked, stopping(found), found.record)
 
     def with_links(self, workspace: str, decisions):
         """An export's decisions, each with its chain link and stored event, then the links after
@@ -279,3 +329,18 @@ class AuditChain:
 
 def _canonical(checkpoint: dict) -> str:
     return json.dumps(checkpoint, sort_keys=True, default=str)
+
+
+def stopping(found: Disagrees | stored.Unreadable) -> str:
+    """What stops the sealer, in words that say so."""
+    return found.detail if isinstance(found, Disagrees) else f"{found.detail}; {STOPS}"
+
+
+def _read_checkpoint(row: dict) -> dict:
+    """A stored checkpoint, each value of its kind (`Unreadable` names the one that is not)."""
+    table, at = "rcp_checkpoints", f"checkpoint {stored.shown(row['seq'])} of {stored.shown(row['workspace'])}"
+    return {
+        "workspace": stored.text(row["workspace"], table, at, "workspace"),
+        "seq": stored.integer(row["seq"], table, at, "seq", least=1),
+        **{column: stored.text(row[column], table, at, column) for column in ("head", "at", "key_id", "signature")},
+    }

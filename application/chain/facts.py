@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from application.chain.links import event_hash
+from application.chain.stored import shown
 
 
 class Tampered(Exception):
@@ -33,6 +34,11 @@ class Fact:
 
 def checked_facts(rows: list[dict], read_state, what: str) -> list[Fact]:
     """`rows` from `ChainStore.facts` (or a read that returns the same columns); oldest first."""
+    for row in rows:  # what anyone with the database could have put there, read as its kind
+        if not _whole(row["originator_version"]):
+            raise Tampered(f"{what}: an event's version is {shown(row['originator_version'])}, not a number (altered)")
+        if row["position"] is not None and not _whole(row["position"]):
+            raise Tampered(f"{what}: the sealer's position is {shown(row['position'])}, not a number (altered)")
     facts = []
     for row in sorted(rows, key=lambda r: r["originator_version"]):
         version = row["originator_version"]
@@ -45,3 +51,7 @@ def checked_facts(rows: list[dict], read_state, what: str) -> list[Fact]:
             raise Tampered(f"{what}: event {version} no longer hashes to its sealed value (altered)")
         facts.append(Fact(version, row["topic"], read_state(row["state"]) or {}))
     return facts
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -43,11 +43,36 @@ def canonical_bytes(originator_id: UUID | str, originator_version: int, topic: s
 
 
 def event_hash(originator_id: UUID | str, originator_version: int, topic: str, state: bytes) -> str | None:
-    """None for a state not stored as bytes: it hashes to no sealed value (`stored_bytes`)."""
-    state = stored_bytes(state)
-    if state is None:
+    """None for a record not as the library stores one (`unlike_stored`): it hashes to no sealed value."""
+    if unlike_stored(originator_id, originator_version, topic, state) is not None:
         return None
     return hashlib.sha256(canonical_bytes(originator_id, originator_version, topic, state)).hexdigest()
+
+
+def unlike_stored(originator_id, originator_version, topic, state) -> tuple[str, object, str] | None:
+    """The first field of a stored record that is not of the kind the library stores, as (column,
+    value, kind), or None: a state that is not bytes (SQLite TEXT holding the same characters, or
+    NULL), a topic that is not text, an originator version that is no whole number, an originator
+    id that is no UUID. No record sealed is such, so none hashes to a sealed value."""
+    if stored_bytes(state) is None:
+        return "state", state, "bytes"
+    if not isinstance(topic, str):
+        return "topic", topic, "text"
+    if not isinstance(originator_version, int) or isinstance(originator_version, bool) or originator_version < 0:
+        return "originator_version", originator_version, "a whole number"
+    if readable_uuid(originator_id) is None:
+        return "originator_id", originator_id, "a UUID"
+    return None
+
+
+def readable_uuid(value) -> UUID | None:
+    """A UUID as either store spells it (PostgreSQL's uuid, SQLite's hex text); None for anything else."""
+    if isinstance(value, UUID):
+        return value
+    try:
+        return UUID(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def stored_bytes(state) -> bytes | None:

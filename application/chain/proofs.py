@@ -57,7 +57,7 @@ class Proofs:
 
     def chain_origin(self, workspace: str) -> str | None:
         """The origin the chain's newest signed note carries (None before its first)."""
-        latest = self.tree.store.latest_note(workspace)
+        latest = self.tree.latest_note(workspace)
         return notes.origin_of(latest[1]) if latest else None
 
     def signing_origin(self, workspace: str) -> str:
@@ -79,7 +79,7 @@ class Proofs:
         if not checkpoints:
             return checkpoints
         workspace = checkpoints[0]["workspace"]
-        found = self.tree.store.notes(workspace, [c["seq"] for c in checkpoints])
+        found = self.tree.notes(workspace, [c["seq"] for c in checkpoints])
         made = self._note if make else lambda workspace, size: None
         return [c | {"note": found[c["seq"]] if c["seq"] in found else made(workspace, c["seq"])} for c in checkpoints]
 
@@ -93,7 +93,7 @@ class Proofs:
             notes.checkpoint_text(origin, size, self.tree.root(workspace, size)), origin, key.public, key.sign
         )
         self.tree.store.add_note(workspace, size, note)
-        stored = self.tree.store.notes(workspace, [size])[size]  # another process may have noted it first
+        stored = self.tree.notes(workspace, [size])[size]  # another process may have noted it first
         if self.witness is not None and stored == note:
             self.witness.push(workspace, size, note)
         return stored
@@ -123,7 +123,7 @@ class Proofs:
             "leaf_hash": b64(leaf),
             "proof": [b64(h) for h in path],
             "root": b64(root),
-            "checkpoint": self.tree.store.notes(workspace, [size]).get(size),
+            "checkpoint": self.tree.notes(workspace, [size]).get(size),
         }
 
     def consistency(self, workspace: str, old: int, new: int | None) -> dict:
@@ -131,7 +131,7 @@ class Proofs:
         if not 1 <= old <= new:
             raise InvalidInputError("from out of range", [FieldError("from", f"must be from 1 to {new}")])
         old_root, path, new_root = self.tree.consistency(workspace, old, new)
-        found = self.tree.store.notes(workspace, [old, new])
+        found = self.tree.notes(workspace, [old, new])
         return {
             "workspace": workspace,
             "from": old,
@@ -148,7 +148,7 @@ class Proofs:
         self.chain.require_workspace(workspace)
         whole = self.tree.extend(workspace)
         if size is None:
-            latest = self.tree.store.latest_note(workspace)
+            latest = self.tree.latest_note(workspace)
             size = latest[0] if latest and latest[0] >= lowest else whole
         if not lowest <= size <= whole:
             raise InvalidInputError(

@@ -34,7 +34,7 @@ def check_notes(tree: MerkleTree, workspace: str, checkpoints: list[dict], keys:
     """`checkpoints` with their `note` (None for one signed before notes were); `keys`: trusted."""
     noted = sorted((c for c in checkpoints if c.get("note") is not None), key=lambda c: c["seq"])
     roots = _roots(tree, workspace, {c["seq"] for c in noted})
-    stored_size = tree.store.size(workspace)
+    stored_size = tree.size(workspace)
     for checkpoint in noted:
         size, record = checkpoint["seq"], {"seq": checkpoint["seq"]}
         opened = _open(checkpoint["note"], workspace, keys.values())
@@ -140,9 +140,9 @@ def _roots(tree: MerkleTree, workspace: str, sizes: set[int]) -> dict[int, bytes
     edge holds one perfect subtree per set bit of the size so far."""
     roots, edge, size = {0: EMPTY_ROOT} if 0 in sizes else {}, [], 0
     last = max(sizes, default=0)
-    while size < last and (hashes := tree.store.event_hashes(workspace, size, min(PAGE, last - size))):
+    while size < last and (hashes := tree.event_hashes(workspace, size, min(PAGE, last - size))):
         for event in hashes:
-            digest, height = leaf_hash(bytes.fromhex(event)), 0
+            digest, height = leaf_hash(event), 0
             while edge and edge[-1][0] == height:  # two subtrees of one height make their parent
                 digest, height = node_hash(edge.pop()[1], digest), height + 1
             edge.append((height, digest))

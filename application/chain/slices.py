@@ -134,6 +134,8 @@ def _sealed_record_problem(decision: dict) -> tuple[str, str] | None:
     if expected != shown or event["originator_id"] != decision.get("id"):
         return "altered", f"decision {decision.get('id')} (record {chain['seq']}) differs from its sealed event"
     chain["event_hash"] = event_hash(event["originator_id"], event["originator_version"], event["topic"], state)
+    if chain["event_hash"] is None:  # an originator, version or topic of no stored record
+        return "altered", f"decision {decision.get('id')}: its stored event cannot be read"
     return None
 
 

@@ -9,7 +9,9 @@ signed head, which only the signing key can make.
 
 from __future__ import annotations
 
-from application.chain.links import GENESIS, as_uuid, checkpoint_message, event_hash, link_hash
+from application.chain import stored
+from application.chain.agreement import first_disagreement, head_problem, position_disagreement
+from application.chain.links import GENESIS, checkpoint_message, event_hash, link_hash, unlike_stored
 from application.chain.sealer import UNATTRIBUTED
 from application.chain.signing import signature_valid
 from application.store.chain import ChainStore
@@ -38,16 +40,17 @@ def verify(store: ChainStore, read_workspace, workspace: str, checkpoints: list[
         if problem:
             return _failure(0, "signature", problem, {"seq": checkpoint.get("seq")})
         heads.setdefault(checkpoint["seq"], []).append(checkpoint)
-    rewound = position_failure(store)
-    if rewound is not None:
-        return rewound
     # Read in the walk's snapshot (`AuditChain.verify`): what was committed and not sealed in it
     # counts as unsealed.
     position = store.position()
-    walk = _Walk(store, workspace, heads)
+    walk = _Walk(store, workspace, heads, position)
     failure = walk.run()
     if failure is None:
-        failure = _truncation(walk, heads) or _inserted(store, read_workspace, workspace, walk.checked)
+        failure = (
+            _truncation(walk, heads)
+            or _bookkeeping(store, workspace, walk.checked)
+            or _inserted(store, read_workspace, workspace, walk.checked)
+        )
     if failure is not None:
         return failure
     return {
@@ -57,36 +60,6 @@ def verify(store: ChainStore, read_workspace, workspace: str, checkpoints: list[
         "checkpoints": len(checkpoints),
         "unsealed": store.pending(position),
     }
-
-
-def position_failure(store: ChainStore) -> dict | None:
-    """The sealed position behind what the chain already seals: `rcp_chain_position` moved back
-    (or its row removed). Sealing cannot go on (it would seal those events again), and everything
-    the sealer had passed would count as unsealed, so an event inserted there would go unnamed.
-    A chain row whose notification id was moved past the position is named instead."""
-    bounds = store.sealed_bounds()
-    position, sealed = bounds["position"] or 0, bounds["sealed"] or 0
-    if sealed <= position:
-        return None
-    for row in store.sealed_at(sealed):  # or a chain row moved past it: its event says where it was sealed
-        stored = row["stored_notification_id"]
-        if stored is not None and stored != sealed:
-            record = _record(row)
-            return _failure(
-                0,
-                "altered",
-                f"chain record {row['seq']} of {row['workspace']!r} ({_name(record)}) says it sealed notification "
-                f"{sealed}, past the sealer's position {position}, but its event is stored at notification {stored}: "
-                "the chain table (rcp_chain) was edited",
-                record,
-            )
-    return _failure(
-        0,
-        "altered",
-        f"the sealer's position (rcp_chain_position) is notification {position}, behind notification "
-        f"{sealed}, which the chain already seals: it was moved back, and nothing is sealed until it is restored",
-        {"notification_id": sealed},
-    )
 
 
 def signature_problem(checkpoint: dict, workspace: str, keys: dict) -> str | None:
@@ -107,36 +80,53 @@ def signature_problem(checkpoint: dict, workspace: str, keys: dict) -> str | Non
 class _Walk:
     """The chain rows in order, each held against the event it sealed and the signed heads."""
 
-    def __init__(self, store: ChainStore, workspace: str, heads: dict[int, list[dict]]):
-        self.store, self.workspace, self.heads = store, workspace, heads
+    def __init__(self, store: ChainStore, workspace: str, heads: dict[int, list[dict]], position: int | None):
+        self.store, self.workspace, self.heads, self.position = store, workspace, heads, position
         self.seq, self.link, self.checked, self.last_notification = 0, GENESIS, 0, 0
 
     def run(self) -> dict | None:
         while True:
             rows = self.store.walk(self.workspace, self.seq, PAGE)
             for row in rows:
-                failure = self.step(row)
+                try:
+                    failure = self.step(self.read(row))
+                except stored.Unreadable as unreadable:
+                    failure = self.fail("altered", f"{unreadable}: it was altered", stored.record(row))
                 if failure is not None:
                     return failure
             if len(rows) < PAGE:
                 return None
 
+    def read(self, row: dict) -> dict:
+        """The chain row's own values, each of its kind (`Unreadable` names the one that is not)."""
+        table, at = "rcp_chain", f"record {stored.shown(row['seq'])} of {self.workspace!r}"
+        return row | {
+            "seq": stored.integer(row["seq"], table, at, "seq", least=1),
+            "notification_id": stored.integer(row["notification_id"], table, at, "notification_id"),
+            "originator_id": stored.uuid(row["originator_id"], table, at, "originator_id"),
+            "originator_version": stored.integer(row["originator_version"], table, at, "originator_version", least=1),
+        }
+
     def step(self, row: dict) -> dict | None:
-        record = _record(row)
+        record = stored.record(row)
         if row["seq"] != self.seq + 1:
             return self.fail(
                 "deleted",
                 f"chain record {self.seq + 1} is missing (the chain jumps from {self.seq} to {row['seq']})",
                 {"seq": self.seq + 1},
             )
-        if row["state"] is None:
-            return self.fail("deleted", f"record {row['seq']} ({_name(record)}) was deleted from the store", record)
+        if row["stored_notification_id"] is None:
+            return self.fail(
+                "deleted", f"record {row['seq']} ({stored.named(record)}) was deleted from the store", record
+            )
         if row["stored_notification_id"] != row["notification_id"] or row["notification_id"] <= self.last_notification:
             return self.moved(row, record)
         digest = event_hash(row["originator_id"], row["originator_version"], row["topic"], row["state"])
         if digest != row["event_hash"]:
-            how = "bytes no longer hash to the sealed value" if digest else "state is not bytes (stored as text)"
-            return self.fail("altered", f"record {row['seq']} ({_name(record)}) was altered: its stored {how}", record)
+            how = "bytes no longer hash to the sealed value" if digest else self.unlike(row)
+            return self.fail(
+                "altered", f"record {row['seq']} ({stored.named(record)}) was altered: its stored {how}", record
+            )
         link = link_hash(self.workspace, row["seq"], self.link, digest)
         if link != row["link"]:
             return self.fail(
@@ -149,25 +139,38 @@ class _Walk:
         self.checked += 1
         return self.against_checkpoints(record)
 
+    def unlike(self, row: dict) -> str:
+        """Which of the stored event's values is of no kind the library stores, and where."""
+        column, value, kind = unlike_stored(row["originator_id"], row["originator_version"], row["topic"], row["state"])
+        if column == "state" and isinstance(value, str):
+            return "state is not bytes (stored as text)"
+        return f"{column} is {stored.shown(value)} in {self.store.events_table}, not {kind}"
+
     def moved(self, row: dict, record: dict) -> dict:
         """The record is stored elsewhere than where it was sealed: whatever holds its place now
-        was either sealed too (the two were reordered) or never sealed (it was inserted)."""
+        was either sealed too (the two were reordered) or never sealed (it was inserted). A record
+        that says it sealed a notification past the sealed position is the chain row edited: the
+        position's check names it (`application.chain.agreement`), as /readyz does."""
+        if isinstance(self.position, int) and row["notification_id"] > self.position:
+            found = position_disagreement(self.store)
+            if found is not None:
+                return self.fail("altered", found.detail, found.record)
         occupant = self.store.event_at(row["notification_id"])
         if (
             occupant is not None
             and self.store.sealed_as(occupant["originator_id"], occupant["originator_version"]) is None
         ):
-            intruder = _record(occupant) | {"seq": None}
+            intruder = stored.record(occupant) | {"seq": None}
             return self.fail(
                 "inserted",
                 f"notification {row['notification_id']}, where record {row['seq']} was "
-                f"sealed, now holds {_name(intruder)}, which no chain sealed: it was "
+                f"sealed, now holds {stored.named(intruder)}, which no chain sealed: it was "
                 "inserted",
                 intruder,
             )
         return self.fail(
             "reordered",
-            f"record {row['seq']} ({_name(record)}) was sealed at notification "
+            f"record {row['seq']} ({stored.named(record)}) was sealed at notification "
             f"{row['notification_id']} but is stored at {row['stored_notification_id']}",
             record,
         )
@@ -202,6 +205,15 @@ def _truncation(walk: _Walk, heads: dict[int, list[dict]]) -> dict | None:
     )
 
 
+def _bookkeeping(store: ChainStore, workspace: str, checked: int) -> dict | None:
+    """The sealed position and the heads against the chain (`application.chain.agreement`): this
+    workspace's head (read with its chain's last record in one statement: a round sealed after
+    the walk moves both), then the position and every other head. Before the search for inserted
+    events, which takes the position's word for what was sealed."""
+    found = head_problem(workspace, *store.head_and_last(workspace)) or first_disagreement(store)
+    return None if found is None else _failure(checked, "altered", found.detail, found.record)
+
+
 def _inserted(store: ChainStore, read_workspace, workspace: str, checked: int) -> dict | None:
     """A stored event at a position the sealer has passed, in no chain, that belongs here (or to
     no workspace at all): inserted behind the sealer's back."""
@@ -211,11 +223,11 @@ def _inserted(store: ChainStore, read_workspace, workspace: str, checked: int) -
         for row in rows:
             owner = read_workspace(row["state"]) or store.origin_workspace(row["originator_id"]) or UNATTRIBUTED
             if owner in (workspace, UNATTRIBUTED):
-                record = _record(row) | {"notification_id": row["notification_id"]}
+                record = stored.record(row) | {"notification_id": row["notification_id"]}
                 return _failure(
                     checked,
                     "inserted",
-                    f"notification {row['notification_id']} ({_name(record)}) "
+                    f"notification {row['notification_id']} ({stored.named(record)}) "
                     "is in the store at a sealed position but in no chain: "
                     "it was inserted",
                     record,
@@ -225,19 +237,8 @@ def _inserted(store: ChainStore, read_workspace, workspace: str, checked: int) -
         after = rows[-1]["notification_id"]
 
 
-def _record(row: dict) -> dict:
-    return {
-        "seq": row.get("seq"),
-        "notification_id": row.get("notification_id"),
-        "originator_id": str(as_uuid(row["originator_id"])),
-        "originator_version": row["originator_version"],
-        "topic": row.get("topic"),
-    }
-
-
-def _name(record: dict) -> str:
-    topic = f"{record['topic']} " if record.get("topic") else ""
-    return f"{topic}{record['originator_id']} v{record['originator_version']}"
+def altered(checked: int, detail: str, record: dict) -> dict:
+    return _failure(checked, "altered", detail, record)
 
 
 def _failure(checked: int, problem: str, detail: str, record: dict) -> dict:

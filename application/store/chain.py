@@ -3,10 +3,12 @@
 - `chain`: one row per sealed event, (workspace, seq) unique so a chain cannot fork, and
   (originator_id, originator_version) unique so no event is sealed twice, whichever process
   seals it.
-- `chain_heads`: each workspace's last (seq, link), so sealing and checkpointing never scan.
-- `chain_position`: one row, the last notification id sealed. Every sealing transaction starts
-  by updating it, which takes the store's write lock on SQLite and a row lock on PostgreSQL: two
-  sealers (threads or server processes) take turns and the second sees what the first sealed.
+- `chain_heads`: each workspace's last (seq, link), so sealing and checkpointing never scan
+  (each is held to the chain's last record as it is read: application.chain.agreement).
+- `chain_position`: one row, the last notification id sealed (held to the chain's newest).
+  Every sealing transaction starts by updating it, which takes the store's write lock on SQLite
+  and a row lock on PostgreSQL: two sealers (threads or server processes) take turns and the
+  second sees what the first sealed.
   A background round on PostgreSQL first looks with SKIP LOCKED and, finding it locked, leaves
   the sealing to the process that holds it.
 - `checkpoints`: the signed heads.
@@ -45,6 +47,19 @@ DDL = (
 
 CHAIN_COLUMNS = "workspace, seq, notification_id, originator_id, originator_version, event_hash, link"
 CHECKPOINT_COLUMNS = "workspace, seq, head, at, key_id, signature"
+
+# A workspace's rcp_chain_heads row and its chain's last record, in one statement (two key seeks):
+# the two must agree (application.chain.agreement).
+HEAD_AND_LAST = (
+    "SELECT 'head' AS part, seq, link FROM {chain_heads} WHERE workspace = %s UNION ALL "
+    "SELECT 'last', seq, link FROM (SELECT seq, link FROM {chain} WHERE workspace = %s ORDER BY seq DESC LIMIT 1) c"
+)
+# The sealed position and the newest notification the chain seals, which it must be (one seek of
+# each's index, in one statement: one snapshot).
+BOUNDS = (
+    "SELECT (SELECT notification_id FROM {chain_position} WHERE singleton = 1) AS position, "
+    "(SELECT MAX(notification_id) FROM {chain}) AS sealed"
+)
 
 
 def create_statements(dialect: Dialect) -> list[str]:
@@ -142,12 +157,13 @@ class ChainStore:
 
     @contextmanager
     def sealing(self):
-        """A write transaction holding the sealing lock; yields it and the sealed position."""
+        """A write transaction holding the sealing lock; yields it, the sealed position (None: its
+        row is gone) and the newest notification the chain seals (0: none), read under the lock."""
         with self.recorder.datastore.transaction(commit=True) as cursor:
             tx = _Transaction(cursor, self.dialect, self.events_table)
             tx.run("UPDATE {chain_position} SET notification_id = notification_id WHERE singleton = 1")
-            rows = tx.rows("SELECT notification_id FROM {chain_position} WHERE singleton = 1")
-            yield tx, rows[0]["notification_id"] if rows else None
+            bounds = tx.rows(BOUNDS)[0]
+            yield tx, bounds["position"], bounds["sealed"] or 0
 
     # -- reads for the sealer and the checkpointer ---------------------------------------------
     def position(self, skip_locked: bool = False) -> int | None:
@@ -160,10 +176,7 @@ class ChainStore:
     def sealed_bounds(self) -> dict:
         """The sealed position and the newest notification any chain seals, in one statement (so
         one snapshot: a round sealed in between cannot make them disagree)."""
-        return self._rows(
-            "SELECT (SELECT notification_id FROM {chain_position} WHERE singleton = 1) AS position, "
-            "(SELECT MAX(notification_id) FROM {chain}) AS sealed"
-        )[0]
+        return self._rows(BOUNDS)[0]
 
     def sealed_at(self, notification_id: int) -> list[dict]:
         """The chain rows that say they sealed this notification, each with where its event is
@@ -176,9 +189,19 @@ class ChainStore:
             (notification_id,),
         )
 
-    def head(self, workspace: str) -> dict | None:
-        rows = self._rows("SELECT workspace, seq, link FROM {chain_heads} WHERE workspace = %s", (workspace,))
-        return rows[0] if rows else None
+    def disagreeing_head(self) -> str | None:
+        """The first workspace whose rcp_chain_heads row is not its chain's last record (two key
+        seeks a workspace), or None."""
+        rows = self._rows(
+            "SELECT h.workspace FROM {chain_heads} h WHERE NOT EXISTS (SELECT 1 FROM {chain} c WHERE "
+            "c.workspace = h.workspace AND c.seq = h.seq AND c.link = h.link) OR EXISTS (SELECT 1 FROM {chain} c "
+            "WHERE c.workspace = h.workspace AND c.seq > h.seq) ORDER BY h.workspace LIMIT 1"
+        )
+        return rows[0]["workspace"] if rows else None
+
+    def head_and_last(self, workspace: str) -> tuple[dict | None, dict | None]:
+        """The workspace's rcp_chain_heads row and its chain's last record (None where none is)."""
+        return _head_and_last(self._rows(HEAD_AND_LAST, (workspace, workspace)))
 
     def heads_without_checkpoint(self) -> list[dict]:
         return self._rows(
@@ -254,6 +277,17 @@ class ChainStore:
             "WHERE c.originator_id = e.originator_id AND c.originator_version = e.originator_version) "
             "ORDER BY e.{nid} LIMIT %s",
             (after, up_to, limit),
+        )
+
+    def notifications(self, after: int, limit: int) -> list[dict]:
+        """The stored events after a notification id, as stored (the sealer reads each value
+        itself: the library's read turns a SQLite originator id into a UUID, and fails on one that
+        is none)."""
+        return self._rows(
+            "SELECT {nid} AS notification_id, originator_id, originator_version, topic, state FROM {events} "
+            "WHERE {nid} > %s ORDER BY {nid} LIMIT %s",
+            (after, limit),
+            prepare=True,
         )
 
     def pending(self, position: int) -> int:
@@ -422,9 +456,8 @@ class _Transaction:
         if params:
             ManyRows.of(self.render(template), tuple(params)).run(self.cursor, self.postgres)
 
-    def head(self, workspace: str) -> dict | None:
-        rows = self.rows("SELECT seq, link FROM {chain_heads} WHERE workspace = %s", (workspace,))
-        return rows[0] if rows else None
+    def head_and_last(self, workspace: str) -> tuple[dict | None, dict | None]:
+        return _head_and_last(self.rows(HEAD_AND_LAST, (workspace, workspace)))
 
     def origin_workspace(self, originator_id) -> str | None:
         rows = self.rows("SELECT workspace FROM {chain} WHERE originator_id = %s LIMIT 1", (originator_id,))
@@ -442,3 +475,8 @@ class _Transaction:
             [(ws, seq, link) for ws, (seq, link) in heads.items()],
         )
         self.run("UPDATE {chain_position} SET notification_id = %s WHERE singleton = 1", (position,))
+
+
+def _head_and_last(rows: list[dict]) -> tuple[dict | None, dict | None]:
+    parts = {row["part"]: row for row in rows}
+    return parts.get("head"), parts.get("last")

@@ -82,13 +82,28 @@ class Counted:
     timestamp: datetime
 
 
+class Uncountable(ValueError):
+    """A stored decision whose state cannot be counted (`stored`: the one): no decision this code
+    records is such, so it was written behind the service's back, and the sealer stops on it."""
+
+    def __init__(self, stored):
+        super().__init__(f"a {RECORDED} whose state cannot be counted")
+        self.stored = stored
+
+
 def rollups(dialect, to_domain_event):
     """What a sealing round writes beside its links: the counts of the decisions among the stored
-    events it seals, read from their states as the sealer already decoded them (plain JSON)."""
+    events it seals, read from their states as the sealer already decoded them (plain JSON);
+    `Uncountable` for one that cannot be read so."""
 
     def statements(stored, states) -> list[ManyRows]:
-        pairs = zip(stored, states, strict=True)
-        found = [counted(s, state, to_domain_event) for s, state in pairs if s.topic == RECORDED]
+        found = []
+        for s, state in zip(stored, states, strict=True):
+            if s.topic == RECORDED:
+                try:
+                    found.append(countable(counted(s, state, to_domain_event)))
+                except Exception:  # a state the mapper never wrote, or a record of another shape
+                    raise Uncountable(s) from None
         return count_statements(dialect, found)
 
     return statements
@@ -111,6 +126,23 @@ def counted(stored, state: dict | None, to_domain_event) -> Counted:
 
 
 _DATETIME = DatetimeAsISO()
+_TEXT = (str, type(None))
+
+
+def countable(found: Counted) -> Counted:
+    """The decision, once every field the counts read is of its kind (they are keys and columns)."""
+    r = found.record
+    context = r.get("context") or {}
+    if not (
+        isinstance(found.workspace, str)
+        and isinstance(r.get("kind"), str)
+        and isinstance(r.get("allowed"), bool)
+        and all(isinstance(r.get(k), _TEXT) for k in ("language", "name", "request", "file"))
+        and isinstance(context, dict)
+        and all(isinstance(context.get(k), _TEXT) for k in ("sandbox", "uploaded_at"))
+    ):
+        raise ValueError("not a decision's record")
+    return found
 
 
 def _instant(value) -> datetime | None:

@@ -8,7 +8,8 @@
   `checkpoints` row of the same workspace and size.
 
 Nothing here is trusted by a verifier: a proof built from an altered node fails against the
-signed root, and a root is signed only over nodes recomputed from the chain's event hashes.
+signed root, and a root is signed only over nodes recomputed from the chain's event hashes. The
+values are answered as stored; `application.chain.tree` reads each (one not of its kind is named).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from functools import lru_cache
 from application.store.projection import ManyRows
 from application.store.schema import Dialect
 
-TABLES = ("merkle_nodes", "merkle_size", "checkpoint_notes", "chain", "chain_heads")
+TABLES = ("merkle_nodes", "merkle_size", "checkpoint_notes", "chain")
 
 DDL = (
     "CREATE TABLE IF NOT EXISTS {merkle_nodes} (workspace TEXT NOT NULL, level INTEGER NOT NULL, "
@@ -47,40 +48,38 @@ class MerkleStore:
     def _rows(self, template: str, params=()) -> list[dict]:
         return self.recorder.fetch(render(self.dialect, template), params)
 
-    def size(self, workspace: str) -> int:
+    def size(self, workspace: str):
         rows = self._rows("SELECT size FROM {merkle_size} WHERE workspace = %s", (workspace,))
         return rows[0]["size"] if rows else 0
 
-    def chain_size(self, workspace: str) -> int:
-        rows = self._rows("SELECT seq FROM {chain_heads} WHERE workspace = %s", (workspace,))
+    def chain_size(self, workspace: str):
+        """The chain's last record (one seek of its key, from the end): the tree's size to reach."""
+        rows = self._rows("SELECT seq FROM {chain} WHERE workspace = %s ORDER BY seq DESC LIMIT 1", (workspace,))
         return rows[0]["seq"] if rows else 0
 
-    def event_hashes(self, workspace: str, after: int, limit: int) -> list[str]:
-        """The chain's event hashes from record `after + 1` on: one range of its primary key."""
-        rows = self._rows(
-            "SELECT event_hash FROM {chain} WHERE workspace = %s AND seq > %s ORDER BY seq LIMIT %s",
+    def event_hashes(self, workspace: str, after: int, limit: int) -> list[dict]:
+        """The chain's event hashes from record `after + 1` on (`seq`, `event_hash`): one range of its primary key."""
+        return self._rows(
+            "SELECT seq, event_hash FROM {chain} WHERE workspace = %s AND seq > %s ORDER BY seq LIMIT %s",
             (workspace, after, limit),
         )
-        return [r["event_hash"] for r in rows]
 
-    def nodes(self, workspace: str, parts: set[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+    def nodes(self, workspace: str, parts: set[tuple[int, int]]) -> list[dict]:
         """The stored hashes of these perfect subtrees (one query; absent ones are left out)."""
         if not parts:
-            return {}
+            return []
         # One primary-key lookup per node, in one statement (an OR of them makes SQLite scan).
         one = "SELECT level, idx, hash FROM {merkle_nodes} WHERE workspace = %s AND level = %s AND idx = %s"
         params = [v for level, idx in sorted(parts) for v in (workspace, level, idx)]
-        rows = self._rows(" UNION ALL ".join([one] * len(parts)), params)
-        return {(r["level"], r["idx"]): bytes.fromhex(r["hash"]) for r in rows}
+        return self._rows(" UNION ALL ".join([one] * len(parts)), params)
 
-    def level_range(self, workspace: str, level: int, first: int, last: int) -> dict[tuple[int, int], bytes]:
+    def level_range(self, workspace: str, level: int, first: int, last: int) -> list[dict]:
         """The stored subtrees of one level, indexes `first` to `last` (one range of the key)."""
-        rows = self._rows(
+        return self._rows(
             "SELECT level, idx, hash FROM {merkle_nodes} WHERE workspace = %s AND level = %s AND idx >= %s "
             "AND idx <= %s",
             (workspace, level, first, last),
         )
-        return {(r["level"], r["idx"]): bytes.fromhex(r["hash"]) for r in rows}
 
     def add(self, workspace: str, nodes: list[tuple[int, int, bytes]], size: int) -> None:
         """New perfect subtrees and the tree's new size, in one transaction. Two processes that

@@ -163,6 +163,10 @@ class ReadModel:
             )
         return bool(self._rows(template, (name,))[0]["found"])
 
+    def has_workspace(self, workspace: str) -> bool:
+        """Whether the workspace exists (its row, whatever else the row holds)."""
+        return bool(self._rows("SELECT 1 AS one FROM {workspaces} WHERE workspace = %s", (workspace,)))
+
     def has_workspaces(self) -> bool:
         return bool(self._rows("SELECT 1 AS one FROM {workspaces} LIMIT 1"))
 

@@ -148,7 +148,9 @@ class Dialect:
     def from_ts(self, value) -> datetime:
         if isinstance(value, str):
             return datetime.fromisoformat(value)
-        return value.astimezone(UTC)
+        if isinstance(value, datetime):
+            return value.astimezone(UTC)
+        raise TypeError(f"{value!r} is not an instant")  # what SQLite was given in one's place
 
     def __hash__(self) -> int:
         return hash((self.name, self.schema))

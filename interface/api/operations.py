@@ -37,7 +37,7 @@ def healthz(gov):
 def readyz(gov):
     try:
         gov.readmodel.has_workspaces()  # one indexed probe of the store
-        gov.chain.check_position()  # two more: what stops the sealer (it may run in another process)
+        gov.chain.check_sealing()  # a few more: what stops the sealer (it may run in another process)
     except Exception:  # any store failure means "not ready"; details go to the log, not the caller
         log.exception("readiness check failed")
         return problem(503, "Store unavailable", "the store is not reachable")

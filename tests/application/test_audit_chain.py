@@ -5,6 +5,7 @@ the database altered, deleted, inserted, reordered or truncated."""
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 import time
 from uuid import uuid4
@@ -13,6 +14,7 @@ import pytest
 from eventsourcing.domain import Aggregate, event
 
 from application.chain import AuditKey
+from application.chain.audit_chain import SealingStopped
 from application.chain.links import link_hash
 from application.chain.sealer import BATCH, UNATTRIBUTED
 from tests.support.tamper import Tamperer
@@ -211,8 +213,8 @@ def test_checkpoints_are_signed_by_themselves_while_the_chain_moves(app):
     app.evaluation.evaluate("acme", "python", ["pandas"], None, {})
     eventually(
         lambda: (
-            app.chain.store.head("acme") is not None
-            and app.chain.store.checkpoint("acme", app.chain.store.head("acme")["seq"]) is not None
+            (head := app.chain.store.head_and_last("acme")[0]) is not None
+            and app.chain.store.checkpoint("acme", head["seq"]) is not None
         ),
         "a checkpoint of the moved head",
     )
@@ -339,7 +341,7 @@ def test_a_chain_rows_notification_moved_past_the_position_names_that_row_not_th
         f"says it sealed notification {moved}, past the sealer's position {recorded.chain.store.position()}, but its "
         f"event is stored at notification {row['notification_id']}: the chain table (rcp_chain) was edited"
     )
-    assert recorded.chain.check_position() == result["detail"]  # as /readyz names it
+    assert recorded.chain.check_sealing() == result["detail"]  # as /readyz names it
 
 
 # -- the decisions table, which /decisions answers from ----------------------------------------------
@@ -485,6 +487,128 @@ def test_a_column_edited_in_a_table_checked_row_by_row_is_named_with_both_values
         assert row["expected"] == expected
     assert f"in {column}: found {found!r}, the event" in result["detail"]
     assert f" say{'s' if table != 'tokens' else ''} {row['expected']!r}: " in result["detail"]
+
+
+# -- the chain's own tables, which every sealing round builds on ----------------------------------------
+def sealing_stops_named(app, said: str) -> dict:
+    """The sealer refuses to go on (an on-demand checkpoint with it), an integrity alarm and what
+    /readyz asks name `said`; so does verification, whose answer is returned."""
+    with pytest.raises(SealingStopped, match=re.escape(said)):
+        app.chain.checkpoint("acme")
+    assert app.integrity.first.startswith(said), app.integrity.first
+    result = app.chain.verify("acme")
+    assert (result["ok"], result["problem"]) == (False, "altered") and said in result["detail"], result
+    return result
+
+
+@pytest.mark.parametrize("ahead", [1, 1000])
+def test_a_position_moved_forward_stops_sealing_and_is_named_whatever_it_was_moved_to(recorded, tamper, ahead):
+    """Moved past every event, the sealer found nothing after it to seal and checkpoints were
+    still signed: decisions committed meanwhile were in none of them, could be rewritten at leisure
+    and were sealed as rewritten once the position was put back. Moved one past the newest event,
+    the next decision landed on it, the one after was sealed, and the position was again the
+    chain's newest notification: nothing showed at all."""
+    sealed, signed = chain_rows(recorded, "acme"), recorded.chain.store.checkpoints("acme", 0, 10)
+    moved = recorded.recorder.max_notification_id() + ahead
+    tamper.sql("UPDATE rcp_chain_position SET notification_id = %s", (moved,))
+    for name in ("scipy", "six"):  # one of them after the forged position, when it is one ahead
+        recorded.evaluation.evaluate("acme", "python", [name], None, {})
+    said = f"the sealer's position (rcp_chain_position) is notification {moved}, ahead of notification "
+    sealing_stops_named(recorded, said)
+    assert recorded.chain.check_sealing().startswith(said)  # what /readyz reports, from any process
+    assert chain_rows(recorded, "acme") == sealed and recorded.chain.store.checkpoints("acme", 0, 10) == signed
+
+
+def test_a_position_whose_row_was_deleted_stops_sealing_and_is_named(recorded, tamper):
+    """The sealer read it as 0 outside its transaction and as missing inside, and went round forever."""
+    tamper.sql("DELETE FROM rcp_chain_position")
+    recorded.evaluation.evaluate("acme", "python", ["scipy"], None, {})
+    sealing_stops_named(recorded, "the sealer's position (rcp_chain_position) has no row: it was deleted")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "SET seq = seq - 5",  # the next round collided with the chain: sealing stopped without a word
+        "SET seq = seq + 5",  # the next round left a gap in the chain
+        f"SET link = '{'0' * 64}'",  # the next record was linked to a link the chain does not hold
+    ],
+)
+def test_a_head_edited_stops_sealing_and_is_named_by_table(recorded, tamper, edit):
+    tamper.sql(f"UPDATE rcp_chain_heads {edit} WHERE workspace = 'acme'")
+    recorded.evaluation.evaluate("acme", "python", ["scipy"], None, {})
+    said = "the chain head of 'acme' (rcp_chain_heads) says record "
+    sealing_stops_named(recorded, said)
+    assert recorded.chain.check_sealing().startswith(said)  # what /readyz reports, from any process
+
+
+def test_a_head_whose_row_was_deleted_stops_sealing_and_is_named(recorded, tamper):
+    tamper.sql("DELETE FROM rcp_chain_heads WHERE workspace = 'acme'")
+    recorded.evaluation.evaluate("acme", "python", ["scipy"], None, {})
+    sealing_stops_named(recorded, "the chain head of 'acme' (rcp_chain_heads) has no row, but its chain ends at")
+
+
+def test_an_edited_head_is_never_signed_even_with_nothing_to_seal(recorded, tamper):
+    """The checkpoint signed what the heads table said: a head wound back was signed as the chain's."""
+    tamper.sql("UPDATE rcp_chain_heads SET seq = seq - 1 WHERE workspace = 'acme'")
+    with pytest.raises(SealingStopped, match=re.escape("the chain head of 'acme' (rcp_chain_heads) says record")):
+        recorded.chain.checkpoint("acme")
+
+
+def test_an_event_stored_again_after_the_position_stops_sealing_and_is_named(recorded, tamper):
+    """Sealing it again failed on the chain's unique key, round after round, with no alarm."""
+    moved = tamper.notification_of(recorded.decision_ids["pandas"])
+    tamper.sql(
+        "UPDATE stored_events SET {nid} = %s WHERE {nid} = %s", (recorded.recorder.max_notification_id() + 1, moved)
+    )
+    with pytest.raises(SealingStopped, match="after the sealer's position, is already sealed as record"):
+        recorded.chain.checkpoint("acme")
+
+
+# -- stored values that cannot be read: findings, never a crash ---------------------------------------
+def test_a_sealed_events_topic_made_null_is_named_altered(recorded, tamper):
+    """`AttributeError: 'NoneType' object has no attribute 'encode'` (a 500 from the API)."""
+    edited = recorded.decision_ids["requests"]
+    tamper.sql("UPDATE stored_events SET topic = NULL WHERE {nid} = %s", (tamper.notification_of(edited),))
+    result = recorded.chain.verify("acme")
+    assert (result["problem"], result["record"]["originator_id"]) == ("altered", edited), result
+    assert result["detail"].endswith(f"was altered: its stored topic is NULL in {tamper.events}, not text")
+
+
+def test_a_merkle_node_that_is_no_hash_is_named_altered(recorded, tamper):
+    """`ValueError: non-hexadecimal number found in fromhex()` (a 500 from the API)."""
+    tamper.sql("UPDATE rcp_merkle_nodes SET hash = '@@' WHERE workspace = 'acme' AND level = 0 AND idx = 1")
+    result = recorded.chain.verify("acme")
+    assert result["problem"] == "altered", result
+    assert result["detail"].startswith(
+        "the rcp_merkle_nodes table's hash of the node at level 0, index 1 of 'acme' is '@@', not a SHA-256 digest"
+    )
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # PostgreSQL's uuid column holds no such text
+def test_a_chain_records_originator_that_is_no_uuid_is_named_altered(recorded, tamper):
+    """`ValueError: badly formed hexadecimal UUID string` (a traceback from the CLI)."""
+    tamper.sql("UPDATE rcp_chain SET originator_id = 'not-a-uuid' WHERE workspace = 'acme' AND seq = 5")
+    result = recorded.chain.verify("acme")
+    assert (result["problem"], result["record"]["seq"], result["record"]["originator_id"]) == ("altered", 5, None)
+    assert result["detail"] == (
+        "the rcp_chain table's originator_id of record 5 of 'acme' is 'not-a-uuid', not a UUID: it was altered"
+    )
+
+
+@pytest.mark.parametrize("column", ["topic", "state"])
+def test_an_event_the_sealer_cannot_read_stops_it_and_is_named(recorded, tamper, column):
+    """Not sealed yet, it failed every sealing round in the library's read or the counts, with no
+    alarm, and verify said ok with one unsealed."""
+    [decision] = recorded.evaluation.evaluate("acme", "python", ["six"], None, {})["decisions"]
+    at = tamper.notification_of(decision["id"])
+    if column == "topic":
+        tamper.sql("UPDATE stored_events SET topic = NULL WHERE {nid} = %s", (at,))
+    else:  # a decision the counts cannot read: every record this code writes has a kind
+        tamper.replace_in_state(decision["id"], '"kind":', '"kinds":')
+    said = f"the {tamper.events} table's {column} of notification {at} is "
+    sealing_stops_named(recorded, said)
+    assert recorded.chain.check_sealing().startswith(said)
 
 
 @pytest.mark.postgres

@@ -134,6 +134,74 @@ def test_a_sealed_position_moved_back_is_named_by_verify_checkpoint_and_readines
     assert ready.status == 200 and ready.json["integrity"].startswith(named), ready.body
 
 
+def test_a_position_moved_forward_is_named_by_checkpoint_readiness_and_verify_and_nothing_is_signed_past_it(
+    live, app, database_url
+):
+    """The reviewer's run: the position moved past every event, three denials answered, and a
+    checkpoint signed without them (201), /readyz ready; then the denials could be rewritten as
+    allowed, the position put back, and the rewritten history was sealed and verified."""
+    evaluate = {"language": "python", "specs": ["scipy"]}
+    live.call("PUT", f"{ACME}/policy", live.tokens["admin"], {"python": {"deny": ["scipy"]}})
+    signed = sealed(live, live.tokens["admin"])
+    tamper = Tamperer(database_url)
+    moved = app.recorder.max_notification_id() + 5000
+    tamper.sql("UPDATE rcp_chain_position SET notification_id = %s", (moved,))
+    tamper.close()
+    for _ in range(3):
+        answer = live.call("POST", f"{ACME}/evaluate", live.tokens["sandbox"], evaluate)
+        assert answer.status == 200 and answer.json["allowed"] is False, answer.body
+    named = f"the sealer's position (rcp_chain_position) is notification {moved}, ahead of notification "
+    checkpoint = live.call("POST", f"{ACME}/audit/checkpoints", live.tokens["admin"])
+    assert checkpoint.status == 503 and checkpoint.json["detail"].startswith(named), checkpoint.body
+    ready = live.call("GET", "/readyz")
+    assert ready.status == 200 and ready.json["integrity"].startswith(named), ready.body
+    verdict = live.call("GET", f"{ACME}/audit/verify", live.tokens["auditor"])
+    assert verdict.status == 200 and (verdict.json["ok"], verdict.json["problem"]) == (False, "altered")
+    assert verdict.json["detail"].startswith(named)
+    page = live.call("GET", f"{ACME}/audit/checkpoints", live.tokens["auditor"]).json
+    assert page["checkpoints"][-1]["seq"] == signed["seq"]  # nothing signed without the denials
+
+
+def test_a_head_edited_is_named_by_checkpoint_readiness_and_verify_never_a_500(live, database_url):
+    """The reviewer's run: with rcp_chain_heads wound back, every sealing round failed on the
+    chain's unique key; the on-demand checkpoint was a 500, /readyz ready, verify ok."""
+    evaluate = {"language": "python", "specs": ["pandas"]}
+    live.call("POST", f"{ACME}/evaluate", live.tokens["sandbox"], evaluate)
+    sealed(live, live.tokens["admin"])
+    tamper = Tamperer(database_url)
+    tamper.sql("UPDATE rcp_chain_heads SET seq = seq - 5 WHERE workspace = 'acme'")
+    tamper.close()
+    assert live.call("POST", f"{ACME}/evaluate", live.tokens["sandbox"], evaluate).status == 200
+    named = "the chain head of 'acme' (rcp_chain_heads) says record "
+    checkpoint = live.call("POST", f"{ACME}/audit/checkpoints", live.tokens["admin"])
+    assert checkpoint.status == 503 and checkpoint.json["detail"].startswith(named), checkpoint.body
+    ready = live.call("GET", "/readyz")
+    assert ready.status == 200 and ready.json["integrity"].startswith(named), ready.body
+    verdict = live.call("GET", f"{ACME}/audit/verify", live.tokens["auditor"])
+    assert verdict.status == 200 and (verdict.json["ok"], verdict.json["problem"]) == (False, "altered")
+    assert verdict.json["detail"].startswith(named)
+
+
+@pytest.mark.parametrize("value", ["topic", "merkle node"])
+def test_a_stored_value_that_cannot_be_read_is_named_altered_never_a_500(live, database_url, value):
+    """The reviewer's statements: each made verify a 500 (AttributeError in the canonical bytes,
+    ValueError reading the stored tree)."""
+    evaluate = {"language": "python", "specs": ["pandas", "six"]}
+    [decision, _] = live.call("POST", f"{ACME}/evaluate", live.tokens["sandbox"], evaluate).json["decisions"]
+    sealed(live, live.tokens["admin"])
+    tamper = Tamperer(database_url)
+    if value == "topic":
+        tamper.sql("UPDATE stored_events SET topic = NULL WHERE {nid} = %s", (tamper.notification_of(decision["id"]),))
+        named = f"({decision['id']} v1) was altered: its stored topic is NULL in {tamper.events}, not text"
+    else:
+        tamper.sql("UPDATE rcp_merkle_nodes SET hash = '@@' WHERE level = 0 AND idx = 1")
+        named = "the rcp_merkle_nodes table's hash of the node at level 0, index 1 of 'acme' is '@@'"
+    tamper.close()
+    verdict = live.call("GET", f"{ACME}/audit/verify", live.tokens["auditor"])
+    assert verdict.status == 200 and (verdict.json["ok"], verdict.json["problem"]) == (False, "altered"), verdict.body
+    assert named in verdict.json["detail"]
+
+
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # PostgreSQL's bytea holds no text
 def test_a_stored_state_turned_to_text_is_named_altered_and_no_answer_is_a_500_or_a_quietly_cut_export(
     live, database_url

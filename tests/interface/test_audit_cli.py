@@ -301,6 +301,44 @@ def test_verify_names_a_sealed_position_moved_back_in_one_line(cli, acme, databa
     assert done.stderr.startswith("Error: audit verification FAILED: the sealer's position (rcp_chain_position)")
 
 
+TAMPERING = [
+    ("UPDATE rcp_chain_heads SET seq = seq - 2", "the chain head of 'acme' (rcp_chain_heads) says record 2 "),
+    ("UPDATE rcp_chain_position SET notification_id = notification_id + 1000", "(rcp_chain_position) is notification "),
+    (
+        "UPDATE rcp_merkle_nodes SET hash = '@@' WHERE level = 0 AND idx = 1",
+        "rcp_merkle_nodes table's hash of the node ",
+    ),
+    ("UPDATE stored_events SET topic = NULL WHERE originator_version = 1", "was altered: its stored topic is NULL in "),
+]
+
+
+@pytest.mark.parametrize(("statement", "said"), TAMPERING)
+def test_verify_names_what_sealing_builds_on_and_what_cannot_be_read_in_one_line(
+    cli, acme, database_url, statement, said
+):
+    """A head or position edited had verify say ok; a value that cannot be read made it a traceback."""
+    tamper = Tamperer(database_url)
+    tamper.sql(statement)
+    tamper.close()
+    said_in_one_line(cli("audit", "verify", "-w", "acme"), said)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # PostgreSQL's uuid column holds no such text
+def test_verify_names_a_chain_records_originator_that_is_no_uuid_in_one_line(cli, acme, database_url):
+    """`ValueError: badly formed hexadecimal UUID string`, a traceback."""
+    tamper = Tamperer(database_url)
+    tamper.sql("UPDATE rcp_chain SET originator_id = 'not-a-uuid' WHERE seq = 3")
+    tamper.close()
+    said = "the rcp_chain table's originator_id of record 3 of 'acme' is 'not-a-uuid', not a UUID: it was altered"
+    said_in_one_line(cli("audit", "verify", "-w", "acme"), said)
+
+
+def said_in_one_line(done, said: str) -> None:
+    assert done.exit_code == 1 and "Traceback" not in done.output and json.loads(done.stdout)["problem"] == "altered"
+    assert done.stderr.startswith("Error: audit verification FAILED: ") and said in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) == 1
+
+
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # PostgreSQL's bytea holds no text
 def test_a_stored_state_turned_to_text_is_one_line_for_verify_and_export_never_a_traceback(
     cli, acme, database_url, tmp_path

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from eventsourcing.persistence import StoredEvent
 
+from application.chain import stored
 from application.chain.readmodels.failures import Difference, differs, first_difference, table_failure
 from application.chain.readmodels.rows import row_time
 from application.store.chain import ChainStore
@@ -17,7 +18,8 @@ COLUMNS = ("workspace", "version", "at", "by_actor", "note", "type", "language",
 
 def check_changes(store: ChainStore, to_domain_event, workspace: str, checked: int) -> dict | None:
     expected, by_token = _expected_rows(store, to_domain_event, workspace)
-    actual = {row["version"]: row for row in store.change_rows(workspace)}
+    at = f"a change of workspace {workspace!r}"
+    actual = {stored.integer(row["version"], "rcp_changes", at, "version"): row for row in store.change_rows(workspace)}
     tokens = {row["version"]: row["token_id"] for row in store.change_token_rows(workspace)}
     for version, (params, seq) in sorted(expected.items()):
         row = actual.pop(version, None)
@@ -31,8 +33,8 @@ def check_changes(store: ChainStore, to_domain_event, workspace: str, checked: i
             return _failure(checked, "altered", workspace, version, seq, how, difference)
     position = store.position()
     for version in sorted(actual):
-        stored = store.stored_position(store.oid(policy_id(workspace)), version + 1)
-        if stored is None or stored <= position:  # pending events are the sealer's, not a tamperer's
+        found = store.stored_position(store.oid(policy_id(workspace)), version + 1)
+        if found is None or found <= position:  # pending events are the sealer's, not a tamperer's
             return _failure(checked, "inserted", workspace, version, None, "holds a change no sealed event records")
     return None
 
@@ -42,8 +44,8 @@ def _expected_rows(store: ChainStore, to_domain_event, workspace: str) -> tuple[
     policy = policy_id(workspace)
     expected, by_token = {}, {}
     for row in store.sealed_events([store.oid(policy)]):
-        stored = StoredEvent(policy, row["originator_version"], row["topic"], bytes(row["state"]))
-        for kind, params in read_model_rows([to_domain_event(stored)], {policy: workspace}, store.dialect):
+        event = to_domain_event(StoredEvent(policy, row["originator_version"], row["topic"], bytes(row["state"])))
+        for kind, params in read_model_rows([event], {policy: workspace}, store.dialect):
             if kind == "change":
                 expected[params[1]] = (params, row["seq"])
             elif kind == "change_token":

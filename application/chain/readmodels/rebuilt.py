@@ -20,6 +20,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
+from application.chain import stored
 from application.chain.readmodels.failures import differs, first_difference, table_failure
 from application.store.schema import DDL, SQLITE
 from application.store.upgrade import replayed
@@ -82,20 +83,32 @@ def _rebuild(store, to_domain_event, read_state, workspace: str) -> sqlite3.Conn
         scratch.execute(SQLITE.sql(statement))
     sealed, pending = store.workspace_events(workspace)
     ours = {str(r["originator_id"]) for r in sealed}
-    rows = sealed + [
+    pending = [
         r
         for r in pending
         if str(r["originator_id"]) in ours or (read_state(r["state"]) or {}).get("workspace") == workspace
     ]
-    events = [
-        to_domain_event(StoredEvent(UUID(str(r["originator_id"])), r["originator_version"], r["topic"], r["state"]))
-        for r in rows
-    ]
+    events = [to_domain_event(_stored(r)) for r in sealed]  # the walk found each as sealed
+    events += [_pending_event(store, to_domain_event, r) for r in pending]
     workspaces = {e.originator_id: workspace for e in events}
     for i, event in enumerate(events):
         for statement, params in replayed(SQLITE, event, workspaces, i < len(sealed)):
             scratch.execute(statement, params)
     return scratch
+
+
+def _stored(row: dict) -> StoredEvent:
+    return StoredEvent(UUID(str(row["originator_id"])), row["originator_version"], row["topic"], row["state"])
+
+
+def _pending_event(store, to_domain_event, row: dict):
+    """An event not sealed yet, so not held against anything yet: one the mapper cannot read
+    (written behind the service's back, as no release writes it) is named, not a crash."""
+    try:
+        return to_domain_event(_stored(row))
+    except Exception:  # the mapper decoding what it never wrote: whatever it raises
+        at = f"the event {stored.shown(row['originator_id'])} v{stored.shown(row['originator_version'])}"
+        raise stored.Unreadable(store.events_table, at, "state", row["state"], f"a state of {row['topic']!r}") from None
 
 
 def _live_rows(store, table: str, where: str, workspace: str) -> list[dict]:

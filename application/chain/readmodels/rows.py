@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from uuid import UUID
 
+from application.chain import stored
 from application.chain.links import as_uuid
 from application.chain.readmodels.failures import Difference, differs, first_difference, table_failure
 from application.store.chain import ChainStore
@@ -30,7 +30,7 @@ def check_rows(kind: OneRowPerEvent, store: ChainStore, read_state, workspace: s
     """None when the table agrees with the chain; else the first disagreement."""
     after, position = "", store.position()
     while rows := kind.rows(store, workspace, after, PAGE):
-        found = store.sealed_events([_oid(store, r) for r in rows])
+        found = store.sealed_events([_oid(kind, store, r, workspace) for r in rows])
         # in this workspace's chain: a row moved here from another workspace was sealed elsewhere
         sealed = {
             str(as_uuid(r["originator_id"])): r
@@ -40,8 +40,8 @@ def check_rows(kind: OneRowPerEvent, store: ChainStore, read_state, workspace: s
         for row in rows:
             event = sealed.get(row["id"])
             if event is None:
-                stored = store.stored_position(_oid(store, row))
-                if stored is None or stored <= position:  # pending events are the sealer's, not a tamperer's
+                at = store.stored_position(_oid(kind, store, row, workspace))
+                if at is None or at <= position:  # pending events are the sealer's, not a tamperer's
                     return _failure(
                         kind, checked, "inserted", row["id"], None, f"holds a {kind.noun} no sealed event records"
                     )
@@ -92,8 +92,9 @@ def _missing_row(kind: OneRowPerEvent, store: ChainStore, workspace: str, checke
     return None
 
 
-def _oid(store: ChainStore, row: dict):
-    return store.oid(UUID(row["id"]))
+def _oid(kind: OneRowPerEvent, store: ChainStore, row: dict, workspace: str):
+    """The row's id as the store spells an originator id (`Unreadable` when it is no UUID)."""
+    return store.oid(stored.uuid(row["id"], f"rcp_{kind.table}", f"a row of workspace {workspace!r}", "id"))
 
 
 def _failure(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
+from application.chain import stored
 from application.chain.links import as_uuid
 from application.chain.readmodels.failures import Difference, differs, first_difference, table_failure
 from application.chain.readmodels.rows import event_time, row_time
@@ -20,7 +21,8 @@ PAGE = 1000
 def check_tokens(store: ChainStore, read_state, workspace: str, checked: int) -> dict | None:
     rows = store.token_rows(workspace)
     events: dict[str, dict[str, dict]] = {}
-    for event in store.sealed_events([store.oid(UUID(r["id"])) for r in rows]):
+    at = f"a row of workspace {workspace!r}"
+    for event in store.sealed_events([store.oid(stored.uuid(r["id"], "rcp_tokens", at, "id")) for r in rows]):
         events.setdefault(str(as_uuid(event["originator_id"])), {})[event["topic"]] = event
     position = store.position()
     for row in rows:
@@ -58,8 +60,8 @@ def _row_problem(
 
 
 def _pending(store: ChainStore, token_id: str, version: int, position: int) -> bool:
-    stored = store.stored_position(store.oid(UUID(token_id)), version)
-    return stored is not None and stored > position
+    at = store.stored_position(store.oid(UUID(token_id)), version)
+    return at is not None and at > position
 
 
 def _event_time(state: dict) -> datetime | str:
