@@ -41,9 +41,10 @@ TARBALL_UNREAD = (
 )
 PYTHON_FIELD = "Requires-Dist"
 # What an sdist's build needs, which the installer fetches before it builds (pyproject.toml): judged
-# as its Requires-Dist are, and a pyproject.toml that cannot be read is refused (fail closed).
+# as its Requires-Dist are, and an sdist, or its pyproject.toml, that cannot be read is refused
+# (fail closed).
 BUILD_FIELD = "build-system.requires"
-BUILD_UNREAD = "is in a pyproject.toml the index could not read, so what its build fetches is not known"
+BUILD_UNREAD = "is in an sdist or a pyproject.toml the index could not read, so what its build fetches is not known"
 FETCHED_THROUGH_THE_INDEX = ("registry", "alias")
 
 
@@ -55,7 +56,7 @@ class Requires(NamedTuple):
     carried: tuple[str, ...] | list[str] = ()
     unjudged: tuple[str, ...] | list[str] = ()  # what the wheel adds to sys.path, unread: refused
     build: tuple[str, ...] | list[str] = ()
-    build_unread: tuple[str, ...] | list[str] = ()  # why a pyproject.toml could not be read: refused
+    build_unread: tuple[str, ...] | list[str] = ()  # why the sdist or its pyproject.toml was not read: refused
 
 
 @dataclass(frozen=True)

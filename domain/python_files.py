@@ -13,7 +13,25 @@ from __future__ import annotations
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-SDIST_SUFFIXES = (".tar.gz", ".zip")  # the sdist names a version can be read from (PEP 625)
+# the sdist names a version can be read from (PEP 625); the legacy ones of SDIST_ARCHIVES say none here
+SDIST_SUFFIXES = (".tar.gz", ".zip")
+# Every archive pip (`SUPPORTED_EXTENSIONS`) and uv (`SourceDistExtension`) build an sdist from,
+# by how each unpacks it: a zip, or a tar compressed so (`xz`: pip's tarfile opens .tlz, .tar.lz
+# and .tar.lzma as xz; `zst`: uv's only; "": a plain tar). uv reads `.TAR.gz` as a tar too.
+SDIST_ARCHIVES = {
+    ".tar.gz": "gz",
+    ".tgz": "gz",
+    ".zip": "zip",
+    ".tar.bz2": "bz2",
+    ".tbz": "bz2",
+    ".tar.xz": "xz",
+    ".txz": "xz",
+    ".tlz": "xz",
+    ".tar.lz": "xz",
+    ".tar.lzma": "xz",
+    ".tar.zst": "zst",
+    ".tar": "",
+}
 
 
 def names_project(filename: str, project: str) -> bool:
@@ -52,3 +70,10 @@ def version_of(filename: str, project: str) -> str | None:
 def _name_end(stem: str, project: str) -> int | None:
     """Where the first dash whose prefix names `project` is, as pip and uv split an sdist's name."""
     return next((at for at, char in enumerate(stem) if char == "-" and canonicalize_name(stem[:at]) == project), None)
+
+
+def sdist_archive(filename: str) -> str | None:
+    """How pip and uv unpack an sdist of this name (`SDIST_ARCHIVES`); None for a name neither
+    builds from (an `.egg`, an `.exe`)."""
+    lowered = filename.lower()
+    return next((kind for suffix, kind in SDIST_ARCHIVES.items() if lowered.endswith(suffix)), None)

@@ -13,15 +13,20 @@ judge (`domain.rules.VersionFacts`), read where each registry says them.
 - Bundled packages (npm): every tarball is read before it is served, for the names it carries
   under `node_modules`, which every client installs from it whatever the manifests declare.
 - Source distribution (python): a file that is not a wheel. Python facts are per file: one
-  version's wheel and sdist differ in both. An sdist's PKG-INFO and pyproject.toml are read by
-  the tarball reader (`root_files`), with the same bounds.
+  version's wheel and sdist differ in both. An sdist's PKG-INFO and pyproject.toml are read in
+  its top folder (`root_files`): a tar by the tarball reader, with the same bounds, however it
+  is compressed; a zip by its directory.
 """
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
+import lzma
 import re
+import stat
+import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -43,6 +48,20 @@ BLOCK = 512
 READ_KINDS = (b"0", b"\0", b"7", b"5", b"1", b"2", b"L", b"K", b"x", b"g")
 FILE_KINDS = (b"0", b"\0", b"7")  # regular files
 DRIVE = re.compile(r"^[A-Za-z]:")
+# What opens a tar's uncompressed stream, by its compression (`domain.python_files.SDIST_ARCHIVES`);
+# lzma reads .xz and legacy .lzma alike, as pip's tarfile does.
+TAR_STREAMS = {
+    "gz": lambda file: gzip.GzipFile(fileobj=file, mode="rb"),
+    "bz2": bz2.BZ2File,
+    "xz": lzma.LZMAFile,
+    "": lambda file: file,
+}
+# What pip and uv do with an sdist whose members are not all in one folder (pip's
+# `has_leading_dir`, uv's `strip_component`): they build from the archive's root.
+NOT_ONE_FOLDER = (
+    "its members do not all sit in one top folder, so pip and uv would build it from the archive's root, "
+    "which the index does not read"
+)
 
 
 def python_file(entry: dict, version: str | None) -> VersionFacts:
@@ -119,29 +138,91 @@ def _scan(tar: _Unpacked) -> Tarball:
     return Tarball(scripts if manifests else None, tuple(sorted(bundled)))
 
 
-def root_files(file: IO[bytes], names: tuple[str, ...], limit: int) -> dict[str, list[bytes | None]] | None:
-    """{name: the bodies of the members called so in a gzipped tarball's root folder} for each of
-    `names` (`<root>/<name>`, as pip and uv unpack an sdist: its one top folder stripped, whatever
-    it is called); None in a body's place for a member larger than `limit` bytes or not a regular
-    file (a link, a folder), which is not read; None when the tarball is not read (as
-    `tarball_contents` reads one: the same bounds, the same refusals)."""
-    found: dict[str, list[bytes | None]] = {name: [] for name in names}
+def root_files(file: IO[bytes], archive: str, names: tuple[str, ...], limit: int) -> dict[str, list[bytes | None]]:
+    """{name: the bodies of the members called so in an sdist's top folder} for each of `names`
+    (`<top>/<name>`, as pip and uv unpack an sdist: its one top folder stripped, whatever it is
+    called), of an archive unpacked as `archive` says (`domain.python_files.SDIST_ARCHIVES`);
+    None in a body's place for a member larger than `limit` bytes or not a regular file (a link,
+    a folder), which is not read. ValueError, saying why, when the archive is not read: a tar as
+    `tarball_contents` reads one (the same bounds, the same refusals) whatever its compression, a
+    zip by its directory (as many members, paths as clean); and one whose members are not all in
+    one top folder (NOT_ONE_FOLDER)."""
+    found = _TopFolder(names, limit)
     try:
-        for member in _members(_Unpacked(gzip.GzipFile(fileobj=file, mode="rb"))):
-            if len(member.parts) == 1 and member.parts[0] in found:
-                fits = member.kind in FILE_KINDS and member.size <= limit
-                found[member.parts[0]].append(member.body() if fits else None)
-    except (OSError, EOFError, ValueError, UnicodeError, zlib.error):  # as tarball_contents
-        return None
-    return found
+        if archive == "zip":
+            _zip_members(file, found)
+        elif archive in TAR_STREAMS:
+            for member in _members(_Unpacked(TAR_STREAMS[archive](file))):
+                found.add(member.top, member.parts, member.kind == b"5", member.kind in FILE_KINDS, member)
+        else:
+            raise ValueError(f"it is compressed with {archive}, which the index does not read")  # uv's .tar.zst
+    except (
+        OSError,  # a decompressor's
+        EOFError,
+        UnicodeError,  # a name not UTF-8
+        zlib.error,
+        lzma.LZMAError,
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        RuntimeError,  # a zip's compression method it does not read, or its encryption
+    ) as error:
+        raise ValueError(f"it is not a readable archive ({error})") from None
+    return found.files()
+
+
+class _TopFolder:
+    """The members called one of `names` in an sdist's top folder, gathered as its members go by
+    (`add`), and that every member is in that one folder, whatever it is called."""
+
+    def __init__(self, names: tuple[str, ...], limit: int):
+        self.found: dict[str, list[bytes | None]] = {name: [] for name in names}
+        self.limit = limit
+        self.top: str | None = None
+
+    def add(self, top: str, below: list[str], folder: bool, regular: bool, member) -> None:
+        """One member: its path's first part and the parts `below` it, whether it is a folder, or a
+        regular file; `member`'s `size`, and its `body()`, read only when needed."""
+        if self.top not in (None, top) or (not below and not folder):
+            raise ValueError(NOT_ONE_FOLDER)
+        self.top = top
+        if len(below) == 1 and below[0] in self.found:
+            self.found[below[0]].append(member.body() if regular and member.size <= self.limit else None)
+
+    def files(self) -> dict[str, list[bytes | None]]:
+        if self.top is None:
+            raise ValueError("it holds nothing")
+        return self.found
+
+
+def _zip_members(file: IO[bytes], found: _TopFolder) -> None:
+    """A zip's members, by its directory, to `found`: past MAX_MEMBERS, or with a path that is not
+    clean (as a tarball's), it is not read; a link is no regular file."""
+    with zipfile.ZipFile(file) as archive:
+        members = archive.infolist()
+        if len(members) > MAX_MEMBERS:
+            raise ValueError("more members than any package holds")
+        for info in members:
+            path, link = _path(info.filename, info.is_dir()), stat.S_ISLNK(info.external_attr >> 16)
+            found.add(path[0], path[1:], info.is_dir(), not info.is_dir() and not link, _Zipped(archive, info))
+
+
+class _Zipped:
+    """A zip member as `_TopFolder` reads one."""
+
+    def __init__(self, archive: zipfile.ZipFile, info: zipfile.ZipInfo):
+        self.size, self._archive, self._info = info.file_size, archive, info
+
+    def body(self) -> bytes:
+        return self._archive.read(self._info)
 
 
 class _Member:
-    """One member of a tarball: its path below the root folder (`parts`; empty: the root folder's
-    own entry), its kind and its size; its body is read with `body()`, else skipped."""
+    """One member of a tarball: its path's first part (`top`), its path below that root folder
+    (`parts`; empty: the root folder's own entry), its kind and its size; its body is read with
+    `body()`, else skipped."""
 
-    def __init__(self, tar: _Unpacked, parts: list[str], kind: bytes, size: int):
-        self.parts, self.kind, self.size = parts, kind, size
+    def __init__(self, tar: _Unpacked, path: list[str], kind: bytes, size: int):
+        self.top, self.parts, self.kind, self.size = path[0], path[1:], kind, size
         self._tar, self.read = tar, False
 
     def body(self) -> bytes:
@@ -181,7 +262,7 @@ def _members(tar: _Unpacked) -> Iterator[_Member]:
         if kind not in (b"1", b"2") and header[157:257].strip(b"\0"):
             raise ValueError("a link name on what is not a link")  # node-tar skips such a header
         name, extended = extended.get("path") or _ustar_name(header), {}
-        member = _Member(tar, _relative(name, kind), kind, size)
+        member = _Member(tar, _path(name, kind == b"5"), kind, size)
         yield member
         if not member.read:
             tar.skip(_blocks(size))
@@ -212,15 +293,16 @@ def _text(field: bytes) -> str:
     return text.decode()
 
 
-def _relative(name: str, kind: bytes) -> list[str]:
-    """A member's path below the tarball's root folder, which npm strips whatever it is called.
-    Only a clean path is read (`root/a/b`, a folder's with a trailing `/`): one with an empty,
-    `.` or `..` part, or a backslash, lands where readers differ (npm strips the first part as
-    written: `./node_modules/x` is `node_modules/x`), so the tarball is not read."""
-    parts = name.removesuffix("/").split("/") if kind == b"5" else name.split("/")
+def _path(name: str, folder: bool) -> list[str]:
+    """A member's path, in parts: its first, the root folder npm (or pip, or uv) strips whatever it
+    is called, then the path below it. Only a clean path is read (`root/a/b`, a folder's with a
+    trailing `/`): one with an empty, `.` or `..` part, or a backslash, lands where readers differ
+    (npm strips the first part as written: `./node_modules/x` is `node_modules/x`), so the archive
+    is not read."""
+    parts = name.removesuffix("/").split("/") if folder else name.split("/")
     if "\\" in name or any(part in ("", ".", "..") for part in parts) or DRIVE.match("/".join(parts[1:])):
         raise ValueError("a member path that is not a clean relative path")  # npm's tar strips `c:`, as win32
-    return parts[1:]
+    return parts
 
 
 def _manifest_scripts(text: bytes, found: bool) -> bool | None:

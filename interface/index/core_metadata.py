@@ -7,7 +7,7 @@ Metadata-Version; only from 2.2 on, and when its `Dynamic:` does not name Requir
 all that a build of the sdist will declare (PEP 643): otherwise the build may declare more, which
 is known only once built (the locked-down profile is what stops a build from fetching a URL).
 Its `build-system.requires` the installer fetches before it builds, so they are judged like
-its Requires-Dist.
+its Requires-Dist, and an sdist whose build requirements cannot be read is refused.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from packaging.utils import canonicalize_name
 
 from application.index.facts import root_files
 from domain.declared import Requires
+from domain.python_files import sdist_archive
 from interface.index.upstream import Upstream, bad_gateway, refused_by_upstream, unavailable
 from interface.problems import HTTPProblem
 
@@ -63,23 +64,24 @@ def fetch(upstream: Upstream, url: str) -> bytes:
         response.close()
 
 
-def sdist_requires(file, filename: str) -> Requires | None:
-    """What an sdist declares, read at its root as pip and uv unpack it (`<name>-<version>/…`, of
-    a `.tar.gz` or a `.zip`): every Requires-Dist of its PKG-INFO (one past MAX_METADATA_BYTES is
-    not read), and its build requirements (`build_requires` of its pyproject.toml; what cannot be
-    read of one is said in `build_unread`). None when the archive is not read: another format, or
-    one that cannot be read (a `.tar.gz` as the npm tarball reader reads one: within its bounds,
-    or not at all)."""
+def sdist_requires(file, filename: str) -> Requires:
+    """What an sdist declares, read in its top folder as pip and uv unpack it (`<name>-<version>/…`,
+    of any archive they build from, `sdist_archive`): every Requires-Dist of its PKG-INFO (one past
+    MAX_METADATA_BYTES is not read), and its build requirements (`build_requires` of its
+    pyproject.toml; what cannot be read of one is said in `build_unread`). An archive that is not
+    read (`root_files`: past its bounds, not in one top folder, or in a format not read) says
+    nothing that can be judged, and is said in `build_unread` too: pip and uv would build it all
+    the same, fetching what its build requires."""
+    archive = sdist_archive(filename)
     file.seek(0)
-    if filename.endswith(".tar.gz"):
-        found = root_files(file, SDIST_FILES, MAX_METADATA_BYTES)
-    elif filename.endswith(".zip"):
-        found = _zip_root_files(file, SDIST_FILES)
-    else:  # .tar.bz2, .tgz...: formats PyPI no longer takes
-        found = None
-    file.seek(0)
-    if found is None:
-        return None
+    try:
+        if archive is None:
+            raise ValueError("it is in no archive format pip or uv builds an sdist from")
+        found = root_files(file, archive, SDIST_FILES, MAX_METADATA_BYTES)
+    except ValueError as error:
+        return Requires([], build_unread=(f"{filename} is not read: {error}",))
+    finally:
+        file.seek(0)
     requires = [text for metadata in found["PKG-INFO"] if metadata is not None for text in requires_dist(metadata)]
     build, unread = [], []
     for pyproject in found["pyproject.toml"]:
@@ -107,21 +109,6 @@ def build_requires(pyproject: bytes | None) -> list[str]:
     if not isinstance(requires, list) or not all(isinstance(text, str) for text in requires):
         raise ValueError("has a build-system.requires that is not a list of strings")
     return requires
-
-
-def _zip_root_files(file, names: tuple[str, ...]) -> dict[str, list[bytes | None]] | None:
-    """As `root_files` reads a tarball, for a `.zip` (by its directory)."""
-    try:
-        with zipfile.ZipFile(file) as archive:
-            found: dict[str, list[bytes | None]] = {name: [] for name in names}
-            for info in archive.infolist():
-                parts = _parts(info.filename)
-                if len(parts) == 2 and parts[1] in found:
-                    fits = not info.is_dir() and info.file_size <= MAX_METADATA_BYTES
-                    found[parts[1]].append(archive.read(info) if fits else None)
-            return found
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, NotImplementedError, ValueError, zlib.error):
-        return None
 
 
 class Wheel(NamedTuple):

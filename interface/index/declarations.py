@@ -91,7 +91,7 @@ def of_page(project: str, revision: str, files) -> dict[str, tuple[Requires, tup
     return remembered(("page", project, revision, tuple(sorted(records))), by_version)
 
 
-def sdist_requires(file, filename: str, digests: Digests | None) -> Requires | None:
+def sdist_requires(file, filename: str, digests: Digests | None) -> Requires:
     """What an sdist declares (`core_metadata.sdist_requires`: it may unpack the whole archive),
     read once per worker by the sdist's digest."""
     if digests is None:

@@ -374,14 +374,13 @@ def _requires(metadata: bytes) -> Requires:
     return Requires(core_metadata.requires_dist(metadata))
 
 
-def _read_file(file, dist: str, digests) -> declarations.Read | None:
-    """What a wheel or an sdist was read to declare; None for an sdist that is not read."""
+def _read_file(file, dist: str, digests) -> declarations.Read:
+    """What a wheel or an sdist was read to declare."""
     if dist.endswith(".whl"):
         wheel = core_metadata.wheel_metadata(file, dist)
         requires = Requires(core_metadata.requires_dist(wheel.metadata), wheel.carried, wheel.unjudged)
         return declarations.Read(dist, digests, requires)
-    said = declarations.sdist_requires(file, dist, digests)
-    return declarations.Read(dist, digests, said) if said is not None else None
+    return declarations.Read(dist, digests, declarations.sdist_requires(file, dist, digests))
 
 
 def cache():

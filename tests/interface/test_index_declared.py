@@ -14,6 +14,7 @@ import json
 import pytest
 
 from domain.limits import MAX_RUN_DECISIONS, MAX_VERSION_DECISIONS
+from domain.python_files import SDIST_ARCHIVES
 from interface.gate import REFUSALS_SHOWN
 from interface.gate.service import RUN_DECISIONS_READ
 from tests.support import clients
@@ -23,7 +24,7 @@ from tests.support.http_client import LiveServer
 from tests.support.index_fixtures import run_decisions, set_policy, start_run
 from tests.support.index_live import index_live_env, sqlite_store  # noqa: F401 - fixtures live_env, database_url
 from tests.support.npm_upstream import NpmUpstream, Release, build_tarball
-from tests.support.pypi_upstream import Dist, PyPIUpstream, build_sdist, build_wheel
+from tests.support.pypi_upstream import Dist, PyPIUpstream, build_sdist, build_wheel, pack
 from tests.support.target_env import TargetEnv
 
 BETA_TGZ = "/beta-1.0.0.tgz"
@@ -79,13 +80,13 @@ SDIST_CASES = (
 )
 # A build backend inside the sdist (backend-path), so that building it fetches only what its
 # build-system.requires names.
-BACKEND = b"""import os, zipfile
-INFO = "buildurl-1.0.dist-info/"
-FILES = {"buildurl.py": "", INFO + "RECORD": "",
-         INFO + "METADATA": "Metadata-Version: 2.1\\nName: buildurl\\nVersion: 1.0\\n",
+BACKEND = """import os, zipfile
+INFO = "PROJECT-1.0.dist-info/"
+FILES = {"PROJECT.py": "", INFO + "RECORD": "",
+         INFO + "METADATA": "Metadata-Version: 2.1\\nName: PROJECT\\nVersion: 1.0\\n",
          INFO + "WHEEL": "Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"}
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    name = "buildurl-1.0-py3-none-any.whl"
+    name = "PROJECT-1.0-py3-none-any.whl"
     with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as wheel:
         for path, text in FILES.items():
             wheel.writestr(path, text)
@@ -93,10 +94,11 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 """
 
 
-def build_system(requires: str) -> tuple[tuple[str, bytes], ...]:
-    """An sdist's pyproject.toml requiring `requires` (TOML) to build, with its backend inside it."""
+def build_system(requires: str, project: str = "buildurl") -> tuple[tuple[str, bytes], ...]:
+    """An sdist's pyproject.toml requiring `requires` (TOML) to build, with its backend (building
+    `project`) inside it."""
     pyproject = f'[build-system]\nrequires = {requires}\nbuild-backend = "backend"\nbackend-path = ["."]\n'
-    return (("pyproject.toml", pyproject.encode()), ("backend.py", BACKEND))
+    return (("pyproject.toml", pyproject.encode()), ("backend.py", BACKEND.replace("PROJECT", project).encode()))
 
 
 # An sdist whose build requires beta from a URL (a reviewer's), one whose build requires beta by
@@ -106,6 +108,49 @@ def build_cases(url: str) -> list[Dist]:
         Dist("buildurl", "1.0", files=("sdist",), sdist_more=build_system(f'["beta @ {url}"]')),
         Dist("buildreg", "1.0", files=("sdist",), sdist_more=build_system('["beta"]')),
         Dist("buildbad", "1.0", files=("sdist",), sdist_more=(("pyproject.toml", b"[build-system\nrequires = ["),)),
+    ]
+
+
+NOT_IN_ONE_FOLDER = "its members do not all sit in one top folder"  # why such an sdist is not read
+
+
+# Sdists whose build requires beta from a URL in a pyproject.toml outside one top folder, which
+# pip and uv build from (a reviewer's): all at the archive's root (a tarball, a zip), or a
+# harmless one in `mixed-1.0/` and the URL's at the root.
+def layout_cases(url: str) -> list[Dist]:
+    requires = f'["beta @ {url}"]'
+    flat = {"files": ("sdist",), "sdist_root": ""}
+    inside = (("mixed-1.0/pyproject.toml", b'[build-system]\nrequires = ["setuptools"]\n'),)
+    return [
+        Dist("flat", "1.0", **flat, sdist_more=build_system(requires, "flat")),
+        Dist("flatzip", "1.0", **flat, sdist_name="flatzip-1.0.zip", sdist_more=build_system(requires, "flatzip")),
+        Dist("mixed", "1.0", **flat, sdist_more=(*build_system(requires, "mixed"), *inside)),
+    ]
+
+
+# The same build requirement in an sdist of each legacy format pip and uv build from (a
+# reviewer's: a `.tgz` was served unread).
+LEGACY_FORMATS = {
+    ".tgz": "tgzpkg",
+    ".tar.bz2": "bz2pkg",
+    ".tbz": "tbzpkg",
+    ".tar.xz": "xzpkg",
+    ".txz": "txzpkg",
+    ".tar": "tarpkg",
+}
+
+
+def format_cases(url: str) -> list[Dist]:
+    requires = f'["beta @ {url}"]'
+    return [
+        Dist(
+            project,
+            "1.0",
+            files=("sdist",),
+            sdist_name=f"{project}-1.0{suffix}",
+            sdist_more=build_system(requires, project),
+        )
+        for suffix, project in LEGACY_FORMATS.items()
     ]
 
 
@@ -147,11 +192,12 @@ def npm_upstream(url_host):
 
 @pytest.fixture
 def pypi_upstream(url_host):
-    dists = [Dist("alpha", "1.0"), Dist("alpha", "1.1", requires=(f"beta @ {url_host.url}{BETA_WHEEL}",))]
+    url = url_host.url + BETA_WHEEL
+    dists = [Dist("alpha", "1.0"), Dist("alpha", "1.1", requires=(f"beta @ {url}",))]
     carriers = [Dist(f"carrier{i}", "1.0", files=("wheel",), carried=(p,)) for i, p in enumerate(CARRIED_AT.values())]
     vendored = Dist("vendor", "1.0", carried=("vendor/_vendor/beta",), more=PTH_IMPORT)
     tricks = [Dist(f"trick{i}", "1.0", files=("wheel",), more=more) for i, more in enumerate(WHEEL_TRICKS.values())]
-    built = build_cases(url_host.url + BETA_WHEEL)
+    built = [*build_cases(url), *layout_cases(url), *format_cases(url)]
     upstream = PyPIUpstream(
         [*dists, Dist("beta", "1.0"), *carriers, vendored, *tricks, *SDIST_CASES, *built, *LISTED_ELSEWHERE]
     )
@@ -630,6 +676,57 @@ def test_an_sdist_building_with_registry_names_is_served_and_one_whose_pyproject
     assert set(hiding(run_decisions(live, run))) == {"buildbad==1.0"}
 
 
+@pytest.mark.parametrize("installer", PYTHON_CLIENTS)
+@pytest.mark.parametrize("project", ["flat", "flatzip", "mixed"])
+def test_an_sdist_not_in_one_top_folder_is_not_built_and_nothing_is_fetched_from_the_url(
+    live, app, tmp_path, url_host, pypi_upstream, installer, project
+):
+    """A reviewer's: the index read only what sits in an sdist's top folder, while pip and uv build
+    one whose members are not all in one folder from the archive's root, whose pyproject.toml
+    required beta from a URL: fetched into the build, the sdist installed, nothing recorded."""
+    set_policy(app, "denylist", python=["beta"])
+    run = start_run(live)
+    outcome = PYTHON_CLIENTS[installer](tmp_path, run["pypi"], run["token"], project)
+    assert url_host.requests == [], outcome.output
+    assert not outcome.ok and not list((tmp_path / "site").glob("*.dist-info")), outcome.output
+    [sdist] = pypi_upstream.projects[project].files
+    assert "403" in " ".join(outcome.output.split()) and sdist.filename in outcome.output
+    refused = hiding(run_decisions(live, run))[f"{project}==1.0"]
+    assert (refused["reason"], refused["allowed"], refused["request"], refused["file"]) == (
+        "invalid-spec",
+        False,
+        "download",
+        sdist.filename,
+    )
+    assert refused["spec"].startswith(f"{sdist.filename} is not read: {NOT_IN_ONE_FOLDER}"), refused
+    assert refused["message"].startswith(
+        f"{project}==1.0 is not offered because of a dependency it declares in build-system.requires:"
+    )
+    page = live.call("GET", f"/pypi/acme/simple/{project}/", start_run(live)["token"], headers=JSON_PAGE).json
+    assert page["files"] == [] and page["versions"] == []  # known from then on: offered no more
+
+
+@pytest.mark.parametrize("suffix", LEGACY_FORMATS)
+def test_an_sdist_in_a_legacy_format_is_read_and_nothing_is_fetched_from_the_url_its_build_requires(
+    live, app, tmp_path, url_host, suffix
+):
+    """A reviewer's: `tgzpkg-1.0.tgz`, requiring beta from a URL to build, was served unread (only
+    a `.tar.gz` or a `.zip` was read), and pip fetched beta into its build. (uv 0.13 builds only
+    a `.tar.gz` or a `.zip`, PEP 625's names: the layouts above.)"""
+    set_policy(app, "denylist", python=["beta"])
+    run = start_run(live)
+    project = LEGACY_FORMATS[suffix]
+    outcome = clients.pip_install(tmp_path, run["pypi"], run["token"], project)
+    assert url_host.requests == [], outcome.output
+    assert not outcome.ok and not list((tmp_path / "site").glob("*.dist-info")), outcome.output
+    filename = f"{project}-1.0{suffix}"
+    assert f"HTTP error 403 while getting {live.url}/pypi/acme/files/{project}/{filename}" in outcome.output
+    refused = [d for d in run_decisions(live, run) if d.get("declared_by") and d["file"] == filename]
+    assert [(d["spec"], d["reason"], d["allowed"], d["request"]) for d in refused] == [
+        (f"beta @ {url_host.url}{BETA_WHEEL}", "direct-reference", False, "download")
+    ]
+
+
 def test_a_file_named_for_another_project_is_not_offered_nor_served_under_its_page(live, app, tmp_path):
     """A reviewer's: okpkg's page listed beta's wheel, which was served (and installed by its URL)
     as okpkg's, recorded as an allowed download of okpkg."""
@@ -667,7 +764,7 @@ def test_a_file_named_for_another_project_is_not_offered_nor_served_under_its_pa
     [
         (Dist("p", "1.0", requires=(GIT_BETA, "gamma>=1")), [GIT_BETA, "gamma>=1"]),
         (Dist("p", "1.0", requires=(GIT_BETA,), sdist_dynamic=True), []),  # dynamic: says none
-        (Dist("p", "1.0", sdist_name="p-1.0.tar.bz2"), None),  # a format not read
+        (Dist("p", "1.0", requires=(GIT_BETA,), sdist_name="p-1.0.tar.bz2"), [GIT_BETA]),  # a legacy format
     ],
 )
 def test_an_sdists_pkg_info_is_read_for_its_requires_dist(dist, said):
@@ -676,8 +773,88 @@ def test_an_sdists_pkg_info_is_read_for_its_requires_dist(dist, said):
     from interface.index.core_metadata import sdist_requires
 
     filename, data = build_sdist(dist)
-    found = sdist_requires(io.BytesIO(data), dist.sdist_name or filename)
-    assert (None if found is None else found.requires) == said
+    assert sdist_requires(io.BytesIO(data), filename).requires == said
+
+
+@pytest.mark.parametrize("suffix", [s for s in SDIST_ARCHIVES if s != ".tar.zst"])
+def test_an_sdist_is_read_in_every_format_pip_and_uv_build_from(suffix):
+    """pip's SUPPORTED_EXTENSIONS and uv's source distribution extensions (a reviewer's: a `.tgz`
+    was served unread); uv's `.tar.zst` is not read (below)."""
+    import io
+
+    from domain.declared import Requires
+    from interface.index.core_metadata import sdist_requires
+
+    pyproject = f'[build-system]\nrequires = ["{GIT_BETA}"]\n'.encode()
+    dist = Dist(
+        "p", "1.0", requires=(GIT_BETA,), sdist_name=f"p-1.0{suffix}", sdist_more=(("pyproject.toml", pyproject),)
+    )
+    filename, data = build_sdist(dist)
+    assert sdist_requires(io.BytesIO(data), filename) == Requires([GIT_BETA], build=(GIT_BETA,))
+
+
+def unread_cases() -> dict[str, tuple[str, bytes, str]]:
+    """{case: (an sdist's name, its bytes, why the index does not read it)}."""
+    inside = {"p-1.0/PKG-INFO": b"Name: p\n", "p-1.0/pyproject.toml": b""}
+    return {
+        "flat": ("p-1.0.tar.gz", build_sdist(Dist("p", "1.0", sdist_root=""))[1], NOT_IN_ONE_FOLDER),
+        "flat zip": (
+            "p-1.0.zip",
+            build_sdist(Dist("p", "1.0", sdist_root="", sdist_name="p-1.0.zip"))[1],
+            NOT_IN_ONE_FOLDER,
+        ),
+        "a file beside the folder": (
+            "p-1.0.tar.gz",
+            pack("p-1.0.tar.gz", {**inside, "pyproject.toml": b""}),
+            NOT_IN_ONE_FOLDER,
+        ),
+        "two folders": ("p-1.0.zip", pack("p-1.0.zip", {**inside, "q-1.0/pyproject.toml": b""}), NOT_IN_ONE_FOLDER),
+        "nothing": ("p-1.0.tar", pack("p-1.0.tar", {}), "it holds nothing"),
+        "a dot path": ("p-1.0.zip", pack("p-1.0.zip", {"./p-1.0/PKG-INFO": b""}), "a member path that is not a clean"),
+        "a gzip named bz2": ("p-1.0.tar.bz2", pack("p-1.0.tar.gz", inside), "it is not a readable archive ("),
+        "not an archive": ("p-1.0.tar.gz", b"not a tarball", "it is not a readable archive ("),
+        "zstd": ("p-1.0.tar.zst", b"", "it is compressed with zst, which the index does not read"),
+        "an egg": ("p-1.0-py3.11.egg", pack("p-1.0.zip", inside), "it is in no archive format pip or uv builds an"),
+    }
+
+
+@pytest.mark.parametrize("case", unread_cases())
+def test_an_sdist_the_index_does_not_read_says_why_and_declares_nothing_else(case):
+    """Fail closed: what an sdist not read would fetch to build is not known, and its version is
+    hidden (`build-system.requires` unread)."""
+    import io
+
+    from interface.index.core_metadata import sdist_requires
+
+    filename, data, why = unread_cases()[case]
+    found = sdist_requires(io.BytesIO(data), filename)
+    assert (found.requires, found.build, len(found.build_unread)) == ([], (), 1), found
+    assert found.build_unread[0].startswith(f"{filename} is not read: {why}"), found
+
+
+def test_a_zip_sdist_is_read_within_the_tarballs_bounds(monkeypatch):
+    import io
+    import stat
+    import zipfile
+
+    from application.index import facts
+    from interface.index.core_metadata import sdist_requires
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("p-1.0/PKG-INFO", f"Requires-Dist: {GIT_BETA}\n")
+        link = zipfile.ZipInfo("p-1.0/pyproject.toml")
+        link.external_attr = (stat.S_IFLNK | 0o777) << 16  # a link: not read, as a tarball's
+        archive.writestr(link, "../elsewhere/pyproject.toml")
+    found = sdist_requires(buffer, "p-1.0.zip")
+    assert (found.requires, found.build_unread) == (
+        [GIT_BETA],
+        ("pyproject.toml is not a file of at most 1048576 bytes, the most read of it",),
+    )
+    monkeypatch.setattr(facts, "MAX_MEMBERS", 1)
+    assert sdist_requires(buffer, "p-1.0.zip").build_unread == (
+        "p-1.0.zip is not read: more members than any package holds",
+    )
 
 
 @pytest.mark.parametrize(
@@ -735,4 +912,3 @@ def test_an_sdists_pkg_info_is_read_wherever_the_archive_holds_it_and_not_past_i
         # a PKG-INFO past its bound is not read; the build requirements still are
         assert core_metadata.sdist_requires(file, filename) == Requires([], build=(GIT_BETA,))
         monkeypatch.undo()
-    assert core_metadata.sdist_requires(io.BytesIO(b"not a tarball"), "p-1.0.tar.gz") is None

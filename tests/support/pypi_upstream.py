@@ -40,7 +40,8 @@ class Dist:
     yanked: bool | str = False
     files: tuple[str, ...] = ("wheel", "sdist")
     upload_time: str = "2026-01-02T03:04:05.000000Z"
-    sdist_name: str | None = None  # the sdist under a name no standard reads (`legacy-1.0.tar.bz2`)
+    # the sdist under another name (`legacy-1.0.tar.bz2`, `x-1.0.zip`), packed as its suffix says
+    sdist_name: str | None = None
     hashed: bool = True  # its page gives its files' sha256 (else the index relays them unverified)
     # other projects its wheel installs, dist-info and all, at these places (`beta` at the root,
     # `.data/purelib/beta` under its .data folder, `./beta` spelled so): the index is not told
@@ -52,6 +53,7 @@ class Dist:
     # other files its sdist holds, as (path below its root, bytes); a `pyproject.toml` among them
     # replaces the plain setuptools one
     sdist_more: tuple[tuple[str, bytes], ...] = ()
+    sdist_root: str | None = None  # the folder its sdist's files are in (default name-version; "": none)
     listed_under: str | None = None  # the project whose page lists its files, when not its own
 
 
@@ -120,19 +122,47 @@ def _urlsafe_digest(data: bytes) -> str:
 
 def build_sdist(dist: Dist) -> tuple[str, bytes]:
     module = dist.project.replace("-", "_")
-    root = f"{module}-{dist.version}"
+    root = f"{module}-{dist.version}" if dist.sdist_root is None else dist.sdist_root
+    prefix = f"{root}/" if root else ""
     members = {
-        f"{root}/PKG-INFO": _metadata(dist, dynamic=dist.sdist_dynamic),
-        f"{root}/pyproject.toml": b'[build-system]\nrequires = ["setuptools"]\n',
-        **{f"{root}/{path}": data for path, data in dist.sdist_more},
+        f"{prefix}PKG-INFO": _metadata(dist, dynamic=dist.sdist_dynamic),
+        f"{prefix}pyproject.toml": b'[build-system]\nrequires = ["setuptools"]\n',
+        **{f"{prefix}{path}": data for path, data in dist.sdist_more},
     }
+    filename = dist.sdist_name or f"{module}-{dist.version}.tar.gz"
+    return filename, pack(filename, members)
+
+
+# How a tar is compressed, by its name's suffix, as pip and uv read it.
+TAR_MODES = {
+    ".tar.gz": "gz",
+    ".tgz": "gz",
+    ".tar.bz2": "bz2",
+    ".tbz": "bz2",
+    ".tar.xz": "xz",
+    ".txz": "xz",
+    ".tlz": "xz",
+    ".tar.lz": "xz",
+    ".tar.lzma": "xz",
+    ".tar": "",
+}
+
+
+def pack(filename: str, members: dict[str, bytes]) -> bytes:
+    """An archive of `members` ({path: bytes}) in the format its name says: a zip, or a tar."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+    if filename.endswith(".zip"):
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path, data in members.items():
+                archive.writestr(zipfile.ZipInfo(path, date_time=(2026, 1, 2, 3, 4, 5)), data)
+        return buffer.getvalue()
+    mode = next(mode for suffix, mode in TAR_MODES.items() if filename.endswith(suffix))
+    with tarfile.open(fileobj=buffer, mode=f"w:{mode}") as archive:
         for path, data in members.items():
             info = tarfile.TarInfo(path)
             info.size, info.mtime = len(data), 1767323045
             archive.addfile(info, io.BytesIO(data))
-    return f"{root}.tar.gz", buffer.getvalue()
+    return buffer.getvalue()
 
 
 @dataclass
@@ -178,7 +208,6 @@ class PyPIUpstream(FixtureServer):
             project.files.append(File(filename, project.name, data, dist, metadata, host))
         if "sdist" in dist.files:
             filename, data = build_sdist(dist)
-            filename = dist.sdist_name or filename
             project.files.append(File(filename, project.name, data, dist, None, host))
 
     def file(self, filename: str) -> File:
