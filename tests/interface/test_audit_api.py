@@ -151,13 +151,7 @@ def test_a_position_moved_forward_is_named_by_checkpoint_readiness_and_verify_an
         answer = live.call("POST", f"{ACME}/evaluate", live.tokens["sandbox"], evaluate)
         assert answer.status == 200 and answer.json["allowed"] is False, answer.body
     named = f"the sealer's position (rcp_chain_position) is notification {moved}, ahead of notification "
-    checkpoint = live.call("POST", f"{ACME}/audit/checkpoints", live.tokens["admin"])
-    assert checkpoint.status == 503 and checkpoint.json["detail"].startswith(named), checkpoint.body
-    ready = live.call("GET", "/readyz")
-    assert ready.status == 200 and ready.json["integrity"].startswith(named), ready.body
-    verdict = live.call("GET", f"{ACME}/audit/verify", live.tokens["auditor"])
-    assert verdict.status == 200 and (verdict.json["ok"], verdict.json["problem"]) == (False, "altered")
-    assert verdict.json["detail"].startswith(named)
+    named_by_checkpoint_readiness_and_verify(live, named)
     page = live.call("GET", f"{ACME}/audit/checkpoints", live.tokens["auditor"]).json
     assert page["checkpoints"][-1]["seq"] == signed["seq"]  # nothing signed without the denials
 
@@ -173,13 +167,7 @@ def test_a_head_edited_is_named_by_checkpoint_readiness_and_verify_never_a_500(l
     tamper.close()
     assert live.call("POST", f"{ACME}/evaluate", live.tokens["sandbox"], evaluate).status == 200
     named = "the chain head of 'acme' (rcp_chain_heads) says record "
-    checkpoint = live.call("POST", f"{ACME}/audit/checkpoints", live.tokens["admin"])
-    assert checkpoint.status == 503 and checkpoint.json["detail"].startswith(named), checkpoint.body
-    ready = live.call("GET", "/readyz")
-    assert ready.status == 200 and ready.json["integrity"].startswith(named), ready.body
-    verdict = live.call("GET", f"{ACME}/audit/verify", live.tokens["auditor"])
-    assert verdict.status == 200 and (verdict.json["ok"], verdict.json["problem"]) == (False, "altered")
-    assert verdict.json["detail"].startswith(named)
+    named_by_checkpoint_readiness_and_verify(live, named)
 
 
 @pytest.mark.parametrize("value", ["topic", "merkle node"])
@@ -397,3 +385,14 @@ def _get(url: str, token: str | None, body: bytes | None = None, timeout: float 
             return reply.status, {k.lower(): v for k, v in reply.headers.items()}, reply.read()
     except urllib.error.HTTPError as error:
         return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+
+
+def named_by_checkpoint_readiness_and_verify(live, named: str) -> None:
+    """The on-demand checkpoint refuses (503), /readyz and verify name the same finding."""
+    checkpoint = live.call("POST", f"{ACME}/audit/checkpoints", live.tokens["admin"])
+    assert checkpoint.status == 503 and checkpoint.json["detail"].startswith(named), checkpoint.body
+    ready = live.call("GET", "/readyz")
+    assert ready.status == 200 and ready.json["integrity"].startswith(named), ready.body
+    verdict = live.call("GET", f"{ACME}/audit/verify", live.tokens["auditor"])
+    assert verdict.status == 200 and (verdict.json["ok"], verdict.json["problem"]) == (False, "altered")
+    assert verdict.json["detail"].startswith(named)

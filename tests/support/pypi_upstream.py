@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 
+from domain.python_files import SDIST_ARCHIVES
 from tests.support.fixture_server import OTHER_HOST, FixtureServer
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
@@ -133,19 +134,8 @@ def build_sdist(dist: Dist) -> tuple[str, bytes]:
     return filename, pack(filename, members)
 
 
-# How a tar is compressed, by its name's suffix, as pip and uv read it.
-TAR_MODES = {
-    ".tar.gz": "gz",
-    ".tgz": "gz",
-    ".tar.bz2": "bz2",
-    ".tbz": "bz2",
-    ".tar.xz": "xz",
-    ".txz": "xz",
-    ".tlz": "xz",
-    ".tar.lz": "xz",
-    ".tar.lzma": "xz",
-    ".tar": "",
-}
+# How a tar is compressed, by its name's suffix, as pip and uv read it (those Python can write).
+TAR_MODES = {suffix: mode for suffix, mode in SDIST_ARCHIVES.items() if mode not in ("zip", "zst")}
 
 
 def pack(filename: str, members: dict[str, bytes]) -> bytes:
