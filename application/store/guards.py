@@ -13,7 +13,7 @@ GUARD_FAILED = "runcode-policy: a remembered caller is out of date"
 # event after its issue (its revocation: revocation is final), so a revocation undone in the
 # table, or its event deleted, still ends the remembered caller (application.chain.checked).
 # `{id}`, `{oid}` (the originator id as the store spells it), `{workspace}` and `{version}` are
-# the guard's; `{events}` and `{chain}` are the log and the chain.
+# the guard's; `{events}`, `{chain}`, `{tokens}` and `{changes}` are the tables.
 HOLDS = (
     "EXISTS (SELECT 1 FROM {tokens} t WHERE t.id = {id} AND t.workspace = {workspace} AND t.revoked_at IS NULL) "
     "AND NOT EXISTS (SELECT 1 FROM {events} e WHERE e.originator_id = {oid} AND e.originator_version > 1) "
@@ -44,12 +44,8 @@ class StaleCaller(Exception):
 
 
 def _holds(dialect, events_table: str, **guard: str) -> str:
-    events = dialect.library_table(events_table)
-    return (
-        HOLDS.replace("{events}", events)
-        .replace("{chain}", dialect.table("chain"))
-        .format(tokens="{tokens}", changes="{changes}", **guard)
-    )
+    tables = {name: dialect.table(name) for name in ("tokens", "chain", "changes")}
+    return HOLDS.format(events=dialect.library_table(events_table), **tables, **guard)
 
 
 def guard_function(dialect, events_table: str) -> str:
