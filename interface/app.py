@@ -11,11 +11,16 @@ from application import Governance
 from interface import api, audit, console, index, metrics, problems, services
 from interface.bodies import ArrivingBodies, BoundedBodies
 from interface.settings import MAX_BODY_BYTES, Settings, open_governance
+from interface.url_rules import LazyBuildRule
+
+
+class _Service(Flask):
+    url_rule_class = LazyBuildRule  # a class attribute: Flask adds its static route in __init__
 
 
 def create_app(env: Mapping[str, str] | None = None, governance: Governance | None = None) -> Flask:
     settings = Settings.from_env(env)
-    app = Flask(__name__)
+    app = _Service(__name__)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.json.sort_keys = False
     built = services.install(app, governance or open_governance(settings), settings)
