@@ -63,8 +63,13 @@ def count_index(verdict: dict, language: str, request: str) -> None:
 
 
 def count_decisions(decisions: list[dict]) -> None:
+    # One increment per distinct label set: each costs a lock and a shared-memory write.
+    counted: dict[tuple[str, str, str], int] = {}
     for d in decisions:
-        DECISIONS.labels(d["kind"], "allowed" if d["allowed"] else "denied", d["reason"]).inc()
+        labels = (d["kind"], "allowed" if d["allowed"] else "denied", d["reason"])
+        counted[labels] = counted.get(labels, 0) + 1
+    for labels, count in counted.items():
+        DECISIONS.labels(*labels).inc(count)
 
 
 def method_label(method: str) -> str:
