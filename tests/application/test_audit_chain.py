@@ -17,6 +17,7 @@ from application.chain import AuditKey
 from application.chain.audit_chain import SealingStopped
 from application.chain.links import link_hash
 from application.chain.sealer import BATCH, UNATTRIBUTED
+from tests.support.postgres_pool import split_schema
 from tests.support.tamper import Tamperer
 
 GENEROUS = 60  # seconds: a bound on "eventually", never a timing claim
@@ -153,7 +154,7 @@ def test_a_background_round_leaves_the_sealing_to_the_process_holding_the_lock(p
     app = Governance(env=store_env(postgres_schema_url))
     try:
         app.create_workspace("acme", by="founder")
-        url, schema = postgres_schema_url.split("?schema=")
+        url, schema = split_schema(postgres_schema_url)
         with psycopg.connect(url) as other:  # another process's sealer, in its sealing transaction
             other.execute(f'SELECT * FROM "{schema}".rcp_chain_position FOR UPDATE')
             done: list[int] = []
@@ -628,7 +629,7 @@ def test_a_sealing_round_writes_its_links_in_one_statement_on_postgresql(primed_
             sent.append((query, params))
             return super().execute(query, params, **kwargs)
 
-    url, schema = primed_schema_url.split("?schema=")
+    url, schema = split_schema(primed_schema_url)
     rows = [("ws", 1, 10, uuid4(), 1, "h1", "l1"), ("ws", 2, 11, uuid4(), 1, "it's", "l2")]
     with psycopg.connect(url) as conn:
         _Transaction(Recording(conn), postgres_dialect(schema), "events").seal(rows, {"ws": (2, "l2")}, 11)

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from application.store.literals import binder
+from tests.support.postgres_pool import split_schema
 
 pytestmark = pytest.mark.postgres
 
@@ -33,7 +34,7 @@ VALUES = st.one_of(
 
 @pytest.fixture
 def cursor(primed_schema_url):
-    url = primed_schema_url.split("?schema=")[0]
+    url = split_schema(primed_schema_url)[0]
     with psycopg.connect(url, autocommit=True) as conn:
         yield psycopg.ClientCursor(conn)
 

@@ -11,12 +11,12 @@ import threading
 import psycopg
 
 from application import Governance, store_env
+from tests.support.postgres_pool import split_schema
 
 
 def test_a_store_opens_while_a_sealer_holds_its_position(postgres_schema_url):
     Governance(env=store_env(postgres_schema_url)).close()  # the store exists, its position seeded
-    schema = postgres_schema_url.rsplit("schema=", 1)[1]
-    base = postgres_schema_url.split("?", 1)[0]
+    base, schema = split_schema(postgres_schema_url)
     with psycopg.connect(base) as sealer:  # a sealing round, mid-transaction
         sealer.execute(f'UPDATE "{schema}".rcp_chain_position SET notification_id = notification_id')
         opened = []

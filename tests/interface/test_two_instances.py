@@ -18,6 +18,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.support.postgres_pool import split_schema
+
 pytestmark = pytest.mark.postgres
 ROOT = Path(__file__).resolve().parents[2]
 W = "/api/v1/workspaces/default"
@@ -129,7 +131,7 @@ def test_concurrent_evaluates_through_both_are_each_recorded_once_in_one_chain_t
         t.join(timeout=300)
     assert not failures
     assert len(answered) == 2 * EVALUATES * len(threads) == len(set(answered))
-    url, schema = postgres_schema_url.split("?schema=")
+    url, schema = split_schema(postgres_schema_url)
     with psycopg.connect(url) as conn:
         stored = [r[0] for r in conn.execute(f'SELECT id FROM "{schema}".rcp_decisions')]
     assert sorted(stored) == sorted(answered)  # none lost, none doubled, none unanswered
@@ -216,7 +218,7 @@ def test_an_instance_whose_clock_drifts_while_it_runs_records_nothing_and_says_i
             refused_in_a_row = refused_in_a_row + 1 if refused else 0
             if not refused:
                 time.sleep(0.2)
-        url, schema = postgres_schema_url.split("?schema=")
+        url, schema = split_schema(postgres_schema_url)
         with psycopg.connect(url) as conn:
             recorded = conn.execute(f'SELECT COUNT(*) FROM "{schema}".rcp_decisions').fetchone()[0]
         for _ in range(5):  # every worker refuses, and records nothing

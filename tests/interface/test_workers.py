@@ -19,6 +19,7 @@ import psycopg
 import pytest
 
 from application.chain.audit_chain import POLL_SECONDS
+from tests.support.postgres_pool import split_schema
 from tests.support.sockets import children, server_side_owner
 
 pytestmark = pytest.mark.postgres
@@ -97,7 +98,7 @@ class Service:
         )[0][0]
 
     def _query(self, template: str) -> list[tuple]:
-        url, schema = self.database_url.split("?schema=")
+        url, schema = split_schema(self.database_url)
         with psycopg.connect(url) as conn:
             return conn.execute(template.format(schema=f'"{schema}"')).fetchall()
 
