@@ -3,8 +3,9 @@
 Making a new store's tables, types and functions costs PostgreSQL about a second of work, and
 hundreds of tests run on PostgreSQL: most of the suite's PostgreSQL time was spent making them.
 So a schema is made and primed once (the store opened on it, which makes its tables), and after
-each test it is emptied (every row deleted but the read models' version, sequences restarted) and
-handed to the next test of the same worker, which finds what a new store holds. A test that
+each test it is emptied (every row deleted but the read models' version, sequences restarted, the
+rows the store's opening wrote written again) and handed to the next test of the same worker,
+which finds what a new store holds. A test that
 changed the schema itself (dropped, renamed or altered a table, or left another version of the
 read models) leaves a shape that differs from the primed one: that schema is dropped instead.
 A test that needs a schema with nothing in it (`fresh`) gets a new one, dropped afterwards.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import uuid
 
 import psycopg
+from psycopg import sql
 
 from application import Governance, store_env
 
@@ -49,6 +51,7 @@ class SchemaPool:
         self._idle: list[str] = []
         self._shape: str | None = None  # the primed schema's, taken from the first one made
         self._relations: dict[str, list[str]] = {}  # and its tables, indexes and sequences, by kind
+        self._seeds: list[str] = []  # the rows a new store's tables hold, as INSERTs ({schema} left open)
         self._conn: psycopg.Connection | None = None
 
     def take(self) -> str:
@@ -94,7 +97,20 @@ class SchemaPool:
             relations = conn.execute(RELATIONS, (schema,)).fetchall()
             self._relations = {kind: sorted(name for k, name in relations if k == kind) for kind in ("r", "i", "S")}
             self._shape = self._shape_of(conn, schema)
+            self._seeds = self._seeded(conn, schema)
         return url
+
+    def _seeded(self, conn, schema: str) -> list[str]:
+        """What the store's own opening wrote (the sealer's position at 0), to be written again
+        after emptying: tests open the store as `serve`'s workers do, without its DDL."""
+        inserts = []
+        for table in self._relations["r"]:
+            if table == KEEP:
+                continue
+            for row in conn.execute(f'SELECT * FROM "{schema}"."{table}"').fetchall():
+                values = sql.SQL(", ").join(sql.Literal(value) for value in row).as_string(conn)
+                inserts.append(f'INSERT INTO "{{schema}}"."{table}" VALUES ({values})')
+        return inserts
 
     def _shape_of(self, conn, schema: str) -> str:
         found = {"schema": schema, "tables": self._relations["r"], "indexes": self._relations["i"]}
@@ -108,10 +124,12 @@ class SchemaPool:
         return [r[0] for r in rows] == [READ_MODEL_VERSION]
 
     def _emptying(self, schema: str) -> str:
-        """Every row deleted but the version's, the sequences restarted: one simple-query message."""
+        """Every row deleted but the version's, the sequences restarted, what opening the store
+        wrote written again: one simple-query message."""
         deletes = [f'DELETE FROM "{schema}"."{table}"' for table in self._relations["r"] if table != KEEP]
         restarts = [f'SELECT setval(\'"{schema}"."{sequence}"\', 1, false)' for sequence in self._relations["S"]]
-        return "BEGIN; " + "; ".join(deletes + restarts) + "; COMMIT"
+        seeds = [insert.replace("{schema}", schema) for insert in self._seeds]
+        return "BEGIN; " + "; ".join(deletes + restarts + seeds) + "; COMMIT"
 
 
 def schema_of(url: str) -> str:
