@@ -125,13 +125,15 @@ def sqlite_store_template(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        shutil.copy(request.getfixturevalue("sqlite_store_template"), tmp_path / "store.sqlite")  # its mode too
-        url = f"sqlite:///{tmp_path}/store.sqlite"
-        PRIMED.add(url)  # a new directory each test: never another store's
-        return url
-    return request.getfixturevalue("primed_schema_url")
+def database_url(request, tmp_path):
+    if request.param != "sqlite":
+        yield request.getfixturevalue("primed_schema_url")
+        return
+    shutil.copy(request.getfixturevalue("sqlite_store_template"), tmp_path / "store.sqlite")  # its mode too
+    url = f"sqlite:///{tmp_path}/store.sqlite"
+    PRIMED.add(url)
+    yield url
+    PRIMED.discard(url)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from psycopg_pool import ConnectionPool
 
 from application.store.outage import did_not_answer, retried
 from tests.support.postgres_cluster import free_port
-from tests.support.postgres_pool import split_schema
+from tests.support.postgres_pool import with_production_pool
 
 pytestmark = pytest.mark.postgres
 
@@ -109,8 +109,7 @@ def test_after_a_restart_killed_every_pooled_connection_one_request_fails_not_on
 
     name = f"rcp-restart-{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv("PGAPPNAME", name)  # libpq names every connection the pool makes
-    base, schema = split_schema(primed_schema_url)
-    app = Governance(env=store_env(f"{base}?schema={schema}"))  # the production pool: several idle connections
+    app = Governance(env=store_env(with_production_pool(primed_schema_url)))  # several idle connections to kill
     try:
         app.create_workspace("acme", by="founder")
         pool = app.recorder.datastore.pool

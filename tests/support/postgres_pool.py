@@ -141,3 +141,9 @@ def split_schema(url: str) -> tuple[str, str]:
     """(the database's URL, the schema) of a pool's URL."""
     database, query = url.split("?", 1)
     return database, query.rsplit("schema=", 1)[1]
+
+
+def with_production_pool(url: str) -> str:
+    """A pool's URL for the same schema, with the service's own pool (8 connections, not `POOL`'s 2)."""
+    database, schema = split_schema(url)
+    return f"{database}?schema={schema}"
