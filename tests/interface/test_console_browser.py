@@ -318,3 +318,31 @@ def test_a_very_long_token_name_wraps_in_the_header_instead_of_widening_every_pa
         page.goto(f"{live.url}/console/{path}")  # waits for the page's load, its style sheet's too
         assert long_name in page.inner_text("header .who"), path
         assert no_horizontal_overflow(page), path
+
+
+def test_no_column_heading_breaks_inside_a_word_or_runs_into_the_next(live, browser):
+    """The overview's half-width rankings broke "Denied" as "Deni/ed" once their Sandboxes column
+    filled up (the page breaks long names anywhere, and that let a heading shrink below its word),
+    and the audit log's fixed columns ran "Sandbox" into "Source"."""
+    for n in range(4):
+        context = {"sandbox": f"sbx-analytics-{n}", "source": "run-code", "actor": "agent-1"}
+        api(live, "POST", "/evaluate", {"language": "python", "specs": ["torch"], "context": context}, "sandbox")
+        api(live, "POST", "/egress/evaluate", {"target": "http://169.254.169.254/", "context": context}, "sandbox")
+    page = chromium.sign_in(browser, live.url, live.tokens["admin"])
+    assert page.locator("th", has_text="Denied").count() >= 2  # both rankings are on the page
+    assert misfit_headings(page) == []
+    chromium.open_page(page, "Audit log")
+    assert page.locator("table.decisions th", has_text="Sandbox").count() == 1
+    assert misfit_headings(page) == []
+
+
+def misfit_headings(page) -> list[str]:
+    """Column headings of one word on more than one line, or wider than their column."""
+    return page.evaluate(
+        """[...document.querySelectorAll('th')].filter(th => {
+             const range = document.createRange();
+             range.selectNodeContents(th);
+             const oneWord = !th.textContent.trim().includes(' ');
+             return (oneWord && range.getClientRects().length > 1) || th.scrollWidth > th.clientWidth;
+           }).map(th => th.textContent.trim())"""
+    )

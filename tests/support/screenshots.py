@@ -118,7 +118,8 @@ def photograph(url: str, tokens: dict, out: Path) -> None:
         shoot(page, out, "version", full=True)
         page.goto(url + "/console/time-travel")
         page.get_by_label("Was this package allowed then?").fill("requests")
-        page.get_by_role("button", name="Show").click()
+        with page.expect_navigation():  # the answer is a new page: shot before it loads, Chromium fails
+            page.get_by_role("button", name="Show").click()
         shoot(page, out, "time-travel")
         chromium.open_page(page, "Requests")
         shoot(page, out, "requests")
