@@ -12,6 +12,8 @@ Two promises hold under pressure:
 - Fairness: requests are committed in arrival order, and a batch holds at most MAX_BATCH_EVENTS
   decisions, so a commit's time is bounded and a large request delays others by one bounded
   commit, not by an unbounded one (the evaluation caps a request at MAX_SPECS decisions).
+- Where processes take turns at the store (SQLite: application.store.sqlite), the writer takes
+  its turn before it fills a batch, so what is queued while another process writes rides in it.
 - Fail fast while the store is out of reach: once a commit found the store not answering (not a
   refusal it answered with: application.store.outage), requests are refused at once for
   COOL_OFF_SECONDS, queued ones included, instead of each waiting out the connection pool's wait
@@ -24,6 +26,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from time import monotonic
 
 from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
@@ -84,8 +87,9 @@ class _Pending:
 
 
 class DecisionWriter:
-    def __init__(self, save: Callable[..., object]):
+    def __init__(self, save: Callable[..., object], turn: Callable[[], AbstractContextManager] = nullcontext):
         self._save = save
+        self._turn = turn  # the store's turn for this process's writes, where processes take turns
         self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -142,8 +146,9 @@ class DecisionWriter:
             first = carried if carried is not None else self._queue.get()
             if first is None:
                 return
-            batch, carried = self._fill([first])
-            self._commit(batch)
+            with self._turn():  # then the batch: what queued while another process wrote rides in it
+                batch, carried = self._fill([first])
+                self._commit(batch)
 
     def _fill(self, batch: list[_Pending]) -> tuple[list[_Pending], _Pending | None]:
         """Take queued requests in arrival order while the batch has room for all of theirs."""

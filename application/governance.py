@@ -84,7 +84,7 @@ class Governance(Application):
         # console sign-ins, server-side and sealed
         self.sessions = ConsoleSessions(self.save, self.repository.get, self.checked, clock)
         self.callers = Callers()  # for the evaluate hot path, checked again where it records
-        self.writer = DecisionWriter(self.record_events)
+        self.writer = DecisionWriter(self.record_events, self.recorder.hold_turn)
         self.policies = Policies(self.repository, self.readmodel, clock)
         # seals every stored event, and counts the decisions among them
         rollup = rollups(self.recorder.dialect, self.mapper.to_domain_event)

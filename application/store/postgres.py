@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from typing import Any
 
@@ -63,6 +63,9 @@ def held_or_pooled(get_connection, pins: Pins):
 
 
 class PostgresGovernanceRecorder(PostgresApplicationRecorder):
+    # No turns to take here: the events table's lock orders every writer (`insert_events`).
+    hold_turn = staticmethod(nullcontext)
+
     def __init__(self, datastore, *, events_table_name: str = "stored_events"):
         # Server-side prepared statements only where a read asks (`fetch(..., prepare=True)`, outside
         # any pipeline), never automatically: when a pipelined transaction fails (reproduced with

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from functools import partial
 from typing import Any
 
 from eventsourcing.sqlite import SQLiteApplicationRecorder
@@ -27,8 +29,11 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
     def __init__(self, datastore, *, events_table_name: str = "stored_events"):
         super().__init__(datastore, events_table_name=events_table_name)
         wrapped = getattr(datastore.transaction, "takes_turns", False)  # one turn per transaction, never two
-        if not datastore.pool.is_sqlite_memory_mode and not wrapped:
-            datastore.transaction = writer_turns(datastore.transaction, datastore.pool.db_name)
+        self.hold_turn: Callable[[], AbstractContextManager] = nullcontext  # an in-memory store: one process
+        if not datastore.pool.is_sqlite_memory_mode:
+            if not wrapped:
+                datastore.transaction = writer_turns(datastore.transaction, datastore.pool.db_name)
+            self.hold_turn = partial(held_turn, datastore.pool.db_name + WRITERS)
         self.pins = Pins()
         datastore.transaction = held_or_own(datastore.transaction, self.pins)
 
@@ -96,34 +101,53 @@ def held_or_own(transaction, pins: Pins):
     return read_or_write
 
 
+# The lock files whose turn this thread holds (`held_turn`): its transactions inside take no other.
+_held = threading.local()
+
+
 def writer_turns(transaction, db_name: str):
     """`transaction`, its write transactions taken in turn by every process on this store: each
     locks (flock) a `-writers` file beside it first, so a process waiting for its turn is woken by
     the kernel the moment the turn is let go, not by SQLite's busy handler, which sleeps 1, 2, 5
     ... up to 100 ms between tries. The wait is as long as the holder's transaction: the turn
-    is only ever held around one of this store's own write transactions (whose wait for SQLite's
+    is only ever held around this store's own write transactions (whose wait for SQLite's
     lock, should any other program hold it, SQLite's timeout bounds), and a process that dies
     lets it go with its descriptors."""
     path = db_name + WRITERS
 
     @contextmanager
     def turn(*, commit: bool) -> Iterator:
-        if not commit:
-            with transaction(commit=False) as cursor:
-                yield cursor
-            return
-        try:
-            descriptor = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)  # its own lock, per turn
-        except OSError:  # no lock file to be had here (a read-only directory): SQLite's lock alone
-            descriptor = None
-        try:
-            if descriptor is not None:
-                fcntl.flock(descriptor, fcntl.LOCK_EX)
-            with transaction(commit=True) as cursor:
-                yield cursor
-        finally:
-            if descriptor is not None:
-                os.close(descriptor)  # lets the turn go
+        with held_turn(path) if commit else nullcontext(), transaction(commit=commit) as cursor:
+            yield cursor
 
     turn.takes_turns = True  # type: ignore[attr-defined]
     return turn
+
+
+@contextmanager
+def held_turn(path: str) -> Iterator[None]:
+    """This process's turn at the store (the flock of `path`), held by this thread until the end;
+    the write transactions it makes meanwhile take no other (`writer_turns`)."""
+    holding = _holding()
+    if path in holding:
+        yield
+        return
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)  # its own lock, per turn
+    except OSError:  # no lock file to be had here (a read-only directory): SQLite's lock alone
+        descriptor = None
+    try:
+        if descriptor is not None:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        holding.add(path)
+        yield
+    finally:
+        holding.discard(path)
+        if descriptor is not None:
+            os.close(descriptor)  # lets the turn go
+
+
+def _holding() -> set[str]:
+    if not hasattr(_held, "paths"):
+        _held.paths = set()
+    return _held.paths

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -125,3 +126,30 @@ def test_a_commit_holds_a_bounded_number_of_decisions_and_requests_keep_their_or
     assert [a.outcome for a in (first, *large, small)] == ["recorded"] * 5
     assert save.sizes[1:] and max(save.sizes) <= decision_writer.MAX_BATCH_EVENTS, save.sizes
     assert sum(save.sizes) == 1 + 3 * 500 + 1 and "small" in stored_specs(app, workspace)
+
+
+def test_requests_queued_while_the_writer_waits_for_its_turn_ride_in_its_batch(app, workspace):
+    """Where processes take turns at the store (SQLite), the writer takes its turn before it fills
+    its batch: what is queued while another process writes is committed with what it holds."""
+    waiting, let_go = threading.Event(), threading.Event()
+
+    @contextmanager
+    def turn():  # another process's write, until `let_go`
+        waiting.set()
+        let_go.wait(10)
+        yield
+
+    save = HeldSave(app.save)
+    for number in range(8):
+        save.release(number)
+    writer = DecisionWriter(save, turn)
+    first = Asker(writer, workspace, "first")
+    waiting.wait(10)
+    later = [Asker(writer, workspace, f"later-{i}") for i in range(3)]
+    queued(writer, 3)
+    let_go.set()
+    for asker in (first, *later):
+        asker.join(10)
+    writer.close()
+    assert [a.outcome for a in (first, *later)] == ["recorded"] * 4
+    assert save.sizes == [4]  # one commit: not the first alone, then the three
