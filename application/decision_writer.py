@@ -58,6 +58,33 @@ class AlreadyRecorded(Exception):
     recorded first by another worker): nothing was recorded; the earlier record stands."""
 
 
+class _Done:
+    """Set once by the writer, waited for by the one asker: a lock held until set. A
+    `threading.Event` is a Condition whose set and wait are Python code taking its lock, each a
+    turn for the GIL among the request threads; this is one C call each."""
+
+    __slots__ = ("_lock", "_set")
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self._set = False
+
+    def set(self) -> None:
+        if not self._set:
+            self._set = True
+            self._lock.release()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: float = -1) -> bool:
+        if self._lock.acquire(timeout=timeout):
+            self._lock.release()  # set stays set: a later wait returns at once
+            return True
+        return self._set
+
+
 class _Pending:
     __slots__ = ("events", "guard", "done", "error", "state", "lock")
 
@@ -66,7 +93,7 @@ class _Pending:
         # pending events, so a retry must save these again, not the (now empty) aggregates.
         self.events = events
         self.guard = guard  # what the transaction must find still true to record these
-        self.done = threading.Event()
+        self.done = _Done()
         self.error: BaseException | None = None
         self.state = QUEUED
         self.lock = threading.Lock()  # guards `state`: the asker withdraws, the writer claims
