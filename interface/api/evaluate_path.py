@@ -19,6 +19,7 @@ import logging
 import re
 import time
 
+import orjson
 from eventsourcing.persistence import InterfaceError, OperationalError
 from flask import Flask
 from pydantic import ValidationError
@@ -104,7 +105,7 @@ class EvaluatePath:
             log.exception("evaluate failed in %s", workspace)
             error = InternalServerError()
             return problem(500, error.name, error.description)
-        return self.app.json.response(answer)
+        return json_answer(self.app, answer)
 
     def _judge(self, governance, workspace: str, environ, payload, remembered: bool) -> dict:
         caller = bearer_caller(governance, environ.get("HTTP_AUTHORIZATION", ""), remembered)
@@ -115,6 +116,28 @@ class EvaluatePath:
         except GovernanceError:
             raise _ToFlask from None
         return self.view(governance, ws=workspace, caller=caller, body=payload)
+
+
+def json_answer(app: Flask, answer: dict):
+    """`app.json.response(answer)`, byte for byte (compact, non-ASCII and DEL escaped, a closing
+    newline), made by orjson in a fifth of the time where its bytes are the same: an answer holds
+    only text, whole numbers, booleans and null (no float, whose digits the two may write
+    differently), and orjson writes non-ASCII and DEL raw, so such an answer goes to the app's."""
+    try:
+        body = orjson.dumps(answer, option=orjson.OPT_APPEND_NEWLINE | _LIKE_FLASK, default=_not_plain)
+    except TypeError:
+        return app.json.response(answer)
+    if not body.isascii() or b"\x7f" in body:
+        return app.json.response(answer)
+    return app.response_class(body, mimetype=app.json.mimetype)
+
+
+# What orjson would write its own way (an instant, a dataclass) goes to `default`, which refuses it.
+_LIKE_FLASK = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def _not_plain(value):
+    raise TypeError(f"{type(value).__name__} is the app's JSON to write")
 
 
 def install(app: Flask) -> None:

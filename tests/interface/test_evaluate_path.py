@@ -5,11 +5,12 @@ answers a failed recording itself with the same problem+json."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
 from application import StoreUnavailableError
-from interface.api.evaluate_path import EvaluatePath
+from interface.api.evaluate_path import EvaluatePath, json_answer
 from tests.support.metrics import added, labels, samples
 
 P = "/api/v1/workspaces/acme/evaluate"
@@ -83,3 +84,26 @@ def test_a_failed_recording_is_answered_once_as_flask_answers_it(live, app, monk
     assert calls == [2]  # judged and recorded once, never handed to Flask to record again
     flask_only(monkeypatch)
     assert lean == reply_of(live, live.tokens["sandbox"], BODY) and lean[0] == 503
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"allowed": True, "policy_version": 3, "decisions": [{"spec": "pandas==2.1", "name": None, "n": -1}]},
+        {"message": "naïve “quoted” — 名前"},  # non-ASCII: escaped by the app, raw by orjson
+        {"spec": 'a\x7fb\x00\x1f"\\/\u2028'},  # DEL: the same
+        {"big": 2**70},  # past orjson's integers
+        {"at": datetime(2026, 3, 3, tzinfo=UTC)},  # an instant: each writes its own way
+    ],
+)
+def test_the_answer_s_json_is_the_app_s_byte_for_byte(live, answer):
+    with live.app.app_context():
+        assert json_answer(live.app, answer).get_data() == live.app.json.response(answer).get_data()
+
+
+def test_a_real_answer_s_json_is_the_app_s_byte_for_byte(live, app):
+    specs = ["pandas==2.1", "-r x.txt", "left-pad", "bad spec ###", "numpy[extra]>=1; python_version>'3'"]
+    answer = app.evaluation.evaluate("acme", "python", specs, context={"sandbox": "sbx", "actor": "agent-1"})
+    with live.app.app_context():
+        ours, flasks = json_answer(live.app, answer), live.app.json.response(answer)
+        assert (ours.get_data(), ours.mimetype) == (flasks.get_data(), flasks.mimetype)
