@@ -31,9 +31,10 @@ class SQLiteGovernanceRecorder(SQLiteApplicationRecorder):
         wrapped = getattr(datastore.transaction, "takes_turns", False)  # one turn per transaction, never two
         self.hold_turn: Callable[[], AbstractContextManager] = nullcontext  # an in-memory store: one process
         if not datastore.pool.is_sqlite_memory_mode:
+            turns = datastore.pool.db_name + WRITERS  # the lock file beside the store
             if not wrapped:
-                datastore.transaction = writer_turns(datastore.transaction, datastore.pool.db_name)
-            self.hold_turn = partial(held_turn, datastore.pool.db_name + WRITERS)
+                datastore.transaction = writer_turns(datastore.transaction, turns)
+            self.hold_turn = partial(held_turn, turns)
         self.pins = Pins()
         datastore.transaction = held_or_own(datastore.transaction, self.pins)
 
@@ -105,15 +106,14 @@ def held_or_own(transaction, pins: Pins):
 _held = threading.local()
 
 
-def writer_turns(transaction, db_name: str):
+def writer_turns(transaction, path: str):
     """`transaction`, its write transactions taken in turn by every process on this store: each
-    locks (flock) a `-writers` file beside it first, so a process waiting for its turn is woken by
-    the kernel the moment the turn is let go, not by SQLite's busy handler, which sleeps 1, 2, 5
-    ... up to 100 ms between tries. The wait is as long as the holder's transaction: the turn
+    locks (flock) the `-writers` file beside it (`path`) first, so a process waiting for its turn
+    is woken by the kernel the moment the turn is let go, not by SQLite's busy handler, which
+    sleeps 1, 2, 5 ... up to 100 ms between tries. The wait is as long as the holder's transaction: the turn
     is only ever held around this store's own write transactions (whose wait for SQLite's
     lock, should any other program hold it, SQLite's timeout bounds), and a process that dies
     lets it go with its descriptors."""
-    path = db_name + WRITERS
 
     @contextmanager
     def turn(*, commit: bool) -> Iterator:
