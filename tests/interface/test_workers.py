@@ -73,13 +73,13 @@ class Service:
     the test's end."""
 
     def __init__(self, running: Running, workspace: str, owner: str):
-        self.running, self.process, self.port = running, running.process, running.port
+        self.running = running
         self.workspace, self.owner = workspace, owner
         self.w = f"/api/v1/workspaces/{workspace}"
         self.opened: list[Client] = []
 
     def client(self) -> Client:
-        self.opened.append(Client(self.port))
+        self.opened.append(Client(self.running.port))
         return self.opened[-1]
 
     def one_client_per_worker(self) -> list[Client]:
@@ -93,7 +93,8 @@ class Service:
             except ConnectionError:
                 time.sleep(0.2)  # workers still starting
                 continue
-            owner = server_side_owner(self.port, client.conn.sock.getsockname()[1], children(self.process.pid))
+            port, pid = self.running.port, self.running.process.pid
+            owner = server_side_owner(port, client.conn.sock.getsockname()[1], children(pid))
             if owner is not None and owner not in found:
                 found[owner] = client
         assert len(found) == WORKERS, f"reached only workers {sorted(found)}"
@@ -303,7 +304,7 @@ def test_serve_s_own_process_seals_what_every_worker_records_and_no_worker_seals
     clients = service.one_client_per_worker()
     sandbox = service.issue(clients[0], "sandbox", "sandbox")
     assert _all_sealed_within_a_minute(service)
-    os.kill(service.process.pid, signal.SIGSTOP)
+    os.kill(service.running.process.pid, signal.SIGSTOP)
     try:
         for client in clients:
             status, answer = client.call(
@@ -313,7 +314,7 @@ def test_serve_s_own_process_seals_what_every_worker_records_and_no_worker_seals
         time.sleep(5 * POLL_SECONDS)  # five rounds of a sealer's poll: one in any worker would have sealed
         assert service.unsealed() == WORKERS
     finally:
-        os.kill(service.process.pid, signal.SIGCONT)
+        os.kill(service.running.process.pid, signal.SIGCONT)
     assert _all_sealed_within_a_minute(service)
 
 
