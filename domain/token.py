@@ -10,6 +10,7 @@ import hashlib
 import re
 import secrets
 import unicodedata
+from functools import lru_cache
 from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
@@ -41,6 +42,7 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+@lru_cache(maxsize=4096)  # pure, and asked on every authenticated request (uuid5 is Python's SHA-1)
 def token_id(secret_digest: str) -> UUID:
     return uuid5(_NAMESPACE, secret_digest)
 

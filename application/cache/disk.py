@@ -201,14 +201,17 @@ class DiskCache:
             _unlink(Path(file.name))
 
     def fact_names(self, scope: str) -> list[str]:
-        """The names of a scope's records (none: one failed listing), each touched: in use."""
+        """The names of a scope's records (none: one failed listing), each touched: in use.
+        Asked on every project page: plain strings, not `Path`s (whose parsing cost more than
+        the listing)."""
+        folder = self._fact_dir(scope)
         try:
-            paths = list(self._fact_folder(scope).iterdir())
+            names = os.listdir(folder)
         except FileNotFoundError:
             return []
-        for path in paths:
-            _touch(path)
-        return sorted(path.name for path in paths)
+        for name in names:
+            _touch(os.path.join(folder, name))
+        return sorted(names)
 
     def fact(self, scope: str, name: str) -> bytes | None:
         """One record of a scope, by its name; None when it was evicted meanwhile."""
@@ -218,8 +221,11 @@ class DiskCache:
             return None
 
     def _fact_folder(self, scope: str) -> Path:
+        return Path(self._fact_dir(scope))
+
+    def _fact_dir(self, scope: str) -> str:
         digest = _hashed(scope)
-        return self.directory / "facts" / digest[:2] / digest
+        return os.path.join(self.directory, "facts", digest[:2], digest)
 
     # -- the bound --------------------------------------------------------------------------
     def _place(self, written: str, path: Path, size: int, counted) -> bool:
@@ -325,7 +331,7 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _touch(path: Path) -> None:
+def _touch(path: Path | str) -> None:
     try:
         os.utime(path)  # least recently used: the use is what counts
     except FileNotFoundError:

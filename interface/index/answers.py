@@ -10,9 +10,11 @@ cache must not keep it, since it depends on who asks and on the policy now.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable
 
 from flask import Response, request
+from werkzeug.http import http_date
 
 from application.lru import SizedLru, weigh
 
@@ -30,11 +32,31 @@ def _etag(data: bytes, policy_version) -> str:
 
 
 def _response(data: bytes, content_type: str, etag: str, environ: dict | None) -> Response:
+    environ = request.environ if environ is None else environ
     response = Response(data, content_type=content_type)
     response.set_etag(etag)
     response.headers["Cache-Control"] = CACHE_CONTROL
     response.headers["Vary"] = "Accept"
-    return response.make_conditional(request.environ if environ is None else environ)
+    if environ.get("REQUEST_METHOD") not in ("GET", "HEAD") or not CONDITIONS.isdisjoint(environ):
+        return response.make_conditional(environ)
+    # All make_conditional adds to a GET or HEAD nobody made conditional, without its parsing
+    # (8 % of a cached page's time): the Date header, to the second as it writes it.
+    response.headers["Date"] = _date()
+    return response
+
+
+# The request headers make_conditional reads (a 304, 412 or 206 depends on them).
+CONDITIONS = frozenset(("HTTP_IF_NONE_MATCH", "HTTP_IF_MATCH", "HTTP_IF_MODIFIED_SINCE", "HTTP_IF_RANGE", "HTTP_RANGE"))
+_dated = (0, "")  # the second last formatted, and its Date header
+
+
+def _date() -> str:
+    global _dated
+    now = int(time.time())
+    dated = _dated
+    if dated[0] != now:
+        _dated = dated = (now, http_date(now))
+    return dated[1]
 
 
 class Rendered:

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urljoin, urlsplit
 
 import httpcore
@@ -113,6 +114,12 @@ class Page:
     last_modified: str | None = None
 
 
+@lru_cache(maxsize=4096)
+def _joined(base: str, path: str) -> str:
+    # Asked for on every page request (urljoin's parsing was 3 % of a cached page's time).
+    return urljoin(base, path)
+
+
 class Upstream:
     """One upstream base URL; `judge_egress(url, resolved)` -> the deployment's verdict dict."""
 
@@ -143,7 +150,7 @@ class Upstream:
         self._client.close()
 
     def url(self, path: str) -> str:
-        return urljoin(self.base, path)
+        return _joined(self.base, path)
 
     def allows_host(self, url: str) -> bool:
         """Without resolving: may a file at this URL be offered at all? (checked again on fetch)"""
