@@ -48,12 +48,12 @@ class Evaluation:
         context = check_context(context)
         version, rules = self.policies.current(workspace, head=head, cached=remembered is not None)
         records = decision_records(parsed, rules, workspace, version, context)
-        decisions = [Decision.recorded(workspace, r) for r in records]
+        now = Decision.Recorded.create_timestamp()  # decided together: one instant, formatted once
+        decisions = [Decision.recorded(workspace, r, at=now) for r in records]
         checked = remembered or token
         self.writer.record_events(*decisions, guard=Guard(checked, workspace, version) if checked else None)
-        return answer(
-            version, [decision_view(str(d.originator_id), d.record, d.timestamp, workspace) for d in decisions]
-        )
+        at = iso(now)
+        return answer(version, [decision_view(str(d.originator_id), d.record, at, workspace) for d in decisions])
 
     def test(
         self,
@@ -131,9 +131,10 @@ def decision_record(spec: Spec, rules: LanguageRules, workspace: str, version: i
 
 
 def decision_view(decision_id: str | None, record: dict, at, workspace: str) -> dict:
-    """A recorded decision as it is answered: its record, its id and instant, and the message
-    rendered now from its reason and parameters (`application.messages`), never read."""
-    view = {"id": decision_id, **record, "at": iso(at)}
+    """A recorded decision as it is answered: its record, its id and instant (`at`: an instant,
+    or one `iso` wrote already), and the message rendered now from its reason and parameters
+    (`application.messages`), never read."""
+    view = {"id": decision_id, **record, "at": at if isinstance(at, str) else iso(at)}
     if decision_id is None:
         del view["id"]
     if not record["allowed"]:  # only refusals have a message: an allowed one is not even typed

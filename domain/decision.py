@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 from uuid import NAMESPACE_URL, UUID, uuid5
 
@@ -354,18 +355,21 @@ class Decision(Aggregate):
         self.record = record
 
     @classmethod
-    def recorded(cls, workspace: str, record: dict[str, Any], decision_id: UUID | None = None) -> Decision.Recorded:
+    def recorded(
+        cls, workspace: str, record: dict[str, Any], decision_id: UUID | None = None, at: datetime | None = None
+    ) -> Decision.Recorded:
         """The event `Decision(workspace=..., record=...)` would make (version 1, now), made
         without the aggregate: what every recording path records and answers from. The
         library's aggregate machinery cost three times the event itself, per decision.
         `decision_id`: one the caller worked out from what it decides (`fetch_decision_id`), so
-        that every worker making it makes the same one and the store keeps the first; else fresh."""
+        that every worker making it makes the same one and the store keeps the first; else fresh.
+        `at`: the instant of decisions made together (the library's clock, as the default); else now."""
         # The library makes an event's annotations dataclass fields when the class is made,
         # which mypy does not see.
         return cls.Recorded(  # type: ignore[call-arg]
             originator_id=decision_id or uuid7(),
             originator_version=1,
-            timestamp=cls.Recorded.create_timestamp(),
+            timestamp=at or cls.Recorded.create_timestamp(),
             originator_topic=cls.TOPIC,
             workspace=workspace,
             record=record,

@@ -122,18 +122,30 @@ def json_answer(app: Flask, answer: dict):
     """`app.json.response(answer)`, byte for byte (compact, non-ASCII and DEL escaped, a closing
     newline), made by orjson in a fifth of the time where its bytes are the same: an answer holds
     only text, whole numbers, booleans and null (no float, whose digits the two may write
-    differently), and orjson writes non-ASCII and DEL raw, so such an answer goes to the app's."""
+    differently). orjson writes non-ASCII and DEL raw (every refusal's message has a `›`): they
+    are escaped afterwards as the app escapes them (outside strings, JSON has neither)."""
     try:
         body = orjson.dumps(answer, option=orjson.OPT_APPEND_NEWLINE | _LIKE_FLASK, default=_not_plain)
     except TypeError:
         return app.json.response(answer)
     if not body.isascii() or b"\x7f" in body:
-        return app.json.response(answer)
+        body = _UNESCAPED.sub(_escaped, body.decode()).encode()
     return app.response_class(body, mimetype=app.json.mimetype)
 
 
 # What orjson would write its own way (an instant, a dataclass) goes to `default`, which refuses it.
 _LIKE_FLASK = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+# What the standard library's JSON (the app's, ensure_ascii) escapes that orjson writes raw.
+_UNESCAPED = re.compile("[\x7f-\U0010ffff]")
+
+
+def _escaped(found: re.Match) -> str:
+    """As json's ensure_ascii writes it: \\u and four hex digits, a surrogate pair past U+FFFF."""
+    code = ord(found.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 | code >> 10:04x}\\u{0xDC00 | code & 0x3FF:04x}"
 
 
 def _not_plain(value):

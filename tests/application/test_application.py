@@ -83,6 +83,8 @@ def test_evaluate_records_every_decision_durably(open_app, workspace, app):
     assert "message" in second and second["context"]["sandbox"] == "sbx-42"
     reopened = open_app()
     assert reopened.audit.decision(workspace, second["id"]) == second
+    assert reopened.audit.decision(workspace, first["id"]) == first
+    assert first["at"] == second["at"]  # decided together: one instant, as recorded
 
 
 def test_evaluate_parses_a_whole_command_and_judges_its_options(app, workspace):

@@ -90,7 +90,8 @@ def test_a_failed_recording_is_answered_once_as_flask_answers_it(live, app, monk
     "answer",
     [
         {"allowed": True, "policy_version": 3, "decisions": [{"spec": "pandas==2.1", "name": None, "n": -1}]},
-        {"message": "naïve “quoted” — 名前"},  # non-ASCII: escaped by the app, raw by orjson
+        {"message": "naïve “quoted” — 名前 › 😀"},  # non-ASCII: escaped by the app, raw by orjson
+        {"😀": ["\U0010ffff", "\ud7ff\ue000", "\x80"]},  # past U+FFFF (a surrogate pair), at the edges
         {"spec": 'a\x7fb\x00\x1f"\\/\u2028'},  # DEL: the same
         {"big": 2**70},  # past orjson's integers
         {"at": datetime(2026, 3, 3, tzinfo=UTC)},  # an instant: each writes its own way
