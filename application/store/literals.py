@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, date, datetime
+from functools import lru_cache
 from uuid import UUID
 
 Bind = Callable[[str, tuple], str]  # (template, row) -> the template with the row's literals
@@ -36,7 +37,12 @@ def _int(value: int) -> str:
 
 
 def _datetime(value: datetime) -> str | None:
-    return f"'{value}'::timestamptz" if value.tzinfo is UTC else None
+    return _utc(value) if value.tzinfo is UTC else None
+
+
+@lru_cache(maxsize=1024)  # a batch's rows repeat their decisions' instant (one per evaluate)
+def _utc(value: datetime) -> str:
+    return f"'{value}'::timestamptz"
 
 
 _RENDER: dict[type, Callable] = {

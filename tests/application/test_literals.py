@@ -68,6 +68,13 @@ def test_a_value_of_another_type_is_left_to_psycopg(cursor, other):
     assert binder(cursor)(TEMPLATE, ("a", other, 1)) == cursor.mogrify(TEMPLATE, ("a", other, 1))
 
 
+def test_an_instant_bound_before_in_utc_is_bound_in_its_own_zone_too(cursor):
+    # UTC literals are remembered by instant; the same instant in another zone equals it as a key.
+    utc = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    for instant in (utc, utc.astimezone(timezone(timedelta(hours=5, minutes=30))), utc):
+        assert binder(cursor)(TEMPLATE, ("a", instant, 1)) == cursor.mogrify(TEMPLATE, ("a", instant, 1))
+
+
 def test_a_text_with_a_nul_is_refused_as_psycopg_refuses_it(cursor):
     with pytest.raises(psycopg.DataError, match="NUL"):
         binder(cursor)(TEMPLATE, ("a", "b\x00c", 1))
