@@ -19,6 +19,7 @@ from application.store.guards import guard_function_statement, guards_check_stat
 from application.store.literals import Bind, binder
 from application.store.outage import did_not_answer, pool_had_none, retried
 from application.store.pinned import Pins
+from application.store.prepared import prepared_rows
 from application.store.projection import ManyRows, read_model_statements
 from application.store.schema import DDL, postgres_dialect
 
@@ -199,15 +200,18 @@ class PostgresGovernanceRecorder(PostgresApplicationRecorder):
         self, statement: str, params: tuple | list = (), prepare: bool = False, generic: bool = False
     ) -> list[dict]:
         # Pool connections are in autocommit mode: a lone SELECT needs no BEGIN/ROLLBACK round
-        # trips. `prepare`: a server-side prepared statement, made here outside any pipeline
-        # (so the failed-pipeline case above cannot leave it unprepared). `generic`: prepared and
+        # trips. `prepare`: a server-side prepared statement, made and run straight through libpq
+        # (application.store.prepared), outside any pipeline. `generic`: prepared and
         # planned once (`_generic`), in a pipeline of its own, where psycopg forgets a statement
         # whose pipeline failed (it prepares it again, under another name).
-        with self.datastore.get_connection() as conn, conn.cursor() as curs:
-            if generic:
-                return self._generic(conn, curs, statement, params)
-            curs.execute(statement, params, prepare=prepare or None)
-            return list(curs.fetchall())
+        with self.datastore.get_connection() as conn:
+            if prepare and not generic and (rows := prepared_rows(conn, statement, params)) is not None:
+                return rows
+            with conn.cursor() as curs:
+                if generic:
+                    return self._generic(conn, curs, statement, params)
+                curs.execute(statement, params, prepare=prepare or None)
+                return list(curs.fetchall())
 
     @staticmethod
     def _generic(conn, curs, statement: str, params) -> list[dict]:
