@@ -66,7 +66,7 @@ def binder(cursor) -> Bind:
         return mogrify
 
     def bind(template: str, row: tuple) -> str:
-        parts = _parts(template)
+        parts = plain_parts(template)
         if parts is None or len(parts) != len(row) + 1:
             return mogrify(template, row)
         out = [parts[0]]
@@ -82,7 +82,9 @@ def binder(cursor) -> Bind:
     return bind
 
 
-def _parts(template: str) -> list[str] | None:
+def plain_parts(template: str) -> list[str] | None:
+    """The template's text around each `%s`; None when it holds any other `%` (`%%`, `%(name)s`,
+    `%b`, `%t`). Remembered per template."""
     try:
         return _PARTS[template]
     except KeyError:

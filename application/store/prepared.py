@@ -7,18 +7,22 @@ per cursor) where the same statement costs about 65 µs through `PGconn.exec_pre
 blocks with the GIL released: a tenth of what a package-index page costs its worker. The
 parameters are dumped and the rows loaded by psycopg's own Transformer, with the connection's
 adapters, so the values are the ones the cursor gives. Each connection prepares a statement the
-first time it runs it here, under a name of its own (psycopg's cache never sees it); a connection
-the pool replaced is a new one and prepares again. What this path does not take (a connection in
-a pipeline, a template with anything but plain `%s` placeholders) goes through the cursor.
+first time it runs it here, under a name of its own (psycopg's cache never sees it), and again
+if it was deallocated behind its back; a connection the pool replaced is a new one and prepares
+again. What this path does not take (a connection in a pipeline, a template with anything but
+plain `%s` placeholders) goes through the cursor.
 """
 
 from __future__ import annotations
 
+import itertools
 import weakref
 from functools import lru_cache
 
 from psycopg import errors, pq
 from psycopg.adapt import PyFormat, Transformer
+
+from application.store.literals import plain_parts
 
 _ANSWERED = (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK)
 _UNKNOWN_STATEMENT = "26000"  # invalid_sql_statement_name: deallocated behind our back
@@ -31,11 +35,12 @@ class _Prepared:
     __slots__ = ("statements", "encoding")
 
     def __init__(self, encoding: str):
-        self.statements: dict[tuple, tuple[bytes, list[str] | None]] = {}
+        self.statements: dict[tuple, tuple[bytes, list[str]]] = {}
         self.encoding = encoding
 
 
 _ON: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a connection -> _Prepared
+_NAMES = itertools.count()  # a statement's name is never used twice in this process
 
 
 def prepared_rows(conn, template: str, params) -> list[dict] | None:
@@ -46,32 +51,30 @@ def prepared_rows(conn, template: str, params) -> list[dict] | None:
         return None
     transformer = Transformer(conn)
     values = transformer.dump_sequence(params, [PyFormat.AUTO] * len(params))
+    prepared = _ON.get(conn)
+    if prepared is None:
+        prepared = _ON[conn] = _Prepared(conn.info.encoding)
+    key = (template, transformer.types)
     with conn.lock:  # as the cursor takes it: one statement at a time on a connection
         try:
-            return _run(conn, transformer, template, query, values)
+            return _run(conn.pgconn, prepared, key, query, transformer, values)
         except errors.Error as error:
             if error.sqlstate != _UNKNOWN_STATEMENT:
                 raise
-            _ON.pop(conn, None)  # someone deallocated them: prepare again, once
-            return _run(conn, transformer, template, query, values)
+            prepared.statements.pop(key, None)  # someone deallocated it: prepare it again, once
+            return _run(conn.pgconn, prepared, key, query, transformer, values)
 
 
-def _run(conn, transformer, template: str, query: bytes, values) -> list[dict]:
-    pgconn, prepared = conn.pgconn, _ON.get(conn)
-    if prepared is None:
-        prepared = _ON[conn] = _Prepared(conn.info.encoding)
-    encoding = prepared.encoding
-    key = (template, transformer.types)
+def _run(pgconn, prepared: _Prepared, key: tuple, query: bytes, transformer, values) -> list[dict]:
     found = prepared.statements.get(key)
     if found is None:
-        name = f"rcp_{len(prepared.statements)}".encode()
-        _checked(pgconn.prepare(name, query, param_types=transformer.types), encoding)
-        found = prepared.statements[key] = (name, None)
-    result = _checked(pgconn.exec_prepared(found[0], values, param_formats=transformer.formats), encoding)
-    names = found[1]
-    if names is None:
-        names = [result.fname(i).decode(encoding) for i in range(result.nfields)]
-        prepared.statements[key] = (found[0], names)
+        name = f"rcp_{next(_NAMES)}".encode()
+        _checked(pgconn.prepare(name, query, param_types=transformer.types), prepared.encoding)
+        described = _checked(pgconn.describe_prepared(name), prepared.encoding)
+        names = [described.fname(i).decode(prepared.encoding) for i in range(described.nfields)]
+        found = prepared.statements[key] = (name, names)
+    name, names = found
+    result = _checked(pgconn.exec_prepared(name, values, param_formats=transformer.formats), prepared.encoding)
     transformer.set_pgresult(result)
     return transformer.load_rows(0, result.ntuples, lambda row: dict(zip(names, row, strict=True)))
 
@@ -87,11 +90,9 @@ def _checked(result, encoding: str):
 
 @lru_cache(maxsize=256)
 def _numbered(template: str) -> bytes | None:
-    """The template with `$1`, `$2`, ... for its `%s`; None when it holds any other `%`."""
-    parts = template.split("%s")
-    if any("%" in part for part in parts):
+    """The template with `$1`, `$2`, ... for its `%s` (the binder's reading of a template); None
+    when it holds any other `%`."""
+    parts = plain_parts(template)
+    if parts is None:
         return None
-    out = [parts[0]]
-    for number, part in enumerate(parts[1:], start=1):
-        out.append(f"${number}{part}")
-    return "".join(out).encode()
+    return "".join([parts[0], *(f"${number}{part}" for number, part in enumerate(parts[1:], start=1))]).encode()

@@ -69,12 +69,22 @@ def test_the_hot_reads_give_the_cursor_s_rows(app):
             assert prepared_rows(conn, statement, params) == ours  # prepared before: the same
 
 
+def ours(conn) -> list[str]:
+    """The statements this path prepared on the connection, by name."""
+    found = conn.execute("SELECT name FROM pg_prepared_statements WHERE name LIKE 'rcp_%' ORDER BY 1")
+    return [r["name"] for r in found]
+
+
 def test_a_statement_deallocated_behind_its_back_is_prepared_again(app):
-    statement, params = hot_reads(app)[0]
+    reads = list(dict(hot_reads(app)).items())[:2]  # two statements
     with app.recorder.datastore.get_connection() as conn:
-        first = prepared_rows(conn, statement, params)
+        first = [prepared_rows(conn, statement, params) for statement, params in reads]
         conn.execute("DEALLOCATE ALL")
-        assert prepared_rows(conn, statement, params) == first
+        assert [prepared_rows(conn, statement, params) for statement, params in reads] == first
+        kept, gone = ours(conn)  # one deallocated alone: the other is not prepared again beside it
+        conn.execute(f"DEALLOCATE {gone}")
+        assert [prepared_rows(conn, statement, params) for statement, params in reads] == first
+        assert ours(conn)[0] == kept and len(ours(conn)) == 2
 
 
 def test_what_it_does_not_take_goes_to_the_cursor(primed_schema_url):
