@@ -35,7 +35,7 @@ class _Prepared:
     __slots__ = ("statements", "encoding")
 
     def __init__(self, encoding: str):
-        self.statements: dict[tuple, tuple[bytes, list[str]]] = {}
+        self.statements: dict[tuple, tuple[bytes, list[str] | None]] = {}
         self.encoding = encoding
 
 
@@ -70,11 +70,12 @@ def _run(pgconn, prepared: _Prepared, key: tuple, query: bytes, transformer, val
     if found is None:
         name = f"rcp_{next(_NAMES)}".encode()
         _checked(pgconn.prepare(name, query, param_types=transformer.types), prepared.encoding)
-        described = _checked(pgconn.describe_prepared(name), prepared.encoding)
-        names = [described.fname(i).decode(prepared.encoding) for i in range(described.nfields)]
-        found = prepared.statements[key] = (name, names)
+        found = prepared.statements[key] = (name, None)
     name, names = found
     result = _checked(pgconn.exec_prepared(name, values, param_formats=transformer.formats), prepared.encoding)
+    if names is None:  # from the first result: `describe_prepared` holds the GIL through its round trip
+        names = [result.fname(i).decode(prepared.encoding) for i in range(result.nfields)]
+        prepared.statements[key] = (name, names)
     transformer.set_pgresult(result)
     return transformer.load_rows(0, result.ntuples, lambda row: dict(zip(names, row, strict=True)))
 
