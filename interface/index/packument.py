@@ -20,7 +20,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from domain.specs.node_ranges import repoint
-from interface.index.upstream import resolved
+from interface.index.url_parts import resolved
 from interface.problems import status_line_text
 
 ABBREVIATED = "application/vnd.npm.install-v1+json"

@@ -14,8 +14,10 @@ after the request was judged, so a denied name never causes an upstream fetch.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from contextlib import nullcontext
 from typing import NamedTuple
+from urllib.parse import quote
 
 from flask import Blueprint, Response, current_app, has_request_context, redirect, request, url_for
 from packaging.utils import canonicalize_name
@@ -152,15 +154,17 @@ def judged_page(principal, ws: str, name: str, media: str, environ: dict, url_ro
     if not verdict["allowed"]:
         return answer(simple.quarantined(name, verdict["message"]), media, verdict["policy_version"], environ)
     try:
-        fetched = _fetched(name)
-        hidden = _hidden(principal, name, fetched) | _declared_hidden(principal, name, fetched)
-        refused = _refused_file_host(name, fetched)
+        checked: dict = {}
+        fetched = _fetched(name, checked)
+        page = _PageOnce(name, fetched, checked)
+        hidden = _hidden(principal, name, fetched, page) | _declared_hidden(principal, name, fetched, page)
+        refused = _refused_file_host(name, fetched, page)
         if refused is not None:  # the page offers none of those files: the gate says why
             package_index().gate.upstream_failed(principal, "python", name, "page", refused)
         key = (ws, name, media, verdict["policy_version"], fetched.revision, url_root, hidden)
 
         def render() -> bytes:  # only when this answer was not rendered before (the page read then)
-            return _render(ws, name, fetched, media, hidden, environ)
+            return _render(ws, name, page, media, hidden, environ)
 
         return rendered().answer(key, verdict["policy_version"], simple.content_type(media), render, environ)
     except HTTPProblem as error:
@@ -170,7 +174,35 @@ def judged_page(principal, ws: str, name: str, media: str, environ: dict, url_ro
         raise
 
 
-def _hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
+class _PageOnce:
+    """The page one request fetched, read (parsed, its links resolved) when first needed and
+    then shared: judging its versions, finding a refused file host and rendering it each read it
+    whole, and a page fetched just now had been read once more to check it (four readings of a
+    cold page, 2,000 links each: most of its CPU). `checked`: what that check read, by body."""
+
+    __slots__ = ("name", "fetched", "checked", "_page")
+
+    def __init__(self, name: str, fetched: Fetched, checked: dict):
+        self.name, self.fetched, self.checked = name, fetched, checked
+        self._page: dict | None = None
+
+    def __call__(self) -> dict:
+        if self._page is None:
+            body, read = self.checked.get("body"), self.checked.get("page")
+            found = self.fetched
+            if (
+                found.status == 200
+                and body is not None
+                and found.fetched is body
+                and self.checked["at"] == (found.url, found.content_type)
+            ):
+                self._page = read
+            else:
+                self._page = _read(self.name, found)
+        return self._page
+
+
+def _hidden(principal, name: str, fetched: Fetched, page: _PageOnce) -> frozenset[str]:
     """The files on the page whose version is hidden (known malware, a rule beyond names: see
     application.index.versions; recorded). The page is read for its files' facts only when
     something may hide a version of this project."""
@@ -180,33 +212,33 @@ def _hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
         return frozenset()
 
     def judged() -> dict:  # read only when this revision of the page was not judged before
-        files = _read(name, fetched)["files"]  # a file whose name says no version: its version None
+        files = page()["files"]  # a file whose name says no version: its version None
         return {entry["filename"]: facts.python_file(entry, simple.file_version(entry, name)) for entry in files}
 
     hidden = package_index().gate.versions_hidden(principal, "python", name, judged, "page", fetched.revision)
     return frozenset(hidden)
 
 
-def _refused_file_host(name: str, fetched: Fetched) -> str | None:
+def _refused_file_host(name: str, fetched: Fetched, page: _PageOnce) -> str | None:
     """Why the page leaves files out, when upstream keeps some on a host the egress rules refuse
     (the first one's), read once per revision of the page."""
     if fetched.status != 200:
         return None
 
     def first() -> tuple:
-        files = _read(name, fetched)["files"]
+        files = page()["files"]
         return (next(filter(None, (upstream().refused_host(entry["url"]) for entry in files)), None),)
 
     return declarations.remembered(("refused-host", name, fetched.revision), first)[0]
 
 
-def _declared_hidden(principal, name: str, fetched: Fetched) -> frozenset[str]:
+def _declared_hidden(principal, name: str, fetched: Fetched, page: _PageOnce) -> frozenset[str]:
     """The files of the versions that what their files were read to declare hides
     (interface.index.declarations; recorded as a page's, once per run). Nothing to read for a
     project none of whose files declared anything beyond the registry."""
     if fetched.status != 200:
         return frozenset()
-    known = declarations.of_page(name, fetched.revision, lambda: _read(name, fetched)["files"])
+    known = declarations.of_page(name, fetched.revision, lambda: page()["files"])
     if not known:
         return frozenset()
     said = {version: requires for version, (requires, _) in known.items()}
@@ -218,11 +250,11 @@ def rendered() -> Rendered:
     return current_app.extensions["pypi_rendered"]  # made by interface.index.install
 
 
-def _render(ws: str, name: str, fetched: Fetched, media: str, hidden: frozenset[str], environ: dict) -> bytes:
+def _render(ws: str, name: str, page: _PageOnce, media: str, hidden: frozenset[str], environ: dict) -> bytes:
     # The file URLs are the app's (url_for): outside Flask's dispatch, in the request's context.
     with nullcontext() if has_request_context() else current_app.request_context(environ):
-        page = _allowed_page(ws, name, _read(name, fetched), hidden)
-    return simple.write(page, media)
+        allowed = _allowed_page(ws, name, page(), hidden)
+    return simple.write(allowed, media)
 
 
 def _allowed_page(ws: str, name: str, page: dict, hidden: frozenset[str] = frozenset()) -> dict:
@@ -230,8 +262,9 @@ def _allowed_page(ws: str, name: str, page: dict, hidden: frozenset[str] = froze
     `hidden` ones, those whose name names another project (`names_project`), those on a host
     the egress rules refuse (none of them is served, however it is asked for); a page that
     leaves any out lists in `versions` only the versions of the files left."""
+    file_url = file_urls(ws, name)
     files = [
-        {**entry, "url": url_for(".file", ws=ws, project=name, filename=entry["filename"], _external=True)}
+        {**entry, "url": file_url(entry["filename"])}
         for entry in page["files"]
         if entry["filename"] not in hidden
         and names_project(entry["filename"], name)
@@ -242,11 +275,30 @@ def _allowed_page(ws: str, name: str, page: dict, hidden: frozenset[str] = froze
     return simple.finish({**page, "files": files}, name)
 
 
-def _fetched(name: str) -> Fetched:
+# How the route's converter writes a value into the URL (werkzeug's `BaseConverter.to_url`).
+_SEGMENT_SAFE = "!$&'()*+,/:;=@"
+
+
+def file_urls(ws: str, name: str) -> Callable[[str], str]:
+    """`url_for(".file", ws=ws, project=name, filename=f, _external=True)` for each file `f` of
+    one page: built once, the file's name then written in as the route writes it (url_for was a
+    quarter of a cold page's CPU, ~10 µs a file)."""
+    built = url_for(".file", ws=ws, project=name, filename="f", _external=True)
+    prefix = built[:-1]
+    return lambda filename: prefix + quote(str(filename), safe=_SEGMENT_SAFE)
+
+
+def _fetched(name: str, checked: dict | None = None) -> Fetched:
+    """The project's page; `checked` gets what checking a page fetched just now read (`_PageOnce`)."""
     url = upstream().url(f"{name}/")
-    return pages().get(
-        url, simple.UPSTREAM_ACCEPT, simple.unreadable(lambda body, media: simple.read_page(body, media, url), name)
-    )
+
+    def read(body: bytes, media: str) -> dict:
+        page = simple.read_page(body, media, url)
+        if checked is not None:
+            checked.update(body=body, page=page, at=(url, media))
+        return page
+
+    return pages().get(url, simple.UPSTREAM_ACCEPT, simple.unreadable(read, name))
 
 
 def _read(name: str, found: Fetched) -> dict:

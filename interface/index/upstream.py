@@ -34,6 +34,7 @@ import httpx
 
 from domain.egress.allowlist import host_matches
 from domain.limits import MAX_LOOKUP_ADDRESSES
+from interface.index.url_parts import origin
 from interface.problems import HTTPProblem
 from interface.settings import (
     CA_BUNDLE_VAR,
@@ -85,23 +86,6 @@ def logged(problem: UpstreamProblem) -> UpstreamProblem:
 
 def too_slow(detail: str) -> UpstreamProblem:
     return UpstreamProblem(504, "Upstream too slow", detail, headers={"Retry-After": "5"}, phrase=detail)
-
-
-def origin(url: str) -> tuple[str, str, int]:
-    parts = urlsplit(url)
-    return parts.scheme, (parts.hostname or "").lower(), parts.port or (443 if parts.scheme == "https" else 80)
-
-
-def resolved(url: str, base: str = "") -> str | None:
-    """`url` resolved against `base`, when it is a URL the index can read (`origin`); None for a
-    bracketed host left open, or a port out of range or not a number (which parse, and raise only
-    when the port is read): an upstream's page is checked with this as it is read."""
-    try:
-        found = urljoin(base, url)
-        origin(found)
-    except ValueError:
-        return None
-    return found
 
 
 @dataclass(frozen=True)
