@@ -26,6 +26,7 @@ MODULES = (
     "bench.cooldown",
     "bench.index",
     "bench.index_memory",
+    "bench.index_cold",
     "bench.parse",
     "bench.startup",
 )
@@ -97,7 +98,7 @@ def line(name: str, result: Result | None) -> str:
 
 def _arguments(argv):
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="under 120 s: shorter loads, smaller histories")
+    parser.add_argument("--quick", action="store_true", help="about 3 minutes: shorter loads, smaller histories")
     parser.add_argument("--json", metavar="PATH", help="write the figures to PATH as one JSON object")
     parser.add_argument("--only", metavar="NAMES", help="comma-separated figure names")
     parser.add_argument("--seconds", type=float, default=8, help="seconds per load (default 8)")

@@ -1,5 +1,7 @@
-"""An upstream PyPI that makes up any `p<n>` project page (24 files, ~6 KiB of JSON): as many
-distinct pages as a test or a benchmark asks for, to fill what the index keeps."""
+"""An upstream PyPI that makes up any `p<n>` project page (24 files, ~6 KiB of JSON, unless told
+otherwise): as many distinct pages as a test or a benchmark asks for, to fill what the index
+keeps, or as large as PyPI's largest (a version a file, each on its own host path as PyPI keeps
+them: `absolute`)."""
 
 from __future__ import annotations
 
@@ -11,22 +13,28 @@ FILES_PER_PAGE = 24
 
 
 class ManyProjects(FixtureServer):
-    def __init__(self):
+    def __init__(self, files: int = FILES_PER_PAGE, absolute: bool = False):
         super().__init__()
+        self.files, self.absolute = files, absolute
         self.start()
+
+    def _url(self, filename: str, n: int) -> str:
+        if self.absolute:  # PyPI's shape: a directory of its own per file, named by digests
+            return f"{self.url}/packages/{n % 256:02x}/{n * 7 % 256:02x}/{n * 977 + 12345:060x}/{filename}"
+        return f"../../files/{filename}"
 
     def respond(self, path: str, accept: str):
         name = path.strip("/").rsplit("/", 1)[-1]
         files = [
             {
                 "filename": f"{name}-1.{n}-py3-none-any.whl",
-                "url": f"../../files/{name}-1.{n}-py3-none-any.whl",
+                "url": self._url(f"{name}-1.{n}-py3-none-any.whl", n),
                 "hashes": {"sha256": f"{n:064x}"},
                 "requires-python": ">=3.8",
                 "size": 1000 + n,
                 "upload-time": "2026-01-02T03:04:05Z",
             }
-            for n in range(FILES_PER_PAGE)
+            for n in range(self.files)
         ]
         body = {"meta": {"api-version": "1.1"}, "name": name, "files": files}
         return 200, "application/vnd.pypi.simple.v1+json", json.dumps(body).encode()
