@@ -226,8 +226,8 @@ def _refused_file_host(name: str, fetched: Fetched, page: _PageOnce) -> str | No
         return None
 
     def first() -> tuple:
-        files = page()["files"]
-        return (next(filter(None, (upstream().refused_host(entry["url"]) for entry in files)), None),)
+        refused_host = upstream().refused_host  # once: the app's proxy costs a lookup each time
+        return (next(filter(None, (refused_host(entry["url"]) for entry in page()["files"])), None),)
 
     return declarations.remembered(("refused-host", name, fetched.revision), first)[0]
 
@@ -262,13 +262,13 @@ def _allowed_page(ws: str, name: str, page: dict, hidden: frozenset[str] = froze
     `hidden` ones, those whose name names another project (`names_project`), those on a host
     the egress rules refuse (none of them is served, however it is asked for); a page that
     leaves any out lists in `versions` only the versions of the files left."""
-    file_url = file_urls(ws, name)
+    file_url, allows_host = file_urls(ws, name), upstream().allows_host  # once a page, not once a file
     files = [
         {**entry, "url": file_url(entry["filename"])}
         for entry in page["files"]
         if entry["filename"] not in hidden
         and names_project(entry["filename"], name)
-        and upstream().allows_host(entry["url"])  # checked again, with addresses, on download
+        and allows_host(entry["url"])  # checked again, with addresses, on download
     ]
     if len(files) < len(page["files"]) and "versions" in page:
         page = {**page, "versions": simple.versions_offered(page["versions"], files, name)}
