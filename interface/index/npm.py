@@ -122,8 +122,10 @@ def packument_answer(principal, ws: str, name: str) -> Response:
 
     refused = []  # why a version's tarball is left out: its host refused (the first one's)
 
+    refused_host = upstream().refused_host  # once: the app's proxy costs a lookup each time
+
     def ours(url: str) -> str | None:
-        why = upstream().refused_host(url)
+        why = refused_host(url)
         if why is not None:
             refused.append(why)
             return None

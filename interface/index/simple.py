@@ -23,6 +23,7 @@ from urllib.parse import urldefrag
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from application.store.jsontext import loads
 from domain.python_files import version_of
 from interface.index.url_parts import resolved
 
@@ -103,7 +104,7 @@ def unreadable(read: Callable[[bytes, str], object], name: str | None = None) ->
 
 def _read_json(body: bytes, page_url: str) -> dict:
     try:
-        page = json.loads(body)
+        page = loads(body)  # json.loads's answers, through orjson where it reads the same
     except (ValueError, RecursionError) as error:
         raise PageError(f"not a PEP 691 project page: {error}") from None
     wrong = _misshapen(page)

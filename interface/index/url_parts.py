@@ -1,5 +1,6 @@
-"""Where an upstream's URL points (`origin`) and what a page's link resolves to (`resolved`),
-exactly as `urllib.parse` says, without parsing each link afresh.
+"""Where an upstream's URL points (`origin`), what a page's link resolves to (`resolved`) and
+the name a URL ends in (`last_segment`), exactly as `urllib.parse` says, without parsing each
+link afresh.
 
 A project page is read link by link: each file's URL resolved against the page, then its host
 checked. With `urljoin` and `urlsplit` (whose cache holds 128 URLs, and no two files share one)
@@ -46,6 +47,16 @@ def origin(url: str) -> tuple[str, str, int]:
         if number <= 65535:  # else urlsplit's own ValueError, below
             return scheme, host.lower(), number or _DEFAULT_PORTS[scheme]  # port 0 reads as none
     return _split_origin(url)
+
+
+def last_segment(url: str) -> str:
+    """The last segment of the URL's path, as `urlsplit(url).path` ends: for a link of the plain
+    absolute shape (no query, fragment or parameters), what follows its last `/` once past the
+    netloc."""
+    if _ABSOLUTE.fullmatch(url):
+        head, _, last = url.rpartition("/")
+        return last if len(head) > url.index("//") + 1 else ""  # `https://host`: no path at all
+    return urlsplit(url).path.rsplit("/", 1)[-1]
 
 
 def _split_origin(url: str) -> tuple[str, str, int]:

@@ -8,7 +8,7 @@ from urllib.parse import urljoin, urlsplit
 from hypothesis import given
 from hypothesis import strategies as st
 
-from interface.index.url_parts import origin, resolved
+from interface.index.url_parts import last_segment, origin, resolved
 
 
 def urllib_origin(url: str) -> tuple[str, str, int]:
@@ -23,6 +23,10 @@ def urllib_resolved(url: str, base: str) -> str | None:
     except ValueError:
         return None
     return found
+
+
+def urllib_last_segment(url: str) -> str:
+    return urlsplit(url).path.rsplit("/", 1)[-1]
 
 
 def outcome(read, *args):
@@ -75,6 +79,8 @@ LINKS = [
     "https://files.example/six.whl?x=1",
     "https://files.example",
     "https://files.example/",
+    "https://files.example/-/pkg-1.0.0.tgz",
+    "http://registry.example:4873/@scope/pkg/-/pkg-1.0.0.tgz",
     "https://",
     "https:six.whl",
     "file:///six.whl",
@@ -95,8 +101,9 @@ def test_every_link_resolves_against_every_base_as_urllib_resolves_it():
     assert differ == []
 
 
-def test_every_origin_is_urllibs_including_its_refusals():
+def test_every_origin_and_last_segment_is_urllibs_including_its_refusals():
     differ = [url for url in LINKS + BASES if outcome(origin, url) != outcome(urllib_origin, url)]
+    differ += [url for url in LINKS + BASES if outcome(last_segment, url) != outcome(urllib_last_segment, url)]
     assert differ == []
 
 
@@ -116,8 +123,9 @@ def test_any_link_resolves_as_urllib_resolves_it(link, base):
 
 
 @given(url=_URLS)
-def test_any_origin_is_urllibs(url):
+def test_any_origin_and_last_segment_is_urllibs(url):
     assert outcome(origin, url) == outcome(urllib_origin, url)
+    assert outcome(last_segment, url) == outcome(urllib_last_segment, url)
 
 
 FILENAMES = ["six-1.17.0-py2.py3-none-any.whl", "a b.tar.gz", "ü-1.0.whl", "x%2F.whl", "a/b.whl", "a?b#c.whl", "..",
