@@ -26,7 +26,7 @@ MODULES = (
     "bench.cooldown",
     "bench.index",
     "bench.index_memory",
-    "bench.index_cold",
+    "bench.index_large",
     "bench.parse",
     "bench.startup",
 )

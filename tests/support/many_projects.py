@@ -38,3 +38,32 @@ class ManyProjects(FixtureServer):
         ]
         body = {"meta": {"api-version": "1.1"}, "name": name, "files": files}
         return 200, "application/vnd.pypi.simple.v1+json", json.dumps(body).encode()
+
+
+class ManyPackages(FixtureServer):
+    """An upstream npm registry that makes up any package's abbreviated packument of `versions`
+    versions (one dependency each, the tarballs on the registry's own host)."""
+
+    def __init__(self, versions: int):
+        super().__init__()
+        self.versions = versions
+        self.start()
+
+    def respond(self, path: str, accept: str):
+        name = path.strip("/").rsplit("/", 1)[-1]
+        versions = {
+            f"1.{n}.0": {
+                "name": name,
+                "version": f"1.{n}.0",
+                "dependencies": {"left-pad": "^1.0.0"},
+                "dist": {
+                    "tarball": f"{self.url}/{name}/-/{name}-1.{n}.0.tgz",
+                    "shasum": f"{n:040x}",
+                    "integrity": "sha512-" + "A" * 86 + "==",
+                },
+            }
+            for n in range(self.versions)
+        }
+        tags = {"latest": f"1.{self.versions - 1}.0"}
+        body = {"name": name, "dist-tags": tags, "modified": "2026-01-02T03:04:05.000Z", "versions": versions}
+        return 200, "application/vnd.npm.install-v1+json", json.dumps(body).encode()
