@@ -37,56 +37,52 @@ def _pages(run) -> int:
 
 @figure("index_cold_upstream")
 def index_cold_upstream(run) -> Result:
-    upstream = ManyProjects(FILES, absolute=True)
-    try:
-        seconds = _timed(run, lambda n: _get(f"{upstream.url}/simple/p{n}/", PYPI_JSON))
-    finally:
-        upstream.close()
+    seconds = _straight(run, ManyProjects(FILES, absolute=True), "simple/p{n}/", PYPI_JSON)
     return Result(round(seconds * 1000, 2), f"ms a page of {FILES:,} files, straight from the upstream")
 
 
 @figure("index_cold_page", ceiling="index_cold_upstream")
 def index_cold_page(run) -> Result:
     upstream = ManyProjects(FILES, absolute=True)
-    try:
-        seconds, cpu = _through_the_index(run, upstream, "RUNCODE_POLICY_PYPI_UPSTREAM", "/simple/", "simple/p{n}/")
-    finally:
-        upstream.close()
+    seconds, cpu = _through_the_index(run, upstream, "RUNCODE_POLICY_PYPI_UPSTREAM", "/simple/", "simple/p{n}/")
     unit = f"ms a cold page of {FILES:,} files via the index, SQLite; {cpu * 1000:.1f} ms of the service's CPU a page"
     return Result(round(seconds * 1000, 2), unit)
 
 
 @figure("index_packument_upstream")
 def index_packument_upstream(run) -> Result:
-    upstream = ManyPackages(VERSIONS)
-    try:
-        seconds = _timed(run, lambda n: _get(f"{upstream.url}/big", NPM_ABBREVIATED))
-    finally:
-        upstream.close()
+    seconds = _straight(run, ManyPackages(VERSIONS), "big", NPM_ABBREVIATED)
     return Result(round(seconds * 1000, 2), f"ms a packument of {VERSIONS:,} versions, straight from the upstream")
 
 
 @figure("index_packument", ceiling="index_packument_upstream")
 def index_packument(run) -> Result:
     upstream = ManyPackages(VERSIONS)
-    try:
-        seconds, cpu = _through_the_index(run, upstream, "RUNCODE_POLICY_NPM_UPSTREAM", "/", "big", kept=True)
-    finally:
-        upstream.close()
+    seconds, cpu = _through_the_index(run, upstream, "RUNCODE_POLICY_NPM_UPSTREAM", "/", "big", kept=True)
     unit = f"ms a kept packument of {VERSIONS:,} versions via the index, SQLite; {cpu * 1000:.1f} ms of its CPU each"
     return Result(round(seconds * 1000, 2), unit)
 
 
-def _through_the_index(run, upstream, setting: str, upstream_path: str, path: str, kept: bool = False):
-    """(seconds, CPU seconds of the service) a request for `path` ({n}: a page of its own each)."""
-    database = run.sqlite(f"index-large-{setting.lower()}")
-    token = pip_install.sandbox_tokens(database, 1)[0]
-    work = tempfile.mkdtemp(dir=run.workdir, prefix="large-")
-    service = servers.service("index-large", database, work, **{setting: upstream.url + upstream_path}).start()
-    npm = setting == "RUNCODE_POLICY_NPM_UPSTREAM"
-    at = f"{service.url}/{'npm' if npm else 'pypi'}/{pip_install.WORKSPACE}/"
-    media = NPM_ABBREVIATED if npm else PYPI_JSON
+def _straight(run, upstream, path: str, media: str) -> float:
+    """Seconds a request for `path` ({n}: a page of its own each) straight from `upstream`, closed after."""
     try:
+        return _timed(run, lambda n: _get(f"{upstream.url}/{path.format(n=n)}", media))
+    finally:
+        upstream.close()
+
+
+def _through_the_index(run, upstream, setting: str, upstream_path: str, path: str, kept: bool = False):
+    """(seconds, CPU seconds of the service) a request for `path` ({n}: a page of its own each)
+    through the index in front of `upstream`, closed after."""
+    npm = setting == "RUNCODE_POLICY_NPM_UPSTREAM"
+    media = NPM_ABBREVIATED if npm else PYPI_JSON
+    service = None
+    try:
+        database = run.sqlite(f"index-large-{setting.lower()}")
+        token = pip_install.sandbox_tokens(database, 1)[0]
+        work = tempfile.mkdtemp(dir=run.workdir, prefix="large-")
+        service = servers.service("index-large", database, work, **{setting: upstream.url + upstream_path}).start()
+        at = f"{service.url}/{'npm' if npm else 'pypi'}/{pip_install.WORKSPACE}/"
         # The worker's first page (its lazy imports) is no page's own cost; a kept page kept.
         _get(at + (path if kept else path.format(n="warm")), media, token)
         meter = Meter(service.process.pid, None)
@@ -94,7 +90,9 @@ def _through_the_index(run, upstream, setting: str, upstream_path: str, path: st
         seconds = _timed(run, lambda n: _get(at + path.format(n=n), media, token))
         return seconds, meter.stop().server / _pages(run)
     finally:
-        service.stop()
+        if service is not None:
+            service.stop()
+        upstream.close()
 
 
 def _timed(run, fetch) -> float:
