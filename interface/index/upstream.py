@@ -34,7 +34,7 @@ import httpx
 
 from domain.egress.allowlist import host_matches
 from domain.limits import MAX_LOOKUP_ADDRESSES
-from interface.index.url_parts import origin
+from interface.index.url_parts import default_port, origin
 from interface.problems import HTTPProblem
 from interface.settings import (
     CA_BUNDLE_VAR,
@@ -270,7 +270,7 @@ class Upstream:
         return self._client.build_request(method, pinned, headers=headers, extensions={"sni_hostname": parts.hostname})
 
     def _judged_address(self, url: str, parts) -> str:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        port = parts.port or default_port(parts.scheme)
         try:
             found = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
         except OSError:

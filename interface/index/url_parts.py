@@ -42,11 +42,17 @@ def origin(url: str) -> tuple[str, str, int]:
     if found is not None:
         scheme, host, port = found.groups()
         if port is None:
-            return scheme, host.lower(), _DEFAULT_PORTS[scheme]
+            return scheme, host.lower(), default_port(scheme)
         number = int(port)
         if number <= 65535:  # else urlsplit's own ValueError, below
-            return scheme, host.lower(), number or _DEFAULT_PORTS[scheme]  # port 0 reads as none
+            return scheme, host.lower(), number or default_port(scheme)  # port 0 reads as none
     return _split_origin(url)
+
+
+def default_port(scheme: str) -> int:
+    """The port a URL of this scheme reaches when it names none (80 for a scheme the index does
+    not fetch, as it has always read one)."""
+    return _DEFAULT_PORTS.get(scheme, 80)
 
 
 def last_segment(url: str) -> str:
@@ -61,7 +67,7 @@ def last_segment(url: str) -> str:
 
 def _split_origin(url: str) -> tuple[str, str, int]:
     parts = urlsplit(url)
-    return parts.scheme, (parts.hostname or "").lower(), parts.port or (443 if parts.scheme == "https" else 80)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or default_port(parts.scheme)
 
 
 def resolved(url: str, base: str = "") -> str | None:
