@@ -3,7 +3,8 @@ wrk; `pip_install_ratio` and `pip_install_warm_ratio`, a `pip install` of a 20-p
 through the index (its cache empty, then full) against the same install straight from the same
 upstream (bench/pip_install.py), that upstream on this machine; `pip_install_remote_ratio` and
 `pip_install_remote_warm_ratio`, the same with the upstream `REMOTE_RTT` away, as PyPI is from a
-sandbox; `index_rss`, the service's memory after 10,000 distinct pages.
+sandbox; `pip_install_floor_ratio`, the same install with no server at all (pip's own share);
+`index_rss`, the service's memory after 10,000 distinct pages.
 
 For `index_page` the upstream is the tests' fixture PyPI index (tests/support/pypi_upstream.py,
 PEP 503/691 pages on a threaded server in this process): pypiserver, which `pip_install_ratio`
@@ -111,17 +112,18 @@ register(
 )
 
 
-def _pip_installs(run, rtt: float) -> tuple[float, float, float]:
-    """Direct, cold and warm medians, measured once per run and upstream distance for both figures."""
+def _pip_installs(run, rtt: float) -> tuple[float, float, float, float]:
+    """Direct, cold, warm and no-server medians, measured once per run and upstream distance for
+    all the figures of that distance."""
 
     def measure():
         work = Path(tempfile.mkdtemp(dir=run.workdir, prefix="pip-"))
-        direct, cold, warm = pip_install.measure(1 if run.quick else 3, work, rtt)
+        direct, cold, warm, floor = pip_install.measure(1 if run.quick else 3, work, rtt)
         run.say(
             f"  pip install of {pip_install.PACKAGES} packages, upstream {rtt * 1000:g} ms away: "
-            f"direct {direct:.2f} s, via the index cold {cold:.2f} s, warm {warm:.2f} s"
+            f"direct {direct:.2f} s, via the index cold {cold:.2f} s, warm {warm:.2f} s; no server {floor:.2f} s"
         )
-        return _Closed((direct, cold, warm))
+        return _Closed((direct, cold, warm, floor))
 
     return run.keep(f"pip-installs-{rtt}", measure).value
 
@@ -141,11 +143,14 @@ def _pip_ratio(run, which: int, label: str, rtt: float = 0.0) -> Result:
     rounds = "1 round" if run.quick else "median of 3 rounds"
     where = f"the upstream {rtt * 1000:g} ms away" if rtt else "the upstream on this machine"
     ratio = round(times[which] / times[0], 3)
-    unit = f"× direct ({label} pip install of {pip_install.PACKAGES} packages via the index, {where}, {rounds})"
+    unit = f"× direct ({label}, {where}, {rounds})"
     return Result(ratio, unit, ratio=ratio)
 
 
-COLD, WARM = "cold: the index's cache empty,", "warm: pages and files from the index's cache,"
+INSTALL = f"pip install of {pip_install.PACKAGES} packages"
+COLD = f"cold: the index's cache empty, {INSTALL} via the index"
+WARM = f"warm: pages and files from the index's cache, {INSTALL} via the index"
+FLOOR = f"no server at all: the same {INSTALL} from a directory of its wheels, pip's own share; direct:"
 
 
 @figure("pip_install_ratio", ceiling="direct")  # its own ceiling: the same install, direct
@@ -156,6 +161,12 @@ def pip_install_ratio(run) -> Result:
 @figure("pip_install_warm_ratio", ceiling="direct")
 def pip_install_warm_ratio(run) -> Result:
     return _pip_ratio(run, 2, WARM)
+
+
+# What an index answering instantly would still cost: the warm figure's floor on this machine.
+@figure("pip_install_floor_ratio", ceiling="direct")
+def pip_install_floor_ratio(run) -> Result:
+    return _pip_ratio(run, 3, FLOOR)
 
 
 @figure("pip_install_remote_ratio", ceiling="direct")

@@ -93,17 +93,30 @@ def timed_install(index: str, token: str, work: Path) -> float:
     return elapsed
 
 
-def measure(rounds: int, work: Path, rtt: float = 0.0) -> tuple[float, float, float]:
+def timed_floor(index: str, packages: Path, work: Path) -> float:
+    """The same install with no server at all (`--no-index --find-links` of the same wheels):
+    pip's own start, resolution and install, the least an install through any index can take."""
+    target = Path(tempfile.mkdtemp(dir=work))
+    started_at = time.perf_counter()
+    outcome = pip_install(target, index, "unused", "-q", "--no-index", "--find-links", str(packages), "pkg00")
+    elapsed = time.perf_counter() - started_at
+    if not outcome.ok:
+        raise SystemExit(f"pip install from {packages}: {outcome.output}")
+    return elapsed
+
+
+def measure(rounds: int, work: Path, rtt: float = 0.0) -> tuple[float, float, float, float]:
     """Median wall times: direct (before and after each round's two), through a cold index,
-    through the same index warm; the upstream `rtt` seconds away."""
+    through the same index warm, and with no server at all; the upstream `rtt` seconds away."""
     packages, database = work / "packages", f"sqlite:///{work}/store.sqlite"
     tree(packages)
     upstream = pypiserver(packages, work)
     distance = Forwarder(upstream.port, delay=rtt / 2)
     simple, token = f"http://127.0.0.1:{distance.port}/simple/", sandbox_token(database)
     try:
-        direct, cold, warm = [], [], []
+        direct, cold, warm, floor = [], [], [], []
         for round_ in range(rounds):
+            floor.append(timed_floor(simple, packages, work))  # `--no-index`: the index is never asked
             direct.append(timed_install(simple, "unused", work))  # pypiserver ignores the password
             port = free_port()
             env = {
@@ -124,7 +137,7 @@ def measure(rounds: int, work: Path, rtt: float = 0.0) -> tuple[float, float, fl
             # Direct again, after: on a shared machine the load drifts, and each ratio's two sides
             # should meet the same drift (the median of both sides of every round).
             direct.append(timed_install(simple, "unused", work))
-        return statistics.median(direct), statistics.median(cold), statistics.median(warm)
+        return tuple(statistics.median(times) for times in (direct, cold, warm, floor))
     finally:
         distance.cut()
         upstream.close()
@@ -136,10 +149,14 @@ def main() -> None:
     parser.add_argument("--rtt", type=float, default=0.0, help="the upstream's round trip, ms")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
-        direct, cold, warm = measure(args.rounds, Path(work), args.rtt / 1000)
-    print(f"{PACKAGES} packages: direct {direct:.2f} s, through the index {cold:.2f} s cold, {warm:.2f} s warm")
+        direct, cold, warm, floor = measure(args.rounds, Path(work), args.rtt / 1000)
+    print(
+        f"{PACKAGES} packages: direct {direct:.2f} s, through the index {cold:.2f} s cold, {warm:.2f} s warm, "
+        f"with no server {floor:.2f} s"
+    )
     print(f"pip_install_ratio: {cold / direct:.2f} (ceiling direct)")
     print(f"pip_install_warm_ratio: {warm / direct:.2f} (ceiling direct)")
+    print(f"pip_install_floor_ratio: {floor / direct:.2f} (ceiling direct)")
 
 
 if __name__ == "__main__":
