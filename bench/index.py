@@ -143,14 +143,14 @@ def _pip_ratio(run, which: int, label: str, rtt: float = 0.0) -> Result:
     rounds = "1 round" if run.quick else "median of 3 rounds"
     where = f"the upstream {rtt * 1000:g} ms away" if rtt else "the upstream on this machine"
     ratio = round(times[which] / times[0], 3)
-    unit = f"× direct ({label}, {where}, {rounds})"
+    unit = f"× direct ({label} {where}, {rounds})"
     return Result(ratio, unit, ratio=ratio)
 
 
 INSTALL = f"pip install of {pip_install.PACKAGES} packages"
-COLD = f"cold: the index's cache empty, {INSTALL} via the index"
-WARM = f"warm: pages and files from the index's cache, {INSTALL} via the index"
-FLOOR = f"no server at all: the same {INSTALL} from a directory of its wheels, pip's own share; direct:"
+COLD = f"cold: the index's cache empty, {INSTALL} via the index,"
+WARM = f"warm: pages and files from the index's cache, {INSTALL} via the index,"
+FLOOR = f"no server at all: the same {INSTALL} from a directory of its wheels, pip's own share, against direct from"
 
 
 @figure("pip_install_ratio", ceiling="direct")  # its own ceiling: the same install, direct
