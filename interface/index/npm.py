@@ -41,6 +41,7 @@ from interface.index.delivery import file_request, judged_file, undelivered_on_e
 from interface.index.pages import Fetched, Pages
 from interface.index.streaming import relay
 from interface.index.upstream import Upstream, UpstreamProblem, bad_gateway, logged, refused_by_upstream
+from interface.index.url_parts import last_segment
 from interface.problems import HTTPProblem, problem, status_of
 
 blueprint = Blueprint("npm_index", __name__)
@@ -129,7 +130,7 @@ def packument_answer(principal, ws: str, name: str) -> Response:
         if why is not None:
             refused.append(why)
             return None
-        return base + quote(packument.tarball_name(url))
+        return base + quote(last_segment(url))  # the tarball's file name
 
     manifests = packument.manifests(document)
     hidden = {}
@@ -347,6 +348,6 @@ def tarball_source(name: str, filename: str) -> tuple[str, dict, str]:
         for version, manifest in packument.manifests(document).items():
             dist = manifest.get("dist")
             url = dist.get("tarball") if isinstance(dist, dict) else None
-            if isinstance(url, str) and packument.tarball_name(url) == filename:
+            if isinstance(url, str) and last_segment(url) == filename:
                 return version, manifest, url
     raise HTTPProblem(404, "Not Found", f"the upstream registry lists no {filename!r} for {name!r}")

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from application.store.jsontext import loads
 from domain.specs.node_ranges import repoint
-from interface.index.url_parts import last_segment, resolved
+from interface.index.url_parts import resolved
 from interface.problems import status_line_text
 
 ABBREVIATED = "application/vnd.npm.install-v1+json"
@@ -54,11 +54,6 @@ def read(body: bytes) -> dict:
         if isinstance(url, str) and resolved(url) is None:
             raise PackumentError(f"is not a packument: the tarball URL of {number} is no URL")
     return document
-
-
-def tarball_name(url: str) -> str:
-    """The file name a tarball URL ends in (`pkg-1.0.0.tgz`)."""
-    return last_segment(url)
 
 
 def manifests(packument: dict) -> dict:
