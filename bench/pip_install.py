@@ -81,11 +81,12 @@ def start_run(service: str, token: str) -> dict:
         return json.load(response)
 
 
-def timed_install(index: str, token: str, work: Path) -> float:
-    """One cold install (fresh target, no cache) of the whole tree; its wall time."""
+def timed_install(index: str, token: str, work: Path, *more: str) -> float:
+    """One cold install (fresh target, no cache) of the whole tree; its wall time. `more`: pip's
+    further arguments."""
     target = Path(tempfile.mkdtemp(dir=work))
     started_at = time.perf_counter()
-    outcome = pip_install(target, index, token, "-q", "pkg00")
+    outcome = pip_install(target, index, token, "-q", *more, "pkg00")
     elapsed = time.perf_counter() - started_at
     installed = [p for p in (target / "site").glob("pkg*") if p.is_dir() and "." not in p.name]
     if not outcome.ok or len(installed) != PACKAGES:
@@ -96,13 +97,7 @@ def timed_install(index: str, token: str, work: Path) -> float:
 def timed_floor(index: str, packages: Path, work: Path) -> float:
     """The same install with no server at all (`--no-index --find-links` of the same wheels):
     pip's own start, resolution and install, the least an install through any index can take."""
-    target = Path(tempfile.mkdtemp(dir=work))
-    started_at = time.perf_counter()
-    outcome = pip_install(target, index, "unused", "-q", "--no-index", "--find-links", str(packages), "pkg00")
-    elapsed = time.perf_counter() - started_at
-    if not outcome.ok:
-        raise SystemExit(f"pip install from {packages}: {outcome.output}")
-    return elapsed
+    return timed_install(index, "unused", work, "--no-index", "--find-links", str(packages))
 
 
 def measure(rounds: int, work: Path, rtt: float = 0.0) -> tuple[float, float, float, float]:
