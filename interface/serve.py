@@ -35,6 +35,7 @@ import errno
 import gc
 import multiprocessing
 import os
+import queue
 import shutil
 import socket
 import sys
@@ -296,6 +297,7 @@ def run_server(factory: str, host: str, port: int, workers: int, threads: int) -
         workers_kill_timeout=30,
         respawn_failed_workers=True,  # a worker killed (out of memory, a crash) is replaced, not the end of all
     )
+    signals_without_locks(server)
     shown = f"[{address}]" if ":" in address else address
     announce = f"runcode-policy listening on http://{shown}:{bound}  (Ctrl-C to stop)"
     threading.Thread(target=announce_when_accepting, args=(address, bound, announce), daemon=True).start()
@@ -306,6 +308,35 @@ def run_server(factory: str, host: str, port: int, workers: int, threads: int) -
         holder.close()
         if own_dir:
             shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def signals_without_locks(server) -> None:
+    """granian's parent handles SIGINT/SIGTERM (and SIGHUP) by setting its flag and an Event, in
+    the handler: in the main thread, which may hold that Event's lock when the signal comes (its
+    main loop waking from `wait`, or a handler already inside `set` when a second TERM arrives
+    microseconds later, as from `timeout` forwarding one beside a supervisor's). The handler
+    then waits for that lock forever, in the thread holding it: `serve` never stopped (3 of 40
+    stops with TERMs 25-75 µs apart, and once with the main loop waking). The handler here sets
+    its flag and hands the wake-up to a thread of its own through a queue whose `put` may
+    interrupt itself (`SimpleQueue`: reentrant); the main loop reads every flag once it wakes."""
+    wakes: queue.SimpleQueue = queue.SimpleQueue()
+
+    def waking() -> None:
+        while True:
+            wakes.get()
+            server.main_loop_interrupt.set()
+
+    threading.Thread(target=waking, name="signals", daemon=True).start()
+
+    def handler_setting(flag: str):
+        def handler(*_):
+            setattr(server, flag, True)
+            wakes.put(None)
+
+        return handler
+
+    server.signal_handler_interrupt = handler_setting("interrupt_signal")
+    server.signal_handler_reload = handler_setting("reload_signal")
 
 
 @contextmanager
